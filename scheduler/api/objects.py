@@ -1,0 +1,241 @@
+"""Typed, immutable views of the API objects the scheduler reads, parsed once from their dict form.
+
+``Pod.from_dict`` and ``Node.from_dict`` never raise: anything the API server would refuse is kept
+as ``errors`` (each naming its field) and the scheduler reports it instead of crashing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NewType
+
+from scheduler.api.fields import FieldError, as_list, as_mapping, as_str_map, opt_int, opt_str
+from scheduler.api.labels import NOTHING, Selector, parse_label_selector, selector_from_map
+from scheduler.api.names import label_key_errors, label_value_errors
+from scheduler.api.nodeselector import NodeSelector, PreferredTerm, parse_node_selector, parse_preferred_terms
+from scheduler.api.spread import SpreadConstraint, parse_spread_constraints
+from scheduler.api.taints import Taint, Toleration, parse_taints, parse_tolerations
+
+__all__ = [
+    "Node",
+    "NodeName",
+    "OwnerRef",
+    "Pod",
+    "PodKey",
+    "SelectingObject",
+    "parse_selecting_object",
+]
+
+NodeName = NewType("NodeName", str)
+PodKey = NewType("PodKey", str)
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+def _timestamp(value: object) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    api_version: str
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pod:
+    """What scheduling reads of a Pod. Equality is identity: two parses are two observations."""
+
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    node_name: str
+    scheduler_name: str
+    priority: int
+    created: float
+    terminating: bool
+    phase: str
+    resource_version: str
+    generation: int
+    node_selector: Mapping[str, str] | None
+    required_affinity: NodeSelector | None
+    preferred_affinity: tuple[PreferredTerm, ...]
+    tolerations: tuple[Toleration, ...]
+    spread_constraints: tuple[SpreadConstraint, ...]
+    controller: OwnerRef | None
+    scheduling_gates: tuple[str, ...]
+    nominated_node_name: str
+    errors: tuple[FieldError, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def key(self) -> PodKey:
+        return PodKey(f"{self.namespace}/{self.name}")
+
+    @property
+    def assigned(self) -> bool:
+        return bool(self.node_name)
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def error_message(self) -> str:
+        return "; ".join(str(e) for e in self.errors)
+
+    @classmethod
+    def from_dict(cls, obj: object) -> Pod:
+        errors: list[FieldError] = []
+        root = as_mapping(obj, "pod", errors)
+        meta = as_mapping(root.get("metadata"), "metadata", errors)
+        spec = as_mapping(root.get("spec"), "spec", errors)
+        status = as_mapping(root.get("status"), "status", errors)
+        labels = as_str_map(meta.get("labels"), "metadata.labels", errors)
+        for k, v in labels.items():
+            errors.extend(label_key_errors(k, "metadata.labels"))
+            errors.extend(label_value_errors(v, "metadata.labels"))
+        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
+        if not name:
+            errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+        node_selector_raw = spec.get("nodeSelector")
+        node_selector = None
+        if node_selector_raw is not None:
+            node_selector = as_str_map(node_selector_raw, "spec.nodeSelector", errors)
+            for k, v in node_selector.items():
+                errors.extend(label_key_errors(k, "spec.nodeSelector"))
+                errors.extend(label_value_errors(v, "spec.nodeSelector"))
+        affinity = as_mapping(spec.get("affinity"), "spec.affinity", errors)
+        node_aff = as_mapping(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity", errors)
+        apath = "spec.affinity.nodeAffinity"
+        required = parse_node_selector(
+            node_aff.get("requiredDuringSchedulingIgnoredDuringExecution"),
+            f"{apath}.requiredDuringSchedulingIgnoredDuringExecution",
+            errors,
+        )
+        preferred = parse_preferred_terms(
+            node_aff.get("preferredDuringSchedulingIgnoredDuringExecution"),
+            f"{apath}.preferredDuringSchedulingIgnoredDuringExecution",
+            errors,
+        )
+        controller = None
+        for i, ref in enumerate(as_list(meta.get("ownerReferences"), "metadata.ownerReferences", errors)):
+            r = as_mapping(ref, f"metadata.ownerReferences[{i}]", errors)
+            if r.get("controller") is True:
+                controller = OwnerRef(str(r.get("apiVersion", "")), str(r.get("kind", "")), str(r.get("name", "")))
+                break
+        gates: list[str] = []
+        for i, gate in enumerate(as_list(spec.get("schedulingGates"), "spec.schedulingGates", errors)):
+            gate_name = as_mapping(gate, f"spec.schedulingGates[{i}]", errors).get("name")
+            if isinstance(gate_name, str):
+                gates.append(gate_name)
+        return cls(
+            namespace=opt_str(meta.get("namespace"), "metadata.namespace", errors) or "default",
+            name=name,
+            uid=opt_str(meta.get("uid"), "metadata.uid", errors) or "",
+            labels=labels,
+            node_name=opt_str(spec.get("nodeName"), "spec.nodeName", errors) or "",
+            scheduler_name=opt_str(spec.get("schedulerName"), "spec.schedulerName", errors) or DEFAULT_SCHEDULER_NAME,
+            priority=opt_int(spec.get("priority"), "spec.priority", errors) or 0,
+            created=_timestamp(meta.get("creationTimestamp")) or 0.0,
+            terminating=meta.get("deletionTimestamp") is not None,
+            phase=opt_str(status.get("phase"), "status.phase", errors) or "",
+            resource_version=str(meta.get("resourceVersion") or ""),
+            generation=opt_int(meta.get("generation"), "metadata.generation", errors) or 0,
+            node_selector=node_selector,
+            required_affinity=required,
+            preferred_affinity=preferred,
+            tolerations=parse_tolerations(spec.get("tolerations"), "spec.tolerations", errors),
+            spread_constraints=parse_spread_constraints(
+                spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints", labels, errors
+            ),
+            controller=controller,
+            scheduling_gates=tuple(gates),
+            nominated_node_name=opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName", errors) or "",
+            errors=tuple(errors),
+            raw=root,
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Node:
+    name: NodeName
+    uid: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    resource_version: str = ""
+    errors: tuple[FieldError, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_dict(cls, obj: object) -> Node:
+        errors: list[FieldError] = []
+        root = as_mapping(obj, "node", errors)
+        meta = as_mapping(root.get("metadata"), "metadata", errors)
+        spec = as_mapping(root.get("spec"), "spec", errors)
+        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
+        if not name:
+            errors.append(FieldError("metadata.name", "Required value"))
+        return cls(
+            name=NodeName(name),
+            uid=opt_str(meta.get("uid"), "metadata.uid", errors) or "",
+            labels=as_str_map(meta.get("labels"), "metadata.labels", errors),
+            taints=parse_taints(spec.get("taints"), "spec.taints", errors),
+            unschedulable=spec.get("unschedulable") is True,
+            resource_version=str(meta.get("resourceVersion") or ""),
+            errors=tuple(errors),
+            raw=root,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SelectingObject:
+    """A Service, ReplicationController, ReplicaSet or StatefulSet: what DefaultSelector reads of it."""
+
+    kind: str
+    namespace: str
+    name: str
+    selector: Selector
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)
+
+
+_MAP_SELECTOR_KINDS = {"Service", "ReplicationController"}
+_LABEL_SELECTOR_KINDS = {"ReplicaSet", "StatefulSet"}
+SELECTING_KINDS = frozenset(_MAP_SELECTOR_KINDS | _LABEL_SELECTOR_KINDS)
+
+
+def parse_selecting_object(obj: object) -> SelectingObject | None:
+    """None for kinds the scheduler does not read. A Service without selector selects nothing."""
+    errors: list[FieldError] = []
+    root = as_mapping(obj, "object", errors)
+    kind = root.get("kind")
+    if kind not in SELECTING_KINDS:
+        return None
+    meta = as_mapping(root.get("metadata"), "metadata", errors)
+    spec = as_mapping(root.get("spec"), "spec", errors)
+    raw_sel = spec.get("selector")
+    if kind in _MAP_SELECTOR_KINDS:
+        selector = NOTHING if raw_sel is None else selector_from_map(as_str_map(raw_sel, "spec.selector", errors))
+    else:
+        selector = parse_label_selector(raw_sel, "spec.selector", errors)
+    if errors:
+        selector = NOTHING
+    return SelectingObject(
+        kind=str(kind),
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name") or ""),
+        selector=selector,
+    )

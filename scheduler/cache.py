@@ -1,0 +1,258 @@
+"""The scheduler's cache: what is where, including assumed pods, kept incrementally. No I/O.
+
+The cache is also the Snapshot a cycle reads. Scheduling cycles run synchronously on the event
+loop, so no watch event can change the cache in the middle of one: the "snapshot" is a read-only
+view of the live structures, never a copy.
+
+Per-pod work stays independent of the number of pods in the cluster because PodTopologySpread's
+"pods matching this selector, per node" is answered from ``PodCountIndex``, which is updated when a
+pod is added or removed instead of being recomputed by scanning every pod.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+
+from scheduler.api.labels import Selector
+from scheduler.api.objects import Node, NodeName, Pod, PodKey, SelectingObject
+from scheduler.framework.types import NodeInfo
+
+__all__ = ["Cache", "NodeTree", "PodCountIndex", "zone_key"]
+
+ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
+REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
+
+
+def zone_key(node: Node) -> str:
+    """``utilnode.GetZoneKey``: ``region:\\x00:zone``, or "" for a node with neither label."""
+    region = next((node.labels[k] for k in REGION_LABELS if k in node.labels), "")
+    zone = next((node.labels[k] for k in ZONE_LABELS if k in node.labels), "")
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+class NodeTree:
+    """Nodes grouped by zone; ``ordered()`` interleaves zones round-robin like ``nodeTree.list()``."""
+
+    def __init__(self) -> None:
+        self._zones: dict[str, list[NodeName]] = {}
+        self._zone_of: dict[NodeName, str] = {}
+        self._ordered: list[NodeName] | None = None
+
+    def add(self, node: Node) -> None:
+        if node.name in self._zone_of:
+            return
+        zone = zone_key(node)
+        self._zones.setdefault(zone, []).append(node.name)
+        self._zone_of[node.name] = zone
+        self._ordered = None
+
+    def remove(self, name: NodeName) -> None:
+        zone = self._zone_of.pop(name, None)
+        if zone is None:
+            return
+        names = self._zones[zone]
+        names.remove(name)
+        if not names:
+            del self._zones[zone]
+        self._ordered = None
+
+    def update(self, old: Node, new: Node) -> None:
+        if zone_key(old) != zone_key(new):
+            self.remove(old.name)
+            self.add(new)
+
+    def ordered(self) -> list[NodeName]:
+        if self._ordered is None:
+            out: list[NodeName] = []
+            lists = list(self._zones.values())
+            depth = max((len(names) for names in lists), default=0)
+            for i in range(depth):
+                out.extend(names[i] for names in lists if i < len(names))
+            self._ordered = out
+        return self._ordered
+
+
+class PodCountIndex:
+    """Per (namespace, selector): how many non-terminating pods on each node match.
+
+    An entry is built once by one scan of the namespace's pods and then kept current by
+    ``add``/``remove``. Entries are evicted least-recently-used beyond ``max_entries``, which
+    bounds both memory and the cost of each pod event (every entry of the pod's namespace is
+    checked once).
+    """
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self._pods: dict[str, dict[PodKey, tuple[Mapping[str, str], NodeName]]] = {}
+        self._entries: OrderedDict[tuple[str, Selector], Counter[NodeName]] = OrderedDict()
+        self._by_namespace: dict[str, set[Selector]] = {}
+        self._max = max_entries
+
+    def add(self, pod: Pod, node: NodeName) -> None:
+        self._pods.setdefault(pod.namespace, {})[pod.key] = (pod.labels, node)
+        for selector in self._by_namespace.get(pod.namespace, ()):
+            if selector.matches(pod.labels):
+                self._entries[(pod.namespace, selector)][node] += 1
+
+    def remove(self, pod: Pod) -> None:
+        pods = self._pods.get(pod.namespace)
+        if pods is None or pod.key not in pods:
+            return
+        labels, node = pods.pop(pod.key)
+        for selector in self._by_namespace.get(pod.namespace, ()):
+            if selector.matches(labels):
+                counter = self._entries[(pod.namespace, selector)]
+                counter[node] -= 1
+                if counter[node] <= 0:
+                    del counter[node]
+
+    def counts(self, namespace: str, selector: Selector) -> Counter[NodeName]:
+        key = (namespace, selector)
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+            return entry
+        entry = Counter()
+        if not selector.nothing:
+            for labels, node in self._pods.get(namespace, {}).values():
+                if selector.matches(labels):
+                    entry[node] += 1
+        self._entries[key] = entry
+        self._by_namespace.setdefault(namespace, set()).add(selector)
+        if len(self._entries) > self._max:
+            (old_ns, old_sel), _ = self._entries.popitem(last=False)
+            self._by_namespace[old_ns].discard(old_sel)
+        return entry
+
+
+class Cache:
+    """Nodes, assigned and assumed pods, and the objects that select pods (for default spreading)."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[NodeName, NodeInfo] = {}
+        self._tree = NodeTree()
+        self._infos: list[NodeInfo] | None = None
+        self._pod_nodes: dict[PodKey, NodeName] = {}
+        self._pods: dict[PodKey, Pod] = {}
+        self._assumed: set[PodKey] = set()
+        self._orphans: dict[NodeName, dict[PodKey, Pod]] = {}
+        self._index = PodCountIndex()
+        self._selecting: dict[str, dict[str, dict[str, SelectingObject]]] = {}
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    def add_node(self, node: Node) -> None:
+        info = self._nodes.get(node.name)
+        if info is not None:
+            self.update_node(info.node, node)
+            return
+        info = NodeInfo(node, self._orphans.pop(node.name, {}))
+        self._nodes[node.name] = info
+        self._tree.add(node)
+        self._infos = None
+
+    def update_node(self, old: Node, new: Node) -> None:
+        info = self._nodes.get(new.name)
+        if info is None:
+            self.add_node(new)
+            return
+        info.node = new
+        self._tree.update(old, new)
+        self._infos = None
+
+    def remove_node(self, name: str) -> None:
+        info = self._nodes.pop(NodeName(name), None)
+        if info is None:
+            return
+        self._tree.remove(info.name)
+        if info.pods:  # pods outlive their node in the cache until their own delete arrives
+            self._orphans[info.name] = info.pods
+        self._infos = None
+
+    # -- pods -----------------------------------------------------------------------------
+
+    def _place(self, pod: Pod, node: NodeName) -> None:
+        self._pods[pod.key] = pod
+        self._pod_nodes[pod.key] = node
+        info = self._nodes.get(node)
+        target = info.pods if info is not None else self._orphans.setdefault(node, {})
+        target[pod.key] = pod
+        if not pod.terminating:
+            self._index.add(pod, node)
+
+    def _unplace(self, key: PodKey) -> Pod | None:
+        pod = self._pods.pop(key, None)
+        node = self._pod_nodes.pop(key, None)
+        if pod is None or node is None:
+            return None
+        info = self._nodes.get(node)
+        target = info.pods if info is not None else self._orphans.get(node, {})
+        target.pop(key, None)
+        self._index.remove(pod)
+        return pod
+
+    def add_pod(self, pod: Pod) -> None:
+        """An assigned, non-terminal pod seen by the watch (confirms an assumed one)."""
+        if not pod.node_name or pod.terminal:
+            self.remove_pod(pod)
+            return
+        self._assumed.discard(pod.key)
+        self._unplace(pod.key)
+        self._place(pod, NodeName(pod.node_name))
+
+    update_pod = add_pod
+
+    def remove_pod(self, pod: Pod) -> None:
+        self._assumed.discard(pod.key)
+        self._unplace(pod.key)
+
+    def assume_pod(self, pod: Pod, node_name: str) -> None:
+        """Count the pod on ``node_name`` from now on, before the API confirms the binding."""
+        self._unplace(pod.key)
+        self._place(pod, NodeName(node_name))
+        self._assumed.add(pod.key)
+
+    def forget_pod(self, pod: Pod) -> None:
+        """Undo ``assume_pod`` after a failed binding; a watch-confirmed pod is left alone."""
+        if pod.key in self._assumed:
+            self._assumed.discard(pod.key)
+            self._unplace(pod.key)
+
+    def is_assumed(self, key: str) -> bool:
+        return key in self._assumed
+
+    def pod_node(self, key: str) -> NodeName | None:
+        return self._pod_nodes.get(PodKey(key))
+
+    @property
+    def pod_count(self) -> int:
+        return len(self._pods)
+
+    # -- selecting objects ------------------------------------------------------------------
+
+    def upsert_selecting_object(self, obj: SelectingObject) -> None:
+        self._selecting.setdefault(obj.kind, {}).setdefault(obj.namespace, {})[obj.name] = obj
+
+    def remove_selecting_object(self, kind: str, namespace: str, name: str) -> None:
+        self._selecting.get(kind, {}).get(namespace, {}).pop(name, None)
+
+    # -- Snapshot -----------------------------------------------------------------------------
+
+    def node_infos(self) -> Sequence[NodeInfo]:
+        if self._infos is None:
+            self._infos = [self._nodes[name] for name in self._tree.ordered()]
+        return self._infos
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self._nodes.get(NodeName(name))
+
+    def count_matching(self, namespace: str, selector: Selector) -> Mapping[NodeName, int]:
+        return self._index.counts(namespace, selector)
+
+    def selecting_objects(self, kind: str, namespace: str) -> Iterable[SelectingObject]:
+        return self._selecting.get(kind, {}).get(namespace, {}).values()
+
+    def get_selecting_object(self, kind: str, namespace: str, name: str) -> SelectingObject | None:
+        return self._selecting.get(kind, {}).get(namespace, {}).get(name)

@@ -1,0 +1,64 @@
+"""Command line: ``spread-scheduler simulate | run | version``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from scheduler import __version__
+from scheduler.config import ConfigError, load_config
+
+__all__ = ["main"]
+
+UPSTREAM_VERSION = "v1.35.4"
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    import yaml
+
+    from scheduler.simulate import Simulation, load_objects, render_table, to_json
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    try:
+        objects = load_objects(args.file)
+    except (OSError, yaml.YAMLError) as exc:
+        print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
+        return 2
+    sim = Simulation(config, seed=args.seed)
+    sim.add_objects(objects)
+    attempts = sim.run()
+    for problem in sim.problems:
+        print(f"warning: skipped {problem.what}: {problem.message}", file=sys.stderr)
+    if args.output == "json":
+        print(to_json(attempts, sim.cache))
+    else:
+        print(render_table(attempts, sim.cache), end="")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="spread-scheduler", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sim = sub.add_parser("simulate", help="schedule the pending pods of a file of objects and explain each decision")
+    sim.add_argument("file", help="Nodes, Pods, Services, ReplicaSets, ... as YAML/JSON (kubectl get -o yaml works)")
+    sim.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
+    sim.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    sim.add_argument("--seed", type=int, default=None, help="seed for the random choice among tied nodes")
+    sim.set_defaults(func=_simulate)
+
+    ver = sub.add_parser("version", help="print the version and the upstream version whose decisions we match")
+    ver.set_defaults(func=lambda _a: print(f"spread-scheduler {__version__} (kube-scheduler {UPSTREAM_VERSION})") or 0)
+
+    args = parser.parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,302 @@
+"""KubeSchedulerConfiguration (``kubescheduler.config.k8s.io/v1``): the subset we honour, validated.
+
+A bad config stops the scheduler at start-up with a ``ConfigError`` naming the field, as
+kube-scheduler does; it never reaches a scheduling cycle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.framework.interface import Binder, Handle, Plugin
+from scheduler.framework.runtime import EXTENSION_POINTS, Framework
+from scheduler.plugins.registry import DEFAULT_MULTI_POINT, REGISTRY
+
+__all__ = [
+    "DEFAULT_SCHEDULER_NAME",
+    "ConfigError",
+    "LeaderElection",
+    "ProfileConfig",
+    "SchedulerConfig",
+    "build_frameworks",
+    "load_config",
+    "parse_config",
+]
+
+DEFAULT_SCHEDULER_NAME = "spread-scheduler"
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message starts with the offending field's path."""
+
+
+@dataclass(frozen=True, slots=True)
+class PluginRef:
+    name: str
+    weight: int = 0
+
+
+@dataclass(slots=True)
+class ProfileConfig:
+    scheduler_name: str
+    percentage_of_nodes_to_score: int | None
+    points: dict[str, list[str]]
+    weights: dict[str, int]
+    plugin_args: dict[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElection:
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resource_namespace: str = "kube-system"
+    resource_name: str = DEFAULT_SCHEDULER_NAME
+
+
+@dataclass(slots=True)
+class SchedulerConfig:
+    profiles: list[ProfileConfig]
+    percentage_of_nodes_to_score: int | None = None
+    pod_initial_backoff_seconds: float = 1.0
+    pod_max_backoff_seconds: float = 10.0
+    qps: float = 50.0
+    burst: int = 100
+    kubeconfig: str | None = None
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+
+
+def _mapping(value: object, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path}: must be an object")
+    return value
+
+
+def _list(value: object, path: str) -> Sequence[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"{path}: must be a list")
+    return value
+
+
+def _int(value: object, path: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{path}: Invalid value: {value!r}: must be an integer in [{low}, {high}]")
+    return value
+
+
+def _plugin_refs(value: object, path: str) -> list[PluginRef]:
+    refs: list[PluginRef] = []
+    for i, item in enumerate(_list(value, path)):
+        obj = _mapping(item, f"{path}[{i}]")
+        name = obj.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{path}[{i}].name: Required value")
+        if name != "*" and name not in REGISTRY:
+            raise ConfigError(
+                f'{path}[{i}].name: Invalid value: "{name}": plugin does not exist '
+                f"(known: {', '.join(sorted(REGISTRY))})"
+            )
+        weight = obj.get("weight", 0)
+        refs.append(PluginRef(name, _int(weight, f"{path}[{i}].weight", 0, 2**31 - 1)))
+    return refs
+
+
+def _resolve_profile(raw: Mapping[str, Any], path: str) -> ProfileConfig:
+    name = raw.get("schedulerName", DEFAULT_SCHEDULER_NAME)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{path}.schedulerName: Required value")
+    pct = raw.get("percentageOfNodesToScore")
+    if pct is not None:
+        pct = _int(pct, f"{path}.percentageOfNodesToScore", 0, 100)
+    plugins = _mapping(raw.get("plugins"), f"{path}.plugins")
+    for key in plugins:
+        if key != "multiPoint" and key not in EXTENSION_POINTS:
+            raise ConfigError(
+                f"{path}.plugins.{key}: Invalid value: unknown extension point (known: multiPoint, "
+                f"{', '.join(EXTENSION_POINTS)})"
+            )
+
+    # multiPoint: upstream defaults, minus what the user disables, plus what the user enables.
+    multi_cfg = _mapping(plugins.get("multiPoint"), f"{path}.plugins.multiPoint")
+    disabled = {r.name for r in _plugin_refs(multi_cfg.get("disabled"), f"{path}.plugins.multiPoint.disabled")}
+    multi = [PluginRef(n, w) for n, w in DEFAULT_MULTI_POINT if "*" not in disabled and n not in disabled]
+    for ref in _plugin_refs(multi_cfg.get("enabled"), f"{path}.plugins.multiPoint.enabled"):
+        idx = next((i for i, m in enumerate(multi) if m.name == ref.name), None)
+        if idx is None:
+            multi.append(ref)
+        else:
+            multi[idx] = PluginRef(ref.name, ref.weight or multi[idx].weight)
+
+    points: dict[str, list[str]] = {}
+    weights: dict[str, int] = {m.name: m.weight for m in multi}
+    for point in EXTENSION_POINTS:
+        cfg = _mapping(plugins.get(point), f"{path}.plugins.{point}")
+        specific = _plugin_refs(cfg.get("enabled"), f"{path}.plugins.{point}.enabled")
+        off = {r.name for r in _plugin_refs(cfg.get("disabled"), f"{path}.plugins.{point}.disabled")}
+        specific_names = [r.name for r in specific]
+        multi_here = [
+            m.name for m in multi if "*" not in off and m.name not in off and _class_implements(REGISTRY[m.name], point)
+        ]
+        ordered = [n for n in specific_names if n in multi_here]
+        ordered += [n for n in multi_here if n not in specific_names]
+        ordered += [n for n in specific_names if n not in multi_here]
+        for i, ref in enumerate(specific):
+            if not _class_implements(REGISTRY[ref.name], point):
+                raise ConfigError(
+                    f'{path}.plugins.{point}.enabled[{i}].name: Invalid value: "{ref.name}": '
+                    f"plugin does not extend {point}"
+                )
+            if point == "score" and ref.weight:
+                weights[ref.name] = ref.weight
+        if len(set(ordered)) != len(ordered):
+            raise ConfigError(f"{path}.plugins.{point}.enabled: Duplicate value: a plugin is listed twice")
+        points[point] = ordered
+    if len(points["queueSort"]) != 1:
+        raise ConfigError(
+            f"{path}.plugins.queueSort: Invalid value: exactly one queue sort plugin must be enabled, "
+            f"got {points['queueSort']}"
+        )
+    if not points["bind"]:
+        raise ConfigError(f"{path}.plugins.bind: Invalid value: at least one bind plugin is needed")
+
+    args: dict[str, Mapping[str, Any]] = {}
+    for i, item in enumerate(_list(raw.get("pluginConfig"), f"{path}.pluginConfig")):
+        obj = _mapping(item, f"{path}.pluginConfig[{i}]")
+        pname = obj.get("name")
+        if pname not in REGISTRY:
+            raise ConfigError(f'{path}.pluginConfig[{i}].name: Invalid value: "{pname}": plugin does not exist')
+        if pname in args:
+            raise ConfigError(f'{path}.pluginConfig[{i}].name: Duplicate value: "{pname}"')
+        args[str(pname)] = _mapping(obj.get("args"), f"{path}.pluginConfig[{i}].args")
+    return ProfileConfig(name, pct, points, weights, args)
+
+
+_POINT_METHODS = {
+    "queueSort": ("less",),
+    "preEnqueue": ("pre_enqueue",),
+    "preFilter": ("pre_filter",),
+    "filter": ("filter",),
+    "postFilter": ("post_filter",),
+    "preScore": ("pre_score",),
+    "score": ("score",),
+    "reserve": ("reserve", "unreserve"),
+    "permit": ("permit",),
+    "preBind": ("pre_bind",),
+    "bind": ("bind",),
+    "postBind": ("post_bind",),
+}
+
+
+def _class_implements(cls: object, point: str) -> bool:
+    """Whether a plugin class has the methods of ``point`` (checked on the class, before any instance)."""
+    return all(callable(getattr(cls, m, None)) for m in _POINT_METHODS[point])
+
+
+def parse_config(doc: object, source: str = "config") -> SchedulerConfig:
+    root = _mapping(doc, source)
+    api_version = root.get("apiVersion", API_VERSION)
+    if api_version != API_VERSION:
+        raise ConfigError(f'apiVersion: Unsupported value: "{api_version}": supported values: "{API_VERSION}"')
+    kind = root.get("kind", "KubeSchedulerConfiguration")
+    if kind != "KubeSchedulerConfiguration":
+        raise ConfigError(f'kind: Unsupported value: "{kind}": supported values: "KubeSchedulerConfiguration"')
+    raw_profiles = _list(root.get("profiles"), "profiles") or [{}]
+    profiles = [_resolve_profile(_mapping(p, f"profiles[{i}]"), f"profiles[{i}]") for i, p in enumerate(raw_profiles)]
+    seen: set[str] = set()
+    for i, prof in enumerate(profiles):
+        if prof.scheduler_name in seen:
+            raise ConfigError(f'profiles[{i}].schedulerName: Duplicate value: "{prof.scheduler_name}"')
+        seen.add(prof.scheduler_name)
+    pct = root.get("percentageOfNodesToScore")
+    conn = _mapping(root.get("clientConnection"), "clientConnection")
+    le = _mapping(root.get("leaderElection"), "leaderElection")
+    initial = root.get("podInitialBackoffSeconds", 1)
+    maximum = root.get("podMaxBackoffSeconds", 10)
+    _int(initial, "podInitialBackoffSeconds", 1, 2**31 - 1)
+    _int(maximum, "podMaxBackoffSeconds", 0, 2**31 - 1)
+    if maximum and maximum < initial:
+        raise ConfigError(
+            f"podMaxBackoffSeconds: Invalid value: {maximum}: must be greater than or equal to PodInitialBackoffSeconds"
+        )
+    config = SchedulerConfig(
+        profiles=profiles,
+        percentage_of_nodes_to_score=None if pct is None else _int(pct, "percentageOfNodesToScore", 0, 100),
+        pod_initial_backoff_seconds=float(initial),
+        pod_max_backoff_seconds=float(maximum),
+        qps=float(conn.get("qps", 50)),
+        burst=int(conn.get("burst", 100)),
+        kubeconfig=conn.get("kubeconfig") or None,
+        leader_election=LeaderElection(
+            leader_elect=bool(le.get("leaderElect", True)),
+            lease_duration=_duration(le.get("leaseDuration"), "leaderElection.leaseDuration", 15.0),
+            renew_deadline=_duration(le.get("renewDeadline"), "leaderElection.renewDeadline", 10.0),
+            retry_period=_duration(le.get("retryPeriod"), "leaderElection.retryPeriod", 2.0),
+            resource_namespace=str(le.get("resourceNamespace") or "kube-system"),
+            resource_name=str(le.get("resourceName") or profiles[0].scheduler_name),
+        ),
+    )
+    # Instantiate once now so plugin args are validated at start-up, not at the first pod.
+    build_frameworks(config)
+    return config
+
+
+def _duration(value: object, path: str, default: float) -> float:
+    """A Go duration string such as ``15s``, ``1m30s`` or ``500ms``."""
+    if value is None:
+        return default
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: must be a duration such as 15s")
+    total, pos = 0.0, 0
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    for match in re.finditer(r"(\d+(?:\.\d+)?)(ms|h|m|s)", value):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * units[match.group(2)]
+        pos = match.end()
+    if pos != len(value) or not value:
+        raise ConfigError(f'{path}: Invalid value: "{value}": must be a duration such as 15s')
+    return total
+
+
+def load_config(path: str | Path | None) -> SchedulerConfig:
+    """The file's configuration, or the default profile when ``path`` is None."""
+    if path is None:
+        return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"})
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read configuration: {exc}") from exc
+    return parse_config(doc, str(path))
+
+
+def build_frameworks(config: SchedulerConfig, binder: Binder | None = None) -> dict[str, Framework]:
+    """One Framework per profile, keyed by schedulerName; plugin arg errors name the profile."""
+    out: dict[str, Framework] = {}
+    for i, prof in enumerate(config.profiles):
+        handle = Handle(binder=binder)
+        used = {name for names in prof.points.values() for name in names}
+        plugins: dict[str, Plugin] = {}
+        for name in sorted(used):
+            try:
+                plugins[name] = REGISTRY[name](prof.plugin_args.get(name, {}), handle)
+            except ValueError as exc:
+                raise ConfigError(f"profiles[{i}].pluginConfig[{name}].args: {exc}") from exc
+        pct = prof.percentage_of_nodes_to_score
+        if pct is None:
+            pct = config.percentage_of_nodes_to_score
+        out[prof.scheduler_name] = Framework(prof.scheduler_name, plugins, prof.points, prof.weights, handle, pct)
+    return out

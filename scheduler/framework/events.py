@@ -1,0 +1,171 @@
+"""Cluster events, queueing hints, and how Node/Pod updates are classified (``framework/events.go``)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scheduler.api.objects import Node, Pod
+
+__all__ = [
+    "ActionType",
+    "ClusterEvent",
+    "ClusterEventWithHint",
+    "EventResource",
+    "HintFn",
+    "QueueingHint",
+    "match_cluster_events",
+    "node_scheduling_properties_change",
+    "pod_scheduling_properties_change",
+]
+
+
+class ActionType(enum.IntFlag):
+    """Bit order as upstream; matching compares the numbers (``incoming <= registered``)."""
+
+    NONE = 0
+    ADD = 1 << 0
+    DELETE = 1 << 1
+    UPDATE_NODE_ALLOCATABLE = 1 << 2
+    UPDATE_NODE_LABEL = 1 << 3
+    UPDATE_NODE_TAINT = 1 << 4
+    UPDATE_NODE_CONDITION = 1 << 5
+    UPDATE_NODE_ANNOTATION = 1 << 6
+    UPDATE_POD_LABEL = 1 << 7
+    UPDATE_POD_SCALE_DOWN = 1 << 8
+    UPDATE_POD_TOLERATION = 1 << 9
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1 << 10
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 1 << 11
+    ALL = (1 << 12) - 1
+    UPDATE = ALL & ~(ADD | DELETE)
+
+
+class EventResource(enum.StrEnum):
+    NODE = "Node"
+    POD = "Pod"
+    ASSIGNED_POD = "AssignedPod"
+    UNSCHEDULABLE_POD = "UnschedulablePod"
+    SERVICE = "Service"
+    REPLICA_SET = "ReplicaSet"
+    STATEFUL_SET = "StatefulSet"
+    REPLICATION_CONTROLLER = "ReplicationController"
+    WILDCARD = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    resource: EventResource
+    action: ActionType
+    label: str = ""
+
+    @property
+    def is_wildcard(self) -> bool:
+        return self.resource is EventResource.WILDCARD and self.action == ActionType.ALL
+
+    def __str__(self) -> str:
+        return self.label or f"{self.resource}/{self.action.name or int(self.action)}"
+
+
+UNSCHEDULABLE_TIMEOUT = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "UnschedulableTimeout")
+FORCE_ACTIVATE = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "ForceActivate")
+NODE_ADD = ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd")
+NODE_DELETE = ClusterEvent(EventResource.NODE, ActionType.DELETE, "NodeDelete")
+ASSIGNED_POD_ADD = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
+ASSIGNED_POD_DELETE = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+
+
+class QueueingHint(enum.Enum):
+    QUEUE_SKIP = 0
+    QUEUE = 1
+
+
+HintFn = Callable[[Pod, object | None, object | None], QueueingHint]
+"""``(pending pod, old object, new object) -> hint``; old is None on Add, new is None on Delete."""
+
+
+def _always_queue(pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+    return QueueingHint.QUEUE
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: HintFn = _always_queue
+
+
+def _resource_matches(registered: EventResource, incoming: EventResource) -> bool:
+    if registered is incoming:
+        return True
+    return registered is EventResource.POD and incoming in (
+        EventResource.ASSIGNED_POD,
+        EventResource.UNSCHEDULABLE_POD,
+    )
+
+
+def match_cluster_events(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
+    """``ClusterEvent.Match``: wildcards match all; else same resource, overlapping and not wider action."""
+    if registered.is_wildcard or incoming.is_wildcard:
+        return True
+    return (
+        _resource_matches(registered.resource, incoming.resource)
+        and bool(registered.action & incoming.action)
+        and incoming.action <= registered.action
+    )
+
+
+def _condition_statuses(node: Node) -> dict[str, str]:
+    conds = node.raw.get("status", {}).get("conditions") if isinstance(node.raw.get("status"), dict) else None
+    out: dict[str, str] = {}
+    for cond in conds or ():
+        if isinstance(cond, dict):
+            out[str(cond.get("type"))] = str(cond.get("status"))
+    return out
+
+
+def _allocatable(node: Node) -> object:
+    status = node.raw.get("status")
+    return status.get("allocatable") if isinstance(status, dict) else None
+
+
+def _annotations(obj: Node | Pod) -> object:
+    meta = obj.raw.get("metadata")
+    return meta.get("annotations") if isinstance(meta, dict) else None
+
+
+def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent]:
+    """One event per changed aspect, in upstream's extractor order; none when nothing relevant changed."""
+    events: list[ClusterEvent] = []
+    if new.unschedulable != old.unschedulable and not new.unschedulable:
+        events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT, "NodeSpecUnschedulableChange"))
+    if _allocatable(new) != _allocatable(old):
+        events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE, "NodeAllocatableChange"))
+    if dict(new.labels) != dict(old.labels):
+        events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL, "NodeLabelChange"))
+    if new.taints != old.taints:
+        events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT, "NodeTaintChange"))
+    if _condition_statuses(new) != _condition_statuses(old):
+        events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_CONDITION, "NodeConditionChange"))
+    if _annotations(new) != _annotations(old):
+        events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ANNOTATION, "NodeAnnotationChange"))
+    return events
+
+
+def pod_scheduling_properties_change(new: Pod, old: Pod, resource: EventResource) -> list[ClusterEvent]:
+    """``PodSchedulingPropertiesChange``; a change of none of these aspects is the generic Update."""
+    events: list[ClusterEvent] = []
+    if dict(new.labels) != dict(old.labels):
+        events.append(ClusterEvent(resource, ActionType.UPDATE_POD_LABEL, "PodLabelChange"))
+    if len(new.tolerations) != len(old.tolerations):
+        events.append(ClusterEvent(resource, ActionType.UPDATE_POD_TOLERATION, "PodTolerationChange"))
+    if not new.scheduling_gates and old.scheduling_gates:
+        events.append(
+            ClusterEvent(
+                resource,
+                ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
+                "PodSchedulingGateEliminatedChange",
+            )
+        )
+    if not events:
+        events.append(ClusterEvent(resource, ActionType.UPDATE, "PodUpdate"))
+    return events

@@ -1,0 +1,167 @@
+"""Plugin interfaces per extension point, the Snapshot plugins read, and the I/O seams (Binder).
+
+Everything here is a Protocol: plugins implement only the points they need and the runtime finds
+them with ``isinstance``. Nothing here performs I/O; ``Binder`` is the one seam where the live
+scheduler plugs in an API client and tests plug in a fake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from scheduler.api.labels import Selector
+from scheduler.api.objects import NodeName, Pod, SelectingObject
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PreFilterResult
+
+__all__ = [
+    "BindPlugin",
+    "Binder",
+    "EnqueueExtensions",
+    "FilterPlugin",
+    "Handle",
+    "Plugin",
+    "PostBindPlugin",
+    "PreBindPlugin",
+    "PreEnqueuePlugin",
+    "PreFilterExtensions",
+    "PreFilterPlugin",
+    "PreScorePlugin",
+    "QueueSortPlugin",
+    "ReservePlugin",
+    "ScoreExtensions",
+    "ScorePlugin",
+    "Snapshot",
+]
+
+
+class Snapshot(Protocol):
+    """The cluster as one scheduling cycle sees it; frozen for the cycle's duration."""
+
+    def node_infos(self) -> Sequence[NodeInfo]:
+        """Every node, in the node tree's zone-interleaved order."""
+        ...
+
+    def get(self, name: str) -> NodeInfo | None: ...
+
+    def count_matching(self, namespace: str, selector: Selector) -> Mapping[NodeName, int]:
+        """Non-terminating pods in ``namespace`` matching ``selector``, per node (absent = 0).
+
+        Kept incrementally by the cache so a PodTopologySpread cycle never rescans every pod.
+        """
+        ...
+
+    def selecting_objects(self, kind: str, namespace: str) -> Iterable[SelectingObject]:
+        """Services, ReplicationControllers, ReplicaSets or StatefulSets of one namespace."""
+        ...
+
+    def get_selecting_object(self, kind: str, namespace: str, name: str) -> SelectingObject | None: ...
+
+
+class Handle:
+    """What plugins may reach besides their arguments (upstream's ``framework.Handle``)."""
+
+    __slots__ = ("binder", "snapshot")
+
+    def __init__(self, snapshot: Snapshot | None = None, binder: Binder | None = None) -> None:
+        self.snapshot: Snapshot | None = snapshot
+        self.binder: Binder | None = binder
+
+    def current(self) -> Snapshot:
+        if self.snapshot is None:
+            raise RuntimeError("no snapshot: the framework sets one at the start of each cycle")
+        return self.snapshot
+
+
+class Plugin(Protocol):
+    NAME: str
+
+
+@runtime_checkable
+class QueueSortPlugin(Plugin, Protocol):
+    def less(self, a: Pod, a_timestamp: float, b: Pod, b_timestamp: float) -> bool: ...
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: Pod) -> Status | None: ...
+
+
+@runtime_checkable
+class PreFilterExtensions(Protocol):
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None: ...
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """None is Success; called once per candidate node, so it should only look things up."""
+        ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None: ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        """The raw score; raise ``StatusError`` to fail the cycle."""
+        ...
+
+
+@runtime_checkable
+class ScoreExtensions(Protocol):
+    def normalize_score(
+        self, state: CycleState, pod: Pod, scores: list[int], nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        """Rewrites ``scores`` (aligned with ``nodes``) in place."""
+        ...
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Success binds; a Skip status means "not mine, ask the next Bind plugin"."""
+        ...
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Protocol):
+    def events_to_register(self) -> list[ClusterEventWithHint]: ...
+
+
+class Binder(Protocol):
+    """The API call behind DefaultBinder: POST pods/<name>/binding. Raises on failure."""
+
+    async def bind(self, pod: Pod, node_name: str) -> None: ...

@@ -1,0 +1,298 @@
+"""How each extension point runs its plugins (``pkg/scheduler/framework/runtime/framework.go``).
+
+Pure: the only awaited calls are the Bind/PreBind plugins, and they reach the API solely through
+the ``Binder`` they were given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from scheduler.api.objects import Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.interface import (
+    BindPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    Plugin,
+    PostBindPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from scheduler.framework.status import Code, Status, StatusError
+from scheduler.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo, PreFilterResult
+
+__all__ = ["EXTENSION_POINTS", "Framework", "PermitPlugin", "PluginScores"]
+
+EXTENSION_POINTS = (
+    "queueSort",
+    "preEnqueue",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+)
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]) -> tuple[str | None, Status]: ...
+
+
+_POINT_TYPES: dict[str, type] = {
+    "queueSort": QueueSortPlugin,
+    "preEnqueue": PreEnqueuePlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+
+def implements(plugin: object, point: str) -> bool:
+    return isinstance(plugin, _POINT_TYPES[point])
+
+
+@dataclass(slots=True)
+class PluginScores:
+    """One Score plugin's raw and normalized scores, aligned with the scored node list."""
+
+    plugin: str
+    weight: int
+    raw: list[int]
+    normalized: list[int] = field(default_factory=list)
+
+
+class Framework:
+    """One profile: its plugins per extension point, in configured order, with score weights."""
+
+    def __init__(
+        self,
+        profile_name: str,
+        plugins: Mapping[str, Plugin],
+        points: Mapping[str, Sequence[str]],
+        weights: Mapping[str, int],
+        handle: Handle,
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self.handle = handle
+        self.plugins = dict(plugins)
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.points = {p: list(points.get(p, ())) for p in EXTENSION_POINTS}
+        self.weights = {name: weights.get(name, 1) or 1 for name in self.points["score"]}
+        self.queue_sort: QueueSortPlugin | None = next(
+            (p for p in self._of("queueSort") if isinstance(p, QueueSortPlugin)), None
+        )
+        self.pre_enqueue = [p for p in self._of("preEnqueue") if isinstance(p, PreEnqueuePlugin)]
+        self.pre_filter = [p for p in self._of("preFilter") if isinstance(p, PreFilterPlugin)]
+        self.filter = [p for p in self._of("filter") if isinstance(p, FilterPlugin)]
+        self.post_filter = [p for p in self._of("postFilter") if isinstance(p, PostFilterPlugin)]
+        self.pre_score = [p for p in self._of("preScore") if isinstance(p, PreScorePlugin)]
+        self.score = [p for p in self._of("score") if isinstance(p, ScorePlugin)]
+        self.reserve = [p for p in self._of("reserve") if isinstance(p, ReservePlugin)]
+        self.permit = [p for p in self._of("permit") if isinstance(p, PermitPlugin)]
+        self.pre_bind = [p for p in self._of("preBind") if isinstance(p, PreBindPlugin)]
+        self.bind = [p for p in self._of("bind") if isinstance(p, BindPlugin)]
+        self.post_bind = [p for p in self._of("postBind") if isinstance(p, PostBindPlugin)]
+
+    def _of(self, point: str) -> list[Plugin]:
+        return [self.plugins[name] for name in self.points[point]]
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score)
+
+    def enqueue_extensions(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Registered events per plugin name, for every plugin that can reject a pod."""
+        out: dict[str, list[ClusterEventWithHint]] = {}
+        for name, plugin in self.plugins.items():
+            if isinstance(plugin, EnqueueExtensions):
+                out[name] = plugin.events_to_register()
+        return out
+
+    # -- PreEnqueue ---------------------------------------------------------------------------
+
+    def run_pre_enqueue_plugins(self, pod: Pod) -> Status | None:
+        for plugin in self.pre_enqueue:
+            status = plugin.pre_enqueue(pod)
+            if status is not None and not status.is_success():
+                return status.with_plugin(plugin.NAME)
+        return None
+
+    # -- PreFilter ----------------------------------------------------------------------------
+
+    def run_pre_filter_plugins(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Result (None = all nodes), the rejecting status, and the plugins that rejected.
+
+        An Unschedulable PreFilter does not stop the loop (so later plugins still fill the state,
+        issue #119770); UnschedulableAndUnresolvable and Error do.
+        """
+        result: PreFilterResult | None = None
+        returned: list[str] = []
+        rejected: set[str] = set()
+        first_unschedulable: Status | None = None
+        for plugin in self.pre_filter:
+            res, status = plugin.pre_filter(state, pod, nodes)
+            if status is not None and status.is_skip():
+                state.skip_filter_plugins.add(plugin.NAME)
+                continue
+            if status is not None and not status.is_success():
+                status = status.with_plugin(plugin.NAME)
+                if status.code is Code.UNSCHEDULABLE:
+                    rejected.add(plugin.NAME)
+                    first_unschedulable = first_unschedulable or status
+                    continue
+                if status.is_rejected():
+                    return None, status, {plugin.NAME}
+                return (
+                    None,
+                    Status.as_error(f'running PreFilter plugin "{plugin.NAME}": {status.message()}'),
+                    set(),
+                )
+            if res is None or res.all_nodes():
+                continue
+            returned.append(plugin.NAME)
+            result = res if result is None else result.merge(res)
+            if not result.node_names:
+                if len(returned) == 1:
+                    msg = f"node(s) didn't satisfy plugin {returned[0]}"
+                else:
+                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(returned))}] simultaneously"
+                return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), returned[0]), set(returned)
+        if first_unschedulable is not None:
+            return None, first_unschedulable, rejected
+        return result, None, set(returned)
+
+    # -- Filter -------------------------------------------------------------------------------
+
+    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """The first non-Success filter decides the node (only that plugin is recorded)."""
+        skip = state.skip_filter_plugins
+        for plugin in self.filter:
+            if skip and plugin.NAME in skip:
+                continue
+            status = plugin.filter(state, pod, node_info)
+            if status is not None and not status.is_success():
+                if not status.is_rejected():
+                    return Status.as_error(f'running "{plugin.NAME}" filter plugin: {status.message()}')
+                return status.with_plugin(plugin.NAME)
+        return None
+
+    # -- Score --------------------------------------------------------------------------------
+
+    def run_pre_score_plugins(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        for plugin in self.pre_score:
+            status = plugin.pre_score(state, pod, nodes)
+            if status is None or status.is_success():
+                continue
+            if status.is_skip():
+                state.skip_score_plugins.add(plugin.NAME)
+                continue
+            return Status.as_error(f'running PreScore plugin "{plugin.NAME}": {status.message()}')
+        return None
+
+    def run_score_plugins(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[PluginScores], Status | None]:
+        """Raw, normalized and range-checked scores of every non-skipped Score plugin."""
+        out: list[PluginScores] = []
+        for plugin in self.score:
+            if plugin.NAME in state.skip_score_plugins:
+                continue
+            try:
+                raw = [plugin.score(state, pod, n) for n in nodes]
+            except StatusError as exc:
+                return out, Status.as_error(f'running Score plugins: plugin "{plugin.NAME}" failed with: {exc}')
+            scores = PluginScores(plugin.NAME, self.weights[plugin.NAME], raw, list(raw))
+            if isinstance(plugin, ScoreExtensions):
+                status = plugin.normalize_score(state, pod, scores.normalized, nodes)
+                if status is not None and not status.is_success():
+                    return out, Status.as_error(
+                        f'running Normalize on Score plugins: plugin "{plugin.NAME}" failed with: {status.message()}'
+                    )
+            for value in scores.normalized:
+                if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
+                    return out, Status.as_error(
+                        f'plugin "{plugin.NAME}" returns an invalid score {value}, it should in the range of '
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    )
+            out.append(scores)
+        return out, None
+
+    # -- Reserve / Permit ---------------------------------------------------------------------
+
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for plugin in self.reserve:
+            status = plugin.reserve(state, pod, node_name)
+            if status is not None and not status.is_success():
+                if status.is_rejected():
+                    return status.with_plugin(plugin.NAME)
+                return Status.as_error(f'running Reserve plugin "{plugin.NAME}": {status.message()}')
+        return None
+
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for plugin in reversed(self.reserve):
+            plugin.unreserve(state, pod, node_name)
+
+    def run_permit_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """No plugin of ours waits, so Wait is refused rather than half supported."""
+        for plugin in self.permit:
+            status, _timeout = plugin.permit(state, pod, node_name)
+            if status is None or status.is_success():
+                continue
+            if status.is_rejected():
+                return status.with_plugin(plugin.NAME)
+            return Status.as_error(f'running Permit plugin "{plugin.NAME}": {status.message()}')
+        return None
+
+    # -- Binding cycle ------------------------------------------------------------------------
+
+    async def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for plugin in self.pre_bind:
+            status = await plugin.pre_bind(state, pod, node_name)
+            if status is not None and not status.is_success() and not status.is_skip():
+                return Status.as_error(f'running PreBind plugin "{plugin.NAME}": {status.message()}')
+        return None
+
+    async def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        for plugin in self.bind:
+            status = await plugin.bind(state, pod, node_name)
+            if status is not None and status.is_skip():
+                continue
+            if status is not None and not status.is_success():
+                return Status.as_error(f'running Bind plugin "{plugin.NAME}": {status.message()}')
+            return Status(Code.SUCCESS)
+        return Status(Code.SKIP)
+
+    def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for plugin in self.post_bind:
+            plugin.post_bind(state, pod, node_name)

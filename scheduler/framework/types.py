@@ -1,0 +1,102 @@
+"""NodeInfo, PreFilterResult, Diagnosis and FitError (``pkg/scheduler/framework/types.go``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from scheduler.api.objects import Node, NodeName, Pod, PodKey
+from scheduler.framework.status import Code, Status
+
+__all__ = [
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "NO_NODE_AVAILABLE_MSG",
+    "Diagnosis",
+    "FitError",
+    "NodeInfo",
+    "PreFilterResult",
+]
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
+ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    """A node and the pods the cache places on it (bound, assumed, of any scheduler; never terminal)."""
+
+    node: Node
+    pods: dict[PodKey, Pod] = field(default_factory=dict)
+
+    @property
+    def name(self) -> NodeName:
+        return self.node.name
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """Node names a PreFilter allows; ``None`` means all nodes."""
+
+    node_names: frozenset[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        """Intersection; a None side means "no restriction"."""
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return other
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod fits no node: per-node statuses, the plugins that rejected, a PreFilter message."""
+
+    node_to_status: dict[NodeName, Status] = field(default_factory=dict)
+    absent_nodes_status: Status | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def add_plugin_status(self, status: Status) -> None:
+        if status.plugin and status.is_rejected():
+            self.unschedulable_plugins.add(status.plugin)
+            if status.code is Code.PENDING:
+                self.pending_plugins.add(status.plugin)
+
+
+@dataclass(slots=True)
+class FitError(Exception):
+    """The pod fits no node; ``str()`` is the exact upstream message (``FitError.Error()``)."""
+
+    pod: Pod
+    num_all_nodes: int
+    diagnosis: Diagnosis
+
+    def __str__(self) -> str:
+        msg = NO_NODE_AVAILABLE_MSG.format(self.num_all_nodes) + ":"
+        pre = self.diagnosis.pre_filter_msg
+        if pre:
+            msg += f" {pre}."
+        else:
+            histogram: Counter[str] = Counter()
+            for status in self.diagnosis.node_to_status.values():
+                for reason in status.reasons:
+                    histogram[reason] += 1
+            absent = self.num_all_nodes - len(self.diagnosis.node_to_status)
+            if self.diagnosis.absent_nodes_status is not None and absent > 0:
+                for reason in self.diagnosis.absent_nodes_status.reasons:
+                    histogram[reason] += absent
+            # Sorted as strings, so "10 ..." sorts before "2 ..." exactly as upstream prints it.
+            entries = sorted(f"{count} {reason}" for reason, count in histogram.items())
+            msg += " " + ", ".join(entries) + "."
+        if self.diagnosis.post_filter_msg:
+            msg += " " + self.diagnosis.post_filter_msg
+        return msg

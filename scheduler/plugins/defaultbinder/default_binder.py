@@ -1,0 +1,34 @@
+"""DefaultBinder: binds through the injected ``Binder`` (the API call lives in ``scheduler.kube``).
+
+Upstream: ``pkg/scheduler/framework/plugins/defaultbinder/default_binder.go``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.api.objects import Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import Handle
+from scheduler.framework.status import Code, Status
+from scheduler.plugins import names
+
+__all__ = ["DefaultBinder"]
+
+
+class DefaultBinder:
+    NAME = names.DEFAULT_BINDER
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+
+    async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        binder = self.handle.binder
+        if binder is None:
+            return Status(Code.SKIP)
+        try:
+            await binder.bind(pod, node_name)
+        except Exception as exc:  # the binder maps API errors; the cycle reports them
+            return Status.as_error(str(exc))
+        return None

@@ -1,0 +1,12 @@
+"""Plugin names, exactly as upstream spells them (config files and messages use these)."""
+
+from __future__ import annotations
+
+PRIORITY_SORT = "PrioritySort"
+SCHEDULING_GATES = "SchedulingGates"
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+NODE_NAME = "NodeName"
+TAINT_TOLERATION = "TaintToleration"
+NODE_AFFINITY = "NodeAffinity"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+DEFAULT_BINDER = "DefaultBinder"

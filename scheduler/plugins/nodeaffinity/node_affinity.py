@@ -1,0 +1,205 @@
+"""NodeAffinity: nodeSelector and required node affinity as a filter, preferred terms as a score.
+
+Upstream: ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.api.fields import FieldError, as_mapping
+from scheduler.api.nodeselector import NodeSelector, PreferredTerm, parse_node_selector, parse_preferred_terms
+from scheduler.api.objects import Node, Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from scheduler.framework.interface import Handle
+from scheduler.framework.status import Code, Status, StatusError
+from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.plugins import names
+from scheduler.plugins.helper.normalize_score import default_normalize_score
+
+__all__ = [
+    "ERR_REASON_CONFLICT",
+    "ERR_REASON_ENFORCED",
+    "ERR_REASON_POD",
+    "NodeAffinity",
+    "RequiredNodeAffinity",
+]
+
+NAME = names.NODE_AFFINITY
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+
+
+@dataclass(frozen=True, slots=True)
+class RequiredNodeAffinity:
+    """``nodeaffinity.GetRequiredNodeAffinity``: nodeSelector AND required terms."""
+
+    node_selector: Mapping[str, str] | None
+    required: NodeSelector | None
+
+    @classmethod
+    def of(cls, pod: Pod) -> RequiredNodeAffinity:
+        return cls(pod.node_selector or None, pod.required_affinity)
+
+    def matches(self, node: Node) -> bool:
+        if self.node_selector:
+            labels = node.labels
+            for key, value in self.node_selector.items():
+                if labels.get(key) != value:
+                    return False
+        if self.required is not None:
+            return self.required.matches(node.name, node.labels)
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterState:
+    required: RequiredNodeAffinity
+
+    def clone(self) -> PreFilterState:
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class PreScoreState:
+    preferred: tuple[PreferredTerm, ...]
+
+    def clone(self) -> PreScoreState:
+        return self
+
+
+def _preferred_errors(terms: Sequence[PreferredTerm]) -> list[str]:
+    return [t.term.parse_error for t in terms if t.term.parse_error is not None]
+
+
+class NodeAffinity:
+    """PreFilter, Filter, PreScore, Score (+Normalize) and EnqueueExtensions."""
+
+    NAME = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        errors: list[FieldError] = []
+        added = as_mapping(args.get("addedAffinity"), "addedAffinity", errors)
+        self.added_required: NodeSelector | None = parse_node_selector(
+            added.get("requiredDuringSchedulingIgnoredDuringExecution"),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+            errors,
+        )
+        self.added_preferred = parse_preferred_terms(
+            added.get("preferredDuringSchedulingIgnoredDuringExecution"),
+            "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+            errors,
+        )
+        for selector_errors in self.added_required.parse_errors if self.added_required else ():
+            errors.append(FieldError("addedAffinity", selector_errors))
+        errors.extend(FieldError("addedAffinity", e) for e in _preferred_errors(self.added_preferred))
+        if errors:
+            raise ValueError("; ".join(str(e) for e in errors))
+        self.handle = handle
+
+    # -- events ----------------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            # A new node, or a node whose labels changed, may now match the pod's affinity.
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        if not isinstance(new, Node):
+            return QueueingHint.QUEUE
+        if self.added_required is not None and not self.added_required.matches(new.name, new.labels):
+            return QueueingHint.QUEUE_SKIP
+        required = RequiredNodeAffinity.of(pod)
+        if not required.matches(new):
+            return QueueingHint.QUEUE_SKIP
+        if not isinstance(old, Node):
+            return QueueingHint.QUEUE
+        if required.matches(old):  # it matched before, so this change is not what the pod waited for
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    # -- PreFilter / Filter -------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        required = pod.required_affinity
+        no_node_affinity = required is None
+        if no_node_affinity and self.added_required is None and pod.node_selector is None:
+            return None, Status(Code.SKIP)
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState(RequiredNodeAffinity.of(pod)))
+        if required is None or not required.terms or required.has_empty_term:
+            return None, None  # an empty term names no node, so it leaves every node a candidate
+        # Narrow to node names only when every term names nodes through metadata.name In.
+        node_names: set[str] = set()
+        for term in required.terms:
+            allowed = term.name_in_values()
+            if allowed is None:
+                return None, None
+            node_names |= allowed
+        if not node_names:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_CONFLICT,))
+        return PreFilterResult(frozenset(node_names)), None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if self.added_required is not None and not self.added_required.matches(node.name, node.labels):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_ENFORCED,))
+        stored = state.get(PRE_FILTER_STATE_KEY)
+        required = stored.required if isinstance(stored, PreFilterState) else RequiredNodeAffinity.of(pod)
+        if not required.matches(node):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_POD,))
+        return None
+
+    # -- Score --------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        if not pod.preferred_affinity and not self.added_preferred:
+            return Status(Code.SKIP)
+        problems = _preferred_errors(pod.preferred_affinity)
+        if problems:
+            return Status.as_error("; ".join(problems))
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(pod.preferred_affinity))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        node = node_info.node
+        stored = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(stored, PreScoreState):
+            preferred = stored.preferred
+        else:
+            problems = _preferred_errors(pod.preferred_affinity)
+            if problems:
+                raise StatusError(Status.as_error("; ".join(problems)))
+            preferred = pod.preferred_affinity
+        total = 0
+        for term in self.added_preferred:
+            if term.term.matches(node.name, node.labels):
+                total += term.weight
+        for term in preferred:
+            if term.term.matches(node.name, node.labels):
+                total += term.weight
+        return total
+
+    def normalize_score(
+        self, state: CycleState, pod: Pod, scores: list[int], nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        default_normalize_score(scores, reverse=False)
+        return None

@@ -1,0 +1,50 @@
+"""NodeName: a pod that names a node (``spec.nodeName``) fits only that node.
+
+Upstream: ``pkg/scheduler/framework/plugins/nodename/node_name.go``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.api.objects import Node, Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from scheduler.framework.interface import Handle
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo
+from scheduler.plugins import names
+
+__all__ = ["ERR_REASON", "NodeName"]
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    NAME = names.NODE_NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # Only the arrival of the named node can help.
+        return [
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD), self.is_schedulable_after_node_add)
+        ]
+
+    def is_schedulable_after_node_add(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        if isinstance(new, Node) and (not pod.node_name or pod.node_name == new.name):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if not pod.node_name or pod.node_name == node_info.name:
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON,))

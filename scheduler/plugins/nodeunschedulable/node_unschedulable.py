@@ -1,0 +1,70 @@
+"""NodeUnschedulable: cordoned nodes (``spec.unschedulable``) take only pods that tolerate it.
+
+Upstream: ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.api.objects import Node, Pod
+from scheduler.api.taints import Effect, Taint, tolerates_any
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from scheduler.framework.interface import Handle
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo
+from scheduler.plugins import names
+
+__all__ = ["ERR_REASON_UNSCHEDULABLE", "NodeUnschedulable"]
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+TAINT_NODE_UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", Effect.NO_SCHEDULE.value)
+
+
+class NodeUnschedulable:
+    NAME = names.NODE_UNSCHEDULABLE
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            # An uncordoned (or new, schedulable) node may take the pod.
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                self.is_schedulable_after_node_change,
+            ),
+            # A toleration of node.kubernetes.io/unschedulable added to the pod itself.
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        if not isinstance(new, Node):
+            return QueueingHint.QUEUE
+        was_schedulable = isinstance(old, Node) and not old.unschedulable
+        if not was_schedulable and not new.unschedulable:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_pod_toleration_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        if isinstance(new, Pod) and new.uid == pod.uid and tolerates_any(new.tolerations, TAINT_NODE_UNSCHEDULABLE):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if not node_info.node.unschedulable or tolerates_any(pod.tolerations, TAINT_NODE_UNSCHEDULABLE):
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNSCHEDULABLE,))

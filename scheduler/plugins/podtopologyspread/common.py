@@ -1,0 +1,142 @@
+"""Constraints as the plugin uses them: defaults resolved, matchLabelKeys merged, policies applied.
+
+Upstream: ``pkg/scheduler/framework/plugins/podtopologyspread/common.go`` and ``helper/spread.go``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from scheduler.api.labels import Operator, Requirement, Selector, make_selector
+from scheduler.api.objects import Node, Pod
+from scheduler.api.spread import DO_NOT_SCHEDULE, HONOR, IGNORE, SCHEDULE_ANYWAY, SpreadConstraint
+from scheduler.api.taints import find_untolerated
+from scheduler.framework.interface import Snapshot
+from scheduler.plugins.nodeaffinity.node_affinity import RequiredNodeAffinity
+from scheduler.plugins.tainttoleration.taint_toleration import FILTER_EFFECTS
+
+__all__ = [
+    "HOSTNAME_KEY",
+    "SYSTEM_DEFAULT_CONSTRAINTS",
+    "Constraint",
+    "default_selector",
+    "node_has_all_keys",
+    "pod_constraints",
+]
+
+HOSTNAME_KEY = "kubernetes.io/hostname"
+ZONE_KEY = "topology.kubernetes.io/zone"
+
+# ``defaultingType: System``: soft hostname (maxSkew 3) and zone (maxSkew 5) spreading.
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[SpreadConstraint, ...] = (
+    SpreadConstraint(3, HOSTNAME_KEY, SCHEDULE_ANYWAY, make_selector([])),
+    SpreadConstraint(5, ZONE_KEY, SCHEDULE_ANYWAY, make_selector([])),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """``topologySpreadConstraint``: the internal form with every default applied."""
+
+    max_skew: int
+    topology_key: str
+    selector: Selector
+    min_domains: int
+    node_affinity_policy: str
+    node_taints_policy: str
+
+    def match_node_inclusion_policies(self, pod: Pod, node: Node, required: RequiredNodeAffinity | None) -> bool:
+        """Whether ``node`` counts as a domain member (``matchNodeInclusionPolicies``).
+
+        ``required`` is None when the pod has no required node affinity at all (every node passes).
+        """
+        if self.node_affinity_policy == HONOR and required is not None and not required.matches(node):
+            return False
+        return not (
+            self.node_taints_policy == HONOR
+            and node.taints
+            and find_untolerated(node.taints, pod.tolerations, FILTER_EFFECTS) is not None
+        )
+
+
+def _convert(c: SpreadConstraint, pod_labels: Mapping[str, str], selector: Selector | None = None) -> Constraint:
+    sel = c.selector if selector is None else selector
+    if selector is None and c.match_label_keys and not sel.nothing:
+        extra = tuple(
+            Requirement(key, Operator.IN, frozenset((pod_labels[key],)))
+            for key in c.match_label_keys
+            if key in pod_labels
+        )
+        if extra:
+            sel = sel.and_requirements(extra)
+    return Constraint(
+        max_skew=c.max_skew,
+        topology_key=c.topology_key,
+        selector=sel,
+        min_domains=c.min_domains if c.min_domains is not None else 1,
+        node_affinity_policy=c.node_affinity_policy or HONOR,
+        node_taints_policy=c.node_taints_policy or IGNORE,
+    )
+
+
+def default_selector(pod: Pod, snapshot: Snapshot) -> Selector:
+    """``helper.DefaultSelector``: selectors of the Services and the controller that select the pod."""
+    label_set: dict[str, str] = {}
+    for svc in snapshot.selecting_objects("Service", pod.namespace):
+        if svc.selector.matches(pod.labels):
+            for req in svc.selector.requirements:
+                label_set[req.key] = next(iter(req.values))
+    extra: tuple[Requirement, ...] = ()
+    owner = pod.controller
+    if owner is not None:
+        kind = {
+            ("v1", "ReplicationController"): "ReplicationController",
+            ("apps/v1", "ReplicaSet"): "ReplicaSet",
+            ("apps/v1", "StatefulSet"): "StatefulSet",
+        }.get((owner.api_version, owner.kind))
+        obj = snapshot.get_selecting_object(kind, pod.namespace, owner.name) if kind else None
+        if obj is not None and kind == "ReplicationController":
+            for req in obj.selector.requirements:
+                label_set[req.key] = next(iter(req.values))
+        elif obj is not None and not obj.selector.nothing:
+            extra = obj.selector.requirements
+    selector = make_selector([Requirement(k, Operator.IN, frozenset((v,))) for k, v in label_set.items()])
+    return selector.and_requirements(extra) if extra else selector
+
+
+def pod_constraints(
+    pod: Pod,
+    action: str,
+    defaults: Sequence[SpreadConstraint],
+    snapshot: Snapshot,
+) -> list[Constraint]:
+    """The pod's constraints for one action (DoNotSchedule or ScheduleAnyway).
+
+    Explicit constraints win outright; otherwise the configured defaults apply with a selector
+    deduced from the pod's Services and controller, and none apply when that selector is empty.
+    """
+    if pod.spread_constraints:
+        return [_convert(c, pod.labels) for c in pod.spread_constraints if c.when_unsatisfiable == action]
+    wanted = [c for c in defaults if c.when_unsatisfiable == action]
+    if not wanted:
+        return []
+    selector = default_selector(pod, snapshot)
+    if selector.empty:
+        return []
+    return [_convert(c, pod.labels, selector) for c in wanted]
+
+
+def node_has_all_keys(labels: Mapping[str, str], constraints: Sequence[Constraint]) -> bool:
+    """``nodeLabelsMatchSpreadConstraints``: the node carries every constraint's topology key."""
+    return all(c.topology_key in labels for c in constraints)
+
+
+def required_affinity_or_none(pod: Pod) -> RequiredNodeAffinity | None:
+    """The pod's required node affinity, or None when it has none (every node passes)."""
+    if not pod.node_selector and pod.required_affinity is None:
+        return None
+    return RequiredNodeAffinity.of(pod)
+
+
+__all__ += ["DO_NOT_SCHEDULE", "SCHEDULE_ANYWAY", "required_affinity_or_none"]

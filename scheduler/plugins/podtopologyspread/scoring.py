@@ -1,0 +1,139 @@
+"""PodTopologySpread PreScore/Score/NormalizeScore: soft (ScheduleAnyway) constraints.
+
+Upstream: ``pkg/scheduler/framework/plugins/podtopologyspread/scoring.go``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from scheduler.api.objects import NodeName, Pod
+from scheduler.framework.interface import Snapshot
+from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
+from scheduler.plugins.podtopologyspread.common import (
+    HOSTNAME_KEY,
+    Constraint,
+    node_has_all_keys,
+    required_affinity_or_none,
+)
+
+__all__ = [
+    "PreScoreState",
+    "go_round",
+    "init_pre_score_state",
+    "normalize",
+    "score_for_count",
+    "topology_normalizing_weight",
+]
+
+
+def topology_normalizing_weight(size: int) -> float:
+    """``ln(size + 2)``: more domains make each matching pod weigh more."""
+    return math.log(size + 2)
+
+
+def score_for_count(count: int, max_skew: int, weight: float) -> float:
+    """One constraint's contribution: ``count * weight + (maxSkew - 1)``."""
+    return count * weight + (max_skew - 1)
+
+
+def go_round(x: float) -> int:
+    """Go's ``math.Round`` (half away from zero); Python's ``round`` rounds half to even."""
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+
+
+@dataclass(slots=True)
+class PreScoreState:
+    constraints: list[Constraint]
+    ignored_nodes: set[NodeName] = field(default_factory=set)
+    topology_value_to_pod_counts: list[dict[str, int]] = field(default_factory=list)
+    topology_normalizing_weight: list[float] = field(default_factory=list)
+    per_node_counts: list[Mapping[NodeName, int] | None] = field(default_factory=list)
+
+    def clone(self) -> PreScoreState:
+        return self
+
+
+def init_pre_score_state(
+    pod: Pod,
+    constraints: list[Constraint],
+    filtered: Sequence[NodeInfo],
+    all_nodes: Sequence[NodeInfo],
+    snapshot: Snapshot,
+    require_all_topologies: bool,
+) -> PreScoreState:
+    state = PreScoreState(constraints)
+    value_counts: list[dict[str, int]] = [{} for _ in constraints]
+    for info in filtered:
+        labels = info.node.labels
+        if require_all_topologies and not node_has_all_keys(labels, constraints):
+            state.ignored_nodes.add(info.name)
+            continue
+        for i, c in enumerate(constraints):
+            if c.topology_key != HOSTNAME_KEY:
+                value_counts[i].setdefault(labels.get(c.topology_key, ""), 0)
+    for i, c in enumerate(constraints):
+        size = len(value_counts[i])
+        if c.topology_key == HOSTNAME_KEY:
+            size = len(filtered) - len(state.ignored_nodes)
+        state.topology_normalizing_weight.append(topology_normalizing_weight(size))
+
+    state.per_node_counts = [
+        None if c.selector.empty else snapshot.count_matching(pod.namespace, c.selector) for c in constraints
+    ]
+    required = required_affinity_or_none(pod)
+    domain_constraints = [i for i, c in enumerate(constraints) if c.topology_key != HOSTNAME_KEY]
+    if domain_constraints:
+        for info in all_nodes:
+            node = info.node
+            labels = node.labels
+            if require_all_topologies and not node_has_all_keys(labels, constraints):
+                continue
+            for i in domain_constraints:
+                c = constraints[i]
+                if not c.match_node_inclusion_policies(pod, node, required):
+                    continue
+                value = labels.get(c.topology_key, "")
+                bucket = value_counts[i]
+                if value not in bucket:
+                    continue
+                per_node = state.per_node_counts[i]
+                if per_node is not None:
+                    bucket[value] += per_node.get(info.name, 0)
+    state.topology_value_to_pod_counts = value_counts
+    return state
+
+
+def score(state: PreScoreState, info: NodeInfo) -> int:
+    if info.name in state.ignored_nodes:
+        return 0
+    labels = info.node.labels
+    total = 0.0
+    for i, c in enumerate(state.constraints):
+        value = labels.get(c.topology_key)
+        if value is None:
+            continue
+        if c.topology_key == HOSTNAME_KEY:
+            per_node = state.per_node_counts[i]
+            count = per_node.get(info.name, 0) if per_node is not None else 0
+        else:
+            count = state.topology_value_to_pod_counts[i][value]
+        total += score_for_count(count, c.max_skew, state.topology_normalizing_weight[i])
+    return go_round(total)
+
+
+def normalize(state: PreScoreState, scores: list[int], nodes: Sequence[NodeInfo]) -> None:
+    """Fewest matching pods → 100; ignored nodes → 0; ``100*(max+min-s)//max``."""
+    ignored = state.ignored_nodes
+    considered = [s for s, n in zip(scores, nodes, strict=True) if n.name not in ignored]
+    lowest = min(considered, default=2**63 - 1)
+    highest = max(considered, default=0)
+    for i, node in enumerate(nodes):
+        if node.name in ignored:
+            scores[i] = 0
+        elif highest == 0:
+            scores[i] = MAX_NODE_SCORE
+        else:
+            scores[i] = MAX_NODE_SCORE * (highest + lowest - scores[i]) // highest

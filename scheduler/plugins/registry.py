@@ -1,0 +1,45 @@
+"""The in-tree registry: plugin name → factory ``(args, handle) -> plugin``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from scheduler.framework.interface import Handle, Plugin
+from scheduler.plugins import names
+from scheduler.plugins.defaultbinder.default_binder import DefaultBinder
+from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
+from scheduler.plugins.nodename.node_name import NodeName
+from scheduler.plugins.nodeunschedulable.node_unschedulable import NodeUnschedulable
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from scheduler.plugins.queuesort.priority_sort import PrioritySort
+from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
+from scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
+
+__all__ = ["DEFAULT_MULTI_POINT", "REGISTRY", "PluginFactory"]
+
+PluginFactory = Callable[[Mapping[str, Any], Handle], Plugin]
+
+REGISTRY: dict[str, PluginFactory] = {
+    names.SCHEDULING_GATES: SchedulingGates,
+    names.PRIORITY_SORT: PrioritySort,
+    names.NODE_UNSCHEDULABLE: NodeUnschedulable,
+    names.NODE_NAME: NodeName,
+    names.TAINT_TOLERATION: TaintToleration,
+    names.NODE_AFFINITY: NodeAffinity,
+    names.POD_TOPOLOGY_SPREAD: PodTopologySpread,
+    names.DEFAULT_BINDER: DefaultBinder,
+}
+
+# Upstream's default multiPoint order (default_plugins.go) restricted to the plugins we ship,
+# with upstream's score weights. The order decides which Filter reason a node shows.
+DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
+    (names.SCHEDULING_GATES, 0),
+    (names.PRIORITY_SORT, 0),
+    (names.NODE_UNSCHEDULABLE, 0),
+    (names.NODE_NAME, 0),
+    (names.TAINT_TOLERATION, 3),
+    (names.NODE_AFFINITY, 2),
+    (names.POD_TOPOLOGY_SPREAD, 2),
+    (names.DEFAULT_BINDER, 0),
+)

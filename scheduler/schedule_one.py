@@ -1,0 +1,185 @@
+"""The scheduling algorithm of one pod (``schedulePod`` and friends in ``schedule_one.go``). Pure.
+
+Everything the live scheduler, ``simulate``, the benchmarks and the conformance harness decide
+goes through ``SchedulingAlgorithm.schedule_pod``; the result keeps enough detail (every node's
+filter verdict, every plugin's raw and normalized score) to explain the decision afterwards.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from scheduler.api.objects import NodeName, Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import Snapshot
+from scheduler.framework.runtime import Framework, PluginScores
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, Diagnosis, FitError, NodeInfo
+
+__all__ = ["Attempt", "SchedulingAlgorithm", "num_feasible_nodes_to_find"]
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """How many feasible nodes to look for before scoring: all below 100, else an adaptive share."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    found = num_all_nodes * pct // 100
+    return max(found, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(slots=True)
+class Attempt:
+    """The outcome of one scheduling cycle, with what it takes to explain it.
+
+    ``status`` is Success with ``host`` set, or the failure: Unschedulable(AndUnresolvable) with a
+    ``fit_error``, or Error. ``message`` is the text for the PodScheduled condition and the Event.
+    """
+
+    pod: Pod
+    status: Status
+    host: str | None = None
+    message: str = ""
+    fit_error: FitError | None = None
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+    feasible: list[NodeName] = field(default_factory=list)
+    scored_nodes: list[NodeName] = field(default_factory=list)
+    scores: list[PluginScores] = field(default_factory=list)
+    totals: dict[NodeName, int] = field(default_factory=dict)
+    evaluated_nodes: int = 0
+    state: CycleState = field(default_factory=CycleState)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status.is_success()
+
+
+class SchedulingAlgorithm:
+    """Holds what persists between cycles: the rotating start index and the tie-breaking RNG."""
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self.rng = rng or random.Random()
+        self.next_start_node_index = 0
+
+    def schedule_pod(self, fwk: Framework, snapshot: Snapshot, pod: Pod) -> Attempt:
+        state = CycleState()
+        fwk.handle.snapshot = snapshot
+        all_nodes = snapshot.node_infos()
+        if pod.errors:
+            # The API server would have refused this pod; say which field, never guess.
+            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"invalid pod: {pod.error_message}",))
+            return Attempt(pod, status, message=status.message(), state=state)
+        if not all_nodes:
+            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_NO_NODES_AVAILABLE,))
+            return Attempt(pod, status, message=ERR_NO_NODES_AVAILABLE, state=state)
+
+        attempt = Attempt(pod, Status(Code.SUCCESS), state=state)
+        error = self._find_nodes_that_fit(fwk, state, pod, all_nodes, attempt)
+        if error is not None:
+            attempt.status, attempt.message = error, error.message()
+            return attempt
+        if not attempt.feasible:
+            fit = FitError(pod, len(all_nodes), attempt.diagnosis)
+            # Upstream wraps every FitError as Unschedulable, whatever the per-node codes were.
+            attempt.status = Status(Code.UNSCHEDULABLE, (str(fit),))
+            attempt.fit_error, attempt.message = fit, str(fit)
+            return attempt
+        if len(attempt.feasible) == 1:
+            attempt.host = attempt.feasible[0]
+            return attempt
+
+        feasible_infos = [info for name in attempt.feasible if (info := snapshot.get(name)) is not None]
+        error = self._prioritize(fwk, state, pod, feasible_infos, attempt)
+        if error is not None:
+            attempt.status, attempt.message = error, error.message()
+            return attempt
+        attempt.host = self._select_host(attempt)
+        return attempt
+
+    def _find_nodes_that_fit(
+        self, fwk: Framework, state: CycleState, pod: Pod, all_nodes: Sequence[NodeInfo], attempt: Attempt
+    ) -> Status | None:
+        nodes_all = list(all_nodes)
+        diagnosis = attempt.diagnosis
+        result, status, plugins = fwk.run_pre_filter_plugins(state, pod, nodes_all)
+        diagnosis.unschedulable_plugins |= plugins
+        if status is not None:
+            if not status.is_rejected():
+                return status
+            diagnosis.absent_nodes_status = status
+            diagnosis.pre_filter_msg = status.message()
+            diagnosis.add_plugin_status(status)
+            return None
+
+        candidates: list[NodeInfo] = nodes_all
+        if result is not None and result.node_names is not None:
+            snapshot = fwk.handle.current()
+            candidates = [info for name in sorted(result.node_names) if (info := snapshot.get(name)) is not None]
+            candidates_set = {info.name for info in candidates}
+            candidates = [info for info in nodes_all if info.name in candidates_set]
+            diagnosis.absent_nodes_status = Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]",),
+            )
+
+        num = len(candidates)
+        if num == 0:
+            return None
+        to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, num)
+        if not fwk.has_score_plugins():
+            to_find = 1
+        feasible = attempt.feasible
+        statuses = diagnosis.node_to_status
+        start = self.next_start_node_index % num
+        processed = 0
+        for i in range(num):
+            info = candidates[(start + i) % num]
+            processed += 1
+            node_status = fwk.run_filter_plugins(state, pod, info)
+            if node_status is None:
+                feasible.append(info.name)
+                if len(feasible) >= to_find:
+                    break
+                continue
+            if node_status.code is Code.ERROR:
+                return node_status
+            statuses[info.name] = node_status
+            diagnosis.add_plugin_status(node_status)
+        self.next_start_node_index = (start + processed) % num
+        attempt.evaluated_nodes = processed
+        return None
+
+    def _prioritize(
+        self, fwk: Framework, state: CycleState, pod: Pod, nodes: list[NodeInfo], attempt: Attempt
+    ) -> Status | None:
+        attempt.scored_nodes = [n.name for n in nodes]
+        if not fwk.has_score_plugins():
+            attempt.totals = dict.fromkeys(attempt.scored_nodes, 1)
+            return None
+        status = fwk.run_pre_score_plugins(state, pod, nodes)
+        if status is not None:
+            return status
+        scores, status = fwk.run_score_plugins(state, pod, nodes)
+        attempt.scores = scores
+        if status is not None:
+            return status
+        totals = [0] * len(nodes)
+        for plugin_scores in scores:
+            weight = plugin_scores.weight
+            for i, value in enumerate(plugin_scores.normalized):
+                totals[i] += value * weight
+        attempt.totals = dict(zip(attempt.scored_nodes, totals, strict=True))
+        return None
+
+    def _select_host(self, attempt: Attempt) -> NodeName:
+        """Uniformly at random among the nodes with the highest total (1.33/1.34 ``selectHost``)."""
+        best = max(attempt.totals.values())
+        top = [name for name in attempt.scored_nodes if attempt.totals[name] == best]
+        return top[0] if len(top) == 1 else self.rng.choice(top)

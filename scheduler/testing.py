@@ -1,0 +1,185 @@
+"""Fluent builders of API objects (dict form), shared by unit tests, conformance tests and benchmarks.
+
+``make_pod("p").label("foo", "bar").spread("topology.kubernetes.io/zone", 1, match={"foo": "bar"}).obj``
+builds exactly the dict the API server would hand over, so tests exercise the real parsers.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Self
+
+from scheduler.api.objects import Node, Pod
+
+__all__ = ["NodeBuilder", "PodBuilder", "make_node", "make_pod"]
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+class PodBuilder:
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self.obj: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}", "labels": {}},
+            "spec": {"containers": [{"name": "c", "image": "pause"}], "schedulerName": "spread-scheduler"},
+            "status": {"phase": "Pending"},
+        }
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = self.obj["spec"]
+        return spec
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = self.obj["metadata"]
+        return meta
+
+    def label(self, key: str, value: str = "") -> Self:
+        self.meta["labels"][key] = value
+        return self
+
+    def labels(self, labels: dict[str, str]) -> Self:
+        self.meta["labels"].update(labels)
+        return self
+
+    def node(self, name: str) -> Self:
+        self.spec["nodeName"] = name
+        return self
+
+    def scheduler(self, name: str) -> Self:
+        self.spec["schedulerName"] = name
+        return self
+
+    def priority(self, value: int) -> Self:
+        self.spec["priority"] = value
+        return self
+
+    def created(self, timestamp: str) -> Self:
+        self.meta["creationTimestamp"] = timestamp
+        return self
+
+    def terminating(self) -> Self:
+        self.meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return self
+
+    def phase(self, phase: str) -> Self:
+        self.obj["status"]["phase"] = phase
+        return self
+
+    def node_selector(self, selector: dict[str, str]) -> Self:
+        self.spec["nodeSelector"] = dict(selector)
+        return self
+
+    def _node_affinity(self) -> dict[str, Any]:
+        aff: dict[str, Any] = self.spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+        return aff
+
+    def required_terms(self, *terms: dict[str, Any]) -> Self:
+        """Each term is a NodeSelectorTerm dict (``{"matchExpressions": [...], "matchFields": [...]}``)."""
+        self._node_affinity()["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": list(terms)}
+        return self
+
+    def preferred_term(self, weight: int, preference: dict[str, Any]) -> Self:
+        prefs = self._node_affinity().setdefault("preferredDuringSchedulingIgnoredDuringExecution", [])
+        prefs.append({"weight": weight, "preference": preference})
+        return self
+
+    def toleration(self, key: str = "", operator: str = "", value: str = "", effect: str = "", **extra: Any) -> Self:
+        tol = {k: v for k, v in {"key": key, "operator": operator, "value": value, "effect": effect}.items() if v}
+        tol.update(extra)
+        self.spec.setdefault("tolerations", []).append(tol)
+        return self
+
+    def spread(
+        self,
+        topology_key: str,
+        max_skew: int = 1,
+        when: str = "DoNotSchedule",
+        match: dict[str, str] | None = None,
+        selector: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> Self:
+        """A topology spread constraint; ``match`` is matchLabels, ``selector`` a whole labelSelector."""
+        constraint: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": topology_key, "whenUnsatisfiable": when}
+        if selector is not None:
+            constraint["labelSelector"] = selector
+        elif match is not None:
+            constraint["labelSelector"] = {"matchLabels": dict(match)}
+        constraint.update(extra)
+        self.spec.setdefault("topologySpreadConstraints", []).append(constraint)
+        return self
+
+    def owner(self, kind: str, name: str, api_version: str = "apps/v1", controller: bool = True) -> Self:
+        self.meta.setdefault("ownerReferences", []).append(
+            {"apiVersion": api_version, "kind": kind, "name": name, "uid": f"uid-{name}", "controller": controller}
+        )
+        return self
+
+    def gate(self, name: str) -> Self:
+        self.spec.setdefault("schedulingGates", []).append({"name": name})
+        return self
+
+    def set(self, path: str, value: Any) -> Self:
+        """Set any field by a dotted path (``spec.priority``), for cases the builder has no verb for."""
+        target = self.obj
+        *parents, last = path.split(".")
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[last] = value
+        return self
+
+    def dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self.obj)
+
+    def build(self) -> Pod:
+        return Pod.from_dict(self.dict())
+
+
+class NodeBuilder:
+    def __init__(self, name: str) -> None:
+        self.obj: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "uid": f"uid-node-{name}", "labels": {HOSTNAME: name}},
+            "spec": {},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }
+
+    def label(self, key: str, value: str = "") -> Self:
+        self.obj["metadata"]["labels"][key] = value
+        return self
+
+    def zone(self, zone: str) -> Self:
+        return self.label(ZONE, zone)
+
+    def unlabel(self, key: str) -> Self:
+        self.obj["metadata"]["labels"].pop(key, None)
+        return self
+
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> Self:
+        taint = {"key": key, "effect": effect}
+        if value:
+            taint["value"] = value
+        self.obj["spec"].setdefault("taints", []).append(taint)
+        return self
+
+    def unschedulable(self, value: bool = True) -> Self:
+        self.obj["spec"]["unschedulable"] = value
+        return self
+
+    def dict(self) -> dict[str, Any]:
+        return copy.deepcopy(self.obj)
+
+    def build(self) -> Node:
+        return Node.from_dict(self.dict())
+
+
+def make_pod(name: str, namespace: str = "default") -> PodBuilder:
+    return PodBuilder(name, namespace)
+
+
+def make_node(name: str) -> NodeBuilder:
+    return NodeBuilder(name)
