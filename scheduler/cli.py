@@ -6,8 +6,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+import yaml
+
 from scheduler import __version__
 from scheduler.config import ConfigError, load_config
+from scheduler.simulate import Simulation, load_objects, render_table, to_json
 
 __all__ = ["main"]
 
@@ -15,10 +18,6 @@ UPSTREAM_VERSION = "v1.35.4"
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    import yaml
-
-    from scheduler.simulate import Simulation, load_objects, render_table, to_json
-
     try:
         config = load_config(args.config)
     except ConfigError as exc:
