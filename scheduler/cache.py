@@ -223,6 +223,10 @@ class Cache:
     def is_assumed(self, key: str) -> bool:
         return key in self._assumed
 
+    def pod(self, key: str) -> Pod | None:
+        """The assigned or assumed pod under ``key``, as last seen."""
+        return self._pods.get(PodKey(key))
+
     def pod_node(self, key: str) -> NodeName | None:
         return self._pod_nodes.get(PodKey(key))
 

@@ -40,6 +40,20 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    import asyncio  # noqa: PLC0415 - kopf and the API client load only for the live scheduler
+
+    from scheduler.kube.app import configure_logging, run_scheduler  # noqa: PLC0415
+
+    configure_logging()
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(run_scheduler(config, args.kubeconfig))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spread-scheduler", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -50,6 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sim.add_argument("--output", "-o", choices=("table", "json"), default="table")
     sim.add_argument("--seed", type=int, default=None, help="seed for the random choice among tied nodes")
     sim.set_defaults(func=_simulate)
+
+    run = sub.add_parser("run", help="watch the cluster and schedule pods whose schedulerName matches a profile")
+    run.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
+    run.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    run.set_defaults(func=_run)
 
     ver = sub.add_parser("version", help="print the version and the upstream version whose decisions we match")
     ver.set_defaults(func=lambda _a: print(f"spread-scheduler {__version__} (kube-scheduler {UPSTREAM_VERSION})") or 0)

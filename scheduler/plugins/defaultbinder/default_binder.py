@@ -27,8 +27,6 @@ class DefaultBinder:
         binder = self.handle.binder
         if binder is None:
             return Status(Code.SKIP)
-        try:
-            await binder.bind(pod, node_name)
-        except Exception as exc:  # the binder maps API errors; the cycle reports them
-            return Status.as_error(str(exc))
+        # Errors propagate: the binding cycle tells "pod gone" and "already bound" from retriable ones.
+        await binder.bind(pod, node_name)
         return None

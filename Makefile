@@ -1,0 +1,44 @@
+# spread-scheduler: everything a fresh machine needs goes through these targets.
+#   make demo   -- venv + Go builds (cached) + local control plane + a spreading Deployment, then tear down
+#   make test   -- lint, type checks, unit/property tests, and the e2e suite on a real control plane
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+
+.PHONY: venv lint unit e2e test demo cluster-build cluster-up cluster-down bench clean
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+lint: venv
+	$(BIN)/ruff check scheduler tests e2e
+	$(BIN)/ruff format --check scheduler tests e2e
+	$(BIN)/mypy
+
+unit: venv
+	$(BIN)/pytest tests
+
+cluster-build: venv
+	$(BIN)/python e2e/cluster.py build
+
+cluster-up: cluster-build
+	$(BIN)/python e2e/cluster.py up
+
+cluster-down:
+	$(BIN)/python e2e/cluster.py down
+
+e2e: cluster-build
+	$(BIN)/pytest e2e
+
+test: lint unit e2e
+
+demo: cluster-build
+	$(BIN)/python e2e/demo.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,149 @@
+"""e2e fixtures: a real control plane (built from Go modules), the scheduler as a real process.
+
+The cluster comes from ``e2e/cluster.py`` unless ``SPREAD_E2E_KUBECONFIG`` names one to use instead
+(kind, or any cluster with no other scheduler named ``spread-scheduler``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from kube_helpers import create_node, wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / ".cluster" / "e2e-logs"
+
+
+@pytest.fixture(scope="session")
+def kubeconfig() -> Iterator[str]:
+    external = os.environ.get("SPREAD_E2E_KUBECONFIG")
+    if external:
+        yield external
+        return
+    from cluster import Cluster  # noqa: PLC0415 - only needed when we start the control plane
+
+    cluster = Cluster(ROOT / ".cluster" / "e2e")
+    cluster.up()
+    try:
+        yield str(cluster.kubeconfig)
+    finally:
+        cluster.down()
+
+
+@pytest.fixture(scope="session")
+def api(kubeconfig: str) -> client.ApiClient:
+    return config.new_client_from_config(config_file=kubeconfig)
+
+
+@pytest.fixture(scope="session")
+def core(api: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(api)
+
+
+class SchedulerProcess:
+    """``spread-scheduler run`` as a child process, with its log in ``.cluster/e2e-logs``."""
+
+    def __init__(self, kubeconfig: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.runs = 0
+        self.log_path = LOGS / "scheduler-0.log"
+
+    def start(self) -> None:
+        LOGS.mkdir(parents=True, exist_ok=True)
+        self.runs += 1
+        self.log_path = LOGS / f"scheduler-{self.runs}.log"
+        log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [str(Path(sys.executable).parent / "spread-scheduler"), "run", "--kubeconfig", self.kubeconfig],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for(lambda: b"cache synced" in self.log_path.read_bytes() or self._died(), 60, "scheduler start")
+        assert self.proc.poll() is None, self.log_path.read_text()[-3000:]
+
+    def _died(self) -> bool:
+        return self.proc is not None and self.proc.poll() is not None
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=30)
+        self.proc = None
+        return code
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+
+@pytest.fixture(scope="session")
+def scheduler(kubeconfig: str) -> Iterator[SchedulerProcess]:
+    proc = SchedulerProcess(kubeconfig)
+    proc.start()
+    yield proc
+    if proc.proc is not None:
+        assert proc.stop() == 0, "the scheduler must exit 0 on SIGTERM"
+
+
+@pytest.fixture
+def namespace(core: client.CoreV1Api) -> Iterator[str]:
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}})
+
+    def has_default_sa() -> bool:
+        return any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items)
+
+    wait_for(has_default_sa, 30, f"ServiceAccount default in {name}")
+    yield name
+    core.delete_namespace(name, grace_period_seconds=0)
+
+
+@pytest.fixture
+def nodes(core: client.CoreV1Api) -> Iterator[Callable[..., str]]:
+    """Create fake nodes for one test; all of them are deleted afterwards (nodes are cluster-wide)."""
+    created: list[str] = []
+    prefix = uuid.uuid4().hex[:5]
+
+    def make(name: str, **kwargs: Any) -> str:
+        full = f"{prefix}-{name}"
+        create_node(core, full, **kwargs)
+        created.append(full)
+        return full
+
+    yield make
+    for name in created:
+        try:
+            core.delete_node(name)
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
+    wait_for(lambda: not {n.metadata.name for n in core.list_node().items} & set(created), 30, "node cleanup")
+
+
+@pytest.fixture(autouse=True)
+def _no_foreign_nodes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests assume they see only their own nodes; give a clear message if a previous test leaked some."""
+    if "core" not in request.fixturenames:
+        yield
+        return
+    core: client.CoreV1Api = request.getfixturevalue("core")
+    leftover = [n.metadata.name for n in core.list_node().items]
+    assert not leftover, f"nodes left over from an earlier test: {leftover}"
+    yield
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: e2e tests that take more than a few seconds")
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")

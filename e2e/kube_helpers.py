@@ -1,0 +1,105 @@
+"""Small helpers the e2e tests and the demo share: fake nodes, pods, waiting on conditions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from kubernetes import client
+
+T = TypeVar("T")
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+SCHEDULER = "spread-scheduler"
+
+
+def wait_for(condition: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05) -> T:
+    """Poll ``condition`` until it returns something truthy; fail with ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = condition()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def node_body(
+    name: str,
+    labels: dict[str, str] | None = None,
+    taints: Iterable[dict[str, str]] = (),
+    unschedulable: bool = False,
+    cpu: str = "4",
+    memory: str = "32Gi",
+    pods: str = "110",
+) -> dict[str, Any]:
+    """A Node as scheduler_perf creates it: Ready, with capacity; no kubelet behind it."""
+    capacity = {"cpu": cpu, "memory": memory, "pods": pods}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {HOSTNAME: name, **(labels or {})}},
+        "spec": {"taints": list(taints), "unschedulable": unschedulable},
+        "status": {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "fake"}],
+            "phase": "Running",
+        },
+    }
+
+
+def create_node(core: client.CoreV1Api, name: str, **kwargs: Any) -> None:
+    core.create_node(node_body(name, **kwargs))
+
+
+def pod_body(
+    name: str,
+    labels: dict[str, str] | None = None,
+    scheduler: str = SCHEDULER,
+    **spec: Any,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {
+            "schedulerName": scheduler,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "c", "image": "registry.invalid/pause:3.10"}],
+            **spec,
+        },
+    }
+
+
+def zone_spread(max_skew: int = 1, match: dict[str, str] | None = None, when: str = "DoNotSchedule") -> dict[str, Any]:
+    return {
+        "maxSkew": max_skew,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": when,
+        "labelSelector": {"matchLabels": match or {}},
+    }
+
+
+def node_of(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
+    pod = core.read_namespaced_pod(name, namespace)
+    return pod.spec.node_name or None
+
+
+def pods_in(core: client.CoreV1Api, namespace: str) -> list[Any]:
+    return list(core.list_namespaced_pod(namespace).items)
+
+
+def scheduled_condition(pod: Any) -> Any | None:
+    for cond in pod.status.conditions or []:
+        if cond.type == "PodScheduled":
+            return cond
+    return None
+
+
+def events_for(core: client.CoreV1Api, namespace: str, name: str) -> list[Any]:
+    events = client.EventsV1Api(core.api_client).list_namespaced_event(namespace)
+    return [e for e in events.items if e.regarding and e.regarding.name == name]

@@ -1,0 +1,253 @@
+"""The live scheduler against a real kube-apiserver, etcd and kube-controller-manager.
+
+Every wait is on a condition with a timeout; nothing sleeps to synchronise.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from conftest import SchedulerProcess
+from kube_helpers import (
+    ZONE,
+    events_for,
+    node_of,
+    pod_body,
+    pods_in,
+    scheduled_condition,
+    wait_for,
+    zone_spread,
+)
+from kubernetes import client, watch
+
+SPREAD_REASON = "node(s) didn't match pod topology spread constraints"
+
+
+def _zones(nodes: Callable[..., str], zones: dict[str, int]) -> dict[str, str]:
+    """Create ``count`` nodes per zone; returns node name -> zone."""
+    out: dict[str, str] = {}
+    for zone, count in zones.items():
+        for i in range(count):
+            out[nodes(f"{zone}-{i}", labels={ZONE: zone})] = zone
+    return out
+
+
+def _bound(core: client.CoreV1Api, namespace: str, expected: int) -> list[Any]:
+    pods = [p for p in pods_in(core, namespace) if p.spec.node_name]
+    return pods if len(pods) >= expected else []
+
+
+def test_deployment_spreads_evenly_over_zones(
+    core: client.CoreV1Api,
+    api: client.ApiClient,
+    scheduler: SchedulerProcess,
+    namespace: str,
+    nodes: Callable[..., str],
+) -> None:
+    zone_of = _zones(nodes, {"zone-a": 2, "zone-b": 2, "zone-c": 2})
+    labels = {"app": "web"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 9,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": pod_body("x", labels, topologySpreadConstraints=[zone_spread(1, labels)])["spec"],
+            },
+        },
+    }
+    client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment)
+    pods = wait_for(lambda: _bound(core, namespace, 9), 60, "9 bound replicas")
+    per_zone = collections.Counter(zone_of[p.spec.node_name] for p in pods)
+    assert sorted(per_zone.values()) == [3, 3, 3], per_zone
+    for pod in pods:
+        cond = scheduled_condition(pod)
+        assert cond is not None and cond.status == "True"
+        assert not [k for k in (pod.metadata.annotations or {}) if "kopf" in k], pod.metadata.annotations
+        assert not pod.metadata.finalizers, "kopf must not add finalizers"
+        scheduled = [e for e in events_for(core, namespace, pod.metadata.name) if e.reason == "Scheduled"]
+        assert [e.note for e in scheduled] == [
+            f"Successfully assigned {namespace}/{pod.metadata.name} to {pod.spec.node_name}"
+        ]
+
+
+def _existing(core: client.CoreV1Api, namespace: str, name: str, node: str, labels: dict[str, str]) -> None:
+    """A pod already running on ``node`` (bound at creation, as another scheduler would have)."""
+    core.create_namespaced_pod(namespace, pod_body(name, labels, scheduler="default-scheduler", nodeName=node))
+
+
+def _unschedulable(core: client.CoreV1Api, namespace: str, name: str) -> Any:
+    def check() -> Any:
+        cond = scheduled_condition(core.read_namespaced_pod(name, namespace))
+        return cond if cond is not None and cond.status == "False" else None
+
+    return wait_for(check, 30, f"{name} PodScheduled=False")
+
+
+def test_unmet_spread_waits_then_a_new_zone_binds_it(
+    core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
+) -> None:
+    zone_of = _zones(nodes, {"zone-a": 1, "zone-b": 1})
+    labels = {"app": "db"}
+    for i, node in enumerate(zone_of):
+        _existing(core, namespace, f"old-{i}", node, labels)
+    spread = zone_spread(1, labels) | {"minDomains": 3}
+    core.create_namespaced_pod(namespace, pod_body("new", labels, topologySpreadConstraints=[spread]))
+
+    cond = _unschedulable(core, namespace, "new")
+    assert cond.reason == "Unschedulable"
+    assert cond.message == f"0/2 nodes are available: 2 {SPREAD_REASON}."
+    failed = wait_for(
+        lambda: [e for e in events_for(core, namespace, "new") if e.reason == "FailedScheduling"], 30, "event"
+    )
+    assert len(failed) == 1 and SPREAD_REASON in failed[0].note and failed[0].type == "Warning"
+    assert node_of(core, namespace, "new") is None
+
+    started = time.monotonic()
+    zone_c = nodes("zone-c-0", labels={ZONE: "zone-c"})
+    wait_for(lambda: node_of(core, namespace, "new") == zone_c, 5, "bind after the new zone's node appears")
+    print(f"\nNode add -> bound: {time.monotonic() - started:.3f}s")
+
+
+def test_deleting_a_pod_frees_a_domain(
+    core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
+) -> None:
+    zone_of = _zones(nodes, {"zone-a": 1, "zone-b": 1})
+    labels = {"app": "cache"}
+    names = []
+    for i, node in enumerate(zone_of):
+        _existing(core, namespace, f"old-{i}", node, labels)
+        names.append((f"old-{i}", node))
+    spread = zone_spread(1, labels) | {"minDomains": 3}
+    core.create_namespaced_pod(namespace, pod_body("new", labels, topologySpreadConstraints=[spread]))
+    _unschedulable(core, namespace, "new")
+
+    victim, freed_node = names[1]
+    started = time.monotonic()
+    core.delete_namespaced_pod(victim, namespace, grace_period_seconds=0)
+    wait_for(lambda: node_of(core, namespace, "new") == freed_node, 5, "bind after a matching pod is deleted")
+    print(f"\nPod delete -> bound: {time.monotonic() - started:.3f}s")
+
+
+def test_taints_selectors_and_affinity_are_honoured(
+    core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
+) -> None:
+    plain = nodes("plain", labels={"disk": "hdd"})
+    tainted = nodes(
+        "gpu", labels={"disk": "ssd", "gpu": "yes"}, taints=[{"key": "gpu", "value": "true", "effect": "NoSchedule"}]
+    )
+    ssd = nodes("ssd", labels={"disk": "ssd"})
+    cordoned = nodes("cordoned", labels={"disk": "ssd"}, unschedulable=True)
+
+    tolerate = [{"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    gpu_affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]
+            }
+        }
+    }
+    prefer_ssd = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]},
+                }
+            ]
+        }
+    }
+    cases = {
+        "gpu-tolerating": (pod_body("gpu-tolerating", tolerations=tolerate, affinity=gpu_affinity), {tainted}),
+        "gpu-intolerant": (pod_body("gpu-intolerant", affinity=gpu_affinity), set()),
+        "hdd-selector": (pod_body("hdd-selector", nodeSelector={"disk": "hdd"}), {plain}),
+        "ssd-preferred": (pod_body("ssd-preferred", affinity=prefer_ssd), {ssd}),
+        "anywhere": (pod_body("anywhere"), {plain, ssd}),
+    }
+    for body, _ in cases.values():
+        core.create_namespaced_pod(namespace, body)
+    for name, (_, allowed) in cases.items():
+        if allowed:
+            node = wait_for(lambda n=name: node_of(core, namespace, n), 30, f"{name} bound")
+            assert node in allowed, (name, node)
+            assert node not in (cordoned,)
+        else:
+            cond = _unschedulable(core, namespace, name)
+            assert "node(s) had untolerated taint(s)" in cond.message, cond.message
+
+
+def test_pods_of_other_schedulers_are_never_touched(
+    core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
+) -> None:
+    nodes("n1")
+    core.create_namespaced_pod(namespace, pod_body("theirs", scheduler="default-scheduler"))
+    core.create_namespaced_pod(namespace, pod_body("ours"))
+    wait_for(lambda: node_of(core, namespace, "ours"), 30, "our pod bound")
+    theirs = core.read_namespaced_pod("theirs", namespace)
+    assert theirs.spec.node_name is None
+    assert scheduled_condition(theirs) is None
+    assert events_for(core, namespace, "theirs") == []
+    assert f"{namespace}/theirs" not in scheduler.log()
+
+
+def _watch_bindings(core: client.CoreV1Api, namespace: str, stop: threading.Event, seen: dict[str, list[str]]) -> None:
+    """Record every distinct nodeName each pod shows, from the watch stream (not from polling)."""
+    w = watch.Watch()
+    for event in w.stream(core.list_namespaced_pod, namespace, timeout_seconds=120):
+        pod = event["object"]
+        node = pod.spec.node_name
+        history = seen.setdefault(pod.metadata.name, [])
+        if node and (not history or history[-1] != node):
+            history.append(node)
+        if stop.is_set():
+            w.stop()
+
+
+def _burst(core: client.CoreV1Api, namespace: str, count: int, labels: dict[str, str]) -> None:
+    spread = zone_spread(1, labels)
+    for i in range(count):
+        core.create_namespaced_pod(namespace, pod_body(f"burst-{i:03d}", labels, topologySpreadConstraints=[spread]))
+
+
+@pytest.mark.slow
+def test_200_pods_bind_once_each_and_spread_holds(
+    core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
+) -> None:
+    zone_of = _zones(nodes, {"zone-a": 2, "zone-b": 2, "zone-c": 2})
+    labels = {"app": "burst"}
+    seen: dict[str, list[str]] = {}
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch_bindings, args=(core, namespace, stop, seen), daemon=True)
+    watcher.start()
+    _burst(core, namespace, 200, labels)
+    pods = wait_for(lambda: _bound(core, namespace, 200), 120, "200 bound pods")
+    wait_for(lambda: sum(1 for h in seen.values() if h) >= 200, 30, "watch saw every binding")
+    stop.set()
+    assert all(len(history) == 1 for history in seen.values()), {k: v for k, v in seen.items() if len(v) != 1}
+    per_zone = collections.Counter(zone_of[p.spec.node_name] for p in pods)
+    assert max(per_zone.values()) - min(per_zone.values()) <= 1, per_zone
+
+
+@pytest.mark.slow
+def test_restart_in_the_middle_of_a_burst_resumes(
+    core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
+) -> None:
+    zone_of = _zones(nodes, {"zone-a": 2, "zone-b": 2})
+    labels = {"app": "restart"}
+    _burst(core, namespace, 120, labels)
+    wait_for(lambda: len([p for p in pods_in(core, namespace) if p.spec.node_name]) >= 20, 60, "some pods bound")
+    assert scheduler.stop() == 0
+    bound_at_stop = len([p for p in pods_in(core, namespace) if p.spec.node_name])
+    scheduler.start()
+    pods = wait_for(lambda: _bound(core, namespace, 120), 120, "all 120 bound after restart")
+    per_zone = collections.Counter(zone_of[p.spec.node_name] for p in pods)
+    assert max(per_zone.values()) - min(per_zone.values()) <= 1, per_zone
+    assert bound_at_stop < 120, "precondition: the scheduler was stopped before the burst was done"

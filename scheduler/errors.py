@@ -1,0 +1,27 @@
+"""Errors the I/O layer maps API failures to, so the core never sees ``ApiException``.
+
+SchedulerIOError
+├── PodGoneError            the pod no longer exists (404): never requeue it
+├── BindConflictError       someone else bound it, or it is terminating (409): never requeue it
+└── TransientAPIError  429, 5xx, connection trouble, after retries: requeue with backoff
+"""
+
+from __future__ import annotations
+
+__all__ = ["BindConflictError", "PodGoneError", "SchedulerIOError", "TransientAPIError"]
+
+
+class SchedulerIOError(Exception):
+    """Base of every API failure the scheduler knows how to handle."""
+
+
+class PodGoneError(SchedulerIOError):
+    """The pod was deleted while we worked on it."""
+
+
+class BindConflictError(SchedulerIOError):
+    """The pod is already bound (to another node, or by another scheduler) or cannot be bound any more."""
+
+
+class TransientAPIError(SchedulerIOError):
+    """The API could not be reached or refused for now; retried already, worth another attempt later."""

@@ -1,0 +1,124 @@
+"""``spread-scheduler run``: kopf watches, the scheduler decides, ``kubernetes.aio`` writes. One event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+import kopf
+import structlog
+from kubernetes.aio import client
+from kubernetes.aio import config as kube_config
+
+from scheduler.config import SchedulerConfig
+from scheduler.kube.watch import build_registry
+from scheduler.kube.writes import ApiBinder, ApiRecorder, RateLimiter
+from scheduler.scheduler import Scheduler
+
+__all__ = ["configure_logging", "run_scheduler"]
+
+log = structlog.get_logger("spread-scheduler")
+
+SYNC_TIMEOUT = 120.0
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """One line per event; JSON unless a person is watching a terminal."""
+    renderer: Any = structlog.dev.ConsoleRenderer() if sys.stderr.isatty() else structlog.processors.JSONRenderer()
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+
+async def _api_client(kubeconfig: str | None) -> client.ApiClient:
+    if kubeconfig or os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")):
+        api: client.ApiClient = await kube_config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        return api
+    kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
+    return client.ApiClient()
+
+
+async def _list_uids(api: client.ApiClient) -> set[str]:
+    """UIDs of every node and non-terminal pod right now: the cache is synced once it saw them all."""
+    core = client.CoreV1Api(api)
+    uids: set[str] = set()
+    for request in (core.list_node_without_preload_content, core.list_pod_for_all_namespaces_without_preload_content):
+        response = await request()
+        try:
+            data = json.loads(await response.read())
+        finally:
+            response.release()
+        for item in data.get("items", []):
+            if item.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
+                uids.add(item["metadata"]["uid"])
+    return uids
+
+
+async def _wait_for_sync(api: client.ApiClient, sched: Scheduler, timeout: float) -> None:
+    """Like ``WaitForCacheSync``: no decision is made on a cache that misses objects that exist."""
+    wanted = await _list_uids(api)
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = wanted - sched.seen_uids
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            log.warning("cache sync timed out; starting anyway", missing=len(missing))
+            return
+        await asyncio.sleep(0.05)
+
+
+async def run_scheduler(
+    config: SchedulerConfig,
+    kubeconfig: str | None = None,
+    *,
+    stop: asyncio.Event | None = None,
+) -> int:
+    """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0."""
+    if kubeconfig:
+        os.environ["KUBECONFIG"] = kubeconfig
+    api = await _api_client(kubeconfig or config.kubeconfig)
+    limiter = RateLimiter(config.qps, config.burst)
+    name = config.profiles[0].scheduler_name
+    instance = f"{name}-{socket.gethostname()}"
+    sched = Scheduler(config, ApiBinder(api, limiter), ApiRecorder(api, limiter, name, instance))
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+
+    kopf_stop = asyncio.Event()
+    registry = build_registry(sched.on_object)
+    operator = asyncio.create_task(
+        kopf.operator(registry=registry, clusterwide=True, standalone=True, stop_flag=kopf_stop),
+        name="kopf",
+    )
+    try:
+        await _wait_for_sync(api, sched, SYNC_TIMEOUT)
+        sched.synced = True
+        log.info("cache synced; scheduling", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
+        await sched.run(stop)
+    finally:
+        kopf_stop.set()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(operator, timeout=10)
+        await api.close()  # type: ignore[no-untyped-call]
+    log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)
+    return 0

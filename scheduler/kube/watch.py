@@ -1,0 +1,75 @@
+"""kopf wiring: watch-only handlers that feed the scheduler, and settings that make kopf write nothing.
+
+Only ``@kopf.on.event`` handlers are registered: they are not state-tracking, so kopf never adds
+finalizers, annotations or status to any object. Event posting and peering are switched off too;
+the only writes to the cluster are the scheduler's own (``scheduler.kube.writes``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import kopf
+
+__all__ = ["WATCHED", "build_registry"]
+
+# (group/version, plural) of everything the cache reads.
+WATCHED: tuple[tuple[str, str], ...] = (
+    ("v1", "nodes"),
+    ("v1", "pods"),
+    ("v1", "services"),
+    ("v1", "replicationcontrollers"),
+    ("apps/v1", "replicasets"),
+    ("apps/v1", "statefulsets"),
+)
+
+_KINDS = {
+    "nodes": "Node",
+    "pods": "Pod",
+    "services": "Service",
+    "replicationcontrollers": "ReplicationController",
+    "replicasets": "ReplicaSet",
+    "statefulsets": "StatefulSet",
+}
+
+
+def build_registry(on_object: Callable[[str | None, Mapping[str, Any]], None]) -> kopf.OperatorRegistry:
+    """A private registry (not kopf's global one) with one event handler per watched resource."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False  # kopf must not post k8s Events of its own
+        settings.peering.standalone = True  # no KopfPeering objects: leader election is ours
+        settings.scanning.disabled = True  # no namespace/CRD scanning: fewer permissions
+        settings.watching.server_timeout = 300
+        settings.watching.client_timeout = 330
+        settings.watching.connect_timeout = 10
+        settings.networking.request_timeout = 30
+        settings.persistence.finalizer = "spread-scheduler.invalid/never-used"
+        logging.getLogger("kopf").setLevel(logging.WARNING)
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        if os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")):
+            return kopf.login_with_kubeconfig(**kwargs)
+        return kopf.login_with_service_account(**kwargs)
+
+    for group_version, plural in WATCHED:
+        kind = _KINDS[plural]
+
+        # async on purpose: kopf runs sync handlers in threads, and the cache must only ever be
+        # touched from the event loop, between scheduling cycles.
+        async def handler(event: Mapping[str, Any], _kind: str = kind, **_: Any) -> None:
+            raw = event.get("object")
+            if not isinstance(raw, Mapping):
+                return
+            obj = dict(raw)
+            obj.setdefault("kind", _kind)  # watch items carry kind; listings may not
+            on_object(event.get("type"), obj)
+
+        kopf.on.event(group_version, plural, registry=registry)(handler)
+    return registry

@@ -1,0 +1,208 @@
+"""The scheduler's only writes: Binding, the PodScheduled=False condition, and Events.
+
+Built on ``kubernetes.aio`` (the official client's asyncio package, on kopf's loop). API errors
+are mapped once, here, to the few errors the core understands (``scheduler.errors``); transient
+ones (429, 5xx, connection trouble) are retried with exponential backoff by tenacity, never 404/409.
+Requests pass a token bucket so the client honours ``clientConnection.qps``/``burst``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+import structlog
+from kubernetes.aio import client
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from scheduler.api.objects import Pod
+from scheduler.errors import BindConflictError, PodGoneError, TransientAPIError
+
+__all__ = ["ApiBinder", "ApiRecorder", "RateLimiter", "map_status"]
+
+log = structlog.get_logger("spread-scheduler")
+
+MAX_TRIES = 5
+
+
+class RateLimiter:
+    """A token bucket: ``qps`` tokens a second, at most ``burst`` saved up (client-go's flowcontrol)."""
+
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._tokens = float(self.burst)
+        self._clock = clock
+        self._last = clock()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        if self.qps <= 0:
+            return
+        async with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            if self._tokens < 1:
+                await asyncio.sleep((1 - self._tokens) / self.qps)
+                self._tokens = 1.0
+                self._last = self._clock()
+            self._tokens -= 1
+
+
+def map_status(status: int, body: bytes, what: str) -> Exception | None:
+    """The error of ours for an HTTP status, or None for 2xx. Every handled code is listed here."""
+    if 200 <= status < 300:
+        return None
+    try:
+        message = str(json.loads(body).get("message", ""))
+    except (ValueError, AttributeError):
+        message = body[:200].decode(errors="replace")
+    text = f"{what}: HTTP {status}: {message}"
+    if status == 404:
+        return PodGoneError(text)
+    if status == 409:
+        return BindConflictError(text)
+    if status == 429 or status >= 500:
+        return TransientAPIError(text)
+    return RuntimeError(text)  # 400/403/422: a bug or missing RBAC; not retried, reported
+
+
+_TRANSIENT = (TransientAPIError, aiohttp.ClientError, asyncio.TimeoutError, socket.gaierror, ConnectionError)
+
+
+async def _call(limiter: RateLimiter, what: str, request: Callable[[], Awaitable[Any]]) -> bytes:
+    """One API request with rate limiting, status mapping and retries of transient failures."""
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception_type(_TRANSIENT),
+        wait=wait_exponential(multiplier=0.2, max=5),
+        stop=stop_after_attempt(MAX_TRIES),
+        reraise=True,
+    ):
+        with attempt:
+            await limiter.acquire()
+            try:
+                response = await request()
+            except aiohttp.ClientResponseError as exc:  # raised by some client paths instead of a response
+                raise map_status(exc.status, str(exc.message).encode(), what) or exc from exc
+            try:
+                body: bytes = await response.read()
+                error = map_status(response.status, body, what)
+            finally:
+                response.release()
+            if error is not None:
+                raise error
+            return body
+    raise TransientAPIError(what)  # unreachable: AsyncRetrying re-raises the last error
+
+
+class ApiBinder:
+    """``POST pods/<name>/binding`` as DefaultBinder does it."""
+
+    def __init__(self, api: client.ApiClient, limiter: RateLimiter) -> None:
+        self._core = client.CoreV1Api(api)
+        self._limiter = limiter
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=pod.name, namespace=pod.namespace, uid=pod.uid or None),
+            target=client.V1ObjectReference(kind="Node", name=node_name),
+        )
+        await _call(
+            self._limiter,
+            f"binding {pod.key} to {node_name}",
+            lambda: self._core.create_namespaced_pod_binding_without_preload_content(pod.name, pod.namespace, body),
+        )
+
+
+def _rfc3339(now: datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ApiRecorder:
+    """PodScheduled=False via a strategic-merge patch of ``pods/status``, and events.k8s.io/v1 Events."""
+
+    def __init__(self, api: client.ApiClient, limiter: RateLimiter, scheduler_name: str, instance: str) -> None:
+        self._core = client.CoreV1Api(api)
+        self._events = client.EventsV1Api(api)
+        self._limiter = limiter
+        self._controller = scheduler_name
+        self._instance = instance
+
+    async def set_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
+        current = _pod_scheduled_condition(pod)
+        if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
+            "False",
+            reason,
+            message,
+        ):
+            return  # nothing changed: upstream sends no patch either
+        now = datetime.now(UTC)
+        condition: dict[str, Any] = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": None,
+        }
+        if current is None or current.get("status") != "False":
+            condition["lastTransitionTime"] = _rfc3339(now)
+        body = {"status": {"conditions": [condition]}}
+        try:
+            await _call(
+                self._limiter,
+                f"patching status of {pod.key}",
+                lambda: self._core.patch_namespaced_pod_status_without_preload_content(
+                    pod.name, pod.namespace, body, _content_type="application/strategic-merge-patch+json"
+                ),
+            )
+        except PodGoneError:
+            return
+
+    async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None:
+        now = datetime.now(UTC)
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
+            "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "reportingController": self._controller,
+            "reportingInstance": self._instance,
+            "action": action,
+            "reason": reason,
+            "note": note,
+            "type": event_type,
+            "regarding": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+                "resourceVersion": pod.resource_version,
+            },
+        }
+        try:
+            await _call(
+                self._limiter,
+                f"posting event {reason} for {pod.key}",
+                lambda: self._events.create_namespaced_event_without_preload_content(
+                    pod.namespace, client.EventsV1Event.model_validate(body)
+                ),
+            )
+        except (PodGoneError, BindConflictError):
+            return  # namespace gone, or a duplicate name: an event is best effort
+
+
+def _pod_scheduled_condition(pod: Pod) -> dict[str, Any] | None:
+    status = pod.raw.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for cond in conditions or ():
+        if isinstance(cond, dict) and cond.get("type") == "PodScheduled":
+            return cond
+    return None

@@ -1,0 +1,342 @@
+"""The live scheduler: event handlers feeding Cache and queue, the scheduling loop, binding cycles.
+
+No API client here: writes go through the ``Binder`` and ``Recorder`` seams, so the whole loop
+runs in tests against in-memory fakes and, in production, against ``scheduler.kube``.
+Event handlers are synchronous: on one event loop they can never interleave with a scheduling
+cycle, which is what lets the cache serve as the cycle's snapshot without copying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from scheduler.api.objects import SELECTING_KINDS, Node, Pod, PodKey, parse_selecting_object
+from scheduler.cache import Cache
+from scheduler.config import SchedulerConfig, build_frameworks
+from scheduler.errors import BindConflictError, PodGoneError
+from scheduler.framework import events as ev
+from scheduler.framework.interface import Binder
+from scheduler.framework.runtime import Framework
+from scheduler.framework.status import Status
+from scheduler.queue import QueuedPodInfo, SchedulingQueue
+from scheduler.schedule_one import Attempt, SchedulingAlgorithm
+
+__all__ = ["Recorder", "Scheduler", "SchedulerStats"]
+
+log = structlog.get_logger("spread-scheduler")
+
+EVENT_NOTE_LIMIT = 1024
+INVALID_POD_REJECTOR = "PodValidation"
+
+
+class Recorder(Protocol):
+    """The writes besides the Binding: the PodScheduled condition and Events."""
+
+    async def set_unschedulable(self, pod: Pod, reason: str, message: str) -> None: ...
+
+    async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None: ...
+
+
+@dataclass(slots=True)
+class SchedulerStats:
+    attempts: dict[str, int]
+    bound: int = 0
+    bind_failures: int = 0
+
+
+def _truncate_note(message: str) -> str:
+    """Events carry at most 1024 bytes: upstream keeps 1020 and appends " ..."."""
+    data = message.encode()
+    if len(data) <= EVENT_NOTE_LIMIT:
+        return message
+    return data[: EVENT_NOTE_LIMIT - 4].decode(errors="ignore") + " ..."
+
+
+class Scheduler:
+    """Owns the cache, the queue and the profiles; ``run`` is the scheduling loop."""
+
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        binder: Binder,
+        recorder: Recorder,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self.frameworks: dict[str, Framework] = build_frameworks(config, binder)
+        self.cache = Cache()
+        self.clock = clock
+        self._wakeup = asyncio.Event()
+        self.queue = SchedulingQueue(
+            self.frameworks,
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds,
+            on_change=self._wakeup.set,
+        )
+        self.algorithm = SchedulingAlgorithm(rng)
+        self.recorder = recorder
+        self._pending: dict[PodKey, Pod] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reported: dict[PodKey, str] = {}
+        self.stats = SchedulerStats(attempts={})
+        self.attempt_observers: list[Callable[[Attempt, float], None]] = []
+        self.synced = False
+        self.seen_uids: set[str] = set()  # recorded until the first sync, to know when the cache is complete
+
+    # -- watch events ----------------------------------------------------------------------
+
+    def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        now = self.clock()
+        node = Node.from_dict(obj)
+        if not node.name:
+            log.warning("ignoring node without a name", errors=[str(e) for e in node.errors])
+            return
+        old_info = self.cache.get(node.name)
+        if event_type == "DELETED":
+            if old_info is not None:
+                self.cache.remove_node(node.name)
+                self.queue.move_all_to_active_or_backoff(ev.NODE_DELETE, old_info.node, None, now)
+            return
+        if old_info is None:
+            self.cache.add_node(node)
+            self.queue.move_all_to_active_or_backoff(ev.NODE_ADD, None, node, now)
+            return
+        old = old_info.node
+        if node.resource_version and node.resource_version == old.resource_version:
+            return
+        self.cache.update_node(old, node)
+        for event in ev.node_scheduling_properties_change(node, old):
+            self.queue.move_all_to_active_or_backoff(event, old, node, now)
+
+    def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        now = self.clock()
+        pod = Pod.from_dict(obj)
+        key = pod.key
+        if event_type == "DELETED" or pod.terminal:
+            self._forget_pod(pod, now)
+            return
+        if pod.assigned:
+            if key in self._pending:
+                del self._pending[key]
+                self.queue.delete(key)
+            old = self.cache.pod(key)
+            was_assumed = self.cache.is_assumed(key)
+            self.cache.add_pod(pod)
+            if old is None or was_assumed:
+                self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod, now)
+            elif old.resource_version != pod.resource_version or not pod.resource_version:
+                for event in ev.pod_scheduling_properties_change(pod, old, ev.EventResource.ASSIGNED_POD):
+                    self.queue.move_all_to_active_or_backoff(event, old, pod, now)
+            return
+        if pod.scheduler_name not in self.frameworks or self.cache.is_assumed(key):
+            return  # not ours, or already decided and its binding is in flight
+        old_pending = self._pending.get(key)
+        self._pending[key] = pod
+        if old_pending is None:
+            self.queue.add(pod, now)
+        elif old_pending.resource_version != pod.resource_version or not pod.resource_version:
+            self.queue.update(old_pending, pod, now)
+
+    def _forget_pod(self, pod: Pod, now: float) -> None:
+        key = pod.key
+        self._reported.pop(key, None)
+        if self._pending.pop(key, None) is not None:
+            self.queue.delete(key)
+        old = self.cache.pod(key)
+        if old is not None:
+            self.cache.remove_pod(old)
+            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, old, None, now)
+
+    def on_selecting_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        """Services, ReplicaSets, StatefulSets, ReplicationControllers: inputs of default spreading."""
+        selecting = parse_selecting_object(obj)
+        if selecting is None:
+            return
+        if event_type == "DELETED":
+            self.cache.remove_selecting_object(selecting.kind, selecting.namespace, selecting.name)
+        else:
+            self.cache.upsert_selecting_object(selecting)
+
+    def on_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        kind = obj.get("kind")
+        if not self.synced:
+            meta = obj.get("metadata")
+            uid = meta.get("uid") if isinstance(meta, Mapping) else None
+            if isinstance(uid, str):
+                self.seen_uids.add(uid)
+        if kind == "Pod":
+            self.on_pod(event_type, obj)
+        elif kind == "Node":
+            self.on_node(event_type, obj)
+        elif kind in SELECTING_KINDS:
+            self.on_selecting_object(event_type, obj)
+
+    # -- the scheduling cycle ----------------------------------------------------------------
+
+    def schedule_one(self) -> bool:
+        """Pop one pod and decide it; the binding cycle continues as a task. False when idle."""
+        now = self.clock()
+        qpi = self.queue.pop(now)
+        if qpi is None:
+            return False
+        key = qpi.key
+        pod = self._pending.get(key)
+        if pod is None or self.cache.is_assumed(key):
+            self.queue.done(key)
+            return True
+        qpi.pod = pod
+        fwk = self.frameworks[pod.scheduler_name]
+        if pod.terminating:
+            self.queue.done(key)
+            self._spawn(
+                self.recorder.event(
+                    pod, "Warning", "FailedScheduling", "Scheduling", f"skip schedule deleting pod: {key}"
+                )
+            )
+            return True
+        started = time.perf_counter()
+        attempt = self.algorithm.schedule_pod(fwk, self.cache, pod)
+        host = attempt.host
+        if host is None:
+            self._on_failure(qpi, attempt.status, attempt.message, attempt, now)
+            self._observe(attempt, started)
+            return True
+        self.cache.assume_pod(pod, host)
+        status = fwk.run_reserve_plugins_reserve(attempt.state, pod, host)
+        if status is None:
+            status = fwk.run_permit_plugins(attempt.state, pod, host)
+        if status is not None:
+            fwk.run_reserve_plugins_unreserve(attempt.state, pod, host)
+            self.cache.forget_pod(pod)
+            attempt.status, attempt.host, attempt.message = status, None, status.message()
+            self._on_failure(qpi, status, status.message(), attempt, now)
+            self._observe(attempt, started)
+            return True
+        self.queue.done(key)
+        self._observe(attempt, started)
+        self._spawn(self._binding_cycle(fwk, attempt, qpi, host, started))
+        return True
+
+    def _observe(self, attempt: Attempt, started: float) -> None:
+        result = "scheduled" if attempt.host else ("unschedulable" if attempt.status.is_rejected() else "error")
+        self.stats.attempts[result] = self.stats.attempts.get(result, 0) + 1
+        duration = time.perf_counter() - started
+        for observer in self.attempt_observers:
+            observer(attempt, duration)
+        log.info(
+            "scheduling attempt",
+            pod=attempt.pod.key,
+            result=result,
+            node=attempt.host,
+            feasible=len(attempt.feasible),
+            duration_ms=round(duration * 1000, 3),
+            message=None if attempt.host else attempt.message,
+        )
+
+    async def _binding_cycle(
+        self, fwk: Framework, attempt: Attempt, qpi: QueuedPodInfo, host: str, started: float
+    ) -> None:
+        pod, state = attempt.pod, attempt.state
+        try:
+            status: Status | None = await fwk.run_pre_bind_plugins(state, pod, host)
+            if status is None:
+                status = await fwk.run_bind_plugins(state, pod, host)
+                if status.is_success():
+                    status = None
+                elif status.is_skip():
+                    status = Status.as_error("no bind plugin bound the pod")
+        except (PodGoneError, BindConflictError) as exc:
+            # The pod is gone or someone else bound it: the watch will tell the truth, never retry.
+            self._undo_assume(fwk, attempt, host)
+            self.stats.bind_failures += 1
+            log.info("binding abandoned", pod=pod.key, node=host, reason=str(exc))
+            return
+        except Exception as exc:  # any other failure of the binding cycle is retried with backoff
+            status = Status.as_error(f"binding rejected: {exc}")
+        if status is not None:
+            self._undo_assume(fwk, attempt, host)
+            self.stats.bind_failures += 1
+            qpi.unschedulable_plugins, qpi.pending_plugins = set(), set()
+            self._on_failure(qpi, status, status.message(), attempt, self.clock())
+            return
+        fwk.run_post_bind_plugins(state, pod, host)
+        self.stats.bound += 1
+        self._reported.pop(pod.key, None)
+        await self.recorder.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {host}")
+
+    def _undo_assume(self, fwk: Framework, attempt: Attempt, host: str) -> None:
+        fwk.run_reserve_plugins_unreserve(attempt.state, attempt.pod, host)
+        self.cache.forget_pod(attempt.pod)
+        self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, attempt.pod, None, self.clock())
+
+    def _on_failure(self, qpi: QueuedPodInfo, status: Status, message: str, attempt: Attempt, now: float) -> None:
+        key = qpi.key
+        rejected = status.is_rejected()
+        if rejected:
+            qpi.unschedulable_plugins = set(attempt.diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = set(attempt.diagnosis.pending_plugins)
+            if attempt.pod.errors:
+                # No plugin's event can fix an invalid spec: only the pod's update or the 5-minute flush.
+                qpi.unschedulable_plugins.add(INVALID_POD_REJECTOR)
+        current = self._pending.get(key)
+        if current is None:  # deleted or bound meanwhile: nothing to requeue or report
+            self.queue.done(key)
+            return
+        self.queue.add_unschedulable_if_not_present(qpi, now, error=not qpi.rejectors)
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        if self._reported.get(key) == message:
+            return  # the same message was posted already: do not flood the API
+        self._reported[key] = message
+        self._spawn(self._report_failure(current, reason, message))
+
+    async def _report_failure(self, pod: Pod, reason: str, message: str) -> None:
+        await self.recorder.set_unschedulable(pod, reason, message)
+        await self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", _truncate_note(message))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background write failed", error=repr(task.exception()))
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Schedule until ``stop`` is set, then let in-flight bindings finish."""
+        last_flush = self.clock()
+        while not stop.is_set():
+            now = self.clock()
+            if now - last_flush >= 30.0:
+                self.queue.flush_unschedulable_leftover(now)
+                last_flush = now
+            if self.schedule_one():
+                await asyncio.sleep(0)  # let watch events in between two cycles
+                continue
+            self._wakeup.clear()
+            waiter = asyncio.ensure_future(self._wakeup.wait())
+            stopper = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({waiter, stopper}, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            stopper.cancel()
+        await self.drain()
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    @property
+    def pending(self) -> Mapping[PodKey, Pod]:
+        return self._pending

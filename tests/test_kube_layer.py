@@ -1,0 +1,83 @@
+"""The I/O seam: API error mapping, the client-side rate limiter, and the kopf registry's shape."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from scheduler.errors import BindConflictError, PodGoneError, SchedulerIOError, TransientAPIError
+from scheduler.kube.watch import WATCHED, build_registry
+from scheduler.kube.writes import RateLimiter, map_status
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        pytest.param(200, None, id="ok"),
+        pytest.param(201, None, id="created"),
+        pytest.param(404, PodGoneError, id="not-found-means-pod-gone"),
+        pytest.param(409, BindConflictError, id="conflict-means-already-bound"),
+        pytest.param(429, TransientAPIError, id="throttled-is-retried"),
+        pytest.param(500, TransientAPIError, id="server-error-is-retried"),
+        pytest.param(503, TransientAPIError, id="unavailable-is-retried"),
+        pytest.param(403, RuntimeError, id="forbidden-is-a-bug-not-retried"),
+        pytest.param(422, RuntimeError, id="invalid-is-a-bug-not-retried"),
+    ],
+)
+def test_every_handled_status_code_is_mapped(status: int, expected: type[Exception] | None) -> None:
+    error = map_status(status, b'{"message": "pods \\"p\\" not found"}', "binding ns/p")
+    if expected is None:
+        assert error is None
+    else:
+        assert type(error) is expected
+        assert "binding ns/p: HTTP" in str(error)
+
+
+def test_mapped_errors_share_one_base_and_keep_the_server_message() -> None:
+    error = map_status(409, b'{"message": "pod p is already assigned to node \\"n1\\""}', "binding ns/p to n2")
+    assert isinstance(error, SchedulerIOError)
+    assert str(error) == 'binding ns/p to n2: HTTP 409: pod p is already assigned to node "n1"'
+    garbled = map_status(500, b"<html>oops</html>", "x")
+    assert str(garbled) == "x: HTTP 500: <html>oops</html>"
+
+
+def test_rate_limiter_allows_a_burst_then_paces_at_qps() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    async def scenario() -> None:
+        limiter = RateLimiter(qps=10, burst=3, clock=lambda: now[0])
+        original = asyncio.sleep
+        asyncio.sleep = fake_sleep  # type: ignore[assignment]
+        try:
+            for _ in range(5):
+                await limiter.acquire()
+        finally:
+            asyncio.sleep = original
+
+    asyncio.run(scenario())
+    assert len(slept) == 2  # three requests ride the burst, the next two wait a token each
+    assert slept == pytest.approx([0.1, 0.1])
+
+
+def test_registry_watches_every_resource_the_cache_reads_and_nothing_writes() -> None:
+    registry = build_registry(lambda event_type, obj: None)
+    assert len(registry._watching.get_all_handlers()) == len(WATCHED)
+    # No state-tracking (changing), daemon/timer (spawning), indexing or webhook handlers: those are
+    # the kinds that make kopf persist progress in annotations, add finalizers or patch status.
+    for kind in ("_changing", "_spawning", "_indexing", "_webhooks"):
+        assert getattr(registry, kind).get_all_handlers() == [], kind
+    assert len(registry._activities.get_all_handlers()) == 2  # startup settings + login
+    assert {p for _, p in WATCHED} == {
+        "nodes",
+        "pods",
+        "services",
+        "replicationcontrollers",
+        "replicasets",
+        "statefulsets",
+    }
