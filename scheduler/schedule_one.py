@@ -152,7 +152,7 @@ class SchedulingAlgorithm:
                 return node_status
             statuses[info.name] = node_status
             diagnosis.add_plugin_status(node_status)
-        self.next_start_node_index = (start + processed) % num
+        self.next_start_node_index = (self.next_start_node_index + processed) % len(nodes_all)
         attempt.evaluated_nodes = processed
         return None
 

@@ -151,15 +151,15 @@ class Framework:
     def run_pre_filter_plugins(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
-        """Result (None = all nodes), the rejecting status, and the plugins that rejected.
+        """Result (None = all nodes), the rejecting status, and the plugins that narrowed the nodes.
 
         An Unschedulable PreFilter does not stop the loop (so later plugins still fill the state,
-        issue #119770); UnschedulableAndUnresolvable and Error do.
+        issue #119770); UnschedulableAndUnresolvable and Error do. The caller adds the rejecting
+        status's own plugin to the diagnosis.
         """
         result: PreFilterResult | None = None
-        returned: list[str] = []
-        rejected: set[str] = set()
-        first_unschedulable: Status | None = None
+        with_nodes: set[str] = set()
+        unschedulable: Status | None = None
         for plugin in self.pre_filter:
             res, status = plugin.pre_filter(state, pod, nodes)
             if status is not None and status.is_skip():
@@ -167,30 +167,25 @@ class Framework:
                 continue
             if status is not None and not status.is_success():
                 status = status.with_plugin(plugin.NAME)
+                if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return None, status, set()
                 if status.code is Code.UNSCHEDULABLE:
-                    rejected.add(plugin.NAME)
-                    first_unschedulable = first_unschedulable or status
+                    unschedulable = status  # the last one wins, as upstream's returnStatus
                     continue
-                if status.is_rejected():
-                    return None, status, {plugin.NAME}
-                return (
-                    None,
-                    Status.as_error(f'running PreFilter plugin "{plugin.NAME}": {status.message()}'),
-                    set(),
-                )
+                return None, Status.as_error(f'running PreFilter plugin "{plugin.NAME}": {status.message()}'), set()
             if res is None or res.all_nodes():
                 continue
-            returned.append(plugin.NAME)
+            with_nodes.add(plugin.NAME)
             result = res if result is None else result.merge(res)
             if not result.node_names:
-                if len(returned) == 1:
-                    msg = f"node(s) didn't satisfy plugin {returned[0]}"
+                names = sorted(with_nodes)
+                if len(names) == 1:
+                    msg = f"node(s) didn't satisfy plugin {names[0]}"
                 else:
-                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(returned))}] simultaneously"
-                return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), returned[0]), set(returned)
-        if first_unschedulable is not None:
-            return None, first_unschedulable, rejected
-        return result, None, set(returned)
+                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                # Like upstream, this status names no plugin; the narrowing plugins are returned instead.
+                return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,)), with_nodes
+        return result, unschedulable, with_nodes
 
     # -- Filter -------------------------------------------------------------------------------
 
