@@ -67,7 +67,14 @@ class SchedulerProcess:
         self.log_path = LOGS / f"scheduler-{self.runs}.log"
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "spread-scheduler"), "run", "--kubeconfig", self.kubeconfig],
+            [
+                str(Path(sys.executable).parent / "spread-scheduler"),
+                "run",
+                "--kubeconfig",
+                self.kubeconfig,
+                "--health-address",
+                "127.0.0.1:0",
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
         )

@@ -36,7 +36,14 @@ def main() -> int:
                 create_node(core, f"{zone}-node-{i}", labels={ZONE: zone})
         log = (ROOT / ".cluster" / "demo" / "spread-scheduler.log").open("wb")
         sched = subprocess.Popen(
-            [str(Path(sys.executable).parent / "spread-scheduler"), "run", "--kubeconfig", str(cluster.kubeconfig)],
+            [
+                str(Path(sys.executable).parent / "spread-scheduler"),
+                "run",
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+                "--health-address",
+                "127.0.0.1:0",
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
         )

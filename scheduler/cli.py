@@ -51,7 +51,7 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(run_scheduler(config, args.kubeconfig))
+    return asyncio.run(run_scheduler(config, args.kubeconfig, health_address=args.health_address))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,6 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = sub.add_parser("run", help="watch the cluster and schedule pods whose schedulerName matches a profile")
     run.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
     run.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    run.add_argument(
+        "--health-address",
+        default="0.0.0.0:10251",
+        help="HOST:PORT serving /healthz, /readyz and /metrics (port 0 picks a free one; the log says which)",
+    )
     run.set_defaults(func=_run)
 
     ver = sub.add_parser("version", help="print the version and the upstream version whose decisions we match")

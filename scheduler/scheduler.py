@@ -89,6 +89,7 @@ class Scheduler:
         self._reported: dict[PodKey, str] = {}
         self.stats = SchedulerStats(attempts={})
         self.attempt_observers: list[Callable[[Attempt, float], None]] = []
+        self.bound_observers: list[Callable[[QueuedPodInfo, float], None]] = []  # (pod info, now)
         self.synced = False
         self.seen_uids: set[str] = set()  # recorded until the first sync, to know when the cache is complete
 
@@ -270,6 +271,9 @@ class Scheduler:
             return
         fwk.run_post_bind_plugins(state, pod, host)
         self.stats.bound += 1
+        bound_at = self.clock()
+        for observer in self.bound_observers:
+            observer(qpi, bound_at)
         self._reported.pop(pod.key, None)
         await self.recorder.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {host}")
 

@@ -19,8 +19,11 @@ from kubernetes.aio import client
 from kubernetes.aio import config as kube_config
 
 from scheduler.config import SchedulerConfig
+from scheduler.kube.leader import run_with_leader_election
+from scheduler.kube.server import HealthServer
 from scheduler.kube.watch import build_registry
 from scheduler.kube.writes import ApiBinder, ApiRecorder, RateLimiter
+from scheduler.metrics import SchedulerMetrics
 from scheduler.scheduler import Scheduler
 
 __all__ = ["configure_logging", "run_scheduler"]
@@ -84,10 +87,30 @@ async def _wait_for_sync(api: client.ApiClient, sched: Scheduler, timeout: float
         await asyncio.sleep(0.05)
 
 
+def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
+    def on_attempt(attempt: Any, seconds: float) -> None:
+        result = "scheduled" if attempt.host else ("unschedulable" if attempt.status.is_rejected() else "error")
+        metrics.observe_attempt(result, attempt.pod.scheduler_name, seconds)
+
+    def on_bound(qpi: Any, now: float) -> None:
+        first = qpi.initial_attempt_timestamp if qpi.initial_attempt_timestamp is not None else now
+        metrics.observe_bound(qpi.attempts, max(0.0, now - first))
+
+    sched.attempt_observers.append(on_attempt)
+    sched.bound_observers.append(on_bound)
+    metrics.watch_queue(sched.queue.pending_counts)
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host or "0.0.0.0", int(port)  # a scheduler pod serves its probes on all interfaces
+
+
 async def run_scheduler(
     config: SchedulerConfig,
     kubeconfig: str | None = None,
     *,
+    health_address: str = "0.0.0.0:10251",
     stop: asyncio.Event | None = None,
 ) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0."""
@@ -96,8 +119,15 @@ async def run_scheduler(
     api = await _api_client(kubeconfig or config.kubeconfig)
     limiter = RateLimiter(config.qps, config.burst)
     name = config.profiles[0].scheduler_name
-    instance = f"{name}-{socket.gethostname()}"
+    hostname = socket.gethostname()
+    instance = f"{name}-{hostname}"
     sched = Scheduler(config, ApiBinder(api, limiter), ApiRecorder(api, limiter, name, instance))
+    metrics = SchedulerMetrics()
+    _attach_metrics(sched, metrics)
+    server = HealthServer(metrics, lambda: sched.synced, lambda: metrics.sync_incoming(sched.queue.incoming))
+    host, port = _split_address(health_address)
+    await server.start(host, port)
+    log.info("serving /healthz /readyz /metrics", address=f"{host}:{server.port}")
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -110,15 +140,25 @@ async def run_scheduler(
         kopf.operator(registry=registry, clusterwide=True, standalone=True, stop_flag=kopf_stop),
         name="kopf",
     )
+    lease = config.leader_election
+    identity = f"{hostname}_{os.getpid()}_{time.time_ns():x}"
     try:
         await _wait_for_sync(api, sched, SYNC_TIMEOUT)
         sched.synced = True
-        log.info("cache synced; scheduling", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
-        await sched.run(stop)
+        log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
+        await run_with_leader_election(
+            api,
+            lease,
+            identity,
+            sched.run,
+            stop,
+            lambda leading: metrics.leader.labels(lease.resource_name).set(1 if leading else 0),
+        )
     finally:
         kopf_stop.set()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(operator, timeout=10)
+        await server.stop()
         await api.close()  # type: ignore[no-untyped-call]
     log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)
     return 0

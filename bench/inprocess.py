@@ -1,0 +1,75 @@
+"""In-process benchmark: the framework alone on a snapshot, no API. Prints a table, writes JSON.
+
+    .venv/bin/python bench/inprocess.py --nodes 500 1000 5000 --pods 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from workloads import WORKLOADS  # noqa: E402
+
+from scheduler.config import load_config  # noqa: E402
+from scheduler.simulate import Simulation  # noqa: E402
+
+
+def run_one(name: str, nodes: int, pods: int) -> dict[str, float | int | str]:
+    sim = Simulation(load_config(None), seed=1)
+    sim.add_objects(WORKLOADS[name](nodes, pods))
+    order = sim.queue_order()
+    durations: list[float] = []
+    scheduled = 0
+    start = time.perf_counter()
+    for pod in order:
+        t0 = time.perf_counter()
+        fwk = sim.frameworks[pod.scheduler_name]
+        attempt = sim.algorithm.schedule_pod(fwk, sim.cache, pod)
+        if attempt.host is not None:
+            sim.cache.assume_pod(pod, attempt.host)
+            scheduled += 1
+        durations.append(time.perf_counter() - t0)
+    total = time.perf_counter() - start
+    durations.sort()
+    return {
+        "workload": name,
+        "nodes": nodes,
+        "pods": len(order),
+        "scheduled": scheduled,
+        "pods_per_s": round(len(order) / total, 1),
+        "p50_ms": round(statistics.median(durations) * 1000, 3),
+        "p99_ms": round(durations[int(len(durations) * 0.99) - 1] * 1000, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[500, 1000, 5000])
+    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
+    parser.add_argument("--out", default="bench/results/inprocess.json")
+    args = parser.parse_args()
+    rows = []
+    print(f"{'workload':<28} {'nodes':>6} {'pods':>6} {'pods/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'RSS MB':>7}")
+    for name in args.workloads:
+        for n in args.nodes:
+            row = run_one(name, n, args.pods)
+            rows.append(row)
+            print(f"{name:<28} {n:>6} {row['pods']:>6} {row['pods_per_s']:>9} {row['p50_ms']:>8} "
+                  f"{row['p99_ms']:>8} {row['peak_rss_mb']:>7}", flush=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
