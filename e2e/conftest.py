@@ -65,19 +65,19 @@ class SchedulerProcess:
         LOGS.mkdir(parents=True, exist_ok=True)
         self.runs += 1
         self.log_path = LOGS / f"scheduler-{self.runs}.log"
-        log = self.log_path.open("wb")
-        self.proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "spread-scheduler"),
-                "run",
-                "--kubeconfig",
-                self.kubeconfig,
-                "--health-address",
-                "127.0.0.1:0",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [
+                    str(Path(sys.executable).parent / "spread-scheduler"),
+                    "run",
+                    "--kubeconfig",
+                    self.kubeconfig,
+                    "--health-address",
+                    "127.0.0.1:0",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         wait_for(lambda: b"cache synced" in self.log_path.read_bytes() or self._died(), 60, "scheduler start")
         assert self.proc.poll() is None, self.log_path.read_text()[-3000:]
 

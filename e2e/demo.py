@@ -34,19 +34,19 @@ def main() -> int:
         for zone, count in zones.items():
             for i in range(count):
                 create_node(core, f"{zone}-node-{i}", labels={ZONE: zone})
-        log = (ROOT / ".cluster" / "demo" / "spread-scheduler.log").open("wb")
-        sched = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "spread-scheduler"),
-                "run",
-                "--kubeconfig",
-                str(cluster.kubeconfig),
-                "--health-address",
-                "127.0.0.1:0",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        with (ROOT / ".cluster" / "demo" / "spread-scheduler.log").open("wb") as log:
+            sched = subprocess.Popen(
+                [
+                    str(Path(sys.executable).parent / "spread-scheduler"),
+                    "run",
+                    "--kubeconfig",
+                    str(cluster.kubeconfig),
+                    "--health-address",
+                    "127.0.0.1:0",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         labels = {"app": "demo"}
         spread = [
             {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -100,6 +101,8 @@ def scheduled_condition(pod: Any) -> Any | None:
     return None
 
 
-def events_for(core: client.CoreV1Api, namespace: str, name: str) -> list[Any]:
-    events = client.EventsV1Api(core.api_client).list_namespaced_event(namespace)
-    return [e for e in events.items if e.regarding and e.regarding.name == name]
+def events_for(core: client.CoreV1Api, namespace: str, name: str) -> list[dict[str, Any]]:
+    """events.k8s.io/v1 Events about one object, as dicts (the typed client refuses core/v1-born events)."""
+    response = client.EventsV1Api(core.api_client).list_namespaced_event(namespace, _preload_content=False)
+    items = json.loads(response.data)["items"]
+    return [e for e in items if (e.get("regarding") or {}).get("name") == name]

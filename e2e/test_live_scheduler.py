@@ -73,8 +73,8 @@ def test_deployment_spreads_evenly_over_zones(
         assert cond is not None and cond.status == "True"
         assert not [k for k in (pod.metadata.annotations or {}) if "kopf" in k], pod.metadata.annotations
         assert not pod.metadata.finalizers, "kopf must not add finalizers"
-        scheduled = [e for e in events_for(core, namespace, pod.metadata.name) if e.reason == "Scheduled"]
-        assert [e.note for e in scheduled] == [
+        scheduled = [e for e in events_for(core, namespace, pod.metadata.name) if e["reason"] == "Scheduled"]
+        assert [e["note"] for e in scheduled] == [
             f"Successfully assigned {namespace}/{pod.metadata.name} to {pod.spec.node_name}"
         ]
 
@@ -106,9 +106,9 @@ def test_unmet_spread_waits_then_a_new_zone_binds_it(
     assert cond.reason == "Unschedulable"
     assert cond.message == f"0/2 nodes are available: 2 {SPREAD_REASON}."
     failed = wait_for(
-        lambda: [e for e in events_for(core, namespace, "new") if e.reason == "FailedScheduling"], 30, "event"
+        lambda: [e for e in events_for(core, namespace, "new") if e["reason"] == "FailedScheduling"], 30, "event"
     )
-    assert len(failed) == 1 and SPREAD_REASON in failed[0].note and failed[0].type == "Warning"
+    assert len(failed) == 1 and SPREAD_REASON in failed[0]["note"] and failed[0]["type"] == "Warning"
     assert node_of(core, namespace, "new") is None
 
     started = time.monotonic()
@@ -242,9 +242,12 @@ def test_restart_in_the_middle_of_a_burst_resumes(
 ) -> None:
     zone_of = _zones(nodes, {"zone-a": 2, "zone-b": 2})
     labels = {"app": "restart"}
-    _burst(core, namespace, 120, labels)
-    wait_for(lambda: len([p for p in pods_in(core, namespace) if p.spec.node_name]) >= 20, 60, "some pods bound")
-    assert scheduler.stop() == 0
+    spread = zone_spread(1, labels)
+    for i in range(120):
+        if i == 60:  # mid-burst: stop once some of the first half is bound, keep creating while it is down
+            wait_for(lambda: len([p for p in pods_in(core, namespace) if p.spec.node_name]) >= 20, 60, "20 bound")
+            assert scheduler.stop() == 0
+        core.create_namespaced_pod(namespace, pod_body(f"burst-{i:03d}", labels, topologySpreadConstraints=[spread]))
     bound_at_stop = len([p for p in pods_in(core, namespace) if p.spec.node_name])
     scheduler.start()
     pods = wait_for(lambda: _bound(core, namespace, 120), 120, "all 120 bound after restart")

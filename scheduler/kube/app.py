@@ -101,6 +101,14 @@ def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
     metrics.watch_queue(sched.queue.pending_counts)
 
 
+def _handle_signals(stop: asyncio.Event) -> None:
+    """SIGTERM/SIGINT set ``stop``: the loop finishes in-flight bindings, then kopf is stopped."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+
+
 def _split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     return host or "0.0.0.0", int(port)  # a scheduler pod serves its probes on all interfaces
@@ -129,10 +137,7 @@ async def run_scheduler(
     await server.start(host, port)
     log.info("serving /healthz /readyz /metrics", address=f"{host}:{server.port}")
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    _handle_signals(stop)
 
     kopf_stop = asyncio.Event()
     registry = build_registry(sched.on_object)
@@ -144,6 +149,7 @@ async def run_scheduler(
     identity = f"{hostname}_{os.getpid()}_{time.time_ns():x}"
     try:
         await _wait_for_sync(api, sched, SYNC_TIMEOUT)
+        _handle_signals(stop)  # kopf installed its own handlers on start: ours must decide the shutdown
         sched.synced = True
         log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
         await run_with_leader_election(

@@ -1,26 +1,30 @@
-"""Leader election on a Lease (``kubernetes.aio.leaderelection``), as kube-scheduler does it.
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's rules.
 
 Followers keep their caches warm (kopf watches run before and regardless of the election); only the
-leader runs the scheduling loop. Losing the lease ends the process with an error, like upstream
-("leaderelection lost"), so a restarted pod rejoins as a follower with a fresh cache. On a graceful
-stop the lease is released, so a follower takes over at once instead of waiting for expiry.
+leader runs the scheduling loop. A leader that cannot renew within ``renewDeadline`` stops with
+``LeadershipLost`` (upstream exits: "leaderelection lost"), so a restarted replica rejoins as a
+follower. A graceful stop releases the lease so a follower takes over at once.
+
+Our own small implementation over the Lease API: the one in ``kubernetes.aio.leaderelection`` sends
+invalid requests (``pretty=True``, a float lease duration) against current API servers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import structlog
 from kubernetes.aio import client
-from kubernetes.aio.leaderelection import electionconfig, leaderelection
-from kubernetes.aio.leaderelection.resourcelock.leaselock import LeaseLock
 
 from scheduler.config import LeaderElection
 
-__all__ = ["LeadershipLost", "run_with_leader_election"]
+__all__ = ["LeadershipLost", "LeaseElector", "run_with_leader_election"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -29,18 +33,109 @@ class LeadershipLost(RuntimeError):  # noqa: N818 - upstream's wording: "leadere
     """The lease could not be renewed in time: another replica may be scheduling now."""
 
 
-async def _release(api: client.ApiClient, settings: LeaderElection, identity: str) -> None:
-    """Hand the lease back (holder cleared, 1 s duration), as ``ReleaseOnCancel`` does."""
-    leases = client.CoordinationV1Api(api)
-    with contextlib.suppress(Exception):
-        lease = await leases.read_namespaced_lease(settings.resource_name, settings.resource_namespace)
-        if lease.spec is None or lease.spec.holder_identity != identity:
-            return
-        lease.spec.holder_identity = None
-        lease.spec.lease_duration_seconds = 1
-        lease.spec.renew_time = datetime.now(UTC)
-        await leases.replace_namespaced_lease(settings.resource_name, settings.resource_namespace, lease)
-        log.info("leader lease released", lease=f"{settings.resource_namespace}/{settings.resource_name}")
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse(ts: str | None) -> float:
+    if not ts:
+        return 0.0
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+class LeaseElector:
+    """Acquire/renew/release one Lease; every write carries the resourceVersion it read."""
+
+    def __init__(self, api: client.ApiClient, settings: LeaderElection, identity: str) -> None:
+        self._leases = client.CoordinationV1Api(api)
+        self.settings = settings
+        self.identity = identity
+        self.observed_holder: str | None = None
+
+    async def _read(self) -> dict[str, Any] | None:
+        s = self.settings
+        response = await self._leases.read_namespaced_lease_without_preload_content(
+            s.resource_name, s.resource_namespace
+        )
+        try:
+            body = await response.read()
+            if response.status == 404:
+                return None
+            if response.status != 200:
+                raise RuntimeError(f"reading lease: HTTP {response.status}")
+            lease: dict[str, Any] = json.loads(body)
+            return lease
+        finally:
+            response.release()
+
+    async def _write(self, lease: dict[str, Any], create: bool) -> bool:
+        s = self.settings
+        if create:
+            request = self._leases.create_namespaced_lease_without_preload_content(
+                s.resource_namespace, client.V1Lease.model_validate(lease)
+            )
+        else:
+            request = self._leases.replace_namespaced_lease_without_preload_content(
+                s.resource_name, s.resource_namespace, client.V1Lease.model_validate(lease)
+            )
+        response = await request
+        try:
+            await response.read()
+            return bool(200 <= response.status < 300)  # 409: someone else wrote first
+        finally:
+            response.release()
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One round of client-go's ``tryAcquireOrRenew``."""
+        s = self.settings
+        now = _now()
+        lease = await self._read()
+        spec_mine = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": int(s.lease_duration),
+            "renewTime": now,
+        }
+        if lease is None:
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": s.resource_name, "namespace": s.resource_namespace},
+                "spec": {**spec_mine, "acquireTime": now, "leaseTransitions": 0},
+            }
+            return await self._write(body, create=True)
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        self.observed_holder = holder or None
+        expires = _parse(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
+        if holder and holder != self.identity and expires > time.time():
+            return False  # held by someone else and not expired
+        if holder != self.identity:
+            spec_mine["acquireTime"] = now
+            spec_mine["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        lease["spec"] = {**spec, **spec_mine}
+        return await self._write(lease, create=False)
+
+    async def release(self) -> None:
+        with contextlib.suppress(Exception):
+            lease = await self._read()
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return
+            lease["spec"].update({"holderIdentity": None, "leaseDurationSeconds": 1, "renewTime": _now()})
+            if await self._write(lease, create=False):
+                log.info(
+                    "leader lease released", lease=f"{self.settings.resource_namespace}/{self.settings.resource_name}"
+                )
+
+
+async def _safely(elector: LeaseElector) -> bool:
+    try:
+        return await elector.try_acquire_or_renew()
+    except Exception as exc:  # an unreachable API server is a failed round, not a crash
+        log.warning("lease round failed", error=str(exc))
+        return False
 
 
 async def run_with_leader_election(
@@ -51,51 +146,49 @@ async def run_with_leader_election(
     stop: asyncio.Event,
     on_leading: Callable[[bool], None] = lambda _leading: None,
 ) -> None:
-    """Run ``lead(stop)`` while holding the lease; raise ``LeadershipLost`` if it is lost."""
+    """Run ``lead(stop)`` while holding the lease; raise ``LeadershipLost`` if renewal fails."""
     if not settings.leader_elect:
         on_leading(True)
         await lead(stop)
         return
+    elector = LeaseElector(api, settings, identity)
+    on_leading(False)
+    while not await _safely(elector):
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), settings.retry_period)
+        if stop.is_set():
+            return
+    on_leading(True)
+    log.info("became leader", identity=identity, lease=f"{settings.resource_namespace}/{settings.resource_name}")
     lost = asyncio.Event()
-    leading = asyncio.Event()
-    finished = asyncio.Event()
+    inner_stop = asyncio.Event()
 
-    async def started() -> None:
-        leading.set()
-        on_leading(True)
-        log.info("became leader", identity=identity)
-        try:
-            await lead(stop)
-        finally:
-            finished.set()
+    async def renew() -> None:
+        last_ok = time.monotonic()
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), settings.retry_period)
+            if stop.is_set():
+                return
+            if await _safely(elector):
+                last_ok = time.monotonic()
+            elif time.monotonic() - last_ok > settings.renew_deadline:
+                lost.set()
+                inner_stop.set()
+                return
 
-    async def stopped() -> None:
-        on_leading(False)
-        if not stop.is_set():
-            lost.set()
+    async def relay_stop() -> None:
+        await stop.wait()
+        inner_stop.set()
 
-    config = electionconfig.Config(
-        LeaseLock(settings.resource_name, settings.resource_namespace, identity, api),
-        settings.lease_duration,
-        settings.renew_deadline,
-        settings.retry_period,
-        started,
-        stopped,
-    )
-    election = asyncio.create_task(leaderelection.LeaderElection(config).run(), name="leader-election")
-    waiters = [asyncio.ensure_future(e.wait()) for e in (stop, lost, finished)]
+    renewer = asyncio.create_task(renew(), name="lease-renew")
+    relay = asyncio.create_task(relay_stop(), name="stop-relay")
     try:
-        await asyncio.wait([election, *waiters], return_when=asyncio.FIRST_COMPLETED)
+        await lead(inner_stop)
     finally:
-        for waiter in waiters:
-            waiter.cancel()
-    if lost.is_set() and not stop.is_set():
-        election.cancel()
+        renewer.cancel()
+        relay.cancel()
+        on_leading(False)
+    if lost.is_set():
         raise LeadershipLost(f"leaderelection lost: lease {settings.resource_namespace}/{settings.resource_name}")
-    if leading.is_set() and not finished.is_set():
-        await finished.wait()  # the loop sees `stop`, finishes in-flight bindings, returns
-    election.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await election
-    if leading.is_set():
-        await _release(api, settings, identity)
+    await elector.release()
