@@ -202,7 +202,7 @@ def test_incremental_counts_equal_a_brute_force_recount(ops: list[Any], selector
         name = f"p{idx}"
         key = f"{ns}/{name}"
         builder = make_pod(name, ns).labels(labels).node(f"n{node}")
-        if op == "add" or op == "relabel":
+        if op in {"add", "relabel"}:
             pod = builder.build()
             cache.add_pod(pod)
             live[key] = pod
