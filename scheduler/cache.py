@@ -12,13 +12,17 @@ pod is added or removed instead of being recomputed by scanning every pod.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from scheduler.api.labels import Selector
 from scheduler.api.objects import Node, NodeName, Pod, PodKey, SelectingObject
 from scheduler.framework.types import NodeInfo
 
 __all__ = ["Cache", "NodeTree", "PodCountIndex", "zone_key"]
+
+T = TypeVar("T")
+MEMO_ENTRIES = 256
 
 ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
 REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
@@ -140,6 +144,8 @@ class Cache:
         self._orphans: dict[NodeName, dict[PodKey, Pod]] = {}
         self._index = PodCountIndex()
         self._selecting: dict[str, dict[str, dict[str, SelectingObject]]] = {}
+        self._node_generation = 0
+        self._memo: OrderedDict[Hashable, tuple[int, object]] = OrderedDict()
 
     # -- nodes ----------------------------------------------------------------------------
 
@@ -152,6 +158,7 @@ class Cache:
         self._nodes[node.name] = info
         self._tree.add(node)
         self._infos = None
+        self._node_generation += 1
 
     def update_node(self, old: Node, new: Node) -> None:
         info = self._nodes.get(new.name)
@@ -161,6 +168,7 @@ class Cache:
         info.node = new
         self._tree.update(old, new)
         self._infos = None
+        self._node_generation += 1
 
     def remove_node(self, name: str) -> None:
         info = self._nodes.pop(NodeName(name), None)
@@ -170,6 +178,7 @@ class Cache:
         if info.pods:  # pods outlive their node in the cache until their own delete arrives
             self._orphans[info.name] = info.pods
         self._infos = None
+        self._node_generation += 1
 
     # -- pods -----------------------------------------------------------------------------
 
@@ -254,6 +263,21 @@ class Cache:
 
     def count_matching(self, namespace: str, selector: Selector) -> Mapping[NodeName, int]:
         return self._index.counts(namespace, selector)
+
+    def node_memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once per node-set version: facts about nodes alone (which match an affinity,
+        which carry an untolerated taint, which domain each is in) are shared by every pod that asks
+        the same question, until a node is added, changed or removed."""
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] == self._node_generation:
+            self._memo.move_to_end(key)
+            return hit[1]  # type: ignore[return-value]
+        value = compute()
+        self._memo[key] = (self._node_generation, value)
+        self._memo.move_to_end(key)
+        if len(self._memo) > MEMO_ENTRIES:
+            self._memo.popitem(last=False)
+        return value
 
     def selecting_objects(self, kind: str, namespace: str) -> Iterable[SelectingObject]:
         return self._selecting.get(kind, {}).get(namespace, {}).values()

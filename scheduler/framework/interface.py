@@ -7,8 +7,8 @@ scheduler plugs in an API client and tests plug in a fake.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar, runtime_checkable
 
 from scheduler.api.labels import Selector
 from scheduler.api.objects import NodeName, Pod, SelectingObject
@@ -38,6 +38,9 @@ __all__ = [
 ]
 
 
+T = TypeVar("T")
+
+
 class Snapshot(Protocol):
     """The cluster as one scheduling cycle sees it; frozen for the cycle's duration."""
 
@@ -52,6 +55,10 @@ class Snapshot(Protocol):
 
         Kept incrementally by the cache so a PodTopologySpread cycle never rescans every pod.
         """
+        ...
+
+    def node_memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """A value derived from nodes only, computed once per version of the node set."""
         ...
 
     def selecting_objects(self, kind: str, namespace: str) -> Iterable[SelectingObject]:

@@ -196,10 +196,10 @@ class Framework:
             if skip and plugin.NAME in skip:
                 continue
             status = plugin.filter(state, pod, node_info)
-            if status is not None and not status.is_success():
+            if status is not None and status.code is not Code.SUCCESS:
                 if not status.is_rejected():
                     return Status.as_error(f'running "{plugin.NAME}" filter plugin: {status.message()}')
-                return status.with_plugin(plugin.NAME)
+                return status if status.plugin == plugin.NAME else status.with_plugin(plugin.NAME)
         return None
 
     # -- Score --------------------------------------------------------------------------------

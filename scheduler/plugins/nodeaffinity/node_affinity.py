@@ -42,6 +42,9 @@ ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
 
+_ENFORCED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_ENFORCED,), NAME)
+_POD_MISMATCH = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_POD,), NAME)
+
 
 @dataclass(frozen=True, slots=True)
 class RequiredNodeAffinity:
@@ -53,6 +56,15 @@ class RequiredNodeAffinity:
     @classmethod
     def of(cls, pod: Pod) -> RequiredNodeAffinity:
         return cls(pod.node_selector or None, pod.required_affinity)
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Hashable identity: pods with equal keys match exactly the same nodes."""
+        return (tuple(sorted(self.node_selector.items())) if self.node_selector else None, self.required)
+
+    def matching_nodes(self, nodes: Sequence[NodeInfo]) -> dict[str, tuple[Node, bool]]:
+        """Per node name: the node object the answer is about, and whether it matches."""
+        return {info.name: (info.node, self.matches(info.node)) for info in nodes}
 
     def matches(self, node: Node) -> bool:
         if self.node_selector:
@@ -67,7 +79,10 @@ class RequiredNodeAffinity:
 
 @dataclass(frozen=True, slots=True)
 class PreFilterState:
+    """The pod's required affinity and, per snapshot node, whether it matches (shared across pods)."""
+
     required: RequiredNodeAffinity
+    matches: Mapping[str, tuple[Node, bool]]
 
     def clone(self) -> PreFilterState:
         return self
@@ -144,7 +159,14 @@ class NodeAffinity:
         no_node_affinity = required is None
         if no_node_affinity and self.added_required is None and pod.node_selector is None:
             return None, Status(Code.SKIP)
-        state.write(PRE_FILTER_STATE_KEY, PreFilterState(RequiredNodeAffinity.of(pod)))
+        affinity = RequiredNodeAffinity.of(pod)
+        snapshot = self.handle.snapshot
+        matches: Mapping[str, tuple[Node, bool]] = (
+            snapshot.node_memo(("NodeAffinity", affinity.key), lambda: affinity.matching_nodes(nodes))
+            if snapshot is not None
+            else {}
+        )
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState(affinity, matches))
         if required is None or not required.terms or required.has_empty_term:
             return None, None  # an empty term names no node, so it leaves every node a candidate
         # Narrow to node names only when every term names nodes through metadata.name In.
@@ -161,12 +183,14 @@ class NodeAffinity:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node
         if self.added_required is not None and not self.added_required.matches(node.name, node.labels):
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_ENFORCED,))
+            return _ENFORCED
         stored = state.get(PRE_FILTER_STATE_KEY)
-        required = stored.required if isinstance(stored, PreFilterState) else RequiredNodeAffinity.of(pod)
-        if not required.matches(node):
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_POD,))
-        return None
+        if isinstance(stored, PreFilterState):
+            known = stored.matches.get(node.name)
+            matched = known[1] if known is not None and known[0] is node else stored.required.matches(node)
+        else:
+            matched = RequiredNodeAffinity.of(pod).matches(node)
+        return None if matched else _POD_MISMATCH
 
     # -- Score --------------------------------------------------------------------------------
 

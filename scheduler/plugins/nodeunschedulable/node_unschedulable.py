@@ -26,6 +26,7 @@ from scheduler.plugins import names
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "NodeUnschedulable"]
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+_UNSCHEDULABLE = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNSCHEDULABLE,), names.NODE_UNSCHEDULABLE)
 TAINT_NODE_UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", Effect.NO_SCHEDULE.value)
 
 
@@ -67,4 +68,4 @@ class NodeUnschedulable:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if not node_info.node.unschedulable or tolerates_any(pod.tolerations, TAINT_NODE_UNSCHEDULABLE):
             return None
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNSCHEDULABLE,))
+        return _UNSCHEDULABLE

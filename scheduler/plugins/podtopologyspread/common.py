@@ -13,6 +13,7 @@ from scheduler.api.objects import Node, Pod
 from scheduler.api.spread import DO_NOT_SCHEDULE, HONOR, IGNORE, SCHEDULE_ANYWAY, SpreadConstraint
 from scheduler.api.taints import find_untolerated
 from scheduler.framework.interface import Snapshot
+from scheduler.framework.types import NodeInfo
 from scheduler.plugins.nodeaffinity.node_affinity import RequiredNodeAffinity
 from scheduler.plugins.tainttoleration.taint_toleration import FILTER_EFFECTS
 
@@ -130,6 +131,50 @@ def pod_constraints(
 def node_has_all_keys(labels: Mapping[str, str], constraints: Sequence[Constraint]) -> bool:
     """``nodeLabelsMatchSpreadConstraints``: the node carries every constraint's topology key."""
     return all(c.topology_key in labels for c in constraints)
+
+
+def eligible_domains(
+    pod: Pod,
+    constraints: Sequence[Constraint],
+    nodes: Sequence[NodeInfo],
+    snapshot: Snapshot,
+    *,
+    require_all_keys: bool,
+    skip_hostname: bool = False,
+) -> list[dict[str, str]]:
+    """Per constraint: node name -> domain value, for every node that counts as a domain member.
+
+    Depends on nodes and on the pod's affinity/tolerations only where a policy says Honor, so it is
+    memoized per node-set version: pods of one workload share it and a cycle stays O(matching pods).
+    """
+    required = required_affinity_or_none(pod)
+    honor_affinity = required is not None and any(c.node_affinity_policy == HONOR for c in constraints)
+    honor_taints = any(c.node_taints_policy == HONOR for c in constraints)
+    key = (
+        "PodTopologySpread",
+        tuple((c.topology_key, c.node_affinity_policy, c.node_taints_policy) for c in constraints),
+        require_all_keys,
+        skip_hostname,
+        required.key if honor_affinity and required is not None else None,
+        pod.tolerations if honor_taints else None,
+    )
+
+    def compute() -> list[dict[str, str]]:
+        out: list[dict[str, str]] = [{} for _ in constraints]
+        for info in nodes:
+            node = info.node
+            labels = node.labels
+            if require_all_keys and not node_has_all_keys(labels, constraints):
+                continue
+            for i, c in enumerate(constraints):
+                if skip_hostname and c.topology_key == HOSTNAME_KEY:
+                    continue
+                if not c.match_node_inclusion_policies(pod, node, required):
+                    continue
+                out[i][info.name] = labels.get(c.topology_key, "")
+        return out
+
+    return snapshot.node_memo(key, compute)
 
 
 def required_affinity_or_none(pod: Pod) -> RequiredNodeAffinity | None:

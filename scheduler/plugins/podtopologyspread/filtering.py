@@ -6,16 +6,12 @@ Upstream: ``pkg/scheduler/framework/plugins/podtopologyspread/filtering.go``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scheduler.api.objects import Pod
 from scheduler.framework.interface import Snapshot
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins.podtopologyspread.common import (
-    Constraint,
-    node_has_all_keys,
-    required_affinity_or_none,
-)
+from scheduler.plugins.podtopologyspread.common import Constraint, eligible_domains
 
 __all__ = [
     "ERR_REASON_CONSTRAINTS_NOT_MATCH",
@@ -42,19 +38,41 @@ class PreFilterState:
     constraints: list[Constraint]
     tp_value_to_match_num: list[dict[str, int]]
     min_counts: list[int]
+    self_match: list[int] = field(default_factory=list)
+    # Per constraint (topology key, counts, self_match - min_match, maxSkew): all Filter needs per node.
+    checks: list[tuple[str, dict[str, int], int, int]] = field(default_factory=list)
 
     @classmethod
-    def build(cls, constraints: list[Constraint], matches: list[dict[str, int]]) -> PreFilterState:
-        return cls(constraints, matches, [min(m.values(), default=MAX_INT32) for m in matches])
+    def build(cls, constraints: list[Constraint], matches: list[dict[str, int]], pod: Pod) -> PreFilterState:
+        state = cls(constraints, matches, [min(m.values(), default=MAX_INT32) for m in matches])
+        state.self_match = [1 if c.selector.matches(pod.labels) else 0 for c in constraints]
+        state.prepare()
+        return state
+
+    def prepare(self) -> None:
+        self.checks = [
+            (
+                c.topology_key,
+                self.tp_value_to_match_num[i],
+                self.self_match[i] - min_match_num(self, i, c.min_domains),
+                c.max_skew,
+            )
+            for i, c in enumerate(self.constraints)
+        ]
 
     def clone(self) -> PreFilterState:
-        return PreFilterState(self.constraints, [dict(m) for m in self.tp_value_to_match_num], list(self.min_counts))
+        copy = PreFilterState(
+            self.constraints, [dict(m) for m in self.tp_value_to_match_num], list(self.min_counts), self.self_match
+        )
+        copy.prepare()
+        return copy
 
     def update(self, i: int, value: str, delta: int) -> None:
         """``updateWithPod``: move one domain's count; domains are never removed."""
         counts = self.tp_value_to_match_num[i]
         counts[value] = counts.get(value, 0) + delta
         self.min_counts[i] = min(counts.values(), default=MAX_INT32)
+        self.prepare()
 
 
 def min_match_num(state: PreFilterState, i: int, min_domains: int) -> int:
@@ -69,23 +87,17 @@ def cal_pre_filter_state(
 ) -> PreFilterState:
     """Count matching pods per domain over every snapshot node that carries all the keys.
 
-    Counts come from the cache's incremental index, so this is O(nodes), not O(pods).
+    Domains come from the memoized node eligibility, counts from the cache's incremental index:
+    the work is O(domains + nodes holding matching pods), never a scan of every pod.
     """
-    matches: list[dict[str, int]] = [{} for _ in constraints]
-    required = required_affinity_or_none(pod)
-    counts = [None if c.selector.empty else snapshot.count_matching(pod.namespace, c.selector) for c in constraints]
-    keys = [c.topology_key for c in constraints]
-    for info in nodes:
-        node = info.node
-        labels = node.labels
-        if not node_has_all_keys(labels, constraints):
-            continue
-        for i, c in enumerate(constraints):
-            if not c.match_node_inclusion_policies(pod, node, required):
-                continue
-            per_node = counts[i]
-            count = per_node.get(info.name, 0) if per_node is not None else 0
-            value = labels[keys[i]]
-            bucket = matches[i]
-            bucket[value] = bucket.get(value, 0) + count
-    return PreFilterState.build(constraints, matches)
+    eligible = eligible_domains(pod, constraints, nodes, snapshot, require_all_keys=True)
+    matches: list[dict[str, int]] = []
+    for c, domain_of in zip(constraints, eligible, strict=True):
+        bucket = dict.fromkeys(domain_of.values(), 0)
+        if not c.selector.empty:  # an empty selector counts 0 everywhere (upstream's early return)
+            for node, count in snapshot.count_matching(pod.namespace, c.selector).items():
+                value = domain_of.get(node)
+                if value is not None:
+                    bucket[value] += count
+        matches.append(bucket)
+    return PreFilterState.build(constraints, matches, pod)

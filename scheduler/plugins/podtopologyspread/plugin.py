@@ -38,7 +38,6 @@ from scheduler.plugins.podtopologyspread.filtering import (
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     PreFilterState,
     cal_pre_filter_state,
-    min_match_num,
 )
 
 __all__ = ["PodTopologySpread", "parse_args"]
@@ -46,6 +45,9 @@ __all__ = ["PodTopologySpread", "parse_args"]
 NAME = names.POD_TOPOLOGY_SPREAD
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+_MISSING_LABEL = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_NODE_LABEL_NOT_MATCH,), NAME)
+_SKEW = Status(Code.UNSCHEDULABLE, (ERR_REASON_CONSTRAINTS_NOT_MATCH,), NAME)
 
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"
@@ -244,15 +246,13 @@ class PodTopologySpread:
         if not isinstance(stored, PreFilterState):
             return Status.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
         labels = node_info.node.labels
-        for i, c in enumerate(stored.constraints):
-            value = labels.get(c.topology_key)
+        # skew = matchNum + selfMatch - minMatch, with selfMatch - minMatch precomputed per constraint
+        for key, counts, self_minus_min, max_skew in stored.checks:
+            value = labels.get(key)
             if value is None:
-                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_NODE_LABEL_NOT_MATCH,))
-            self_match = 1 if c.selector.matches(pod.labels) else 0
-            match_num = stored.tp_value_to_match_num[i].get(value, 0)
-            skew = match_num + self_match - min_match_num(stored, i, c.min_domains)
-            if skew > c.max_skew:
-                return Status(Code.UNSCHEDULABLE, (ERR_REASON_CONSTRAINTS_NOT_MATCH,))
+                return _MISSING_LABEL
+            if counts.get(value, 0) + self_minus_min > max_skew:
+                return _SKEW
         return None
 
     # -- Score --------------------------------------------------------------------------------

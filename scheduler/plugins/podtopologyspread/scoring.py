@@ -15,8 +15,8 @@ from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
 from scheduler.plugins.podtopologyspread.common import (
     HOSTNAME_KEY,
     Constraint,
+    eligible_domains,
     node_has_all_keys,
-    required_affinity_or_none,
 )
 
 __all__ = [
@@ -83,25 +83,21 @@ def init_pre_score_state(
     state.per_node_counts = [
         None if c.selector.empty else snapshot.count_matching(pod.namespace, c.selector) for c in constraints
     ]
-    required = required_affinity_or_none(pod)
-    domain_constraints = [i for i, c in enumerate(constraints) if c.topology_key != HOSTNAME_KEY]
-    if domain_constraints:
-        for info in all_nodes:
-            node = info.node
-            labels = node.labels
-            if require_all_topologies and not node_has_all_keys(labels, constraints):
+    if any(c.topology_key != HOSTNAME_KEY for c in constraints):
+        # Which node counts for which domain is memoized per node-set version; only nodes that hold
+        # matching pods are visited here (the index is sparse), not every node.
+        eligible = eligible_domains(
+            pod, constraints, all_nodes, snapshot, require_all_keys=require_all_topologies, skip_hostname=True
+        )
+        for i, c in enumerate(constraints):
+            per_node = state.per_node_counts[i]
+            if c.topology_key == HOSTNAME_KEY or per_node is None:
                 continue
-            for i in domain_constraints:
-                c = constraints[i]
-                if not c.match_node_inclusion_policies(pod, node, required):
-                    continue
-                value = labels.get(c.topology_key, "")
-                bucket = value_counts[i]
-                if value not in bucket:
-                    continue
-                per_node = state.per_node_counts[i]
-                if per_node is not None:
-                    bucket[value] += per_node.get(info.name, 0)
+            bucket, domain_of = value_counts[i], eligible[i]
+            for node, count in per_node.items():
+                value = domain_of.get(node)
+                if value is not None and value in bucket:  # domains without a feasible node stay out
+                    bucket[value] += count
     state.topology_value_to_pod_counts = value_counts
     return state
 

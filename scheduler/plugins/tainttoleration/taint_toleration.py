@@ -29,6 +29,7 @@ __all__ = ["ERR_REASON_NOT_MATCH", "ERR_REASON_UNTOLERATED", "TaintToleration"]
 
 NAME = names.TAINT_TOLERATION
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+FILTER_STATE_KEY = "Filter" + NAME
 
 # 1.35 returns the generic text (PR #134740, so taint values do not leak into pod status).
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
@@ -36,6 +37,7 @@ ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 ERR_REASON_NOT_MATCH = "node(s) had taints that the pod didn't tolerate"
 
 FILTER_EFFECTS = frozenset({Effect.NO_SCHEDULE.value, Effect.NO_EXECUTE.value})
+_UNTOLERATED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNTOLERATED,), NAME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +98,33 @@ class TaintToleration:
         return QueueingHint.QUEUE_SKIP
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        taints = node_info.node.taints
-        if not taints:
+        node = node_info.node
+        if not node.taints:
             return None
-        if find_untolerated(taints, pod.tolerations, FILTER_EFFECTS) is None:
-            return None
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON_UNTOLERATED,))
+        verdicts = state.get(FILTER_STATE_KEY)
+        if not isinstance(verdicts, dict):
+            verdicts = self._verdicts(pod)
+            state.write(FILTER_STATE_KEY, verdicts)
+        known = verdicts.get(node.name)
+        if known is not None and known[0] is node:
+            return _UNTOLERATED if known[1] else None
+        return _UNTOLERATED if find_untolerated(node.taints, pod.tolerations, FILTER_EFFECTS) else None
+
+    def _verdicts(self, pod: Pod) -> dict[str, tuple[Node, bool]]:
+        """Per tainted snapshot node: whether these tolerations leave a NoSchedule/NoExecute taint
+        untolerated. Shared by every pod with the same tolerations until the node set changes."""
+        snapshot = self.handle.snapshot
+        if snapshot is None:
+            return {}
+
+        def compute() -> dict[str, tuple[Node, bool]]:
+            return {
+                info.name: (info.node, find_untolerated(info.node.taints, pod.tolerations, FILTER_EFFECTS) is not None)
+                for info in snapshot.node_infos()
+                if info.node.taints
+            }
+
+        return snapshot.node_memo(("TaintToleration", pod.tolerations), compute)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(_prefer_no_schedule_tolerations(pod)))
