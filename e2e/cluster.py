@@ -138,6 +138,25 @@ def ensure_built(force: bool = False) -> Path:
     return out
 
 
+def ensure_oracle() -> Path:
+    """The differential-test oracle (upstream's scheduler framework as a library), built on demand."""
+    out = bin_dir() / "oracle"
+    source = CONTROLPLANE_MODULE / "cmd" / "oracle" / "main.go"
+    digest = hashlib.sha256(source.read_bytes() + _inputs_digest().encode()).hexdigest()
+    stamp = cache_dir() / "oracle.stamp"
+    if out.exists() and stamp.exists() and stamp.read_text().strip() == digest:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out), "./cmd/oracle"],
+        cwd=CONTROLPLANE_MODULE,
+        env=_go_env(),
+        check=True,
+    )
+    stamp.write_text(digest + "\n")
+    return out
+
+
 # -- certificates ----------------------------------------------------------------------------
 
 
@@ -515,6 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cluster = Cluster(args.dir, controller_manager=not getattr(args, "no_controller_manager", False))
     if args.command == "build":
         print(ensure_built(force=args.force))
+        print(ensure_oracle())
     elif args.command == "up":
         cluster.up()
         print(f"export KUBECONFIG={cluster.kubeconfig}")

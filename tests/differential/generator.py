@@ -1,0 +1,295 @@
+"""Seeded random clusters that the API server would accept, for the differential test against upstream.
+
+Nodes over regions/zones/hostnames (some missing topology labels), taints of all effects, cordoned
+nodes; existing pods in 1-3 namespaces (some terminating, some owned by ReplicaSets/StatefulSets that
+Services select); pending pods with nodeSelector, required/preferred affinity over every operator
+(matchFields too), tolerations of every operator/effect, 0-3 spread constraints using every field;
+and a config with System or List default constraints.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+HOSTNAME = "kubernetes.io/hostname"
+LABEL_KEYS = ("app", "tier", "team", "disk", "gen")
+LABEL_VALUES = ("a", "b", "c", "ssd", "1", "5", "05", "12", "1_0")
+TOPOLOGY_KEYS = (ZONE, HOSTNAME, REGION, "rack")
+NAMESPACES = ("default", "team-a", "team-b")
+PLUGINS = (
+    ("SchedulingGates", 0),
+    ("PrioritySort", 0),
+    ("NodeUnschedulable", 0),
+    ("NodeName", 0),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("PodTopologySpread", 2),
+    ("DefaultBinder", 0),
+)
+
+
+def config(rng: random.Random) -> dict[str, Any]:
+    """Our default profile spelled out for both sides, with System or List defaulting."""
+    args: dict[str, Any] = {"defaultingType": "System"}
+    if rng.random() < 0.3:
+        keys = rng.sample(TOPOLOGY_KEYS[:3], rng.randint(0, 2))
+        args = {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {
+                    "maxSkew": rng.randint(1, 3),
+                    "topologyKey": key,
+                    "whenUnsatisfiable": rng.choice(("DoNotSchedule", "ScheduleAnyway")),
+                }
+                for key in keys
+            ],
+        }
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "spread-scheduler",
+                "plugins": {
+                    "multiPoint": {
+                        "disabled": [{"name": "*"}],
+                        "enabled": [{"name": n, "weight": w} if w else {"name": n} for n, w in PLUGINS],
+                    }
+                },
+                "pluginConfig": [
+                    {
+                        "name": "PodTopologySpread",
+                        "args": {
+                            "apiVersion": "kubescheduler.config.k8s.io/v1",
+                            "kind": "PodTopologySpreadArgs",
+                            **args,
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def _labels(rng: random.Random, n: int = 3) -> dict[str, str]:
+    return {k: rng.choice(LABEL_VALUES) for k in rng.sample(LABEL_KEYS, rng.randint(0, n))}
+
+
+def _taint(rng: random.Random) -> dict[str, str]:
+    taint = {
+        "key": rng.choice(("dedicated", "gpu", "spot")),
+        "effect": rng.choice(("NoSchedule", "NoExecute", "PreferNoSchedule")),
+    }
+    if rng.random() < 0.6:
+        taint["value"] = rng.choice(("a", "b", "infra"))
+    return taint
+
+
+def nodes(rng: random.Random) -> list[dict[str, Any]]:
+    out = []
+    for i in range(rng.randint(1, 60)):
+        name = f"node-{i}"
+        labels = _labels(rng)
+        if rng.random() < 0.92:
+            labels[HOSTNAME] = name
+        if rng.random() < 0.85:
+            labels[ZONE] = f"zone-{rng.randint(1, 4)}"
+        if rng.random() < 0.7:
+            labels[REGION] = f"region-{rng.randint(1, 2)}"
+        if rng.random() < 0.4:
+            labels["rack"] = f"r{rng.randint(1, 6)}"
+        spec: dict[str, Any] = {}
+        if rng.random() < 0.3:
+            spec["taints"] = [_taint(rng) for _ in range(rng.randint(1, 2))]
+        if rng.random() < 0.07:
+            spec["unschedulable"] = True
+        out.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec})
+    return out
+
+
+def _selector(rng: random.Random) -> dict[str, Any] | None:
+    roll = rng.random()
+    if roll < 0.05:
+        return None
+    if roll < 0.1:
+        return {}
+    sel: dict[str, Any] = {}
+    if rng.random() < 0.8:
+        sel["matchLabels"] = {"app": rng.choice(("a", "b"))}
+    if rng.random() < 0.3:
+        op = rng.choice(("In", "NotIn", "Exists", "DoesNotExist"))
+        expr: dict[str, Any] = {"key": rng.choice(("tier", "team")), "operator": op}
+        if op in ("In", "NotIn"):
+            expr["values"] = rng.sample(("a", "b", "c"), rng.randint(1, 2))
+        sel["matchExpressions"] = [expr]
+    return sel
+
+
+def _requirement(rng: random.Random) -> dict[str, Any]:
+    op = rng.choice(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"))
+    key = rng.choice((*LABEL_KEYS, ZONE, HOSTNAME))
+    expr: dict[str, Any] = {"key": key, "operator": op}
+    if op in ("In", "NotIn"):
+        expr["values"] = rng.sample(LABEL_VALUES, rng.randint(1, 3))
+    elif op in ("Gt", "Lt"):
+        expr["values"] = [rng.choice(("3", "0", "-1", "10", "x"))]  # the API accepts a non-integer here
+    return expr
+
+
+def _term(rng: random.Random, node_names: list[str]) -> dict[str, Any]:
+    term: dict[str, Any] = {}
+    if rng.random() < 0.85 or not node_names:
+        term["matchExpressions"] = [_requirement(rng) for _ in range(rng.randint(1, 2))]
+    if node_names and rng.random() < 0.2:
+        term["matchFields"] = [
+            {"key": "metadata.name", "operator": rng.choice(("In", "In", "NotIn")), "values": [rng.choice(node_names)]}
+        ]
+    return term
+
+
+def _toleration(rng: random.Random) -> dict[str, Any]:
+    op = rng.choice(("Equal", "Exists", ""))
+    tol: dict[str, Any] = {}
+    if op == "Exists" and rng.random() < 0.2:
+        tol["operator"] = "Exists"  # empty key: tolerates everything
+    else:
+        tol["key"] = rng.choice(("dedicated", "gpu", "spot", "node.kubernetes.io/unschedulable"))
+        if op:
+            tol["operator"] = op
+        if op != "Exists":
+            tol["value"] = rng.choice(("a", "b", "infra", ""))
+    effect = rng.choice(("", "NoSchedule", "NoExecute", "PreferNoSchedule"))
+    if effect:
+        tol["effect"] = effect
+        if effect == "NoExecute" and rng.random() < 0.3:
+            tol["tolerationSeconds"] = 30
+    return tol
+
+
+def _constraints(rng: random.Random, labels: dict[str, str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for _ in range(rng.choice((0, 0, 1, 1, 2, 3))):
+        key = rng.choice(TOPOLOGY_KEYS)
+        when = rng.choice(("DoNotSchedule", "ScheduleAnyway"))
+        if (key, when) in seen:
+            continue
+        seen.add((key, when))
+        c: dict[str, Any] = {"maxSkew": rng.randint(1, 3), "topologyKey": key, "whenUnsatisfiable": when}
+        sel = _selector(rng)
+        if sel is not None:
+            c["labelSelector"] = sel
+            used = set(sel.get("matchLabels", {})) | {e["key"] for e in sel.get("matchExpressions", [])}
+            if rng.random() < 0.2 and "team" not in used:
+                c["matchLabelKeys"] = ["team"]
+        if when == "DoNotSchedule" and rng.random() < 0.25:
+            c["minDomains"] = rng.randint(1, 6)
+        if rng.random() < 0.25:
+            c["nodeAffinityPolicy"] = rng.choice(("Honor", "Ignore"))
+        if rng.random() < 0.25:
+            c["nodeTaintsPolicy"] = rng.choice(("Honor", "Ignore"))
+        out.append(c)
+    return out
+
+
+def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Objects (nodes, existing pods, workloads, pending pods) and the config, from one seed."""
+    rng = random.Random(seed)
+    node_objs = nodes(rng)
+    names = [n["metadata"]["name"] for n in node_objs]
+    objects: list[dict[str, Any]] = list(node_objs)
+    namespaces = NAMESPACES[: rng.randint(1, 3)]
+    owners: list[tuple[str, str, str]] = []
+    for ns in namespaces:
+        app = rng.choice(("a", "b"))
+        if rng.random() < 0.6:
+            objects.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": {"name": f"svc-{app}", "namespace": ns},
+                    "spec": {"selector": {"app": app}},
+                }
+            )
+        kind = rng.choice(("ReplicaSet", "StatefulSet"))
+        objects.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": kind,
+                "metadata": {"name": f"{kind.lower()}-{app}", "namespace": ns},
+                "spec": {"selector": {"matchLabels": {"app": app}}},
+            }
+        )
+        owners.append((ns, kind, app))
+    for i in range(rng.randint(0, 3 * len(names))):
+        ns, kind, app = rng.choice(owners)
+        labels = _labels(rng) | ({"app": app} if rng.random() < 0.7 else {})
+        meta: dict[str, Any] = {"name": f"existing-{i}", "namespace": ns, "labels": labels}
+        if rng.random() < 0.5:
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": kind,
+                    "name": f"{kind.lower()}-{app}",
+                    "uid": f"uid-{ns}-{app}",
+                    "controller": True,
+                }
+            ]
+        if rng.random() < 0.08:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": meta,
+                "spec": {"nodeName": rng.choice(names), "containers": [{"name": "c", "image": "x"}]},
+                "status": {"phase": rng.choice(("Running", "Running", "Pending", "Succeeded"))},
+            }
+        )
+    for i in range(rng.randint(1, 6)):
+        ns, kind, app = rng.choice(owners)
+        labels = _labels(rng) | ({"app": app} if rng.random() < 0.8 else {})
+        meta = {
+            "name": f"pending-{i}",
+            "namespace": ns,
+            "labels": labels,
+            "creationTimestamp": f"2026-01-01T00:00:{rng.randint(0, 59):02d}Z",
+        }
+        if rng.random() < 0.5:
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": kind,
+                    "name": f"{kind.lower()}-{app}",
+                    "uid": f"uid-{ns}-{app}",
+                    "controller": True,
+                }
+            ]
+        spec: dict[str, Any] = {"schedulerName": "spread-scheduler", "containers": [{"name": "c", "image": "x"}]}
+        if rng.random() < 0.3:
+            spec["priority"] = rng.choice((0, 10, 100))
+        if rng.random() < 0.25:
+            spec["nodeSelector"] = _labels(rng, 1) or {"disk": "ssd"}
+        affinity: dict[str, Any] = {}
+        if rng.random() < 0.35:
+            affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+                "nodeSelectorTerms": [_term(rng, names) for _ in range(rng.randint(1, 3))]
+            }
+        if rng.random() < 0.35:
+            affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": rng.randint(1, 100), "preference": _term(rng, [])} for _ in range(rng.randint(1, 3))
+            ]
+        if affinity:
+            spec["affinity"] = {"nodeAffinity": affinity}
+        if rng.random() < 0.5:
+            spec["tolerations"] = [_toleration(rng) for _ in range(rng.randint(1, 3))]
+        constraints = _constraints(rng, labels)
+        if constraints:
+            spec["topologySpreadConstraints"] = constraints
+        objects.append(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
+        )
+    return objects, config(rng)
