@@ -55,16 +55,19 @@ def core(api: client.ApiClient) -> client.CoreV1Api:
 class SchedulerProcess:
     """``spread-scheduler run`` as a child process, with its log in ``.cluster/e2e-logs``."""
 
-    def __init__(self, kubeconfig: str) -> None:
+    def __init__(self, kubeconfig: str, config: str | None = None, name: str = "scheduler") -> None:
         self.kubeconfig = kubeconfig
+        self.config = config
+        self.name = name
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
-        self.log_path = LOGS / "scheduler-0.log"
+        self.log_path = LOGS / f"{name}-0.log"
 
-    def start(self) -> None:
+    def start(self, wait_for_line: bytes = b"cache synced") -> None:
         LOGS.mkdir(parents=True, exist_ok=True)
         self.runs += 1
-        self.log_path = LOGS / f"scheduler-{self.runs}.log"
+        self.log_path = LOGS / f"{self.name}-{self.runs}.log"
+        extra = ["--config", self.config] if self.config else []
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
                 [
@@ -74,11 +77,12 @@ class SchedulerProcess:
                     self.kubeconfig,
                     "--health-address",
                     "127.0.0.1:0",
+                    *extra,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        wait_for(lambda: b"cache synced" in self.log_path.read_bytes() or self._died(), 60, "scheduler start")
+        wait_for(lambda: wait_for_line in self.log_path.read_bytes() or self._died(), 60, "scheduler start")
         assert self.proc.poll() is None, self.log_path.read_text()[-3000:]
 
     def _died(self) -> bool:

@@ -6,8 +6,10 @@ Every wait is on a condition with a timeout; nothing sleeps to synchronise.
 from __future__ import annotations
 
 import collections
+import json
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -254,3 +256,48 @@ def test_restart_in_the_middle_of_a_burst_resumes(
     per_zone = collections.Counter(zone_of[p.spec.node_name] for p in pods)
     assert max(per_zone.values()) - min(per_zone.values()) <= 1, per_zone
     assert bound_at_stop < 120, "precondition: the scheduler was stopped before the burst was done"
+
+
+def _metrics(scheduler: SchedulerProcess) -> dict[str, float]:
+    address = next(
+        json.loads(line)["address"]
+        for line in scheduler.log().splitlines()
+        if line.startswith("{") and "serving /healthz" in line
+    )
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    return values
+
+
+def test_metrics_and_health_endpoints(
+    core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
+) -> None:
+    nodes("n1")
+    core.create_namespaced_pod(namespace, pod_body("counted"))
+    wait_for(lambda: node_of(core, namespace, "counted"), 30, "bound")
+    metrics = wait_for(
+        lambda: (
+            (m := _metrics(scheduler)).get(
+                'scheduler_schedule_attempts_total{profile="spread-scheduler",result="scheduled"}', 0
+            )
+            > 0
+            and m
+        ),
+        10,
+        "attempts counted",
+    )
+    assert metrics['scheduler_pending_pods{queue="active"}'] >= 0
+    assert any(
+        k.startswith("scheduler_scheduling_attempt_duration_seconds_count") and v > 0 for k, v in metrics.items()
+    )
+    assert any(
+        k.startswith("scheduler_pod_scheduling_sli_duration_seconds_count") and v > 0 for k, v in metrics.items()
+    )
+    assert any(k.startswith("scheduler_queue_incoming_pods_total") and v > 0 for k, v in metrics.items())
+    assert metrics.get("process_resident_memory_bytes", 0) > 0
+    assert metrics.get('leader_election_master_status{name="spread-scheduler"}') == 1

@@ -1,0 +1,148 @@
+"""The shipped manifests on the real API server: the least-privilege RBAC is enough to schedule, and
+leader election fails over between two replicas.
+
+The scheduler runs with a ServiceAccount token (not the admin certificate) and the configuration
+from manifests/config.yaml, exactly as the Deployment would run it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import SchedulerProcess
+from kube_helpers import node_of, pod_body, wait_for
+from kubernetes import client
+
+ROOT = Path(__file__).resolve().parent.parent
+NS = "spread-scheduler"
+
+
+def _manifest_docs() -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for name in yaml.safe_load((ROOT / "manifests" / "kustomization.yaml").read_text())["resources"]:
+        docs += [d for d in yaml.safe_load_all((ROOT / "manifests" / name).read_text()) if d]
+    return docs
+
+
+def _apply(api: client.ApiClient, doc: dict[str, Any]) -> None:
+    core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
+    kind, ns = doc["kind"], doc["metadata"].get("namespace")
+    create: dict[str, Callable[[], Any]] = {
+        "Namespace": lambda: core.create_namespace(doc),
+        "ServiceAccount": lambda: core.create_namespaced_service_account(ns, doc),
+        "ConfigMap": lambda: core.create_namespaced_config_map(ns, doc),
+        "ClusterRole": lambda: rbac.create_cluster_role(doc),
+        "ClusterRoleBinding": lambda: rbac.create_cluster_role_binding(doc),
+        "Role": lambda: rbac.create_namespaced_role(ns, doc),
+        "RoleBinding": lambda: rbac.create_namespaced_role_binding(ns, doc),
+    }
+    if kind not in create:
+        return  # Deployment/Service need an image and a kubelet: not on this control plane
+    try:
+        create[kind]()
+    except client.ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+@pytest.fixture(scope="module")
+def sa_kubeconfig(api: client.ApiClient, kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    docs = _manifest_docs()
+    for doc in docs:
+        _apply(api, doc)
+    token = (
+        client.CoreV1Api(api)
+        .create_namespaced_service_account_token("spread-scheduler", NS, {"spec": {"expirationSeconds": 3600}})
+        .status.token
+    )
+    admin = yaml.safe_load(Path(kubeconfig).read_text())
+    cluster = admin["clusters"][0]["cluster"]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "sa",
+        "clusters": [{"name": "local", "cluster": cluster}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "local", "user": "sa"}}],
+    }
+    path = tmp_path_factory.mktemp("sa") / "kubeconfig"
+    path.write_text(json.dumps(config))
+    yield str(path)
+
+
+def _config_file(tmp: Path, **lease: str) -> str:
+    cm = next(d for d in _manifest_docs() if d["kind"] == "ConfigMap")
+    cfg = yaml.safe_load(cm["data"]["config.yaml"])
+    cfg["leaderElection"].update(lease)
+    path = tmp / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+def _holder(api: client.ApiClient) -> str | None:
+    lease = client.CoordinationV1Api(api).read_namespaced_lease("spread-scheduler", NS)
+    return lease.spec.holder_identity
+
+
+def test_least_privilege_rbac_schedules_and_fails_over(
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    scheduler: SchedulerProcess,
+    sa_kubeconfig: str,
+    namespace: str,
+    nodes: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    scheduler.stop()  # the session's admin-credentialed scheduler must not compete here
+    config = _config_file(tmp_path, leaseDuration="4s", renewDeadline="3s", retryPeriod="1s")
+    first = SchedulerProcess(sa_kubeconfig, config, name="rbac-a")
+    second = SchedulerProcess(sa_kubeconfig, config, name="rbac-b")
+    try:
+        node = nodes("n1")
+        first.start(wait_for_line=b"became leader")
+        second.start()
+        core.create_namespaced_pod(namespace, pod_body("one"))
+        wait_for(lambda: node_of(core, namespace, "one") == node, 30, "bound by the leader")
+        assert "Forbidden" not in first.log() and "403" not in first.log(), first.log()[-2000:]
+        assert b"became leader" not in second.log_path.read_bytes()
+        leader = wait_for(lambda: _holder(api), 10, "lease holder")
+        assert first.proc is not None and f"_{first.proc.pid}_" in leader  # the identity carries the pid
+
+        first.stop(signal.SIGKILL)  # a crash: no lease release, the follower waits for expiry
+        wait_for(lambda: b"became leader" in second.log_path.read_bytes(), 30, "follower takes over")
+        assert _holder(api) != leader
+        core.create_namespaced_pod(namespace, pod_body("two"))
+        wait_for(lambda: node_of(core, namespace, "two") == node, 30, "bound by the new leader")
+        assert "Forbidden" not in second.log()
+        assert second.stop() == 0
+        assert _holder(api) is None  # released on a graceful stop
+    finally:
+        for proc in (first, second):
+            if proc.proc is not None:
+                proc.stop(signal.SIGKILL)
+        scheduler.start()
+
+
+def test_deployment_manifest_is_hardened() -> None:
+    deployment = next(d for d in _manifest_docs() if d["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert deployment["spec"]["replicas"] == 2
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert set(container["resources"]) == {"requests", "limits"}
+    role = next(d for d in _manifest_docs() if d["kind"] == "ClusterRole")
+    verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert verbs[("", "pods")] == {"get", "list", "watch"}  # no writes to pods themselves
+    assert verbs[("", "pods/binding")] == {"create"}
+    assert all("delete" not in v and "*" not in v for v in verbs.values())
+    assert all(d.get("roleRef", {}).get("name") != "system:kube-scheduler" for d in _manifest_docs())
