@@ -1,6 +1,6 @@
 """In-process benchmark: the framework alone on a snapshot, no API. Prints a table, writes JSON.
 
-    .venv/bin/python bench/inprocess.py --nodes 500 1000 5000 --pods 2000
+.venv/bin/python bench/inprocess.py --nodes 500 1000 5000 --pods 2000
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from workloads import WORKLOADS  # noqa: E402
+from workloads import WORKLOADS
 
-from scheduler.config import load_config  # noqa: E402
-from scheduler.simulate import Simulation  # noqa: E402
+from scheduler.config import load_config
+from scheduler.simulate import Simulation
 
 
 def run_one(name: str, nodes: int, pods: int) -> dict[str, float | int | str]:
@@ -63,8 +63,11 @@ def main() -> int:
         for n in args.nodes:
             row = run_one(name, n, args.pods)
             rows.append(row)
-            print(f"{name:<28} {n:>6} {row['pods']:>6} {row['pods_per_s']:>9} {row['p50_ms']:>8} "
-                  f"{row['p99_ms']:>8} {row['peak_rss_mb']:>7}", flush=True)
+            print(
+                f"{name:<28} {n:>6} {row['pods']:>6} {row['pods_per_s']:>9} {row['p50_ms']:>8} "
+                f"{row['p99_ms']:>8} {row['peak_rss_mb']:>7}",
+                flush=True,
+            )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))

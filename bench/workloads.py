@@ -29,8 +29,11 @@ def _nodes(n: int, taint_fraction: float = 0.0) -> list[dict[str, Any]]:
 def _existing(n_nodes: int, count: int, labels: Callable[[int], dict[str, str]]) -> list[dict[str, Any]]:
     rng = random.Random(7)
     return [
-        make_pod(f"existing-{i:06d}").labels(labels(i)).node(f"node-{rng.randrange(n_nodes):05d}")
-        .scheduler("default-scheduler").dict()
+        make_pod(f"existing-{i:06d}")
+        .labels(labels(i))
+        .node(f"node-{rng.randrange(n_nodes):05d}")
+        .scheduler("default-scheduler")
+        .dict()
         for i in range(count)
     ]
 
@@ -45,7 +48,9 @@ def basic(n: int, measured: int) -> list[dict[str, Any]]:
 def _spread_pod(i: int, when: str) -> dict[str, Any]:
     labels = {"color": "blue"}
     return (
-        make_pod(f"pod-{i:05d}").labels(labels).created(_ts(i))
+        make_pod(f"pod-{i:05d}")
+        .labels(labels)
+        .created(_ts(i))
         .spread(ZONE, 5, when, match=labels)
         .spread(HOSTNAME, 1, when, match=labels)
         .required_terms({"matchExpressions": [{"key": "pool", "operator": "In", "values": ["general"]}]})
@@ -69,8 +74,14 @@ def preferred_topology_spreading(n: int, measured: int) -> list[dict[str, Any]]:
 def default_spreading(n: int, measured: int) -> list[dict[str, Any]]:
     """System default spreading through a Service selector (no explicit constraints)."""
     objs = _nodes(n) + _existing(n, 2 * n, lambda i: {"app": "web" if i % 3 == 0 else "other"})
-    objs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
-                 "spec": {"selector": {"app": "web"}}})
+    objs.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"app": "web"}},
+        }
+    )
     return objs + [make_pod(f"pod-{i:05d}").label("app", "web").created(_ts(i)).dict() for i in range(measured)]
 
 

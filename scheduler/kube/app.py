@@ -30,7 +30,7 @@ __all__ = ["configure_logging", "run_scheduler"]
 
 log = structlog.get_logger("spread-scheduler")
 
-SYNC_TIMEOUT = 120.0
+SYNC_WARNING_AFTER = 30.0
 
 
 def configure_logging(level: int = logging.INFO) -> None:
@@ -73,17 +73,24 @@ async def _list_uids(api: client.ApiClient) -> set[str]:
     return uids
 
 
-async def _wait_for_sync(api: client.ApiClient, sched: Scheduler, timeout: float) -> None:
-    """Like ``WaitForCacheSync``: no decision is made on a cache that misses objects that exist."""
+async def _wait_for_sync(
+    api: client.ApiClient, sched: Scheduler, operator: asyncio.Task[None], stop: asyncio.Event
+) -> bool:
+    """Like ``WaitForCacheSync``: no decision is made on a cache that misses objects that exist.
+
+    Waits as long as it takes (with a warning now and then); False if kopf died or we were stopped.
+    """
     wanted = await _list_uids(api)
-    deadline = time.monotonic() + timeout
+    warn_at = time.monotonic() + SYNC_WARNING_AFTER
     while True:
         missing = wanted - sched.seen_uids
         if not missing:
-            return
-        if time.monotonic() > deadline:
-            log.warning("cache sync timed out; starting anyway", missing=len(missing))
-            return
+            return True
+        if operator.done() or stop.is_set():
+            return False
+        if time.monotonic() > warn_at:
+            log.warning("cache not synced yet", missing=len(missing))
+            warn_at = time.monotonic() + SYNC_WARNING_AFTER
         await asyncio.sleep(0.05)
 
 
@@ -122,9 +129,10 @@ async def run_scheduler(
     stop: asyncio.Event | None = None,
 ) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0."""
+    kubeconfig = kubeconfig or config.kubeconfig
     if kubeconfig:
-        os.environ["KUBECONFIG"] = kubeconfig
-    api = await _api_client(kubeconfig or config.kubeconfig)
+        os.environ["KUBECONFIG"] = kubeconfig  # kopf's login handler reads it
+    api = await _api_client(kubeconfig)
     limiter = RateLimiter(config.qps, config.burst)
     name = config.profiles[0].scheduler_name
     hostname = socket.gethostname()
@@ -139,32 +147,46 @@ async def run_scheduler(
     stop = stop or asyncio.Event()
     _handle_signals(stop)
 
-    kopf_stop = asyncio.Event()
+    kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
     registry = build_registry(sched.on_object)
     operator = asyncio.create_task(
-        kopf.operator(registry=registry, clusterwide=True, standalone=True, stop_flag=kopf_stop),
+        kopf.operator(registry=registry, clusterwide=True, standalone=True, stop_flag=kopf_stop, ready_flag=kopf_ready),
         name="kopf",
     )
+    # A dead watch layer means a blind scheduler: stop scheduling and exit non-zero.
+    operator.add_done_callback(lambda _task: stop.set())
     lease = config.leader_election
     identity = f"{hostname}_{os.getpid()}_{time.time_ns():x}"
+    exit_code = 0
     try:
-        await _wait_for_sync(api, sched, SYNC_TIMEOUT)
+        ready_wait = asyncio.ensure_future(kopf_ready.wait())
+        await asyncio.wait({ready_wait, operator}, return_when=asyncio.FIRST_COMPLETED)
+        ready_wait.cancel()
         _handle_signals(stop)  # kopf installed its own handlers on start: ours must decide the shutdown
-        sched.synced = True
-        log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
-        await run_with_leader_election(
-            api,
-            lease,
-            identity,
-            sched.run,
-            stop,
-            lambda leading: metrics.leader.labels(lease.resource_name).set(1 if leading else 0),
-        )
+        if await _wait_for_sync(api, sched, operator, stop):
+            sched.synced = True
+            log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
+            await run_with_leader_election(
+                api,
+                lease,
+                identity,
+                sched.run,
+                stop,
+                lambda leading: metrics.leader.labels(lease.resource_name).set(1 if leading else 0),
+            )
     finally:
         kopf_stop.set()
+        if operator.done() and not kopf_stop_requested(operator):
+            exit_code = 1
+            log.error("the watch layer (kopf) stopped; exiting", error=repr(operator.exception()))
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(operator, timeout=10)
         await server.stop()
         await api.close()  # type: ignore[no-untyped-call]
     log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)
-    return 0
+    return exit_code
+
+
+def kopf_stop_requested(operator: asyncio.Task[None]) -> bool:
+    """True when kopf ended cleanly (we asked it to); False when it died on its own."""
+    return not operator.cancelled() and operator.exception() is None

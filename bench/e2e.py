@@ -1,0 +1,212 @@
+"""End-to-end benchmark: spread-scheduler and the upstream kube-scheduler, one after the other, on the
+same local control plane, with the same profile (our plugins, our weights) and the same client QPS.
+
+    .venv/bin/python bench/e2e.py --nodes 500 2000 --pods 1000 --qps 5000 50
+
+Measures the time from the first Deployment create to the last bound pod, pods/s, the ratio
+ours/upstream, and each scheduler's peak RSS. Writes bench/results/e2e.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
+
+from cluster import Cluster, start_kube_scheduler
+from kube_helpers import HOSTNAME, ZONE, node_body, pod_body, wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = (
+    ("SchedulingGates", 0),
+    ("PrioritySort", 0),
+    ("NodeUnschedulable", 0),
+    ("NodeName", 0),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("PodTopologySpread", 2),
+    ("DefaultBinder", 0),
+)
+
+
+def scheduler_config(kubeconfig: Path, qps: int, burst: int) -> dict[str, Any]:
+    """One file both schedulers read: the same profile, no leader election, the same client limits."""
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [
+            {
+                "schedulerName": "spread-scheduler",
+                "plugins": {
+                    "multiPoint": {
+                        "disabled": [{"name": "*"}],
+                        "enabled": [{"name": n, "weight": w} if w else {"name": n} for n, w in PLUGINS],
+                    }
+                },
+            }
+        ],
+    }
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def run_once(which: str, nodes: int, pods: int, qps: int, burst: int) -> dict[str, Any]:
+    cluster = Cluster(ROOT / ".cluster" / "bench")
+    cluster.down(quiet=True)  # every run starts from an empty etcd
+    cluster.up()
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+        core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+        for i in range(nodes):
+            core.create_node(node_body(f"node-{i:05d}", labels={ZONE: f"zone-{i % 3}", "pool": "general"}))
+        cfg_path = cluster.dir / f"{which}-config.yaml"
+        cfg_path.write_text(yaml.safe_dump(scheduler_config(cluster.kubeconfig, qps, burst)))
+        log = cluster.dir / f"{which}.log"
+        if which == "spread-scheduler":
+            with log.open("wb") as out:
+                proc = subprocess.Popen(
+                    [
+                        str(Path(sys.executable).parent / "spread-scheduler"),
+                        "run",
+                        "--config",
+                        str(cfg_path),
+                        "--health-address",
+                        "127.0.0.1:0",
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            wait_for(lambda: b"cache synced" in log.read_bytes(), 60, "spread-scheduler ready")
+        else:
+            proc = start_kube_scheduler(cluster, cfg_path, log)
+            wait_for(
+                lambda: (
+                    b"Successfully acquired" in log.read_bytes() or b"Starting Kubernetes Scheduler" in log.read_bytes()
+                ),
+                60,
+                "kube-scheduler ready",
+            )
+        per_deployment = pods // 4
+        labels = [{"app": f"web-{d}"} for d in range(4)]
+        started = time.monotonic()
+        for d, lab in enumerate(labels):
+            spec = pod_body(
+                "x",
+                lab,
+                topologySpreadConstraints=[
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": ZONE,
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": lab},
+                    },
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": HOSTNAME,
+                        "whenUnsatisfiable": "ScheduleAnyway",
+                        "labelSelector": {"matchLabels": lab},
+                    },
+                ],
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["general"]}]}
+                            ]
+                        }
+                    }
+                },
+            )["spec"]
+            apps.create_namespaced_deployment(
+                "default",
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": f"web-{d}"},
+                    "spec": {
+                        "replicas": per_deployment,
+                        "selector": {"matchLabels": lab},
+                        "template": {"metadata": {"labels": lab}, "spec": spec},
+                    },
+                },
+            )
+
+        def bound() -> int:
+            items = core.list_namespaced_pod("default", _preload_content=False)
+            data = json.loads(items.data)["items"]
+            return sum(1 for p in data if p["spec"].get("nodeName")) if len(data) >= pods else 0
+
+        wait_for(lambda: bound() >= pods, 600, f"{pods} pods bound by {which}", interval=0.2)
+        elapsed = time.monotonic() - started
+        assert proc is not None
+        return {
+            "scheduler": which,
+            "nodes": nodes,
+            "pods": pods,
+            "qps": qps,
+            "seconds": round(elapsed, 2),
+            "pods_per_s": round(pods / elapsed, 1),
+            "peak_rss_mb": round(peak_rss_mb(proc.pid), 1),
+        }
+    finally:
+        try:
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        finally:
+            cluster.down(quiet=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[500])
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--qps", type=int, nargs="+", default=[5000])
+    parser.add_argument("--out", default="bench/results/e2e.json")
+    args = parser.parse_args()
+    rows = []
+    print(
+        f"{'nodes':>6} {'pods':>6} {'qps':>6} {'scheduler':<18} {'seconds':>8} {'pods/s':>8} {'RSS MB':>7} {'ratio':>6}"
+    )
+    for nodes in args.nodes:
+        for qps in args.qps:
+            burst = qps if qps >= 1000 else qps * 2
+            upstream = run_once("kube-scheduler", nodes, args.pods, qps, burst)
+            ours = run_once("spread-scheduler", nodes, args.pods, qps, burst)
+            ours["ratio"] = round(ours["pods_per_s"] / upstream["pods_per_s"], 2)
+            for row in (upstream, ours):
+                rows.append(row)
+                print(
+                    f"{nodes:>6} {args.pods:>6} {qps:>6} {row['scheduler']:<18} {row['seconds']:>8} "
+                    f"{row['pods_per_s']:>8} {row['peak_rss_mb']:>7} {row.get('ratio', ''):>6}",
+                    flush=True,
+                )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
