@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: venv lint unit e2e test demo cluster-build cluster-up cluster-down bench clean
+.PHONY: venv lint unit e2e test demo cluster-build cluster-up cluster-down bench differential clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-* && touch $@
 
 lint: venv
-	$(BIN)/ruff check scheduler tests e2e
-	$(BIN)/ruff format --check scheduler tests e2e
+	$(BIN)/ruff check scheduler tests e2e bench
+	$(BIN)/ruff format --check scheduler tests e2e bench
 	$(BIN)/mypy
 
 unit: venv
@@ -42,3 +42,12 @@ demo: cluster-build
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# Benchmarks (not tests): in-process framework, then both schedulers end to end on the local control plane.
+bench: cluster-build
+	$(BIN)/python bench/inprocess.py
+	$(BIN)/python bench/e2e.py --nodes 500 2000 --pods 1000 --qps 5000 50
+
+# A long differential campaign against upstream's framework (the test command runs 400 clusters).
+differential: cluster-build
+	$(BIN)/python -m tests.differential.runner --count 100000

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import collections
 import json
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -301,3 +304,44 @@ def test_metrics_and_health_endpoints(
     assert any(k.startswith("scheduler_queue_incoming_pods_total") and v > 0 for k, v in metrics.items())
     assert metrics.get("process_resident_memory_bytes", 0) > 0
     assert metrics.get('leader_election_master_status{name="spread-scheduler"}') == 1
+
+
+def test_explain_replays_a_pending_pod_on_the_live_cluster(
+    core: client.CoreV1Api, kubeconfig: str, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
+) -> None:
+    zone_of = _zones(nodes, {"zone-a": 1, "zone-b": 1})
+    labels = {"app": "explained"}
+    for i, node in enumerate(zone_of):
+        _existing(core, namespace, f"old-{i}", node, labels)
+    core.create_namespaced_pod(
+        namespace, pod_body("stuck", labels, topologySpreadConstraints=[zone_spread(1, labels) | {"minDomains": 3}])
+    )
+    cond = _unschedulable(core, namespace, "stuck")
+    exe = str(Path(sys.executable).parent / "spread-scheduler")
+    out = subprocess.run(
+        [exe, "explain", f"{namespace}/stuck", "--kubeconfig", kubeconfig, "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    (result,) = json.loads(out.stdout)["results"]
+    assert result["node"] is None and result["message"] == cond.message
+    for node in zone_of:
+        assert result["nodes"][node]["filter"] == {"plugin": "PodTopologySpread", "reason": SPREAD_REASON}
+    table = subprocess.run(
+        [exe, "explain", f"{namespace}/stuck", "--kubeconfig", kubeconfig],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "UNSCHEDULABLE" in table and all(node in table for node in zone_of)
+    missing = subprocess.run(
+        [exe, "explain", f"{namespace}/nope", "--kubeconfig", kubeconfig],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 1 and "not found" in missing.stderr

@@ -54,6 +54,23 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(run_scheduler(config, args.kubeconfig, health_address=args.health_address))
 
 
+def _explain(args: argparse.Namespace) -> int:
+    import asyncio  # noqa: PLC0415 - the API client loads only for commands that talk to a cluster
+
+    from scheduler.kube.explain import explain  # noqa: PLC0415
+
+    try:
+        config = load_config(args.config)
+        print(asyncio.run(explain(config, args.pod, args.kubeconfig, args.output, args.seed)), end="")
+    except ConfigError as exc:
+        print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    except LookupError as exc:
+        print(f"spread-scheduler: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spread-scheduler", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -74,6 +91,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="HOST:PORT serving /healthz, /readyz and /metrics (port 0 picks a free one; the log says which)",
     )
     run.set_defaults(func=_run)
+
+    exp = sub.add_parser("explain", help="replay one pod's scheduling on the live cluster and explain each node")
+    exp.add_argument("pod", help="NAMESPACE/NAME (a pending or a bound pod)")
+    exp.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
+    exp.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    exp.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    exp.add_argument("--seed", type=int, default=None)
+    exp.set_defaults(func=_explain)
 
     ver = sub.add_parser("version", help="print the version and the upstream version whose decisions we match")
     ver.set_defaults(func=lambda _a: print(f"spread-scheduler {__version__} (kube-scheduler {UPSTREAM_VERSION})") or 0)

@@ -49,7 +49,7 @@ def configure_logging(level: int = logging.INFO) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
 
-async def _api_client(kubeconfig: str | None) -> client.ApiClient:
+async def api_client(kubeconfig: str | None) -> client.ApiClient:
     if kubeconfig or os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")):
         api: client.ApiClient = await kube_config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
         return api
@@ -132,7 +132,7 @@ async def run_scheduler(
     kubeconfig = kubeconfig or config.kubeconfig
     if kubeconfig:
         os.environ["KUBECONFIG"] = kubeconfig  # kopf's login handler reads it
-    api = await _api_client(kubeconfig)
+    api = await api_client(kubeconfig)
     limiter = RateLimiter(config.qps, config.burst)
     name = config.profiles[0].scheduler_name
     hostname = socket.gethostname()
