@@ -118,6 +118,14 @@ class SchedulingAlgorithm:
             diagnosis.add_plugin_status(status)
             return None
 
+        # status.nominatedNodeName (set by a preemption) is tried alone first; if it fits, it is the
+        # single feasible node and no other node is evaluated (upstream's evaluateNominatedNode).
+        nominated = fwk.handle.current().get(pod.nominated_node_name) if pod.nominated_node_name else None
+        if nominated is not None and fwk.run_filter_plugins(state, pod, nominated) is None:
+            attempt.feasible.append(nominated.name)
+            attempt.evaluated_nodes = 1
+            return None
+
         candidates: list[NodeInfo] = nodes_all
         if result is not None and result.node_names is not None:
             snapshot = fwk.handle.current()

@@ -316,3 +316,12 @@ def test_node_parse_keeps_going_on_garbage() -> None:
     node = Node.from_dict({"metadata": {"name": "n", "labels": "oops"}, "spec": {"taints": {"a": 1}}})
     assert node.name == "n" and node.labels == {} and node.taints == ()
     assert {e.path for e in node.errors} == {"metadata.labels", "spec.taints"}
+
+
+def test_a_nominated_node_that_fits_is_taken_without_evaluating_others() -> None:
+    nodes = [make_node("n1"), make_node("n2"), make_node("n3").taint("k", "v")]
+    pod = make_pod("p").set("status.nominatedNodeName", "n2")
+    r = schedule(nodes, [], pod)
+    assert r.host == "n2" and r.attempt.evaluated_nodes == 1 and r.attempt.scores == []
+    tainted = schedule(nodes, [], make_pod("q").set("status.nominatedNodeName", "n3"))
+    assert tainted.host in {"n1", "n2"}  # the nominated node fails: every node is searched as usual
