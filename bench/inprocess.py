@@ -9,6 +9,7 @@ import argparse
 import json
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,13 +18,65 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from workloads import WORKLOADS
 
-from scheduler.config import load_config
+from scheduler.config import parse_config
 from scheduler.simulate import Simulation
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
+from cluster import ensure_tool
+
+PLUGINS = (
+    ("SchedulingGates", 0),
+    ("PrioritySort", 0),
+    ("NodeUnschedulable", 0),
+    ("NodeName", 0),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("PodTopologySpread", 2),
+    ("DefaultBinder", 0),
+)
+PROFILE = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "spread-scheduler",
+            "plugins": {
+                "multiPoint": {
+                    "disabled": [{"name": "*"}],
+                    "enabled": [{"name": n, "weight": w} if w else {"name": n} for n, w in PLUGINS],
+                }
+            },
+        }
+    ],
+}
+
+
+def run_upstream(objects: list[dict[str, object]], workdir: Path) -> dict[str, float]:
+    """The same workload through upstream's scheduler.New + SchedulePod + AssumePod (cmd/schedbench)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "objects.json").write_text(json.dumps(objects))
+    (workdir / "config.json").write_text(json.dumps(PROFILE))
+    out = subprocess.run(
+        [
+            str(ensure_tool("schedbench")),
+            "-config",
+            str(workdir / "config.json"),
+            "-objects",
+            str(workdir / "objects.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3600,
+    )
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
 
 
 def run_one(name: str, nodes: int, pods: int) -> dict[str, float | int | str]:
-    sim = Simulation(load_config(None), seed=1)
-    sim.add_objects(WORKLOADS[name](nodes, pods))
+    objects = WORKLOADS[name](nodes, pods)
+    sim = Simulation(parse_config(PROFILE), seed=1)
+    sim.add_objects(objects)
     order = sim.queue_order()
     durations: list[float] = []
     scheduled = 0
@@ -38,7 +91,14 @@ def run_one(name: str, nodes: int, pods: int) -> dict[str, float | int | str]:
         durations.append(time.perf_counter() - t0)
     total = time.perf_counter() - start
     durations.sort()
+    upstream = run_upstream(objects, Path("bench/results/work"))
+    ours_rate = len(order) / total
     return {
+        "upstream_pods_per_s": round(upstream["pods_per_s"], 1),
+        "upstream_p50_ms": upstream["p50_ms"],
+        "upstream_p99_ms": upstream["p99_ms"],
+        "upstream_peak_rss_mb": round(upstream["peak_rss_mb"], 1),
+        "ratio": round(ours_rate / upstream["pods_per_s"], 2),
         "workload": name,
         "nodes": nodes,
         "pods": len(order),
@@ -58,14 +118,19 @@ def main() -> int:
     parser.add_argument("--out", default="bench/results/inprocess.json")
     args = parser.parse_args()
     rows = []
-    print(f"{'workload':<28} {'nodes':>6} {'pods':>6} {'pods/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'RSS MB':>7}")
+    print(
+        f"{'workload':<28} {'nodes':>6} {'pods':>6} {'pods/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'RSS MB':>7} "
+        f"{'upstream/s':>10} {'up p50':>8} {'up p99':>8} {'up RSS':>7} {'ratio':>6}"
+    )
     for name in args.workloads:
         for n in args.nodes:
             row = run_one(name, n, args.pods)
             rows.append(row)
             print(
                 f"{name:<28} {n:>6} {row['pods']:>6} {row['pods_per_s']:>9} {row['p50_ms']:>8} "
-                f"{row['p99_ms']:>8} {row['peak_rss_mb']:>7}",
+                f"{row['p99_ms']:>8} {row['peak_rss_mb']:>7} {row['upstream_pods_per_s']:>10} "
+                f"{row['upstream_p50_ms']:>8} {row['upstream_p99_ms']:>8} {row['upstream_peak_rss_mb']:>7} "
+                f"{row['ratio']:>6}",
                 flush=True,
             )
     out = Path(args.out)

@@ -140,15 +140,20 @@ def ensure_built(force: bool = False) -> Path:
 
 def ensure_oracle() -> Path:
     """The differential-test oracle (upstream's scheduler framework as a library), built on demand."""
-    out = bin_dir() / "oracle"
-    source = CONTROLPLANE_MODULE / "cmd" / "oracle" / "main.go"
+    return ensure_tool("oracle")
+
+
+def ensure_tool(name: str) -> Path:
+    """A Go main of ours under e2e/controlplane/cmd/NAME (oracle, schedbench), rebuilt when it changes."""
+    out = bin_dir() / name
+    source = CONTROLPLANE_MODULE / "cmd" / name / "main.go"
     digest = hashlib.sha256(source.read_bytes() + _inputs_digest().encode()).hexdigest()
-    stamp = cache_dir() / "oracle.stamp"
+    stamp = cache_dir() / f"{name}.stamp"
     if out.exists() and stamp.exists() and stamp.read_text().strip() == digest:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out), "./cmd/oracle"],
+        ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out), f"./cmd/{name}"],
         cwd=CONTROLPLANE_MODULE,
         env=_go_env(),
         check=True,

@@ -1,0 +1,160 @@
+// Command schedbench times upstream kube-scheduler's own scheduling algorithm in-process (no API):
+// scheduler.New with our profile, its real cache and incremental snapshot, SchedulePod per pending
+// pod, then AssumePod on the chosen node, exactly as the scheduling cycle does. It reads the same
+// workload file as bench/inprocess.py so both sides schedule the same cluster, in the same order.
+//
+//	schedbench -config profile.yaml -objects workload.json  ->  JSON: pods, seconds, p50/p99, peak RSS
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	configscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/profile"
+)
+
+func main() {
+	configPath := flag.String("config", "", "KubeSchedulerConfiguration (v1) file")
+	objectsPath := flag.String("objects", "", "JSON list of Nodes, Pods and Services")
+	flag.Parse()
+	if err := run(*configPath, *objectsPath); err != nil {
+		fmt.Fprintln(os.Stderr, "schedbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(configPath, objectsPath string) error {
+	klog.SetLogger(klog.Background().V(10)) // quiet
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	data, err := os.ReadFile(configPath)
+	if err != nil {
+		return err
+	}
+	obj, _, err := configscheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	cfg := obj.(*config.KubeSchedulerConfiguration)
+	raw, err := os.ReadFile(objectsPath)
+	if err != nil {
+		return err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return err
+	}
+	var nodes []*v1.Node
+	var placed, pending []*v1.Pod
+	var others []runtime.Object
+	for _, item := range items {
+		o, _, err := clientscheme.Codecs.UniversalDeserializer().Decode(item, nil, nil)
+		if err != nil {
+			return err
+		}
+		switch t := o.(type) {
+		case *v1.Node:
+			nodes = append(nodes, t)
+		case *v1.Pod:
+			if t.Spec.NodeName != "" {
+				placed = append(placed, t)
+			} else {
+				pending = append(pending, t)
+			}
+		default:
+			others = append(others, o)
+		}
+	}
+	sort.SliceStable(pending, func(i, j int) bool {
+		return pending[i].CreationTimestamp.Before(&pending[j].CreationTimestamp)
+	})
+	client := fake.NewSimpleClientset(others...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	sched, err := scheduler.New(ctx, client, factory, nil, profile.NewRecorderFactory(broadcaster),
+		scheduler.WithProfiles(cfg.Profiles...),
+		scheduler.WithPercentageOfNodesToScore(cfg.PercentageOfNodesToScore),
+	)
+	if err != nil {
+		return fmt.Errorf("scheduler.New: %w", err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	logger := klog.FromContext(ctx)
+	for _, n := range nodes {
+		sched.Cache.AddNode(logger, n)
+	}
+	for _, p := range placed {
+		if err := sched.Cache.AddPod(logger, p); err != nil {
+			return err
+		}
+	}
+	fwk := sched.Profiles[cfg.Profiles[0].SchedulerName]
+	durations := make([]time.Duration, 0, len(pending))
+	scheduled := 0
+	start := time.Now()
+	for _, pod := range pending {
+		t0 := time.Now()
+		state := framework.NewCycleState()
+		result, err := sched.SchedulePod(ctx, fwk, state, pod)
+		if err == nil {
+			assumed := pod.DeepCopy()
+			assumed.Spec.NodeName = result.SuggestedHost
+			if err := sched.Cache.AssumePod(logger, assumed); err != nil {
+				return err
+			}
+			scheduled++
+		}
+		durations = append(durations, time.Since(t0))
+	}
+	total := time.Since(start)
+	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+	p := func(q float64) float64 {
+		if len(durations) == 0 {
+			return 0
+		}
+		idx := int(float64(len(durations))*q) - 1
+		if idx < 0 {
+			idx = 0
+		}
+		return float64(durations[idx].Microseconds()) / 1000
+	}
+	out := map[string]any{
+		"pods": len(pending), "scheduled": scheduled, "seconds": total.Seconds(),
+		"pods_per_s": float64(len(pending)) / total.Seconds(), "p50_ms": p(0.5), "p99_ms": p(0.99),
+		"peak_rss_mb": peakRSS(),
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+func peakRSS() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			var kb float64
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")), "%f", &kb)
+			return kb / 1024
+		}
+	}
+	return 0
+}
