@@ -20,43 +20,22 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
+from scheduler.config import upstream_config
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
 
 from cluster import Cluster, start_kube_scheduler
 from kube_helpers import HOSTNAME, ZONE, node_body, pod_body, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
-PLUGINS = (
-    ("SchedulingGates", 0),
-    ("PrioritySort", 0),
-    ("NodeUnschedulable", 0),
-    ("NodeName", 0),
-    ("TaintToleration", 3),
-    ("NodeAffinity", 2),
-    ("PodTopologySpread", 2),
-    ("DefaultBinder", 0),
-)
 
 
 def scheduler_config(kubeconfig: Path, qps: int, burst: int) -> dict[str, Any]:
     """One file both schedulers read: the same profile, no leader election, the same client limits."""
-    return {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
-        "leaderElection": {"leaderElect": False},
-        "profiles": [
-            {
-                "schedulerName": "spread-scheduler",
-                "plugins": {
-                    "multiPoint": {
-                        "disabled": [{"name": "*"}],
-                        "enabled": [{"name": n, "weight": w} if w else {"name": n} for n, w in PLUGINS],
-                    }
-                },
-            }
-        ],
-    }
+    return upstream_config(
+        clientConnection={"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
+        leaderElection={"leaderElect": False},
+    )
 
 
 def peak_rss_mb(pid: int) -> float:

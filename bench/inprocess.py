@@ -18,37 +18,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from workloads import WORKLOADS
 
-from scheduler.config import parse_config
+from scheduler.config import parse_config, upstream_config
 from scheduler.simulate import Simulation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
 from cluster import ensure_tool
 
-PLUGINS = (
-    ("SchedulingGates", 0),
-    ("PrioritySort", 0),
-    ("NodeUnschedulable", 0),
-    ("NodeName", 0),
-    ("TaintToleration", 3),
-    ("NodeAffinity", 2),
-    ("PodTopologySpread", 2),
-    ("DefaultBinder", 0),
-)
-PROFILE = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "schedulerName": "spread-scheduler",
-            "plugins": {
-                "multiPoint": {
-                    "disabled": [{"name": "*"}],
-                    "enabled": [{"name": n, "weight": w} if w else {"name": n} for n, w in PLUGINS],
-                }
-            },
-        }
-    ],
-}
+PROFILE = upstream_config()
 
 
 def run_upstream(objects: list[dict[str, object]], workdir: Path) -> dict[str, float]:

@@ -27,6 +27,7 @@ __all__ = [
     "build_frameworks",
     "load_config",
     "parse_config",
+    "upstream_config",
 ]
 
 DEFAULT_SCHEDULER_NAME = "spread-scheduler"
@@ -281,6 +282,22 @@ def load_config(path: str | Path | None) -> SchedulerConfig:
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read configuration: {exc}") from exc
     return parse_config(doc, str(path))
+
+
+def upstream_config(plugin_config: list[dict[str, Any]] | None = None, **fields: Any) -> dict[str, Any]:
+    """Our default profile spelled out as a KubeSchedulerConfiguration that kube-scheduler reads too.
+
+    ``multiPoint`` disables upstream's defaults and enables exactly our plugins with our weights, so
+    the oracle, the benchmarks and a side-by-side kube-scheduler run the same profile as we do.
+    """
+    enabled = [{"name": name, "weight": weight} if weight else {"name": name} for name, weight in DEFAULT_MULTI_POINT]
+    profile: dict[str, Any] = {
+        "schedulerName": DEFAULT_SCHEDULER_NAME,
+        "plugins": {"multiPoint": {"disabled": [{"name": "*"}], "enabled": enabled}},
+    }
+    if plugin_config:
+        profile["pluginConfig"] = plugin_config
+    return {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", **fields, "profiles": [profile]}
 
 
 def build_frameworks(config: SchedulerConfig, binder: Binder | None = None) -> dict[str, Framework]:

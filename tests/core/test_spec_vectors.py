@@ -5,6 +5,8 @@ Messages end after the node histogram: our profile has no PostFilter (no preempt
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from scheduler.schedule_one import num_feasible_nodes_to_find
@@ -356,14 +358,18 @@ def test_tv18_taint_toleration_score(toleration: dict | None, raw: list[int], no
     assert [r.normalized(TT)[n] for n in ("n1", "n2", "n3")] == normalized
 
 
-def test_tv19_required_node_affinity_with_go_integer_parsing() -> None:
-    nodes = [
+def _tv19_nodes() -> list[Any]:
+    return [
         make_node("nA").label("disk", "ssd").label("zone", "zoneA").label("gen", "5"),
         make_node("nB").label("disk", "ssd").label("zone", "zoneB"),
         make_node("nC").label("disk", "hdd").label("zone", "zoneA"),
         make_node("nD").label("disk", "ssd").label("gen", "1_0"),
         make_node("nE").label("disk", "ssd").label("gen", "05"),
     ]
+
+
+def test_tv19_required_node_affinity_with_go_integer_parsing() -> None:
+    nodes = _tv19_nodes()
     pod = (
         make_pod("p")
         .node_selector({"disk": "ssd"})
@@ -379,13 +385,7 @@ def test_tv19_required_node_affinity_with_go_integer_parsing() -> None:
 
 
 def test_tv19_variant_not_in_and_does_not_exist() -> None:
-    nodes = [
-        make_node("nA").label("disk", "ssd").label("zone", "zoneA").label("gen", "5"),
-        make_node("nB").label("disk", "ssd").label("zone", "zoneB"),
-        make_node("nC").label("disk", "hdd").label("zone", "zoneA"),
-        make_node("nD").label("disk", "ssd").label("gen", "1_0"),
-        make_node("nE").label("disk", "ssd").label("gen", "05"),
-    ]
+    nodes = _tv19_nodes()
     pod = make_pod("p").required_terms(
         {
             "matchExpressions": [

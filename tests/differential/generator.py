@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from scheduler.config import upstream_config
+
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
 HOSTNAME = "kubernetes.io/hostname"
@@ -19,16 +21,6 @@ LABEL_KEYS = ("app", "tier", "team", "disk", "gen")
 LABEL_VALUES = ("a", "b", "c", "ssd", "1", "5", "05", "12", "1_0")
 TOPOLOGY_KEYS = (ZONE, HOSTNAME, REGION, "rack")
 NAMESPACES = ("default", "team-a", "team-b")
-PLUGINS = (
-    ("SchedulingGates", 0),
-    ("PrioritySort", 0),
-    ("NodeUnschedulable", 0),
-    ("NodeName", 0),
-    ("TaintToleration", 3),
-    ("NodeAffinity", 2),
-    ("PodTopologySpread", 2),
-    ("DefaultBinder", 0),
-)
 
 
 def config(rng: random.Random) -> dict[str, Any]:
@@ -47,31 +39,14 @@ def config(rng: random.Random) -> dict[str, Any]:
                 for key in keys
             ],
         }
-    return {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [
+    return upstream_config(
+        [
             {
-                "schedulerName": "spread-scheduler",
-                "plugins": {
-                    "multiPoint": {
-                        "disabled": [{"name": "*"}],
-                        "enabled": [{"name": n, "weight": w} if w else {"name": n} for n, w in PLUGINS],
-                    }
-                },
-                "pluginConfig": [
-                    {
-                        "name": "PodTopologySpread",
-                        "args": {
-                            "apiVersion": "kubescheduler.config.k8s.io/v1",
-                            "kind": "PodTopologySpreadArgs",
-                            **args,
-                        },
-                    }
-                ],
+                "name": "PodTopologySpread",
+                "args": {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "PodTopologySpreadArgs", **args},
             }
-        ],
-    }
+        ]
+    )
 
 
 def _labels(rng: random.Random, n: int = 3) -> dict[str, str]:
@@ -195,6 +170,18 @@ def _constraints(rng: random.Random, labels: dict[str, str]) -> list[dict[str, A
     return out
 
 
+def _owned_by(kind: str, ns: str, app: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": kind,
+            "name": f"{kind.lower()}-{app}",
+            "uid": f"uid-{ns}-{app}",
+            "controller": True,
+        }
+    ]
+
+
 def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Objects (nodes, existing pods, workloads, pending pods) and the config, from one seed."""
     rng = random.Random(seed)
@@ -229,15 +216,7 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         labels = _labels(rng) | ({"app": app} if rng.random() < 0.7 else {})
         meta: dict[str, Any] = {"name": f"existing-{i}", "namespace": ns, "labels": labels}
         if rng.random() < 0.5:
-            meta["ownerReferences"] = [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": kind,
-                    "name": f"{kind.lower()}-{app}",
-                    "uid": f"uid-{ns}-{app}",
-                    "controller": True,
-                }
-            ]
+            meta["ownerReferences"] = _owned_by(kind, ns, app)
         if rng.random() < 0.08:
             meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         objects.append(
@@ -259,15 +238,7 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             "creationTimestamp": f"2026-01-01T00:00:{rng.randint(0, 59):02d}Z",
         }
         if rng.random() < 0.5:
-            meta["ownerReferences"] = [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": kind,
-                    "name": f"{kind.lower()}-{app}",
-                    "uid": f"uid-{ns}-{app}",
-                    "controller": True,
-                }
-            ]
+            meta["ownerReferences"] = _owned_by(kind, ns, app)
         spec: dict[str, Any] = {"schedulerName": "spread-scheduler", "containers": [{"name": "c", "image": "x"}]}
         if rng.random() < 0.3:
             spec["priority"] = rng.choice((0, 10, 100))
