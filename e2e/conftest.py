@@ -100,8 +100,14 @@ class SchedulerProcess:
 
 
 @pytest.fixture(scope="session")
-def scheduler(kubeconfig: str) -> Iterator[SchedulerProcess]:
-    proc = SchedulerProcess(kubeconfig)
+def scheduler(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulerProcess]:
+    # Leader election on, with a short lease so a SIGKILL'd scheduler's successor waits seconds, not 15.
+    config = tmp_path_factory.mktemp("config") / "scheduler.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "leaderElection: {leaderElect: true, leaseDuration: 4s, renewDeadline: 3s, retryPeriod: 1s}\n"
+    )
+    proc = SchedulerProcess(kubeconfig, str(config))
     proc.start()
     yield proc
     if proc.proc is not None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from kubernetes import client
+from kubernetes import client, watch
 
 T = TypeVar("T")
 
@@ -106,3 +107,25 @@ def events_for(core: client.CoreV1Api, namespace: str, name: str) -> list[dict[s
     response = client.EventsV1Api(core.api_client).list_namespaced_event(namespace, _preload_content=False)
     items = json.loads(response.data)["items"]
     return [e for e in items if (e.get("regarding") or {}).get("name") == name]
+
+
+def zoned_nodes(nodes: Callable[..., str], zones: dict[str, int]) -> dict[str, str]:
+    """Create ``count`` nodes per zone; returns node name -> zone."""
+    out: dict[str, str] = {}
+    for zone, count in zones.items():
+        for i in range(count):
+            out[nodes(f"{zone}-{i}", labels={ZONE: zone})] = zone
+    return out
+
+
+def watch_bindings(core: client.CoreV1Api, namespace: str, stop: threading.Event, seen: dict[str, list[str]]) -> None:
+    """Record every distinct nodeName each pod shows, from the watch stream (not from polling)."""
+    w = watch.Watch()
+    for event in w.stream(core.list_namespaced_pod, namespace, timeout_seconds=120):
+        pod = event["object"]
+        node = pod.spec.node_name
+        history = seen.setdefault(pod.metadata.name, [])
+        if node and (not history or history[-1] != node):
+            history.append(node)
+        if stop.is_set():
+            w.stop()

@@ -26,20 +26,13 @@ from kube_helpers import (
     pods_in,
     scheduled_condition,
     wait_for,
+    watch_bindings,
     zone_spread,
+    zoned_nodes,
 )
-from kubernetes import client, watch
+from kubernetes import client
 
 SPREAD_REASON = "node(s) didn't match pod topology spread constraints"
-
-
-def _zones(nodes: Callable[..., str], zones: dict[str, int]) -> dict[str, str]:
-    """Create ``count`` nodes per zone; returns node name -> zone."""
-    out: dict[str, str] = {}
-    for zone, count in zones.items():
-        for i in range(count):
-            out[nodes(f"{zone}-{i}", labels={ZONE: zone})] = zone
-    return out
 
 
 def _bound(core: client.CoreV1Api, namespace: str, expected: int) -> list[Any]:
@@ -54,7 +47,7 @@ def test_deployment_spreads_evenly_over_zones(
     namespace: str,
     nodes: Callable[..., str],
 ) -> None:
-    zone_of = _zones(nodes, {"zone-a": 2, "zone-b": 2, "zone-c": 2})
+    zone_of = zoned_nodes(nodes, {"zone-a": 2, "zone-b": 2, "zone-c": 2})
     labels = {"app": "web"}
     deployment = {
         "apiVersion": "apps/v1",
@@ -78,7 +71,10 @@ def test_deployment_spreads_evenly_over_zones(
         assert cond is not None and cond.status == "True"
         assert not [k for k in (pod.metadata.annotations or {}) if "kopf" in k], pod.metadata.annotations
         assert not pod.metadata.finalizers, "kopf must not add finalizers"
-        scheduled = [e for e in events_for(core, namespace, pod.metadata.name) if e["reason"] == "Scheduled"]
+        name = pod.metadata.name
+        scheduled = wait_for(  # the event is posted right after the binding: wait for it, do not race it
+            lambda n=name: [e for e in events_for(core, namespace, n) if e["reason"] == "Scheduled"], 10, "event"
+        )
         assert [e["note"] for e in scheduled] == [
             f"Successfully assigned {namespace}/{pod.metadata.name} to {pod.spec.node_name}"
         ]
@@ -100,7 +96,7 @@ def _unschedulable(core: client.CoreV1Api, namespace: str, name: str) -> Any:
 def test_unmet_spread_waits_then_a_new_zone_binds_it(
     core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
 ) -> None:
-    zone_of = _zones(nodes, {"zone-a": 1, "zone-b": 1})
+    zone_of = zoned_nodes(nodes, {"zone-a": 1, "zone-b": 1})
     labels = {"app": "db"}
     for i, node in enumerate(zone_of):
         _existing(core, namespace, f"old-{i}", node, labels)
@@ -125,7 +121,7 @@ def test_unmet_spread_waits_then_a_new_zone_binds_it(
 def test_deleting_a_pod_frees_a_domain(
     core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
 ) -> None:
-    zone_of = _zones(nodes, {"zone-a": 1, "zone-b": 1})
+    zone_of = zoned_nodes(nodes, {"zone-a": 1, "zone-b": 1})
     labels = {"app": "cache"}
     names = []
     for i, node in enumerate(zone_of):
@@ -203,19 +199,6 @@ def test_pods_of_other_schedulers_are_never_touched(
     assert f"{namespace}/theirs" not in scheduler.log()
 
 
-def _watch_bindings(core: client.CoreV1Api, namespace: str, stop: threading.Event, seen: dict[str, list[str]]) -> None:
-    """Record every distinct nodeName each pod shows, from the watch stream (not from polling)."""
-    w = watch.Watch()
-    for event in w.stream(core.list_namespaced_pod, namespace, timeout_seconds=120):
-        pod = event["object"]
-        node = pod.spec.node_name
-        history = seen.setdefault(pod.metadata.name, [])
-        if node and (not history or history[-1] != node):
-            history.append(node)
-        if stop.is_set():
-            w.stop()
-
-
 def _burst(core: client.CoreV1Api, namespace: str, count: int, labels: dict[str, str]) -> None:
     spread = zone_spread(1, labels)
     for i in range(count):
@@ -226,11 +209,11 @@ def _burst(core: client.CoreV1Api, namespace: str, count: int, labels: dict[str,
 def test_200_pods_bind_once_each_and_spread_holds(
     core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
 ) -> None:
-    zone_of = _zones(nodes, {"zone-a": 2, "zone-b": 2, "zone-c": 2})
+    zone_of = zoned_nodes(nodes, {"zone-a": 2, "zone-b": 2, "zone-c": 2})
     labels = {"app": "burst"}
     seen: dict[str, list[str]] = {}
     stop = threading.Event()
-    watcher = threading.Thread(target=_watch_bindings, args=(core, namespace, stop, seen), daemon=True)
+    watcher = threading.Thread(target=watch_bindings, args=(core, namespace, stop, seen), daemon=True)
     watcher.start()
     _burst(core, namespace, 200, labels)
     pods = wait_for(lambda: _bound(core, namespace, 200), 120, "200 bound pods")
@@ -245,7 +228,7 @@ def test_200_pods_bind_once_each_and_spread_holds(
 def test_restart_in_the_middle_of_a_burst_resumes(
     core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
 ) -> None:
-    zone_of = _zones(nodes, {"zone-a": 2, "zone-b": 2})
+    zone_of = zoned_nodes(nodes, {"zone-a": 2, "zone-b": 2})
     labels = {"app": "restart"}
     spread = zone_spread(1, labels)
     for i in range(120):
@@ -309,7 +292,7 @@ def test_metrics_and_health_endpoints(
 def test_explain_replays_a_pending_pod_on_the_live_cluster(
     core: client.CoreV1Api, kubeconfig: str, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
 ) -> None:
-    zone_of = _zones(nodes, {"zone-a": 1, "zone-b": 1})
+    zone_of = zoned_nodes(nodes, {"zone-a": 1, "zone-b": 1})
     labels = {"app": "explained"}
     for i, node in enumerate(zone_of):
         _existing(core, namespace, f"old-{i}", node, labels)
