@@ -286,6 +286,7 @@ def test_metrics_and_health_endpoints(
     )
     assert any(k.startswith("scheduler_queue_incoming_pods_total") and v > 0 for k, v in metrics.items())
     assert metrics.get("process_resident_memory_bytes", 0) > 0
+    assert any(k.startswith("scheduler_plugin_execution_duration_seconds_count") and v > 0 for k, v in metrics.items())
     assert metrics.get('leader_election_master_status{name="spread-scheduler"}') == 1
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 from conftest import SchedulerProcess
-from kube_helpers import node_of, pod_body, wait_for
-from kubernetes import client
+from kube_helpers import events_for, node_of, pod_body, scheduled_condition, wait_for
+from kubernetes import client, config
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = "spread-scheduler"
@@ -112,6 +112,15 @@ def test_least_privilege_rbac_schedules_and_fails_over(
         second.start()
         core.create_namespaced_pod(namespace, pod_body("one"))
         wait_for(lambda: node_of(core, namespace, "one") == node, 30, "bound by the leader")
+        core.create_namespaced_pod(namespace, pod_body("nowhere", nodeSelector={"no": "such-node"}))
+        cond = wait_for(lambda: scheduled_condition(core.read_namespaced_pod("nowhere", namespace)), 30, "condition")
+        assert cond.status == "False" and cond.reason == "Unschedulable"  # pods/status patch is granted
+        wait_for(
+            lambda: [e for e in events_for(core, namespace, "nowhere") if e["reason"] == "FailedScheduling"],
+            30,
+            "FailedScheduling event",
+        )
+        wait_for(lambda: [e for e in events_for(core, namespace, "one") if e["reason"] == "Scheduled"], 30, "event")
         assert not RBAC_DENIED.search(first.log()), first.log()[-2000:]
         assert b"became leader" not in second.log_path.read_bytes()
         leader = wait_for(lambda: _holder(api), 10, "lease holder")
@@ -130,6 +139,26 @@ def test_least_privilege_rbac_schedules_and_fails_over(
             if proc.proc is not None:
                 proc.stop(signal.SIGKILL)
         scheduler.start()
+
+
+def test_writes_outside_the_grant_are_forbidden(sa_kubeconfig: str, core: client.CoreV1Api, namespace: str) -> None:
+    core.create_namespaced_pod(namespace, pod_body("victim", scheduler="default-scheduler"))
+    core.create_namespaced_secret(namespace, {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
+    as_sa = client.CoreV1Api(config.new_client_from_config(config_file=sa_kubeconfig))
+    attempts: dict[str, Callable[[], Any]] = {
+        "delete a pod": lambda: as_sa.delete_namespaced_pod("victim", namespace),
+        "read a secret": lambda: as_sa.read_namespaced_secret("s", namespace),
+        "patch a pod": lambda: as_sa.patch_namespaced_pod("victim", namespace, {"metadata": {"labels": {"x": "y"}}}),
+        "create a node": lambda: as_sa.create_node({"metadata": {"name": "intruder"}}),
+        "touch another lease": lambda: client.CoordinationV1Api(as_sa.api_client).read_namespaced_lease(
+            "kube-scheduler", "kube-system"
+        ),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(client.ApiException) as denied:
+            attempt()
+        assert denied.value.status == 403, what
+    assert as_sa.read_namespaced_pod("victim", namespace).metadata.name == "victim"  # reads are granted
 
 
 def test_deployment_manifest_is_hardened() -> None:

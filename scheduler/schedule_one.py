@@ -64,12 +64,15 @@ class Attempt:
 class SchedulingAlgorithm:
     """Holds what persists between cycles: the rotating start index and the tie-breaking RNG."""
 
-    def __init__(self, rng: random.Random | None = None) -> None:
+    def __init__(self, rng: random.Random | None = None, plugin_metrics_sample_percent: int = 10) -> None:
         self.rng = rng or random.Random()
         self.next_start_node_index = 0
+        self.plugin_metrics_sample_percent = plugin_metrics_sample_percent
+        self._sampler = random.Random(0)  # its own stream: sampling must not change tie-breaking
 
     def schedule_pod(self, fwk: Framework, snapshot: Snapshot, pod: Pod) -> Attempt:
         state = CycleState()
+        state.record_plugin_metrics = self._sampler.randrange(100) < self.plugin_metrics_sample_percent
         fwk.handle.snapshot = snapshot
         all_nodes = snapshot.node_infos()
         if pod.errors:

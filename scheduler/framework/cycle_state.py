@@ -23,10 +23,11 @@ class StateKeyError(KeyError):
 class CycleState:
     """Keyed plugin data plus the sets of plugins that said Skip at PreFilter and PreScore."""
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, object] = {}
+        self.record_plugin_metrics = False  # set for a sample of cycles (upstream: 10 %)
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
 

@@ -6,7 +6,8 @@ the ``Binder`` they were given.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -32,7 +33,10 @@ from scheduler.framework.interface import (
 from scheduler.framework.status import Code, Status, StatusError
 from scheduler.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo, PreFilterResult
 
-__all__ = ["EXTENSION_POINTS", "Framework", "PermitPlugin", "PluginScores"]
+__all__ = ["EXTENSION_POINTS", "Framework", "PermitPlugin", "PluginObserver", "PluginScores"]
+
+PluginObserver = Callable[[str, str, str, float], None]
+"""``(plugin, extension point, status code name, seconds)``: for sampled cycles only."""
 
 EXTENSION_POINTS = (
     "queueSort",
@@ -122,6 +126,7 @@ class Framework:
         self.pre_bind = [p for p in self._of("preBind") if isinstance(p, PreBindPlugin)]
         self.bind = [p for p in self._of("bind") if isinstance(p, BindPlugin)]
         self.post_bind = [p for p in self._of("postBind") if isinstance(p, PostBindPlugin)]
+        self.plugin_observer: PluginObserver | None = None
 
     def _of(self, point: str) -> list[Plugin]:
         return [self.plugins[name] for name in self.points[point]]
@@ -161,7 +166,9 @@ class Framework:
         with_nodes: set[str] = set()
         unschedulable: Status | None = None
         for plugin in self.pre_filter:
+            started = time.perf_counter()
             res, status = plugin.pre_filter(state, pod, nodes)
+            self.observe(state, plugin.NAME, "PreFilter", status, started)
             if status is not None and status.is_skip():
                 state.skip_filter_plugins.add(plugin.NAME)
                 continue
@@ -191,6 +198,8 @@ class Framework:
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """The first non-Success filter decides the node (only that plugin is recorded)."""
+        if state.record_plugin_metrics and self.plugin_observer is not None:
+            return self._run_filter_plugins_timed(state, pod, node_info, self.plugin_observer)
         skip = state.skip_filter_plugins
         for plugin in self.filter:
             if skip and plugin.NAME in skip:
@@ -202,11 +211,33 @@ class Framework:
                 return status if status.plugin == plugin.NAME else status.with_plugin(plugin.NAME)
         return None
 
+    def _run_filter_plugins_timed(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, observe: PluginObserver
+    ) -> Status | None:
+        for plugin in self.filter:
+            if plugin.NAME in state.skip_filter_plugins:
+                continue
+            started = time.perf_counter()
+            status = plugin.filter(state, pod, node_info)
+            observe(plugin.NAME, "Filter", _code(status), time.perf_counter() - started)
+            if status is not None and status.code is not Code.SUCCESS:
+                if not status.is_rejected():
+                    return Status.as_error(f'running "{plugin.NAME}" filter plugin: {status.message()}')
+                return status if status.plugin == plugin.NAME else status.with_plugin(plugin.NAME)
+        return None
+
+    def observe(self, state: CycleState, plugin: str, point: str, status: Status | None, started: float) -> None:
+        """Record one plugin call of a sampled cycle (PreFilter, PreScore, Score, NormalizeScore)."""
+        if state.record_plugin_metrics and self.plugin_observer is not None:
+            self.plugin_observer(plugin, point, _code(status), time.perf_counter() - started)
+
     # -- Score --------------------------------------------------------------------------------
 
     def run_pre_score_plugins(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         for plugin in self.pre_score:
+            started = time.perf_counter()
             status = plugin.pre_score(state, pod, nodes)
+            self.observe(state, plugin.NAME, "PreScore", status, started)
             if status is None or status.is_success():
                 continue
             if status.is_skip():
@@ -224,12 +255,16 @@ class Framework:
             if plugin.NAME in state.skip_score_plugins:
                 continue
             try:
+                started = time.perf_counter()
                 raw = [plugin.score(state, pod, n) for n in nodes]
+                self.observe(state, plugin.NAME, "Score", None, started)
             except StatusError as exc:
                 return out, Status.as_error(f'running Score plugins: plugin "{plugin.NAME}" failed with: {exc}')
             scores = PluginScores(plugin.NAME, self.weights[plugin.NAME], raw, list(raw))
             if isinstance(plugin, ScoreExtensions):
+                started = time.perf_counter()
                 status = plugin.normalize_score(state, pod, scores.normalized, nodes)
+                self.observe(state, plugin.NAME, "NormalizeScore", status, started)
                 if status is not None and not status.is_success():
                     return out, Status.as_error(
                         f'running Normalize on Score plugins: plugin "{plugin.NAME}" failed with: {status.message()}'
@@ -291,3 +326,7 @@ class Framework:
     def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in self.post_bind:
             plugin.post_bind(state, pod, node_name)
+
+
+def _code(status: Status | None) -> str:
+    return "Success" if status is None else str(status.code)

@@ -325,3 +325,26 @@ def test_a_nominated_node_that_fits_is_taken_without_evaluating_others() -> None
     assert r.host == "n2" and r.attempt.evaluated_nodes == 1 and r.attempt.scores == []
     tainted = schedule(nodes, [], make_pod("q").set("status.nominatedNodeName", "n3"))
     assert tainted.host in {"n1", "n2"}  # the nominated node fails: every node is searched as usual
+
+
+def test_sampled_cycles_report_plugin_durations_and_others_do_not() -> None:
+    import random as _random  # noqa: PLC0415 - local to this test
+
+    from scheduler.cache import Cache  # noqa: PLC0415
+    from scheduler.schedule_one import SchedulingAlgorithm  # noqa: PLC0415
+    from tests.core.harness import framework  # noqa: PLC0415
+
+    cache = Cache()
+    for name in ("n1", "n2"):
+        cache.add_node(make_node(name).zone("a").build())
+    fwk = framework()
+    seen: list[tuple[str, str, str]] = []
+    fwk.plugin_observer = lambda plugin, point, status, seconds: seen.append((plugin, point, status))
+    pod = make_pod("p").labels(FOO).spread(ZONE, 1, "ScheduleAnyway", match=FOO).build()
+    SchedulingAlgorithm(_random.Random(0), plugin_metrics_sample_percent=0).schedule_pod(fwk, cache, pod)
+    assert seen == []
+    SchedulingAlgorithm(_random.Random(0), plugin_metrics_sample_percent=100).schedule_pod(fwk, cache, pod)
+    points = {(plugin, point) for plugin, point, _ in seen}
+    assert ("TaintToleration", "Filter") in points and ("PodTopologySpread", "PreScore") in points
+    assert ("PodTopologySpread", "Score") in points and ("NodeAffinity", "PreFilter") in points
+    assert ("PodTopologySpread", "PreFilter", "Skip") in seen
