@@ -45,7 +45,7 @@ clean:
 
 # Benchmarks (not tests): in-process framework, then both schedulers end to end on the local control plane.
 bench: cluster-build
-	$(BIN)/python bench/inprocess.py
+	$(BIN)/python bench/inprocess.py --nodes 500 1000 5000 --pods 2000 --scaling
 	$(BIN)/python bench/e2e.py --nodes 500 2000 --pods 1000 --qps 5000 50
 
 # A long differential campaign against upstream's framework (the test command runs 400 clusters).

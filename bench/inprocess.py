@@ -49,8 +49,8 @@ def run_upstream(objects: list[dict[str, object]], workdir: Path) -> dict[str, f
     return result
 
 
-def run_one(name: str, nodes: int, pods: int) -> dict[str, float | int | str]:
-    objects = WORKLOADS[name](nodes, pods)
+def run_one(name: str, nodes: int, pods: int, existing: int | None = None) -> dict[str, float | int | str]:
+    objects = WORKLOADS[name](nodes, pods, existing)
     sim = Simulation(parse_config(PROFILE), seed=1)
     sim.add_objects(objects)
     order = sim.queue_order()
@@ -77,6 +77,7 @@ def run_one(name: str, nodes: int, pods: int) -> dict[str, float | int | str]:
         "ratio": round(ours_rate / upstream["pods_per_s"], 2),
         "workload": name,
         "nodes": nodes,
+        "existing": 2 * nodes if existing is None else existing,
         "pods": len(order),
         "scheduled": scheduled,
         "pods_per_s": round(len(order) / total, 1),
@@ -92,6 +93,9 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
     parser.add_argument("--out", default="bench/results/inprocess.json")
+    parser.add_argument(
+        "--scaling", action="store_true", help="also: existing pods x10 at fixed N (per-pod cost must stay flat)"
+    )
     args = parser.parse_args()
     rows = []
     print(
@@ -107,6 +111,16 @@ def main() -> int:
                 f"{row['p99_ms']:>8} {row['peak_rss_mb']:>7} {row['upstream_pods_per_s']:>10} "
                 f"{row['upstream_p50_ms']:>8} {row['upstream_p99_ms']:>8} {row['upstream_peak_rss_mb']:>7} "
                 f"{row['ratio']:>6}",
+                flush=True,
+            )
+    if args.scaling:
+        n = args.nodes[0]
+        print(f"\nscaling at {n} nodes: existing pods x10 (TopologySpreading)")
+        for existing in (2 * n, 20 * n):
+            row = run_one("TopologySpreading", n, args.pods, existing)
+            rows.append(row | {"scaling": True})
+            print(
+                f"  existing {existing:>7}: ours p50 {row['p50_ms']} ms, upstream p50 {row['upstream_p50_ms']} ms",
                 flush=True,
             )
     out = Path(args.out)

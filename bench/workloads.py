@@ -38,9 +38,9 @@ def _existing(n_nodes: int, count: int, labels: Callable[[int], dict[str, str]])
     ]
 
 
-def basic(n: int, measured: int) -> list[dict[str, Any]]:
+def basic(n: int, measured: int, existing: int | None = None) -> list[dict[str, Any]]:
     """SchedulingBasic: no constraints at all."""
-    objs = _nodes(n) + _existing(n, 2 * n, lambda i: {"app": f"old-{i % 50}"})
+    objs = _nodes(n) + _existing(n, 2 * n if existing is None else existing, lambda i: {"app": f"old-{i % 50}"})
     objs += [make_pod(f"pod-{i:05d}").label("app", "new").created(_ts(i)).dict() for i in range(measured)]
     return objs
 
@@ -59,21 +59,26 @@ def _spread_pod(i: int, when: str) -> dict[str, Any]:
     )
 
 
-def topology_spreading(n: int, measured: int) -> list[dict[str, Any]]:
-    """TopologySpreading: hard zone (maxSkew 5) + hard hostname (maxSkew 1), affinity, tolerations."""
-    objs = _nodes(n, taint_fraction=0.2) + _existing(n, 2 * n, lambda i: {"color": "blue" if i % 2 else "red"})
+def topology_spreading(n: int, measured: int, existing: int | None = None) -> list[dict[str, Any]]:
+    """TopologySpreading: hard zone (maxSkew 5) + hard hostname (maxSkew 1), affinity, tolerations.
+
+    As in scheduler_perf, the existing pods do not match the measured pods' selector."""
+    count = 2 * n if existing is None else existing
+    objs = _nodes(n, taint_fraction=0.2) + _existing(n, count, lambda i: {"color": "red" if i % 2 else "green"})
     return objs + [_spread_pod(i, "DoNotSchedule") for i in range(measured)]
 
 
-def preferred_topology_spreading(n: int, measured: int) -> list[dict[str, Any]]:
+def preferred_topology_spreading(n: int, measured: int, existing: int | None = None) -> list[dict[str, Any]]:
     """PreferredTopologySpreading: the same constraints as ScheduleAnyway."""
-    objs = _nodes(n, taint_fraction=0.2) + _existing(n, 2 * n, lambda i: {"color": "blue" if i % 2 else "red"})
+    count = 2 * n if existing is None else existing
+    objs = _nodes(n, taint_fraction=0.2) + _existing(n, count, lambda i: {"color": "red" if i % 2 else "green"})
     return objs + [_spread_pod(i, "ScheduleAnyway") for i in range(measured)]
 
 
-def default_spreading(n: int, measured: int) -> list[dict[str, Any]]:
+def default_spreading(n: int, measured: int, existing: int | None = None) -> list[dict[str, Any]]:
     """System default spreading through a Service selector (no explicit constraints)."""
-    objs = _nodes(n) + _existing(n, 2 * n, lambda i: {"app": "web" if i % 3 == 0 else "other"})
+    count = 2 * n if existing is None else existing
+    objs = _nodes(n) + _existing(n, count, lambda i: {"app": "web" if i % 3 == 0 else "other"})
     objs.append(
         {
             "apiVersion": "v1",
@@ -89,7 +94,7 @@ def _ts(i: int) -> str:
     return f"2026-01-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z"
 
 
-WORKLOADS: dict[str, Callable[[int, int], list[dict[str, Any]]]] = {
+WORKLOADS: dict[str, Callable[..., list[dict[str, Any]]]] = {
     "SchedulingBasic": basic,
     "TopologySpreading": topology_spreading,
     "PreferredTopologySpreading": preferred_topology_spreading,
