@@ -314,7 +314,7 @@ def test_explain_replays_a_pending_pod_on_the_live_cluster(
     for node in zone_of:
         assert result["nodes"][node]["filter"] == {"plugin": "PodTopologySpread", "reason": SPREAD_REASON}
     table = subprocess.run(
-        [exe, "explain", f"{namespace}/stuck", "--kubeconfig", kubeconfig],
+        [exe, "explain", "stuck", "-n", namespace, "--kubeconfig", kubeconfig],
         capture_output=True,
         text=True,
         timeout=60,

@@ -61,7 +61,8 @@ def _explain(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args.config)
-        print(asyncio.run(explain(config, args.pod, args.kubeconfig, args.output, args.seed)), end="")
+        target = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
+        print(asyncio.run(explain(config, target, args.kubeconfig, args.output, args.seed)), end="")
     except ConfigError as exc:
         print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
@@ -93,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.set_defaults(func=_run)
 
     exp = sub.add_parser("explain", help="replay one pod's scheduling on the live cluster and explain each node")
-    exp.add_argument("pod", help="NAMESPACE/NAME (a pending or a bound pod)")
+    exp.add_argument("pod", help="NAME or NAMESPACE/NAME (a pending or a bound pod)")
+    exp.add_argument("-n", "--namespace", default="default", help="the pod's namespace when POD has none")
     exp.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
     exp.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
     exp.add_argument("--output", "-o", choices=("table", "json"), default="table")

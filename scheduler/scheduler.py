@@ -9,10 +9,10 @@ cycle, which is what lets the cache serve as the cycle's snapshot without copyin
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
@@ -44,7 +44,7 @@ class Recorder(Protocol):
     async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None: ...
 
 
-@dataclass(slots=True)
+@dataclasses.dataclass(slots=True)
 class SchedulerStats:
     attempts: dict[str, int]
     bound: int = 0
@@ -138,9 +138,20 @@ class Scheduler:
                 for event in ev.pod_scheduling_properties_change(pod, old, ev.EventResource.ASSIGNED_POD):
                     self.queue.move_all_to_active_or_backoff(event, old, pod, now)
             return
-        if pod.scheduler_name not in self.frameworks or self.cache.is_assumed(key):
-            return  # not ours, or already decided and its binding is in flight
+        if pod.scheduler_name not in self.frameworks:
+            return  # not ours
         old_pending = self._pending.get(key)
+        if self.cache.is_assumed(key):
+            # Decided, binding in flight: no new attempt, but keep the latest version, which a failed
+            # binding requeues (upstream re-reads the informer). A deletion that starts now frees the
+            # assumed place at once (1.35 ``handleAssumedPodDeletion``).
+            if old_pending is not None:
+                self._pending[key] = pod
+            assumed = self.cache.pod(key)
+            if pod.terminating and not (old_pending is not None and old_pending.terminating) and assumed:
+                self.cache.forget_pod(assumed)
+                self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None, now)
+            return
         self._pending[key] = pod
         if old_pending is None:
             self.queue.add(pod, now)
@@ -211,7 +222,9 @@ class Scheduler:
             self._on_failure(qpi, attempt.status, attempt.message, attempt, now)
             self._observe(attempt, started)
             return True
-        self.cache.assume_pod(pod, host)
+        # The cache holds a copy with spec.nodeName set, as upstream's assume: whoever sees it later
+        # (the AssignedPodDelete of a forgotten pod, hints) sees a pod on its node.
+        self.cache.assume_pod(dataclasses.replace(pod, node_name=host), host)
         status = fwk.run_reserve_plugins_reserve(attempt.state, pod, host)
         if status is None:
             status = fwk.run_permit_plugins(attempt.state, pod, host)
@@ -280,7 +293,8 @@ class Scheduler:
     def _undo_assume(self, fwk: Framework, attempt: Attempt, host: str) -> None:
         fwk.run_reserve_plugins_unreserve(attempt.state, attempt.pod, host)
         self.cache.forget_pod(attempt.pod)
-        self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, attempt.pod, None, self.clock())
+        assumed = dataclasses.replace(attempt.pod, node_name=host)
+        self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None, self.clock())
 
     def _on_failure(self, qpi: QueuedPodInfo, status: Status, message: str, attempt: Attempt, now: float) -> None:
         key = qpi.key
@@ -295,6 +309,7 @@ class Scheduler:
         if current is None:  # deleted or bound meanwhile: nothing to requeue or report
             self.queue.done(key)
             return
+        qpi.pod = current  # the latest version is what gets retried, as upstream's failure handler does
         self.queue.add_unschedulable_if_not_present(qpi, now, error=not qpi.rejectors)
         reason = "Unschedulable" if rejected else "SchedulerError"
         if self._reported.get(key) == message:

@@ -142,7 +142,8 @@ async def run_scheduler(
     name = config.profiles[0].scheduler_name
     hostname = socket.gethostname()
     instance = f"{name}-{hostname}"
-    sched = Scheduler(config, ApiBinder(api, limiter), ApiRecorder(api, limiter, name, instance))
+    event_limiter = RateLimiter(config.qps, config.burst)
+    sched = Scheduler(config, ApiBinder(api, limiter), ApiRecorder(api, limiter, name, instance, event_limiter))
     metrics = SchedulerMetrics()
     _attach_metrics(sched, metrics)
     server = HealthServer(metrics, lambda: sched.synced, lambda: metrics.sync_incoming(sched.queue.incoming))

@@ -128,10 +128,20 @@ def _rfc3339(now: datetime) -> str:
 class ApiRecorder:
     """PodScheduled=False via a strategic-merge patch of ``pods/status``, and events.k8s.io/v1 Events."""
 
-    def __init__(self, api: client.ApiClient, limiter: RateLimiter, scheduler_name: str, instance: str) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        limiter: RateLimiter,
+        scheduler_name: str,
+        instance: str,
+        event_limiter: RateLimiter | None = None,
+    ) -> None:
         self._core = client.CoreV1Api(api)
         self._events = client.EventsV1Api(api)
         self._limiter = limiter
+        # Events get their own budget, as kube-scheduler's event client has its own rate limiter:
+        # otherwise every Scheduled event would halve the binding rate at the default QPS.
+        self._event_limiter = event_limiter or limiter
         self._controller = scheduler_name
         self._instance = instance
 
@@ -189,7 +199,7 @@ class ApiRecorder:
         }
         try:
             await _call(
-                self._limiter,
+                self._event_limiter,
                 f"posting event {reason} for {pod.key}",
                 lambda: self._events.create_namespaced_event_without_preload_content(
                     pod.namespace, client.EventsV1Event.model_validate(body)

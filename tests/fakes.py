@@ -1,0 +1,109 @@
+"""In-memory stand-ins for the scheduler's two write seams (Binder, Recorder) and a hand-driven clock.
+
+Nothing here sleeps: a test moves ``FakeClock`` by hand, and a held bind waits on an
+``asyncio.Event`` the test sets when it wants the binding to land.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from scheduler.api.objects import Pod
+
+__all__ = ["Condition", "Event", "FakeBinder", "FakeClock", "FakeRecorder"]
+
+
+class FakeClock:
+    """``Scheduler(clock=...)``: returns ``now`` until a test calls ``advance``."""
+
+    def __init__(self, now: float = 1_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class FakeBinder:
+    """Records every ``bind`` call; raises scripted errors per pod key, in order, instead of binding.
+
+    ``hold``, when given, makes every call wait until the event is set (a binding in flight).
+    ``api`` models the API server's side: it may raise (e.g. ``PodGoneError`` for a deleted pod).
+    """
+
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    binds: list[tuple[str, str]] = field(default_factory=list)
+    bound_pods: list[Pod] = field(default_factory=list)
+    failures: dict[str, list[Exception]] = field(default_factory=dict)
+    hold: asyncio.Event | None = None
+    api: Callable[[Pod, str], None] | None = None
+    _called: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def fail(self, key: str, *errors: Exception) -> None:
+        self.failures.setdefault(key, []).extend(errors)
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        self.calls.append((pod.key, node_name))
+        self._called.set()
+        if self.hold is not None:
+            await self.hold.wait()
+        errors = self.failures.get(pod.key)
+        if errors:
+            raise errors.pop(0)
+        if self.api is not None:
+            self.api(pod, node_name)
+        self.binds.append((pod.key, node_name))
+        self.bound_pods.append(pod)
+
+    def calls_for(self, key: str) -> list[str]:
+        return [node for k, node in self.calls if k == key]
+
+    async def wait_for_calls(self, count: int) -> None:
+        """Until ``bind`` has been entered ``count`` times (woken by each call, no polling)."""
+        while len(self.calls) < count:
+            self._called.clear()
+            await self._called.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    pod: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    pod: str
+    type: str
+    reason: str
+    action: str
+    note: str
+
+
+@dataclass
+class FakeRecorder:
+    """Records PodScheduled=False writes and Events, in the order the scheduler made them."""
+
+    conditions: list[Condition] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    async def set_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
+        self.conditions.append(Condition(pod.key, reason, message))
+
+    async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None:
+        self.events.append(Event(pod.key, event_type, reason, action, note))
+
+    def conditions_for(self, key: str) -> list[Condition]:
+        return [c for c in self.conditions if c.pod == key]
+
+    def events_for(self, key: str, reason: str | None = None) -> list[Event]:
+        return [e for e in self.events if e.pod == key and (reason is None or e.reason == reason)]
+
+    def writes_for(self, key: str) -> int:
+        return len(self.conditions_for(key)) + len(self.events_for(key))

@@ -1,0 +1,239 @@
+"""Shared helpers for the vector and plugin tests: run the real pipeline, or drive one plugin.
+
+Expected strings are spelled out here as literals (not imported from the code under test), so a
+drift of a reason string in the scheduler makes the tests fail.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.api.objects import Node, Pod, parse_selecting_object
+from scheduler.cache import Cache
+from scheduler.config import build_frameworks, load_config, parse_config
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import Handle
+from scheduler.framework.runtime import Framework
+from scheduler.framework.status import Code, Status
+from scheduler.schedule_one import Attempt, SchedulingAlgorithm
+from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+FOO = {"foo": "bar"}
+
+# Plugin names.
+PTS = "PodTopologySpread"
+TT = "TaintToleration"
+NA = "NodeAffinity"
+NU = "NodeUnschedulable"
+NN = "NodeName"
+
+# Reason strings, exactly as upstream v1.35.4 prints them.
+SPREAD = "node(s) didn't match pod topology spread constraints"
+MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+UNTOLERATED = "node(s) had untolerated taint(s)"
+AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+CONFLICT = "pod affinity terms conflict"
+UNSCHEDULABLE_NODE = "node(s) were unschedulable"
+NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
+
+NodeLike = NodeBuilder | Node
+PodLike = PodBuilder | Pod
+
+
+def as_node(n: NodeLike) -> Node:
+    return n.build() if isinstance(n, NodeBuilder) else n
+
+
+def as_pod(p: PodLike) -> Pod:
+    return p.build() if isinstance(p, PodBuilder) else p
+
+
+def exists(*keys: str) -> dict[str, Any]:
+    """A labelSelector ``{matchExpressions: [key Exists, ...]}`` (upstream tests' ``fooSelector``)."""
+    return {"matchExpressions": [{"key": k, "operator": "Exists"} for k in keys]}
+
+
+def expr(key: str, operator: str, *values: str) -> dict[str, Any]:
+    """One matchExpression / NodeSelectorRequirement."""
+    out: dict[str, Any] = {"key": key, "operator": operator}
+    if values:
+        out["values"] = list(values)
+    return out
+
+
+def term(*expressions: dict[str, Any], fields: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """A NodeSelectorTerm from matchExpressions (and optional matchFields)."""
+    out: dict[str, Any] = {}
+    if expressions:
+        out["matchExpressions"] = list(expressions)
+    if fields:
+        out["matchFields"] = list(fields)
+    return out
+
+
+def name_in(name: str) -> dict[str, Any]:
+    """``matchFields: metadata.name In [name]``."""
+    return {"key": "metadata.name", "operator": "In", "values": [name]}
+
+
+def make_cache(
+    nodes: Iterable[NodeLike] = (),
+    pods: Iterable[PodLike] = (),
+    objects: Iterable[Mapping[str, Any]] = (),
+) -> Cache:
+    cache = Cache()
+    for n in nodes:
+        cache.add_node(as_node(n))
+    for p in pods:
+        cache.add_pod(as_pod(p))
+    for obj in objects:
+        selecting = parse_selecting_object(obj)
+        assert selecting is not None, obj
+        cache.upsert_selecting_object(selecting)
+    return cache
+
+
+def config_with(plugin_config: Sequence[Mapping[str, Any]] = (), **profile: Any) -> dict[str, Any]:
+    """A KubeSchedulerConfiguration of our one profile, with pluginConfig args and profile fields."""
+    prof: dict[str, Any] = {"schedulerName": "spread-scheduler", **profile}
+    if plugin_config:
+        prof["pluginConfig"] = [dict(pc) for pc in plugin_config]
+    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [prof]}
+
+
+def framework(config: Mapping[str, Any] | None = None) -> Framework:
+    cfg = load_config(None) if config is None else parse_config(dict(config))
+    return build_frameworks(cfg)["spread-scheduler"]
+
+
+@dataclass
+class Run:
+    """One scheduling attempt and convenient views of it."""
+
+    attempt: Attempt
+    cache: Cache
+
+    @property
+    def host(self) -> str | None:
+        return self.attempt.host
+
+    @property
+    def feasible(self) -> set[str]:
+        return set(self.attempt.feasible)
+
+    @property
+    def message(self) -> str:
+        return self.attempt.message
+
+    @property
+    def code(self) -> Code:
+        return self.attempt.status.code
+
+    @property
+    def rejectors(self) -> set[str]:
+        return set(self.attempt.diagnosis.unschedulable_plugins)
+
+    def status(self, node: str) -> Status | None:
+        """The node's explicit Filter status (absent nodes share ``absent_nodes_status``)."""
+        return self.attempt.diagnosis.node_to_status.get(node)
+
+    def reasons(self) -> dict[str, tuple[str, Code, str]]:
+        """node -> (reason message, code, plugin) for every node with an explicit status."""
+        return {
+            name: (st.message(), st.code, st.plugin) for name, st in self.attempt.diagnosis.node_to_status.items()
+        }
+
+    @property
+    def scored_plugins(self) -> list[str]:
+        return [s.plugin for s in self.attempt.scores]
+
+    def raw(self, plugin: str) -> dict[str, int]:
+        for s in self.attempt.scores:
+            if s.plugin == plugin:
+                return dict(zip(self.attempt.scored_nodes, s.raw, strict=True))
+        raise KeyError(f"{plugin} did not score; scored: {self.scored_plugins}")
+
+    def normalized(self, plugin: str) -> dict[str, int]:
+        for s in self.attempt.scores:
+            if s.plugin == plugin:
+                return dict(zip(self.attempt.scored_nodes, s.normalized, strict=True))
+        raise KeyError(f"{plugin} did not score; scored: {self.scored_plugins}")
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return dict(self.attempt.totals)
+
+
+def schedule(
+    nodes: Iterable[NodeLike],
+    pods: Iterable[PodLike],
+    pending: PodLike,
+    config: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    *,
+    objects: Iterable[Mapping[str, Any]] = (),
+) -> Run:
+    """One cycle of the real pipeline: config → framework → cache → ``schedule_pod``."""
+    cache = make_cache(nodes, pods, objects)
+    fwk = framework(config)
+    attempt = SchedulingAlgorithm(random.Random(seed)).schedule_pod(fwk, cache, as_pod(pending))
+    return Run(attempt, cache)
+
+
+def hosts_over_seeds(
+    nodes: Sequence[NodeLike],
+    pods: Sequence[PodLike],
+    pending: PodLike,
+    config: Mapping[str, Any] | None = None,
+    seeds: Iterable[int] = range(16),
+    *,
+    objects: Sequence[Mapping[str, Any]] = (),
+) -> set[str | None]:
+    return {schedule(nodes, pods, pending, config, seed, objects=objects).host for seed in seeds}
+
+
+def cluster_a() -> tuple[list[NodeBuilder], list[PodBuilder]]:
+    """Spec section 10, cluster A: node1/node2 in zoneA, node3/node4 in zoneB; foo=bar pods p1..p3."""
+    nodes = [make_node(f"node{i}").zone("zoneA" if i <= 2 else "zoneB") for i in range(1, 5)]
+    pods = [make_pod(f"p{i}").labels(FOO).node(f"node{i}") for i in range(1, 4)]
+    return nodes, pods
+
+
+def incoming(labels: Mapping[str, str] | None = None, name: str = "incoming") -> PodBuilder:
+    return make_pod(name).labels(dict(FOO if labels is None else labels))
+
+
+# -- driving one plugin through its extension points -------------------------------------------
+
+
+def plugin_handle(cache: Cache) -> Handle:
+    return Handle(snapshot=cache)
+
+
+def code_of(status: Status | None) -> Code:
+    return Code.SUCCESS if status is None else status.code
+
+
+def message_of(status: Status | None) -> str:
+    return "" if status is None else status.message()
+
+
+def score_nodes(plugin: Any, cache: Cache, pod: Pod, candidates: Sequence[str]) -> tuple[list[int], list[int]]:
+    """PreScore → Score → NormalizeScore on ``candidates``; returns (raw, normalized)."""
+    state = CycleState()
+    infos = [cache.get(n) for n in candidates]
+    assert all(i is not None for i in infos)
+    nodes = [i for i in infos if i is not None]
+    status = plugin.pre_score(state, pod, nodes)
+    assert status is None or status.is_success(), message_of(status)
+    raw = [plugin.score(state, pod, n) for n in nodes]
+    normalized = list(raw)
+    status = plugin.normalize_score(state, pod, normalized, nodes)
+    assert status is None or status.is_success(), message_of(status)
+    return raw, normalized
