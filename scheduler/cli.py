@@ -25,7 +25,7 @@ def _simulate(args: argparse.Namespace) -> int:
         return 2
     try:
         objects = load_objects(args.file)
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
     sim = Simulation(config, seed=args.seed)

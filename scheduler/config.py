@@ -97,14 +97,16 @@ def _int(value: object, path: str, low: int, high: int) -> int:
     return value
 
 
-def _plugin_refs(value: object, path: str) -> list[PluginRef]:
+def _plugin_refs(value: object, path: str, *, disabled: bool = False) -> list[PluginRef]:
+    """An enabled or disabled list. Upstream never looks a disabled name up: ``*`` and plugins we do
+    not ship (``ImageLocality``...) may be disabled; only enabled names must exist."""
     refs: list[PluginRef] = []
     for i, item in enumerate(_list(value, path)):
         obj = _mapping(item, f"{path}[{i}]")
         name = obj.get("name")
         if not isinstance(name, str) or not name:
             raise ConfigError(f"{path}[{i}].name: Required value")
-        if name != "*" and name not in REGISTRY:
+        if not disabled and name not in REGISTRY:
             raise ConfigError(
                 f'{path}[{i}].name: Invalid value: "{name}": plugin does not exist '
                 f"(known: {', '.join(sorted(REGISTRY))})"
@@ -131,21 +133,28 @@ def _resolve_profile(raw: Mapping[str, Any], path: str) -> ProfileConfig:
 
     # multiPoint: upstream defaults, minus what the user disables, plus what the user enables.
     multi_cfg = _mapping(plugins.get("multiPoint"), f"{path}.plugins.multiPoint")
-    disabled = {r.name for r in _plugin_refs(multi_cfg.get("disabled"), f"{path}.plugins.multiPoint.disabled")}
+    disabled = {
+        r.name for r in _plugin_refs(multi_cfg.get("disabled"), f"{path}.plugins.multiPoint.disabled", disabled=True)
+    }
     multi = [PluginRef(n, w) for n, w in DEFAULT_MULTI_POINT if "*" not in disabled and n not in disabled]
-    for ref in _plugin_refs(multi_cfg.get("enabled"), f"{path}.plugins.multiPoint.enabled"):
-        idx = next((i for i, m in enumerate(multi) if m.name == ref.name), None)
+    seen_multi: set[str] = set()
+    for i, ref in enumerate(_plugin_refs(multi_cfg.get("enabled"), f"{path}.plugins.multiPoint.enabled")):
+        if ref.name in seen_multi:  # upstream: plugin "<name>" already registered
+            raise ConfigError(f'{path}.plugins.multiPoint.enabled[{i}].name: Duplicate value: "{ref.name}"')
+        seen_multi.add(ref.name)
+        idx = next((pos for pos, m in enumerate(multi) if m.name == ref.name), None)
         if idx is None:
             multi.append(ref)
         else:
-            multi[idx] = PluginRef(ref.name, ref.weight or multi[idx].weight)
+            # mergePluginSet replaces the default entry as a whole: no weight given means weight 1.
+            multi[idx] = ref
 
     points: dict[str, list[str]] = {}
     weights: dict[str, int] = {m.name: m.weight for m in multi}
     for point in EXTENSION_POINTS:
         cfg = _mapping(plugins.get(point), f"{path}.plugins.{point}")
         specific = _plugin_refs(cfg.get("enabled"), f"{path}.plugins.{point}.enabled")
-        off = {r.name for r in _plugin_refs(cfg.get("disabled"), f"{path}.plugins.{point}.disabled")}
+        off = {r.name for r in _plugin_refs(cfg.get("disabled"), f"{path}.plugins.{point}.disabled", disabled=True)}
         specific_names = [r.name for r in specific]
         multi_here = [
             m.name for m in multi if "*" not in off and m.name not in off and _class_implements(REGISTRY[m.name], point)
@@ -159,7 +168,8 @@ def _resolve_profile(raw: Mapping[str, Any], path: str) -> ProfileConfig:
                     f'{path}.plugins.{point}.enabled[{i}].name: Invalid value: "{ref.name}": '
                     f"plugin does not extend {point}"
                 )
-            if point == "score" and ref.weight:
+            if point == "score":
+                # getScoreWeights reads score.enabled before multiPoint: its weight wins, 0 means 1.
                 weights[ref.name] = ref.weight
         if len(set(ordered)) != len(ordered):
             raise ConfigError(f"{path}.plugins.{point}.enabled: Duplicate value: a plugin is listed twice")
@@ -236,8 +246,8 @@ def parse_config(doc: object, source: str = "config") -> SchedulerConfig:
         percentage_of_nodes_to_score=None if pct is None else _int(pct, "percentageOfNodesToScore", 0, 100),
         pod_initial_backoff_seconds=float(initial),
         pod_max_backoff_seconds=float(maximum),
-        qps=float(conn.get("qps", 50)),
-        burst=int(conn.get("burst", 100)),
+        qps=_number(conn.get("qps", 50), "clientConnection.qps"),
+        burst=_int(conn.get("burst", 100), "clientConnection.burst", 0, 2**31 - 1),
         kubeconfig=conn.get("kubeconfig") or None,
         leader_election=LeaderElection(
             leader_elect=bool(le.get("leaderElect", True)),
@@ -248,9 +258,33 @@ def parse_config(doc: object, source: str = "config") -> SchedulerConfig:
             resource_name=str(le.get("resourceName") or profiles[0].scheduler_name),
         ),
     )
+    _validate_leader_election(config.leader_election)
     # Instantiate once now so plugin args are validated at start-up, not at the first pod.
     build_frameworks(config)
     return config
+
+
+def _number(value: object, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{path}: Invalid value: {value!r}: must be a number")
+    return float(value)
+
+
+def _validate_leader_election(le: LeaderElection) -> None:
+    """``ValidateLeaderElectionConfiguration`` (component-base), checked only with leaderElect on."""
+    if not le.leader_elect:
+        return
+    for name, value in (
+        ("leaseDuration", le.lease_duration),
+        ("renewDeadline", le.renew_deadline),
+        ("retryPeriod", le.retry_period),
+    ):
+        if value <= 0:
+            raise ConfigError(f"leaderElection.{name}: Invalid value: {value}s: must be greater than zero")
+    if le.lease_duration <= le.renew_deadline:
+        raise ConfigError(
+            f"leaderElection.leaseDuration: Invalid value: {le.renew_deadline}s: must be greater than `RenewDeadline`"
+        )
 
 
 def _duration(value: object, path: str, default: float) -> float:
@@ -279,7 +313,7 @@ def load_config(path: str | Path | None) -> SchedulerConfig:
         return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"})
     try:
         doc = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read configuration: {exc}") from exc
     return parse_config(doc, str(path))
 

@@ -309,7 +309,6 @@ class Scheduler:
         if current is None:  # deleted or bound meanwhile: nothing to requeue or report
             self.queue.done(key)
             return
-        qpi.pod = current  # the latest version is what gets retried, as upstream's failure handler does
         self.queue.add_unschedulable_if_not_present(qpi, now, error=not qpi.rejectors)
         reason = "Unschedulable" if rejected else "SchedulerError"
         if self._reported.get(key) == message:

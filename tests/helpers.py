@@ -145,9 +145,7 @@ class Run:
 
     def reasons(self) -> dict[str, tuple[str, Code, str]]:
         """node -> (reason message, code, plugin) for every node with an explicit status."""
-        return {
-            name: (st.message(), st.code, st.plugin) for name, st in self.attempt.diagnosis.node_to_status.items()
-        }
+        return {name: (st.message(), st.code, st.plugin) for name, st in self.attempt.diagnosis.node_to_status.items()}
 
     @property
     def scored_plugins(self) -> list[str]:

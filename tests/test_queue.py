@@ -462,7 +462,7 @@ def play(q: SchedulingQueue, names: Sequence[str], actions: Sequence[Action], no
             fail(q, popped.pop(action.name), now, *action.plugins, pending=action.pending)
 
 
-def foo(name: str, *events: ClusterEvent, answer: QueueingHint = QueueingHint.QUEUE) -> ScriptedPlugin:
+def foo(name: str, *events: ClusterEvent, answer: QueueingHint | Exception = QueueingHint.QUEUE) -> ScriptedPlugin:
     return ScriptedPlugin(name, *events, answer=answer)
 
 
@@ -672,7 +672,7 @@ def test_only_the_rejecting_plugins_are_asked() -> None:
 
 
 def test_a_failing_hint_counts_as_queue() -> None:
-    q = make_queue(foo("broken", ev.NODE_ADD, answer=RuntimeError("hint blew up")))  # type: ignore[arg-type]
+    q = make_queue(foo("broken", ev.NODE_ADD, answer=RuntimeError("hint blew up")))
     parked(q, "p", "broken")
     assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0) == 1
     assert q.location(key("p")) == "backoff"
@@ -724,7 +724,7 @@ def test_priority_queue_move_all_to_active_or_backoff_queue_with_queueing_hint(
 
 def test_hint_function_is_not_called_when_pod_is_gated_by_the_plugin_that_isnt_interested_in_the_event() -> None:
     """TestPriorityQueue_MoveAllToActiveOrBackoffQueueWithQueueingHint, gated case."""
-    loud = foo("foo", ev.NODE_ADD, answer=RuntimeError("must not be asked"))  # type: ignore[arg-type]
+    loud = foo("foo", ev.NODE_ADD, answer=RuntimeError("must not be asked"))
     q = make_queue(SchedulingGates({}, Handle()), loud)
     q.add(make_pod("pod1", "ns1").gate("g").build(), T0)
     assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0) == 0

@@ -161,12 +161,12 @@ def test_tv7_system_defaults_from_replicaset_selector() -> None:
 
 
 @pytest.mark.parametrize(
-    "objects",
-    [pytest.param([], id="owner-not-found"), pytest.param([RS1], id="no-owner-reference")],
+    ("with_owner", "objects"),
+    [pytest.param(True, [], id="owner-not-found"), pytest.param(False, [RS1], id="no-owner-reference")],
 )
-def test_tv7_without_owner_or_service_no_default_constraints(objects: list[dict[str, Any]]) -> None:
+def test_tv7_without_owner_or_service_no_default_constraints(with_owner: bool, objects: list[dict[str, Any]]) -> None:
     nodes, pods = _rs_pods()
-    pending = incoming().owner("ReplicaSet", "rs1") if not objects else incoming()
+    pending = incoming().owner("ReplicaSet", "rs1") if with_owner else incoming()
     r = schedule(nodes, pods, pending, objects=objects)
     assert PTS in r.attempt.state.skip_filter_plugins
     assert PTS in r.attempt.state.skip_score_plugins

@@ -50,19 +50,35 @@ def _expressions(raw_sel: Mapping[str, object]) -> list[Mapping[str, object]]:
     return [e for e in exprs if isinstance(e, Mapping)] if isinstance(exprs, list) else []
 
 
-def _selector_keys(raw_sel: Mapping[str, object]) -> set[str]:
-    labels = raw_sel.get("matchLabels")
-    keys = {k for k in labels if isinstance(k, str)} if isinstance(labels, Mapping) else set()
-    keys.update(e["key"] for e in _expressions(raw_sel) if isinstance(e.get("key"), str))  # type: ignore[misc]
-    return keys
-
-
 def _merged_by_api(raw_sel: Mapping[str, object], key: str, pod_labels: Mapping[str, str]) -> bool:
     """True when the selector holds ``key In [<pod's value>]``, the expression the API server merges."""
     return any(
         e.get("key") == key and e.get("operator") == "In" and e.get("values") == [pod_labels.get(key)]
         for e in _expressions(raw_sel)
     )
+
+
+def _keys_in_both(
+    raw_sel: Mapping[str, object], match_label_keys: list[str], pod_labels: Mapping[str, str]
+) -> set[str]:
+    """matchLabelKeys that ``ValidateMatchLabelKeysAndMismatchLabelKeys`` (1.34+ merge gate) rejects.
+
+    That check runs on the selector after the API server appended ``key In [value]`` for every key
+    the pod carries (a stored pod already has it, a file may not): a matchExpression whose key is
+    in matchLabelKeys is an error when matchLabels or an earlier expression already used that key.
+    A key the pod does not carry is never merged, so it alone never clashes.
+    """
+    labels = raw_sel.get("matchLabels")
+    seen = {k for k in labels if isinstance(k, str)} if isinstance(labels, Mapping) else set()
+    keys = [e.get("key") for e in _expressions(raw_sel)]
+    keys += [k for k in match_label_keys if k in pod_labels and not _merged_by_api(raw_sel, k, pod_labels)]
+    clashes: set[str] = set()
+    for key in keys:
+        if isinstance(key, str):
+            if key in match_label_keys and key in seen:
+                clashes.add(key)
+            seen.add(key)
+    return clashes
 
 
 def parse_spread_constraints(
@@ -96,7 +112,7 @@ def parse_spread_constraints(
         if min_domains is not None:
             if min_domains <= 0:
                 errors.append(FieldError(f"{ipath}.minDomains", "must be greater than zero"))
-            elif when != DO_NOT_SCHEDULE:
+            if when != DO_NOT_SCHEDULE:  # checked on its own, as validateMinDomains does
                 errors.append(
                     FieldError(
                         f"{ipath}.minDomains",
@@ -117,8 +133,10 @@ def parse_spread_constraints(
             policies.append(value)
         raw_sel = obj.get("labelSelector")
         selector = parse_label_selector(raw_sel, f"{ipath}.labelSelector", errors)
-        keys: list[str] = []
-        for j, k in enumerate(as_list(obj.get("matchLabelKeys"), f"{ipath}.matchLabelKeys", errors)):
+        raw_keys = as_list(obj.get("matchLabelKeys"), f"{ipath}.matchLabelKeys", errors)
+        keys = [k for k in raw_keys if isinstance(k, str)]
+        clashes = _keys_in_both(raw_sel, keys, pod_labels) if isinstance(raw_sel, Mapping) else set()
+        for j, k in enumerate(raw_keys):
             kpath = f"{ipath}.matchLabelKeys[{j}]"
             if not isinstance(k, str):
                 errors.append(FieldError(kpath, "must be a string"))
@@ -126,15 +144,10 @@ def parse_spread_constraints(
             errors.extend(label_key_errors(k, kpath))
             if raw_sel is None:
                 errors.append(FieldError(kpath, "Forbidden: must not be specified when labelSelector is not set"))
-            elif (
-                isinstance(raw_sel, Mapping)
-                and k in _selector_keys(raw_sel)
-                and not _merged_by_api(raw_sel, k, pod_labels)
-            ):
+            elif k in clashes:
                 errors.append(
                     FieldError(kpath, f'Invalid value: "{k}": exists in both matchLabelKeys and labelSelector')
                 )
-            keys.append(k)
         out.append(
             SpreadConstraint(
                 max_skew=max_skew or 0,

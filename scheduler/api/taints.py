@@ -129,7 +129,8 @@ def parse_tolerations(raw: object, path: str, errors: list[FieldError]) -> tuple
                 )
             )
         if op in ("", "Equal"):
-            errors.extend(label_value_errors(value, f"{ipath}.value"))
+            # Upstream reports a bad value under ``operator`` (validation.go ValidateTolerations).
+            errors.extend(label_value_errors(value, f"{ipath}.operator"))
         elif op == "Exists":
             if value:
                 errors.append(

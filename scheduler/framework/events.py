@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from scheduler.api.objects import Node, Pod
 
@@ -15,9 +16,12 @@ __all__ = [
     "EventResource",
     "HintFn",
     "QueueingHint",
+    "as_objects",
     "match_cluster_events",
     "node_scheduling_properties_change",
+    "node_taints_changed",
     "pod_scheduling_properties_change",
+    "pod_tolerations_changed",
 ]
 
 
@@ -88,6 +92,22 @@ def _always_queue(pod: Pod, old: object | None, new: object | None) -> QueueingH
     return QueueingHint.QUEUE
 
 
+T = TypeVar("T")
+
+
+def as_objects(kind: type[T], old: object | None, new: object | None) -> tuple[T | None, T | None] | None:
+    """``util.As``: old and new as ``kind`` (None stays None), or None when either is something else.
+
+    A hint that gets None back returns Queue, as upstream does on the conversion error, so an
+    unexpected object can never strand a pod.
+    """
+    old_t = old if isinstance(old, kind) else None
+    new_t = new if isinstance(new, kind) else None
+    if (old is not None and old_t is None) or (new is not None and new_t is None):
+        return None
+    return old_t, new_t
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
     event: ClusterEvent
@@ -95,7 +115,8 @@ class ClusterEventWithHint:
 
 
 def _resource_matches(registered: EventResource, incoming: EventResource) -> bool:
-    if registered is incoming:
+    """``matchEventResources``: a ``*`` registration takes every resource, ``Pod`` both pod kinds."""
+    if registered is EventResource.WILDCARD or registered is incoming:
         return True
     return registered is EventResource.POD and incoming in (
         EventResource.ASSIGNED_POD,
@@ -124,13 +145,30 @@ def _condition_statuses(node: Node) -> dict[str, str]:
 
 
 def _allocatable(node: Node) -> object:
+    """``status.allocatable``; absent and empty compare equal, as in ``equality.Semantic.DeepEqual``."""
     status = node.raw.get("status")
-    return status.get("allocatable") if isinstance(status, dict) else None
+    return (status.get("allocatable") if isinstance(status, dict) else None) or {}
 
 
 def _annotations(obj: Node | Pod) -> object:
+    """``metadata.annotations``; absent and empty compare equal, as in ``equality.Semantic.DeepEqual``."""
     meta = obj.raw.get("metadata")
-    return meta.get("annotations") if isinstance(meta, dict) else None
+    return (meta.get("annotations") if isinstance(meta, dict) else None) or {}
+
+
+def _spec_list(obj: Node | Pod, field: str) -> object:
+    spec = obj.raw.get("spec")
+    return (spec.get(field) if isinstance(spec, Mapping) else None) or []
+
+
+def node_taints_changed(new: Node, old: Node) -> bool:
+    """``!equality.Semantic.DeepEqual`` of ``spec.taints``: ``timeAdded`` counts, absent equals empty."""
+    return new.taints != old.taints or _spec_list(new, "taints") != _spec_list(old, "taints")
+
+
+def pod_tolerations_changed(new: Pod, old: Pod) -> bool:
+    """``!equality.Semantic.DeepEqual`` of ``spec.tolerations``: ``tolerationSeconds`` counts too."""
+    return new.tolerations != old.tolerations or _spec_list(new, "tolerations") != _spec_list(old, "tolerations")
 
 
 def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent]:
@@ -142,7 +180,7 @@ def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent
         events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE, "NodeAllocatableChange"))
     if dict(new.labels) != dict(old.labels):
         events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL, "NodeLabelChange"))
-    if new.taints != old.taints:
+    if node_taints_changed(new, old):
         events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT, "NodeTaintChange"))
     if _condition_statuses(new) != _condition_statuses(old):
         events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_CONDITION, "NodeConditionChange"))

@@ -249,18 +249,23 @@ class Framework:
     def run_score_plugins(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[list[PluginScores], Status | None]:
-        """Raw, normalized and range-checked scores of every non-skipped Score plugin."""
+        """Raw, normalized and range-checked scores of every non-skipped Score plugin.
+
+        Three passes as upstream's ``RunScorePlugins``: every plugin scores, then every plugin
+        normalizes, then the range check while applying weights; the first failing pass decides
+        the error.
+        """
         out: list[PluginScores] = []
-        for plugin in self.score:
-            if plugin.NAME in state.skip_score_plugins:
-                continue
+        plugins = [p for p in self.score if p.NAME not in state.skip_score_plugins]
+        for plugin in plugins:
             try:
                 started = time.perf_counter()
                 raw = [plugin.score(state, pod, n) for n in nodes]
                 self.observe(state, plugin.NAME, "Score", None, started)
             except StatusError as exc:
                 return out, Status.as_error(f'running Score plugins: plugin "{plugin.NAME}" failed with: {exc}')
-            scores = PluginScores(plugin.NAME, self.weights[plugin.NAME], raw, list(raw))
+            out.append(PluginScores(plugin.NAME, self.weights[plugin.NAME], raw, list(raw)))
+        for plugin, scores in zip(plugins, out, strict=True):
             if isinstance(plugin, ScoreExtensions):
                 started = time.perf_counter()
                 status = plugin.normalize_score(state, pod, scores.normalized, nodes)
@@ -269,13 +274,14 @@ class Framework:
                     return out, Status.as_error(
                         f'running Normalize on Score plugins: plugin "{plugin.NAME}" failed with: {status.message()}'
                     )
+        for scores in out:
             for value in scores.normalized:
                 if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
                     return out, Status.as_error(
-                        f'plugin "{plugin.NAME}" returns an invalid score {value}, it should in the range of '
-                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                        f'applying score defaultWeights on Score plugins: plugin "{scores.plugin}" returns an '
+                        f"invalid score {value}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                        "after normalizing"
                     )
-            out.append(scores)
         return out, None
 
     # -- Reserve / Permit ---------------------------------------------------------------------

@@ -96,7 +96,8 @@ class FitError(Exception):
                     histogram[reason] += absent
             # Sorted as strings, so "10 ..." sorts before "2 ..." exactly as upstream prints it.
             entries = sorted(f"{count} {reason}" for reason, count in histogram.items())
-            msg += " " + ", ".join(entries) + "."
+            if entries:  # upstream appends nothing (not even " .") when no node gave a reason
+                msg += " " + ", ".join(entries) + "."
         if self.diagnosis.post_filter_msg:
             msg += " " + self.diagnosis.post_filter_msg
         return msg

@@ -8,14 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.api.objects import Node, Pod
+from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
-    QueueingHint,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -34,15 +33,9 @@ class NodeName:
         self.handle = handle
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        # Only the arrival of the named node can help.
-        return [
-            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD), self.is_schedulable_after_node_add)
-        ]
-
-    def is_schedulable_after_node_add(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
-        if isinstance(new, Node) and (not pod.node_name or pod.node_name == new.name):
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        # Only the arrival of the named node can help. Upstream registers no hint for it, so the
+        # default one (always Queue) decides.
+        return [ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD))]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if not pod.node_name or pod.node_name == node_info.name:

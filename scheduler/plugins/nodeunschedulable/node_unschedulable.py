@@ -17,6 +17,7 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
+    as_objects,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -51,17 +52,25 @@ class NodeUnschedulable:
         ]
 
     def is_schedulable_after_node_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
-        if not isinstance(new, Node):
-            return QueueingHint.QUEUE
-        was_schedulable = isinstance(old, Node) and not old.unschedulable
-        if not was_schedulable and not new.unschedulable:
+        nodes = as_objects(Node, old, new)
+        new_node = nodes[1] if nodes is not None else None
+        if nodes is None or new_node is None:
+            return QueueingHint.QUEUE  # not a node event: upstream's conversion error means Queue
+        old_node = nodes[0]
+        # Queue when a node is added schedulable, or an update turns it from cordoned to schedulable.
+        was_schedulable = old_node is not None and not old_node.unschedulable
+        if not was_schedulable and not new_node.unschedulable:
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
     def is_schedulable_after_pod_toleration_change(
         self, pod: Pod, old: object | None, new: object | None
     ) -> QueueingHint:
-        if isinstance(new, Pod) and new.uid == pod.uid and tolerates_any(new.tolerations, TAINT_NODE_UNSCHEDULABLE):
+        pods = as_objects(Pod, old, new)
+        if pods is None or pods[1] is None:
+            return QueueingHint.QUEUE  # not a pod update: upstream's conversion error means Queue
+        new_pod = pods[1]
+        if new_pod.uid == pod.uid and tolerates_any(new_pod.tolerations, TAINT_NODE_UNSCHEDULABLE):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 

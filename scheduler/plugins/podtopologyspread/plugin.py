@@ -20,6 +20,9 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
+    as_objects,
+    node_taints_changed,
+    pod_tolerations_changed,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -159,8 +162,10 @@ class PodTopologySpread:
         return self._constraints(pod, DO_NOT_SCHEDULE)
 
     def is_schedulable_after_pod_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
-        new_pod = new if isinstance(new, Pod) else None
-        old_pod = old if isinstance(old, Pod) else None
+        pods = as_objects(Pod, old, new)
+        if pods is None:
+            return QueueingHint.QUEUE  # not a pod event: upstream's conversion error means Queue
+        old_pod, new_pod = pods
 
         def involved(p: Pod) -> bool:
             return p.uid == pod.uid or (p.assigned and p.namespace == pod.namespace)
@@ -173,7 +178,7 @@ class PodTopologySpread:
         if new_pod is not None and old_pod is not None:
             if (
                 new_pod.uid == pod.uid
-                and len(new_pod.tolerations) != len(old_pod.tolerations)
+                and pod_tolerations_changed(new_pod, old_pod)
                 and any(c.node_taints_policy == "Honor" for c in constraints)
             ):
                 return QueueingHint.QUEUE
@@ -192,8 +197,10 @@ class PodTopologySpread:
         constraints = self._hard_constraints_for_hint(pod)
         if constraints is None:
             return QueueingHint.QUEUE
-        old_node = old if isinstance(old, Node) else None
-        new_node = new if isinstance(new, Node) else None
+        nodes = as_objects(Node, old, new)
+        if nodes is None:
+            return QueueingHint.QUEUE  # not a node event: upstream's conversion error means Queue
+        old_node, new_node = nodes
         if new_node is not None and old_node is not None:
             old_match = node_has_all_keys(old_node.labels, constraints)
             new_match = node_has_all_keys(new_node.labels, constraints)
@@ -201,7 +208,7 @@ class PodTopologySpread:
                 return QueueingHint.QUEUE
             if new_match and (
                 any(old_node.labels.get(c.topology_key) != new_node.labels.get(c.topology_key) for c in constraints)
-                or old_node.taints != new_node.taints
+                or node_taints_changed(new_node, old_node)
             ):
                 return QueueingHint.QUEUE
             return QueueingHint.QUEUE_SKIP
@@ -209,7 +216,7 @@ class PodTopologySpread:
             return QueueingHint.QUEUE if node_has_all_keys(new_node.labels, constraints) else QueueingHint.QUEUE_SKIP
         if old_node is not None:
             return QueueingHint.QUEUE if node_has_all_keys(old_node.labels, constraints) else QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP  # neither node: upstream's Delete branch with nothing that matched
 
     # -- PreFilter / Filter -------------------------------------------------------------------
 
@@ -244,7 +251,8 @@ class PodTopologySpread:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         stored = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(stored, PreFilterState):
-            return Status.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+            # Go's %q: upstream says reading "PreFilterPodTopologySpread" from cycleState: not found
+            return Status.as_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
         labels = node_info.node.labels
         # skew = matchNum + selfMatch - minMatch, with selfMatch - minMatch precomputed per constraint
         for key, counts, self_minus_min, max_skew in stored.checks:

@@ -15,6 +15,7 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
+    as_objects,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -49,6 +50,7 @@ class SchedulingGates:
     def is_schedulable_after_update_pod_scheduling_gates_eliminated(
         self, pod: Pod, old: object | None, new: object | None
     ) -> QueueingHint:
-        if isinstance(new, Pod) and new.uid == pod.uid:
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        pods = as_objects(Pod, old, new)
+        if pods is None or pods[1] is None:
+            return QueueingHint.QUEUE  # not a pod update: upstream's conversion error means Queue
+        return QueueingHint.QUEUE if pods[1].uid == pod.uid else QueueingHint.QUEUE_SKIP

@@ -1,0 +1,784 @@
+"""KubeSchedulerConfiguration: the default profile, plugin-set merging, plugin args, and errors.
+
+The merge rules are upstream's (``apis/config/v1/default_plugins.go`` ``mergePluginSet`` and
+``framework/runtime/framework.go`` ``expandMultiPointPlugins`` / ``getScoreWeights``):
+
+* a custom multiPoint entry for a default plugin replaces the default entry in place, weight
+  included (no weight given means weight 0, which the framework turns into 1);
+* per extension point the order is: plugins enabled at that point that are also multiPoint plugins
+  (in the point's order), then the remaining multiPoint plugins, then the point's other plugins;
+* a weight in ``score.enabled`` wins over the multiPoint weight (0 means 1 there too).
+
+Every ConfigError message starts with the path of the offending field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler.config import (
+    ConfigError,
+    SchedulerConfig,
+    build_frameworks,
+    load_config,
+    parse_config,
+    upstream_config,
+)
+from scheduler.framework.runtime import Framework
+from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from scheduler.simulate import Simulation
+from scheduler.testing import make_node, make_pod
+
+API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+NAME = "spread-scheduler"
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+# Upstream's default multiPoint list (spec 1.6) restricted to the plugins we ship, in its order.
+DEFAULT_ORDER = [
+    "SchedulingGates",
+    "PrioritySort",
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "PodTopologySpread",
+    "DefaultBinder",
+]
+DEFAULT_FILTER = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "PodTopologySpread"]
+DEFAULT_SCORE = ["TaintToleration", "NodeAffinity", "PodTopologySpread"]
+
+
+def profile(plugins: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    prof: dict[str, Any] = {"schedulerName": NAME, **fields}
+    if plugins is not None:
+        prof["plugins"] = plugins
+    return {**API, "profiles": [prof]}
+
+
+def framework(doc: dict[str, Any], name: str = NAME) -> Framework:
+    return build_frameworks(parse_config(doc))[name]
+
+
+def config_error(doc: object) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_config(doc)
+    return str(info.value)
+
+
+class TestDefaultProfile:
+    """No file (or an empty one) gives one profile with upstream's plugin order and weights."""
+
+    @pytest.mark.parametrize(
+        "config",
+        [
+            pytest.param(load_config(None), id="no-file"),
+            pytest.param(parse_config({}), id="empty-document"),
+            pytest.param(parse_config({**API, "profiles": []}), id="empty-profile-list"),
+            pytest.param(parse_config(upstream_config()), id="upstream-spelling-of-our-profile"),
+        ],
+    )
+    def test_points_and_weights(self, config: SchedulerConfig) -> None:
+        """Per extension point, the plugins implementing it in the default multiPoint order."""
+        (fwk,) = build_frameworks(config).values()
+        assert fwk.profile_name == NAME
+        expected = {
+            "queueSort": ["PrioritySort"],
+            "preEnqueue": ["SchedulingGates"],
+            "preFilter": ["NodeAffinity", "PodTopologySpread"],
+            "filter": DEFAULT_FILTER,
+            "postFilter": [],
+            "preScore": DEFAULT_SCORE,
+            "score": DEFAULT_SCORE,
+            "reserve": [],
+            "permit": [],
+            "preBind": [],
+            "bind": ["DefaultBinder"],
+            "postBind": [],
+        }
+        assert fwk.points == expected
+        assert fwk.weights == {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2}
+
+    def test_every_point_follows_the_default_multipoint_order(self) -> None:
+        """Each point's list is a subsequence of upstream's default order."""
+        fwk = framework(profile())
+        for point, names in fwk.points.items():
+            assert names == [n for n in DEFAULT_ORDER if n in names], point
+
+    def test_global_defaults(self) -> None:
+        """Backoff 1s/10s, adaptive percentage, leader election 15s/10s/2s in kube-system."""
+        cfg = load_config(None)
+        assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (1.0, 10.0)
+        assert cfg.percentage_of_nodes_to_score is None and cfg.profiles[0].percentage_of_nodes_to_score is None
+        le = cfg.leader_election
+        assert (le.leader_elect, le.lease_duration, le.renew_deadline, le.retry_period) == (True, 15.0, 10.0, 2.0)
+        assert (le.resource_namespace, le.resource_name) == ("kube-system", NAME)
+
+    def test_system_defaulting_for_pod_topology_spread(self) -> None:
+        """PodTopologySpreadArgs default to System: soft hostname (3) and zone (5) constraints."""
+        plugin = framework(profile()).plugins["PodTopologySpread"]
+        assert isinstance(plugin, PodTopologySpread) and plugin.system_defaulted
+        got = [(c.topology_key, c.max_skew, c.when_unsatisfiable) for c in plugin.default_constraints]
+        assert got == [(HOSTNAME, 3, "ScheduleAnyway"), (ZONE, 5, "ScheduleAnyway")]
+
+
+class TestMultiPoint:
+    """``plugins.multiPoint``: disable by name or ``*``, enable (append or replace in place)."""
+
+    def test_disable_by_name_removes_it_everywhere(self) -> None:
+        """A disabled default plugin leaves every point and the weights."""
+        fwk = framework(profile({"multiPoint": {"disabled": [{"name": "TaintToleration"}]}}))
+        assert fwk.points["filter"] == ["NodeUnschedulable", "NodeName", "NodeAffinity", "PodTopologySpread"]
+        assert fwk.points["score"] == ["NodeAffinity", "PodTopologySpread"]
+        assert fwk.weights == {"NodeAffinity": 2, "PodTopologySpread": 2}
+
+    def test_disable_all_then_enable_keeps_the_enabled_order(self) -> None:
+        """With ``*`` disabled only the enabled list is left, in its own order, weight 0 meaning 1."""
+        fwk = framework(
+            profile(
+                {
+                    "multiPoint": {
+                        "disabled": [{"name": "*"}],
+                        "enabled": [
+                            {"name": "DefaultBinder"},
+                            {"name": "PodTopologySpread", "weight": 5},
+                            {"name": "PrioritySort"},
+                            {"name": "NodeAffinity"},
+                        ],
+                    }
+                }
+            )
+        )
+        assert fwk.points["filter"] == ["PodTopologySpread", "NodeAffinity"]
+        assert fwk.points["score"] == ["PodTopologySpread", "NodeAffinity"]
+        assert fwk.points["preEnqueue"] == [] and fwk.points["queueSort"] == ["PrioritySort"]
+        assert fwk.weights == {"PodTopologySpread": 5, "NodeAffinity": 1}
+
+    def test_disable_all_without_a_queue_sort_is_an_error(self) -> None:
+        """Exactly one QueueSort plugin is required."""
+        assert config_error(profile({"multiPoint": {"disabled": [{"name": "*"}]}})) == (
+            "profiles[0].plugins.queueSort: Invalid value: exactly one queue sort plugin must be enabled, got []"
+        )
+
+    def test_disable_all_without_a_bind_plugin_is_an_error(self) -> None:
+        """At least one Bind plugin is required."""
+        doc = profile({"multiPoint": {"disabled": [{"name": "*"}], "enabled": [{"name": "PrioritySort"}]}})
+        assert config_error(doc) == "profiles[0].plugins.bind: Invalid value: at least one bind plugin is needed"
+
+    def test_enabling_a_default_plugin_with_a_weight_replaces_it_in_place(self) -> None:
+        """The order stays upstream's; the weight is the new one."""
+        fwk = framework(profile({"multiPoint": {"enabled": [{"name": "TaintToleration", "weight": 7}]}}))
+        assert fwk.points["filter"] == DEFAULT_FILTER and fwk.points["score"] == DEFAULT_SCORE
+        assert fwk.weights == {"TaintToleration": 7, "NodeAffinity": 2, "PodTopologySpread": 2}
+
+    def test_enabling_a_default_plugin_without_a_weight_resets_it_to_1(self) -> None:
+        """``mergePluginSet`` replaces the whole default entry: its weight 3 is gone, 0 means 1."""
+        fwk = framework(profile({"multiPoint": {"enabled": [{"name": "TaintToleration"}]}}))
+        assert fwk.weights == {"TaintToleration": 1, "NodeAffinity": 2, "PodTopologySpread": 2}
+
+    def test_disabled_and_enabled_again_moves_to_the_end(self) -> None:
+        """A disabled default that is enabled again is appended after the defaults."""
+        fwk = framework(
+            profile({"multiPoint": {"disabled": [{"name": "NodeName"}], "enabled": [{"name": "NodeName"}]}})
+        )
+        assert fwk.points["filter"] == [
+            "NodeUnschedulable",
+            "TaintToleration",
+            "NodeAffinity",
+            "PodTopologySpread",
+            "NodeName",
+        ]
+
+    def test_enabling_the_same_plugin_twice_is_an_error(self) -> None:
+        """Upstream refuses a double registration ("already registered")."""
+        doc = profile({"multiPoint": {"enabled": [{"name": "PodTopologySpread"}, {"name": "PodTopologySpread"}]}})
+        assert (
+            config_error(doc) == 'profiles[0].plugins.multiPoint.enabled[1].name: Duplicate value: "PodTopologySpread"'
+        )
+
+
+class TestPerExtensionPoint:
+    """Point-specific enabled/disabled lists on top of multiPoint."""
+
+    def test_overrides_come_first_in_the_points_order(self) -> None:
+        """Upstream "Reorder MultiPoint plugins (specified extension takes precedence)"."""
+        fwk = framework(profile({"filter": {"enabled": [{"name": "PodTopologySpread"}, {"name": "TaintToleration"}]}}))
+        assert fwk.points["filter"] == [
+            "PodTopologySpread",
+            "TaintToleration",
+            "NodeUnschedulable",
+            "NodeName",
+            "NodeAffinity",
+        ]
+        assert fwk.points["score"] == DEFAULT_SCORE  # other points keep the multiPoint order
+
+    def test_plugins_outside_multipoint_come_last(self) -> None:
+        """Upstream "... only takes precedence when it exists in MultiPoint": others are appended."""
+        fwk = framework(
+            profile(
+                {
+                    "multiPoint": {"disabled": [{"name": "NodeAffinity"}]},
+                    "filter": {"enabled": [{"name": "NodeAffinity"}, {"name": "TaintToleration"}]},
+                }
+            )
+        )
+        assert fwk.points["filter"] == [
+            "TaintToleration",
+            "NodeUnschedulable",
+            "NodeName",
+            "PodTopologySpread",
+            "NodeAffinity",
+        ]
+        assert fwk.points["preFilter"] == ["PodTopologySpread"]  # NodeAffinity only where enabled
+        assert "NodeAffinity" not in fwk.weights
+
+    def test_disabled_at_one_point_only(self) -> None:
+        """A multiPoint plugin disabled at Score still filters."""
+        fwk = framework(profile({"score": {"disabled": [{"name": "TaintToleration"}]}}))
+        assert fwk.points["score"] == ["NodeAffinity", "PodTopologySpread"]
+        assert fwk.points["preScore"] == DEFAULT_SCORE
+        assert "TaintToleration" in fwk.points["filter"]
+        assert fwk.weights == {"NodeAffinity": 2, "PodTopologySpread": 2}
+
+    def test_disable_all_at_one_point_keeps_only_that_points_enabled(self) -> None:
+        """``*`` disabled at Filter skips the multiPoint expansion there."""
+        fwk = framework(profile({"filter": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeAffinity"}]}}))
+        assert fwk.points["filter"] == ["NodeAffinity"]
+        assert fwk.points["preFilter"] == ["NodeAffinity", "PodTopologySpread"]
+
+    def test_enabled_at_a_point_the_plugin_does_not_implement(self) -> None:
+        """PrioritySort has no Filter."""
+        doc = profile({"filter": {"enabled": [{"name": "PrioritySort"}]}})
+        assert config_error(doc) == (
+            'profiles[0].plugins.filter.enabled[0].name: Invalid value: "PrioritySort": plugin does not extend filter'
+        )
+
+    def test_listed_twice_at_one_point(self) -> None:
+        """A plugin cannot run twice at one point."""
+        doc = profile({"filter": {"enabled": [{"name": "NodeAffinity"}, {"name": "NodeAffinity"}]}})
+        assert config_error(doc) == "profiles[0].plugins.filter.enabled: Duplicate value: a plugin is listed twice"
+
+    def test_unknown_extension_point(self) -> None:
+        """Misspelled point names are refused, not ignored."""
+        assert config_error(profile({"filters": {}})).startswith(
+            "profiles[0].plugins.filters: Invalid value: unknown extension point (known: multiPoint, queueSort,"
+        )
+
+
+class TestWeights:
+    """Score weights: multiPoint, then score.enabled which wins."""
+
+    @pytest.mark.parametrize(
+        ("plugins", "weights", "order"),
+        [
+            pytest.param(
+                {"score": {"enabled": [{"name": "NodeAffinity", "weight": 9}]}},
+                {"TaintToleration": 3, "NodeAffinity": 9, "PodTopologySpread": 2},
+                ["NodeAffinity", "TaintToleration", "PodTopologySpread"],
+                id="score-weight-wins",
+            ),
+            pytest.param(
+                {"score": {"enabled": [{"name": "TaintToleration"}]}},
+                {"TaintToleration": 1, "NodeAffinity": 2, "PodTopologySpread": 2},
+                DEFAULT_SCORE,
+                id="score-entry-without-weight-means-1",
+            ),
+            pytest.param(
+                {"multiPoint": {"enabled": [{"name": "PodTopologySpread", "weight": 4}]}},
+                {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 4},
+                DEFAULT_SCORE,
+                id="multipoint-weight",
+            ),
+            pytest.param(
+                {
+                    "multiPoint": {"enabled": [{"name": "PodTopologySpread", "weight": 4}]},
+                    "score": {"enabled": [{"name": "PodTopologySpread", "weight": 6}]},
+                },
+                {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 6},
+                ["PodTopologySpread", "TaintToleration", "NodeAffinity"],
+                id="score-beats-multipoint",
+            ),
+        ],
+    )
+    def test_weights(self, plugins: dict[str, Any], weights: dict[str, int], order: list[str]) -> None:
+        """The framework's weights and the score order."""
+        fwk = framework(profile(plugins))
+        assert fwk.weights == weights
+        assert fwk.points["score"] == order
+
+    def test_weights_change_the_decision(self) -> None:
+        """With PodTopologySpread weighted 100, soft spreading beats three PreferNoSchedule taints' worth."""
+        objects = [
+            make_node("tainted").taint("a", "1", "PreferNoSchedule").dict(),
+            make_node("crowded").dict(),
+            make_pod("e1").label("app", "web").node("crowded").dict(),
+        ]
+        pod = make_pod("p").label("app", "web").spread(HOSTNAME, 1, "ScheduleAnyway", match={"app": "web"}).dict()
+        hosts = {}
+        for weight in (1, 100):
+            sim = Simulation(
+                parse_config(profile({"score": {"enabled": [{"name": "PodTopologySpread", "weight": weight}]}})), seed=0
+            )
+            sim.add_objects([*objects, pod])
+            (attempt,) = sim.run()
+            hosts[weight] = attempt.host
+        # TaintToleration: tainted 0, crowded 100 (x3). PodTopologySpread: tainted 100, crowded 0.
+        assert hosts == {1: "crowded", 100: "tainted"}
+
+    @pytest.mark.parametrize("weight", [-1, "3", 1.5, True])
+    def test_bad_weight(self, weight: object) -> None:
+        """Weights are non-negative integers."""
+        doc = profile({"score": {"enabled": [{"name": "NodeAffinity", "weight": weight}]}})
+        assert config_error(doc).startswith(f"profiles[0].plugins.score.enabled[0].weight: Invalid value: {weight!r}")
+
+
+class TestPluginArgs:
+    """``pluginConfig``: PodTopologySpreadArgs and NodeAffinityArgs are validated at start-up."""
+
+    @staticmethod
+    def with_args(name: str, args: object) -> dict[str, Any]:
+        return profile(pluginConfig=[{"name": name, "args": args}])
+
+    def test_list_defaulting_with_default_constraints(self) -> None:
+        """List defaulting keeps the configured constraints, hard ones included."""
+        args = {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"},
+                {"maxSkew": 2, "topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway"},
+            ],
+        }
+        plugin = framework(self.with_args("PodTopologySpread", args)).plugins["PodTopologySpread"]
+        assert isinstance(plugin, PodTopologySpread) and not plugin.system_defaulted
+        got = [(c.topology_key, c.max_skew, c.when_unsatisfiable) for c in plugin.default_constraints]
+        assert got == [(ZONE, 1, "DoNotSchedule"), (HOSTNAME, 2, "ScheduleAnyway")]
+
+    def test_list_defaulting_with_no_constraints_means_none(self) -> None:
+        """An empty list means no default spreading at all."""
+        plugin = framework(self.with_args("PodTopologySpread", {"defaultingType": "List"})).plugins["PodTopologySpread"]
+        assert isinstance(plugin, PodTopologySpread) and plugin.default_constraints == ()
+
+    def test_hard_default_constraint_filters_pods_of_a_service(self) -> None:
+        """A List default applies to a pod without constraints whose Service selects it."""
+        args = {
+            "defaultingType": "List",
+            "defaultConstraints": [{"maxSkew": 1, "topologyKey": HOSTNAME, "whenUnsatisfiable": "DoNotSchedule"}],
+        }
+        sim = Simulation(parse_config(self.with_args("PodTopologySpread", args)), seed=0)
+        sim.add_objects(
+            [
+                make_node("n1").dict(),
+                make_node("n2").dict(),
+                {
+                    "kind": "Service",
+                    "metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"selector": {"app": "web"}},
+                },
+                make_pod("e1").label("app", "web").node("n1").dict(),
+                make_pod("p").label("app", "web").dict(),
+            ]
+        )
+        (attempt,) = sim.run()
+        # hostname counts n1=1, n2=0, min 0: n1 1+1-0=2 > 1, n2 0+1-0=1.
+        assert attempt.feasible == ["n2"]
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            pytest.param(
+                {
+                    "defaultingType": "System",
+                    "defaultConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}],
+                },
+                'defaultingType: Invalid value: "System": when .defaultConstraints are not empty, '
+                "defaultingType can only be List",
+                id="system-with-a-list",
+            ),
+            pytest.param(
+                {
+                    "defaultingType": "List",
+                    "defaultConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": ZONE,
+                            "whenUnsatisfiable": "DoNotSchedule",
+                            "labelSelector": {"matchLabels": {"app": "web"}},
+                        }
+                    ],
+                },
+                "defaultConstraints[0].labelSelector: Forbidden: constraint must not define a selector, "
+                "as they deduced for each pod",
+                id="selector-in-a-default",
+            ),
+            pytest.param(
+                {"defaultingType": "Sometimes"},
+                'defaultingType: Unsupported value: "Sometimes": supported values: "List", "System"',
+                id="unknown-defaulting-type",
+            ),
+            pytest.param(
+                {
+                    "defaultingType": "List",
+                    "defaultConstraints": [{"maxSkew": 0, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}],
+                },
+                "defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range [1, 2147483647]",
+                id="max-skew-0",
+            ),
+            pytest.param(
+                {
+                    "defaultingType": "List",
+                    "defaultConstraints": [
+                        {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"},
+                        {"maxSkew": 2, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"},
+                    ],
+                },
+                f'defaultConstraints[1]: Duplicate value: "{{{ZONE}, DoNotSchedule}}"',
+                id="duplicate-default",
+            ),
+            pytest.param(
+                {
+                    "defaultingType": "List",
+                    "defaultConstraints": [
+                        {"maxSkew": 1, "topologyKey": "bad key", "whenUnsatisfiable": "DoNotSchedule"}
+                    ],
+                },
+                'defaultConstraints[0].topologyKey: Invalid value: "bad key": name part must consist of',
+                id="topology-key-not-a-label-name",
+            ),
+        ],
+    )
+    def test_bad_pod_topology_spread_args(self, args: dict[str, Any], message: str) -> None:
+        """The error names the profile, the plugin's args and the field inside them."""
+        error = config_error(self.with_args("PodTopologySpread", args))
+        assert error.startswith(f"profiles[0].pluginConfig[PodTopologySpread].args: {message}")
+
+    def test_added_affinity(self) -> None:
+        """NodeAffinityArgs.addedAffinity applies to every pod of the profile, before its own affinity."""
+        args = {
+            "addedAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["batch"]}]}
+                    ]
+                }
+            }
+        }
+        cfg = parse_config(self.with_args("NodeAffinity", args))
+        plugin = build_frameworks(cfg)[NAME].plugins["NodeAffinity"]
+        assert isinstance(plugin, NodeAffinity) and plugin.added_required is not None
+        sim = Simulation(cfg, seed=0)
+        sim.add_objects(
+            [
+                make_node("web").label("pool", "web").dict(),
+                make_node("batch").label("pool", "batch").dict(),
+                make_pod("p").dict(),
+            ]
+        )
+        (attempt,) = sim.run()
+        assert attempt.host == "batch"
+        assert attempt.diagnosis.node_to_status["web"].message() == (  # type: ignore[index]
+            "node(s) didn't match scheduler-enforced node affinity"
+        )
+
+    def test_bad_added_affinity(self) -> None:
+        """A broken addedAffinity stops the start-up with the field's path."""
+        args = {
+            "addedAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "Like", "values": ["x"]}]}]
+                }
+            }
+        }
+        assert config_error(self.with_args("NodeAffinity", args)).startswith(
+            "profiles[0].pluginConfig[NodeAffinity].args: addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            '.nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: "Like"'
+        )
+
+    def test_unknown_plugin_in_plugin_config(self) -> None:
+        """Args for a plugin that does not exist are refused."""
+        assert config_error(self.with_args("Nope", {})) == (
+            'profiles[0].pluginConfig[0].name: Invalid value: "Nope": plugin does not exist'
+        )
+
+    def test_plugin_config_twice(self) -> None:
+        """One args entry per plugin."""
+        doc = profile(pluginConfig=[{"name": "NodeAffinity", "args": {}}, {"name": "NodeAffinity", "args": {}}])
+        assert config_error(doc) == 'profiles[0].pluginConfig[1].name: Duplicate value: "NodeAffinity"'
+
+    def test_args_must_be_an_object(self) -> None:
+        """``args: [..]`` is refused."""
+        assert (
+            config_error(self.with_args("NodeAffinity", ["x"])) == "profiles[0].pluginConfig[0].args: must be an object"
+        )
+
+
+class TestErrors:
+    """Each refusal names the field."""
+
+    @pytest.mark.parametrize(
+        ("plugins", "path", "name"),
+        [
+            pytest.param({"filter": {"enabled": [{"name": "Nope"}]}}, "filter.enabled[0]", "Nope", id="filter-enabled"),
+            pytest.param(
+                {"multiPoint": {"enabled": [{"name": "InterPodAffinity"}]}},
+                "multiPoint.enabled[0]",
+                "InterPodAffinity",
+                id="multipoint-enabled-upstream-plugin-we-do-not-ship",
+            ),
+            pytest.param({"filter": {"enabled": [{"name": "*"}]}}, "filter.enabled[0]", "*", id="star-enabled"),
+            pytest.param(
+                {"multiPoint": {"enabled": [{"name": "*"}]}}, "multiPoint.enabled[0]", "*", id="star-multipoint"
+            ),
+        ],
+    )
+    def test_unknown_plugin(self, plugins: dict[str, Any], path: str, name: str) -> None:
+        """The message names the path, the plugin, and the plugins we know."""
+        assert config_error(profile(plugins)) == (
+            f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
+            "NodeAffinity, NodeName, NodeUnschedulable, PodTopologySpread, PrioritySort, SchedulingGates, "
+            "TaintToleration)"
+        )
+
+    def test_disabling_plugins_we_do_not_ship_is_fine(self) -> None:
+        """Upstream never looks disabled names up: a kube-scheduler config disabling its extras loads."""
+        fwk = framework(
+            profile(
+                {
+                    "multiPoint": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]},
+                    "score": {"disabled": [{"name": "ImageLocality"}, {"name": "NoSuchPlugin"}]},
+                }
+            )
+        )
+        assert fwk.points["score"] == DEFAULT_SCORE
+
+    def test_plugin_without_a_name(self) -> None:
+        """A plugin entry needs a name."""
+        assert config_error(profile({"score": {"enabled": [{"weight": 3}]}})) == (
+            "profiles[0].plugins.score.enabled[0].name: Required value"
+        )
+
+    def test_duplicate_scheduler_name(self) -> None:
+        """Profiles are told apart by schedulerName."""
+        doc = {**API, "profiles": [{"schedulerName": "a"}, {"schedulerName": "b"}, {"schedulerName": "a"}]}
+        assert config_error(doc) == 'profiles[2].schedulerName: Duplicate value: "a"'
+
+    @pytest.mark.parametrize(
+        ("doc", "message"),
+        [
+            pytest.param(
+                {"apiVersion": "kubescheduler.config.k8s.io/v1beta3", "kind": "KubeSchedulerConfiguration"},
+                'apiVersion: Unsupported value: "kubescheduler.config.k8s.io/v1beta3": '
+                'supported values: "kubescheduler.config.k8s.io/v1"',
+                id="api-version",
+            ),
+            pytest.param(
+                {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "Scheduler"},
+                'kind: Unsupported value: "Scheduler": supported values: "KubeSchedulerConfiguration"',
+                id="kind",
+            ),
+            pytest.param(["not", "a", "map"], "config: must be an object", id="not-a-mapping"),
+            pytest.param({**API, "profiles": {"a": 1}}, "profiles: must be a list", id="profiles-not-a-list"),
+            pytest.param({**API, "profiles": ["x"]}, "profiles[0]: must be an object", id="profile-not-a-mapping"),
+            pytest.param(
+                {**API, "profiles": [{"schedulerName": ""}]},
+                "profiles[0].schedulerName: Required value",
+                id="empty-name",
+            ),
+            pytest.param(
+                {**API, "percentageOfNodesToScore": 101},
+                "percentageOfNodesToScore: Invalid value: 101: must be an integer in [0, 100]",
+                id="percentage-101",
+            ),
+            pytest.param(
+                {**API, "percentageOfNodesToScore": -1},
+                "percentageOfNodesToScore: Invalid value: -1: must be an integer in [0, 100]",
+                id="percentage-negative",
+            ),
+            pytest.param(
+                {**API, "percentageOfNodesToScore": "50%"},
+                "percentageOfNodesToScore: Invalid value: '50%': must be an integer in [0, 100]",
+                id="percentage-string",
+            ),
+            pytest.param(
+                profile(percentageOfNodesToScore=150),
+                "profiles[0].percentageOfNodesToScore: Invalid value: 150: must be an integer in [0, 100]",
+                id="profile-percentage-150",
+            ),
+            pytest.param(
+                {**API, "podInitialBackoffSeconds": 5, "podMaxBackoffSeconds": 2},
+                "podMaxBackoffSeconds: Invalid value: 2: must be greater than or equal to PodInitialBackoffSeconds",
+                id="max-backoff-below-initial",
+            ),
+            pytest.param(
+                {**API, "podInitialBackoffSeconds": 0},
+                "podInitialBackoffSeconds: Invalid value: 0: must be an integer in [1, 2147483647]",
+                id="initial-backoff-0",
+            ),
+            pytest.param(
+                {**API, "clientConnection": {"qps": "fast"}},
+                "clientConnection.qps: Invalid value: 'fast': must be a number",
+                id="qps-not-a-number",
+            ),
+            pytest.param(
+                {**API, "clientConnection": {"burst": -1}},
+                "clientConnection.burst: Invalid value: -1: must be an integer in [0, 2147483647]",
+                id="burst-negative",
+            ),
+        ],
+    )
+    def test_refused(self, doc: object, message: str) -> None:
+        """The ConfigError is exactly the path and the reason."""
+        assert config_error(doc) == message
+
+    @pytest.mark.parametrize("pct", [0, 1, 50, 100])
+    def test_percentage_in_range(self, pct: int) -> None:
+        """0 (adaptive) .. 100 are fine, globally and per profile; the profile's wins."""
+        cfg = parse_config({**profile(percentageOfNodesToScore=pct), "percentageOfNodesToScore": 7})
+        assert cfg.percentage_of_nodes_to_score == 7
+        assert build_frameworks(cfg)[NAME].percentage_of_nodes_to_score == pct
+
+
+class TestLeaderElection:
+    """Durations are Go durations; the lease must outlast the renew deadline."""
+
+    @pytest.mark.parametrize(
+        ("text", "seconds"),
+        [
+            pytest.param("15s", 15.0, id="15s"),
+            pytest.param("1m30s", 90.0, id="1m30s"),
+            pytest.param("1h", 3600.0, id="1h"),
+            pytest.param("2m", 120.0, id="2m"),
+            pytest.param("1.5h", 5400.0, id="fraction"),
+            pytest.param("90s", 90.0, id="90s"),
+        ],
+    )
+    def test_lease_duration(self, text: str, seconds: float) -> None:
+        """The lease duration in seconds."""
+        cfg = parse_config({**API, "leaderElection": {"leaseDuration": text, "renewDeadline": "10s"}})
+        assert cfg.leader_election.lease_duration == seconds
+
+    def test_sub_second_retry_period(self) -> None:
+        """``500ms`` is half a second."""
+        cfg = parse_config({**API, "leaderElection": {"retryPeriod": "500ms"}})
+        assert cfg.leader_election.retry_period == 0.5
+
+    @pytest.mark.parametrize("text", ["soon", "15", "15 s", "1m30", "s", "-5s", ""])
+    def test_not_a_duration(self, text: str) -> None:
+        """Anything else is refused with the field's path."""
+        assert config_error({**API, "leaderElection": {"renewDeadline": text}}) == (
+            f'leaderElection.renewDeadline: Invalid value: "{text}": must be a duration such as 15s'
+        )
+
+    def test_lease_must_outlast_renew_deadline(self) -> None:
+        """``ValidateLeaderElectionConfiguration``: leaseDuration > renewDeadline."""
+        doc = {**API, "leaderElection": {"leaseDuration": "10s", "renewDeadline": "10s"}}
+        assert (
+            config_error(doc)
+            == "leaderElection.leaseDuration: Invalid value: 10.0s: must be greater than `RenewDeadline`"
+        )
+
+    def test_zero_retry_period(self) -> None:
+        """Every duration must be positive."""
+        doc = {**API, "leaderElection": {"retryPeriod": "0s"}}
+        assert config_error(doc) == "leaderElection.retryPeriod: Invalid value: 0.0s: must be greater than zero"
+
+    def test_not_validated_without_leader_election(self) -> None:
+        """With leaderElect false the durations are not checked against each other."""
+        cfg = parse_config(
+            {**API, "leaderElection": {"leaderElect": False, "leaseDuration": "1s", "renewDeadline": "5s"}}
+        )
+        assert cfg.leader_election.leader_elect is False
+
+    def test_lock_names(self) -> None:
+        """resourceName defaults to the first profile's name; both may be set."""
+        cfg = parse_config({**API, "profiles": [{"schedulerName": "a"}, {"schedulerName": "b"}]})
+        assert cfg.leader_election.resource_name == "a"
+        cfg = parse_config({**API, "leaderElection": {"resourceNamespace": "ops", "resourceName": "lock"}})
+        assert (cfg.leader_election.resource_namespace, cfg.leader_election.resource_name) == ("ops", "lock")
+
+
+TWO_PROFILES: dict[str, Any] = {
+    **API,
+    "profiles": [
+        {"schedulerName": "strict"},
+        {
+            "schedulerName": "lenient",
+            "plugins": {"filter": {"disabled": [{"name": "TaintToleration"}]}},
+            "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}],
+        },
+    ],
+}
+
+
+class TestTwoProfiles:
+    """Two profiles are two frameworks; pods pick theirs by schedulerName."""
+
+    def test_frameworks(self) -> None:
+        """Each profile gets its own points and plugin args."""
+        fwks = build_frameworks(parse_config(TWO_PROFILES))
+        assert list(fwks) == ["strict", "lenient"]
+        assert "TaintToleration" in fwks["strict"].points["filter"]
+        assert "TaintToleration" not in fwks["lenient"].points["filter"]
+        strict, lenient = fwks["strict"].plugins["PodTopologySpread"], fwks["lenient"].plugins["PodTopologySpread"]
+        assert isinstance(strict, PodTopologySpread) and isinstance(lenient, PodTopologySpread)
+        assert strict.system_defaulted and not lenient.system_defaulted
+        assert fwks["strict"].handle is not fwks["lenient"].handle
+
+    def test_pods_are_scheduled_by_their_profile(self) -> None:
+        """Only the lenient profile ignores the taint; pods of unknown schedulers are not ours."""
+        sim = Simulation(parse_config(TWO_PROFILES), seed=0)
+        sim.add_objects(
+            [
+                make_node("tainted").taint("k", "v").dict(),
+                make_pod("s").scheduler("strict").dict(),
+                make_pod("l").scheduler("lenient").dict(),
+                make_pod("x").scheduler("default-scheduler").dict(),
+            ]
+        )
+        result = {a.pod.name: a.host for a in sim.run()}
+        assert result == {"s": None, "l": "tainted"}
+
+
+class TestLoadConfig:
+    """Reading the file: unreadable, unparsable and undecodable files are ConfigErrors naming it."""
+
+    def test_missing_file(self, tmp_path: Path) -> None:
+        """The message names the path."""
+        path = tmp_path / "nope.yaml"
+        with pytest.raises(ConfigError, match=rf"^{path}: cannot read configuration"):
+            load_config(path)
+
+    def test_bad_yaml(self, tmp_path: Path) -> None:
+        """A YAML syntax error is a ConfigError too."""
+        path = tmp_path / "bad.yaml"
+        path.write_text("profiles: [\n")
+        with pytest.raises(ConfigError, match=rf"^{path}: cannot read configuration"):
+            load_config(path)
+
+    def test_binary_file(self, tmp_path: Path) -> None:
+        """Bytes that are no UTF-8 are reported, not raised as UnicodeDecodeError."""
+        path = tmp_path / "bin.yaml"
+        path.write_bytes(b"\xff\xfe\x00\x81")
+        with pytest.raises(ConfigError, match=rf"^{path}: cannot read configuration"):
+            load_config(path)
+
+    def test_file_errors_name_the_file_as_root(self, tmp_path: Path) -> None:
+        """A document that is no mapping is reported under the file's name."""
+        path = tmp_path / "list.yaml"
+        path.write_text("- a\n- b\n")
+        with pytest.raises(ConfigError, match=rf"^{path}: must be an object$"):
+            load_config(path)
+
+    def test_a_valid_file(self, tmp_path: Path) -> None:
+        """YAML on disk parses like the dict."""
+        path = tmp_path / "ok.yaml"
+        path.write_text(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+            "profiles:\n- schedulerName: mine\n  plugins:\n    multiPoint:\n      enabled:\n"
+            "      - {name: NodeAffinity, weight: 5}\n"
+        )
+        fwk = build_frameworks(load_config(path))["mine"]
+        assert fwk.weights["NodeAffinity"] == 5

@@ -1,0 +1,500 @@
+"""``spread-scheduler simulate`` end to end: the shipped examples, input formats, output, exit codes.
+
+Expected values are derived by hand from the rules of the spec (sections 1.5, 3.3, 4.5, 4.7, 6.2)
+in the comments next to them, never read back from the code. Our default profile scores with
+TaintToleration (x3), NodeAffinity (x2) and PodTopologySpread (x2) and has no PostFilter plugin, so
+a FitError message ends after the filter histogram.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler.cli import main
+from scheduler.testing import make_node, make_pod
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+SPREAD = "node(s) didn't match pod topology spread constraints"
+AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+PTS_SKEW = {"plugin": "PodTopologySpread", "reason": SPREAD}
+TT_ONLY = {"TaintToleration": {"raw": 0, "normalized": 100}}
+FOO = {"foo": "bar"}
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def simulate_json(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, Any]]:
+    assert main(["simulate", *args, "--output", "json"]) == 0
+    results: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["results"]
+    return results
+
+
+def node(
+    filter: dict[str, str] | None = None, scores: dict[str, Any] | None = None, total: int | None = None
+) -> dict[str, Any]:
+    """One entry of ``nodes`` in the JSON output."""
+    return {"filter": filter, "scores": scores or {}, "total": total}
+
+
+def scored(tt: int, pts: tuple[int, int] | None = None, *, tt_raw: int = 0) -> dict[str, Any]:
+    """A feasible node's entry from normalized TaintToleration and (raw, normalized) PodTopologySpread."""
+    scores: dict[str, Any] = {"TaintToleration": {"raw": tt_raw, "normalized": tt}}
+    total = tt * 3
+    if pts is not None:
+        scores["PodTopologySpread"] = {"raw": pts[0], "normalized": pts[1]}
+        total += pts[1] * 2
+    return node(None, scores, total)
+
+
+class TestTwoZonesExample:
+    """``examples/two-zones.yaml``: cluster A of the spec (TV-1) plus a softly spread second pod."""
+
+    def test_hard_zone_spread_then_soft_spread(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Every field of both results, for whichever node the tie gave the first pod."""
+        incoming, soft = simulate_json(capsys, str(EXAMPLES / "two-zones.yaml"), "--seed", "1")
+        # incoming (TV-1): zoneA holds p1, p2 -> 2; zoneB holds p3 -> 1; min 1. zoneA nodes: 2+1-1 = 2 > 1
+        # fail; zoneB nodes 1+1-1 = 1 pass. PodTopologySpread has no soft constraint -> PreScore Skip,
+        # NodeAffinity has no preferred term -> Skip; TaintToleration: no taints -> 100 (x3 = 300) each.
+        assert incoming["node"] in ("node3", "node4")
+        assert incoming == {
+            "pod": "default/incoming",
+            "node": incoming["node"],
+            "message": f"Successfully assigned default/incoming to {incoming['node']}",
+            "nodes": {
+                "node1": node(PTS_SKEW),
+                "node2": node(PTS_SKEW),
+                "node3": node(None, TT_ONLY, 300),
+                "node4": node(None, TT_ONLY, 300),
+            },
+        }
+        # soft: zone (maxSkew 1) + hostname (maxSkew 1), both ScheduleAnyway, all 4 nodes feasible.
+        # Zone weight ln(2+2) = 1.3863 (2 zones), hostname weight ln(4+2) = 1.7918 (4 feasible nodes);
+        # raw = round(zoneCount*1.3863 + 0 + nodeCount*1.7918 + 0), maxSkew-1 = 0.
+        if incoming["node"] == "node3":
+            # zoneA 2, zoneB 2 (p3 + incoming); node counts 1, 1, 2, 0.
+            # node1/node2: 2.77+1.79 = 4.56 -> 5; node3: 2.77+3.58 = 6.36 -> 6; node4: 2.77 -> 3.
+            # normalize 100*(max+min-raw)/max with max 6, min 3: 66, 66, 50, 100.
+            expected = {
+                "node1": scored(100, (5, 66)),
+                "node2": scored(100, (5, 66)),
+                "node3": scored(100, (6, 50)),
+                "node4": scored(100, (3, 100)),
+            }
+            assert soft["node"] == "node4"
+        else:
+            # node4 got it: every node holds one pod, both zones two -> raw 5 everywhere -> 100 each, a
+            # four-way tie.
+            expected = {n: scored(100, (5, 100)) for n in ("node1", "node2", "node3", "node4")}
+            assert soft["node"] in expected
+        assert soft == {
+            "pod": "default/soft",
+            "node": soft["node"],
+            "message": f"Successfully assigned default/soft to {soft['node']}",
+            "nodes": expected,
+        }
+
+    def test_seed_makes_tie_breaking_repeatable(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """The same seed gives the same output; over seeds both tied nodes come up."""
+        path = str(EXAMPLES / "two-zones.yaml")
+        first = {seed: simulate_json(capsys, path, "--seed", str(seed)) for seed in range(12)}
+        again = {seed: simulate_json(capsys, path, "--seed", str(seed)) for seed in range(12)}
+        assert first == again
+        assert {results[0]["node"] for results in first.values()} == {"node3", "node4"}
+
+    def test_table(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """The table names the decision, every node, its verdict, and the weighted score columns."""
+        assert main(["simulate", str(EXAMPLES / "two-zones.yaml"), "--seed", "1"]) == 0
+        table = capsys.readouterr().out
+        lines = table.splitlines()
+        assert lines[0] in ("pod default/incoming: -> node3", "pod default/incoming: -> node4")
+        assert lines[1].split() == ["NODE", "FILTER", "TaintToleration", "(x3)", "TOTAL"]
+        rows = {line.split()[0]: line for line in lines[2:6]}
+        assert set(rows) == {"node1", "node2", "node3", "node4"}
+        assert f"PodTopologySpread: {SPREAD}" in rows["node1"] and f"PodTopologySpread: {SPREAD}" in rows["node2"]
+        assert rows["node3"].split()[1:] in (
+            ["*", "ok", "100", "(raw", "0)", "300"],
+            ["ok", "100", "(raw", "0)", "300"],
+        )
+        assert "PodTopologySpread (x2)" in table and "pod default/soft: -> " in table
+
+
+class TestMinDomainsExample:
+    """``examples/min-domains.yaml`` (TV-10): three domains, ``minDomains: 5``."""
+
+    def test_json(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """3 domains < 5, so the minimum counts as 0: every node 1+1-0 = 2 > 1."""
+        (result,) = simulate_json(capsys, str(EXAMPLES / "min-domains.yaml"))
+        assert result == {
+            "pod": "default/db-4",
+            "node": None,
+            "message": f"0/3 nodes are available: 3 {SPREAD}.",
+            "nodes": {"n1": node(PTS_SKEW), "n2": node(PTS_SKEW), "n3": node(PTS_SKEW)},
+        }
+
+    def test_table_shows_the_message_and_each_node(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """UNSCHEDULABLE with the message, then one row per node with its reason."""
+        assert main(["simulate", str(EXAMPLES / "min-domains.yaml")]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0] == f"pod default/db-4: UNSCHEDULABLE: 0/3 nodes are available: 3 {SPREAD}."
+        assert lines[1].split() == ["NODE", "FILTER", "TOTAL"]
+        assert [line.split(maxsplit=1) for line in lines[2:5]] == [
+            ["n1", f"PodTopologySpread: {SPREAD}"],
+            ["n2", f"PodTopologySpread: {SPREAD}"],
+            ["n3", f"PodTopologySpread: {SPREAD}"],
+        ]
+
+    def test_console_script(self) -> None:
+        """The installed ``spread-scheduler`` entry point prints the same JSON."""
+        exe = Path(sys.executable).parent / "spread-scheduler"
+        done = subprocess.run(
+            [str(exe), "simulate", str(EXAMPLES / "min-domains.yaml"), "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+        (result,) = json.loads(done.stdout)["results"]
+        assert result["node"] is None and result["message"] == f"0/3 nodes are available: 3 {SPREAD}."
+
+
+class TestNodeAffinitySkewExample:
+    """``examples/node-affinity-skew.yaml`` (TV-11, issue #106971)."""
+
+    def test_json(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Honor leaves kind-worker2's pods out; Ignore counts them and flips the answer."""
+        honor, ignore = simulate_json(capsys, str(EXAMPLES / "node-affinity-skew.yaml"))
+        # honor: kind-worker2 fails NodeAffinity first (filter order). nodeAffinityPolicy Honor: only
+        # kind-worker (zoneA, 0 pods) and kind-worker3 (zoneB, 1 pod) count; min 0.
+        # kind-worker 0+1-0 = 1 ok; kind-worker3 1+1-0 = 2 > 1. One feasible node: no scoring.
+        assert honor == {
+            "pod": "default/honor",
+            "node": "kind-worker",
+            "message": "Successfully assigned default/honor to kind-worker",
+            "nodes": {
+                "kind-worker": node(),
+                "kind-worker2": node({"plugin": "NodeAffinity", "reason": AFFINITY}),
+                "kind-worker3": node(PTS_SKEW),
+            },
+        }
+        # ignore: every node counts. zoneA = 2 (kind-worker2) + 1 (honor, now on kind-worker) = 3,
+        # zoneB = 1; min 1. kind-worker 3+1-1 = 3 > 1; kind-worker3 1+1-1 = 1 ok.
+        assert ignore == {
+            "pod": "default/ignore",
+            "node": "kind-worker3",
+            "message": "Successfully assigned default/ignore to kind-worker3",
+            "nodes": {
+                "kind-worker": node(PTS_SKEW),
+                "kind-worker2": node({"plugin": "NodeAffinity", "reason": AFFINITY}),
+                "kind-worker3": node(),
+            },
+        }
+
+
+def kubectl_items() -> list[dict[str, Any]]:
+    """TV-7 as ``kubectl get -o yaml`` would print it: owner references, status, managedFields, extras.
+
+    Cluster A (node1, node2 in zoneA; node3, node4 in zoneB), p1..p3 (foo=bar) owned by ReplicaSet
+    rs1 (selector foo=bar) on node1..node3, and a pending pod of rs1 without constraints. Plus objects
+    that must not change anything: a Succeeded foo=bar pod on node4 (terminal pods are invisible), a
+    pending pod of another scheduler (not ours, not counted), and a foo=bar pod in another namespace.
+    """
+    meta_extra = {
+        "resourceVersion": "4711",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+        "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:metadata": {}}}],
+        "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"},
+    }
+    items: list[dict[str, Any]] = []
+    for name, zone in (("node1", "zoneA"), ("node2", "zoneA"), ("node3", "zoneB"), ("node4", "zoneB")):
+        obj = make_node(name).zone(zone).dict()
+        obj["metadata"].update(meta_extra)
+        obj["status"] = {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "nodeInfo": {"kubeletVersion": "v1.35.4"},
+        }
+        items.append(obj)
+    rs = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "rs1", "namespace": "default", **meta_extra},
+        "spec": {"replicas": 4, "selector": {"matchLabels": FOO}, "template": {"metadata": {"labels": FOO}}},
+        "status": {"replicas": 3, "readyReplicas": 3},
+    }
+    items.append(rs)
+    for i, host in enumerate(("node1", "node2", "node3"), 1):
+        pod = make_pod(f"p{i}").labels(FOO).node(host).owner("ReplicaSet", "rs1").dict()
+        pod["metadata"].update(meta_extra)
+        pod["status"] = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+        items.append(pod)
+    done = make_pod("finished").labels(FOO).node("node4").owner("ReplicaSet", "rs1").dict()
+    done["status"] = {"phase": "Succeeded"}
+    items.append(done)
+    items.append(make_pod("theirs").labels(FOO).scheduler("default-scheduler").dict())
+    items.append(make_pod("elsewhere", "other").labels(FOO).node("node4").dict())
+    pending = make_pod("incoming").labels(FOO).owner("ReplicaSet", "rs1").dict()
+    pending["metadata"].update(meta_extra)
+    pending["metadata"]["generateName"] = "rs1-"
+    pending["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    items.append(pending)
+    return items
+
+
+# TV-7: no explicit constraints, System defaulting, selector foo=bar from the owning ReplicaSet:
+# hostname maxSkew 3 and zone maxSkew 5, both soft. Weights: hostname ln(4+2) = 1.7918, zone
+# ln(2+2) = 1.3863. raw = count*weight + (maxSkew-1) per constraint:
+#   node1: (1*1.7918+2) + (2*1.3863+4) = 10.56 -> 11     node3: (1.7918+2) + (1.3863+4) = 9.18 -> 9
+#   node4: (0+2) + (1.3863+4) = 7.39 -> 7
+# normalize 100*(max+min-raw)/max with max 11, min 7: node1/node2 63, node3 81, node4 100.
+# TaintToleration 100 everywhere (x3 = 300); totals 300 + 2*PTS = 426, 426, 462, 500 -> node4.
+TV7_NODES = {
+    "node1": scored(100, (11, 63)),
+    "node2": scored(100, (11, 63)),
+    "node3": scored(100, (9, 81)),
+    "node4": scored(100, (7, 100)),
+}
+TV7_RESULT = {
+    "pod": "default/incoming",
+    "node": "node4",
+    "message": "Successfully assigned default/incoming to node4",
+    "nodes": TV7_NODES,
+}
+
+
+class TestInputFormats:
+    """A ``List`` (any ``*List``), multi-document YAML and kubectl output all read the same."""
+
+    @pytest.mark.parametrize("kind", ["List", "PodList"])
+    def test_list(self, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """``kind: List`` with ``items``, extra fields everywhere."""
+        path = tmp_path / "list.yaml"
+        path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": kind, "items": kubectl_items(), "metadata": {}}))
+        assert simulate_json(capsys, str(path)) == [TV7_RESULT]
+
+    def test_multi_document(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """``---``-separated documents, empty documents and a nested List included."""
+        items = kubectl_items()
+        docs: list[Any] = [None, *items[:3], {"apiVersion": "v1", "kind": "List", "items": items[3:6]}, *items[6:]]
+        path = tmp_path / "multi.yaml"
+        path.write_text(yaml.safe_dump_all(docs))
+        assert simulate_json(capsys, str(path)) == [TV7_RESULT]
+
+    def test_json_input(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """``kubectl get -o json`` output is YAML too."""
+        path = tmp_path / "cluster.json"
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": kubectl_items()}, indent=1))
+        assert simulate_json(capsys, str(path)) == [TV7_RESULT]
+
+    def test_file_without_pending_pods(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Nothing to schedule is an empty result, not an error; so is a scalar document."""
+        path = tmp_path / "nodes.yaml"
+        path.write_text(yaml.safe_dump_all([make_node("n1").dict(), "just text", 42]))
+        assert simulate_json(capsys, str(path)) == []
+
+    def test_queue_order_is_priority_then_creation_then_file_order(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """PrioritySort: higher priority first, then the older pod, then the order in the file."""
+        pods = [
+            make_pod("late").created("2026-01-01T00:00:09Z").dict(),
+            make_pod("early").created("2026-01-01T00:00:01Z").dict(),
+            make_pod("same-time-b").created("2026-01-01T00:00:05Z").dict(),
+            make_pod("same-time-a").created("2026-01-01T00:00:05Z").dict(),
+            make_pod("urgent").priority(1000).created("2026-01-01T00:00:10Z").dict(),
+        ]
+        path = tmp_path / "pods.yaml"
+        path.write_text(yaml.safe_dump_all([make_node("n1").dict(), *pods]))
+        order = [r["pod"] for r in simulate_json(capsys, str(path))]
+        assert order == [
+            "default/urgent",
+            "default/early",
+            "default/same-time-b",
+            "default/same-time-a",
+            "default/late",
+        ]
+
+
+class TestOtherOutputs:
+    """Outputs beyond the examples: invalid pods, nominated nodes, narrowed candidates."""
+
+    def write(self, tmp_path: Path, *objects: dict[str, Any]) -> str:
+        path = tmp_path / "in.yaml"
+        path.write_text(yaml.safe_dump_all(list(objects)))
+        return str(path)
+
+    def test_invalid_pod_is_reported_and_the_next_one_scheduled(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The invalid pod's message names the field; no node was evaluated for it."""
+        path = self.write(
+            tmp_path,
+            make_node("n1").dict(),
+            make_pod("bad").created("2026-01-01T00:00:00Z").spread(ZONE, 0).dict(),
+            make_pod("good").created("2026-01-01T00:00:01Z").dict(),
+        )
+        bad, good = simulate_json(capsys, path)
+        assert bad == {
+            "pod": "default/bad",
+            "node": None,
+            "message": "invalid pod: spec.topologySpreadConstraints[0].maxSkew: must be greater than zero",
+            "nodes": {"n1": {"filter": None, "scores": {}, "total": None, "evaluated": False}},
+        }
+        assert good["node"] == "n1" and good["nodes"]["n1"] == node()
+
+    def test_nominated_node_is_tried_alone(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """status.nominatedNodeName fits: it is the only node evaluated, the others are marked."""
+        pod = make_pod("p").set("status.nominatedNodeName", "n2").dict()
+        path = self.write(tmp_path, make_node("n1").dict(), make_node("n2").dict(), pod)
+        (result,) = simulate_json(capsys, path)
+        assert result["node"] == "n2"
+        assert result["nodes"] == {
+            "n1": {"filter": None, "scores": {}, "total": None, "evaluated": False},
+            "n2": node(),
+        }
+
+    def test_prefilter_narrowing(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """TV-21: matchFields names node2, which is tainted; the others share the absent-node status."""
+        pod = make_pod("p").required_terms(
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node2"]}]}
+        )
+        path = self.write(
+            tmp_path,
+            make_node("node1").dict(),
+            make_node("node2").taint("k", "v").dict(),
+            make_node("node3").dict(),
+            pod.dict(),
+        )
+        (result,) = simulate_json(capsys, path)
+        absent = {"plugin": "", "reason": "node(s) didn't satisfy plugin(s) [NodeAffinity]"}
+        assert result == {
+            "pod": "default/p",
+            "node": None,
+            "message": "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
+            "2 node(s) didn't satisfy plugin(s) [NodeAffinity].",
+            "nodes": {
+                "node1": node(absent),
+                "node2": node({"plugin": "TaintToleration", "reason": "node(s) had untolerated taint(s)"}),
+                "node3": node(absent),
+            },
+        }
+
+    def test_pre_score_error(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A preferred ``Gt`` without an integer fails NodeAffinity's PreScore: a SchedulerError message."""
+        pod = make_pod("p").preferred_term(3, {"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["x"]}]})
+        path = self.write(tmp_path, make_node("n1").dict(), make_node("n2").dict(), pod.dict())
+        (result,) = simulate_json(capsys, path)
+        assert result["node"] is None
+        assert result["message"].startswith('running PreScore plugin "NodeAffinity": ')
+        assert result["nodes"] == {"n1": node(), "n2": node()}
+
+    def test_no_nodes(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """An empty cluster: upstream's ErrNoNodesAvailable text."""
+        (result,) = simulate_json(capsys, self.write(tmp_path, make_pod("p").dict()))
+        assert result == {
+            "pod": "default/p",
+            "node": None,
+            "message": "no nodes available to schedule pods",
+            "nodes": {},
+        }
+
+    def test_config_changes_the_decision(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """``--config`` with TaintToleration disabled at Filter lets the pod onto the tainted node."""
+        config = tmp_path / "config.yaml"
+        config.write_text(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+            "profiles:\n- schedulerName: spread-scheduler\n  plugins:\n"
+            "    filter:\n      disabled: [{name: TaintToleration}]\n"
+        )
+        path = self.write(tmp_path, make_node("tainted").taint("k", "v").dict(), make_pod("p").dict())
+        (result,) = simulate_json(capsys, path, "--config", str(config))
+        assert result["node"] == "tainted"
+        (default,) = simulate_json(capsys, path)
+        assert default["message"] == "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+
+
+class TestErrors:
+    """Unreadable input or configuration: exit 2 with a message naming the problem, no traceback."""
+
+    def test_missing_file(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """The message names the file."""
+        missing = tmp_path / "missing.yaml"
+        assert main(["simulate", str(missing)]) == 2
+        out = capsys.readouterr()
+        assert out.out == ""
+        assert out.err.startswith(f"spread-scheduler: cannot read {missing}: ")
+        assert "No such file or directory" in out.err
+
+    def test_bad_yaml(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A YAML syntax error."""
+        path = tmp_path / "bad.yaml"
+        path.write_text("items: [\n")
+        assert main(["simulate", str(path)]) == 2
+        assert capsys.readouterr().err.startswith(f"spread-scheduler: cannot read {path}: ")
+
+    def test_binary_file(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Bytes that are no UTF-8 exit 2 instead of raising UnicodeDecodeError."""
+        path = tmp_path / "bin.yaml"
+        path.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+        assert main(["simulate", str(path)]) == 2
+        assert capsys.readouterr().err.startswith(f"spread-scheduler: cannot read {path}: ")
+
+    def test_bad_config(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """The message names the config field."""
+        config = tmp_path / "config.yaml"
+        config.write_text("profiles: [{plugins: {filter: {enabled: [{name: Nope}]}}}]\n")
+        assert main(["simulate", str(EXAMPLES / "two-zones.yaml"), "--config", str(config)]) == 2
+        out = capsys.readouterr()
+        assert out.out == ""
+        assert out.err.startswith(
+            'spread-scheduler: invalid configuration: profiles[0].plugins.filter.enabled[0].name: Invalid value: "Nope"'
+        )
+
+    def test_missing_config(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A config path that does not exist is an invalid configuration naming the path."""
+        config = tmp_path / "nope.yaml"
+        assert main(["simulate", str(EXAMPLES / "two-zones.yaml"), "--config", str(config)]) == 2
+        assert capsys.readouterr().err.startswith(
+            f"spread-scheduler: invalid configuration: {config}: cannot read configuration"
+        )
+
+    def test_bad_plugin_args(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Plugin args are checked before any pod is read."""
+        config = tmp_path / "config.yaml"
+        config.write_text(
+            "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n"
+            "      defaultingType: System\n"
+            "      defaultConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]\n"
+        )
+        assert main(["simulate", str(EXAMPLES / "two-zones.yaml"), "--config", str(config)]) == 2
+        assert capsys.readouterr().err.startswith(
+            "spread-scheduler: invalid configuration: profiles[0].pluginConfig[PodTopologySpread].args: "
+            'defaultingType: Invalid value: "System"'
+        )
+
+    def test_usage_errors_exit_2(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """argparse refuses an unknown output format with its own exit code 2."""
+        with pytest.raises(SystemExit) as info:
+            main(["simulate", str(EXAMPLES / "two-zones.yaml"), "--output", "xml"])
+        assert info.value.code == 2
+        assert "invalid choice: 'xml'" in capsys.readouterr().err
+
+    def test_warning_for_a_node_without_a_name(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Unusable objects are skipped with a warning on stderr; the run still succeeds."""
+        path = tmp_path / "in.yaml"
+        path.write_text(
+            yaml.safe_dump_all([{"kind": "Node", "metadata": {}}, make_node("n1").dict(), make_pod("p").dict()])
+        )
+        assert main(["simulate", str(path), "-o", "json"]) == 0
+        out = capsys.readouterr()
+        assert out.err == "warning: skipped Node: metadata.name: Required value\n"
+        assert json.loads(out.out)["results"][0]["node"] == "n1"
