@@ -18,7 +18,7 @@ from scheduler.api.objects import SELECTING_KINDS, Node, Pod, parse_selecting_ob
 from scheduler.cache import Cache
 from scheduler.config import SchedulerConfig, build_frameworks
 from scheduler.framework.runtime import Framework
-from scheduler.framework.status import Status
+from scheduler.framework.status import Code, Status
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
 
 __all__ = ["Simulation", "attempt_to_json", "iter_objects", "load_objects", "render_table"]
@@ -97,6 +97,11 @@ class Simulation:
             gate = fwk.run_pre_enqueue_plugins(pod)
             if gate is not None:
                 attempts.append(Attempt(pod, gate, message=gate.message()))
+                continue
+            if pod.terminating:
+                # Upstream pops a pod that is being deleted and skips it (skipPodSchedule): no cycle.
+                message = f"skip schedule deleting pod: {pod.key}"
+                attempts.append(Attempt(pod, Status(Code.SKIP, (message,)), message=message))
                 continue
             attempt = self.algorithm.schedule_pod(fwk, self.cache, pod)
             if attempt.host is not None:

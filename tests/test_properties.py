@@ -447,7 +447,7 @@ def verdict(node: Node, checks: Sequence[Check]) -> str:
 @given(scenarios())
 def test_spread_verdicts_and_placements_match_a_brute_force_recount(objects: list[dict[str, Any]]) -> None:
     """Each PodTopologySpread verdict and each placement agrees with counts recomputed from scratch."""
-    _, attempts = run(objects)
+    sim, attempts = run(objects)
     nodes = [Node.from_dict(o) for o in objects if o.get("kind") == "Node"]
     by_name: dict[str, Node] = {n.name: n for n in nodes}
     placed = placed_pods(objects)
@@ -488,6 +488,10 @@ def test_spread_verdicts_and_placements_match_a_brute_force_recount(objects: lis
                             assert max(after.values()) - min(after.values()) <= c.max_skew
         if attempt.host is not None:
             placed.setdefault(attempt.host, []).append(pod)
+    # The final placement the recount assumed is the one the cache holds.
+    assert {info.name: sorted(info.pods) for info in sim.cache.node_infos()} == {
+        name: sorted(p.key for p in placed.get(name, ())) for name in by_name
+    }
 
 
 # -- the cache's incremental counts ----------------------------------------------------------------

@@ -285,6 +285,25 @@ class TestNodeAffinityHint:
         plugin = NodeAffinity(args, Handle())
         assert plugin.is_schedulable_after_node_change(pod.build(), obj(old), obj(new)) is hint
 
+    @pytest.mark.parametrize(
+        ("old", "new"),
+        [
+            pytest.param(make_node("n").unschedulable(), make_node("n"), id="uncordon"),
+            pytest.param(make_node("n"), make_node("n").taint("k"), id="taint-added"),
+        ],
+    )
+    def test_any_taint_update_requeues_a_pod_it_rejected(self, old: NodeBuilder, new: NodeBuilder) -> None:
+        """The #109437 registration (Node/UpdateNodeTaint, always Queue) fires even for a non-matching node."""
+        queue = SchedulingQueue(build_frameworks(load_config(None)))
+        pod = make_pod("p").node_selector({"disk": "ssd"}).build()
+        qpi = QueuedPodInfo(pod, 0.0, unschedulable_plugins={"NodeAffinity"})
+        o, n = old.build(), new.build()
+        (event,) = ev.node_scheduling_properties_change(n, o)
+        assert queue.is_pod_worth_requeuing(qpi, event, o, n) is QueueingStrategy.QUEUE_AFTER_BACKOFF
+        before, after = make_node("n").build(), make_node("n").label("team", "x").build()
+        (label_event,) = ev.node_scheduling_properties_change(after, before)
+        assert queue.is_pod_worth_requeuing(qpi, label_event, before, after) is QueueingStrategy.QUEUE_SKIP
+
 
 # -- TaintToleration (spec 3.4) -----------------------------------------------------------------
 
@@ -1281,6 +1300,13 @@ class TestNodeSchedulingPropertiesChange:
         old.obj["spec"]["taints"] = [{"key": "k", "effect": "NoExecute", "timeAdded": "2026-01-01T00:00:00Z"}]
         new.obj["spec"]["taints"] = [{"key": "k", "effect": "NoExecute", "timeAdded": "2026-01-01T00:01:00Z"}]
         assert node_actions(new, old) == [A.UPDATE_NODE_TAINT]
+
+    def test_taint_compares_as_a_struct(self) -> None:
+        """An omitted value is the empty value: the same taint spelled two ways is no change."""
+        old, new = make_node("n"), make_node("n")
+        old.obj["spec"]["taints"] = [{"key": "k", "effect": "NoSchedule"}]
+        new.obj["spec"]["taints"] = [{"key": "k", "value": "", "effect": "NoSchedule", "timeAdded": None}]
+        assert node_actions(new, old) == []
 
     def test_uncordon_requeues_a_pod_rejected_by_node_unschedulable(self) -> None:
         """The uncordon's UpdateNodeTaint reaches NodeUnschedulable's hint, which says Queue."""

@@ -38,15 +38,15 @@ def simulate_json(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[s
 
 
 def node(
-    filter: dict[str, str] | None = None, scores: dict[str, Any] | None = None, total: int | None = None
+    verdict: dict[str, str] | None = None, scores: dict[str, Any] | None = None, total: int | None = None
 ) -> dict[str, Any]:
     """One entry of ``nodes`` in the JSON output."""
-    return {"filter": filter, "scores": scores or {}, "total": total}
+    return {"filter": verdict, "scores": scores or {}, "total": total}
 
 
-def scored(tt: int, pts: tuple[int, int] | None = None, *, tt_raw: int = 0) -> dict[str, Any]:
-    """A feasible node's entry from normalized TaintToleration and (raw, normalized) PodTopologySpread."""
-    scores: dict[str, Any] = {"TaintToleration": {"raw": tt_raw, "normalized": tt}}
+def scored(tt: int, pts: tuple[int, int] | None = None) -> dict[str, Any]:
+    """A feasible node's entry from normalized TaintToleration (raw 0) and (raw, normalized) PodTopologySpread."""
+    scores: dict[str, Any] = {"TaintToleration": {"raw": 0, "normalized": tt}}
     total = tt * 3
     if pts is not None:
         scores["PodTopologySpread"] = {"raw": pts[0], "normalized": pts[1]}
@@ -150,6 +150,28 @@ class TestMinDomainsExample:
             ["n2", f"PodTopologySpread: {SPREAD}"],
             ["n3", f"PodTopologySpread: {SPREAD}"],
         ]
+
+    def test_the_variants_its_header_suggests(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """minDomains 3: the minimum is 1 again, every node fits. A fourth node: n4 takes the pod."""
+        items = yaml.safe_load((EXAMPLES / "min-domains.yaml").read_text())["items"]
+        pending = items[-1]
+        pending["spec"]["topologySpreadConstraints"][0]["minDomains"] = 3
+        path = tmp_path / "three.yaml"
+        path.write_text(yaml.safe_dump({"kind": "List", "items": items}))
+        (result,) = simulate_json(capsys, str(path), "--seed", "0")
+        # 3 domains >= 3: min 1, each node 1 + 1 - 1 = 1 <= 1; TaintToleration 100 each, PTS skips
+        # (no soft constraint): a three-way tie.
+        assert result["node"] in ("n1", "n2", "n3")
+        assert all(entry == node(None, TT_ONLY, 300) for entry in result["nodes"].values())
+
+        pending["spec"]["topologySpreadConstraints"][0]["minDomains"] = 5
+        items.insert(0, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n4", "labels": {HOSTNAME: "n4"}}})
+        path.write_text(yaml.safe_dump({"kind": "List", "items": items}))
+        (result,) = simulate_json(capsys, str(path))
+        # 4 domains < 5: min 0; n1..n3 1 + 1 - 0 = 2 > 1, n4 0 + 1 - 0 = 1: the only feasible node.
+        assert result["node"] == "n4"
+        assert result["nodes"]["n4"] == node()
+        assert [result["nodes"][n] for n in ("n1", "n2", "n3")] == [node(PTS_SKEW)] * 3
 
     def test_console_script(self) -> None:
         """The installed ``spread-scheduler`` entry point prints the same JSON."""
@@ -295,6 +317,18 @@ class TestInputFormats:
         path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": kubectl_items()}, indent=1))
         assert simulate_json(capsys, str(path)) == [TV7_RESULT]
 
+    def test_unquoted_timestamps(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """YAML reads an unquoted creationTimestamp as a datetime; the queue order still follows it."""
+        path = tmp_path / "pods.yaml"
+        path.write_text(
+            "kind: Node\nmetadata: {name: n1}\n---\n"
+            "kind: Pod\nmetadata: {name: newer, creationTimestamp: 2026-01-01T00:00:09Z}\n"
+            "spec: {schedulerName: spread-scheduler}\n---\n"
+            "kind: Pod\nmetadata: {name: older, creationTimestamp: 2026-01-01T00:00:01Z}\n"
+            "spec: {schedulerName: spread-scheduler}\n"
+        )
+        assert [r["pod"] for r in simulate_json(capsys, str(path))] == ["default/older", "default/newer"]
+
     def test_file_without_pending_pods(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """Nothing to schedule is an empty result, not an error; so is a scalar document."""
         path = tmp_path / "nodes.yaml"
@@ -350,6 +384,24 @@ class TestOtherOutputs:
             "nodes": {"n1": {"filter": None, "scores": {}, "total": None, "evaluated": False}},
         }
         assert good["node"] == "n1" and good["nodes"]["n1"] == node()
+
+    def test_pending_pod_being_deleted_is_skipped(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Upstream pops a deleting pod and skips it (``skipPodSchedule``): no cycle, no node for it."""
+        path = self.write(
+            tmp_path,
+            make_node("n1").dict(),
+            make_pod("leaving").created("2026-01-01T00:00:00Z").labels(FOO).terminating().dict(),
+            make_pod("next").created("2026-01-01T00:00:01Z").labels(FOO).spread(HOSTNAME, 1, match=FOO).dict(),
+        )
+        leaving, following = simulate_json(capsys, path)
+        assert leaving == {
+            "pod": "default/leaving",
+            "node": None,
+            "message": "skip schedule deleting pod: default/leaving",
+            "nodes": {"n1": {"filter": None, "scores": {}, "total": None, "evaluated": False}},
+        }
+        # The skipped pod holds no place: n1 counts 0, so 0 + 1 - 0 = 1 <= 1.
+        assert following["node"] == "n1"
 
     def test_nominated_node_is_tried_alone(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """status.nominatedNodeName fits: it is the only node evaluated, the others are marked."""

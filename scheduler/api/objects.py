@@ -35,6 +35,9 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
 def _timestamp(value: object) -> float | None:
+    """An RFC 3339 string; a YAML file may also hold it unquoted, which YAML reads as a datetime."""
+    if isinstance(value, datetime):
+        return value.timestamp()
     if not isinstance(value, str) or not value:
         return None
     try:

@@ -156,19 +156,22 @@ def _annotations(obj: Node | Pod) -> object:
     return (meta.get("annotations") if isinstance(meta, dict) else None) or {}
 
 
-def _spec_list(obj: Node | Pod, field: str) -> object:
+def _unparsed(obj: Node | Pod, field: str, key: str) -> list[object]:
+    """``spec.<field>[*].<key>`` for the one member of a taint/toleration the parsed form leaves out."""
     spec = obj.raw.get("spec")
-    return (spec.get(field) if isinstance(spec, Mapping) else None) or []
+    items = spec.get(field) if isinstance(spec, Mapping) else None
+    return [item.get(key) if isinstance(item, Mapping) else None for item in items or ()]
 
 
 def node_taints_changed(new: Node, old: Node) -> bool:
-    """``!equality.Semantic.DeepEqual`` of ``spec.taints``: ``timeAdded`` counts, absent equals empty."""
-    return new.taints != old.taints or _spec_list(new, "taints") != _spec_list(old, "taints")
+    """``!equality.Semantic.DeepEqual`` of ``spec.taints``: ``timeAdded`` is part of a taint too."""
+    return new.taints != old.taints or _unparsed(new, "taints", "timeAdded") != _unparsed(old, "taints", "timeAdded")
 
 
 def pod_tolerations_changed(new: Pod, old: Pod) -> bool:
-    """``!equality.Semantic.DeepEqual`` of ``spec.tolerations``: ``tolerationSeconds`` counts too."""
-    return new.tolerations != old.tolerations or _spec_list(new, "tolerations") != _spec_list(old, "tolerations")
+    """``!equality.Semantic.DeepEqual`` of ``spec.tolerations``: ``tolerationSeconds`` is part of one too."""
+    field, key = "tolerations", "tolerationSeconds"
+    return new.tolerations != old.tolerations or _unparsed(new, field, key) != _unparsed(old, field, key)
 
 
 def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent]:
