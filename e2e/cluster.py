@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """A local Kubernetes control plane built from Go modules: etcd, kube-apiserver, kube-controller-manager.
 
-    python3 e2e/cluster.py build      # build (or reuse) the binaries, cached by version
-    python3 e2e/cluster.py up         # start on 127.0.0.1, write .cluster/admin.kubeconfig
+    python3 e2e/cluster.py build                  # build (or reuse) the binaries, cached by version
+    python3 e2e/cluster.py up [--dir DIR]         # start on 127.0.0.1, write DIR/admin.kubeconfig
     python3 e2e/cluster.py add-node NAME --label k=v --taint k=v:NoSchedule
-    python3 e2e/cluster.py down       # stop everything, leave no process behind
+    python3 e2e/cluster.py down [--dir DIR]       # stop everything, leave no process behind
 
-Also importable: ``Cluster(dir).up()`` / ``.down()`` / ``.kubeconfig`` / ``.add_node(...)`` for pytest
-fixtures and benchmarks, and ``start_kube_scheduler`` for the upstream reference scheduler.
-Standard library only (plus the ``openssl`` command for certificates).
+DIR defaults to ``$SPREAD_CLUSTER_DIR`` or ``./.cluster``; the binaries live in
+``$SPREAD_CACHE_DIR/k8s-v1.35.4/bin`` (default ``~/.cache/spread-scheduler``).
+
+Also importable, for pytest fixtures and benchmarks: ``Cluster(dir).up()`` / ``.down()`` /
+``.kubeconfig`` / ``.server`` / ``.add_node(...)`` / ``.request(...)``, ``ensure_built()`` and
+``start_kube_scheduler(cluster, config_path)`` for the upstream reference scheduler.
+Standard library only (plus the ``openssl`` command for certificates). See e2e/README.md.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import fcntl
 import hashlib
 import http.client
 import json
@@ -27,25 +32,34 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 K8S_VERSION = "v1.35.4"
+K8S_BUILD_DATE = "2026-04-15T18:01:22Z"  # the tag's time, from the Go proxy's k8s.io/kubernetes@v1.35.4.info
 ETCD_VERSION = "v3.6.16"
 HERE = Path(__file__).resolve().parent
 CONTROLPLANE_MODULE = HERE / "controlplane"
 ETCD_MODULE = HERE / "etcd"
 DEFAULT_DIR = Path(os.environ.get("SPREAD_CLUSTER_DIR", Path.cwd() / ".cluster"))
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+COMPONENTS = ("etcd", *K8S_COMMANDS)
+BUILD_FREE_BYTES = 6 * 2**30  # measured cold: 0.8 GiB of modules, 2.9 GiB of GOCACHE, 0.4 GiB of binaries
+READY_TIMEOUT = 90.0
+STOP_TIMEOUT = 15.0
+# Stopped first to last; anything else found in the pid directory (kube-scheduler@PID) goes first.
+STOP_ORDER = ("kube-controller-manager", "kube-apiserver", "etcd")
 
 
 def cache_dir() -> Path:
+    """Where the binaries and their stamp live, per Kubernetes version."""
     base = Path(os.environ.get("SPREAD_CACHE_DIR", Path.home() / ".cache" / "spread-scheduler"))
     return base / f"k8s-{K8S_VERSION}"
 
 
 def bin_dir() -> Path:
+    """The directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler."""
     return cache_dir() / "bin"
 
 
@@ -56,23 +70,20 @@ def _log(message: str) -> None:
 # -- building -------------------------------------------------------------------------------
 
 
-def _inputs_digest() -> str:
-    """What the binaries depend on: versions, Go version, and our module files."""
-    digest = hashlib.sha256()
-    go_version = subprocess.run(["go", "version"], capture_output=True, text=True, check=True).stdout
-    digest.update(f"{K8S_VERSION} {ETCD_VERSION} {go_version}".encode())
-    for module in (CONTROLPLANE_MODULE, ETCD_MODULE):
-        for name in ("go.mod", "go.sum"):
-            path = module / name
-            if path.exists():
-                digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 def _go_env() -> dict[str, str]:
     env = dict(os.environ)
     env.update({"CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly", "GOWORK": "off"})
     return env
+
+
+def _modules_digest() -> str:
+    digest = hashlib.sha256()
+    for module in (CONTROLPLANE_MODULE, ETCD_MODULE):
+        for name in ("go.mod", "go.sum"):
+            path = module / name
+            digest.update(f"{path.relative_to(HERE)}\0".encode())
+            digest.update(path.read_bytes() if path.exists() else b"")
+    return digest.hexdigest()
 
 
 def _version_ldflags() -> str:
@@ -82,8 +93,8 @@ def _version_ldflags() -> str:
         "gitMajor": major,
         "gitMinor": minor,
         "gitTreeState": "clean",
-        "gitCommit": "0000000000000000000000000000000000000000",
-        "buildDate": "2026-01-01T00:00:00Z",
+        "gitCommit": "0" * 40,  # the proxy's zip carries no commit id; /version shows gitVersion
+        "buildDate": K8S_BUILD_DATE,
     }
     flags = ["-s", "-w"]
     for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
@@ -91,51 +102,121 @@ def _version_ldflags() -> str:
     return " ".join(flags)
 
 
+def build_inputs() -> dict[str, str]:
+    """Everything the cached binaries depend on; the stamp file holds this as JSON."""
+    go_version = subprocess.run(
+        ["go", "version"], capture_output=True, text=True, check=True, env=_go_env()
+    ).stdout.strip()
+    return {
+        "k8s": K8S_VERSION,
+        "etcd": ETCD_VERSION,
+        "go": go_version,
+        "modules_sha256": _modules_digest(),
+        "ldflags_sha256": hashlib.sha256(_version_ldflags().encode()).hexdigest(),
+    }
+
+
+def _inputs_digest() -> str:
+    return hashlib.sha256(json.dumps(build_inputs(), sort_keys=True).encode()).hexdigest()
+
+
+def _read_stamp(stamp: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@contextlib.contextmanager
+def _build_lock() -> Iterator[None]:
+    """Serialize builds between processes (two pytest sessions, a benchmark and a test...)."""
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with (cache_dir() / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _check_free_disk(need: int = BUILD_FREE_BYTES) -> None:
+    go_env = subprocess.run(["go", "env", "GOCACHE"], check=False, capture_output=True, text=True, env=_go_env())
+    go_cache = go_env.stdout.strip()
+    for where in {cache_dir(), Path(go_cache or Path.home())}:
+        probe = where
+        while not probe.exists():
+            probe = probe.parent
+        free = shutil.disk_usage(probe).free
+        if free < need:
+            raise SystemExit(
+                f"[cluster] need about {need / 2**30:.0f} GiB free under {where} to build the control plane,"
+                f" have {free / 2**30:.1f} GiB"
+            )
+
+
+def _go_build(args: Sequence[str], cwd: Path, what: str) -> float:
+    started = time.monotonic()
+    _log(f"go build {what} (in {cwd.relative_to(HERE.parent)})")
+    subprocess.run(["go", "build", "-trimpath", *args], cwd=cwd, env=_go_env(), check=True)
+    took = time.monotonic() - started
+    _log(f"built {what} in {took:.0f}s")
+    return took
+
+
+@contextlib.contextmanager
+def _staging_dir() -> Iterator[Path]:
+    """A fresh directory next to bin/ for ``go build -o``, removed afterwards."""
+    tmp = cache_dir() / f"bin.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _install(tmp: Path, names: Iterable[str]) -> None:
+    """Rename the new binaries into bin/: a running cluster keeps its old files (no "text file busy")."""
+    bin_dir().mkdir(parents=True, exist_ok=True)
+    for name in names:
+        os.replace(tmp / name, bin_dir() / name)
+
+
 def ensure_built(force: bool = False) -> Path:
-    """Build the four binaries unless the stamp says the cached ones match; returns the bin dir."""
+    """Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler unless the cached ones match.
+
+    The stamp (``cache_dir()/stamp``, JSON) records the Kubernetes and etcd versions, ``go version``,
+    and a hash of both modules' go.mod/go.sum and the ldflags; a build happens when it differs or a
+    binary is missing. Returns the bin directory.
+    """
     out = bin_dir()
     stamp = cache_dir() / "stamp"
-    digest = _inputs_digest()
-    if (
-        not force
-        and stamp.exists()
-        and stamp.read_text().strip() == digest
-        and all((out / c).exists() for c in COMPONENTS)
-    ):
+    with _build_lock():
+        inputs = build_inputs()
+        if not force and _read_stamp(stamp) == inputs and all((out / c).is_file() for c in COMPONENTS):
+            return out
+        _check_free_disk()
+        stamp.unlink(missing_ok=True)
+        started = time.monotonic()
+        _log(f"building the control plane {K8S_VERSION} + etcd {ETCD_VERSION} (2 cores: ~6 min cold, ~1 min warm)")
+        with _staging_dir() as tmp:
+            _go_build(
+                [
+                    "-ldflags",
+                    _version_ldflags(),
+                    "-o",
+                    f"{tmp}/",
+                    *(f"k8s.io/kubernetes/cmd/{c}" for c in K8S_COMMANDS),
+                ],
+                CONTROLPLANE_MODULE,
+                ", ".join(K8S_COMMANDS),
+            )
+            _go_build(["-ldflags", "-s -w", "-o", str(tmp / "etcd"), "go.etcd.io/etcd/server/v3"], ETCD_MODULE, "etcd")
+            _install(tmp, COMPONENTS)
+        stamp.write_text(json.dumps(inputs, indent=2) + "\n")
+        _log(f"control plane built in {time.monotonic() - started:.0f}s into {out}")
         return out
-    free = shutil.disk_usage(Path.home()).free
-    if free < 6 * 2**30:
-        raise SystemExit(f"[cluster] need about 6 GiB free to build the control plane, have {free / 2**30:.1f} GiB")
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    _log(f"building kube-apiserver, kube-controller-manager, kube-scheduler {K8S_VERSION} (cold: ~15-35 min)")
-    subprocess.run(
-        [
-            "go",
-            "build",
-            "-trimpath",
-            "-ldflags",
-            _version_ldflags(),
-            "-o",
-            str(out) + "/",
-            "k8s.io/kubernetes/cmd/kube-apiserver",
-            "k8s.io/kubernetes/cmd/kube-controller-manager",
-            "k8s.io/kubernetes/cmd/kube-scheduler",
-        ],
-        cwd=CONTROLPLANE_MODULE,
-        env=_go_env(),
-        check=True,
-    )
-    _log(f"building etcd {ETCD_VERSION}")
-    subprocess.run(
-        ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), "go.etcd.io/etcd/server/v3"],
-        cwd=ETCD_MODULE,
-        env=_go_env(),
-        check=True,
-    )
-    stamp.write_text(digest + "\n")
-    _log(f"built in {time.monotonic() - started:.0f}s into {out}")
-    return out
 
 
 def ensure_oracle() -> Path:
@@ -146,19 +227,19 @@ def ensure_oracle() -> Path:
 def ensure_tool(name: str) -> Path:
     """A Go main of ours under e2e/controlplane/cmd/NAME (oracle, schedbench), rebuilt when it changes."""
     out = bin_dir() / name
-    source = CONTROLPLANE_MODULE / "cmd" / name / "main.go"
-    digest = hashlib.sha256(source.read_bytes() + _inputs_digest().encode()).hexdigest()
+    source_dir = CONTROLPLANE_MODULE / "cmd" / name
+    digest = hashlib.sha256(_inputs_digest().encode())
+    for source in sorted(source_dir.rglob("*")):
+        if source.is_file():
+            digest.update(f"{source.relative_to(source_dir)}\0".encode() + source.read_bytes())
     stamp = cache_dir() / f"{name}.stamp"
-    if out.exists() and stamp.exists() and stamp.read_text().strip() == digest:
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out), f"./cmd/{name}"],
-        cwd=CONTROLPLANE_MODULE,
-        env=_go_env(),
-        check=True,
-    )
-    stamp.write_text(digest + "\n")
+    with _build_lock():
+        if out.is_file() and stamp.exists() and stamp.read_text().strip() == digest.hexdigest():
+            return out
+        with _staging_dir() as tmp:
+            _go_build(["-ldflags", "-s -w", "-o", str(tmp / name), f"./cmd/{name}"], CONTROLPLANE_MODULE, name)
+            _install(tmp, (name,))
+        stamp.write_text(digest.hexdigest() + "\n")
     return out
 
 
@@ -170,63 +251,36 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 
 def _make_pki(pki: Path) -> None:
-    """A CA, the apiserver serving cert (127.0.0.1, localhost), an admin client cert, SA keys."""
+    """A CA, the apiserver serving cert (127.0.0.1, localhost), an admin client cert, SA keys.
+
+    Kept across ``down``/``up`` (only etcd's data is removed), so kubeconfigs stay valid.
+    """
     pki.mkdir(parents=True, exist_ok=True)
-    if (pki / "admin.crt").exists():
+    if all((pki / f).exists() for f in ("ca.crt", "apiserver.crt", "admin.crt", "sa.key", "sa.pub")):
         return
+    days = "3650"
     _openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "3650",
-        "-subj",
-        "/CN=spread-scheduler-local-ca",
+        *("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", days),
+        *("-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=spread-scheduler-local-ca"),
         cwd=pki,
     )
     (pki / "serving.ext").write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default\nextendedKeyUsage=serverAuth\n"
+        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+        "DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n"
     )
-    (pki / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
+    (pki / "client.ext").write_text("extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n")
     for name, subject, ext in (
         ("apiserver", "/CN=kube-apiserver", "serving.ext"),
         ("admin", "/O=system:masters/CN=admin", "client.ext"),
     ):
         _openssl(
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            f"{name}.key",
-            "-out",
-            f"{name}.csr",
-            "-subj",
-            subject,
+            *("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject),
+            *("-keyout", f"{name}.key", "-out", f"{name}.csr"),
             cwd=pki,
         )
         _openssl(
-            "x509",
-            "-req",
-            "-in",
-            f"{name}.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            f"{name}.crt",
-            "-days",
-            "3650",
-            "-extfile",
-            ext,
+            *("x509", "-req", "-sha256", "-days", days, "-in", f"{name}.csr", "-extfile", ext),
+            *("-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", f"{name}.crt"),
             cwd=pki,
         )
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
@@ -243,11 +297,31 @@ def _b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
 
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def parse_taint(text: str) -> tuple[str, str, str]:
+    """``key=value:Effect`` or ``key:Effect`` -> (key, value, effect)."""
+    kv, sep, effect = text.rpartition(":")
+    if not sep or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+        raise ValueError(f"taint {text!r}: want key[=value]:NoSchedule|PreferNoSchedule|NoExecute")
+    key, _, value = kv.partition("=")
+    return key, value, effect
+
+
 # -- the cluster -------------------------------------------------------------------------------
 
 
 class Cluster:
-    """etcd + kube-apiserver (+ kube-controller-manager) as child processes, state under ``directory``."""
+    """etcd + kube-apiserver (+ kube-controller-manager) as child processes, state under ``directory``.
+
+    Layout: ``pki/`` (certificates, kept), ``logs/<component>.log`` (kept), ``pids/<component>.pid``,
+    ``etcd-data/`` and ``state.json`` (removed by ``down``), ``admin.kubeconfig``.
+    """
 
     def __init__(self, directory: Path | str = DEFAULT_DIR, *, controller_manager: bool = True) -> None:
         self.dir = Path(directory).resolve()
@@ -259,45 +333,74 @@ class Cluster:
         self.state_file = self.dir / "state.json"
         self._procs: dict[str, subprocess.Popen[bytes]] = {}  # kept so they are reaped, not garbage-collected
 
-    # state
+    # -- state
     @property
     def server(self) -> str:
+        """The apiserver URL, ``https://127.0.0.1:PORT`` (only while up)."""
         return str(json.loads(self.state_file.read_text())["server"])
 
-    def _running(self) -> list[int]:
-        pids = []
-        for pid_file in self.pids.glob("*.pid") if self.pids.exists() else ():
-            pid = int(pid_file.read_text())
+    def _alive(self) -> dict[str, int]:
+        """component (pid file stem) -> pid, for our processes that are still running."""
+        alive: dict[str, int] = {}
+        for pid_file in sorted(self.pids.glob("*.pid")) if self.pids.exists() else ():
+            try:
+                pid = int(pid_file.read_text())
+            except (OSError, ValueError):
+                continue
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)  # reap our own exited children, or they look alive
-            try:
-                os.kill(pid, 0)
-                pids.append(pid)
-            except ProcessLookupError:
-                pass
-        return pids
+            argv0 = (_cmdline(pid) or [""])[0]
+            # Only what we started (guards against a recycled pid after a reboot or a crash).
+            if Path(argv0).name == pid_file.stem.split("@")[0]:
+                alive[pid_file.stem] = pid
+        return alive
+
+    def is_ready(self) -> bool:
+        """The apiserver answers ``/readyz`` with 200."""
+        return self.state_file.exists() and self.get("/readyz")[0] == 200
 
     def _start(self, name: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.pids.mkdir(parents=True, exist_ok=True)
         with (self.logs / f"{name}.log").open("ab") as log:  # the child keeps its own descriptor
+            log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} {name} {' '.join(args)}\n".encode())
+            log.flush()
             proc = subprocess.Popen(
-                [str(bin_dir() / name), *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                [str(bin_dir() / name), *args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group: down() signals the whole group
             )
         (self.pids / f"{name}.pid").write_text(str(proc.pid))
         self._procs[name] = proc
         return proc
 
-    def up(self, timeout: float = 120.0) -> None:
-        if self._running() and self.state_file.exists() and self.is_ready():
-            _log(f"already up: export KUBECONFIG={self.kubeconfig}")
+    # -- lifecycle
+    def up(self, timeout: float = READY_TIMEOUT) -> None:
+        """Start etcd, kube-apiserver and (unless disabled) kube-controller-manager; wait until usable.
+
+        Returns once ``/readyz`` is 200 and, with the controller-manager, the ``default``
+        ServiceAccount exists in ``default``. Does nothing if this directory's cluster is already up.
+        """
+        if self._alive() and self.is_ready():
+            _log(f"already up at {self.server}: export KUBECONFIG={self.kubeconfig}")
             return
-        self.down(quiet=True)
+        self.down(quiet=True)  # leftovers of a crashed run: processes, etcd data
         ensure_built()
+        started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         _make_pki(self.pki)
+        try:
+            self._start_all(timeout)
+        except BaseException:
+            self.down(quiet=True)
+            raise
+        _log(f"up in {time.monotonic() - started:.1f}s at {self.server}; logs in {self.logs}")
+
+    def _start_all(self, timeout: float) -> None:
+        pki, data = self.pki, self.dir / "etcd-data"
         etcd_client, etcd_peer, api_port = _free_port(), _free_port(), _free_port()
-        data = self.dir / "etcd-data"
         etcd = self._start(
             "etcd",
             [
@@ -308,20 +411,23 @@ class Cluster:
                 f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
                 f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
                 f"--initial-cluster=local=http://127.0.0.1:{etcd_peer}",
-                "--unsafe-no-fsync=true",
+                "--unsafe-no-fsync=true",  # throwaway data: no fsync, as envtest
                 "--quota-backend-bytes=4294967296",
                 "--auto-compaction-retention=1",
                 "--log-level=warn",
             ],
         )
-        self._wait(lambda: self._http_ok(etcd_client, "/health"), 30, "etcd /health", etcd)
-        pki = self.pki
+        self._wait(lambda: _http_ok(etcd_client, "/health"), 30, "etcd /health", etcd)
+        # No kubelets: TaintNodesByCondition would put node.kubernetes.io/not-ready:NoSchedule on every
+        # node at create time, and nothing would remove it. ServiceAccount admission needs the
+        # `default` SA in a namespace before any pod; only the controller-manager creates it.
+        disabled = ["TaintNodesByCondition"] + ([] if self.controller_manager else ["ServiceAccount"])
         api = self._start(
             "kube-apiserver",
             [
                 f"--etcd-servers=http://127.0.0.1:{etcd_client}",
                 "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",  # else it fails on hosts without a default route
                 f"--secure-port={api_port}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
                 f"--tls-private-key-file={pki / 'apiserver.key'}",
@@ -332,9 +438,12 @@ class Cluster:
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 "--service-cluster-ip-range=10.0.0.0/24",
                 "--allow-privileged=true",
-                "--endpoint-reconciler-type=none",
-                # Without kubelets: no not-ready taint on fake nodes at creation (notes §4).
-                "--disable-admission-plugins=TaintNodesByCondition",
+                "--endpoint-reconciler-type=none",  # no loopback IP written into the kubernetes Endpoints
+                f"--disable-admission-plugins={','.join(disabled)}",  # Priority stays on
+                # On SIGTERM, end open watches cleanly (clients see the stream end, not a reset) and exit in
+                # seconds; otherwise it waits up to --request-timeout (60 s) for watch connections.
+                "--shutdown-watch-termination-grace-period=5s",
+                # Throughput: no API priority & fairness queueing, no in-flight caps.
                 "--enable-priority-and-fairness=false",
                 "--max-requests-inflight=0",
                 "--max-mutating-requests-inflight=0",
@@ -343,72 +452,103 @@ class Cluster:
         )
         server = f"https://127.0.0.1:{api_port}"
         self._write_kubeconfig(server)
-        self.state_file.write_text(json.dumps({"server": server, "etcd": etcd_client}))
+        self.state_file.write_text(json.dumps({"server": server, "etcd": f"http://127.0.0.1:{etcd_client}"}))
         self._wait(self.is_ready, timeout, "kube-apiserver /readyz", api)
-        if self.controller_manager:
-            kcm = self._start(
-                "kube-controller-manager",
-                [
-                    f"--kubeconfig={self.kubeconfig}",
-                    "--leader-elect=false",
-                    "--use-service-account-credentials=false",
-                    # No kubelets: nodes must never be marked unreachable, tainted or evicted.
-                    "--controllers=*,-node-lifecycle-controller",
-                    f"--service-account-private-key-file={pki / 'sa.key'}",
-                    f"--root-ca-file={pki / 'ca.crt'}",
-                    "--kube-api-qps=1000",
-                    "--kube-api-burst=1000",
-                    "--secure-port=0",
-                    "--concurrent-deployment-syncs=10",
-                    "--concurrent-replicaset-syncs=10",
-                ],
-            )
-            # The ServiceAccount admission plugin needs `default` in a namespace before any pod.
-            self._wait(
-                lambda: self._get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
-                timeout,
-                "ServiceAccount default/default (kube-controller-manager)",
-                kcm,
-            )
-        _log(f"up: export KUBECONFIG={self.kubeconfig}")
+        if not self.controller_manager:
+            return
+        kcm = self._start(
+            "kube-controller-manager",
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                "--use-service-account-credentials=false",
+                # No kubelets, no heartbeats: the node-lifecycle controller would mark every node
+                # Unknown after 50 s and taint it unreachable; taint-eviction would then delete pods
+                # (and any NoExecute taint a test puts on a node would evict pods bound there).
+                "--controllers=*,-node-lifecycle-controller,-taint-eviction-controller",
+                f"--service-account-private-key-file={pki / 'sa.key'}",
+                f"--root-ca-file={pki / 'ca.crt'}",
+                "--kube-api-qps=1000",  # defaults 20/30 throttle ReplicaSet pod creation
+                "--kube-api-burst=1000",
+                "--concurrent-deployment-syncs=10",
+                "--concurrent-replicaset-syncs=10",
+                "--secure-port=0",  # no serving endpoint needed
+                "--v=1",
+            ],
+        )
+        self.wait_for_service_account("default", timeout, kcm)
 
-    def down(self, quiet: bool = False) -> None:
-        pids = self._running()
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        while self._running() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        for pid in self._running():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
+    def wait_for_service_account(
+        self, namespace: str = "default", timeout: float = 60.0, proc: subprocess.Popen[bytes] | None = None
+    ) -> None:
+        """Wait for the controller-manager to create ``default`` in ``namespace``.
+
+        With the controller-manager, ServiceAccount admission is on: a pod created in a namespace
+        before its ``default`` ServiceAccount exists is refused. New namespaces need this wait too.
+        """
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/default"
+        self._wait(lambda: self.get(path)[0] == 200, timeout, f"ServiceAccount {namespace}/default", proc)
+
+    def down(self, quiet: bool = False, timeout: float = STOP_TIMEOUT) -> None:
+        """Stop every process this directory's cluster started (SIGTERM, then SIGKILL) and drop etcd's data."""
+        alive = self._alive()
+        order = sorted(alive, key=lambda n: STOP_ORDER.index(n) if n in STOP_ORDER else -1)
+        for name in order:
+            self._stop(name, alive[name], timeout)
         for proc in self._procs.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         self._procs.clear()
-        if self.pids.exists():
-            shutil.rmtree(self.pids)
-        for stale in (self.dir / "etcd-data", self.state_file):
-            if stale.is_dir():
-                shutil.rmtree(stale)
-            elif stale.exists():
-                stale.unlink()
-        if pids and not quiet:
-            _log(f"stopped {len(pids)} processes")
+        left = self._alive()
+        if left:
+            raise RuntimeError(f"processes survived SIGKILL: {left}")
+        # Started by an `up` that has exited, they were re-parented to init, which reaps every couple of
+        # seconds: wait for that, so a `pgrep` right after `down` shows no <defunct> entries.
+        deadline = time.monotonic() + 5
+        while any(Path(f"/proc/{pid}").exists() for pid in alive.values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for stale in (self.pids, self.dir / "etcd-data"):
+            shutil.rmtree(stale, ignore_errors=True)
+        self.state_file.unlink(missing_ok=True)
+        if alive and not quiet:
+            _log(f"stopped {', '.join(order)}")
 
-    # API helpers (stdlib only)
+    def _stop(self, name: str, pid: int, timeout: float) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while name in self._alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if name in self._alive():
+            _log(f"{name} (pid {pid}) ignored SIGTERM for {timeout:.0f}s: SIGKILL")
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 5
+            while name in self._alive() and time.monotonic() < deadline:
+                time.sleep(0.1)
+
+    # -- REST (stdlib only, as the admin client certificate)
     def _ssl(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
         ctx.load_cert_chain(str(self.pki / "admin.crt"), str(self.pki / "admin.key"))
         return ctx
 
-    def _request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        host, port = self.server.removeprefix("https://").split(":")
-        conn = http.client.HTTPSConnection(host, int(port), context=self._ssl(), timeout=10)
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        timeout: float = 10.0,
+    ) -> tuple[int, Any]:
+        """One API call; returns (HTTP status, decoded JSON body or text)."""
+        host, port = self.server.removeprefix("https://").rsplit(":", 1)
+        conn = http.client.HTTPSConnection(host, int(port), context=self._ssl(), timeout=timeout)
         try:
             payload = json.dumps(body).encode() if body is not None else None
-            conn.request(method, path, body=payload, headers={"Content-Type": "application/json"})
+            headers = {"Content-Type": content_type, "Accept": "application/json"}
+            conn.request(method, path, body=payload, headers=headers)
             response = conn.getresponse()
             data = response.read()
             try:
@@ -418,36 +558,25 @@ class Cluster:
         finally:
             conn.close()
 
-    def _get(self, path: str) -> tuple[int, Any]:
+    def get(self, path: str) -> tuple[int, Any]:
+        """GET that reports a connection failure as status 0 instead of raising."""
         try:
-            return self._request("GET", path)
-        except OSError:
+            return self.request("GET", path)
+        except (OSError, ValueError, KeyError):
             return 0, None
 
-    def is_ready(self) -> bool:
-        return self.state_file.exists() and self._get("/readyz")[0] == 200
-
     @staticmethod
-    def _http_ok(port: int, path: str) -> bool:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", path)
-            ok = conn.getresponse().status == 200
-            conn.close()
-            return ok
-        except OSError:
-            return False
-
-    @staticmethod
-    def _wait(check: Any, timeout: float, what: str, proc: subprocess.Popen[bytes]) -> None:
+    def _wait(
+        check: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen[bytes] | None = None
+    ) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
+            if proc is not None and proc.poll() is not None:
                 raise RuntimeError(f"{what}: process exited with {proc.returncode}; see the logs")
             if check():
                 return
             time.sleep(0.2)
-        raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
 
     def _write_kubeconfig(self, server: str) -> None:
         config = {
@@ -471,19 +600,25 @@ class Cluster:
             "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],
             "current-context": "local",
         }
-        self.kubeconfig.write_text(json.dumps(config, indent=2))
+        self.kubeconfig.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML: any client reads it
+        self.kubeconfig.chmod(0o600)
 
+    # -- objects
     def add_node(
         self,
         name: str,
-        labels: dict[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
         taints: Iterable[tuple[str, str, str]] = (),
         cpu: str = "4",
         memory: str = "32Gi",
         pods: str = "110",
         unschedulable: bool = False,
-    ) -> None:
-        """A fake Node as scheduler_perf makes them: Ready, with capacity, no kubelet behind it."""
+    ) -> dict[str, Any]:
+        """A fake Node as scheduler_perf makes them: Ready, with capacity, no kubelet behind it.
+
+        Status is accepted on create for Nodes, so one POST suffices. ``taints`` are
+        (key, value, effect) triples. Returns the created Node.
+        """
         capacity = {"cpu": cpu, "memory": memory, "pods": pods}
         body = {
             "apiVersion": "v1",
@@ -497,66 +632,117 @@ class Cluster:
                 "capacity": capacity,
                 "allocatable": capacity,
                 "phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "fake node: no kubelet",
+                        "lastHeartbeatTime": _now(),
+                        "lastTransitionTime": _now(),
+                    }
+                ],
             },
         }
-        status, data = self._request("POST", "/api/v1/nodes", body)
+        status, data = self.request("POST", "/api/v1/nodes", body)
         if status not in (200, 201):
             raise RuntimeError(f"creating node {name}: HTTP {status}: {data}")
+        return dict(data)
 
 
-def start_kube_scheduler(cluster: Cluster, config_path: Path, log_path: Path) -> subprocess.Popen[bytes]:
-    """The upstream kube-scheduler against ``cluster`` with a KubeSchedulerConfiguration file."""
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _http_ok(port: int, path: str) -> bool:
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        try:
+            conn.request("GET", path)
+            return conn.getresponse().status == 200
+        finally:
+            conn.close()
+    except OSError:
+        return False
+
+
+def start_kube_scheduler(
+    cluster: Cluster, config_path: Path | str, log_path: Path | str | None = None, extra_args: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    """Start the upstream kube-scheduler with a KubeSchedulerConfiguration file; returns the process.
+
+    With ``--config``, kube-scheduler ignores ``--kubeconfig``/``--kube-api-qps``: the file must set
+    ``clientConnection.kubeconfig`` (use ``cluster.kubeconfig``) and should set
+    ``leaderElection.leaderElect: false``. The log goes to ``log_path`` (default
+    ``cluster.logs/kube-scheduler.log``); the pid is recorded, so ``cluster.down()`` stops it too.
+    """
     ensure_built()
-    with log_path.open("ab") as log:
-        return subprocess.Popen(
-            [str(bin_dir() / "kube-scheduler"), f"--config={config_path}", "--secure-port=0", "--v=1"],
-            stdout=log,
+    log = Path(log_path) if log_path is not None else cluster.logs / "kube-scheduler.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cluster.pids.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [str(bin_dir() / "kube-scheduler"), f"--config={config_path}", "--secure-port=0", "--v=1", *extra_args],
+            stdout=out,
             stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+    (cluster.pids / f"kube-scheduler@{proc.pid}.pid").write_text(str(proc.pid))
+    return proc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dir", default=str(DEFAULT_DIR), help="state directory (default: ./.cluster)")
+    """The command line; see the module docstring."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--dir", default=argparse.SUPPRESS, help="state directory (default: $SPREAD_CLUSTER_DIR or ./.cluster)"
+    )
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, parents=[common]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    build = sub.add_parser("build", help="build the binaries unless cached")
-    build.add_argument("--force", action="store_true")
-    up = sub.add_parser("up", help="start the control plane")
-    up.add_argument("--no-controller-manager", action="store_true")
-    sub.add_parser("down", help="stop everything")
-    sub.add_parser("status", help="is it up?")
-    node = sub.add_parser("add-node", help="create a fake Ready node")
+    build = sub.add_parser("build", help="build the binaries unless cached", parents=[common])
+    build.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    build.add_argument("--no-oracle", dest="oracle", action="store_false", help="skip e2e/controlplane/cmd/oracle")
+    up = sub.add_parser("up", help="start the control plane", parents=[common])
+    up.add_argument("--with-controller-manager", dest="controller_manager", action="store_true", default=True)
+    up.add_argument("--no-controller-manager", dest="controller_manager", action="store_false")
+    sub.add_parser("down", help="stop everything it started, drop etcd data", parents=[common])
+    sub.add_parser("status", help="exit 0 if up", parents=[common])
+    node = sub.add_parser("add-node", help="create a fake Ready node", parents=[common])
     node.add_argument("name")
-    node.add_argument("--label", action="append", default=[], help="k=v")
-    node.add_argument("--taint", action="append", default=[], help="k=v:Effect")
+    node.add_argument("--label", action="append", default=[], metavar="K=V")
+    node.add_argument("--taint", action="append", default=[], metavar="K[=V]:EFFECT")
     node.add_argument("--cpu", default="4")
     node.add_argument("--memory", default="32Gi")
     node.add_argument("--pods", default="110")
     node.add_argument("--unschedulable", action="store_true")
     args = parser.parse_args(argv)
-    cluster = Cluster(args.dir, controller_manager=not getattr(args, "no_controller_manager", False))
+    cluster = Cluster(getattr(args, "dir", DEFAULT_DIR), controller_manager=getattr(args, "controller_manager", True))
     if args.command == "build":
+        started = time.monotonic()
         print(ensure_built(force=args.force))
-        print(ensure_oracle())
+        if args.oracle and (CONTROLPLANE_MODULE / "cmd" / "oracle").is_dir():
+            print(ensure_oracle())
+        _log(f"build: {time.monotonic() - started:.1f}s")
     elif args.command == "up":
         cluster.up()
         print(f"export KUBECONFIG={cluster.kubeconfig}")
     elif args.command == "down":
         cluster.down()
     elif args.command == "status":
-        up_now = cluster.is_ready()
-        print("up" if up_now else "down")
-        return 0 if up_now else 1
+        ready = cluster.is_ready()
+        print(f"up at {cluster.server}" if ready else "down")
+        return 0 if ready else 1
     elif args.command == "add-node":
-        labels = dict(item.split("=", 1) for item in args.label)
-        taints = []
-        for item in args.taint:
-            kv, _, effect = item.rpartition(":")
-            key, _, value = kv.partition("=")
-            taints.append((key, value, effect))
+        try:
+            labels = dict(item.split("=", 1) for item in args.label)
+            taints = [parse_taint(item) for item in args.taint]
+        except ValueError as err:
+            parser.error(str(err))
         cluster.add_node(args.name, labels, taints, args.cpu, args.memory, args.pods, args.unschedulable)
+        print(f"node/{args.name} created")
     return 0
 
 

@@ -1,10 +1,24 @@
+// The local control plane's Go module: upstream's kube-apiserver, kube-controller-manager and
+// kube-scheduler mains built straight from k8s.io/kubernetes (see e2e/README.md, e2e/cluster.py).
+// k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with ./staging/src/...;
+// replaces in a dependency are ignored, so each one is replaced here with its published v0.35.4 tag
+// (the list is the `=> ./staging/src/` lines of k8s.io/kubernetes@v1.35.4's go.mod). Keep other
+// dependencies out of this module: they would move k8s's pinned ones (kube-openapi, smd, grpc...).
+// Our own mains under cmd/ (oracle, schedbench) import k8s.io/kubernetes/pkg/scheduler/... from here.
 module spreadscheduler/e2e/controlplane
 
 go 1.25.0
 
-godebug default=go1.25
+godebug default=go1.25 // upstream release-1.35 keeps Go 1.25 GODEBUG defaults
 
-require k8s.io/kubernetes v1.35.4
+require (
+	k8s.io/api v0.35.4
+	k8s.io/apimachinery v0.35.4
+	k8s.io/client-go v0.35.4
+	k8s.io/klog/v2 v2.130.1
+	k8s.io/kube-scheduler v0.35.4
+	k8s.io/kubernetes v1.35.4
+)
 
 require (
 	cel.dev/expr v0.24.0 // indirect
@@ -125,34 +139,29 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.35.4 // indirect
-	k8s.io/apiextensions-apiserver v0.0.0 // indirect
-	k8s.io/apimachinery v0.35.4 // indirect
+	k8s.io/apiextensions-apiserver v0.35.4 // indirect
 	k8s.io/apiserver v0.35.4 // indirect
-	k8s.io/client-go v0.35.4 // indirect
 	k8s.io/cloud-provider v0.35.4 // indirect
-	k8s.io/cluster-bootstrap v0.0.0 // indirect
+	k8s.io/cluster-bootstrap v0.35.4 // indirect
 	k8s.io/component-base v0.35.4 // indirect
 	k8s.io/component-helpers v0.35.4 // indirect
 	k8s.io/controller-manager v0.35.4 // indirect
 	k8s.io/cri-api v0.35.4 // indirect
-	k8s.io/cri-client v0.0.0 // indirect
-	k8s.io/csi-translation-lib v0.0.0 // indirect
+	k8s.io/cri-client v0.35.4 // indirect
+	k8s.io/csi-translation-lib v0.35.4 // indirect
 	k8s.io/dynamic-resource-allocation v0.35.4 // indirect
-	k8s.io/endpointslice v0.0.0 // indirect
-	k8s.io/externaljwt v0.0.0 // indirect
-	k8s.io/klog/v2 v2.130.1 // indirect
+	k8s.io/endpointslice v0.35.4 // indirect
+	k8s.io/externaljwt v0.35.4 // indirect
 	k8s.io/kms v0.35.4 // indirect
-	k8s.io/kube-aggregator v0.0.0 // indirect
-	k8s.io/kube-controller-manager v0.0.0 // indirect
+	k8s.io/kube-aggregator v0.35.4 // indirect
+	k8s.io/kube-controller-manager v0.35.4 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
-	k8s.io/kube-proxy v0.0.0 // indirect
-	k8s.io/kube-scheduler v0.0.0 // indirect
-	k8s.io/kubectl v0.0.0 // indirect
+	k8s.io/kube-proxy v0.35.4 // indirect
+	k8s.io/kubectl v0.35.4 // indirect
 	k8s.io/kubelet v0.35.4 // indirect
 	k8s.io/metrics v0.35.4 // indirect
-	k8s.io/mount-utils v0.0.0 // indirect
-	k8s.io/pod-security-admission v0.0.0 // indirect
+	k8s.io/mount-utils v0.35.4 // indirect
+	k8s.io/pod-security-admission v0.35.4 // indirect
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
@@ -161,6 +170,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
+// Every staging module of k8s.io/kubernetes@v1.35.4, at its published tag.
 replace (
 	k8s.io/api => k8s.io/api v0.35.4
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.35.4

@@ -1,3 +1,6 @@
+// etcd for the local control plane, in its own module so its dependencies (grpc, otel...) never move
+// the Kubernetes build. Built with `go build -o BIN/etcd go.etcd.io/etcd/server/v3` (its main package);
+// `go install ...@v3.6.16` cannot work because etcd's server/go.mod has replace directives.
 module spreadscheduler/e2e/etcd
 
 go 1.26.0
