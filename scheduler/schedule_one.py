@@ -131,10 +131,9 @@ class SchedulingAlgorithm:
 
         candidates: list[NodeInfo] = nodes_all
         if result is not None and result.node_names is not None:
-            snapshot = fwk.handle.current()
-            candidates = [info for name in sorted(result.node_names) if (info := snapshot.get(name)) is not None]
-            candidates_set = {info.name for info in candidates}
-            candidates = [info for info in nodes_all if info.name in candidates_set]
+            # Names the snapshot does not hold are dropped; the rest keep the node tree's order.
+            allowed = result.node_names
+            candidates = [info for info in nodes_all if info.name in allowed]
             diagnosis.absent_nodes_status = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]",),
