@@ -11,16 +11,19 @@
 // creationTimestamp, then input order). After each decision the pod is placed where spread-scheduler
 // placed it ("placements"), so both sides walk the same sequence even when ties were broken differently.
 //
-// Output: one JSON line per scenario: {"id": ..., "results": [{"pod", "code", "message", "best", "nodes"}]}.
+// Output: one JSON line per scenario, in the order they finish (-workers run at once): {"id": ..., "results": [{"pod", "code", "message", "best", "nodes"}]}.
 package main
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"sort"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,9 +58,9 @@ type scoreJSON struct {
 }
 
 type nodeJSON struct {
-	Filter *filterJSON           `json:"filter"`
+	Filter *filterJSON          `json:"filter"`
 	Scores map[string]scoreJSON `json:"scores"`
-	Total  *int64                `json:"total"`
+	Total  *int64               `json:"total"`
 }
 
 type resultJSON struct {
@@ -76,24 +79,42 @@ type outputJSON struct {
 
 func main() {
 	metrics.Register() // the framework records plugin metrics; they must exist
+	workers := flag.Int("workers", 4*goruntime.NumCPU(), "scenarios decided at once (each mostly waits on its informers' first sync)")
+	flag.Parse()
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 64<<20), 256<<20)
 	out := json.NewEncoder(os.Stdout)
-	for in.Scan() {
-		var sc scenario
-		if err := json.Unmarshal(in.Bytes(), &sc); err != nil {
-			fmt.Fprintf(os.Stderr, "oracle: bad input line: %v\n", err)
-			os.Exit(2)
-		}
-		results, err := run(&sc)
-		o := outputJSON{ID: sc.ID, Results: results}
-		if err != nil {
-			o.Error = err.Error()
-		}
-		if err := out.Encode(o); err != nil {
-			os.Exit(3)
-		}
+	var mu sync.Mutex
+	lines := make(chan []byte)
+	var wg sync.WaitGroup
+	for range max(*workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for line := range lines {
+				var sc scenario
+				if err := json.Unmarshal(line, &sc); err != nil {
+					fmt.Fprintf(os.Stderr, "oracle: bad input line: %v\n", err)
+					os.Exit(2)
+				}
+				results, err := run(&sc)
+				o := outputJSON{ID: sc.ID, Results: results}
+				if err != nil {
+					o.Error = err.Error()
+				}
+				mu.Lock()
+				if err := out.Encode(o); err != nil {
+					os.Exit(3)
+				}
+				mu.Unlock()
+			}
+		}()
 	}
+	for in.Scan() {
+		lines <- append([]byte(nil), in.Bytes()...)
+	}
+	close(lines)
+	wg.Wait()
 }
 
 func loadProfile(raw json.RawMessage) (*config.KubeSchedulerProfile, error) {
@@ -109,7 +130,8 @@ func loadProfile(raw json.RawMessage) (*config.KubeSchedulerProfile, error) {
 }
 
 func run(sc *scenario) ([]resultJSON, error) {
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // stops this scenario's informers
 	profile, err := loadProfile(sc.Config)
 	if err != nil {
 		return nil, err
