@@ -135,7 +135,7 @@ class TestRegistrations:
             for plugin, reg in hint_map
             if reg.event.resource is EventResource.NODE and reg.event.action == A.UPDATE_NODE_TAINT
         ]
-        assert sorted(taint_only) == ["NodeAffinity", "NodeName"]
+        assert sorted(taint_only) == ["NodeAffinity", "NodeName", "NodePorts", "NodeResourcesFit"]
         extra = [
             reg for plugin, reg in hint_map if plugin == "NodeAffinity" and reg.event.action == A.UPDATE_NODE_TAINT
         ]
@@ -1180,6 +1180,11 @@ def with_status(node: NodeBuilder, **status: Any) -> NodeBuilder:
     return node
 
 
+def without_allocatable(node: NodeBuilder) -> NodeBuilder:
+    del node.obj["status"]["allocatable"]
+    return node
+
+
 def with_annotations(node: NodeBuilder, annotations: dict[str, str] | None) -> NodeBuilder:
     node.obj["metadata"]["annotations"] = annotations
     return node
@@ -1272,9 +1277,15 @@ class TestNodeSchedulingPropertiesChange:
             ),
             pytest.param(
                 with_status(make_node("n"), allocatable={}),
-                make_node("n"),
+                without_allocatable(make_node("n")),
                 [],
                 id="absent-and-empty-allocatable-are-equal",
+            ),
+            pytest.param(
+                make_node("n").allocatable(cpu="8", memory="32Gi", pods="111"),
+                make_node("n").allocatable(cpu="8", memory="32Gi", pods="110"),
+                [A.UPDATE_NODE_ALLOCATABLE],
+                id="allocatable-changed",
             ),
             pytest.param(
                 make_node("n").label("test", "value"),
