@@ -1404,6 +1404,46 @@ class TestPodSchedulingPropertiesChange:
                 id="labels-and-gates",
             ),
             pytest.param(make_pod("p"), make_pod("p"), ASSIGNED, [(ASSIGNED, A.UPDATE)], id="nothing-changed"),
+            pytest.param(
+                make_pod("p").requests(cpu="1"),
+                make_pod("p").requests(cpu="2"),
+                UNSCHED,
+                [(UNSCHED, A.UPDATE_POD_SCALE_DOWN)],
+                id="pod's resource request is scaled down",
+            ),
+            pytest.param(
+                make_pod("p").requests(cpu="2"),
+                make_pod("p").requests(cpu="1"),
+                UNSCHED,
+                [(UNSCHED, A.UPDATE)],
+                id="pod's resource request is scaled up",
+            ),
+            pytest.param(
+                make_pod("p").requests(cpu="1"),
+                make_pod("p").requests(cpu="1", memory="1Gi"),
+                ASSIGNED,
+                [(ASSIGNED, A.UPDATE_POD_SCALE_DOWN)],
+                id="a resource request is removed",
+            ),
+            pytest.param(
+                make_pod("p").requests(cpu="1000500u"),
+                make_pod("p").requests(cpu="1000900u"),
+                ASSIGNED,
+                [(ASSIGNED, A.UPDATE)],
+                id="same-milli-value-is-no-scale-down",
+            ),
+            pytest.param(
+                make_pod("p").label("a", "b").requests(cpu="1").toleration("k", "Exists"),
+                make_pod("p").requests(cpu="2").gate("g"),
+                UNSCHED,
+                [
+                    (UNSCHED, A.UPDATE_POD_LABEL),
+                    (UNSCHED, A.UPDATE_POD_SCALE_DOWN),
+                    (UNSCHED, A.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),
+                    (UNSCHED, A.UPDATE_POD_TOLERATION),
+                ],
+                id="all-four-in-upstream-extractor-order",
+            ),
         ],
     )
     def test_classification(
@@ -1413,7 +1453,7 @@ class TestPodSchedulingPropertiesChange:
         resource: EventResource,
         expected: list[tuple[EventResource, ActionType]],
     ) -> None:
-        """Upstream's Test_podSchedulingPropertiesChange (resource-related cases excepted: no resources here)."""
+        """Upstream's Test_podSchedulingPropertiesChange, scale-down cases included."""
         assert pod_actions(new, old, resource) == expected
 
     def test_generic_update_reaches_no_plugin_of_ours(self) -> None:
