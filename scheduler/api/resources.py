@@ -123,7 +123,8 @@ class PodResources:
     ``requests`` is what NodeResourcesFit's PreFilter computes for the incoming pod (spec only);
     ``usage`` is what a NodeInfo counts for an assigned pod (status resources of a resize included);
     ``non0_cpu``/``non0_mem`` are the NodeInfo's non-zero totals; ``score_requests`` are the incoming
-    pod's requests with the per-container defaults that LeastAllocated/MostAllocated score with.
+    pod's requests with the per-container defaults that the Fit scorers use (container requests of the
+    spec only: upstream's Fit scorer ignores pod-level resources and resize status, see below).
     """
 
     requests: Resource = Resource()
@@ -267,8 +268,10 @@ class _Pod:
             return _max_of(st.actuated, st.allocated)
         return _max_of(c.requests, st.actuated, st.allocated)
 
-    def requests(self, *, use_status: bool, defaults: Mapping[str, Fraction] | None = None) -> ResourceList:
-        """``resourcehelper.PodRequests``."""
+    def requests(
+        self, *, use_status: bool, defaults: Mapping[str, Fraction] | None = None, pod_level: bool = True
+    ) -> ResourceList:
+        """``resourcehelper.PodRequests``; ``pod_level=False`` is its ``SkipPodLevelResources``."""
         reqs: ResourceList = {}
         for c in self.containers:
             creqs = self._effective(c, use_status)
@@ -288,7 +291,7 @@ class _Pod:
                 _add(step, sidecars)
             _max_into(init, step)
         _max_into(reqs, init)
-        if self.pod_level_set:
+        if pod_level and self.pod_level_set:
             for name, q in self.pod_level.items():
                 if _pod_level_supported(name):
                     reqs[name] = q
@@ -334,7 +337,10 @@ def parse_pod_resources(spec: Mapping[str, Any], status: Mapping[str, Any], erro
         usage=Resource.from_list({k: v for k, v in status_requests.items() if k != PODS}),
         non0_cpu=milli_value(non0.get(CPU, Fraction(0))),
         non0_mem=value(non0.get(MEMORY, Fraction(0))),
-        score_requests=pod.requests(use_status=True, defaults=_NON_MISSING),
+        # NodeResourcesFit's scorer is built without the feature flags (v1.35.4 fit.go
+        # nodeResourceStrategyTypeMap sets neither enablePodLevelResources nor
+        # enableInPlacePodVerticalScaling): it scores spec container requests only.
+        score_requests=pod.requests(use_status=False, defaults=_NON_MISSING, pod_level=False),
         effective_requests=status_requests,
         host_ports=host_ports,
     )
