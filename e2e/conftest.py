@@ -6,6 +6,7 @@ The cluster comes from ``e2e/cluster.py`` unless ``SPREAD_E2E_KUBECONFIG`` names
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -112,6 +113,45 @@ def scheduler(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     yield proc
     if proc.proc is not None:
         assert proc.stop() == 0, "the scheduler must exit 0 on SIGTERM"
+
+
+@pytest.fixture
+def kube_scheduler(kubeconfig: str, tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], subprocess.Popen[bytes]]]:
+    """Start upstream kube-scheduler v1.35.4 with one profile (``schedulerName`` and plugins as given).
+
+    Runs on our local control plane only: an external cluster already has its own default-scheduler.
+    """
+    if os.environ.get("SPREAD_E2E_KUBECONFIG"):
+        pytest.skip("needs the local control plane: an external cluster has its own default-scheduler")
+    from cluster import Cluster, start_kube_scheduler  # noqa: PLC0415 - only with the local control plane
+
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(profile: dict[str, Any]) -> subprocess.Popen[bytes]:
+        config = tmp_path / f"kube-scheduler-{len(started)}.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "clientConnection": {"kubeconfig": kubeconfig, "qps": 50, "burst": 100},
+                    "leaderElection": {"leaderElect": False},
+                    "profiles": [profile],
+                }
+            )
+        )
+        LOGS.mkdir(parents=True, exist_ok=True)
+        log = LOGS / f"kube-scheduler-{profile['schedulerName']}.log"
+        log.unlink(missing_ok=True)
+        proc = start_kube_scheduler(Cluster(ROOT / ".cluster" / "e2e"), config, log)
+        started.append(proc)
+        wait_for(lambda: b"Starting Kubernetes Scheduler" in log.read_bytes(), 60, "kube-scheduler started")
+        return proc
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 @pytest.fixture

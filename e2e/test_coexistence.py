@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LOGS, ROOT
+from conftest import LOGS
 from kube_helpers import pod_body, pods_in, scheduled_condition, wait_for
 from kubernetes import client
 
@@ -30,31 +28,9 @@ OURS, THEIRS = "spread-scheduler", "default-scheduler"
 
 
 @pytest.fixture
-def upstream_scheduler(kubeconfig: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """kube-scheduler v1.35.4 with its default profile, as ``default-scheduler``, on our control plane."""
-    if os.environ.get("SPREAD_E2E_KUBECONFIG"):
-        pytest.skip("needs the local control plane: an external cluster has its own default-scheduler")
-    from cluster import Cluster, start_kube_scheduler  # noqa: PLC0415 - only with the local control plane
-
-    config = tmp_path / "kube-scheduler.yaml"
-    config.write_text(
-        json.dumps(
-            {
-                "apiVersion": "kubescheduler.config.k8s.io/v1",
-                "kind": "KubeSchedulerConfiguration",
-                "clientConnection": {"kubeconfig": kubeconfig, "qps": 50, "burst": 100},
-                "leaderElection": {"leaderElect": False},
-                "profiles": [{"schedulerName": THEIRS}],
-            }
-        )
-    )
-    LOGS.mkdir(parents=True, exist_ok=True)
-    log = LOGS / "coexistence-kube-scheduler.log"
-    proc = start_kube_scheduler(Cluster(ROOT / ".cluster" / "e2e"), config, log)
-    wait_for(lambda: b"Starting Kubernetes Scheduler" in log.read_bytes(), 60, "kube-scheduler started")
-    yield proc
-    proc.terminate()
-    proc.wait(timeout=30)
+def upstream_scheduler(kube_scheduler: Callable[[dict[str, Any]], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """kube-scheduler v1.35.4 with its own default profile, as ``default-scheduler``."""
+    return kube_scheduler({"schedulerName": THEIRS})
 
 
 def _cpu_milli(text: str) -> int:
