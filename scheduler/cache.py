@@ -247,6 +247,10 @@ class Cache:
     def pod_count(self) -> int:
         return len(self._pods)
 
+    def pods(self) -> list[Pod]:
+        """Every assigned or assumed pod (a copy: callers may change the cache while iterating)."""
+        return list(self._pods.values())
+
     # -- selecting objects ------------------------------------------------------------------
 
     def upsert_selecting_object(self, obj: SelectingObject) -> None:

@@ -20,6 +20,7 @@ from kubernetes.aio import config as kube_config
 
 from scheduler.config import SchedulerConfig
 from scheduler.kube.leader import run_with_leader_election
+from scheduler.kube.resync import ApiTrouble, resync_loop
 from scheduler.kube.server import HealthServer
 from scheduler.kube.watch import build_registry
 from scheduler.kube.writes import ApiBinder, ApiRecorder, RateLimiter
@@ -143,7 +144,12 @@ async def run_scheduler(
     hostname = socket.gethostname()
     instance = f"{name}-{hostname}"
     event_limiter = RateLimiter(config.qps, config.burst)
-    sched = Scheduler(config, ApiBinder(api, limiter), ApiRecorder(api, limiter, name, instance, event_limiter))
+    trouble = ApiTrouble()
+    sched = Scheduler(
+        config,
+        ApiBinder(api, limiter, trouble.report),
+        ApiRecorder(api, limiter, name, instance, event_limiter, trouble.report),
+    )
     metrics = SchedulerMetrics()
     _attach_metrics(sched, metrics)
     server = HealthServer(metrics, lambda: sched.synced, lambda: metrics.sync_incoming(sched.queue.incoming))
@@ -172,14 +178,21 @@ async def run_scheduler(
         if await _wait_for_sync(api, sched, operator, stop):
             sched.synced = True
             log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
-            await run_with_leader_election(
-                api,
-                lease,
-                identity,
-                sched.run,
-                stop,
-                lambda leading: metrics.leader.labels(lease.resource_name).set(1 if leading else 0),
-            )
+            resync = asyncio.create_task(resync_loop(api, sched, trouble, stop), name="resync")
+            try:
+                await run_with_leader_election(
+                    api,
+                    lease,
+                    identity,
+                    sched.run,
+                    stop,
+                    lambda leading: metrics.leader.labels(lease.resource_name).set(1 if leading else 0),
+                    trouble.report,
+                )
+            finally:
+                resync.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await resync
     finally:
         kopf_stop.set()
         if operator.done() and not kopf_stop_requested(operator):

@@ -75,10 +75,24 @@ def map_status(status: int, body: bytes, what: str) -> Exception | None:
 
 
 _TRANSIENT = (TransientAPIError, aiohttp.ClientError, asyncio.TimeoutError, socket.gaierror, ConnectionError)
+_OUTAGE = (aiohttp.ClientConnectionError, asyncio.TimeoutError, socket.gaierror, ConnectionError)
 
 
-async def _call(limiter: RateLimiter, what: str, request: Callable[[], Awaitable[Any]]) -> bytes:
-    """One API request with rate limiting, status mapping and retries of transient failures."""
+def _no_outage_hook() -> None:
+    return None
+
+
+async def _call(
+    limiter: RateLimiter,
+    what: str,
+    request: Callable[[], Awaitable[Any]],
+    on_outage: Callable[[], None] = _no_outage_hook,
+) -> bytes:
+    """One API request with rate limiting, status mapping and retries of transient failures.
+
+    ``on_outage`` hears of every attempt that found the API server away (no connection, a timeout, a
+    5xx), so the cache can be re-listed once it is back; a 429 is throttling, not an outage.
+    """
     async for attempt in AsyncRetrying(
         retry=retry_if_exception_type(_TRANSIENT),
         wait=wait_exponential(multiplier=0.2, max=5),
@@ -90,12 +104,19 @@ async def _call(limiter: RateLimiter, what: str, request: Callable[[], Awaitable
             try:
                 response = await request()
             except aiohttp.ClientResponseError as exc:  # raised by some client paths instead of a response
+                if exc.status >= 500:
+                    on_outage()
                 raise map_status(exc.status, str(exc.message).encode(), what) or exc from exc
+            except _OUTAGE:
+                on_outage()
+                raise
             try:
                 body: bytes = await response.read()
                 error = map_status(response.status, body, what)
             finally:
                 response.release()
+            if response.status >= 500:
+                on_outage()
             if error is not None:
                 raise error
             return body
@@ -105,9 +126,12 @@ async def _call(limiter: RateLimiter, what: str, request: Callable[[], Awaitable
 class ApiBinder:
     """``POST pods/<name>/binding`` as DefaultBinder does it."""
 
-    def __init__(self, api: client.ApiClient, limiter: RateLimiter) -> None:
+    def __init__(
+        self, api: client.ApiClient, limiter: RateLimiter, on_outage: Callable[[], None] = _no_outage_hook
+    ) -> None:
         self._core = client.CoreV1Api(api)
         self._limiter = limiter
+        self._on_outage = on_outage
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         body = client.V1Binding(
@@ -118,6 +142,7 @@ class ApiBinder:
             self._limiter,
             f"binding {pod.key} to {node_name}",
             lambda: self._core.create_namespaced_pod_binding_without_preload_content(pod.name, pod.namespace, body),
+            self._on_outage,
         )
 
 
@@ -135,7 +160,9 @@ class ApiRecorder:
         scheduler_name: str,
         instance: str,
         event_limiter: RateLimiter | None = None,
+        on_outage: Callable[[], None] = _no_outage_hook,
     ) -> None:
+        self._on_outage = on_outage
         self._core = client.CoreV1Api(api)
         self._events = client.EventsV1Api(api)
         self._limiter = limiter
@@ -171,6 +198,7 @@ class ApiRecorder:
                 lambda: self._core.patch_namespaced_pod_status_without_preload_content(
                     pod.name, pod.namespace, body, _content_type="application/strategic-merge-patch+json"
                 ),
+                self._on_outage,
             )
         except PodGoneError:
             return
@@ -204,6 +232,7 @@ class ApiRecorder:
                 lambda: self._events.create_namespaced_event_without_preload_content(
                     pod.namespace, client.EventsV1Event.model_validate(body)
                 ),
+                self._on_outage,
             )
         except (PodGoneError, BindConflictError):
             return  # namespace gone, or a duplicate name: an event is best effort
