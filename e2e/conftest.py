@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from kubernetes import client, config
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from cluster import Cluster
 from kube_helpers import create_node, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,19 +30,30 @@ LOGS = ROOT / ".cluster" / "e2e-logs"
 
 
 @pytest.fixture(scope="session")
-def kubeconfig() -> Iterator[str]:
-    external = os.environ.get("SPREAD_E2E_KUBECONFIG")
-    if external:
-        yield external
+def local_cluster() -> Iterator[Cluster | None]:
+    """Our control plane (None when ``SPREAD_E2E_KUBECONFIG`` names another cluster)."""
+    if os.environ.get("SPREAD_E2E_KUBECONFIG"):
+        yield None
         return
-    from cluster import Cluster  # noqa: PLC0415 - only needed when we start the control plane
-
     cluster = Cluster(ROOT / ".cluster" / "e2e")
     cluster.up()
     try:
-        yield str(cluster.kubeconfig)
+        yield cluster
     finally:
         cluster.down()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(local_cluster: Cluster | None) -> str:
+    return os.environ.get("SPREAD_E2E_KUBECONFIG") or str(local_cluster.kubeconfig if local_cluster else "")
+
+
+@pytest.fixture
+def control_plane(local_cluster: Cluster | None) -> Cluster:
+    """Tests that break the control plane on purpose need ours."""
+    if local_cluster is None:
+        pytest.skip("breaks the control plane on purpose: needs the local one, not SPREAD_E2E_KUBECONFIG's")
+    return local_cluster
 
 
 @pytest.fixture(scope="session")
@@ -99,6 +112,22 @@ class SchedulerProcess:
     def log(self) -> str:
         return self.log_path.read_text()
 
+    def metrics(self) -> dict[str, float]:
+        """``/metrics`` of the running process, as ``{'name{labels}': value}``."""
+        address = next(
+            json.loads(line)["address"]
+            for line in self.log().splitlines()
+            if line.startswith("{") and "serving /healthz" in line
+        )
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        values: dict[str, float] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                values[name] = float(value)
+        return values
+
 
 @pytest.fixture(scope="session")
 def scheduler(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulerProcess]:
@@ -123,7 +152,7 @@ def kube_scheduler(kubeconfig: str, tmp_path: Path) -> Iterator[Callable[[dict[s
     """
     if os.environ.get("SPREAD_E2E_KUBECONFIG"):
         pytest.skip("needs the local control plane: an external cluster has its own default-scheduler")
-    from cluster import Cluster, start_kube_scheduler  # noqa: PLC0415 - only with the local control plane
+    from cluster import start_kube_scheduler  # noqa: PLC0415 - only with the local control plane
 
     started: list[subprocess.Popen[bytes]] = []
 

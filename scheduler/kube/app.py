@@ -20,7 +20,7 @@ from kubernetes.aio import config as kube_config
 
 from scheduler.config import SchedulerConfig
 from scheduler.kube.leader import run_with_leader_election
-from scheduler.kube.resync import ApiTrouble, resync_loop
+from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
 from scheduler.kube.server import HealthServer
 from scheduler.kube.watch import build_registry
 from scheduler.kube.writes import ApiBinder, ApiRecorder, RateLimiter
@@ -144,13 +144,15 @@ async def run_scheduler(
     hostname = socket.gethostname()
     instance = f"{name}-{hostname}"
     event_limiter = RateLimiter(config.qps, config.burst)
-    trouble = ApiTrouble()
+    metrics = SchedulerMetrics()
+    trouble = ApiTrouble(lambda outcome: metrics.api_requests.labels(outcome).inc())
+    kopf_trouble = KopfOutageHandler(trouble)
+    logging.getLogger("kopf").addHandler(kopf_trouble)
     sched = Scheduler(
         config,
-        ApiBinder(api, limiter, trouble.report),
-        ApiRecorder(api, limiter, name, instance, event_limiter, trouble.report),
+        ApiBinder(api, limiter, trouble.observe),
+        ApiRecorder(api, limiter, name, instance, event_limiter, trouble.observe),
     )
-    metrics = SchedulerMetrics()
     _attach_metrics(sched, metrics)
     server = HealthServer(metrics, lambda: sched.synced, lambda: metrics.sync_incoming(sched.queue.incoming))
     host, port = _split_address(health_address)
@@ -200,6 +202,7 @@ async def run_scheduler(
             log.error("the watch layer (kopf) stopped; exiting", error=repr(operator.exception()))
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(operator, timeout=10)
+        logging.getLogger("kopf").removeHandler(kopf_trouble)
         await server.stop()
         await api.close()  # type: ignore[no-untyped-call]
     log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)

@@ -13,6 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -20,7 +23,7 @@ from kubernetes.aio import client
 
 from scheduler.scheduler import Scheduler
 
-__all__ = ["ApiTrouble", "resync_loop"]
+__all__ = ["ApiTrouble", "KopfOutageHandler", "resync_loop"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -29,15 +32,35 @@ RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0)  # then every 8 s: bounded, never a busy loo
 
 
 class ApiTrouble:
-    """Set by any request that failed transiently; the resync loop waits on it."""
+    """Counts the outcome of every request we send; an ``outage`` wakes the resync loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_outcome: Callable[[str], None] = lambda _outcome: None) -> None:
         self.event = asyncio.Event()
-        self.reports = 0
+        self.counts: Counter[str] = Counter()
+        self._on_outcome = on_outcome
+
+    def observe(self, outcome: str) -> None:
+        self.counts[outcome] += 1
+        self._on_outcome(outcome)
+        if outcome == "outage":
+            self.event.set()
 
     def report(self) -> None:
-        self.reports += 1
-        self.event.set()
+        """An outage seen outside ``observe`` (a failed lease round)."""
+        self.observe("outage")
+
+
+class KopfOutageHandler(logging.Handler):
+    """kopf retries its own watch requests and says so in its log; to us that is an outage as well."""
+
+    def __init__(self, trouble: ApiTrouble) -> None:
+        super().__init__(logging.WARNING)
+        self._trouble = trouble
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("Request attempt") and " failed" in message:
+            self._trouble.report()
 
 
 async def _list(api: client.ApiClient, kind: str) -> tuple[list[dict[str, Any]], str]:
