@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: venv lint unit e2e test demo cluster-build cluster-up cluster-down bench conformance differential clean
+.PHONY: venv lint unit e2e test demo cluster-build cluster-up cluster-down bench conformance differential reliability clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -47,6 +47,11 @@ clean:
 bench: cluster-build
 	$(BIN)/python bench/inprocess.py --nodes 500 1000 5000 --pods 2000 --scaling
 	$(BIN)/python bench/e2e.py --nodes 500 2000 --pods 1000 --qps 5000 50
+
+# The fault tests at full size (the test command runs 5 kills in a 300-pod burst):
+reliability: cluster-build
+	SPREAD_E2E_KILLS=20 SPREAD_E2E_KILL_PODS=1000 SPREAD_E2E_DIR=$(CURDIR)/.cluster/reliability \
+		$(BIN)/pytest e2e/test_faults.py e2e/test_api_faults.py -p no:cacheprovider
 
 # A long differential campaign against upstream's framework (the test command runs 400 clusters):
 #   make conformance N=100000 SEED=3000000

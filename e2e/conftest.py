@@ -26,7 +26,11 @@ from cluster import Cluster
 from kube_helpers import create_node, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
-LOGS = ROOT / ".cluster" / "e2e-logs"
+LOGS = (
+    Path(os.environ["SPREAD_E2E_DIR"]) / "e2e-logs"
+    if os.environ.get("SPREAD_E2E_DIR")
+    else ROOT / ".cluster" / "e2e-logs"
+)
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +39,8 @@ def local_cluster() -> Iterator[Cluster | None]:
     if os.environ.get("SPREAD_E2E_KUBECONFIG"):
         yield None
         return
-    cluster = Cluster(ROOT / ".cluster" / "e2e")
+    # SPREAD_E2E_DIR lets two runs (say, the suite and a full-size fault run) keep separate clusters.
+    cluster = Cluster(os.environ.get("SPREAD_E2E_DIR") or ROOT / ".cluster" / "e2e")
     cluster.up()
     try:
         yield cluster
@@ -145,12 +150,14 @@ def scheduler(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 @pytest.fixture
-def kube_scheduler(kubeconfig: str, tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], subprocess.Popen[bytes]]]:
+def kube_scheduler(
+    kubeconfig: str, local_cluster: Cluster | None, tmp_path: Path
+) -> Iterator[Callable[[dict[str, Any]], subprocess.Popen[bytes]]]:
     """Start upstream kube-scheduler v1.35.4 with one profile (``schedulerName`` and plugins as given).
 
     Runs on our local control plane only: an external cluster already has its own default-scheduler.
     """
-    if os.environ.get("SPREAD_E2E_KUBECONFIG"):
+    if local_cluster is None:
         pytest.skip("needs the local control plane: an external cluster has its own default-scheduler")
     from cluster import start_kube_scheduler  # noqa: PLC0415 - only with the local control plane
 
@@ -172,7 +179,7 @@ def kube_scheduler(kubeconfig: str, tmp_path: Path) -> Iterator[Callable[[dict[s
         LOGS.mkdir(parents=True, exist_ok=True)
         log = LOGS / f"kube-scheduler-{profile['schedulerName']}.log"
         log.unlink(missing_ok=True)
-        proc = start_kube_scheduler(Cluster(ROOT / ".cluster" / "e2e"), config, log)
+        proc = start_kube_scheduler(local_cluster, config, log)
         started.append(proc)
         wait_for(lambda: b"Starting Kubernetes Scheduler" in log.read_bytes(), 60, "kube-scheduler started")
         return proc

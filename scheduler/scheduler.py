@@ -300,6 +300,10 @@ class Scheduler:
         pod, state = attempt.pod, attempt.state
         try:
             status: Status | None = await fwk.run_pre_bind_plugins(state, pod, host)
+            if status is None and self.cache.get(host) is None:
+                # The API server would accept a Binding to a node that no longer exists (it does not check)
+                # and leave the pod stranded there: decide again instead.
+                status = Status.as_error(f'node "{host}" was deleted before the pod was bound to it')
             if status is None:
                 status = await fwk.run_bind_plugins(state, pod, host)
                 if status.is_success():
@@ -321,6 +325,8 @@ class Scheduler:
             self._on_failure(qpi, status, status.message(), attempt, self.clock())
             return
         fwk.run_post_bind_plugins(state, pod, host)
+        if self.cache.get(host) is None:
+            log.warning("bound to a node that was deleted while the binding was in flight", pod=pod.key, node=host)
         self.stats.bound += 1
         bound_at = self.clock()
         for observer in self.bound_observers:

@@ -588,6 +588,26 @@ def test_a_pod_deleted_while_its_binding_is_in_flight_is_not_retried() -> None:
     run(body)
 
 
+def test_a_node_deleted_before_the_binding_is_never_bound_to() -> None:
+    """The API server accepts a Binding to a missing node; we decide again instead (deliberate difference)."""
+
+    async def body() -> None:
+        c = Cluster()
+        n1 = make_node("n1")
+        c.add(n1, make_pod("p"))
+        assert c.sched.schedule_one()  # decided for n1; the binding task has not run yet
+        c.delete(n1)
+        await c.sched.drain()
+        assert c.binder.calls == [] and c.sched.cache.pod("default/p") is None
+        assert c.sched.queue.location("default/p") is not None, "back in the queue, not lost"
+        c.add(make_node("n2"))
+        c.clock.advance(20)  # past the error backoff
+        await c.settle()
+        assert c.binder.binds == [("default/p", "n2")]
+
+    run(body)
+
+
 def test_deleting_pod() -> None:
     """schedule_one_test.go 'deleting pod': popped, skipped with an event, never bound nor requeued."""
 
