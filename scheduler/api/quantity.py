@@ -11,12 +11,16 @@ import math
 import re
 from fractions import Fraction
 
-__all__ = ["QUANTITY_FORMAT_ERROR", "milli_value", "parse_quantity", "value"]
+__all__ = ["QUANTITY_FORMAT_ERROR", "QUANTITY_SUFFIX_ERROR", "milli_value", "parse_quantity", "value"]
 
 QUANTITY_FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
+# ``ErrSuffix``: the string splits into number and suffix, but the suffix is none Go knows ("1K", "1m3").
+QUANTITY_SUFFIX_ERROR = "unable to parse quantity's suffix"
+
 _NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)", re.DOTALL)
 _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
+_SUFFIX_SHAPE = re.compile(r"[eEinumkKMGTP]*[-+]?[0-9]*")  # what parseQuantityString accepts as a suffix
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
     "n": Fraction(1, 10**9),
@@ -55,7 +59,7 @@ def parse_quantity(raw: object) -> Fraction:
     else:
         exp = _EXPONENT.fullmatch(suffix)
         if exp is None:
-            raise ValueError(QUANTITY_FORMAT_ERROR)
+            raise ValueError(QUANTITY_SUFFIX_ERROR if _SUFFIX_SHAPE.fullmatch(suffix) else QUANTITY_FORMAT_ERROR)
         power = int(exp.group(1))
         if abs(power) > 64:  # far outside int64; Go refuses these as well
             raise ValueError(QUANTITY_FORMAT_ERROR)
