@@ -231,7 +231,7 @@ def parse_selecting_object(obj: object) -> SelectingObject | None:
     errors: list[FieldError] = []
     root = as_mapping(obj, "object", errors)
     kind = root.get("kind")
-    if kind not in SELECTING_KINDS:
+    if not isinstance(kind, str) or kind not in SELECTING_KINDS:  # a list is unhashable
         return None
     meta = as_mapping(root.get("metadata"), "metadata", errors)
     spec = as_mapping(root.get("spec"), "spec", errors)

@@ -228,7 +228,8 @@ def _statuses(status: Mapping[str, Any], errors: list[FieldError]) -> dict[str, 
 
 def _resize_infeasible(status: Mapping[str, Any]) -> bool:
     """``IsPodResizeInfeasible``: the first PodResizePending condition says Infeasible."""
-    for cond in status.get("conditions") or ():
+    conditions = status.get("conditions")
+    for cond in conditions if isinstance(conditions, list) else ():
         if isinstance(cond, Mapping) and cond.get("type") == "PodResizePending":
             return cond.get("reason") == "Infeasible"
     return False
@@ -299,19 +300,32 @@ class _Pod:
         return reqs
 
 
+MAX_PORT = 65535
+
+
 def _host_ports(spec: Mapping[str, Any], errors: list[FieldError]) -> tuple[HostPort, ...]:
-    """``schedutil.GetHostPorts``: sidecar init containers first, then containers; hostPort > 0."""
+    """``schedutil.GetHostPorts``: sidecar init containers first, then containers; hostPort > 0.
+
+    A non-zero hostPort outside 1-65535 is an error, as ``validateContainerPorts`` says. Duplicate
+    hostPorts within a pod (which ``AccumulateUniqueHostPorts`` refuses) are kept as upstream's
+    scheduler keeps them: the differential tests feed such pods to upstream and compare.
+    """
     out: list[HostPort] = []
     for key in ("initContainers", "containers"):
         for i, raw in enumerate(as_list(spec.get(key), f"spec.{key}", errors)):
             c = as_mapping(raw, f"spec.{key}[{i}]", errors)
-            if key == "initContainers" and c.get("restartPolicy") != "Always":
-                continue
+            counted = key == "containers" or c.get("restartPolicy") == "Always"
             for j, raw_port in enumerate(as_list(c.get("ports"), f"spec.{key}[{i}].ports", errors)):
                 path = f"spec.{key}[{i}].ports[{j}]"
                 p = as_mapping(raw_port, path, errors)
                 host_port = opt_int(p.get("hostPort"), f"{path}.hostPort", errors) or 0
-                if host_port <= 0:
+                if host_port == 0:
+                    continue
+                if not 1 <= host_port <= MAX_PORT:
+                    message = f"Invalid value: {host_port}: must be between 1 and 65535, inclusive"
+                    errors.append(FieldError(f"{path}.hostPort", message))
+                    continue
+                if not counted:
                     continue
                 ip = opt_str(p.get("hostIP"), f"{path}.hostIP", errors) or "0.0.0.0"
                 protocol = opt_str(p.get("protocol"), f"{path}.protocol", errors) or "TCP"
