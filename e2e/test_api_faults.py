@@ -77,7 +77,7 @@ def _burst_through(
     labels = {"app": "fault"}
     seen: dict[str, list[str]] = {}
     stop = threading.Event()
-    threading.Thread(target=_watch_forever, args=(core, namespace, stop, seen), daemon=True).start()
+    threading.Thread(target=watch_bindings, args=(core, namespace, stop, seen), daemon=True).start()
     for i in range(total):
         if i == total // 3:
             fault()
@@ -108,15 +108,6 @@ def _created(core: client.CoreV1Api, namespace: str, body: dict[str, object]) ->
     except Exception:  # connection refused / reset while the server restarts
         return False
     return True
-
-
-def _watch_forever(core: client.CoreV1Api, namespace: str, stop: threading.Event, seen: dict[str, list[str]]) -> None:
-    """``watch_bindings`` again and again: a restarted API server ends the stream."""
-    while not stop.is_set():
-        try:
-            watch_bindings(core, namespace, stop, seen)
-        except Exception:  # the server went away mid-stream: watch again once it is back
-            time.sleep(0.2)
 
 
 def test_apiserver_restart_in_the_middle_of_a_burst(
