@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -95,6 +96,34 @@ async def _wait_for_sync(
         await asyncio.sleep(0.05)
 
 
+FREEZE_EVERY = 5.0
+FULL_COLLECTION_EVERY = 600.0
+
+
+async def gc_housekeeping(stop: asyncio.Event, freeze_every: float = FREEZE_EVERY) -> None:
+    """Keep CPython's full collections short, so /healthz never waits a second behind one.
+
+    The cache holds a few hundred objects per pod; a generation-2 collection walks all of them and
+    was measured at 0.2-0.8 s with only 1,000 pods. Every ``freeze_every`` seconds the survivors move
+    to the permanent generation (``gc.freeze``, a list splice), so automatic collections only walk
+    what is new. Freed memory is unaffected (reference counting still frees), but a cycle that dies
+    after being frozen would never be collected: every ``FULL_COLLECTION_EVERY`` seconds one full
+    collection over everything reclaims those, one bounded pause every ten minutes.
+    """
+    gc.freeze()
+    last_full = time.monotonic()
+    while not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), freeze_every)
+        if time.monotonic() - last_full >= FULL_COLLECTION_EVERY:
+            gc.unfreeze()
+            started = time.perf_counter()
+            collected = gc.collect()
+            log.info("full garbage collection", collected=collected, ms=round((time.perf_counter() - started) * 1000))
+            last_full = time.monotonic()
+        gc.freeze()
+
+
 def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
     def on_attempt(attempt: Any, seconds: float) -> None:
         result = "scheduled" if attempt.host else ("unschedulable" if attempt.status.is_rejected() else "error")
@@ -181,6 +210,7 @@ async def run_scheduler(
             sched.synced = True
             log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
             resync = asyncio.create_task(resync_loop(api, sched, trouble, stop), name="resync")
+            housekeeping = asyncio.create_task(gc_housekeeping(stop), name="gc-housekeeping")
             try:
                 await run_with_leader_election(
                     api,
@@ -192,9 +222,10 @@ async def run_scheduler(
                     trouble.report,
                 )
             finally:
-                resync.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await resync
+                for task in (resync, housekeeping):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
     finally:
         kopf_stop.set()
         if operator.done() and not kopf_stop_requested(operator):
