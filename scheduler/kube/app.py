@@ -33,6 +33,7 @@ __all__ = ["configure_logging", "run_scheduler"]
 log = structlog.get_logger("spread-scheduler")
 
 SYNC_WARNING_AFTER = 30.0
+RELIST_EVERY = 2.0
 
 
 def configure_logging(level: int = logging.INFO) -> None:
@@ -80,19 +81,27 @@ async def _wait_for_sync(
 ) -> bool:
     """Like ``WaitForCacheSync``: no decision is made on a cache that misses objects that exist.
 
-    Waits as long as it takes (with a warning now and then); False if kopf died or we were stopped.
+    Objects deleted after our list never reach the watch: every ``RELIST_EVERY`` seconds the list is
+    taken again and only what still exists stays wanted (a namespace being emptied cannot stall the
+    start). Waits as long as it takes (with a warning now and then); False if kopf died or we were stopped.
     """
     wanted = await _list_uids(api)
     warn_at = time.monotonic() + SYNC_WARNING_AFTER
+    relist_at = time.monotonic() + RELIST_EVERY
     while True:
         missing = wanted - sched.seen_uids
         if not missing:
             return True
         if operator.done() or stop.is_set():
             return False
-        if time.monotonic() > warn_at:
+        now = time.monotonic()
+        if now > relist_at:
+            with contextlib.suppress(Exception):  # the API away for a moment: keep the old list
+                wanted &= await _list_uids(api)
+            relist_at = time.monotonic() + RELIST_EVERY
+        if now > warn_at:
             log.warning("cache not synced yet", missing=len(missing))
-            warn_at = time.monotonic() + SYNC_WARNING_AFTER
+            warn_at = now + SYNC_WARNING_AFTER
         await asyncio.sleep(0.05)
 
 
