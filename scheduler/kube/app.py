@@ -131,6 +131,7 @@ async def gc_housekeeping(stop: asyncio.Event, freeze_every: float = FREEZE_EVER
             collected = gc.collect()
             log.info("full garbage collection", collected=collected, ms=round((time.perf_counter() - started) * 1000))
             last_full = time.monotonic()
+        gc.collect(1)  # what already died young is collected, not frozen (milliseconds: young objects only)
         gc.freeze()
 
 
