@@ -539,7 +539,7 @@ class TestErrors:
         assert config_error(profile(plugins)) == (
             f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
             "NodeAffinity, NodeName, NodeUnschedulable, PodTopologySpread, PrioritySort, SchedulingGates, "
-            "TaintToleration)"
+            "SelectorSpread, TaintToleration)"
         )
 
     def test_disabling_plugins_we_do_not_ship_is_fine(self) -> None:

@@ -10,3 +10,4 @@ TAINT_TOLERATION = "TaintToleration"
 NODE_AFFINITY = "NodeAffinity"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 DEFAULT_BINDER = "DefaultBinder"
+SELECTOR_SPREAD = "SelectorSpread"  # opt-in only: removed upstream in 1.28, never in our default profile
