@@ -14,6 +14,9 @@ from typing import Any
 
 import yaml
 
+from scheduler.extender import check_tls
+from scheduler.extender_config import ExtenderConfig, ExtenderConfigError, parse_extenders
+from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, Handle, Plugin
 from scheduler.framework.runtime import EXTENSION_POINTS, Framework
 from scheduler.plugins.registry import DEFAULT_MULTI_POINT, REGISTRY
@@ -73,6 +76,7 @@ class SchedulerConfig:
     burst: int = 100
     kubeconfig: str | None = None
     leader_election: LeaderElection = field(default_factory=LeaderElection)
+    extenders: list[ExtenderConfig] = field(default_factory=list)  # shared by every profile, as upstream
 
 
 def _mapping(value: object, path: str) -> Mapping[str, Any]:
@@ -259,6 +263,12 @@ def parse_config(doc: object, source: str = "config") -> SchedulerConfig:
         ),
     )
     _validate_leader_election(config.leader_election)
+    try:
+        config.extenders = parse_extenders(root.get("extenders"))
+        for i, ext in enumerate(config.extenders):
+            check_tls(ext, f"extenders[{i}]")
+    except ExtenderConfigError as exc:
+        raise ConfigError(str(exc)) from exc
     # Instantiate once now so plugin args are validated at start-up, not at the first pod.
     build_frameworks(config)
     return config
@@ -334,8 +344,14 @@ def upstream_config(plugin_config: list[dict[str, Any]] | None = None, **fields:
     return {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", **fields, "profiles": [profile]}
 
 
-def build_frameworks(config: SchedulerConfig, binder: Binder | None = None) -> dict[str, Framework]:
-    """One Framework per profile, keyed by schedulerName; plugin arg errors name the profile."""
+def build_frameworks(
+    config: SchedulerConfig, binder: Binder | None = None, extenders: Sequence[Extender] = ()
+) -> dict[str, Framework]:
+    """One Framework per profile, keyed by schedulerName; plugin arg errors name the profile.
+
+    ``extenders`` are the clients of ``config.extenders`` (``scheduler.extender.http_extenders``),
+    made by the caller that owns their connections; every profile shares them.
+    """
     out: dict[str, Framework] = {}
     for i, prof in enumerate(config.profiles):
         handle = Handle(binder=binder)
@@ -349,5 +365,7 @@ def build_frameworks(config: SchedulerConfig, binder: Binder | None = None) -> d
         pct = prof.percentage_of_nodes_to_score
         if pct is None:
             pct = config.percentage_of_nodes_to_score
-        out[prof.scheduler_name] = Framework(prof.scheduler_name, plugins, prof.points, prof.weights, handle, pct)
+        out[prof.scheduler_name] = Framework(
+            prof.scheduler_name, plugins, prof.points, prof.weights, handle, pct, extenders=extenders
+        )
     return out

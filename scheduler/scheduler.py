@@ -12,8 +12,8 @@ import asyncio
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 import structlog
 
@@ -21,7 +21,9 @@ from scheduler.api.objects import SELECTING_KINDS, Node, Pod, PodKey, parse_sele
 from scheduler.cache import Cache
 from scheduler.config import SchedulerConfig, build_frameworks
 from scheduler.errors import BindConflictError, PodGoneError
+from scheduler.extender import close_extenders, http_extenders
 from scheduler.framework import events as ev
+from scheduler.framework.extender import Extender, extenders_binding
 from scheduler.framework.interface import Binder
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
@@ -70,9 +72,14 @@ class Scheduler:
         *,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
+        extenders: Sequence[Extender] | None = None,
     ) -> None:
         self.config = config
-        self.frameworks: dict[str, Framework] = build_frameworks(config, binder)
+        # ``extenders`` replaces the HTTP clients of ``config.extenders`` (tests pass fakes).
+        self._owns_extenders = extenders is None
+        self.extenders: list[Extender] = list(http_extenders(config.extenders) if extenders is None else extenders)
+        self.frameworks: dict[str, Framework] = build_frameworks(config, binder, self.extenders)
+        self._deferred: list[tuple[str | None, Mapping[str, Any]]] | None = None
         self.cache = Cache()
         self.clock = clock
         self._wakeup = asyncio.Event()
@@ -179,6 +186,9 @@ class Scheduler:
             self.cache.upsert_selecting_object(selecting)
 
     def on_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        if self._deferred is not None:  # a cycle awaits an extender: the cache must not move under it
+            self._deferred.append((event_type, obj))
+            return
         kind = obj.get("kind")
         if not self.synced:
             meta = obj.get("metadata")
@@ -196,10 +206,40 @@ class Scheduler:
 
     def schedule_one(self) -> bool:
         """Pop one pod and decide it; the binding cycle continues as a task. False when idle."""
+        cycle = self._next_cycle()
+        if cycle is None or cycle is True:
+            return cycle is True
+        qpi, pod, fwk, now, started = cycle
+        attempt = self.algorithm.schedule_pod(fwk, self.cache, pod)
+        self._finish_cycle(qpi, fwk, attempt, now, started)
+        return True
+
+    async def schedule_one_async(self) -> bool:
+        """``schedule_one`` for profiles with extenders: their calls are awaited mid-cycle.
+
+        The cache is the cycle's snapshot, so watch events that arrive while an extender answers
+        are held and applied right after the cycle, as if they had arrived then.
+        """
+        cycle = self._next_cycle()
+        if cycle is None or cycle is True:
+            return cycle is True
+        qpi, pod, fwk, now, started = cycle
+        self._deferred = []
+        try:
+            attempt = await self.algorithm.schedule_pod_async(fwk, self.cache, pod)
+        finally:
+            deferred, self._deferred = self._deferred, None
+        self._finish_cycle(qpi, fwk, attempt, now, started)
+        for event_type, obj in deferred:
+            self.on_object(event_type, obj)
+        return True
+
+    def _next_cycle(self) -> tuple[QueuedPodInfo, Pod, Framework, float, float] | Literal[True] | None:
+        """The popped pod ready for a cycle; True when the pop needed no cycle; None when idle."""
         now = self.clock()
         qpi = self.queue.pop(now)
         if qpi is None:
-            return False
+            return None
         key = qpi.key
         pod = self._pending.get(key)
         if pod is None or self.cache.is_assumed(key):
@@ -215,13 +255,15 @@ class Scheduler:
                 )
             )
             return True
-        started = time.perf_counter()
-        attempt = self.algorithm.schedule_pod(fwk, self.cache, pod)
+        return qpi, pod, fwk, now, time.perf_counter()
+
+    def _finish_cycle(self, qpi: QueuedPodInfo, fwk: Framework, attempt: Attempt, now: float, started: float) -> None:
+        pod, key = attempt.pod, qpi.key
         host = attempt.host
         if host is None:
             self._on_failure(qpi, attempt.status, attempt.message, attempt, now)
             self._observe(attempt, started)
-            return True
+            return
         # The cache holds a copy with spec.nodeName set, as upstream's assume: whoever sees it later
         # (the AssignedPodDelete of a forgotten pod, hints) sees a pod on its node.
         self.cache.assume_pod(dataclasses.replace(pod, node_name=host), host)
@@ -234,11 +276,10 @@ class Scheduler:
             attempt.status, attempt.host, attempt.message = status, None, status.message()
             self._on_failure(qpi, status, status.message(), attempt, now)
             self._observe(attempt, started)
-            return True
+            return
         self.queue.done(key)
         self._observe(attempt, started)
         self._spawn(self._binding_cycle(fwk, attempt, qpi, host, started))
-        return True
 
     def _observe(self, attempt: Attempt, started: float) -> None:
         result = "scheduled" if attempt.host else ("unschedulable" if attempt.status.is_rejected() else "error")
@@ -263,11 +304,16 @@ class Scheduler:
         try:
             status: Status | None = await fwk.run_pre_bind_plugins(state, pod, host)
             if status is None:
-                status = await fwk.run_bind_plugins(state, pod, host)
-                if status.is_success():
-                    status = None
-                elif status.is_skip():
-                    status = Status.as_error("no bind plugin bound the pod")
+                # Extenders that bind come first, then the Bind plugins (upstream's ``bind``).
+                handled, error = await extenders_binding(fwk.extenders, pod, host)
+                if handled:
+                    status = None if error is None else Status.as_error(error)
+                else:
+                    status = await fwk.run_bind_plugins(state, pod, host)
+                    if status.is_success():
+                        status = None
+                    elif status.is_skip():
+                        status = Status.as_error("no bind plugin bound the pod")
         except (PodGoneError, BindConflictError) as exc:
             # The pod is gone or someone else bound it: the watch will tell the truth, never retry.
             self._undo_assume(fwk, attempt, host)
@@ -340,7 +386,7 @@ class Scheduler:
             if now - last_flush >= 30.0:
                 self.queue.flush_unschedulable_leftover(now)
                 last_flush = now
-            if self.schedule_one():
+            if await self.schedule_one_async() if self.extenders else self.schedule_one():
                 await asyncio.sleep(0)  # let watch events in between two cycles
                 continue
             self._wakeup.clear()
@@ -354,6 +400,8 @@ class Scheduler:
     async def drain(self) -> None:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self._owns_extenders:
+            await close_extenders(self.extenders)
 
     @property
     def pending(self) -> Mapping[PodKey, Pod]:
