@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: venv lint unit e2e test demo cluster-build cluster-up cluster-down bench differential clean
+.PHONY: venv lint unit e2e test demo cluster-build cluster-up cluster-down bench conformance differential reliability clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -48,6 +48,17 @@ bench: cluster-build
 	$(BIN)/python bench/inprocess.py --nodes 500 1000 5000 --pods 2000 --scaling
 	$(BIN)/python bench/e2e.py --nodes 500 2000 --pods 1000 --qps 5000 50
 
-# A long differential campaign against upstream's framework (the test command runs 400 clusters).
-differential: cluster-build
-	$(BIN)/python -m tests.differential.runner --count 100000
+# The fault and load tests at full size (the test command runs 5 kills in a 300-pod burst and
+# 1,000 pending pods over 200 nodes); reports land in .cluster/reliability/e2e-logs/*.json.
+reliability: cluster-build
+	SPREAD_E2E_KILLS=20 SPREAD_E2E_KILL_PODS=1000 SPREAD_E2E_LOAD_PODS=10000 SPREAD_E2E_LOAD_NODES=2000 \
+		SPREAD_E2E_DIR=$(CURDIR)/.cluster/reliability \
+		$(BIN)/pytest e2e/test_faults.py e2e/test_api_faults.py e2e/test_load.py -p no:cacheprovider -s
+
+# A long differential campaign against upstream's framework (the test command runs 400 clusters):
+#   make conformance N=100000 SEED=3000000
+N    ?= 100000
+SEED ?= 3000000
+conformance: cluster-build
+	$(BIN)/python -m tests.differential.runner --count $(N) --start $(SEED) --batch 2000
+differential: conformance

@@ -332,6 +332,7 @@ class Cluster:
         self.kubeconfig = self.dir / "admin.kubeconfig"
         self.state_file = self.dir / "state.json"
         self._procs: dict[str, subprocess.Popen[bytes]] = {}  # kept so they are reaped, not garbage-collected
+        self._args: dict[str, list[str]] = {}  # how each component was started, for restart()
 
     # -- state
     @property
@@ -374,7 +375,25 @@ class Cluster:
             )
         (self.pids / f"{name}.pid").write_text(str(proc.pid))
         self._procs[name] = proc
+        self._args[name] = list(args)
         return proc
+
+    # -- faults (for tests): stop one component, start it again with the same arguments
+    def stop_component(self, name: str) -> None:
+        """SIGTERM ``name`` (SIGKILL after the timeout) and wait for it to exit; its data stays."""
+        pid = self._alive().get(name)
+        if pid is None:
+            raise RuntimeError(f"{name} is not running")
+        self._stop(name, pid, STOP_TIMEOUT)
+        proc = self._procs.pop(name, None)
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+
+    def start_component(self, name: str, timeout: float = READY_TIMEOUT) -> None:
+        """Start ``name`` again as it was started by ``up``; wait until the API server is ready."""
+        proc = self._start(name, self._args[name])
+        self._wait(self.is_ready, timeout, f"kube-apiserver /readyz after starting {name}", proc)
 
     # -- lifecycle
     def up(self, timeout: float = READY_TIMEOUT) -> None:

@@ -6,10 +6,12 @@ The cluster comes from ``e2e/cluster.py`` unless ``SPREAD_E2E_KUBECONFIG`` names
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,26 +22,43 @@ from kubernetes import client, config
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from cluster import Cluster
 from kube_helpers import create_node, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
-LOGS = ROOT / ".cluster" / "e2e-logs"
+LOGS = (
+    Path(os.environ["SPREAD_E2E_DIR"]) / "e2e-logs"
+    if os.environ.get("SPREAD_E2E_DIR")
+    else ROOT / ".cluster" / "e2e-logs"
+)
 
 
 @pytest.fixture(scope="session")
-def kubeconfig() -> Iterator[str]:
-    external = os.environ.get("SPREAD_E2E_KUBECONFIG")
-    if external:
-        yield external
+def local_cluster() -> Iterator[Cluster | None]:
+    """Our control plane (None when ``SPREAD_E2E_KUBECONFIG`` names another cluster)."""
+    if os.environ.get("SPREAD_E2E_KUBECONFIG"):
+        yield None
         return
-    from cluster import Cluster  # noqa: PLC0415 - only needed when we start the control plane
-
-    cluster = Cluster(ROOT / ".cluster" / "e2e")
+    # SPREAD_E2E_DIR lets two runs (say, the suite and a full-size fault run) keep separate clusters.
+    cluster = Cluster(os.environ.get("SPREAD_E2E_DIR") or ROOT / ".cluster" / "e2e")
     cluster.up()
     try:
-        yield str(cluster.kubeconfig)
+        yield cluster
     finally:
         cluster.down()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(local_cluster: Cluster | None) -> str:
+    return os.environ.get("SPREAD_E2E_KUBECONFIG") or str(local_cluster.kubeconfig if local_cluster else "")
+
+
+@pytest.fixture
+def control_plane(local_cluster: Cluster | None) -> Cluster:
+    """Tests that break the control plane on purpose need ours."""
+    if local_cluster is None:
+        pytest.skip("breaks the control plane on purpose: needs the local one, not SPREAD_E2E_KUBECONFIG's")
+    return local_cluster
 
 
 @pytest.fixture(scope="session")
@@ -98,6 +117,22 @@ class SchedulerProcess:
     def log(self) -> str:
         return self.log_path.read_text()
 
+    def metrics(self) -> dict[str, float]:
+        """``/metrics`` of the running process, as ``{'name{labels}': value}``."""
+        address = next(
+            json.loads(line)["address"]
+            for line in self.log().splitlines()
+            if line.startswith("{") and "serving /healthz" in line
+        )
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        values: dict[str, float] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                values[name] = float(value)
+        return values
+
 
 @pytest.fixture(scope="session")
 def scheduler(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchedulerProcess]:
@@ -112,6 +147,47 @@ def scheduler(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     yield proc
     if proc.proc is not None:
         assert proc.stop() == 0, "the scheduler must exit 0 on SIGTERM"
+
+
+@pytest.fixture
+def kube_scheduler(
+    kubeconfig: str, local_cluster: Cluster | None, tmp_path: Path
+) -> Iterator[Callable[[dict[str, Any]], subprocess.Popen[bytes]]]:
+    """Start upstream kube-scheduler v1.35.4 with one profile (``schedulerName`` and plugins as given).
+
+    Runs on our local control plane only: an external cluster already has its own default-scheduler.
+    """
+    if local_cluster is None:
+        pytest.skip("needs the local control plane: an external cluster has its own default-scheduler")
+    from cluster import start_kube_scheduler  # noqa: PLC0415 - only with the local control plane
+
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(profile: dict[str, Any]) -> subprocess.Popen[bytes]:
+        config = tmp_path / f"kube-scheduler-{len(started)}.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "clientConnection": {"kubeconfig": kubeconfig, "qps": 50, "burst": 100},
+                    "leaderElection": {"leaderElect": False},
+                    "profiles": [profile],
+                }
+            )
+        )
+        LOGS.mkdir(parents=True, exist_ok=True)
+        log = LOGS / f"kube-scheduler-{profile['schedulerName']}.log"
+        log.unlink(missing_ok=True)
+        proc = start_kube_scheduler(local_cluster, config, log)
+        started.append(proc)
+        wait_for(lambda: b"Starting Kubernetes Scheduler" in log.read_bytes(), 60, "kube-scheduler started")
+        return proc
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 @pytest.fixture

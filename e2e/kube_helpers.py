@@ -119,13 +119,19 @@ def zoned_nodes(nodes: Callable[..., str], zones: dict[str, int]) -> dict[str, s
 
 
 def watch_bindings(core: client.CoreV1Api, namespace: str, stop: threading.Event, seen: dict[str, list[str]]) -> None:
-    """Record every distinct nodeName each pod shows, from the watch stream (not from polling)."""
-    w = watch.Watch()
-    for event in w.stream(core.list_namespaced_pod, namespace, timeout_seconds=120):
-        pod = event["object"]
-        node = pod.spec.node_name
-        history = seen.setdefault(pod.metadata.name, [])
-        if node and (not history or history[-1] != node):
-            history.append(node)
-        if stop.is_set():
-            w.stop()
+    """Record every distinct nodeName each pod shows, from the watch stream (not from polling), until
+    ``stop``. A stream that ends (its timeout, or an API server going away) is opened again; a fresh
+    stream starts with the current state, and nodeName cannot change unseen (the API forbids it)."""
+    while not stop.is_set():
+        w = watch.Watch()
+        try:
+            for event in w.stream(core.list_namespaced_pod, namespace, timeout_seconds=30):
+                pod = event["object"]
+                node = pod.spec.node_name
+                history = seen.setdefault(pod.metadata.name, [])
+                if node and (not history or history[-1] != node):
+                    history.append(node)
+                if stop.is_set():
+                    w.stop()
+        except Exception:  # the server went away mid-stream: watch again once it is back
+            stop.wait(0.2)

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -245,19 +244,7 @@ def test_restart_in_the_middle_of_a_burst_resumes(
 
 
 def _metrics(scheduler: SchedulerProcess) -> dict[str, float]:
-    address = next(
-        json.loads(line)["address"]
-        for line in scheduler.log().splitlines()
-        if line.startswith("{") and "serving /healthz" in line
-    )
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    values: dict[str, float] = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            values[name] = float(value)
-    return values
+    return scheduler.metrics()
 
 
 def test_metrics_and_health_endpoints(

@@ -186,8 +186,10 @@ class Cache:
         self._pods[pod.key] = pod
         self._pod_nodes[pod.key] = node
         info = self._nodes.get(node)
-        target = info.pods if info is not None else self._orphans.setdefault(node, {})
-        target[pod.key] = pod
+        if info is not None:
+            info.add_pod(pod)
+        else:
+            self._orphans.setdefault(node, {})[pod.key] = pod
         if not pod.terminating:
             self._index.add(pod, node)
 
@@ -197,8 +199,10 @@ class Cache:
         if pod is None or node is None:
             return None
         info = self._nodes.get(node)
-        target = info.pods if info is not None else self._orphans.get(node, {})
-        target.pop(key, None)
+        if info is not None:
+            info.remove_pod(key)
+        else:
+            self._orphans.get(node, {}).pop(key, None)
         self._index.remove(pod)
         return pod
 
@@ -242,6 +246,10 @@ class Cache:
     @property
     def pod_count(self) -> int:
         return len(self._pods)
+
+    def pods(self) -> list[Pod]:
+        """Every assigned or assumed pod (a copy: callers may change the cache while iterating)."""
+        return list(self._pods.values())
 
     # -- selecting objects ------------------------------------------------------------------
 

@@ -88,6 +88,13 @@ class SchedulerMetrics:
             ["name"],
             registry=self.registry,
         )
+        self.api_requests = Counter(
+            "spread_scheduler_api_requests",
+            "Requests the scheduler sent to the API server (bindings, status patches, events), by outcome: "
+            "ok, outage (no connection, timeout, 5xx), throttled (429) or refused (other 4xx). Watches are kopf's.",
+            ["outcome"],
+            registry=self.registry,
+        )
         self._incoming_seen: dict[tuple[str, str], int] = {}
 
     def watch_queue(self, counts: Callable[[], dict[str, int]]) -> None:

@@ -121,6 +121,8 @@ class Scheduler:
         old = old_info.node
         if node.resource_version and node.resource_version == old.resource_version:
             return
+        if _older(node.resource_version, old.resource_version):
+            return  # a watch replaying events older than the fresh list we reconciled with
         self.cache.update_node(old, node)
         for event in ev.node_scheduling_properties_change(node, old):
             self.queue.move_all_to_active_or_backoff(event, old, node, now)
@@ -129,6 +131,9 @@ class Scheduler:
         now = self.clock()
         pod = Pod.from_dict(obj)
         key = pod.key
+        held = self.cache.pod(key) or self._pending.get(key)
+        if event_type != "DELETED" and held is not None and _older(pod.resource_version, held.resource_version):
+            return  # a watch replaying events older than the fresh list we reconciled with
         if event_type == "DELETED" or pod.terminal:
             self._forget_pod(pod, now)
             return
@@ -174,6 +179,39 @@ class Scheduler:
         if old is not None:
             self.cache.remove_pod(old)
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, old, None, now)
+
+    def reconcile(self, kind: str, items: Sequence[Mapping[str, Any]], list_version: str) -> tuple[int, int]:
+        """Bring the cache in line with a fresh LIST of ``kind`` (Pod or Node) taken at ``list_version``.
+
+        As client-go's ``Replace``: an object we hold that the list lacks, and that is not newer than
+        the list, was deleted while no watch told us (it becomes a DELETED event); a listed object newer
+        than ours (or unknown to us) is applied as an update. Objects newer than the list are left to
+        the watch. Returns (removed, refreshed).
+        """
+        handle = self.on_pod if kind == "Pod" else self.on_node
+        listed: dict[str, Mapping[str, Any]] = {}
+        for item in items:
+            key = _object_key(kind, item)
+            if key is not None:
+                listed[key] = item
+        held: dict[str, Pod | Node]
+        if kind == "Pod":
+            held = {pod.key: pod for pod in self.cache.pods()}
+            held.update((str(key), pod) for key, pod in self._pending.items())
+        else:
+            held = {info.name: info.node for info in self.cache.node_infos()}
+        removed = refreshed = 0
+        for key, obj in held.items():
+            if key not in listed and not _newer(obj.resource_version, list_version):
+                handle("DELETED", {**obj.raw, "kind": kind})
+                removed += 1
+        for key, item in listed.items():
+            known = held.get(key)
+            version = str((item.get("metadata") or {}).get("resourceVersion") or "")
+            if known is None or _newer(version, known.resource_version):
+                handle("MODIFIED", {**item, "kind": kind})
+                refreshed += 1
+        return removed, refreshed
 
     def on_selecting_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         """Services, ReplicaSets, StatefulSets, ReplicationControllers: inputs of default spreading."""
@@ -303,6 +341,10 @@ class Scheduler:
         pod, state = attempt.pod, attempt.state
         try:
             status: Status | None = await fwk.run_pre_bind_plugins(state, pod, host)
+            if status is None and self.cache.get(host) is None:
+                # The API server would accept a Binding to a node that no longer exists (it does not check)
+                # and leave the pod stranded there: decide again instead.
+                status = Status.as_error(f'node "{host}" was deleted before the pod was bound to it')
             if status is None:
                 # Extenders that bind come first, then the Bind plugins (upstream's ``bind``).
                 handled, error = await extenders_binding(fwk.extenders, pod, host)
@@ -329,6 +371,8 @@ class Scheduler:
             self._on_failure(qpi, status, status.message(), attempt, self.clock())
             return
         fwk.run_post_bind_plugins(state, pod, host)
+        if self.cache.get(host) is None:
+            log.warning("bound to a node that was deleted while the binding was in flight", pod=pod.key, node=host)
         self.stats.bound += 1
         bound_at = self.clock()
         for observer in self.bound_observers:
@@ -406,3 +450,24 @@ class Scheduler:
     @property
     def pending(self) -> Mapping[PodKey, Pod]:
         return self._pending
+
+
+def _object_key(kind: str, obj: Mapping[str, Any]) -> str | None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+        return None
+    if kind == "Node":
+        return str(meta["name"])
+    return f"{meta.get('namespace') or 'default'}/{meta['name']}"
+
+
+def _older(version: str, than: str) -> bool:
+    """Strictly older, when both are etcd's integer resourceVersions (never for other spellings)."""
+    return version.isdigit() and than.isdigit() and int(version) < int(than)
+
+
+def _newer(version: str, than: str) -> bool:
+    """resourceVersions are opaque, but etcd's are integers: compare those, otherwise assume newer."""
+    if version.isdigit() and than.isdigit():
+        return int(version) > int(than)
+    return version != than

@@ -88,7 +88,7 @@ class Simulation:
                     self.cache.add_pod(pod)
                 elif pod.scheduler_name in self.frameworks:
                     self.pending.append(pod)
-            elif kind in SELECTING_KINDS:
+            elif isinstance(kind, str) and kind in SELECTING_KINDS:  # a YAML kind may be a list
                 selecting = parse_selecting_object(obj)
                 if selecting is not None:
                     self.cache.upsert_selecting_object(selecting)

@@ -16,6 +16,10 @@ __all__ = ["NodeBuilder", "PodBuilder", "make_node", "make_pod"]
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 
+# What a builder node reports unless told otherwise: a mid-size machine with kubelet's default pod cap, so
+# tests about labels and taints are not also tests about capacity.
+DEFAULT_ALLOCATABLE = {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "100Gi", "pods": "110"}
+
 
 class PodBuilder:
     def __init__(self, name: str, namespace: str = "default") -> None:
@@ -118,6 +122,44 @@ class PodBuilder:
         )
         return self
 
+    def requests(self, container: int = 0, **resources: str) -> Self:
+        """Requests of app container ``container`` (``cpu="500m", memory="1Gi"``)."""
+        self._resources(self.spec["containers"], container)["requests"] = _resource_list(resources)
+        return self
+
+    def limits(self, container: int = 0, **resources: str) -> Self:
+        self._resources(self.spec["containers"], container)["limits"] = _resource_list(resources)
+        return self
+
+    def container(self, name: str, **requests: str) -> Self:
+        """Another app container with these requests."""
+        self.spec["containers"].append(_container(name, requests))
+        return self
+
+    def init_container(self, name: str, restart_always: bool = False, **requests: str) -> Self:
+        """An init container; ``restart_always`` makes it a sidecar (restartPolicy: Always)."""
+        init = _container(name, requests)
+        if restart_always:
+            init["restartPolicy"] = "Always"
+        self.spec.setdefault("initContainers", []).append(init)
+        return self
+
+    def overhead(self, **resources: str) -> Self:
+        self.spec["overhead"] = _resource_list(resources)
+        return self
+
+    def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "", container: int = 0) -> Self:
+        entry: dict[str, Any] = {"containerPort": port, "hostPort": port, "protocol": protocol}
+        if host_ip:
+            entry["hostIP"] = host_ip
+        self.spec["containers"][container].setdefault("ports", []).append(entry)
+        return self
+
+    @staticmethod
+    def _resources(containers: list[dict[str, Any]], index: int) -> dict[str, Any]:
+        res: dict[str, Any] = containers[index].setdefault("resources", {})
+        return res
+
     def gate(self, name: str) -> Self:
         self.spec.setdefault("schedulingGates", []).append({"name": name})
         return self
@@ -145,8 +187,22 @@ class NodeBuilder:
             "kind": "Node",
             "metadata": {"name": name, "uid": f"uid-node-{name}", "labels": {HOSTNAME: name}},
             "spec": {},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "capacity": dict(DEFAULT_ALLOCATABLE),
+                "allocatable": dict(DEFAULT_ALLOCATABLE),
+            },
         }
+
+    def capacity(self, **resources: str) -> Self:
+        """Replace capacity and allocatable (``cpu="4", memory="8Gi", pods="10"``)."""
+        self.obj["status"]["capacity"] = _resource_list(resources)
+        self.obj["status"]["allocatable"] = _resource_list(resources)
+        return self
+
+    def allocatable(self, **resources: str) -> Self:
+        self.obj["status"]["allocatable"] = _resource_list(resources)
+        return self
 
     def label(self, key: str, value: str = "") -> Self:
         self.obj["metadata"]["labels"][key] = value
@@ -175,6 +231,18 @@ class NodeBuilder:
 
     def build(self) -> Node:
         return Node.from_dict(self.dict())
+
+
+def _resource_list(resources: dict[str, str]) -> dict[str, str]:
+    """Keyword spelling: ``ephemeral_storage`` is ``ephemeral-storage``; others as ``**{"example.com/gpu": "1"}``."""
+    return {(name.replace("_", "-") if name.isidentifier() else name): str(value) for name, value in resources.items()}
+
+
+def _container(name: str, requests: dict[str, str]) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": name, "image": "pause"}
+    if requests:
+        container["resources"] = {"requests": _resource_list(requests)}
+    return container
 
 
 def make_pod(name: str, namespace: str = "default") -> PodBuilder:

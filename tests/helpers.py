@@ -6,6 +6,7 @@ drift of a reason string in the scheduler makes the tests fail.
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -107,8 +108,29 @@ def config_with(plugin_config: Sequence[Mapping[str, Any]] = (), **profile: Any)
     return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [prof]}
 
 
-def framework(config: Mapping[str, Any] | None = None) -> Framework:
-    cfg = load_config(None) if config is None else parse_config(dict(config))
+RESOURCE_PLUGINS = ("NodePorts", "NodeResourcesFit")
+
+
+def without_resource_plugins(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``config`` (default: ours) with NodePorts and NodeResourcesFit disabled in every profile.
+
+    The spec's vectors give totals of the three mission plugins only, on nodes without capacity;
+    resource tests build their frameworks with ``framework(config, resources=True)``.
+    """
+    doc = copy.deepcopy(dict(config)) if config is not None else config_with()
+    for prof in doc.get("profiles") or []:
+        multi = prof.setdefault("plugins", {}).setdefault("multiPoint", {})
+        disabled = multi.setdefault("disabled", [])
+        named = {d.get("name") for d in disabled}
+        disabled.extend({"name": n} for n in RESOURCE_PLUGINS if n not in named)
+    return doc
+
+
+def framework(config: Mapping[str, Any] | None = None, *, resources: bool = False) -> Framework:
+    if resources:
+        cfg = load_config(None) if config is None else parse_config(dict(config))
+    else:
+        cfg = parse_config(without_resource_plugins(config))
     return build_frameworks(cfg)["spread-scheduler"]
 
 

@@ -46,11 +46,30 @@ DEFAULT_ORDER = [
     "NodeName",
     "TaintToleration",
     "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
     "PodTopologySpread",
     "DefaultBinder",
 ]
-DEFAULT_FILTER = ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "PodTopologySpread"]
-DEFAULT_SCORE = ["TaintToleration", "NodeAffinity", "PodTopologySpread"]
+DEFAULT_FILTER = [
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+]
+DEFAULT_SCORE = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread"]
+DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2}
+
+
+def without(names: list[str], *drop: str) -> list[str]:
+    return [n for n in names if n not in drop]
+
+
+def without_key(weights: dict[str, int], *drop: str) -> dict[str, int]:
+    return {n: w for n, w in weights.items() if n not in drop}
 
 
 def profile(plugins: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
@@ -89,7 +108,7 @@ class TestDefaultProfile:
         expected = {
             "queueSort": ["PrioritySort"],
             "preEnqueue": ["SchedulingGates"],
-            "preFilter": ["NodeAffinity", "PodTopologySpread"],
+            "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"],
             "filter": DEFAULT_FILTER,
             "postFilter": [],
             "preScore": DEFAULT_SCORE,
@@ -101,7 +120,7 @@ class TestDefaultProfile:
             "postBind": [],
         }
         assert fwk.points == expected
-        assert fwk.weights == {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2}
+        assert fwk.weights == DEFAULT_WEIGHTS
 
     def test_every_point_follows_the_default_multipoint_order(self) -> None:
         """Each point's list is a subsequence of upstream's default order."""
@@ -132,9 +151,9 @@ class TestMultiPoint:
     def test_disable_by_name_removes_it_everywhere(self) -> None:
         """A disabled default plugin leaves every point and the weights."""
         fwk = framework(profile({"multiPoint": {"disabled": [{"name": "TaintToleration"}]}}))
-        assert fwk.points["filter"] == ["NodeUnschedulable", "NodeName", "NodeAffinity", "PodTopologySpread"]
-        assert fwk.points["score"] == ["NodeAffinity", "PodTopologySpread"]
-        assert fwk.weights == {"NodeAffinity": 2, "PodTopologySpread": 2}
+        assert fwk.points["filter"] == without(DEFAULT_FILTER, "TaintToleration")
+        assert fwk.points["score"] == ["NodeAffinity", "NodeResourcesFit", "PodTopologySpread"]
+        assert fwk.weights == {"NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2}
 
     def test_disable_all_then_enable_keeps_the_enabled_order(self) -> None:
         """With ``*`` disabled only the enabled list is left, in its own order, weight 0 meaning 1."""
@@ -173,25 +192,19 @@ class TestMultiPoint:
         """The order stays upstream's; the weight is the new one."""
         fwk = framework(profile({"multiPoint": {"enabled": [{"name": "TaintToleration", "weight": 7}]}}))
         assert fwk.points["filter"] == DEFAULT_FILTER and fwk.points["score"] == DEFAULT_SCORE
-        assert fwk.weights == {"TaintToleration": 7, "NodeAffinity": 2, "PodTopologySpread": 2}
+        assert fwk.weights == {**DEFAULT_WEIGHTS, "TaintToleration": 7}
 
     def test_enabling_a_default_plugin_without_a_weight_resets_it_to_1(self) -> None:
         """``mergePluginSet`` replaces the whole default entry: its weight 3 is gone, 0 means 1."""
         fwk = framework(profile({"multiPoint": {"enabled": [{"name": "TaintToleration"}]}}))
-        assert fwk.weights == {"TaintToleration": 1, "NodeAffinity": 2, "PodTopologySpread": 2}
+        assert fwk.weights == {**DEFAULT_WEIGHTS, "TaintToleration": 1}
 
     def test_disabled_and_enabled_again_moves_to_the_end(self) -> None:
         """A disabled default that is enabled again is appended after the defaults."""
         fwk = framework(
             profile({"multiPoint": {"disabled": [{"name": "NodeName"}], "enabled": [{"name": "NodeName"}]}})
         )
-        assert fwk.points["filter"] == [
-            "NodeUnschedulable",
-            "TaintToleration",
-            "NodeAffinity",
-            "PodTopologySpread",
-            "NodeName",
-        ]
+        assert fwk.points["filter"] == [*without(DEFAULT_FILTER, "NodeName"), "NodeName"]
 
     def test_enabling_the_same_plugin_twice_is_an_error(self) -> None:
         """Upstream refuses a double registration ("already registered")."""
@@ -210,9 +223,7 @@ class TestPerExtensionPoint:
         assert fwk.points["filter"] == [
             "PodTopologySpread",
             "TaintToleration",
-            "NodeUnschedulable",
-            "NodeName",
-            "NodeAffinity",
+            *without(DEFAULT_FILTER, "PodTopologySpread", "TaintToleration"),
         ]
         assert fwk.points["score"] == DEFAULT_SCORE  # other points keep the multiPoint order
 
@@ -228,27 +239,26 @@ class TestPerExtensionPoint:
         )
         assert fwk.points["filter"] == [
             "TaintToleration",
-            "NodeUnschedulable",
-            "NodeName",
-            "PodTopologySpread",
+            *without(DEFAULT_FILTER, "TaintToleration", "NodeAffinity"),
             "NodeAffinity",
         ]
-        assert fwk.points["preFilter"] == ["PodTopologySpread"]  # NodeAffinity only where enabled
+        # NodeAffinity only where enabled
+        assert fwk.points["preFilter"] == ["NodePorts", "NodeResourcesFit", "PodTopologySpread"]
         assert "NodeAffinity" not in fwk.weights
 
     def test_disabled_at_one_point_only(self) -> None:
         """A multiPoint plugin disabled at Score still filters."""
         fwk = framework(profile({"score": {"disabled": [{"name": "TaintToleration"}]}}))
-        assert fwk.points["score"] == ["NodeAffinity", "PodTopologySpread"]
+        assert fwk.points["score"] == without(DEFAULT_SCORE, "TaintToleration")
         assert fwk.points["preScore"] == DEFAULT_SCORE
         assert "TaintToleration" in fwk.points["filter"]
-        assert fwk.weights == {"NodeAffinity": 2, "PodTopologySpread": 2}
+        assert fwk.weights == without_key(DEFAULT_WEIGHTS, "TaintToleration")
 
     def test_disable_all_at_one_point_keeps_only_that_points_enabled(self) -> None:
         """``*`` disabled at Filter skips the multiPoint expansion there."""
         fwk = framework(profile({"filter": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeAffinity"}]}}))
         assert fwk.points["filter"] == ["NodeAffinity"]
-        assert fwk.points["preFilter"] == ["NodeAffinity", "PodTopologySpread"]
+        assert fwk.points["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"]
 
     def test_enabled_at_a_point_the_plugin_does_not_implement(self) -> None:
         """PrioritySort has no Filter."""
@@ -277,19 +287,19 @@ class TestWeights:
         [
             pytest.param(
                 {"score": {"enabled": [{"name": "NodeAffinity", "weight": 9}]}},
-                {"TaintToleration": 3, "NodeAffinity": 9, "PodTopologySpread": 2},
-                ["NodeAffinity", "TaintToleration", "PodTopologySpread"],
+                {**DEFAULT_WEIGHTS, "NodeAffinity": 9},
+                ["NodeAffinity", "TaintToleration", "NodeResourcesFit", "PodTopologySpread"],
                 id="score-weight-wins",
             ),
             pytest.param(
                 {"score": {"enabled": [{"name": "TaintToleration"}]}},
-                {"TaintToleration": 1, "NodeAffinity": 2, "PodTopologySpread": 2},
+                {**DEFAULT_WEIGHTS, "TaintToleration": 1},
                 DEFAULT_SCORE,
                 id="score-entry-without-weight-means-1",
             ),
             pytest.param(
                 {"multiPoint": {"enabled": [{"name": "PodTopologySpread", "weight": 4}]}},
-                {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 4},
+                {**DEFAULT_WEIGHTS, "PodTopologySpread": 4},
                 DEFAULT_SCORE,
                 id="multipoint-weight",
             ),
@@ -298,8 +308,8 @@ class TestWeights:
                     "multiPoint": {"enabled": [{"name": "PodTopologySpread", "weight": 4}]},
                     "score": {"enabled": [{"name": "PodTopologySpread", "weight": 6}]},
                 },
-                {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 6},
-                ["PodTopologySpread", "TaintToleration", "NodeAffinity"],
+                {**DEFAULT_WEIGHTS, "PodTopologySpread": 6},
+                ["PodTopologySpread", "TaintToleration", "NodeAffinity", "NodeResourcesFit"],
                 id="score-beats-multipoint",
             ),
         ],
@@ -538,8 +548,9 @@ class TestErrors:
         """The message names the path, the plugin, and the plugins we know."""
         assert config_error(profile(plugins)) == (
             f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
-            "NodeAffinity, NodeName, NodeUnschedulable, PodTopologySpread, PrioritySort, SchedulingGates, "
-            "SelectorSpread, TaintToleration)"
+            "NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, PodTopologySpread, "
+            "PrioritySort, SchedulingGates, SelectorSpread, "
+            "TaintToleration)"
         )
 
     def test_disabling_plugins_we_do_not_ship_is_fine(self) -> None:

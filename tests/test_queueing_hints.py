@@ -135,7 +135,7 @@ class TestRegistrations:
             for plugin, reg in hint_map
             if reg.event.resource is EventResource.NODE and reg.event.action == A.UPDATE_NODE_TAINT
         ]
-        assert sorted(taint_only) == ["NodeAffinity", "NodeName"]
+        assert sorted(taint_only) == ["NodeAffinity", "NodeName", "NodePorts", "NodeResourcesFit"]
         extra = [
             reg for plugin, reg in hint_map if plugin == "NodeAffinity" and reg.event.action == A.UPDATE_NODE_TAINT
         ]
@@ -1180,6 +1180,11 @@ def with_status(node: NodeBuilder, **status: Any) -> NodeBuilder:
     return node
 
 
+def without_allocatable(node: NodeBuilder) -> NodeBuilder:
+    del node.obj["status"]["allocatable"]
+    return node
+
+
 def with_annotations(node: NodeBuilder, annotations: dict[str, str] | None) -> NodeBuilder:
     node.obj["metadata"]["annotations"] = annotations
     return node
@@ -1272,9 +1277,15 @@ class TestNodeSchedulingPropertiesChange:
             ),
             pytest.param(
                 with_status(make_node("n"), allocatable={}),
-                make_node("n"),
+                without_allocatable(make_node("n")),
                 [],
                 id="absent-and-empty-allocatable-are-equal",
+            ),
+            pytest.param(
+                make_node("n").allocatable(cpu="8", memory="32Gi", pods="111"),
+                make_node("n").allocatable(cpu="8", memory="32Gi", pods="110"),
+                [A.UPDATE_NODE_ALLOCATABLE],
+                id="allocatable-changed",
             ),
             pytest.param(
                 make_node("n").label("test", "value"),
@@ -1393,6 +1404,46 @@ class TestPodSchedulingPropertiesChange:
                 id="labels-and-gates",
             ),
             pytest.param(make_pod("p"), make_pod("p"), ASSIGNED, [(ASSIGNED, A.UPDATE)], id="nothing-changed"),
+            pytest.param(
+                make_pod("p").requests(cpu="1"),
+                make_pod("p").requests(cpu="2"),
+                UNSCHED,
+                [(UNSCHED, A.UPDATE_POD_SCALE_DOWN)],
+                id="pod's resource request is scaled down",
+            ),
+            pytest.param(
+                make_pod("p").requests(cpu="2"),
+                make_pod("p").requests(cpu="1"),
+                UNSCHED,
+                [(UNSCHED, A.UPDATE)],
+                id="pod's resource request is scaled up",
+            ),
+            pytest.param(
+                make_pod("p").requests(cpu="1"),
+                make_pod("p").requests(cpu="1", memory="1Gi"),
+                ASSIGNED,
+                [(ASSIGNED, A.UPDATE_POD_SCALE_DOWN)],
+                id="a resource request is removed",
+            ),
+            pytest.param(
+                make_pod("p").requests(cpu="1000500u"),
+                make_pod("p").requests(cpu="1000900u"),
+                ASSIGNED,
+                [(ASSIGNED, A.UPDATE)],
+                id="same-milli-value-is-no-scale-down",
+            ),
+            pytest.param(
+                make_pod("p").label("a", "b").requests(cpu="1").toleration("k", "Exists"),
+                make_pod("p").requests(cpu="2").gate("g"),
+                UNSCHED,
+                [
+                    (UNSCHED, A.UPDATE_POD_LABEL),
+                    (UNSCHED, A.UPDATE_POD_SCALE_DOWN),
+                    (UNSCHED, A.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),
+                    (UNSCHED, A.UPDATE_POD_TOLERATION),
+                ],
+                id="all-four-in-upstream-extractor-order",
+            ),
         ],
     )
     def test_classification(
@@ -1402,7 +1453,7 @@ class TestPodSchedulingPropertiesChange:
         resource: EventResource,
         expected: list[tuple[EventResource, ActionType]],
     ) -> None:
-        """Upstream's Test_podSchedulingPropertiesChange (resource-related cases excepted: no resources here)."""
+        """Upstream's Test_podSchedulingPropertiesChange, scale-down cases included."""
         assert pod_actions(new, old, resource) == expected
 
     def test_generic_update_reaches_no_plugin_of_ours(self) -> None:

@@ -588,6 +588,48 @@ def test_a_pod_deleted_while_its_binding_is_in_flight_is_not_retried() -> None:
     run(body)
 
 
+def test_requests_of_assumed_pods_count_at_once_and_terminal_pods_not_at_all() -> None:
+    """Issue #8 accounting: no watch confirmation between the decisions, yet no overcommit."""
+
+    async def body() -> None:
+        c = Cluster()
+        c.add(make_node("n1").capacity(cpu="4", memory="8Gi", pods="110"))
+        c.add(make_node("n2").capacity(cpu="4", memory="8Gi", pods="110"))
+        # A finished 3-CPU pod on n1 and one of another scheduler's pods on n2 bound elsewhere: the
+        # first does not count (terminal), the second does (any scheduler's bound pod counts).
+        c.add(make_pod("done").requests(cpu="3").node("n1").phase("Succeeded"))
+        c.add(make_pod("theirs").requests(cpu="1").scheduler("default-scheduler").node("n2"))
+        for name in ("a", "b", "c"):
+            c.add(make_pod(name).requests(cpu="3"))
+        await c.settle()
+        assert sorted(node for _, node in c.binder.binds) == ["n1", "n2"]  # one 3-CPU pod fits each node
+        (refused,) = {"default/a", "default/b", "default/c"} - {key for key, _ in c.binder.binds}
+        (condition,) = c.recorder.conditions_for(refused)
+        assert condition.message == "0/2 nodes are available: 2 Insufficient cpu."
+
+    run(body)
+
+
+def test_a_node_deleted_before_the_binding_is_never_bound_to() -> None:
+    """The API server accepts a Binding to a missing node; we decide again instead (deliberate difference)."""
+
+    async def body() -> None:
+        c = Cluster()
+        n1 = make_node("n1")
+        c.add(n1, make_pod("p"))
+        assert c.sched.schedule_one()  # decided for n1; the binding task has not run yet
+        c.delete(n1)
+        await c.sched.drain()
+        assert c.binder.calls == [] and c.sched.cache.pod("default/p") is None
+        assert c.sched.queue.location("default/p") is not None, "back in the queue, not lost"
+        c.add(make_node("n2"))
+        c.clock.advance(20)  # past the error backoff
+        await c.settle()
+        assert c.binder.binds == [("default/p", "n2")]
+
+    run(body)
+
+
 def test_deleting_pod() -> None:
     """schedule_one_test.go 'deleting pod': popped, skipped with an event, never bound nor requeued."""
 

@@ -2,8 +2,8 @@
 
 Expected values are derived by hand from the rules of the spec (sections 1.5, 3.3, 4.5, 4.7, 6.2)
 in the comments next to them, never read back from the code. Our default profile scores with
-TaintToleration (x3), NodeAffinity (x2) and PodTopologySpread (x2) and has no PostFilter plugin, so
-a FitError message ends after the filter histogram.
+TaintToleration (x3), NodeAffinity (x2), NodeResourcesFit (x1) and PodTopologySpread (x2) and has no
+PostFilter plugin, so a FitError message ends after the filter histogram.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ EXAMPLES = ROOT / "examples"
 SPREAD = "node(s) didn't match pod topology spread constraints"
 AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 PTS_SKEW = {"plugin": "PodTopologySpread", "reason": SPREAD}
-TT_ONLY = {"TaintToleration": {"raw": 0, "normalized": 100}}
 FOO = {"foo": "bar"}
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -44,10 +43,27 @@ def node(
     return {"filter": verdict, "scores": scores or {}, "total": total}
 
 
-def scored(tt: int, pts: tuple[int, int] | None = None) -> dict[str, Any]:
-    """A feasible node's entry from normalized TaintToleration (raw 0) and (raw, normalized) PodTopologySpread."""
+GI = 1024**3
+NON_ZERO_CPU, NON_ZERO_MEMORY = 100, 200 * 1024**2  # scoring defaults for pods without requests
+
+
+def least_allocated(pods: int, cpu_milli: int = 4000, memory: int = 16 * GI) -> int:
+    """NodeResourcesFit's LeastAllocated score for ``pods`` request-less pods (incoming one included).
+
+    Per resource (capacity - requested) * 100 // capacity, then the weight-1 average, floored.
+    """
+    cpu = (cpu_milli - pods * NON_ZERO_CPU) * 100 // cpu_milli
+    mem = (memory - pods * NON_ZERO_MEMORY) * 100 // memory
+    return (cpu + mem) // 2
+
+
+def scored(tt: int, pts: tuple[int, int] | None = None, fit: int | None = None) -> dict[str, Any]:
+    """A feasible node's entry: normalized TaintToleration (raw 0), NodeResourcesFit, (raw, normalized) PTS."""
     scores: dict[str, Any] = {"TaintToleration": {"raw": 0, "normalized": tt}}
     total = tt * 3
+    if fit is not None:
+        scores["NodeResourcesFit"] = {"raw": fit, "normalized": fit}
+        total += fit
     if pts is not None:
         scores["PodTopologySpread"] = {"raw": pts[0], "normalized": pts[1]}
         total += pts[1] * 2
@@ -58,42 +74,32 @@ class TestTwoZonesExample:
     """``examples/two-zones.yaml``: cluster A of the spec (TV-1) plus a softly spread second pod."""
 
     def test_hard_zone_spread_then_soft_spread(self, capsys: pytest.CaptureFixture[str]) -> None:
-        """Every field of both results, for whichever node the tie gave the first pod."""
+        """Every field of both results."""
         incoming, soft = simulate_json(capsys, str(EXAMPLES / "two-zones.yaml"), "--seed", "1")
         # incoming (TV-1): zoneA holds p1, p2 -> 2; zoneB holds p3 -> 1; min 1. zoneA nodes: 2+1-1 = 2 > 1
         # fail; zoneB nodes 1+1-1 = 1 pass. PodTopologySpread has no soft constraint -> PreScore Skip,
         # NodeAffinity has no preferred term -> Skip; TaintToleration: no taints -> 100 (x3 = 300) each.
-        assert incoming["node"] in ("node3", "node4")
+        # NodeResourcesFit (4 CPU, 16Gi, request-less pods count 100m/200Mi): node3 holds p3 -> 2 pods
+        # -> (95 + 97) // 2 = 96; node4 empty -> 1 pod -> (97 + 98) // 2 = 97: node4 breaks the tie.
+        assert least_allocated(2) == 96 and least_allocated(1) == 97
         assert incoming == {
             "pod": "default/incoming",
-            "node": incoming["node"],
-            "message": f"Successfully assigned default/incoming to {incoming['node']}",
+            "node": "node4",
+            "message": "Successfully assigned default/incoming to node4",
             "nodes": {
                 "node1": node(PTS_SKEW),
                 "node2": node(PTS_SKEW),
-                "node3": node(None, TT_ONLY, 300),
-                "node4": node(None, TT_ONLY, 300),
+                "node3": scored(100, fit=96),
+                "node4": scored(100, fit=97),
             },
         }
         # soft: zone (maxSkew 1) + hostname (maxSkew 1), both ScheduleAnyway, all 4 nodes feasible.
         # Zone weight ln(2+2) = 1.3863 (2 zones), hostname weight ln(4+2) = 1.7918 (4 feasible nodes);
-        # raw = round(zoneCount*1.3863 + 0 + nodeCount*1.7918 + 0), maxSkew-1 = 0.
-        if incoming["node"] == "node3":
-            # zoneA 2, zoneB 2 (p3 + incoming); node counts 1, 1, 2, 0.
-            # node1/node2: 2.77+1.79 = 4.56 -> 5; node3: 2.77+3.58 = 6.36 -> 6; node4: 2.77 -> 3.
-            # normalize 100*(max+min-raw)/max with max 6, min 3: 66, 66, 50, 100.
-            expected = {
-                "node1": scored(100, (5, 66)),
-                "node2": scored(100, (5, 66)),
-                "node3": scored(100, (6, 50)),
-                "node4": scored(100, (3, 100)),
-            }
-            assert soft["node"] == "node4"
-        else:
-            # node4 got it: every node holds one pod, both zones two -> raw 5 everywhere -> 100 each, a
-            # four-way tie.
-            expected = {n: scored(100, (5, 100)) for n in ("node1", "node2", "node3", "node4")}
-            assert soft["node"] in expected
+        # raw = round(zoneCount*1.3863 + 0 + nodeCount*1.7918 + 0), maxSkew-1 = 0. Every node holds one
+        # pod and both zones two -> raw 5 everywhere -> 100 each; NodeResourcesFit 96 each (2 pods):
+        # a four-way tie.
+        expected = {n: scored(100, (5, 100), fit=96) for n in ("node1", "node2", "node3", "node4")}
+        assert soft["node"] in expected
         assert soft == {
             "pod": "default/soft",
             "node": soft["node"],
@@ -102,27 +108,25 @@ class TestTwoZonesExample:
         }
 
     def test_seed_makes_tie_breaking_repeatable(self, capsys: pytest.CaptureFixture[str]) -> None:
-        """The same seed gives the same output; over seeds both tied nodes come up."""
+        """The same seed gives the same output; over seeds every tied node comes up for the soft pod."""
         path = str(EXAMPLES / "two-zones.yaml")
-        first = {seed: simulate_json(capsys, path, "--seed", str(seed)) for seed in range(12)}
-        again = {seed: simulate_json(capsys, path, "--seed", str(seed)) for seed in range(12)}
+        first = {seed: simulate_json(capsys, path, "--seed", str(seed)) for seed in range(24)}
+        again = {seed: simulate_json(capsys, path, "--seed", str(seed)) for seed in range(24)}
         assert first == again
-        assert {results[0]["node"] for results in first.values()} == {"node3", "node4"}
+        assert {results[1]["node"] for results in first.values()} == {"node1", "node2", "node3", "node4"}
 
     def test_table(self, capsys: pytest.CaptureFixture[str]) -> None:
         """The table names the decision, every node, its verdict, and the weighted score columns."""
         assert main(["simulate", str(EXAMPLES / "two-zones.yaml"), "--seed", "1"]) == 0
         table = capsys.readouterr().out
         lines = table.splitlines()
-        assert lines[0] in ("pod default/incoming: -> node3", "pod default/incoming: -> node4")
-        assert lines[1].split() == ["NODE", "FILTER", "TaintToleration", "(x3)", "TOTAL"]
+        assert lines[0] == "pod default/incoming: -> node4"
+        assert lines[1].split() == ["NODE", "FILTER", "TaintToleration", "(x3)", "NodeResourcesFit", "(x1)", "TOTAL"]
         rows = {line.split()[0]: line for line in lines[2:6]}
         assert set(rows) == {"node1", "node2", "node3", "node4"}
         assert f"PodTopologySpread: {SPREAD}" in rows["node1"] and f"PodTopologySpread: {SPREAD}" in rows["node2"]
-        assert rows["node3"].split()[1:] in (
-            ["*", "ok", "100", "(raw", "0)", "300"],
-            ["ok", "100", "(raw", "0)", "300"],
-        )
+        assert rows["node3"].split()[1:] == ["ok", "100", "(raw", "0)", "96", "(raw", "96)", "396"]
+        assert rows["node4"].split()[1:] == ["*", "ok", "100", "(raw", "0)", "97", "(raw", "97)", "397"]
         assert "PodTopologySpread (x2)" in table and "pod default/soft: -> " in table
 
 
@@ -160,12 +164,12 @@ class TestMinDomainsExample:
         path.write_text(yaml.safe_dump({"kind": "List", "items": items}))
         (result,) = simulate_json(capsys, str(path), "--seed", "0")
         # 3 domains >= 3: min 1, each node 1 + 1 - 1 = 1 <= 1; TaintToleration 100 each, PTS skips
-        # (no soft constraint): a three-way tie.
+        # (no soft constraint), NodeResourcesFit 96 each (one pod there + this one): a three-way tie.
         assert result["node"] in ("n1", "n2", "n3")
-        assert all(entry == node(None, TT_ONLY, 300) for entry in result["nodes"].values())
+        assert all(entry == scored(100, fit=least_allocated(2)) for entry in result["nodes"].values())
 
         pending["spec"]["topologySpreadConstraints"][0]["minDomains"] = 5
-        items.insert(0, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n4", "labels": {HOSTNAME: "n4"}}})
+        items.insert(0, make_node("n4").capacity(cpu="4", memory="16Gi", pods="110").dict())
         path.write_text(yaml.safe_dump({"kind": "List", "items": items}))
         (result,) = simulate_json(capsys, str(path))
         # 4 domains < 5: min 0; n1..n3 1 + 1 - 0 = 2 > 1, n4 0 + 1 - 0 = 1: the only feasible node.
@@ -278,12 +282,15 @@ def kubectl_items() -> list[dict[str, Any]]:
 #   node1: (1*1.7918+2) + (2*1.3863+4) = 10.56 -> 11     node3: (1.7918+2) + (1.3863+4) = 9.18 -> 9
 #   node4: (0+2) + (1.3863+4) = 7.39 -> 7
 # normalize 100*(max+min-raw)/max with max 11, min 7: node1/node2 63, node3 81, node4 100.
-# TaintToleration 100 everywhere (x3 = 300); totals 300 + 2*PTS = 426, 426, 462, 500 -> node4.
+# TaintToleration 100 everywhere (x3 = 300). NodeResourcesFit (4 CPU, 8Gi): every node holds one
+# counted pod (node4 the one in namespace "other"; the Succeeded pod does not count) plus the incoming
+# one -> (95 + 95) // 2 = 95. Totals 300 + 95 + 2*PTS = 521, 521, 557, 595 -> node4.
+TV7_FIT = least_allocated(2, memory=8 * GI)
 TV7_NODES = {
-    "node1": scored(100, (11, 63)),
-    "node2": scored(100, (11, 63)),
-    "node3": scored(100, (9, 81)),
-    "node4": scored(100, (7, 100)),
+    "node1": scored(100, (11, 63), TV7_FIT),
+    "node2": scored(100, (11, 63), TV7_FIT),
+    "node3": scored(100, (9, 81), TV7_FIT),
+    "node4": scored(100, (7, 100), TV7_FIT),
 }
 TV7_RESULT = {
     "pod": "default/incoming",

@@ -15,6 +15,7 @@ from scheduler.api.fields import FieldError, as_list, as_mapping, as_str_map, op
 from scheduler.api.labels import NOTHING, Selector, parse_label_selector, selector_from_map
 from scheduler.api.names import label_key_errors, label_value_errors
 from scheduler.api.nodeselector import NodeSelector, PreferredTerm, parse_node_selector, parse_preferred_terms
+from scheduler.api.resources import PodResources, Resource, parse_node_allocatable, parse_pod_resources
 from scheduler.api.spread import SpreadConstraint, parse_spread_constraints
 from scheduler.api.taints import Taint, Toleration, parse_taints, parse_tolerations
 
@@ -77,6 +78,7 @@ class Pod:
     controller: OwnerRef | None
     scheduling_gates: tuple[str, ...]
     nominated_node_name: str
+    resources: PodResources = field(default_factory=PodResources)
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -164,6 +166,7 @@ class Pod:
             controller=controller,
             scheduling_gates=tuple(gates),
             nominated_node_name=opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName", errors) or "",
+            resources=parse_pod_resources(spec, status, errors),
             errors=tuple(errors),
             raw=root,
         )
@@ -177,6 +180,7 @@ class Node:
     taints: tuple[Taint, ...]
     unschedulable: bool
     resource_version: str = ""
+    allocatable: Resource = field(default_factory=Resource)
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -186,6 +190,7 @@ class Node:
         root = as_mapping(obj, "node", errors)
         meta = as_mapping(root.get("metadata"), "metadata", errors)
         spec = as_mapping(root.get("spec"), "spec", errors)
+        status = as_mapping(root.get("status"), "status", errors)
         name = opt_str(meta.get("name"), "metadata.name", errors) or ""
         if not name:
             errors.append(FieldError("metadata.name", "Required value"))
@@ -196,6 +201,7 @@ class Node:
             taints=parse_taints(spec.get("taints"), "spec.taints", errors),
             unschedulable=spec.get("unschedulable") is True,
             resource_version=str(meta.get("resourceVersion") or ""),
+            allocatable=parse_node_allocatable(status, errors),
             errors=tuple(errors),
             raw=root,
         )
@@ -225,7 +231,7 @@ def parse_selecting_object(obj: object) -> SelectingObject | None:
     errors: list[FieldError] = []
     root = as_mapping(obj, "object", errors)
     kind = root.get("kind")
-    if kind not in SELECTING_KINDS:
+    if not isinstance(kind, str) or kind not in SELECTING_KINDS:  # a list is unhashable
         return None
     meta = as_mapping(root.get("metadata"), "metadata", errors)
     spec = as_mapping(root.get("spec"), "spec", errors)

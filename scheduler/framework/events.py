@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from scheduler.api.objects import Node, Pod
+from scheduler.api.quantity import milli_value
 
 __all__ = [
     "ActionType",
@@ -160,7 +161,7 @@ def _unparsed(obj: Node | Pod, field: str, key: str) -> list[object]:
     """``spec.<field>[*].<key>`` for the one member of a taint/toleration the parsed form leaves out."""
     spec = obj.raw.get("spec")
     items = spec.get(field) if isinstance(spec, Mapping) else None
-    return [item.get(key) if isinstance(item, Mapping) else None for item in items or ()]
+    return [item.get(key) if isinstance(item, Mapping) else None for item in (items if isinstance(items, list) else ())]
 
 
 def node_taints_changed(new: Node, old: Node) -> bool:
@@ -193,12 +194,16 @@ def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent
 
 
 def pod_scheduling_properties_change(new: Pod, old: Pod, resource: EventResource) -> list[ClusterEvent]:
-    """``PodSchedulingPropertiesChange``; a change of none of these aspects is the generic Update."""
+    """``PodSchedulingPropertiesChange``; a change of none of these aspects is the generic Update.
+
+    Extractors run in upstream's order (labels, scale-down, gates, tolerations), so the event list
+    and with it the hint log read the same.
+    """
     events: list[ClusterEvent] = []
     if dict(new.labels) != dict(old.labels):
         events.append(ClusterEvent(resource, ActionType.UPDATE_POD_LABEL, "PodLabelChange"))
-    if len(new.tolerations) != len(old.tolerations):
-        events.append(ClusterEvent(resource, ActionType.UPDATE_POD_TOLERATION, "PodTolerationChange"))
+    if _scaled_down(new, old):
+        events.append(ClusterEvent(resource, ActionType.UPDATE_POD_SCALE_DOWN, "PodRequestScaledDown"))
     if not new.scheduling_gates and old.scheduling_gates:
         events.append(
             ClusterEvent(
@@ -207,6 +212,17 @@ def pod_scheduling_properties_change(new: Pod, old: Pod, resource: EventResource
                 "PodSchedulingGateEliminatedChange",
             )
         )
+    if len(new.tolerations) != len(old.tolerations):
+        events.append(ClusterEvent(resource, ActionType.UPDATE_POD_TOLERATION, "PodTolerationChange"))
     if not events:
         events.append(ClusterEvent(resource, ActionType.UPDATE, "PodUpdate"))
     return events
+
+
+def _scaled_down(new: Pod, old: Pod) -> bool:
+    """``extractPodScaleDown``: some request (status resources of a resize included) dropped or shrank."""
+    after = new.resources.effective_requests
+    return any(
+        name not in after or milli_value(after[name]) < milli_value(before)
+        for name, before in old.resources.effective_requests.items()
+    )

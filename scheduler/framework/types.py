@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from scheduler.api.objects import Node, NodeName, Pod, PodKey
+from scheduler.api.resources import HostPort
 from scheduler.framework.status import Code, Status
 
 __all__ = [
@@ -26,14 +27,53 @@ ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 @dataclass(slots=True, eq=False)
 class NodeInfo:
-    """A node and the pods the cache places on it (bound, assumed, of any scheduler; never terminal)."""
+    """A node and the pods the cache places on it (bound, assumed, of any scheduler; never terminal),
+    with the totals NodeResourcesFit and NodePorts read, kept as pods come and go."""
 
     node: Node
     pods: dict[PodKey, Pod] = field(default_factory=dict)
+    requested_milli_cpu: int = 0
+    requested_memory: int = 0
+    requested_ephemeral_storage: int = 0
+    requested_scalar: Counter[str] = field(default_factory=Counter)
+    non0_cpu: int = 0
+    non0_mem: int = 0
+    used_ports: Counter[HostPort] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        for pod in self.pods.values():
+            self._count(pod, 1)
 
     @property
     def name(self) -> NodeName:
         return self.node.name
+
+    def add_pod(self, pod: Pod) -> None:
+        """Count ``pod`` here (replacing an earlier version of it)."""
+        self.remove_pod(pod.key)
+        self.pods[pod.key] = pod
+        self._count(pod, 1)
+
+    def remove_pod(self, key: PodKey) -> Pod | None:
+        pod = self.pods.pop(key, None)
+        if pod is not None:
+            self._count(pod, -1)
+        return pod
+
+    def _count(self, pod: Pod, sign: int) -> None:
+        res = pod.resources
+        usage = res.usage
+        self.requested_milli_cpu += sign * usage.milli_cpu
+        self.requested_memory += sign * usage.memory
+        self.requested_ephemeral_storage += sign * usage.ephemeral_storage
+        for name, amount in usage.scalar.items():
+            self.requested_scalar[name] += sign * amount
+        self.non0_cpu += sign * res.non0_cpu
+        self.non0_mem += sign * res.non0_mem
+        for port in res.host_ports:
+            self.used_ports[port] += sign
+            if self.used_ports[port] <= 0:
+                del self.used_ports[port]
 
 
 @dataclass(frozen=True, slots=True)

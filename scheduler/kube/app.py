@@ -20,6 +20,7 @@ from kubernetes.aio import config as kube_config
 
 from scheduler.config import SchedulerConfig
 from scheduler.kube.leader import run_with_leader_election
+from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
 from scheduler.kube.server import HealthServer
 from scheduler.kube.watch import build_registry
 from scheduler.kube.writes import ApiBinder, ApiRecorder, RateLimiter
@@ -143,8 +144,15 @@ async def run_scheduler(
     hostname = socket.gethostname()
     instance = f"{name}-{hostname}"
     event_limiter = RateLimiter(config.qps, config.burst)
-    sched = Scheduler(config, ApiBinder(api, limiter), ApiRecorder(api, limiter, name, instance, event_limiter))
     metrics = SchedulerMetrics()
+    trouble = ApiTrouble(lambda outcome: metrics.api_requests.labels(outcome).inc())
+    kopf_trouble = KopfOutageHandler(trouble)
+    logging.getLogger("kopf").addHandler(kopf_trouble)
+    sched = Scheduler(
+        config,
+        ApiBinder(api, limiter, trouble.observe),
+        ApiRecorder(api, limiter, name, instance, event_limiter, trouble.observe),
+    )
     _attach_metrics(sched, metrics)
     server = HealthServer(metrics, lambda: sched.synced, lambda: metrics.sync_incoming(sched.queue.incoming))
     host, port = _split_address(health_address)
@@ -172,14 +180,21 @@ async def run_scheduler(
         if await _wait_for_sync(api, sched, operator, stop):
             sched.synced = True
             log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
-            await run_with_leader_election(
-                api,
-                lease,
-                identity,
-                sched.run,
-                stop,
-                lambda leading: metrics.leader.labels(lease.resource_name).set(1 if leading else 0),
-            )
+            resync = asyncio.create_task(resync_loop(api, sched, trouble, stop), name="resync")
+            try:
+                await run_with_leader_election(
+                    api,
+                    lease,
+                    identity,
+                    sched.run,
+                    stop,
+                    lambda leading: metrics.leader.labels(lease.resource_name).set(1 if leading else 0),
+                    trouble.report,
+                )
+            finally:
+                resync.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await resync
     finally:
         kopf_stop.set()
         if operator.done() and not kopf_stop_requested(operator):
@@ -187,6 +202,7 @@ async def run_scheduler(
             log.error("the watch layer (kopf) stopped; exiting", error=repr(operator.exception()))
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(operator, timeout=10)
+        logging.getLogger("kopf").removeHandler(kopf_trouble)
         await server.stop()
         await api.close()  # type: ignore[no-untyped-call]
     log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)

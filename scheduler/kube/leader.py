@@ -130,11 +130,12 @@ class LeaseElector:
                 )
 
 
-async def _safely(elector: LeaseElector) -> bool:
+async def _safely(elector: LeaseElector, on_outage: Callable[[], None]) -> bool:
     try:
         return await elector.try_acquire_or_renew()
     except Exception as exc:  # an unreachable API server is a failed round, not a crash
         log.warning("lease round failed", error=str(exc))
+        on_outage()
         return False
 
 
@@ -145,6 +146,7 @@ async def run_with_leader_election(
     lead: Callable[[asyncio.Event], Awaitable[None]],
     stop: asyncio.Event,
     on_leading: Callable[[bool], None] = lambda _leading: None,
+    on_outage: Callable[[], None] = lambda: None,
 ) -> None:
     """Run ``lead(stop)`` while holding the lease; raise ``LeadershipLost`` if renewal fails."""
     if not settings.leader_elect:
@@ -153,7 +155,7 @@ async def run_with_leader_election(
         return
     elector = LeaseElector(api, settings, identity)
     on_leading(False)
-    while not await _safely(elector):
+    while not await _safely(elector, on_outage):
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), settings.retry_period)
         if stop.is_set():
@@ -170,7 +172,7 @@ async def run_with_leader_election(
                 await asyncio.wait_for(stop.wait(), settings.retry_period)
             if stop.is_set():
                 return
-            if await _safely(elector):
+            if await _safely(elector, on_outage):
                 last_ok = time.monotonic()
             elif time.monotonic() - last_ok > settings.renew_deadline:
                 lost.set()

@@ -75,10 +75,25 @@ def map_status(status: int, body: bytes, what: str) -> Exception | None:
 
 
 _TRANSIENT = (TransientAPIError, aiohttp.ClientError, asyncio.TimeoutError, socket.gaierror, ConnectionError)
+_OUTAGE = (aiohttp.ClientConnectionError, asyncio.TimeoutError, socket.gaierror, ConnectionError)
 
 
-async def _call(limiter: RateLimiter, what: str, request: Callable[[], Awaitable[Any]]) -> bytes:
-    """One API request with rate limiting, status mapping and retries of transient failures."""
+def _ignore(_outcome: str) -> None:
+    return None
+
+
+async def _call(
+    limiter: RateLimiter,
+    what: str,
+    request: Callable[[], Awaitable[Any]],
+    observe: Callable[[str], None] = _ignore,
+) -> bytes:
+    """One API request with rate limiting, status mapping and retries of transient failures.
+
+    ``observe`` hears the outcome of every attempt: ``ok``, ``outage`` (no connection, a timeout, a
+    5xx: the cache is re-listed once the server is back), ``throttled`` (429) or ``refused`` (other
+    4xx); the counts are how the fault tests prove bounded retries.
+    """
     async for attempt in AsyncRetrying(
         retry=retry_if_exception_type(_TRANSIENT),
         wait=wait_exponential(multiplier=0.2, max=5),
@@ -90,24 +105,38 @@ async def _call(limiter: RateLimiter, what: str, request: Callable[[], Awaitable
             try:
                 response = await request()
             except aiohttp.ClientResponseError as exc:  # raised by some client paths instead of a response
+                observe(_outcome(exc.status))
                 raise map_status(exc.status, str(exc.message).encode(), what) or exc from exc
+            except _OUTAGE:
+                observe("outage")
+                raise
             try:
                 body: bytes = await response.read()
                 error = map_status(response.status, body, what)
             finally:
                 response.release()
+            observe(_outcome(response.status))
             if error is not None:
                 raise error
             return body
     raise TransientAPIError(what)  # unreachable: AsyncRetrying re-raises the last error
 
 
+def _outcome(status: int) -> str:
+    if status >= 500:
+        return "outage"
+    if status == 429:
+        return "throttled"
+    return "ok" if status < 400 else "refused"
+
+
 class ApiBinder:
     """``POST pods/<name>/binding`` as DefaultBinder does it."""
 
-    def __init__(self, api: client.ApiClient, limiter: RateLimiter) -> None:
+    def __init__(self, api: client.ApiClient, limiter: RateLimiter, observe: Callable[[str], None] = _ignore) -> None:
         self._core = client.CoreV1Api(api)
         self._limiter = limiter
+        self._observe = observe
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         body = client.V1Binding(
@@ -118,6 +147,7 @@ class ApiBinder:
             self._limiter,
             f"binding {pod.key} to {node_name}",
             lambda: self._core.create_namespaced_pod_binding_without_preload_content(pod.name, pod.namespace, body),
+            self._observe,
         )
 
 
@@ -135,7 +165,9 @@ class ApiRecorder:
         scheduler_name: str,
         instance: str,
         event_limiter: RateLimiter | None = None,
+        observe: Callable[[str], None] = _ignore,
     ) -> None:
+        self._observe = observe
         self._core = client.CoreV1Api(api)
         self._events = client.EventsV1Api(api)
         self._limiter = limiter
@@ -171,6 +203,7 @@ class ApiRecorder:
                 lambda: self._core.patch_namespaced_pod_status_without_preload_content(
                     pod.name, pod.namespace, body, _content_type="application/strategic-merge-patch+json"
                 ),
+                self._observe,
             )
         except PodGoneError:
             return
@@ -204,6 +237,7 @@ class ApiRecorder:
                 lambda: self._events.create_namespaced_event_without_preload_content(
                     pod.namespace, client.EventsV1Event.model_validate(body)
                 ),
+                self._observe,
             )
         except (PodGoneError, BindConflictError):
             return  # namespace gone, or a duplicate name: an event is best effort

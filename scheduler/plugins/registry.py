@@ -10,6 +10,8 @@ from scheduler.plugins import names
 from scheduler.plugins.defaultbinder.default_binder import DefaultBinder
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
 from scheduler.plugins.nodename.node_name import NodeName
+from scheduler.plugins.nodeports.node_ports import NodePorts
+from scheduler.plugins.noderesources.fit import Fit
 from scheduler.plugins.nodeunschedulable.node_unschedulable import NodeUnschedulable
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.queuesort.priority_sort import PrioritySort
@@ -28,6 +30,8 @@ REGISTRY: dict[str, PluginFactory] = {
     names.NODE_NAME: NodeName,
     names.TAINT_TOLERATION: TaintToleration,
     names.NODE_AFFINITY: NodeAffinity,
+    names.NODE_PORTS: NodePorts,
+    names.NODE_RESOURCES_FIT: Fit,
     names.POD_TOPOLOGY_SPREAD: PodTopologySpread,
     names.DEFAULT_BINDER: DefaultBinder,
     # Opt-in, not in DEFAULT_MULTI_POINT: enable it in a profile's plugins (see README).
@@ -43,6 +47,8 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     (names.NODE_NAME, 0),
     (names.TAINT_TOLERATION, 3),
     (names.NODE_AFFINITY, 2),
+    (names.NODE_PORTS, 0),
+    (names.NODE_RESOURCES_FIT, 1),
     (names.POD_TOPOLOGY_SPREAD, 2),
     (names.DEFAULT_BINDER, 0),
 )

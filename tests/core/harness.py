@@ -13,6 +13,7 @@ from scheduler.config import build_frameworks, load_config, parse_config
 from scheduler.framework.runtime import Framework
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
 from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
+from tests.helpers import without_resource_plugins
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -63,8 +64,12 @@ class Result:
         return set(self.attempt.diagnosis.unschedulable_plugins)
 
 
-def framework(config: dict[str, Any] | None = None) -> Framework:
-    cfg = load_config(None) if config is None else parse_config(config)
+def framework(config: dict[str, Any] | None = None, *, resources: bool = False) -> Framework:
+    """Our profile; NodePorts/NodeResourcesFit off unless ``resources`` (see ``tests.helpers``)."""
+    if resources:
+        cfg = load_config(None) if config is None else parse_config(config)
+    else:
+        cfg = parse_config(without_resource_plugins(config))
     return build_frameworks(cfg)["spread-scheduler"]
 
 

@@ -22,11 +22,13 @@ def test_default_profile_matches_upstream_order_and_weights() -> None:
         "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
         "PodTopologySpread",
     ]
-    assert fwk.points["preFilter"] == ["NodeAffinity", "PodTopologySpread"]
-    assert fwk.points["score"] == ["TaintToleration", "NodeAffinity", "PodTopologySpread"]
-    assert fwk.weights == {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2}
+    assert fwk.points["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"]
+    assert fwk.points["score"] == ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread"]
+    assert fwk.weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2}
     assert fwk.points["queueSort"] == ["PrioritySort"] and fwk.points["bind"] == ["DefaultBinder"]
     assert fwk.points["preEnqueue"] == ["SchedulingGates"]
 
@@ -59,7 +61,7 @@ def test_per_point_config_orders_overrides_then_multipoint_then_others() -> None
         )
     )
     fwk = build_frameworks(cfg)["spread-scheduler"]
-    assert fwk.points["score"] == ["PodTopologySpread", "TaintToleration"]
+    assert fwk.points["score"] == ["PodTopologySpread", "TaintToleration", "NodeResourcesFit"]
     assert fwk.weights["PodTopologySpread"] == 5
     assert "NodeAffinity" in fwk.points["filter"]  # disabled for score only
 

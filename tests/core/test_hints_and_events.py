@@ -187,8 +187,8 @@ def test_pod_update_classification() -> None:
     actions = [e.action for e in ev.pod_scheduling_properties_change(new, old, EventResource.UNSCHEDULABLE_POD)]
     assert actions == [
         ActionType.UPDATE_POD_LABEL,
-        ActionType.UPDATE_POD_TOLERATION,
         ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
+        ActionType.UPDATE_POD_TOLERATION,
     ]
     same = ev.pod_scheduling_properties_change(make_pod("p").build(), make_pod("p").build(), EventResource.ASSIGNED_POD)
     assert [e.action for e in same] == [ActionType.UPDATE]

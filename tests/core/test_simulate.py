@@ -26,19 +26,23 @@ def test_two_zones_json(capsys: pytest.CaptureFixture[str]) -> None:
     out = run_json(capsys, str(EXAMPLES / "two-zones.yaml"), "--seed", "1")
     first, second = out["results"]
     # zoneA holds 2 foo=bar pods, zoneB 1: only zoneB nodes keep skew <= 1; PTS has nothing to score.
-    assert first["pod"] == "default/incoming" and first["node"] in ("node3", "node4")
+    # NodeResourcesFit breaks the zoneB tie: node3 already holds p3, node4 is empty.
+    assert first["pod"] == "default/incoming" and first["node"] == "node4"
     assert first["nodes"]["node1"] == {
         "filter": {"plugin": "PodTopologySpread", "reason": SPREAD},
         "scores": {},
         "total": None,
     }
     assert first["nodes"]["node3"]["filter"] is None
-    assert first["nodes"]["node3"]["scores"] == {"TaintToleration": {"raw": 0, "normalized": 100}}
-    assert first["nodes"]["node3"]["total"] == 300
+    assert first["nodes"]["node3"]["scores"] == {
+        "TaintToleration": {"raw": 0, "normalized": 100},
+        "NodeResourcesFit": {"raw": 96, "normalized": 96},
+    }
+    assert first["nodes"]["node3"]["total"] == 300 + 96
     assert first["message"] == f"Successfully assigned default/incoming to {first['node']}"
-    # The second pod sees the first one placed: soft zone + hostname spread picks the emptiest node.
+    # The second pod sees the first one placed: one pod per node, two per zone, so every node ties.
     chosen = second["node"]
-    assert chosen in ("node3", "node4") and chosen != first["node"]
+    assert len({v["total"] for v in second["nodes"].values()}) == 1
     totals = {n: v["total"] for n, v in second["nodes"].items()}
     assert totals[chosen] == max(totals.values())
     pts = {n: v["scores"]["PodTopologySpread"] for n, v in second["nodes"].items()}
@@ -66,7 +70,8 @@ def test_kubectl_style_input_multi_doc_and_table(tmp_path: Path, capsys: pytest.
     items = yaml.safe_load((EXAMPLES / "min-domains.yaml").read_text())["items"]
     for item in items:  # what kubectl get -o yaml adds
         item["metadata"]["managedFields"] = [{"manager": "kubectl"}]
-        item["status"] = {"phase": "Running"} if item["kind"] == "Pod" and "nodeName" in item["spec"] else {}
+        if item["kind"] == "Pod":
+            item["status"] = {"phase": "Running"} if "nodeName" in item["spec"] else {}
     (tmp_path / "list.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "PodList", "items": items}))
     (tmp_path / "multi.yaml").write_text(yaml.safe_dump_all(items))
     a = run_json(capsys, str(tmp_path / "list.yaml"))

@@ -5,6 +5,11 @@ nodes; existing pods in 1-3 namespaces (some terminating, some owned by ReplicaS
 Services select); pending pods with nodeSelector, required/preferred affinity over every operator
 (matchFields too), tolerations of every operator/effect, 0-3 spread constraints using every field;
 and a config with System or List default constraints.
+
+Resources (issue #8): node allocatable (sometimes tight, sometimes missing a resource, an extended
+``example.com/gpu``), container requests, init containers (plain and restartable sidecars), pod
+overhead, pod-level requests and hostPorts on both existing and pending pods, and NodeResourcesFit
+args (each scoring strategy, resource weights, ignoredResources/ignoredResourceGroups).
 """
 
 from __future__ import annotations
@@ -23,6 +28,34 @@ TOPOLOGY_KEYS = (ZONE, HOSTNAME, REGION, "rack")
 NAMESPACES = ("default", "team-a", "team-b")
 
 
+GPU = "example.com/gpu"
+CPUS = ("0", "50m", "100m", "250m", "500m", "1", "1500m", "2")
+MEMORIES = ("0", "64Mi", "128Mi", "200Mi", "512Mi", "1Gi", "1500M")
+PORTS = (80, 443, 8080)
+
+
+def _fit_args(rng: random.Random) -> dict[str, Any]:
+    """NodeResourcesFitArgs: one of the three strategies, with or without ignored resources."""
+    resources = [{"name": "cpu", "weight": rng.randint(1, 3)}, {"name": "memory", "weight": rng.randint(1, 3)}]
+    if rng.random() < 0.3:
+        resources.append({"name": GPU, "weight": rng.randint(1, 5)})
+    strategy: dict[str, Any] = {"type": rng.choice(("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"))}
+    if rng.random() < 0.6:
+        strategy["resources"] = resources
+    if strategy["type"] == "RequestedToCapacityRatio":
+        strategy["resources"] = resources
+        points = sorted(rng.sample(range(0, 101), rng.randint(1, 3)))
+        strategy["requestedToCapacityRatio"] = {
+            "shape": [{"utilization": u, "score": rng.randint(0, 10)} for u in points]
+        }
+    args: dict[str, Any] = {"scoringStrategy": strategy}
+    if rng.random() < 0.2:
+        args["ignoredResources"] = [GPU]
+    elif rng.random() < 0.2:
+        args["ignoredResourceGroups"] = ["example.com"]
+    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeResourcesFitArgs", **args}
+
+
 def config(rng: random.Random) -> dict[str, Any]:
     """Our default profile spelled out for both sides, with System or List defaulting."""
     args: dict[str, Any] = {"defaultingType": "System"}
@@ -39,14 +72,80 @@ def config(rng: random.Random) -> dict[str, Any]:
                 for key in keys
             ],
         }
-    return upstream_config(
-        [
-            {
-                "name": "PodTopologySpread",
-                "args": {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "PodTopologySpreadArgs", **args},
-            }
-        ]
-    )
+    plugin_config = [
+        {
+            "name": "PodTopologySpread",
+            "args": {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "PodTopologySpreadArgs", **args},
+        }
+    ]
+    if rng.random() < 0.3:
+        plugin_config.append({"name": "NodeResourcesFit", "args": _fit_args(rng)})
+    return upstream_config(plugin_config)
+
+
+def _allocatable(rng: random.Random) -> dict[str, str]:
+    """Mostly roomy, sometimes tight (a few pods fill it), now and then missing memory or holding GPUs."""
+    alloc = {
+        "cpu": rng.choice(("1", "2", "4", "3500m", "16")),
+        "memory": rng.choice(("1Gi", "2Gi", "4Gi", "16Gi", "4000M")),
+        "pods": rng.choice(("110", "110", "110", "2", "4", "8")),
+    }
+    if rng.random() < 0.2:
+        alloc[GPU] = str(rng.randint(0, 4))
+    if rng.random() < 0.2:
+        alloc["ephemeral-storage"] = rng.choice(("1Gi", "10Gi"))
+    if rng.random() < 0.03:
+        del alloc["memory"]
+    return alloc
+
+
+def _requests(rng: random.Random, gpu: bool = False) -> dict[str, str]:
+    out = {}
+    if rng.random() < 0.8:
+        out["cpu"] = rng.choice(CPUS)
+    if rng.random() < 0.7:
+        out["memory"] = rng.choice(MEMORIES)
+    if gpu and rng.random() < 0.3:
+        out[GPU] = str(rng.randint(1, 2))
+    if rng.random() < 0.05:
+        out["ephemeral-storage"] = "500Mi"
+    return out
+
+
+def _container(rng: random.Random, name: str, gpu: bool, ports: bool) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": name, "image": "x"}
+    if rng.random() < 0.75:
+        requests = _requests(rng, gpu)
+        if requests:
+            container["resources"] = {"requests": requests}
+    if ports and rng.random() < 0.15:
+        port: dict[str, Any] = {"containerPort": rng.choice(PORTS), "protocol": rng.choice(("TCP", "TCP", "UDP"))}
+        port["hostPort"] = port["containerPort"]
+        host_ip = rng.choice(("", "", "0.0.0.0", "10.0.0.1", "10.0.0.2"))
+        if host_ip:
+            port["hostIP"] = host_ip
+        container["ports"] = [port]
+    return container
+
+
+def pod_spec(rng: random.Random, gpu: bool = True) -> dict[str, Any]:
+    """Containers (1-2), sometimes init containers and sidecars, overhead and pod-level requests."""
+    spec: dict[str, Any] = {
+        "containers": [_container(rng, f"c{i}", gpu, ports=True) for i in range(rng.choice((1, 1, 2)))]
+    }
+    if rng.random() < 0.2:
+        inits = []
+        for i in range(rng.randint(1, 2)):
+            init = _container(rng, f"init{i}", gpu, ports=False)
+            if rng.random() < 0.4:
+                init["restartPolicy"] = "Always"
+            inits.append(init)
+        spec["initContainers"] = inits
+    if rng.random() < 0.08:
+        spec["overhead"] = {"cpu": rng.choice(("10m", "250m")), "memory": rng.choice(("10Mi", "120Mi"))}
+    if rng.random() < 0.05:
+        spec["resources"] = {"requests": {"cpu": rng.choice(("1", "3")), "memory": rng.choice(("1Gi", "3Gi"))}}
+    return spec
 
 
 def _labels(rng: random.Random, n: int = 3) -> dict[str, str]:
@@ -81,7 +180,16 @@ def nodes(rng: random.Random) -> list[dict[str, Any]]:
             spec["taints"] = [_taint(rng) for _ in range(rng.randint(1, 2))]
         if rng.random() < 0.07:
             spec["unschedulable"] = True
-        out.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec})
+        status = {"allocatable": _allocatable(rng)}
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels},
+                "spec": spec,
+                "status": status,
+            }
+        )
     return out
 
 
@@ -224,7 +332,7 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": meta,
-                "spec": {"nodeName": rng.choice(names), "containers": [{"name": "c", "image": "x"}]},
+                "spec": {"nodeName": rng.choice(names), **pod_spec(rng)},
                 "status": {"phase": rng.choice(("Running", "Running", "Pending", "Succeeded"))},
             }
         )
@@ -239,7 +347,7 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         }
         if rng.random() < 0.5:
             meta["ownerReferences"] = _owned_by(kind, ns, app)
-        spec: dict[str, Any] = {"schedulerName": "spread-scheduler", "containers": [{"name": "c", "image": "x"}]}
+        spec: dict[str, Any] = {"schedulerName": "spread-scheduler", **pod_spec(rng)}
         if rng.random() < 0.3:
             spec["priority"] = rng.choice((0, 10, 100))
         if rng.random() < 0.25:

@@ -1,0 +1,193 @@
+"""The scoring half of NodeResourcesFit: which resources, which strategy, and how a node's
+requested/allocatable pair is read (``noderesources/resource_allocation.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from scheduler.api.names import label_key_errors
+from scheduler.api.objects import Pod
+from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name, request_value
+from scheduler.framework.types import NodeInfo
+from scheduler.plugins.noderesources.least_allocated import least_resource_scorer
+from scheduler.plugins.noderesources.most_allocated import most_resource_scorer
+from scheduler.plugins.noderesources.requested_to_capacity_ratio import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    requested_to_capacity_ratio_scorer,
+)
+
+__all__ = ["FitArgs", "ResourceAllocationScorer", "parse_fit_args"]
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+DEFAULT_RESOURCES = ((CPU, 1), (MEMORY, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class FitArgs:
+    """``NodeResourcesFitArgs`` after v1 defaulting."""
+
+    ignored_resources: frozenset[str] = frozenset()
+    ignored_resource_groups: frozenset[str] = frozenset()
+    strategy: str = LEAST_ALLOCATED
+    resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
+    shape: tuple[tuple[int, int], ...] = ()
+
+
+def _str_list(raw: object, path: str, errors: list[str]) -> list[str]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        errors.append(f"{path}: must be a list of strings")
+        return []
+    return raw
+
+
+def _int(raw: object, path: str, errors: list[str]) -> int:
+    if raw is None:
+        return 0
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        errors.append(f"{path}: must be an integer, got {raw!r}")
+        return 0
+    return raw
+
+
+def _mapping(raw: object, path: str, errors: list[str]) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        errors.append(f"{path}: must be an object")
+        return {}
+    return raw
+
+
+def parse_fit_args(args: Mapping[str, Any]) -> FitArgs:
+    """Defaults and validation as ``SetDefaults_NodeResourcesFitArgs``/``ValidateNodeResourcesFitArgs``;
+    raises ``ValueError`` naming every bad field."""
+    errors: list[str] = []
+    ignored = _str_list(args.get("ignoredResources"), "ignoredResources", errors)
+    for i, name in enumerate(ignored):
+        errors.extend(str(e) for e in label_key_errors(name, f"ignoredResources[{i}]"))
+    groups = _str_list(args.get("ignoredResourceGroups"), "ignoredResourceGroups", errors)
+    for i, group in enumerate(groups):
+        if "/" in group:
+            errors.append(
+                f"ignoredResourceGroups[{i}]: Invalid value: \"{group}\": resource group name can't contain '/'"
+            )
+        errors.extend(str(e) for e in label_key_errors(group, f"ignoredResourceGroups[{i}]"))
+    strategy, resources, shape = LEAST_ALLOCATED, list(DEFAULT_RESOURCES), []
+    if args.get("scoringStrategy") is not None:
+        raw = _mapping(args.get("scoringStrategy"), "scoringStrategy", errors)
+        strategy = str(raw.get("type") or "")
+        if strategy not in STRATEGIES:
+            supported = ", ".join(f'"{s}"' for s in STRATEGIES)
+            errors.append(f'scoringStrategy.type: Unsupported value: "{strategy}": supported values: {supported}')
+        raw_resources = raw.get("resources") or []
+        if not isinstance(raw_resources, list):
+            errors.append("scoringStrategy.resources: must be a list")
+            raw_resources = []
+        if raw_resources:
+            resources = []
+            for i, item in enumerate(raw_resources):
+                spec = _mapping(item, f"scoringStrategy.resources[{i}]", errors)
+                name = str(spec.get("name") or "")
+                weight = _int(spec.get("weight"), f"scoringStrategy.resources[{i}].weight", errors) or 1
+                if not 0 < weight <= 100:
+                    errors.append(
+                        f"scoringStrategy.resources[{i}].weight: Invalid value: {weight}: "
+                        f"resource weight of {name} not in valid range (0, 100]"
+                    )
+                resources.append((name, weight))
+        ratio = raw.get("requestedToCapacityRatio")
+        if ratio is not None:
+            shape = _parse_shape(_mapping(ratio, "scoringStrategy.requestedToCapacityRatio", errors), errors)
+        elif strategy == REQUESTED_TO_CAPACITY_RATIO:
+            # Upstream dereferences the missing shape and panics; we refuse the config instead.
+            errors.append("scoringStrategy.requestedToCapacityRatio: Required value: a shape is needed for this type")
+    if errors:
+        raise ValueError("; ".join(errors))
+    return FitArgs(frozenset(ignored), frozenset(groups), strategy, tuple(resources), tuple(shape))
+
+
+def _parse_shape(ratio: Mapping[str, Any], errors: list[str]) -> list[tuple[int, int]]:
+    """``validateFunctionShape`` (its paths say ``scoringStrategy.shape``, as upstream's do)."""
+    raw = ratio.get("shape")
+    if not isinstance(raw, list) or not raw:
+        errors.append("scoringStrategy.shape: Required value: at least one point must be specified")
+        return []
+    points = []
+    for i, item in enumerate(raw):
+        point = _mapping(item, f"scoringStrategy.shape[{i}]", errors)
+        util = _int(point.get("utilization"), f"scoringStrategy.shape[{i}].utilization", errors)
+        score = _int(point.get("score"), f"scoringStrategy.shape[{i}].score", errors)
+        points.append((util, score))
+    for i in range(1, len(points)):
+        if points[i - 1][0] >= points[i][0]:
+            errors.append(
+                f"scoringStrategy.shape[{i}].utilization: Invalid value: {points[i][0]}: "
+                "values must be sorted in increasing order"
+            )
+            break
+    for i, (util, score) in enumerate(points):
+        if not 0 <= util <= 100:
+            errors.append(f"scoringStrategy.shape[{i}].utilization: Invalid value: {util}: not in valid range [0, 100]")
+        if not 0 <= score <= MAX_CUSTOM_PRIORITY_SCORE:
+            errors.append(
+                f"scoringStrategy.shape[{i}].score: Invalid value: {score}: "
+                f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
+            )
+    return points
+
+
+class ResourceAllocationScorer:
+    """Reads each configured resource's (allocatable, requested-with-this-pod) pair and scores it."""
+
+    def __init__(self, args: FitArgs, *, use_requested: bool = False) -> None:
+        self.names = tuple(name for name, _ in args.resources)
+        weights = [weight for _, weight in args.resources]
+        self.use_requested = use_requested
+        self.scorer: Callable[[Sequence[int], Sequence[int]], int]
+        if args.strategy == MOST_ALLOCATED:
+            self.scorer = most_resource_scorer(weights)
+        elif args.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            self.scorer = requested_to_capacity_ratio_scorer(weights, args.shape)
+        else:
+            self.scorer = least_resource_scorer(weights)
+
+    def pod_requests(self, pod: Pod) -> list[int]:
+        """``calculatePodResourceRequestList``: with the per-container defaults unless ``use_requested``."""
+        source: Mapping[str, Fraction] = (
+            pod.resources.effective_requests if self.use_requested else pod.resources.score_requests
+        )
+        return [request_value(name, source.get(name, Fraction(0))) for name in self.names]
+
+    def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
+        requested = [0] * len(self.names)
+        allocatable = [0] * len(self.names)
+        for i, name in enumerate(self.names):
+            alloc, req = self._allocatable_requested(node_info, name, pod_requests[i])
+            if alloc:
+                allocatable[i], requested[i] = alloc, req
+        return self.scorer(requested, allocatable)
+
+    def _allocatable_requested(self, info: NodeInfo, name: str, pod_request: int) -> tuple[int, int]:
+        """``calculateResourceAllocatableRequest``: cpu/memory count the node's non-zero totals."""
+        alloc = info.node.allocatable
+        if name == CPU:
+            used = info.requested_milli_cpu if self.use_requested else info.non0_cpu
+            return alloc.milli_cpu, used + pod_request
+        if name == MEMORY:
+            used = info.requested_memory if self.use_requested else info.non0_mem
+            return alloc.memory, used + pod_request
+        if name == EPHEMERAL_STORAGE:
+            return alloc.ephemeral_storage, info.requested_ephemeral_storage + pod_request
+        if pod_request == 0 and is_scalar_resource_name(name):
+            return 0, 0
+        if name in alloc.scalar:
+            return alloc.scalar[name], info.requested_scalar.get(name, 0) + pod_request
+        return 0, 0

@@ -1,0 +1,41 @@
+"""Every mismatch a differential campaign found, kept: the seeds (re-run against the oracle) and the
+rule each one taught, pinned as a pure test with the arithmetic written out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.testing import make_node, make_pod
+from tests.differential.runner import oracle_binary, python_side, run_batch
+
+# seed -> what it uncovered
+REGRESSION_SEEDS = {
+    1000000: "NodeResourcesFit's scorer ignores pod-level requests (v1.35.4 builds it without feature flags)",
+    1000013: "the same, under RequestedToCapacityRatio",
+}
+
+
+def test_seeds_that_once_differed_agree_with_upstream() -> None:
+    mismatches = run_batch(range(min(REGRESSION_SEEDS), max(REGRESSION_SEEDS) + 1), oracle_binary())
+    assert not {seed: found for seed, found in mismatches.items() if seed in REGRESSION_SEEDS}
+
+
+def fit_score(pending: dict[str, Any]) -> int:
+    # Two nodes: with one feasible node nothing is scored.
+    objects = [make_node(name).capacity(cpu="4", memory="4Gi", pods="110").dict() for name in ("n", "m")]
+    objects.append(pending)
+    (result,) = python_side(objects, {}, seed=0)
+    score: int = result["nodes"]["n"]["scores"]["NodeResourcesFit"]["raw"]
+    return score
+
+
+def test_fit_scores_container_requests_not_pod_level_requests() -> None:
+    """Seed 1000000: pod-level requests filter (3Gi would not fit 2Gi) but do not score.
+
+    Container requests cpu 1, memory 0 (set, so no 200Mi default): cpu (4000-1000)*100//4000 = 75,
+    memory (4Gi-0)*100//4Gi = 100, LeastAllocated (75+100)//2 = 87. Counting the pod-level 3Gi would
+    give memory 25 and 50.
+    """
+    pod = make_pod("p").requests(cpu="1", memory="0").set("spec.resources", {"requests": {"cpu": "1", "memory": "3Gi"}})
+    assert fit_score(pod.dict()) == 87
