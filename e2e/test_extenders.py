@@ -1,0 +1,129 @@
+"""e2e: scheduler extenders over HTTP, against the local control plane.
+
+Our own extender server (``tests/extender_server.py``) runs in this process on 127.0.0.1; the
+scheduler runs as a real ``spread-scheduler run`` process with an ``extenders:`` configuration and a
+profile name of its own (so the session's scheduler, if running, never takes these pods).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import SchedulerProcess
+from kube_helpers import pod_body, scheduled_condition, wait_for
+from kubernetes import client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.extender_server
+
+from tests.extender_server import ExtenderServer
+
+pytestmark = pytest.mark.e2e
+
+PROFILE = "extender-scheduler"
+
+
+@pytest.fixture
+def extender() -> Iterator[Callable[..., ExtenderServer]]:
+    """Start extender servers in threads; all are stopped after the test."""
+    started: list[tuple[ExtenderServer, threading.Thread]] = []
+
+    def start(**behaviour: Any) -> ExtenderServer:
+        server = ExtenderServer(**behaviour)
+        started.append((server, server.start_in_thread()))
+        return server
+
+    yield start
+    for server, thread in started:
+        server.stop_thread(thread)
+
+
+def run_scheduler(kubeconfig: str, tmp_path: Path, extenders: list[dict[str, Any]], name: str) -> SchedulerProcess:
+    config = tmp_path / f"{name}.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "leaderElection": {"leaderElect": False},
+                "profiles": [{"schedulerName": PROFILE}],
+                "extenders": extenders,
+            }
+        )
+    )
+    proc = SchedulerProcess(kubeconfig, str(config), name=name)
+    proc.start()
+    return proc
+
+
+def bound_nodes(core: client.CoreV1Api, namespace: str, count: int) -> list[str]:
+    pods = core.list_namespaced_pod(namespace).items
+    placed = [p.spec.node_name for p in pods if p.spec.node_name]
+    return placed if len(placed) == count else []
+
+
+def test_extender_filters_one_node_and_prefers_another_while_an_ignorable_one_times_out(
+    kubeconfig: str,
+    core: client.CoreV1Api,
+    namespace: str,
+    nodes: Callable[..., str],
+    extender: Callable[..., ExtenderServer],
+    tmp_path: Path,
+) -> None:
+    """a is filtered out, c is preferred (score 10 x weight 5); an ignorable extender that never answers
+    in time (1 s timeout, 4 s delay) is skipped, so every pod still binds, each to c."""
+    a, _b, c = nodes("a"), nodes("b"), nodes("c")
+    good = extender(reject={a: f"{a} is reserved for batch"}, scores={c: 10})
+    slow = extender(delay=4)
+    proc = run_scheduler(
+        kubeconfig,
+        tmp_path,
+        [
+            {"urlPrefix": slow.url, "filterVerb": "filter", "ignorable": True, "httpTimeout": "1s"},
+            {"urlPrefix": good.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 5},
+        ],
+        "extender-scheduler",
+    )
+    try:
+        for i in range(3):
+            core.create_namespaced_pod(namespace, pod_body(f"web-{i}", {"app": "web"}, scheduler=PROFILE))
+        placed = wait_for(lambda: bound_nodes(core, namespace, 3), 60, "three pods bound")
+        assert placed == [c, c, c]
+        filtered = [body for verb, body in good.requests if verb == "filter"]
+        assert filtered and all(len(body["Nodes"]["items"]) == 3 for body in filtered)
+        assert any(verb == "filter" for verb, _ in slow.requests)  # it was asked, and its timeout skipped
+    finally:
+        assert proc.stop() == 0
+
+
+def test_a_failing_extender_keeps_the_pod_pending_with_its_message(
+    kubeconfig: str,
+    core: client.CoreV1Api,
+    namespace: str,
+    nodes: Callable[..., str],
+    extender: Callable[..., ExtenderServer],
+    tmp_path: Path,
+) -> None:
+    """A non-ignorable extender answering 500: SchedulerError with upstream's message; never a crash."""
+    nodes("a")
+    broken = extender(status=500)
+    proc = run_scheduler(kubeconfig, tmp_path, [{"urlPrefix": broken.url, "filterVerb": "filter"}], "broken-ext")
+    try:
+        core.create_namespaced_pod(namespace, pod_body("web", {"app": "web"}, scheduler=PROFILE))
+
+        def condition() -> Any:
+            cond = scheduled_condition(core.read_namespaced_pod("web", namespace))
+            return cond if cond is not None and cond.reason == "SchedulerError" else None
+
+        cond = wait_for(condition, 30, "PodScheduled=False/SchedulerError")
+        assert cond.status == "False"
+        assert cond.message == f"failed filter with extender at URL {broken.url}/filter, code 500"
+        assert core.read_namespaced_pod("web", namespace).spec.node_name is None
+        assert proc.proc is not None and proc.proc.poll() is None  # still running
+    finally:
+        assert proc.stop() == 0
