@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from scheduler.api.objects import Pod
-from scheduler.config import ConfigError, load_config, parse_config
+from scheduler.config import ConfigError, build_frameworks, load_config, parse_config
 from scheduler.extender_config import DEFAULT_EXTENDER_TIMEOUT, ExtenderConfig
 from scheduler.framework.events import ASSIGNED_POD_ADD
 from scheduler.framework.extender import (
@@ -431,3 +431,37 @@ class TestLiveLoop:
             assert len(binder.binds) == 1 and binder.binds[0][1] != "node5"
 
         asyncio.run(body())
+
+
+class TestBuildExtenders:
+    """Upstream's ``buildExtenders``: what configuring extenders changes in every profile."""
+
+    def test_ignorable_extenders_move_to_the_tail(self) -> None:
+        first = FakeExtender(name="http://ignorable", ignorable=True)
+        second = FakeExtender(name="http://strict")
+        fwk = build_frameworks(load_config(None), extenders=[first, second])["spread-scheduler"]
+        assert [e.name for e in fwk.extenders] == ["http://strict", "http://ignorable"]
+
+    def test_ignored_by_scheduler_resources_replace_fit_ignored_resources(self) -> None:
+        cfg = parse_config(
+            {
+                **API,
+                "profiles": [
+                    {
+                        "schedulerName": "spread-scheduler",
+                        "pluginConfig": [{"name": "NodeResourcesFit", "args": {"ignoredResources": ["example.com/a"]}}],
+                    }
+                ],
+                "extenders": [
+                    {
+                        "urlPrefix": "http://x",
+                        "managedResources": [
+                            {"name": "example.com/gpu", "ignoredByScheduler": True},
+                            {"name": "example.com/fpga"},
+                        ],
+                    }
+                ],
+            }
+        )
+        fit = build_frameworks(cfg)["spread-scheduler"].plugins["NodeResourcesFit"]
+        assert fit.ignored_resources == frozenset({"example.com/gpu"})  # type: ignore[attr-defined]
