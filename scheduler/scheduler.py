@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import random
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -79,7 +80,8 @@ class Scheduler:
         self._owns_extenders = extenders is None
         self.extenders: list[Extender] = list(http_extenders(config.extenders) if extenders is None else extenders)
         self.frameworks: dict[str, Framework] = build_frameworks(config, binder, self.extenders)
-        self._deferred: list[tuple[str | None, Mapping[str, Any]]] | None = None
+        # Cache changes held while a cycle awaits an extender (see ``schedule_one_async``).
+        self._deferred: list[Callable[[], None]] | None = None
         self.cache = Cache()
         self.clock = clock
         self._wakeup = asyncio.Event()
@@ -103,6 +105,8 @@ class Scheduler:
     # -- watch events ----------------------------------------------------------------------
 
     def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        if self._held(functools.partial(self.on_node, event_type, obj)):
+            return
         now = self.clock()
         node = Node.from_dict(obj)
         if not node.name:
@@ -128,6 +132,8 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(event, old, node, now)
 
     def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        if self._held(functools.partial(self.on_pod, event_type, obj)):
+            return
         now = self.clock()
         pod = Pod.from_dict(obj)
         key = pod.key
@@ -215,6 +221,8 @@ class Scheduler:
 
     def on_selecting_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         """Services, ReplicaSets, StatefulSets, ReplicationControllers: inputs of default spreading."""
+        if self._held(functools.partial(self.on_selecting_object, event_type, obj)):
+            return
         selecting = parse_selecting_object(obj)
         if selecting is None:
             return
@@ -224,9 +232,6 @@ class Scheduler:
             self.cache.upsert_selecting_object(selecting)
 
     def on_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        if self._deferred is not None:  # a cycle awaits an extender: the cache must not move under it
-            self._deferred.append((event_type, obj))
-            return
         kind = obj.get("kind")
         if not self.synced:
             meta = obj.get("metadata")
@@ -255,8 +260,9 @@ class Scheduler:
     async def schedule_one_async(self) -> bool:
         """``schedule_one`` for profiles with extenders: their calls are awaited mid-cycle.
 
-        The cache is the cycle's snapshot, so watch events that arrive while an extender answers
-        are held and applied right after the cycle, as if they had arrived then.
+        The cache is the cycle's snapshot, so watch events (and re-list reconciles, and forgetting
+        a pod whose binding failed) that happen while an extender answers are held and applied right
+        after the cycle, in order, as if they had happened then.
         """
         cycle = self._next_cycle()
         if cycle is None or cycle is True:
@@ -268,8 +274,15 @@ class Scheduler:
         finally:
             deferred, self._deferred = self._deferred, None
         self._finish_cycle(qpi, fwk, attempt, now, started)
-        for event_type, obj in deferred:
-            self.on_object(event_type, obj)
+        for change in deferred:
+            change()
+        return True
+
+    def _held(self, change: Callable[[], None]) -> bool:
+        """True when a cycle awaits an extender: ``change`` (a cache mutation) runs after that cycle."""
+        if self._deferred is None:
+            return False
+        self._deferred.append(change)
         return True
 
     def _next_cycle(self) -> tuple[QueuedPodInfo, Pod, Framework, float, float] | Literal[True] | None:
@@ -381,6 +394,8 @@ class Scheduler:
         await self.recorder.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {host}")
 
     def _undo_assume(self, fwk: Framework, attempt: Attempt, host: str) -> None:
+        if self._held(functools.partial(self._undo_assume, fwk, attempt, host)):
+            return
         fwk.run_reserve_plugins_unreserve(attempt.state, attempt.pod, host)
         self.cache.forget_pod(attempt.pod)
         assumed = dataclasses.replace(attempt.pod, node_name=host)

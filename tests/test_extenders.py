@@ -433,6 +433,28 @@ class TestLiveLoop:
         asyncio.run(body())
 
 
+def test_a_reconcile_during_an_extender_call_waits_for_the_cycle() -> None:
+    """A re-list that finds a node gone is applied after the cycle that is asking an extender."""
+
+    async def body() -> None:
+        ext = GatedExtender()
+        sched, _binder, _ = live(ext)
+        node9 = make_node("node9").dict()
+        node9["metadata"]["resourceVersion"] = "5"
+        sched.on_object("ADDED", node9)
+        sched.on_object("ADDED", make_pod("web").dict())
+        cycle = asyncio.ensure_future(sched.schedule_one_async())
+        await asyncio.wait_for(ext.entered.wait(), timeout=5)
+        sched.reconcile("Node", [n.dict() for n in NODES], "10")  # node9 (version 5) is gone
+        assert sched.cache.get("node9") is not None
+        ext.release.set()
+        assert await asyncio.wait_for(cycle, timeout=5)
+        assert sched.cache.get("node9") is None
+        await sched.drain()
+
+    asyncio.run(body())
+
+
 class TestBuildExtenders:
     """Upstream's ``buildExtenders``: what configuring extenders changes in every profile."""
 
