@@ -14,7 +14,7 @@ import enum
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.api.objects import Pod, PodKey
@@ -113,6 +113,9 @@ class SchedulingQueue:
         self._backoff: list[tuple[float, int, float, int, PodKey]] = []
         self._error_backoff: list[tuple[float, int, float, int, PodKey]] = []
         self._where: dict[PodKey, str] = {}  # "active" | "backoff" | "error" | "unschedulable"
+        # The unschedulable pods in the order they were parked: every cluster event walks them, so it
+        # must not walk the whole queue (10,000 pending pods) to find them.
+        self._unschedulable: dict[PodKey, None] = {}
         self._infos: dict[PodKey, QueuedPodInfo] = {}
         self._entry_seq: dict[PodKey, int] = {}
         self._in_flight: dict[PodKey, int] = {}  # key -> index of the first event recorded after its pop
@@ -152,6 +155,10 @@ class SchedulingQueue:
         self._entry_seq[key] = seq
         self._infos[key] = qpi
         self._where[key] = where
+        if where == "unschedulable":
+            self._unschedulable[key] = None
+        else:
+            self._unschedulable.pop(key, None)
         prio, ts = PrioritySort.sort_key(qpi.pod, qpi.timestamp)
         if where == "active":
             heapq.heappush(self._active, (prio, ts, seq, key))
@@ -165,6 +172,7 @@ class SchedulingQueue:
     def _remove(self, key: PodKey) -> QueuedPodInfo | None:
         """Lazy deletion: heap entries whose sequence number no longer matches are skipped."""
         self._where.pop(key, None)
+        self._unschedulable.pop(key, None)
         self._entry_seq.pop(key, None)
         return self._infos.pop(key, None)
 
@@ -332,8 +340,14 @@ class SchedulingQueue:
     # -- events -------------------------------------------------------------------------------
 
     def is_pod_worth_requeuing(
-        self, qpi: QueuedPodInfo, event: ClusterEvent, old: object | None, new: object | None
+        self,
+        qpi: QueuedPodInfo,
+        event: ClusterEvent,
+        old: object | None,
+        new: object | None,
+        matching: Mapping[str, Sequence[tuple[str, ClusterEventWithHint]]] | None = None,
     ) -> QueueingStrategy:
+        """``matching``: the registrations per profile that match ``event``, when the caller has them."""
         rejectors = qpi.rejectors
         if not rejectors:
             return QueueingStrategy.QUEUE_AFTER_BACKOFF
@@ -341,9 +355,11 @@ class SchedulingQueue:
             if isinstance(new, Pod) and new.uid != qpi.pod.uid:
                 return QueueingStrategy.QUEUE_SKIP
             return QueueingStrategy.QUEUE_AFTER_BACKOFF
+        if matching is None:
+            matching = self._matching(event)
         strategy = QueueingStrategy.QUEUE_SKIP
-        for plugin, registration in self._hints.get(qpi.pod.scheduler_name, ()):
-            if plugin not in rejectors or not match_cluster_events(registration.event, event):
+        for plugin, registration in matching.get(qpi.pod.scheduler_name, ()):
+            if plugin not in rejectors:
                 continue
             try:
                 hint = registration.hint(qpi.pod, old, new)
@@ -355,6 +371,13 @@ class SchedulingQueue:
                 return QueueingStrategy.QUEUE_IMMEDIATELY
             strategy = QueueingStrategy.QUEUE_AFTER_BACKOFF
         return strategy
+
+    def _matching(self, event: ClusterEvent) -> dict[str, list[tuple[str, ClusterEventWithHint]]]:
+        """Per profile, the (plugin, registration) pairs whose event matches ``event``, in hint-map order."""
+        return {
+            profile: [(plugin, reg) for plugin, reg in regs if match_cluster_events(reg.event, event)]
+            for profile, regs in self._hints.items()
+        }
 
     def _interested(self, event: ClusterEvent) -> bool:
         if event.is_wildcard:
@@ -375,11 +398,12 @@ class SchedulingQueue:
         if self._in_flight:
             self._events.append((event, old, new))
         moved = 0
-        for key in [k for k, w in self._where.items() if w == "unschedulable"]:
+        matching = None if event.is_wildcard else self._matching(event)
+        for key in list(self._unschedulable):
             qpi = self._infos[key]
             if precheck is not None and not precheck(qpi):
                 continue
-            strategy = self.is_pod_worth_requeuing(qpi, event, old, new)
+            strategy = self.is_pod_worth_requeuing(qpi, event, old, new, matching)
             if strategy is QueueingStrategy.QUEUE_SKIP:
                 continue
             self._requeue(qpi, strategy, now, str(event))
@@ -405,7 +429,7 @@ class SchedulingQueue:
     def flush_unschedulable_leftover(self, now: float) -> int:
         """Pods parked longer than ``max_in_unschedulable`` get another try (``UnschedulableTimeout``)."""
         moved = 0
-        for key in [k for k, w in self._where.items() if w == "unschedulable"]:
+        for key in list(self._unschedulable):
             qpi = self._infos[key]
             if qpi.gating_plugin or now - qpi.timestamp <= self.max_in_unschedulable:
                 continue

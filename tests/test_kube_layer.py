@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import types
 
 import pytest
 
@@ -81,3 +82,28 @@ def test_registry_watches_every_resource_the_cache_reads_and_nothing_writes() ->
         "replicasets",
         "statefulsets",
     }
+
+
+def test_cache_sync_does_not_wait_for_objects_deleted_after_the_first_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pod listed at start and deleted before the watch delivered it must not stall the start."""
+    from scheduler.kube import app  # noqa: PLC0415 - the module under test, patched below
+
+    lists = iter([{"node", "deleted-pod"}, {"node"}])
+
+    async def list_uids(_api: object) -> set[str]:
+        return set(next(lists, {"node"}))
+
+    monkeypatch.setattr(app, "_list_uids", list_uids)
+    monkeypatch.setattr(app, "RELIST_EVERY", 0.0)
+
+    # The watch delivered the node; the pod was gone before kopf listed.
+    seen = types.SimpleNamespace(seen_uids={"node"})
+
+    async def main() -> bool:
+        operator = asyncio.get_running_loop().create_future()
+        try:
+            return await asyncio.wait_for(app._wait_for_sync(object(), seen, operator, asyncio.Event()), 5)  # type: ignore[arg-type]
+        finally:
+            operator.cancel()
+
+    assert asyncio.run(main()) is True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -32,6 +33,7 @@ __all__ = ["configure_logging", "run_scheduler"]
 log = structlog.get_logger("spread-scheduler")
 
 SYNC_WARNING_AFTER = 30.0
+RELIST_EVERY = 2.0
 
 
 def configure_logging(level: int = logging.INFO) -> None:
@@ -79,20 +81,56 @@ async def _wait_for_sync(
 ) -> bool:
     """Like ``WaitForCacheSync``: no decision is made on a cache that misses objects that exist.
 
-    Waits as long as it takes (with a warning now and then); False if kopf died or we were stopped.
+    Objects deleted after our list never reach the watch: every ``RELIST_EVERY`` seconds the list is
+    taken again and only what still exists stays wanted (a namespace being emptied cannot stall the
+    start). Waits as long as it takes (with a warning now and then); False if kopf died or we were stopped.
     """
     wanted = await _list_uids(api)
     warn_at = time.monotonic() + SYNC_WARNING_AFTER
+    relist_at = time.monotonic() + RELIST_EVERY
     while True:
         missing = wanted - sched.seen_uids
         if not missing:
             return True
         if operator.done() or stop.is_set():
             return False
-        if time.monotonic() > warn_at:
+        now = time.monotonic()
+        if now > relist_at:
+            with contextlib.suppress(Exception):  # the API away for a moment: keep the old list
+                wanted &= await _list_uids(api)
+            relist_at = time.monotonic() + RELIST_EVERY
+        if now > warn_at:
             log.warning("cache not synced yet", missing=len(missing))
-            warn_at = time.monotonic() + SYNC_WARNING_AFTER
+            warn_at = now + SYNC_WARNING_AFTER
         await asyncio.sleep(0.05)
+
+
+FREEZE_EVERY = 5.0
+FULL_COLLECTION_EVERY = 600.0
+
+
+async def gc_housekeeping(stop: asyncio.Event, freeze_every: float = FREEZE_EVERY) -> None:
+    """Keep CPython's full collections short, so /healthz never waits a second behind one.
+
+    The cache holds a few hundred objects per pod; a generation-2 collection walks all of them and
+    was measured at 0.2-0.8 s with only 1,000 pods. Every ``freeze_every`` seconds the survivors move
+    to the permanent generation (``gc.freeze``, a list splice), so automatic collections only walk
+    what is new. Freed memory is unaffected (reference counting still frees), but a cycle that dies
+    after being frozen would never be collected: every ``FULL_COLLECTION_EVERY`` seconds one full
+    collection over everything reclaims those, one bounded pause every ten minutes.
+    """
+    gc.freeze()
+    last_full = time.monotonic()
+    while not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), freeze_every)
+        if time.monotonic() - last_full >= FULL_COLLECTION_EVERY:
+            gc.unfreeze()
+            started = time.perf_counter()
+            collected = gc.collect()
+            log.info("full garbage collection", collected=collected, ms=round((time.perf_counter() - started) * 1000))
+            last_full = time.monotonic()
+        gc.freeze()
 
 
 def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
@@ -181,6 +219,7 @@ async def run_scheduler(
             sched.synced = True
             log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
             resync = asyncio.create_task(resync_loop(api, sched, trouble, stop), name="resync")
+            housekeeping = asyncio.create_task(gc_housekeeping(stop), name="gc-housekeeping")
             try:
                 await run_with_leader_election(
                     api,
@@ -192,9 +231,10 @@ async def run_scheduler(
                     trouble.report,
                 )
             finally:
-                resync.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await resync
+                for task in (resync, housekeeping):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
     finally:
         kopf_stop.set()
         if operator.done() and not kopf_stop_requested(operator):
