@@ -7,6 +7,7 @@ profile name of its own (so the session's scheduler, if running, never takes the
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -16,11 +17,12 @@ from typing import Any
 import pytest
 import yaml
 from conftest import SchedulerProcess
-from kube_helpers import pod_body, scheduled_condition, wait_for
+from kube_helpers import node_of, pod_body, scheduled_condition, wait_for
 from kubernetes import client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.extender_server
 
+from scheduler.config import upstream_config
 from tests.extender_server import ExtenderServer
 
 pytestmark = pytest.mark.e2e
@@ -43,7 +45,10 @@ def extender() -> Iterator[Callable[..., ExtenderServer]]:
         server.stop_thread(thread)
 
 
-def run_scheduler(kubeconfig: str, tmp_path: Path, extenders: list[dict[str, Any]], name: str) -> SchedulerProcess:
+def run_scheduler(
+    kubeconfig: str, tmp_path: Path, extenders: list[dict[str, Any]], name: str, scheduler_name: str = PROFILE
+) -> SchedulerProcess:
+    """Our scheduler with our default profile (as ``upstream_config`` spells it) under ``scheduler_name``."""
     config = tmp_path / f"{name}.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -51,7 +56,7 @@ def run_scheduler(kubeconfig: str, tmp_path: Path, extenders: list[dict[str, Any
                 "apiVersion": "kubescheduler.config.k8s.io/v1",
                 "kind": "KubeSchedulerConfiguration",
                 "leaderElection": {"leaderElect": False},
-                "profiles": [{"schedulerName": PROFILE}],
+                "profiles": [{**upstream_config()["profiles"][0], "schedulerName": scheduler_name}],
                 "extenders": extenders,
             }
         )
@@ -127,3 +132,53 @@ def test_a_failing_extender_keeps_the_pod_pending_with_its_message(
         assert proc.proc is not None and proc.proc.poll() is None  # still running
     finally:
         assert proc.stop() == 0
+
+
+def test_same_extender_same_outcome_as_kube_scheduler(
+    kubeconfig: str,
+    core: client.CoreV1Api,
+    namespace: str,
+    nodes: Callable[..., str],
+    extender: Callable[..., ExtenderServer],
+    kube_scheduler: Callable[..., subprocess.Popen[bytes]],
+    tmp_path: Path,
+) -> None:
+    """kube-scheduler v1.35.4 and we, on the same nodes with the same extender and profile: a pod the
+    extender filters everywhere gets the same PodScheduled message from both; a placeable pod goes
+    to the node the extender prefers under both."""
+    a, b, c = nodes("a"), nodes("b"), nodes("c")
+    everywhere = extender(reject={a: "no gpu", b: "no gpu", c: "busy"})
+    prefer_c = extender(reject={a: "no gpu"}, scores={c: 10})
+    (profile,) = upstream_config()["profiles"]
+    configs = {
+        "upstream-everywhere": [{"urlPrefix": everywhere.url, "filterVerb": "filter"}],
+        "upstream-prefer": [
+            {"urlPrefix": prefer_c.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 5}
+        ],
+    }
+    for name, extenders in configs.items():
+        kube_scheduler({**profile, "schedulerName": name}, {"extenders": extenders})
+    ours = [
+        run_scheduler(kubeconfig, tmp_path, extenders, name, scheduler_name=name.replace("upstream", "ours"))
+        for name, extenders in configs.items()
+    ]
+    try:
+        for who in ("upstream", "ours"):
+            core.create_namespaced_pod(namespace, pod_body(f"{who}-x", scheduler=f"{who}-everywhere"))
+            core.create_namespaced_pod(namespace, pod_body(f"{who}-p", scheduler=f"{who}-prefer"))
+
+        def message(pod: str) -> str | None:
+            cond = scheduled_condition(core.read_namespaced_pod(pod, namespace))
+            return cond.message if cond is not None and cond.status == "False" else None
+
+        upstream_msg = wait_for(lambda: message("upstream-x"), 60, "upstream's FitError")
+        ours_msg = wait_for(lambda: message("ours-x"), 60, "our FitError")
+        assert ours_msg == upstream_msg == "0/3 nodes are available: 1 busy, 2 no gpu."
+        placed = {
+            who: wait_for(lambda who=who: node_of(core, namespace, f"{who}-p"), 60, f"{who} bound")
+            for who in ("upstream", "ours")
+        }
+        assert placed == {"upstream": c, "ours": c}
+    finally:
+        for proc in ours:
+            assert proc.stop() == 0
