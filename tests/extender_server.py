@@ -10,6 +10,7 @@ own (``start_in_thread``) next to a scheduler subprocess.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ class ExtenderServer:
     answer_names: bool = False  # answer NodeNames even when sent Nodes (a nodeCacheCapable extender)
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     port: int = 0
+    ssl_context: ssl.SSLContext | None = None  # serve https
     _runner: web.AppRunner | None = None
     _release: asyncio.Event | None = None
     _loop: asyncio.AbstractEventLoop | None = None
@@ -65,7 +67,7 @@ class ExtenderServer:
         app.router.add_post("/{verb}", self._handle)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=self.ssl_context)
         await site.start()
         sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
         self.port = sockets[0].getsockname()[1]
@@ -77,7 +79,8 @@ class ExtenderServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def start_in_thread(self) -> threading.Thread:
         """Serve from a daemon thread with its own loop until ``stop_thread``; returns once listening."""

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import ssl
+import subprocess
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from scheduler.extender import HTTPExtender, pod_resource_names
-from scheduler.extender_config import ExtenderConfig, ManagedResource
+from scheduler.extender_config import ExtenderConfig, ExtenderTLSConfig, ManagedResource
 from scheduler.framework.extender import ExtenderError, HostPriority
 from scheduler.framework.status import Code
 from scheduler.testing import make_node, make_pod
@@ -174,3 +178,48 @@ def test_simulate_calls_the_configured_extender() -> None:
     assert (status.code, status.message(), status.plugin) == (Code.UNSCHEDULABLE, "node1 is reserved", server.url)
     row = next(s for s in attempt.scores if s.plugin == server.url)
     assert dict(zip(attempt.scored_nodes, row.normalized, strict=True)) == {"node2": 0, "node3": 100}
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 made with the openssl CLI (skipped where there is none)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl CLI")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.mark.parametrize(
+    ("tls", "ok"),
+    [
+        pytest.param({"enable_https": True}, True, id="enableHTTPS-without-CA-skips-verification"),
+        pytest.param({"ca": True}, True, id="caData-verifies"),
+        pytest.param({}, False, id="unknown-CA-refused"),
+    ],
+)
+def test_https(self_signed: tuple[Path, Path], tls: dict[str, Any], ok: bool) -> None:
+    """makeTransport: enableHTTPS with no CA means insecure; a CA verifies; otherwise system roots."""
+    cert, key = self_signed
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    server = ExtenderServer(ssl_context=context)
+
+    async def body(url: str, nodes: list[Any]) -> None:
+        tls_config = ExtenderTLSConfig(ca_data=cert.read_bytes()) if tls.get("ca") else None
+        ext = client(url, enable_https=tls.get("enable_https", False), tls_config=tls_config)
+        try:
+            if ok:
+                assert len((await ext.filter(POD, nodes)).node_names) == 3
+            else:
+                with pytest.raises(ExtenderError, match=r"^Post \"https://127.0.0.1:\d+/filter\": .*certificate"):
+                    await ext.filter(POD, nodes)
+        finally:
+            await ext.close()
+
+    with_server(server, body)
