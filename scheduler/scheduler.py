@@ -186,38 +186,28 @@ class Scheduler:
             self.cache.remove_pod(old)
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, old, None, now)
 
-    def reconcile(self, kind: str, items: Sequence[Mapping[str, Any]], list_version: str) -> tuple[int, int]:
-        """Bring the cache in line with a fresh LIST of ``kind`` (Pod or Node) taken at ``list_version``.
+    def reconcile(self, kind: str, listed: Mapping[str, str], list_version: str) -> int:
+        """Drop what a fresh LIST of ``kind`` (Pod or Node), taken at ``list_version``, no longer has.
 
-        As client-go's ``Replace``: an object we hold that the list lacks, and that is not newer than
-        the list, was deleted while no watch told us (it becomes a DELETED event); a listed object newer
-        than ours (or unknown to us) is applied as an update. Objects newer than the list are left to
-        the watch. Returns (removed, refreshed).
+        ``listed`` maps each listed key to its resourceVersion. As client-go's ``Replace`` does for
+        deletions: an object we hold that the list lacks, and that is not newer than the list, was
+        deleted while no watch told us; it becomes a DELETED event. Objects newer than the list are
+        left to the watch, and so are additions and updates (the watch still delivers those).
+        Returns how many objects were dropped.
         """
         handle = self.on_pod if kind == "Pod" else self.on_node
-        listed: dict[str, Mapping[str, Any]] = {}
-        for item in items:
-            key = _object_key(kind, item)
-            if key is not None:
-                listed[key] = item
         held: dict[str, Pod | Node]
         if kind == "Pod":
             held = {pod.key: pod for pod in self.cache.pods()}
             held.update((str(key), pod) for key, pod in self._pending.items())
         else:
             held = {info.name: info.node for info in self.cache.node_infos()}
-        removed = refreshed = 0
+        removed = 0
         for key, obj in held.items():
             if key not in listed and not _newer(obj.resource_version, list_version):
                 handle("DELETED", {**obj.raw, "kind": kind})
                 removed += 1
-        for key, item in listed.items():
-            known = held.get(key)
-            version = str((item.get("metadata") or {}).get("resourceVersion") or "")
-            if known is None or _newer(version, known.resource_version):
-                handle("MODIFIED", {**item, "kind": kind})
-                refreshed += 1
-        return removed, refreshed
+        return removed
 
     def on_selecting_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         """Services, ReplicaSets, StatefulSets, ReplicationControllers: inputs of default spreading."""
@@ -465,15 +455,6 @@ class Scheduler:
     @property
     def pending(self) -> Mapping[PodKey, Pod]:
         return self._pending
-
-
-def _object_key(kind: str, obj: Mapping[str, Any]) -> str | None:
-    meta = obj.get("metadata")
-    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
-        return None
-    if kind == "Node":
-        return str(meta["name"])
-    return f"{meta.get('namespace') or 'default'}/{meta['name']}"
 
 
 def _older(version: str, than: str) -> bool:

@@ -445,7 +445,8 @@ def test_a_reconcile_during_an_extender_call_waits_for_the_cycle() -> None:
         sched.on_object("ADDED", make_pod("web").dict())
         cycle = asyncio.ensure_future(sched.schedule_one_async())
         await asyncio.wait_for(ext.entered.wait(), timeout=5)
-        sched.reconcile("Node", [n.dict() for n in NODES], "10")  # node9 (version 5) is gone
+        listed = {n.dict()["metadata"]["name"]: "" for n in NODES}
+        sched.reconcile("Node", listed, "10")  # node9 (version 5) is gone
         assert sched.cache.get("node9") is not None
         ext.release.set()
         assert await asyncio.wait_for(cycle, timeout=5)

@@ -1,7 +1,8 @@
-"""Reconciling the cache with a fresh LIST (after API trouble): client-go ``Replace`` semantics.
+"""Reconciling the cache with a fresh LIST (after API trouble): client-go ``Replace``'s deletions.
 
-Objects deleted during a watch gap leave the cache; objects newer than the list stay; listed objects
-newer than ours are applied; a watch replaying events older than the list cannot undo it.
+Objects deleted during a watch gap leave the cache; objects newer than the list stay; additions and
+updates are left to the watch (a list newer than a lagging watch changes nothing); a watch replaying
+events older than what we hold cannot undo newer state.
 """
 
 from __future__ import annotations
@@ -15,6 +16,16 @@ from scheduler.config import load_config
 from scheduler.scheduler import Scheduler
 from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
 from tests.core.fakes import FakeBinder, FakeClock, FakeRecorder
+
+
+def listed(*objs: dict[str, Any]) -> dict[str, str]:
+    """What a LIST hands to ``reconcile``: key -> resourceVersion."""
+    out = {}
+    for obj in objs:
+        meta = obj["metadata"]
+        key = meta["name"] if obj["kind"] == "Node" else f"{meta.get('namespace', 'default')}/{meta['name']}"
+        out[key] = meta["resourceVersion"]
+    return out
 
 
 def versioned(builder: NodeBuilder | PodBuilder, version: int) -> dict[str, Any]:
@@ -40,8 +51,7 @@ def test_a_pod_deleted_in_a_watch_gap_stops_counting() -> None:
         sched.on_object("ADDED", obj)
     assert dict(sched.cache.count_matching("default", _web_selector(sched))) == {"n1": 1, "n2": 1}
     # "gone" was deleted while the watch was away: the list (at version 20) no longer has it.
-    removed, refreshed = sched.reconcile("Pod", [kept], "20")
-    assert (removed, refreshed) == (1, 0)
+    assert sched.reconcile("Pod", listed(kept), "20") == 1
     assert sched.cache.pod("default/gone") is None and sched.cache.pod("default/kept") is not None
     assert dict(sched.cache.count_matching("default", _web_selector(sched))) == {"n2": 1}
 
@@ -57,7 +67,7 @@ def test_a_node_deleted_in_a_watch_gap_is_never_chosen() -> None:
     sched = scheduler()
     for obj in (versioned(make_node("n1"), 1), versioned(make_node("gone"), 2)):
         sched.on_object("ADDED", obj)
-    assert sched.reconcile("Node", [versioned(make_node("n1"), 1)], "30") == (1, 0)
+    assert sched.reconcile("Node", listed(versioned(make_node("n1"), 1)), "30") == 1
     assert [info.name for info in sched.cache.node_infos()] == ["n1"]
 
 
@@ -67,29 +77,30 @@ def test_objects_newer_than_the_list_are_left_to_the_watch() -> None:
     sched.on_object("ADDED", versioned(make_node("n1"), 1))
     sched.on_object("ADDED", versioned(make_pod("late").node("n1"), 40))
     sched.on_object("ADDED", versioned(make_pod("pending-late"), 41))
-    assert sched.reconcile("Pod", [], "30") == (0, 0)
+    assert sched.reconcile("Pod", {}, "30") == 0
     assert sched.cache.pod("default/late") is not None
     assert sched.queue.location("default/pending-late") is not None
 
 
-def test_listed_objects_newer_than_ours_are_applied_and_missing_ones_added() -> None:
+def test_a_list_newer_than_a_lagging_watch_changes_nothing() -> None:
+    """Updates and additions the list shows are the watch's to deliver (it lags, it does not lose them)."""
     sched = scheduler()
     sched.on_object("ADDED", versioned(make_node("n1"), 1))
     sched.on_object("ADDED", versioned(make_pod("p").node("n1"), 10))
     relabelled = versioned(make_pod("p").label("app", "web").node("n1"), 15)
     missed = versioned(make_pod("missed").node("n1"), 16)
-    assert sched.reconcile("Pod", [relabelled, missed], "20") == (0, 2)
+    assert sched.reconcile("Pod", listed(relabelled, missed), "20") == 0
     pod = sched.cache.pod("default/p")
-    assert pod is not None and dict(pod.labels) == {"app": "web"}
-    assert sched.cache.pod("default/missed") is not None
+    assert pod is not None and dict(pod.labels) == {}
+    assert sched.cache.pod("default/missed") is None
 
 
-def test_a_replayed_older_event_cannot_undo_the_list() -> None:
-    """After reconciling with version 20, a watch delivering the pod's version 12 (still pending) is ignored."""
+def test_a_replayed_older_event_cannot_undo_newer_state() -> None:
+    """Holding the pod bound at version 18, a watch replaying its version 12 (still pending) is ignored."""
     sched = scheduler()
     sched.on_object("ADDED", versioned(make_node("n1"), 1))
     sched.on_object("ADDED", versioned(make_pod("p"), 10))
-    sched.reconcile("Pod", [versioned(make_pod("p").node("n1"), 18)], "20")
+    sched.on_object("MODIFIED", versioned(make_pod("p").node("n1"), 18))
     assert sched.cache.pod("default/p") is not None
     sched.on_object("MODIFIED", versioned(make_pod("p"), 12))
     pod = sched.cache.pod("default/p")

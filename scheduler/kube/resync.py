@@ -4,30 +4,31 @@ client-go's reflector replaces its store on every re-list (what it missed become
 re-lists too, but does not tell its handlers where a listing ends, so a deletion that fell into a
 watch gap would stay in our cache: a deleted pod would keep counting for spread and resources, a
 deleted node could still be chosen. After any request failed with a connection error or a 5xx (the
-API server restarting, etcd away), once the API answers again, we LIST nodes and pods and reconcile;
-also every ``period`` seconds as a safety net. Both are cheap next to the watch traffic.
+API server restarting, etcd away), once the API answers again, we LIST nodes and pods (paginated)
+and drop what the list no longer has; also every hour as a safety net. Additions and updates are
+left to kopf: its watch resumes or re-lists and delivers them, while a deletion in a gap is the one
+thing no later event reports.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 import structlog
 from kubernetes.aio import client
 
+from scheduler.kube.listing import list_objects
 from scheduler.scheduler import Scheduler
 
 __all__ = ["ApiTrouble", "KopfOutageHandler", "resync_loop"]
 
 log = structlog.get_logger("spread-scheduler")
 
-RESYNC_PERIOD = 300.0
+RESYNC_PERIOD = 3600.0
 RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0)  # then every 8 s: bounded, never a busy loop while the API is down
 
 
@@ -63,27 +64,14 @@ class KopfOutageHandler(logging.Handler):
             self._trouble.report()
 
 
-async def _list(api: client.ApiClient, kind: str) -> tuple[list[dict[str, Any]], str]:
-    core = client.CoreV1Api(api)
-    if kind == "Node":
-        response = await core.list_node_without_preload_content()
-    else:
-        response = await core.list_pod_for_all_namespaces_without_preload_content()
-    try:
-        if response.status != 200:
-            raise ConnectionError(f"LIST {kind}: HTTP {response.status}")
-        data = json.loads(await response.read())
-    finally:
-        response.release()
-    return list(data.get("items") or []), str((data.get("metadata") or {}).get("resourceVersion") or "")
-
-
-async def resync_once(api: client.ApiClient, sched: Scheduler) -> dict[str, tuple[int, int]]:
-    """LIST nodes, then pods, and reconcile the cache with each; (removed, refreshed) per kind."""
-    done: dict[str, tuple[int, int]] = {}
+async def resync_once(api: client.ApiClient, sched: Scheduler) -> dict[str, int]:
+    """LIST nodes, then pods (paginated), and drop what the watch missed the deletion of; per kind."""
+    done: dict[str, int] = {}
     for kind in ("Node", "Pod"):
-        items, version = await _list(api, kind)
-        done[kind] = sched.reconcile(kind, items, version)
+        listing = await list_objects(api, kind)
+        done[kind] = sched.reconcile(
+            kind, {key: o.resource_version for key, o in listing.objects.items()}, listing.resource_version
+        )
     return done
 
 
@@ -116,10 +104,5 @@ async def resync_loop(
                     return
                 continue
             trouble.event.clear()  # failures reported while we listed are covered by this list
-            log.info(
-                "resynced from a fresh list",
-                reason="api-trouble" if after_trouble else "period",
-                removed={kind: r for kind, (r, _) in result.items()},
-                refreshed={kind: f for kind, (_, f) in result.items()},
-            )
+            log.info("resynced from a fresh list", reason="api-trouble" if after_trouble else "period", removed=result)
             break

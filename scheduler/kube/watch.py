@@ -69,6 +69,11 @@ def build_registry(on_object: Callable[[str | None, Mapping[str, Any]], None]) -
                 return
             obj = dict(raw)
             obj.setdefault("kind", _kind)  # watch items carry kind; listings may not
+            meta = obj.get("metadata")
+            if isinstance(meta, Mapping) and "managedFields" in meta:
+                # Server-side-apply bookkeeping is a third of a pod's JSON and nothing reads it: the
+                # cache keeps each object's raw form, so this is most of what 10,000 pods cost.
+                obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
             on_object(event.get("type"), obj)
 
         kopf.on.event(group_version, plural, registry=registry)(handler)
