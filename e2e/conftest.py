@@ -152,7 +152,7 @@ def scheduler(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
 @pytest.fixture
 def kube_scheduler(
     kubeconfig: str, local_cluster: Cluster | None, tmp_path: Path
-) -> Iterator[Callable[[dict[str, Any]], subprocess.Popen[bytes]]]:
+) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     """Start upstream kube-scheduler v1.35.4 with one profile (``schedulerName`` and plugins as given).
 
     Runs on our local control plane only: an external cluster already has its own default-scheduler.
@@ -163,7 +163,8 @@ def kube_scheduler(
 
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(profile: dict[str, Any]) -> subprocess.Popen[bytes]:
+    def start(profile: dict[str, Any], extra: dict[str, Any] | None = None) -> subprocess.Popen[bytes]:
+        """``extra``: more top-level fields of the configuration (``extenders``...)."""
         config = tmp_path / f"kube-scheduler-{len(started)}.yaml"
         config.write_text(
             json.dumps(
@@ -173,6 +174,7 @@ def kube_scheduler(
                     "clientConnection": {"kubeconfig": kubeconfig, "qps": 50, "burst": 100},
                     "leaderElection": {"leaderElect": False},
                     "profiles": [profile],
+                    **(extra or {}),
                 }
             )
         )

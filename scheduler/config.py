@@ -14,8 +14,12 @@ from typing import Any
 
 import yaml
 
+from scheduler.extender import check_tls
+from scheduler.extender_config import ExtenderConfig, ExtenderConfigError, parse_extenders
+from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, Handle, Plugin
 from scheduler.framework.runtime import EXTENSION_POINTS, Framework
+from scheduler.plugins.names import NODE_RESOURCES_FIT
 from scheduler.plugins.registry import DEFAULT_MULTI_POINT, REGISTRY
 
 __all__ = [
@@ -73,6 +77,7 @@ class SchedulerConfig:
     burst: int = 100
     kubeconfig: str | None = None
     leader_election: LeaderElection = field(default_factory=LeaderElection)
+    extenders: list[ExtenderConfig] = field(default_factory=list)  # shared by every profile, as upstream
 
 
 def _mapping(value: object, path: str) -> Mapping[str, Any]:
@@ -259,6 +264,12 @@ def parse_config(doc: object, source: str = "config") -> SchedulerConfig:
         ),
     )
     _validate_leader_election(config.leader_election)
+    try:
+        config.extenders = parse_extenders(root.get("extenders"))
+        for i, ext in enumerate(config.extenders):
+            check_tls(ext, f"extenders[{i}]")
+    except ExtenderConfigError as exc:
+        raise ConfigError(str(exc)) from exc
     # Instantiate once now so plugin args are validated at start-up, not at the first pod.
     build_frameworks(config)
     return config
@@ -334,20 +345,35 @@ def upstream_config(plugin_config: list[dict[str, Any]] | None = None, **fields:
     return {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", **fields, "profiles": [profile]}
 
 
-def build_frameworks(config: SchedulerConfig, binder: Binder | None = None) -> dict[str, Framework]:
-    """One Framework per profile, keyed by schedulerName; plugin arg errors name the profile."""
+def build_frameworks(
+    config: SchedulerConfig, binder: Binder | None = None, extenders: Sequence[Extender] = ()
+) -> dict[str, Framework]:
+    """One Framework per profile, keyed by schedulerName; plugin arg errors name the profile.
+
+    ``extenders`` are the clients of ``config.extenders`` (``scheduler.extender.http_extenders``),
+    made by the caller that owns their connections; every profile shares them. As upstream's
+    ``buildExtenders``: ignorable extenders move to the tail, and managed resources marked
+    ``ignoredByScheduler`` replace NodeResourcesFit's ``ignoredResources`` in every profile.
+    """
+    ordered = [e for e in extenders if not e.is_ignorable()] + [e for e in extenders if e.is_ignorable()]
+    ignored = [r.name for ext in config.extenders for r in ext.managed_resources if r.ignored_by_scheduler]
     out: dict[str, Framework] = {}
     for i, prof in enumerate(config.profiles):
         handle = Handle(binder=binder)
         used = {name for names in prof.points.values() for name in names}
         plugins: dict[str, Plugin] = {}
         for name in sorted(used):
+            args = prof.plugin_args.get(name, {})
+            if ignored and name == NODE_RESOURCES_FIT:
+                args = {**args, "ignoredResources": ignored}
             try:
-                plugins[name] = REGISTRY[name](prof.plugin_args.get(name, {}), handle)
+                plugins[name] = REGISTRY[name](args, handle)
             except ValueError as exc:
                 raise ConfigError(f"profiles[{i}].pluginConfig[{name}].args: {exc}") from exc
         pct = prof.percentage_of_nodes_to_score
         if pct is None:
             pct = config.percentage_of_nodes_to_score
-        out[prof.scheduler_name] = Framework(prof.scheduler_name, plugins, prof.points, prof.weights, handle, pct)
+        out[prof.scheduler_name] = Framework(
+            prof.scheduler_name, plugins, prof.points, prof.weights, handle, pct, extenders=ordered
+        )
     return out

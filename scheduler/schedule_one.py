@@ -3,22 +3,48 @@
 Everything the live scheduler, ``simulate``, the benchmarks and the conformance harness decide
 goes through ``SchedulingAlgorithm.schedule_pod``; the result keeps enough detail (every node's
 filter verdict, every plugin's raw and normalized score) to explain the decision afterwards.
+
+Scheduler extenders are remote, so the algorithm is written once as a generator that *yields* each
+extender call it needs (``ExtenderFilterCall``, ``ExtenderPrioritizeCall``) and is sent the answer
+(or the exception). ``schedule_pod`` drives it without I/O (a profile without extenders never
+yields); ``schedule_pod_async`` awaits the extenders. The decisions stay here, pure.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
+
+import structlog
 
 from scheduler.api.objects import NodeName, Pod
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.extender import (
+    EXTENDER_NAME,
+    EXTENDER_SCORE_SCALE,
+    Extender,
+    ExtenderError,
+    ExtenderFilterResult,
+    HostPriority,
+)
 from scheduler.framework.interface import Snapshot
 from scheduler.framework.runtime import Framework, PluginScores
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, Diagnosis, FitError, NodeInfo
 
-__all__ = ["Attempt", "SchedulingAlgorithm", "num_feasible_nodes_to_find"]
+__all__ = [
+    "Attempt",
+    "ExtenderCall",
+    "ExtenderFilterCall",
+    "ExtenderPrioritizeCall",
+    "SchedulingAlgorithm",
+    "num_feasible_nodes_to_find",
+    "run_extender_call",
+]
+
+log = structlog.get_logger("spread-scheduler")
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -33,6 +59,44 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
         pct = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     found = num_all_nodes * pct // 100
     return max(found, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderFilterCall:
+    """Ask one extender to filter ``nodes``; answered with an ``ExtenderFilterResult`` or the exception."""
+
+    extender: Extender
+    pod: Pod
+    nodes: list[NodeInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderPrioritizeCall:
+    """Ask these extenders to score ``nodes``, concurrently; answered with one list or exception each."""
+
+    extenders: list[Extender]
+    pod: Pod
+    nodes: list[NodeInfo]
+
+
+ExtenderCall = ExtenderFilterCall | ExtenderPrioritizeCall
+Steps = Generator[ExtenderCall, object, "Status | None"]
+
+
+async def run_extender_call(call: ExtenderCall) -> object:
+    """The I/O of one step: exceptions are returned, never raised, so the algorithm decides."""
+    if isinstance(call, ExtenderFilterCall):
+        try:
+            return await call.extender.filter(call.pod, call.nodes)
+        except Exception as exc:  # whatever went wrong is the extender's error, never the loop's
+            return exc
+    return await asyncio.gather(
+        *(ext.prioritize(call.pod, call.nodes) for ext in call.extenders), return_exceptions=True
+    )
+
+
+class ExtendersNeedAsyncError(RuntimeError):
+    """``schedule_pod`` met a profile with extenders: those calls need ``schedule_pod_async``."""
 
 
 @dataclass(slots=True)
@@ -71,6 +135,29 @@ class SchedulingAlgorithm:
         self._sampler = random.Random(0)  # its own stream: sampling must not change tie-breaking
 
     def schedule_pod(self, fwk: Framework, snapshot: Snapshot, pod: Pod) -> Attempt:
+        """One cycle without I/O; raises ``ExtendersNeedAsyncError`` if an extender must be asked."""
+        steps = self._schedule(fwk, snapshot, pod)
+        try:
+            call = next(steps)
+        except StopIteration as done:
+            attempt: Attempt = done.value
+            return attempt
+        steps.close()
+        raise ExtendersNeedAsyncError(f"extender {call_name(call)} must be called: use schedule_pod_async")
+
+    async def schedule_pod_async(self, fwk: Framework, snapshot: Snapshot, pod: Pod) -> Attempt:
+        """One cycle, awaiting the extenders it needs (none: no await happens at all)."""
+        steps = self._schedule(fwk, snapshot, pod)
+        reply: object = None
+        while True:
+            try:
+                call = steps.send(reply)
+            except StopIteration as done:
+                attempt: Attempt = done.value
+                return attempt
+            reply = await run_extender_call(call)
+
+    def _schedule(self, fwk: Framework, snapshot: Snapshot, pod: Pod) -> Generator[ExtenderCall, object, Attempt]:
         state = CycleState()
         state.record_plugin_metrics = self._sampler.randrange(100) < self.plugin_metrics_sample_percent
         fwk.handle.snapshot = snapshot
@@ -84,7 +171,7 @@ class SchedulingAlgorithm:
             return Attempt(pod, status, message=ERR_NO_NODES_AVAILABLE, state=state)
 
         attempt = Attempt(pod, Status(Code.SUCCESS), state=state)
-        error = self._find_nodes_that_fit(fwk, state, pod, all_nodes, attempt)
+        error = yield from self._find_nodes_that_fit(fwk, state, pod, all_nodes, attempt)
         if error is not None:
             attempt.status, attempt.message = error, error.message()
             return attempt
@@ -99,7 +186,7 @@ class SchedulingAlgorithm:
             return attempt
 
         feasible_infos = [info for name in attempt.feasible if (info := snapshot.get(name)) is not None]
-        error = self._prioritize(fwk, state, pod, feasible_infos, attempt)
+        error = yield from self._prioritize(fwk, state, pod, feasible_infos, attempt)
         if error is not None:
             attempt.status, attempt.message = error, error.message()
             return attempt
@@ -108,7 +195,7 @@ class SchedulingAlgorithm:
 
     def _find_nodes_that_fit(
         self, fwk: Framework, state: CycleState, pod: Pod, all_nodes: Sequence[NodeInfo], attempt: Attempt
-    ) -> Status | None:
+    ) -> Steps:
         nodes_all = list(all_nodes)
         diagnosis = attempt.diagnosis
         result, status, plugins = fwk.run_pre_filter_plugins(state, pod, nodes_all)
@@ -125,9 +212,13 @@ class SchedulingAlgorithm:
         # single feasible node and no other node is evaluated (upstream's evaluateNominatedNode).
         nominated = fwk.handle.current().get(pod.nominated_node_name) if pod.nominated_node_name else None
         if nominated is not None and fwk.run_filter_plugins(state, pod, nominated) is None:
-            attempt.feasible.append(nominated.name)
-            attempt.evaluated_nodes = 1
-            return None
+            # Upstream runs the extenders on it too, logs (and ignores) their error, and falls back to
+            # the full search when they reject it; their verdicts on it are not kept.
+            passed = yield from find_nodes_that_pass_extenders(fwk.extenders, pod, [nominated], Diagnosis())
+            if not isinstance(passed, Status) and passed:
+                attempt.feasible.append(nominated.name)
+                attempt.evaluated_nodes = 1
+                return None
 
         candidates: list[NodeInfo] = nodes_all
         if result is not None and result.node_names is not None:
@@ -143,7 +234,7 @@ class SchedulingAlgorithm:
         if num == 0:
             return None
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, num)
-        if not fwk.has_score_plugins():
+        if not fwk.has_extender_filters_or_scoring():
             to_find = 1
         feasible = attempt.feasible
         statuses = diagnosis.node_to_status
@@ -164,13 +255,25 @@ class SchedulingAlgorithm:
             diagnosis.add_plugin_status(node_status)
         self.next_start_node_index = (self.next_start_node_index + processed) % len(nodes_all)
         attempt.evaluated_nodes = processed
+        if not fwk.extenders or not feasible:
+            return None
+        by_name = {info.name: info for info in candidates}
+        passed = yield from find_nodes_that_pass_extenders(
+            fwk.extenders, pod, [by_name[name] for name in feasible], diagnosis
+        )
+        if isinstance(passed, Status):
+            return passed
+        if len(passed) != len(feasible):
+            # Extenders have no queueing hints: any cluster event may help the pod (#122019).
+            diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        attempt.feasible = [info.name for info in passed]
         return None
 
     def _prioritize(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: list[NodeInfo], attempt: Attempt
-    ) -> Status | None:
+    ) -> Steps:
         attempt.scored_nodes = [n.name for n in nodes]
-        if not fwk.has_score_plugins():
+        if not fwk.has_score_plugins() and not fwk.extenders:
             attempt.totals = dict.fromkeys(attempt.scored_nodes, 1)
             return None
         status = fwk.run_pre_score_plugins(state, pod, nodes)
@@ -181,6 +284,16 @@ class SchedulingAlgorithm:
         if status is not None:
             return status
         totals = [0] * len(nodes)
+        prioritizers = [e for e in fwk.extenders if e.is_interested(pod) and e.is_prioritizer()]
+        if prioritizers:
+            replies = yield ExtenderPrioritizeCall(prioritizers, pod, list(nodes))
+            assert isinstance(replies, list), replies
+            for extender, reply in zip(prioritizers, replies, strict=True):
+                if isinstance(reply, BaseException) or not isinstance(reply, list):
+                    # Upstream ignores every Prioritize error, ignorable or not: others decide.
+                    log.info("extender prioritize failed, no score from it", extender=extender.name, error=str(reply))
+                    continue
+                scores.append(extender_scores(extender, reply, attempt.scored_nodes))
         for plugin_scores in scores:
             weight = plugin_scores.weight
             for i, value in enumerate(plugin_scores.normalized):
@@ -193,3 +306,65 @@ class SchedulingAlgorithm:
         best = max(attempt.totals.values())
         top = [name for name in attempt.scored_nodes if attempt.totals[name] == best]
         return top[0] if len(top) == 1 else self.rng.choice(top)
+
+
+def call_name(call: ExtenderCall) -> str:
+    if isinstance(call, ExtenderFilterCall):
+        return call.extender.name
+    return ", ".join(e.name for e in call.extenders)
+
+
+def find_nodes_that_pass_extenders(
+    extenders: Sequence[Extender], pod: Pod, feasible: list[NodeInfo], diagnosis: Diagnosis
+) -> Generator[ExtenderCall, object, list[NodeInfo] | Status]:
+    """``findNodesThatPassExtenders``: each interested filter narrows the previous one's result.
+
+    Rejected nodes get the extender's message as their status (UnschedulableAndUnresolvable wins
+    over Unschedulable for a node in both maps). An ignorable extender's error is skipped; any
+    other error fails the attempt with an Error status.
+    """
+    for extender in extenders:
+        if not feasible:
+            break
+        if not extender.is_filter() or not extender.is_interested(pod):
+            continue  # a non-filter extender's Filter returns its input unchanged
+        reply = yield ExtenderFilterCall(extender, pod, list(feasible))
+        by_name: dict[str, NodeInfo] = {info.name: info for info in feasible}
+        if isinstance(reply, ExtenderFilterResult):
+            unknown = next((name for name in reply.node_names if name not in by_name), None)
+            if unknown is not None:
+                reply = ExtenderError(
+                    f"extender {extender.name!r} claims a filtered node {unknown!r} which is not found in the "
+                    "input node list"
+                )
+        if not isinstance(reply, ExtenderFilterResult):
+            message = str(reply) or type(reply).__name__
+            if extender.is_ignorable():
+                log.info("skipping ignorable extender after its error", extender=extender.name, error=message)
+                continue
+            return Status.as_error(message)
+        statuses = diagnosis.node_to_status
+        for name, msg in reply.failed_and_unresolvable_nodes.items():
+            statuses[NodeName(name)] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), extender.name)
+        for name, msg in reply.failed_nodes.items():
+            if name not in reply.failed_and_unresolvable_nodes:
+                statuses[NodeName(name)] = Status(Code.UNSCHEDULABLE, (msg,), extender.name)
+        feasible = [by_name[name] for name in reply.node_names]
+    return feasible
+
+
+def extender_scores(
+    extender: Extender, priorities: Sequence[HostPriority], scored_nodes: Sequence[str]
+) -> PluginScores:
+    """One extender's Prioritize answer as a score row: raw 0..10 per node, normalized = raw * 10.
+
+    Upstream adds ``score * weight * (MaxNodeScore / MaxExtenderPriority)`` per listed host; hosts
+    that were not scored are dropped, a host listed twice counts twice, and nothing is range-checked.
+    """
+    index = {name: i for i, name in enumerate(scored_nodes)}
+    raw = [0] * len(scored_nodes)
+    for priority in priorities:
+        i = index.get(priority.host)
+        if i is not None:
+            raw[i] += priority.score
+    return PluginScores(extender.name, extender.weight, raw, [value * EXTENDER_SCORE_SCALE for value in raw])

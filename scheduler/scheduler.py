@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import random
 import time
-from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 import structlog
 
@@ -21,7 +22,9 @@ from scheduler.api.objects import SELECTING_KINDS, Node, Pod, PodKey, parse_sele
 from scheduler.cache import Cache
 from scheduler.config import SchedulerConfig, build_frameworks
 from scheduler.errors import BindConflictError, PodGoneError
+from scheduler.extender import close_extenders, http_extenders
 from scheduler.framework import events as ev
+from scheduler.framework.extender import Extender, extenders_binding
 from scheduler.framework.interface import Binder
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
@@ -70,9 +73,15 @@ class Scheduler:
         *,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
+        extenders: Sequence[Extender] | None = None,
     ) -> None:
         self.config = config
-        self.frameworks: dict[str, Framework] = build_frameworks(config, binder)
+        # ``extenders`` replaces the HTTP clients of ``config.extenders`` (tests pass fakes).
+        self._owns_extenders = extenders is None
+        self.extenders: list[Extender] = list(http_extenders(config.extenders) if extenders is None else extenders)
+        self.frameworks: dict[str, Framework] = build_frameworks(config, binder, self.extenders)
+        # Cache changes held while a cycle awaits an extender (see ``schedule_one_async``).
+        self._deferred: list[Callable[[], None]] | None = None
         self.cache = Cache()
         self.clock = clock
         self._wakeup = asyncio.Event()
@@ -96,6 +105,8 @@ class Scheduler:
     # -- watch events ----------------------------------------------------------------------
 
     def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        if self._held(functools.partial(self.on_node, event_type, obj)):
+            return
         now = self.clock()
         node = Node.from_dict(obj)
         if not node.name:
@@ -121,6 +132,8 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(event, old, node, now)
 
     def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        if self._held(functools.partial(self.on_pod, event_type, obj)):
+            return
         now = self.clock()
         pod = Pod.from_dict(obj)
         key = pod.key
@@ -198,6 +211,8 @@ class Scheduler:
 
     def on_selecting_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         """Services, ReplicaSets, StatefulSets, ReplicationControllers: inputs of default spreading."""
+        if self._held(functools.partial(self.on_selecting_object, event_type, obj)):
+            return
         selecting = parse_selecting_object(obj)
         if selecting is None:
             return
@@ -224,10 +239,48 @@ class Scheduler:
 
     def schedule_one(self) -> bool:
         """Pop one pod and decide it; the binding cycle continues as a task. False when idle."""
+        cycle = self._next_cycle()
+        if cycle is None or cycle is True:
+            return cycle is True
+        qpi, pod, fwk, now, started = cycle
+        attempt = self.algorithm.schedule_pod(fwk, self.cache, pod)
+        self._finish_cycle(qpi, fwk, attempt, now, started)
+        return True
+
+    async def schedule_one_async(self) -> bool:
+        """``schedule_one`` for profiles with extenders: their calls are awaited mid-cycle.
+
+        The cache is the cycle's snapshot, so watch events (and re-list reconciles, and forgetting
+        a pod whose binding failed) that happen while an extender answers are held and applied right
+        after the cycle, in order, as if they had happened then.
+        """
+        cycle = self._next_cycle()
+        if cycle is None or cycle is True:
+            return cycle is True
+        qpi, pod, fwk, now, started = cycle
+        self._deferred = []
+        try:
+            attempt = await self.algorithm.schedule_pod_async(fwk, self.cache, pod)
+        finally:
+            deferred, self._deferred = self._deferred, None
+        self._finish_cycle(qpi, fwk, attempt, now, started)
+        for change in deferred:
+            change()
+        return True
+
+    def _held(self, change: Callable[[], None]) -> bool:
+        """True when a cycle awaits an extender: ``change`` (a cache mutation) runs after that cycle."""
+        if self._deferred is None:
+            return False
+        self._deferred.append(change)
+        return True
+
+    def _next_cycle(self) -> tuple[QueuedPodInfo, Pod, Framework, float, float] | Literal[True] | None:
+        """The popped pod ready for a cycle; True when the pop needed no cycle; None when idle."""
         now = self.clock()
         qpi = self.queue.pop(now)
         if qpi is None:
-            return False
+            return None
         key = qpi.key
         pod = self._pending.get(key)
         if pod is None or self.cache.is_assumed(key):
@@ -243,13 +296,15 @@ class Scheduler:
                 )
             )
             return True
-        started = time.perf_counter()
-        attempt = self.algorithm.schedule_pod(fwk, self.cache, pod)
+        return qpi, pod, fwk, now, time.perf_counter()
+
+    def _finish_cycle(self, qpi: QueuedPodInfo, fwk: Framework, attempt: Attempt, now: float, started: float) -> None:
+        pod, key = attempt.pod, qpi.key
         host = attempt.host
         if host is None:
             self._on_failure(qpi, attempt.status, attempt.message, attempt, now)
             self._observe(attempt, started)
-            return True
+            return
         # The cache holds a copy with spec.nodeName set, as upstream's assume: whoever sees it later
         # (the AssignedPodDelete of a forgotten pod, hints) sees a pod on its node.
         self.cache.assume_pod(dataclasses.replace(pod, node_name=host), host)
@@ -262,11 +317,10 @@ class Scheduler:
             attempt.status, attempt.host, attempt.message = status, None, status.message()
             self._on_failure(qpi, status, status.message(), attempt, now)
             self._observe(attempt, started)
-            return True
+            return
         self.queue.done(key)
         self._observe(attempt, started)
         self._spawn(self._binding_cycle(fwk, attempt, qpi, host, started))
-        return True
 
     def _observe(self, attempt: Attempt, started: float) -> None:
         result = "scheduled" if attempt.host else ("unschedulable" if attempt.status.is_rejected() else "error")
@@ -295,11 +349,16 @@ class Scheduler:
                 # and leave the pod stranded there: decide again instead.
                 status = Status.as_error(f'node "{host}" was deleted before the pod was bound to it')
             if status is None:
-                status = await fwk.run_bind_plugins(state, pod, host)
-                if status.is_success():
-                    status = None
-                elif status.is_skip():
-                    status = Status.as_error("no bind plugin bound the pod")
+                # Extenders that bind come first, then the Bind plugins (upstream's ``bind``).
+                handled, error = await extenders_binding(fwk.extenders, pod, host)
+                if handled:
+                    status = None if error is None else Status.as_error(error)
+                else:
+                    status = await fwk.run_bind_plugins(state, pod, host)
+                    if status.is_success():
+                        status = None
+                    elif status.is_skip():
+                        status = Status.as_error("no bind plugin bound the pod")
         except (PodGoneError, BindConflictError) as exc:
             # The pod is gone or someone else bound it: the watch will tell the truth, never retry.
             self._undo_assume(fwk, attempt, host)
@@ -325,6 +384,8 @@ class Scheduler:
         await self.recorder.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {host}")
 
     def _undo_assume(self, fwk: Framework, attempt: Attempt, host: str) -> None:
+        if self._held(functools.partial(self._undo_assume, fwk, attempt, host)):
+            return
         fwk.run_reserve_plugins_unreserve(attempt.state, attempt.pod, host)
         self.cache.forget_pod(attempt.pod)
         assumed = dataclasses.replace(attempt.pod, node_name=host)
@@ -374,7 +435,7 @@ class Scheduler:
             if now - last_flush >= 30.0:
                 self.queue.flush_unschedulable_leftover(now)
                 last_flush = now
-            if self.schedule_one():
+            if await self.schedule_one_async() if self.extenders else self.schedule_one():
                 await asyncio.sleep(0)  # let watch events in between two cycles
                 continue
             self._wakeup.clear()
@@ -388,6 +449,8 @@ class Scheduler:
     async def drain(self) -> None:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self._owns_extenders:
+            await close_extenders(self.extenders)
 
     @property
     def pending(self) -> Mapping[PodKey, Pod]:

@@ -1,13 +1,15 @@
 """``spread-scheduler simulate``: schedule the pending pods of a file of objects, and explain each decision.
 
-Pure apart from reading the file: the same Cache, Framework and algorithm as the live scheduler.
+Pure apart from reading the file and calling the configured extenders: the same Cache, Framework
+and algorithm as the live scheduler.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ import yaml
 from scheduler.api.objects import SELECTING_KINDS, Node, Pod, parse_selecting_object
 from scheduler.cache import Cache
 from scheduler.config import SchedulerConfig, build_frameworks
+from scheduler.extender import close_extenders, http_extenders
+from scheduler.framework.extender import Extender
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
@@ -55,9 +59,14 @@ class Problem:
 class Simulation:
     """A cache filled from objects, and the pending pods of known profiles scheduled one by one."""
 
-    def __init__(self, config: SchedulerConfig, seed: int | None = None) -> None:
+    def __init__(
+        self, config: SchedulerConfig, seed: int | None = None, extenders: Sequence[Extender] | None = None
+    ) -> None:
         self.cache = Cache()
-        self.frameworks: dict[str, Framework] = build_frameworks(config)
+        # The configured extenders are called for real (HTTP), as the live scheduler would.
+        self._owns_extenders = extenders is None
+        self.extenders: list[Extender] = list(http_extenders(config.extenders) if extenders is None else extenders)
+        self.frameworks: dict[str, Framework] = build_frameworks(config, extenders=self.extenders)
         self.algorithm = SchedulingAlgorithm(random.Random(seed))
         self.pending: list[Pod] = []
         self.problems: list[Problem] = []
@@ -91,27 +100,54 @@ class Simulation:
         return [pod for _, pod in indexed]
 
     def run(self) -> list[Attempt]:
+        """Schedule every pending pod in queue order; with extenders, an event loop runs their calls."""
+        if self.extenders:
+            return asyncio.run(self.run_async())
         attempts: list[Attempt] = []
         for pod in self.queue_order():
-            fwk = self.frameworks[pod.scheduler_name]
-            gate = fwk.run_pre_enqueue_plugins(pod)
-            if gate is not None:
-                attempts.append(Attempt(pod, gate, message=gate.message()))
-                continue
-            if pod.terminating:
-                # Upstream pops a pod that is being deleted and skips it (skipPodSchedule): no cycle.
-                message = f"skip schedule deleting pod: {pod.key}"
-                attempts.append(Attempt(pod, Status(Code.SKIP, (message,)), message=message))
-                continue
-            attempt = self.algorithm.schedule_pod(fwk, self.cache, pod)
-            if attempt.host is not None:
-                status = fwk.run_reserve_plugins_reserve(attempt.state, pod, attempt.host)
-                if status is None:
-                    self.cache.assume_pod(pod, attempt.host)
-                else:
-                    attempt.status, attempt.host, attempt.message = status, None, status.message()
-            attempts.append(attempt)
+            attempt = self._before_cycle(pod)
+            if attempt is None:
+                attempt = self.algorithm.schedule_pod(self.frameworks[pod.scheduler_name], self.cache, pod)
+            attempts.append(self._after_cycle(attempt))
         return attempts
+
+    async def run_async(self) -> list[Attempt]:
+        """``run`` inside a running event loop (``explain``); closes the extender clients it made."""
+        attempts: list[Attempt] = []
+        try:
+            for pod in self.queue_order():
+                attempt = self._before_cycle(pod)
+                if attempt is None:
+                    fwk = self.frameworks[pod.scheduler_name]
+                    attempt = await self.algorithm.schedule_pod_async(fwk, self.cache, pod)
+                attempts.append(self._after_cycle(attempt))
+        finally:
+            if self._owns_extenders:
+                await close_extenders(self.extenders)
+        return attempts
+
+    def _before_cycle(self, pod: Pod) -> Attempt | None:
+        """The outcome of a pod that gets no cycle (gated, or being deleted), else None."""
+        fwk = self.frameworks[pod.scheduler_name]
+        gate = fwk.run_pre_enqueue_plugins(pod)
+        if gate is not None:
+            return Attempt(pod, gate, message=gate.message())
+        if pod.terminating:
+            # Upstream pops a pod that is being deleted and skips it (skipPodSchedule): no cycle.
+            message = f"skip schedule deleting pod: {pod.key}"
+            return Attempt(pod, Status(Code.SKIP, (message,)), message=message)
+        return None
+
+    def _after_cycle(self, attempt: Attempt) -> Attempt:
+        """Reserve and assume a placed pod, so it counts for the pods after it."""
+        if attempt.host is not None and attempt.status.is_success():
+            fwk = self.frameworks[attempt.pod.scheduler_name]
+            status = fwk.run_reserve_plugins_reserve(attempt.state, attempt.pod, attempt.host)
+            if status is None:
+                self.cache.assume_pod(attempt.pod, attempt.host)
+            else:
+                attempt.status, attempt.host, attempt.message = status, None, status.message()
+        return attempt
 
 
 def _filter_json(status: Status | None) -> dict[str, str] | None:

@@ -549,7 +549,7 @@ class TestErrors:
         assert config_error(profile(plugins)) == (
             f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
             "NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, PodTopologySpread, "
-            "PrioritySort, SchedulingGates, "
+            "PrioritySort, SchedulingGates, SelectorSpread, "
             "TaintToleration)"
         )
 

@@ -161,7 +161,7 @@ def _unparsed(obj: Node | Pod, field: str, key: str) -> list[object]:
     """``spec.<field>[*].<key>`` for the one member of a taint/toleration the parsed form leaves out."""
     spec = obj.raw.get("spec")
     items = spec.get(field) if isinstance(spec, Mapping) else None
-    return [item.get(key) if isinstance(item, Mapping) else None for item in items or ()]
+    return [item.get(key) if isinstance(item, Mapping) else None for item in (items if isinstance(items, list) else ())]
 
 
 def node_taints_changed(new: Node, old: Node) -> bool:

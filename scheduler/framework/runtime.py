@@ -13,7 +13,8 @@ from typing import Protocol, runtime_checkable
 
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
+from scheduler.framework.extender import EXTENDER_NAME, Extender
 from scheduler.framework.interface import (
     BindPlugin,
     EnqueueExtensions,
@@ -105,8 +106,10 @@ class Framework:
         weights: Mapping[str, int],
         handle: Handle,
         percentage_of_nodes_to_score: int | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         self.profile_name = profile_name
+        self.extenders: tuple[Extender, ...] = tuple(extenders)
         self.handle = handle
         self.plugins = dict(plugins)
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
@@ -140,7 +143,14 @@ class Framework:
         for name, plugin in self.plugins.items():
             if isinstance(plugin, EnqueueExtensions):
                 out[name] = plugin.events_to_register()
+        if self.extenders:
+            # Extenders have no hints: a pod they rejected is retried on any cluster event (#122019).
+            out[EXTENDER_NAME] = [ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, ActionType.ALL))]
         return out
+
+    def has_extender_filters_or_scoring(self) -> bool:
+        """Whether Filter must look for more than one feasible node (``hasExtenderFilters || hasScoring``)."""
+        return self.has_score_plugins() or any(e.is_filter() or e.is_prioritizer() for e in self.extenders)
 
     # -- PreEnqueue ---------------------------------------------------------------------------
 

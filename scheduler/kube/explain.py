@@ -68,5 +68,5 @@ async def explain(config: SchedulerConfig, target: str, kubeconfig: str | None, 
     if pending["spec"].get("schedulerName", "default-scheduler") not in sim.frameworks:
         pending["spec"]["schedulerName"] = config.profiles[0].scheduler_name  # explain with our profile anyway
     sim.add_objects([*others, pending])
-    attempts: list[Attempt] = sim.run()
+    attempts: list[Attempt] = await sim.run_async()
     return to_json(attempts, sim.cache) if output == "json" else render_table(attempts, sim.cache)

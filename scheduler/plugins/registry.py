@@ -16,6 +16,7 @@ from scheduler.plugins.nodeunschedulable.node_unschedulable import NodeUnschedul
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
+from scheduler.plugins.selectorspread.selector_spread import SelectorSpread
 from scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
 
 __all__ = ["DEFAULT_MULTI_POINT", "REGISTRY", "PluginFactory"]
@@ -33,6 +34,8 @@ REGISTRY: dict[str, PluginFactory] = {
     names.NODE_RESOURCES_FIT: Fit,
     names.POD_TOPOLOGY_SPREAD: PodTopologySpread,
     names.DEFAULT_BINDER: DefaultBinder,
+    # Opt-in, not in DEFAULT_MULTI_POINT: enable it in a profile's plugins (see README).
+    names.SELECTOR_SPREAD: SelectorSpread,
 }
 
 # Upstream's default multiPoint order (default_plugins.go) restricted to the plugins we ship,

@@ -1,0 +1,234 @@
+"""The ``extenders:`` list of a KubeSchedulerConfiguration, parsed and validated as kube-scheduler does.
+
+Field names and validation messages are upstream's (``apis/config/validation.validateExtenders``);
+we also refuse what upstream would only discover at the first call (no urlPrefix, unknown fields,
+bad base64 in tlsConfig data). Pure: no I/O (TLS files are read by the client, ``scheduler.extender``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from scheduler.api.names import label_key_errors
+
+__all__ = [
+    "DEFAULT_EXTENDER_TIMEOUT",
+    "ExtenderConfig",
+    "ExtenderConfigError",
+    "ExtenderTLSConfig",
+    "ManagedResource",
+    "parse_extenders",
+]
+
+DEFAULT_EXTENDER_TIMEOUT = 5.0  # seconds: upstream's DefaultExtenderTimeout, used when httpTimeout is 0/unset
+
+_FIELDS = {
+    "urlPrefix",
+    "filterVerb",
+    "preemptVerb",
+    "prioritizeVerb",
+    "weight",
+    "bindVerb",
+    "enableHTTPS",
+    "tlsConfig",
+    "httpTimeout",
+    "nodeCacheCapable",
+    "managedResources",
+    "ignorable",
+}
+_TLS_FIELDS = {"insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData"}
+
+
+class ExtenderConfigError(ValueError):
+    """A bad ``extenders`` entry; the message starts with the field's path."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderTLSConfig:
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedResource:
+    name: str
+    ignored_by_scheduler: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderConfig:
+    """One ``Extender``; verbs are "" when the extender does not offer them."""
+
+    url_prefix: str
+    filter_verb: str = ""
+    preempt_verb: str = ""  # accepted and ignored: we run no preemption
+    prioritize_verb: str = ""
+    bind_verb: str = ""
+    weight: int = 0
+    enable_https: bool = False
+    tls_config: ExtenderTLSConfig | None = None
+    http_timeout: float = DEFAULT_EXTENDER_TIMEOUT
+    node_cache_capable: bool = False
+    managed_resources: tuple[ManagedResource, ...] = ()
+    ignorable: bool = False
+
+
+def _str(obj: Mapping[str, Any], key: str, path: str) -> str:
+    value = obj.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ExtenderConfigError(f"{path}.{key}: Invalid value: {value!r}: must be a string")
+    return value
+
+
+def _bool(obj: Mapping[str, Any], key: str, path: str) -> bool:
+    value = obj.get(key, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ExtenderConfigError(f"{path}.{key}: Invalid value: {value!r}: must be a boolean")
+    return value
+
+
+def _bytes(obj: Mapping[str, Any], key: str, path: str) -> bytes:
+    """A Go ``[]byte`` in JSON/YAML: base64 text."""
+    text = _str(obj, key, path)
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise ExtenderConfigError(f"{path}.{key}: Invalid value: must be base64-encoded PEM data") from None
+
+
+def _duration(value: object, path: str) -> float:
+    """A ``metav1.Duration`` (``5s``, ``1m30s``, ``500ms``); unset or 0 means the 5 s default."""
+    if value is None or value == 0:
+        return DEFAULT_EXTENDER_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise ExtenderConfigError(f"{path}: Invalid value: {value!r}: must be a duration such as 5s")
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    total, pos = 0.0, 0
+    for match in re.finditer(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)", value):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * units[match.group(2)]
+        pos = match.end()
+    if not value or pos != len(value):
+        raise ExtenderConfigError(f'{path}: Invalid value: "{value}": must be a duration such as 5s')
+    return total or DEFAULT_EXTENDER_TIMEOUT
+
+
+def _extended_resource_errors(name: str, path: str) -> list[str]:
+    """``validateExtendedResourceName``: a qualified name outside ``*kubernetes.io/``, not ``requests.*``."""
+    qualified = [str(e) for e in label_key_errors(name, path)]
+    if qualified:
+        return qualified
+    native = "/" not in name or "kubernetes.io/" in name
+    if native or name.startswith("requests.") or label_key_errors("requests." + name, path):
+        return [f'{path}: Invalid value: "{name}": is an invalid extended resource name']
+    return []
+
+
+def _tls(value: object, path: str) -> ExtenderTLSConfig | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ExtenderConfigError(f"{path}: must be an object")
+    for key in value:
+        if key not in _TLS_FIELDS:
+            raise ExtenderConfigError(f'{path}: unknown field "{key}"')
+    return ExtenderTLSConfig(
+        insecure=_bool(value, "insecure", path),
+        server_name=_str(value, "serverName", path),
+        cert_file=_str(value, "certFile", path),
+        key_file=_str(value, "keyFile", path),
+        ca_file=_str(value, "caFile", path),
+        cert_data=_bytes(value, "certData", path),
+        key_data=_bytes(value, "keyData", path),
+        ca_data=_bytes(value, "caData", path),
+    )
+
+
+def _one(raw: object, path: str) -> ExtenderConfig:
+    if not isinstance(raw, Mapping):
+        raise ExtenderConfigError(f"{path}: must be an object")
+    for key in raw:
+        if key not in _FIELDS:
+            raise ExtenderConfigError(f'{path}: unknown field "{key}"')
+    url = _str(raw, "urlPrefix", path)
+    if not url:
+        raise ExtenderConfigError(f"{path}.urlPrefix: Required value")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ExtenderConfigError(f'{path}.urlPrefix: Invalid value: "{url}": must be an http:// or https:// URL')
+    weight = raw.get("weight", 0)
+    if weight is None:
+        weight = 0
+    if isinstance(weight, bool) or not isinstance(weight, int):
+        raise ExtenderConfigError(f"{path}.weight: Invalid value: {weight!r}: must be an integer")
+    resources: list[ManagedResource] = []
+    managed = raw.get("managedResources") or []
+    if not isinstance(managed, list):
+        raise ExtenderConfigError(f"{path}.managedResources: must be a list")
+    for j, item in enumerate(managed):
+        item_path = f"{path}.managedResources[{j}]"
+        if not isinstance(item, Mapping):
+            raise ExtenderConfigError(f"{item_path}: must be an object")
+        resources.append(ManagedResource(_str(item, "name", item_path), _bool(item, "ignoredByScheduler", item_path)))
+    return ExtenderConfig(
+        url_prefix=url,
+        filter_verb=_str(raw, "filterVerb", path),
+        preempt_verb=_str(raw, "preemptVerb", path),
+        prioritize_verb=_str(raw, "prioritizeVerb", path),
+        bind_verb=_str(raw, "bindVerb", path),
+        weight=weight,
+        enable_https=_bool(raw, "enableHTTPS", path),
+        tls_config=_tls(raw.get("tlsConfig"), f"{path}.tlsConfig"),
+        http_timeout=_duration(raw.get("httpTimeout"), f"{path}.httpTimeout"),
+        node_cache_capable=_bool(raw, "nodeCacheCapable", path),
+        managed_resources=tuple(resources),
+        ignorable=_bool(raw, "ignorable", path),
+    )
+
+
+def parse_extenders(value: object, path: str = "extenders") -> list[ExtenderConfig]:
+    """Every entry, then upstream's checks; all errors found are reported together, one per line."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ExtenderConfigError(f"{path}: must be a list")
+    extenders = [_one(raw, f"{path}[{i}]") for i, raw in enumerate(value)]
+    errors: list[str] = []
+    seen_resources: set[str] = set()
+    for i, ext in enumerate(extenders):
+        if ext.prioritize_verb and ext.weight <= 0:
+            errors.append(f"{path}[{i}].weight: Invalid value: {ext.weight}: must have a positive weight applied to it")
+        for j, resource in enumerate(ext.managed_resources):
+            name_path = f"{path}[{i}].managedResources[{j}].name"
+            errors.extend(_extended_resource_errors(resource.name, name_path))
+            if resource.name in seen_resources:
+                errors.append(
+                    f'{name_path}: Invalid value: "{resource.name}": duplicate extender managed resource name'
+                )
+            seen_resources.add(resource.name)
+    binders = sum(1 for ext in extenders if ext.bind_verb)
+    if binders > 1:
+        errors.append(
+            f'{path}: Invalid value: "found {binders} extenders implementing bind": '
+            "only one extender can implement bind"
+        )
+    if errors:
+        raise ExtenderConfigError("\n".join(errors))
+    return extenders
