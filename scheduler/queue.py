@@ -379,11 +379,6 @@ class SchedulingQueue:
             for profile, regs in self._hints.items()
         }
 
-    def _interested(self, event: ClusterEvent) -> bool:
-        if event.is_wildcard:
-            return True
-        return any(match_cluster_events(reg.event, event) for regs in self._hints.values() for _, reg in regs)
-
     def move_all_to_active_or_backoff(
         self,
         event: ClusterEvent,
@@ -393,12 +388,12 @@ class SchedulingQueue:
         precheck: Callable[[QueuedPodInfo], bool] | None = None,
     ) -> int:
         """Run the event past every unschedulable pod's rejectors; returns how many pods moved."""
-        if not self._interested(event):
-            return 0
+        matching = None if event.is_wildcard else self._matching(event)
+        if matching is not None and not any(matching.values()):
+            return 0  # no plugin of any profile registered for this event
         if self._in_flight:
             self._events.append((event, old, new))
         moved = 0
-        matching = None if event.is_wildcard else self._matching(event)
         for key in list(self._unschedulable):
             qpi = self._infos[key]
             if precheck is not None and not precheck(qpi):

@@ -126,7 +126,7 @@ class Scheduler:
         if node.resource_version and node.resource_version == old.resource_version:
             return
         if _older(node.resource_version, old.resource_version):
-            return  # a watch replaying events older than the fresh list we reconciled with
+            return  # an event older than the version we hold (integer resourceVersions): never go back
         self.cache.update_node(old, node)
         for event in ev.node_scheduling_properties_change(node, old):
             self.queue.move_all_to_active_or_backoff(event, old, node, now)
@@ -139,7 +139,7 @@ class Scheduler:
         key = pod.key
         held = self.cache.pod(key) or self._pending.get(key)
         if event_type != "DELETED" and held is not None and _older(pod.resource_version, held.resource_version):
-            return  # a watch replaying events older than the fresh list we reconciled with
+            return  # an event older than the version we hold (integer resourceVersions): never go back
         if event_type == "DELETED" or pod.terminal:
             self._forget_pod(pod, now)
             return
