@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -45,7 +46,18 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-def run_once(which: str, nodes: int, pods: int, qps: int, burst: int) -> dict[str, Any]:
+def start_profiler(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
+    """py-spy on our scheduler (``--profile``): collapsed stacks, for the closing note's "where the time goes"."""
+    spy = Path(sys.executable).parent / "py-spy"
+    if not spy.exists():
+        print("--profile needs py-spy in the venv (pip install py-spy)", file=sys.stderr)
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--nonblocking", "-o", str(out)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_once(which: str, nodes: int, pods: int, qps: int, burst: int, profile: Path | None = None) -> dict[str, Any]:
     cluster = Cluster(ROOT / ".cluster" / "bench")
     cluster.down(quiet=True)  # every run starts from an empty etcd
     cluster.up()
@@ -82,6 +94,9 @@ def run_once(which: str, nodes: int, pods: int, qps: int, burst: int) -> dict[st
                 60,
                 "kube-scheduler ready",
             )
+        spy = None
+        if profile is not None and which == "spread-scheduler" and proc is not None:
+            spy = start_profiler(proc.pid, profile / f"spread-scheduler-{nodes}-{qps}.txt")
         per_deployment = pods // 4
         labels = [{"app": f"web-{d}"} for d in range(4)]
         started = time.monotonic()
@@ -134,6 +149,9 @@ def run_once(which: str, nodes: int, pods: int, qps: int, burst: int) -> dict[st
 
         wait_for(lambda: bound() >= pods, 600, f"{pods} pods bound by {which}", interval=0.2)
         elapsed = time.monotonic() - started
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
         assert proc is not None
         return {
             "scheduler": which,
@@ -163,6 +181,8 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--qps", type=int, nargs="+", default=[5000])
     parser.add_argument("--out", default="bench/results/e2e.json")
+    parser.add_argument("--ours-only", action="store_true", help="skip kube-scheduler (for profiling runs)")
+    parser.add_argument("--profile", type=Path, help="py-spy our scheduler during each run; stacks go here")
     args = parser.parse_args()
     rows = []
     print(
@@ -171,8 +191,17 @@ def main() -> int:
     for nodes in args.nodes:
         for qps in args.qps:
             burst = qps if qps >= 1000 else qps * 2
+            if args.ours_only:
+                row = run_once("spread-scheduler", nodes, args.pods, qps, burst, args.profile)
+                print(
+                    f"{nodes:>6} {args.pods:>6} {qps:>6} {row['scheduler']:<18} {row['seconds']:>8} "
+                    f"{row['pods_per_s']:>8} {row['peak_rss_mb']:>7}",
+                    flush=True,
+                )
+                rows.append(row)
+                continue
             upstream = run_once("kube-scheduler", nodes, args.pods, qps, burst)
-            ours = run_once("spread-scheduler", nodes, args.pods, qps, burst)
+            ours = run_once("spread-scheduler", nodes, args.pods, qps, burst, args.profile)
             ours["ratio"] = round(ours["pods_per_s"] / upstream["pods_per_s"], 2)
             for row in (upstream, ours):
                 rows.append(row)

@@ -165,7 +165,7 @@ class Cache:
         if info is None:
             self.add_node(new)
             return
-        info.node = new
+        info.set_node(new)
         self._tree.update(old, new)
         self._infos = None
         self._node_generation += 1

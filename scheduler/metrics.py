@@ -5,12 +5,14 @@ Only ``prometheus_client`` here; the HTTP endpoint lives in ``scheduler.kube.ser
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 __all__ = ["SchedulerMetrics"]
 
@@ -37,6 +39,43 @@ class _PendingPods(Collector):
         )
         for queue, value in sorted(self._counts().items()):
             family.add_metric([queue], value)
+        yield family
+
+
+class PluginDurations(Collector):
+    """``scheduler_plugin_execution_duration_seconds``: a histogram kept in plain lists.
+
+    A sampled cycle observes every Filter call on every node (upstream's rule), thousands per cycle
+    at 2000 nodes; prometheus_client's ``labels().observe()`` (a lock, a label lookup, per-bucket
+    values) made sampled cycles a fifth of the scheduler's CPU in the end-to-end benchmark. Here an
+    observation is one bisect and two additions; buckets are summed up at scrape time.
+    """
+
+    NAME = "scheduler_plugin_execution_duration_seconds"
+
+    def __init__(self) -> None:
+        self._series: dict[tuple[str, str, str], list[float]] = {}
+
+    def observe(self, plugin: str, point: str, status: str, seconds: float) -> None:
+        series = self._series.get((plugin, point, status))
+        if series is None:
+            # one count per bucket, then +Inf, then the sum
+            series = self._series[(plugin, point, status)] = [0.0] * (len(PLUGIN_BUCKETS) + 2)
+        series[bisect_left(PLUGIN_BUCKETS, seconds)] += 1
+        series[-1] += seconds
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        family = HistogramMetricFamily(
+            self.NAME,
+            "Duration for running a plugin at a specific extension point.",
+            labels=["plugin", "extension_point", "status"],
+        )
+        for labels, series in sorted(self._series.items()):
+            buckets, running = [], 0.0
+            for bound, count in zip((*PLUGIN_BUCKETS, float("inf")), series[:-1], strict=True):
+                running += count
+                buckets.append((floatToGoString(bound), running))  # type: ignore[no-untyped-call]
+            family.add_metric(list(labels), buckets, series[-1])
         yield family
 
 
@@ -75,13 +114,8 @@ class SchedulerMetrics:
             buckets=SLI_BUCKETS,
             registry=self.registry,
         )
-        self.plugin_duration = Histogram(
-            "scheduler_plugin_execution_duration_seconds",
-            "Duration for running a plugin at a specific extension point.",
-            ["plugin", "extension_point", "status"],
-            buckets=PLUGIN_BUCKETS,
-            registry=self.registry,
-        )
+        self.plugin_duration = PluginDurations()
+        self.registry.register(self.plugin_duration)
         self.leader = Gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",

@@ -240,10 +240,11 @@ class SchedulingAlgorithm:
         statuses = diagnosis.node_to_status
         start = self.next_start_node_index % num
         processed = 0
+        run_filters = fwk.node_filter(state, pod, len(nodes_all))
         for i in range(num):
             info = candidates[(start + i) % num]
             processed += 1
-            node_status = fwk.run_filter_plugins(state, pod, info)
+            node_status = run_filters(info)
             if node_status is None:
                 feasible.append(info.name)
                 if len(feasible) >= to_find:

@@ -34,6 +34,7 @@ __all__ = [
     "ReservePlugin",
     "ScoreExtensions",
     "ScorePlugin",
+    "SignPlugin",
     "Snapshot",
 ]
 
@@ -127,6 +128,18 @@ class PreScorePlugin(Plugin, Protocol):
 class ScorePlugin(Plugin, Protocol):
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         """The raw score; raise ``StatusError`` to fail the cycle."""
+        ...
+
+
+@runtime_checkable
+class SignPlugin(Plugin, Protocol):
+    def sign_pod(self, pod: Pod) -> Hashable:
+        """Everything of ``pod`` this plugin's Filter and Score read (upstream's ``SignPod``).
+
+        Implementing it promises that Filter and Score on a node depend on that signature, the
+        plugin's own arguments and that one NodeInfo only, so two pods with equal signatures get the
+        same result on a node that has not changed (``scheduler.framework.node_results``).
+        """
         ...
 
 

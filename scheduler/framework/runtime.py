@@ -7,8 +7,9 @@ the ``Binder`` they were given.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol, runtime_checkable
 
 from scheduler.api.objects import Pod
@@ -30,13 +31,16 @@ from scheduler.framework.interface import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    SignPlugin,
 )
+from scheduler.framework.node_results import NodeResults
 from scheduler.framework.status import Code, Status, StatusError
 from scheduler.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo, PreFilterResult
 
-__all__ = ["EXTENSION_POINTS", "Framework", "PermitPlugin", "PluginObserver", "PluginScores"]
+__all__ = ["EXTENSION_POINTS", "Framework", "NodeFilter", "PermitPlugin", "PluginObserver", "PluginScores"]
 
 PluginObserver = Callable[[str, str, str, float], None]
+NodeFilter = Callable[[NodeInfo], "Status | None"]
 """``(plugin, extension point, status code name, seconds)``: for sampled cycles only."""
 
 EXTENSION_POINTS = (
@@ -130,6 +134,18 @@ class Framework:
         self.bind = [p for p in self._of("bind") if isinstance(p, BindPlugin)]
         self.post_bind = [p for p in self._of("postBind") if isinstance(p, PostBindPlugin)]
         self.plugin_observer: PluginObserver | None = None
+        # Results of signed plugins are reused per pod signature (scheduler.framework.node_results).
+        # Only a leading run of signed Filter plugins qualifies: the first rejecting plugin must stay
+        # the one reported.
+        leading = 0
+        while leading < len(self.filter) and isinstance(self.filter[leading], SignPlugin):
+            leading += 1
+        self._signed_filters, self._unsigned_filters = self.filter[:leading], self.filter[leading:]
+        self._signed_scores = frozenset(p.NAME for p in self.score if isinstance(p, SignPlugin))
+        reused = {p.NAME for p in self._signed_filters} | self._signed_scores
+        self._signers = [p for p in self.plugins.values() if isinstance(p, SignPlugin) and p.NAME in reused]
+        self.node_results = NodeResults()
+        self.reuse_node_results = True  # off only in tests that compare both ways
 
     def _of(self, point: str) -> list[Plugin]:
         return [self.plugins[name] for name in self.points[point]]
@@ -208,33 +224,52 @@ class Framework:
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """The first non-Success filter decides the node (only that plugin is recorded)."""
-        if state.record_plugin_metrics and self.plugin_observer is not None:
-            return self._run_filter_plugins_timed(state, pod, node_info, self.plugin_observer)
         skip = state.skip_filter_plugins
-        for plugin in self.filter:
-            if skip and plugin.NAME in skip:
-                continue
-            status = plugin.filter(state, pod, node_info)
-            if status is not None and status.code is not Code.SUCCESS:
-                if not status.is_rejected():
-                    return Status.as_error(f'running "{plugin.NAME}" filter plugin: {status.message()}')
-                return status if status.plugin == plugin.NAME else status.with_plugin(plugin.NAME)
-        return None
+        plugins = [p for p in self.filter if p.NAME not in skip] if skip else self.filter
+        return _first_rejection(plugins, state, pod, node_info, self._sampled(state))
 
-    def _run_filter_plugins_timed(
-        self, state: CycleState, pod: Pod, node_info: NodeInfo, observe: PluginObserver
-    ) -> Status | None:
-        for plugin in self.filter:
-            if plugin.NAME in state.skip_filter_plugins:
-                continue
-            started = time.perf_counter()
-            status = plugin.filter(state, pod, node_info)
-            observe(plugin.NAME, "Filter", _code(status), time.perf_counter() - started)
-            if status is not None and status.code is not Code.SUCCESS:
-                if not status.is_rejected():
-                    return Status.as_error(f'running "{plugin.NAME}" filter plugin: {status.message()}')
-                return status if status.plugin == plugin.NAME else status.with_plugin(plugin.NAME)
-        return None
+    def _sampled(self, state: CycleState) -> PluginObserver | None:
+        """The observer when this cycle's plugin calls are timed (a sample of cycles), else None."""
+        return self.plugin_observer if state.record_plugin_metrics else None
+
+    def node_filter(self, state: CycleState, pod: Pod, node_count: int) -> NodeFilter:
+        """``run_filter_plugins`` for one cycle, answering signed plugins from earlier pods' results
+        on nodes that have not changed since. A sampled cycle times the calls it makes (a reused
+        result is no plugin call, so it is not observed)."""
+        plain = partial(self.run_filter_plugins, state, pod)
+        if not self._signed_filters:
+            return plain
+        signature = self._signature(pod) if self.reuse_node_results else None
+        if signature is None:
+            return plain
+        skip = state.skip_filter_plugins
+        signed = [p for p in self._signed_filters if p.NAME not in skip]
+        unsigned = [p for p in self._unsigned_filters if p.NAME not in skip]
+        table = self.node_results.table(("Filter", frozenset(skip), signature), node_count)
+        observe = self._sampled(state)
+
+        def run(info: NodeInfo) -> Status | None:
+            hit = table.get(info.name)
+            if hit is not None and hit[0] == info.generation:
+                status: Status | None = hit[1]  # type: ignore[assignment]
+            else:
+                status = _first_rejection(signed, state, pod, info, observe)
+                if status is None or status.code is not Code.ERROR:
+                    table[info.name] = (info.generation, status)
+            if status is not None or not unsigned:
+                return status
+            return _first_rejection(unsigned, state, pod, info, observe)
+
+        return run
+
+    def _signature(self, pod: Pod) -> Hashable | None:
+        """The signed plugins' fragments for ``pod`` (upstream's ``SignPod``), or None if unhashable."""
+        signature = tuple(p.sign_pod(pod) for p in self._signers)
+        try:
+            hash(signature)
+        except TypeError:
+            return None
+        return signature
 
     def observe(self, state: CycleState, plugin: str, point: str, status: Status | None, started: float) -> None:
         """Record one plugin call of a sampled cycle (PreFilter, PreScore, Score, NormalizeScore)."""
@@ -267,11 +302,14 @@ class Framework:
         """
         out: list[PluginScores] = []
         plugins = [p for p in self.score if p.NAME not in state.skip_score_plugins]
+        remembered = self._remembered_scores(state, pod, nodes, plugins)
         for plugin in plugins:
+            raw = remembered.get(plugin.NAME)
             try:
-                started = time.perf_counter()
-                raw = [plugin.score(state, pod, n) for n in nodes]
-                self.observe(state, plugin.NAME, "Score", None, started)
+                if raw is None:
+                    started = time.perf_counter()
+                    raw = [plugin.score(state, pod, n) for n in nodes]
+                    self.observe(state, plugin.NAME, "Score", None, started)
             except StatusError as exc:
                 return out, Status.as_error(f'running Score plugins: plugin "{plugin.NAME}" failed with: {exc}')
             out.append(PluginScores(plugin.NAME, self.weights[plugin.NAME], raw, list(raw)))
@@ -293,6 +331,37 @@ class Framework:
                         "after normalizing"
                     )
         return out, None
+
+    def _remembered_scores(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: Sequence[ScorePlugin]
+    ) -> dict[str, list[int]]:
+        """Raw scores of the signed Score plugins, reused on unchanged nodes; {} when nothing can
+        be reused (a sampled cycle, an unsignable pod) or a plugin failed (the caller's own pass then
+        reports the failure plugin by plugin, as always)."""
+        signed = [p for p in plugins if p.NAME in self._signed_scores]
+        if not signed:
+            return {}
+        signature = self._signature(pod) if self.reuse_node_results else None
+        if signature is None:
+            return {}
+        snapshot = self.handle.snapshot
+        node_count = len(snapshot.node_infos()) if snapshot is not None else len(nodes)
+        table = self.node_results.table(("Score", frozenset(state.skip_score_plugins), signature), node_count)
+        observe = self._sampled(state)
+        rows: list[tuple[int, ...]] = []
+        try:
+            for info in nodes:
+                hit = table.get(info.name)
+                if hit is not None and hit[0] == info.generation:
+                    rows.append(hit[1])  # type: ignore[arg-type]
+                    continue
+                row = tuple(_score(p, state, pod, info, observe) for p in signed)
+                table[info.name] = (info.generation, row)
+                rows.append(row)
+        except StatusError:
+            return {}
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in signed]
+        return {p.NAME: list(column) for p, column in zip(signed, columns, strict=True)}
 
     # -- Reserve / Permit ---------------------------------------------------------------------
 
@@ -346,3 +415,32 @@ class Framework:
 
 def _code(status: Status | None) -> str:
     return "Success" if status is None else str(status.code)
+
+
+def _first_rejection(
+    plugins: Sequence[FilterPlugin], state: CycleState, pod: Pod, info: NodeInfo, observe: PluginObserver | None
+) -> Status | None:
+    """``run_filter_plugins`` over ``plugins`` (skipped ones already left out), each call timed
+    when ``observe`` is given."""
+    for plugin in plugins:
+        if observe is None:
+            status = plugin.filter(state, pod, info)
+        else:
+            started = time.perf_counter()
+            status = plugin.filter(state, pod, info)
+            observe(plugin.NAME, "Filter", _code(status), time.perf_counter() - started)
+        if status is not None and status.code is not Code.SUCCESS:
+            if not status.is_rejected():
+                return Status.as_error(f'running "{plugin.NAME}" filter plugin: {status.message()}')
+            return status if status.plugin == plugin.NAME else status.with_plugin(plugin.NAME)
+    return None
+
+
+def _score(plugin: ScorePlugin, state: CycleState, pod: Pod, info: NodeInfo, observe: PluginObserver | None) -> int:
+    """One Score call, timed when ``observe`` is given (a remembered score is no call)."""
+    if observe is None:
+        return plugin.score(state, pod, info)
+    started = time.perf_counter()
+    value = plugin.score(state, pod, info)
+    observe(plugin.NAME, "Score", "Success", time.perf_counter() - started)
+    return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -24,6 +25,10 @@ MIN_NODE_SCORE = 0
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
+# One sequence for every NodeInfo of the process: a generation names one state of one NodeInfo, so a
+# node deleted and created again (a new NodeInfo) can never repeat an old generation.
+_generations = itertools.count(1)
+
 
 @dataclass(slots=True, eq=False)
 class NodeInfo:
@@ -39,14 +44,22 @@ class NodeInfo:
     non0_cpu: int = 0
     non0_mem: int = 0
     used_ports: Counter[HostPort] = field(default_factory=Counter)
+    # Changes whenever anything above does (upstream's NodeInfo.Generation): results memoized per
+    # node (``scheduler.framework.node_results``) are valid while it stays the same.
+    generation: int = field(default_factory=lambda: next(_generations))
+    # The node's name, as a plain attribute: read per node per cycle, a property showed in profiles.
+    name: NodeName = field(init=False)
 
     def __post_init__(self) -> None:
+        self.name = self.node.name
         for pod in self.pods.values():
             self._count(pod, 1)
 
-    @property
-    def name(self) -> NodeName:
-        return self.node.name
+    def set_node(self, node: Node) -> None:
+        """A new version of the node object (labels, taints, allocatable, ...)."""
+        self.node = node
+        self.name = node.name
+        self.generation = next(_generations)
 
     def add_pod(self, pod: Pod) -> None:
         """Count ``pod`` here (replacing an earlier version of it)."""
@@ -61,6 +74,7 @@ class NodeInfo:
         return pod
 
     def _count(self, pod: Pod, sign: int) -> None:
+        self.generation = next(_generations)
         res = pod.resources
         usage = res.usage
         self.requested_milli_cpu += sign * usage.milli_cpu

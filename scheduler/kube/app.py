@@ -144,11 +144,8 @@ def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
         first = qpi.initial_attempt_timestamp if qpi.initial_attempt_timestamp is not None else now
         metrics.observe_bound(qpi.attempts, max(0.0, now - first))
 
-    def on_plugin(plugin: str, point: str, status: str, seconds: float) -> None:
-        metrics.plugin_duration.labels(plugin, point, status).observe(seconds)
-
     for fwk in sched.frameworks.values():
-        fwk.plugin_observer = on_plugin
+        fwk.plugin_observer = metrics.plugin_duration.observe
     sched.attempt_observers.append(on_attempt)
     sched.bound_observers.append(on_bound)
     metrics.watch_queue(sched.queue.pending_counts)

@@ -36,6 +36,21 @@ _KINDS = {
 }
 
 
+class _NoDiffBase(kopf.DiffBaseStorage):
+    """No essence, no diff: kopf builds both for every event (a deep copy of the whole object) even
+    when only ``on.event`` handlers exist, and nothing here reads them (5 % of the scheduler's CPU
+    in the end-to-end benchmark)."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> Any:
+        return None
+
+    def fetch(self, *, body: kopf.Body) -> Any:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: Any) -> None:
+        return None
+
+
 def build_registry(on_object: Callable[[str | None, Mapping[str, Any]], None]) -> kopf.OperatorRegistry:
     """A private registry (not kopf's global one) with one event handler per watched resource."""
     registry = kopf.OperatorRegistry()
@@ -50,6 +65,7 @@ def build_registry(on_object: Callable[[str | None, Mapping[str, Any]], None]) -
         settings.watching.connect_timeout = 10
         settings.networking.request_timeout = 30
         settings.persistence.finalizer = "spread-scheduler.invalid/never-used"
+        settings.persistence.diffbase_storage = _NoDiffBase()
         logging.getLogger("kopf").setLevel(logging.WARNING)
 
     @kopf.on.login(registry=registry)

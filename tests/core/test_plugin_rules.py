@@ -343,8 +343,18 @@ def test_sampled_cycles_report_plugin_durations_and_others_do_not() -> None:
     pod = make_pod("p").labels(FOO).spread(ZONE, 1, "ScheduleAnyway", match=FOO).build()
     SchedulingAlgorithm(_random.Random(0), plugin_metrics_sample_percent=0).schedule_pod(fwk, cache, pod)
     assert seen == []
-    SchedulingAlgorithm(_random.Random(0), plugin_metrics_sample_percent=100).schedule_pod(fwk, cache, pod)
+    fwk = framework()  # nothing remembered: every plugin runs
+    fwk.plugin_observer = lambda plugin, point, status, seconds: seen.append((plugin, point, status))
+    sampled = SchedulingAlgorithm(_random.Random(0), plugin_metrics_sample_percent=100)
+    sampled.schedule_pod(fwk, cache, pod)
     points = {(plugin, point) for plugin, point, _ in seen}
     assert ("TaintToleration", "Filter") in points and ("PodTopologySpread", "PreScore") in points
     assert ("PodTopologySpread", "Score") in points and ("NodeAffinity", "PreFilter") in points
     assert ("PodTopologySpread", "PreFilter", "Skip") in seen
+    # The same pod again on unchanged nodes: signed plugins' results are reused, and a reused result
+    # is no plugin call, so it is not observed; the unsigned PodTopologySpread still runs.
+    seen.clear()
+    sampled.schedule_pod(fwk, cache, pod)
+    points = {(plugin, point) for plugin, point, _ in seen}
+    assert ("TaintToleration", "Filter") not in points and ("NodeResourcesFit", "Score") not in points
+    assert ("PodTopologySpread", "Score") in points

@@ -14,6 +14,7 @@ args (each scoring strategy, resource weights, ignoredResources/ignoredResourceG
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -288,6 +289,21 @@ def _owned_by(kind: str, ns: str, app: str) -> list[dict[str, Any]]:
             "controller": True,
         }
     ]
+
+
+def replicated(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``scenario(seed)`` plus 3-12 replicas of one of its pending pods (a Deployment's pods share a
+    signature, so this is where results reused across pods would show a difference)."""
+    objects, config = scenario(seed)
+    rng = random.Random(seed ^ 0x5EED)
+    pending = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"].startswith("pending-")]
+    template = rng.choice(pending)
+    for j in range(rng.randint(3, 12)):
+        copy = json.loads(json.dumps(template))
+        copy["metadata"]["name"] = f"replica-{j}"
+        copy["metadata"]["creationTimestamp"] = f"2026-01-01T00:01:{j:02d}Z"  # after every pending-* pod
+        objects.append(copy)
+    return objects, config
 
 
 def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,13 @@ def oracle_binary() -> Path:
     return ensure_oracle()
 
 
-def python_side(objects: list[dict[str, Any]], config: dict[str, Any], seed: int) -> list[dict[str, Any]]:
+def python_side(
+    objects: list[dict[str, Any]], config: dict[str, Any], seed: int, *, reuse: bool = True
+) -> list[dict[str, Any]]:
+    """Every attempt as JSON; ``reuse=False`` turns off results reused across pods of one signature."""
     sim = Simulation(parse_config(config), seed=seed)
+    for fwk in sim.frameworks.values():
+        fwk.reuse_node_results = reuse
     sim.add_objects(objects)
     out = []
     for attempt in sim.run():
@@ -76,11 +82,13 @@ def compare(py: list[dict[str, Any]], go: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def run_batch(seeds: range, oracle: Path) -> dict[int, list[str]]:
+def run_batch(
+    seeds: range, oracle: Path, make: Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]] = scenario
+) -> dict[int, list[str]]:
     """Mismatches per seed (empty lists are dropped)."""
     lines, ours = [], {}
     for seed in seeds:
-        objects, config = scenario(seed)
+        objects, config = make(seed)
         py = python_side(objects, config, seed)
         ours[seed] = py
         placements = {r["pod"]: r["node"] for r in py}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from tests.differential.generator import replicated
 from tests.differential.runner import oracle_binary, run_batch
 
 COUNT = int(os.environ.get("SPREAD_DIFF_COUNT", "400"))
@@ -18,3 +19,12 @@ def test_random_clusters_decide_exactly_like_upstream() -> None:
     mismatches = run_batch(range(START, START + COUNT), oracle_binary())
     report = "\n".join(f"seed {seed}: " + "; ".join(problems[:3]) for seed, problems in sorted(mismatches.items())[:10])
     assert not mismatches, f"{len(mismatches)}/{COUNT} clusters differ from upstream:\n{report}"
+
+
+def test_replicas_of_one_pod_decide_exactly_like_upstream() -> None:
+    """Pods sharing a signature reuse per-node results (scheduler.framework.node_results): the
+    decisions must still be upstream's, replica after replica."""
+    count = max(COUNT // 4, 1)
+    mismatches = run_batch(range(START, START + count), oracle_binary(), make=replicated)
+    report = "\n".join(f"seed {seed}: " + "; ".join(problems[:3]) for seed, problems in sorted(mismatches.items())[:10])
+    assert not mismatches, f"{len(mismatches)}/{count} clusters differ from upstream:\n{report}"

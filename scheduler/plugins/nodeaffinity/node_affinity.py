@@ -5,7 +5,7 @@ Upstream: ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +151,10 @@ class NodeAffinity:
         return QueueingHint.QUEUE
 
     # -- PreFilter / Filter -------------------------------------------------------------------
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        selector = None if pod.node_selector is None else tuple(sorted(pod.node_selector.items()))
+        return pod.required_affinity, selector, pod.preferred_affinity
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]

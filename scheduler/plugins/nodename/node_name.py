@@ -5,7 +5,7 @@ Upstream: ``pkg/scheduler/framework/plugins/nodename/node_name.go``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from scheduler.api.objects import Pod
@@ -36,6 +36,9 @@ class NodeName:
         # Only the arrival of the named node can help. Upstream registers no hint for it, so the
         # default one (always Queue) decides.
         return [ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD))]
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        return pod.node_name
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if not pod.node_name or pod.node_name == node_info.name:

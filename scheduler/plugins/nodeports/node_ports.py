@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
@@ -73,6 +73,9 @@ class NodePorts:
         if fits_ports(pod.resources.host_ports, set(ports)):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        return pod.resources.host_ports
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]

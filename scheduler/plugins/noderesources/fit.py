@@ -6,7 +6,7 @@ InPlacePodVerticalScaling on, DRAExtendedResource off).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,6 +184,11 @@ class Fit:
         return QueueingHint.QUEUE
 
     # -- filtering -------------------------------------------------------------------------
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        r = pod.resources.requests
+        requests = (r.milli_cpu, r.memory, r.ephemeral_storage, tuple(sorted(r.scalar.items())))
+        return requests, tuple(self.scorer.pod_requests(pod))
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]

@@ -5,7 +5,7 @@ Upstream: ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from scheduler.api.objects import Node, Pod
@@ -73,6 +73,9 @@ class NodeUnschedulable:
         if new_pod.uid == pod.uid and tolerates_any(new_pod.tolerations, TAINT_NODE_UNSCHEDULABLE):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        return pod.tolerations
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if not node_info.node.unschedulable or tolerates_any(pod.tolerations, TAINT_NODE_UNSCHEDULABLE):

@@ -148,16 +148,7 @@ def eligible_domains(
     memoized per node-set version: pods of one workload share it and a cycle stays O(matching pods).
     """
     required = required_affinity_or_none(pod)
-    honor_affinity = required is not None and any(c.node_affinity_policy == HONOR for c in constraints)
-    honor_taints = any(c.node_taints_policy == HONOR for c in constraints)
-    key = (
-        "PodTopologySpread",
-        tuple((c.topology_key, c.node_affinity_policy, c.node_taints_policy) for c in constraints),
-        require_all_keys,
-        skip_hostname,
-        required.key if honor_affinity and required is not None else None,
-        pod.tolerations if honor_taints else None,
-    )
+    key = _eligibility_key(pod, constraints, required, require_all_keys, skip_hostname)
 
     def compute() -> list[dict[str, str]]:
         out: list[dict[str, str]] = [{} for _ in constraints]
@@ -177,6 +168,43 @@ def eligible_domains(
     return snapshot.node_memo(key, compute)
 
 
+def zero_counts(
+    pod: Pod, constraints: Sequence[Constraint], nodes: Sequence[NodeInfo], snapshot: Snapshot
+) -> list[dict[str, int]]:
+    """Per constraint, every eligible domain (all keys required) at 0, memoized like the domains:
+    PreFilter copies these instead of rebuilding them from every node's domain each cycle (half a
+    millisecond per hostname constraint at 5000 nodes)."""
+    key = _eligibility_key(pod, constraints, required_affinity_or_none(pod), True, False)
+    return snapshot.node_memo(
+        (*key, "zero counts"),
+        lambda: [
+            dict.fromkeys(domain_of.values(), 0)
+            for domain_of in eligible_domains(pod, constraints, nodes, snapshot, require_all_keys=True)
+        ],
+    )
+
+
+def _eligibility_key(
+    pod: Pod,
+    constraints: Sequence[Constraint],
+    required: RequiredNodeAffinity | None,
+    require_all_keys: bool,
+    skip_hostname: bool,
+) -> tuple[object, ...]:
+    """What domain eligibility depends on besides the nodes: affinity and tolerations only where a
+    constraint's policy says Honor."""
+    honor_affinity = required is not None and any(c.node_affinity_policy == HONOR for c in constraints)
+    honor_taints = any(c.node_taints_policy == HONOR for c in constraints)
+    return (
+        "PodTopologySpread",
+        tuple((c.topology_key, c.node_affinity_policy, c.node_taints_policy) for c in constraints),
+        require_all_keys,
+        skip_hostname,
+        required.key if honor_affinity and required is not None else None,
+        pod.tolerations if honor_taints else None,
+    )
+
+
 def required_affinity_or_none(pod: Pod) -> RequiredNodeAffinity | None:
     """The pod's required node affinity, or None when it has none (every node passes)."""
     if not pod.node_selector and pod.required_affinity is None:
@@ -184,4 +212,4 @@ def required_affinity_or_none(pod: Pod) -> RequiredNodeAffinity | None:
     return RequiredNodeAffinity.of(pod)
 
 
-__all__ += ["DO_NOT_SCHEDULE", "SCHEDULE_ANYWAY", "required_affinity_or_none"]
+__all__ += ["DO_NOT_SCHEDULE", "SCHEDULE_ANYWAY", "required_affinity_or_none", "zero_counts"]

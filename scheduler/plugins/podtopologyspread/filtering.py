@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from scheduler.api.objects import Pod
 from scheduler.framework.interface import Snapshot
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins.podtopologyspread.common import Constraint, eligible_domains
+from scheduler.plugins.podtopologyspread.common import Constraint, eligible_domains, zero_counts
 
 __all__ = [
     "ERR_REASON_CONSTRAINTS_NOT_MATCH",
@@ -91,9 +91,10 @@ def cal_pre_filter_state(
     the work is O(domains + nodes holding matching pods), never a scan of every pod.
     """
     eligible = eligible_domains(pod, constraints, nodes, snapshot, require_all_keys=True)
+    zeros = zero_counts(pod, constraints, nodes, snapshot)
     matches: list[dict[str, int]] = []
-    for c, domain_of in zip(constraints, eligible, strict=True):
-        bucket = dict.fromkeys(domain_of.values(), 0)
+    for c, domain_of, zero in zip(constraints, eligible, zeros, strict=True):
+        bucket = zero.copy()
         if not c.selector.empty:  # an empty selector counts 0 everywhere (upstream's early return)
             for node, count in snapshot.count_matching(pod.namespace, c.selector).items():
                 value = domain_of.get(node)

@@ -5,7 +5,7 @@ Upstream: ``pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +96,9 @@ class TaintToleration:
         if isinstance(new, Pod) and new.uid == pod.uid:
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        return pod.tolerations
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node

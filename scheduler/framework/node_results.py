@@ -1,0 +1,46 @@
+"""Per-node results of signed plugins, kept per pod signature and reused while a node is unchanged.
+
+Upstream 1.35 signs pods (``SignPod``) so that opportunistic batching can hand a pod the previous
+pod's whole result. We use the same signatures for a narrower reuse that never changes a decision:
+a signed plugin's Filter status and Score on one node depend only on the pod's signature, the
+plugin's arguments and that NodeInfo, so a pod signed like an earlier one reuses those results on
+every node whose generation has not moved since. Pods of one Deployment share a signature; after
+each placement only the chosen node's results are computed again. PodTopologySpread is not signed
+(its answers depend on pods across the cluster) and runs on every node as before.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+
+from scheduler.api.objects import NodeName
+
+__all__ = ["NodeResults"]
+
+# Signatures remembered at once; the least recently used is dropped beyond this.
+MAX_SIGNATURES = 32
+
+
+class NodeResults:
+    """signature -> node name -> (node generation, result)."""
+
+    def __init__(self, max_signatures: int = MAX_SIGNATURES) -> None:
+        self._tables: OrderedDict[Hashable, dict[NodeName, tuple[int, object]]] = OrderedDict()
+        self._max = max_signatures
+
+    def table(self, signature: Hashable, node_count: int) -> dict[NodeName, tuple[int, object]]:
+        """The results kept for ``signature``; emptied when deleted nodes have made it outgrow the cluster."""
+        table = self._tables.get(signature)
+        if table is None:
+            table = self._tables[signature] = {}
+            if len(self._tables) > self._max:
+                self._tables.popitem(last=False)
+        else:
+            self._tables.move_to_end(signature)
+            if len(table) > 2 * node_count + 64:
+                table.clear()
+        return table
+
+    def __len__(self) -> int:
+        return len(self._tables)

@@ -1,0 +1,37 @@
+"""The plugin-duration histogram kept in plain lists must expose what prometheus_client's would."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+
+from scheduler.metrics import PLUGIN_BUCKETS, SchedulerMetrics
+
+
+def _lines(registry: CollectorRegistry) -> list[str]:
+    text = generate_latest(registry).decode()
+    return sorted(line for line in text.splitlines() if line.startswith("scheduler_plugin_execution_duration_seconds"))
+
+
+def test_plugin_durations_expose_the_same_series_as_a_prometheus_histogram() -> None:
+    ours = SchedulerMetrics(process=False)
+    reference_registry = CollectorRegistry()
+    reference = Histogram(
+        "scheduler_plugin_execution_duration_seconds",
+        "Duration for running a plugin at a specific extension point.",
+        ["plugin", "extension_point", "status"],
+        buckets=PLUGIN_BUCKETS,
+        registry=reference_registry,
+    )
+    samples = [
+        ("NodeAffinity", "Filter", "Success", 0.00001),  # exactly on a bound: counted in that bucket
+        ("NodeAffinity", "Filter", "Success", 0.0004),
+        ("NodeAffinity", "Filter", "Unschedulable", 0.02),
+        ("PodTopologySpread", "Score", "Success", 5.0),  # beyond every bound: +Inf only
+        ("PodTopologySpread", "Score", "Success", 0.0),
+    ]
+    for plugin, point, status, seconds in samples:
+        ours.plugin_duration.observe(plugin, point, status, seconds)
+        reference.labels(plugin, point, status).observe(seconds)
+    expected = [line for line in _lines(reference_registry) if not line.startswith(f"{reference._name}_created")]
+    assert _lines(ours.registry) == expected
+    assert any('le="+Inf"' in line and line.endswith(" 2.0") for line in expected)

@@ -1,0 +1,61 @@
+"""Per-node results reused across pods of one signature must never change a decision."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.api.objects import Node
+from scheduler.cache import Cache
+from scheduler.framework.node_results import NodeResults
+from scheduler.framework.types import NodeInfo
+from scheduler.testing import make_node, make_pod
+from tests.differential.generator import replicated
+from tests.differential.runner import python_side
+
+
+@pytest.mark.parametrize("seed", range(2_000_000, 2_000_150))
+def test_reusing_results_decides_exactly_as_computing_them(seed: int) -> None:
+    objects, config = replicated(seed)
+    assert python_side(objects, config, seed, reuse=True) == python_side(objects, config, seed, reuse=False)
+
+
+def test_every_change_to_a_node_info_gives_it_a_new_generation() -> None:
+    info = NodeInfo(Node.from_dict(make_node("n1").dict()))
+    seen = {info.generation}
+    pod = make_pod("p").requests(cpu="1").node("n1").build()
+    info.add_pod(pod)
+    seen.add(info.generation)
+    info.remove_pod(pod.key)
+    seen.add(info.generation)
+    info.set_node(Node.from_dict(make_node("n1").label("disk", "ssd").dict()))
+    seen.add(info.generation)
+    assert len(seen) == 4
+    # A node deleted and created again is a new NodeInfo: it never repeats an old generation.
+    cache = Cache()
+    cache.add_node(Node.from_dict(make_node("n1").dict()))
+    first = cache.get("n1")
+    assert first is not None
+    before = first.generation
+    cache.remove_node("n1")
+    cache.add_node(Node.from_dict(make_node("n1").dict()))
+    again = cache.get("n1")
+    assert again is not None and again.generation != before and again.generation not in seen
+
+
+def test_results_are_kept_for_a_bounded_number_of_signatures() -> None:
+    results = NodeResults(max_signatures=2)
+    results.table("a", 10)["n1"] = (1, None)
+    results.table("b", 10)
+    results.table("a", 10)  # "a" used last: "b" is the least recently used
+    results.table("c", 10)
+    assert len(results) == 2
+    assert results.table("a", 10) == {"n1": (1, None)}
+    assert results.table("b", 10) == {}  # dropped, starts empty
+
+
+def test_a_table_grown_past_the_cluster_by_deleted_nodes_is_emptied() -> None:
+    results = NodeResults()
+    table = results.table("sig", 1)
+    for i in range(70):
+        table[f"gone-{i}"] = (i, None)
+    assert results.table("sig", 1) == {}
