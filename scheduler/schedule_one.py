@@ -13,6 +13,7 @@ yields); ``schedule_pod_async`` awaits the extenders. The decisions stay here, p
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
@@ -241,8 +242,8 @@ class SchedulingAlgorithm:
         start = self.next_start_node_index % num
         processed = 0
         run_filters = fwk.node_filter(state, pod, len(nodes_all))
-        for i in range(num):
-            info = candidates[(start + i) % num]
+        recorded: Status | None = None
+        for info in itertools.chain(candidates[start:], candidates[:start]):
             processed += 1
             node_status = run_filters(info)
             if node_status is None:
@@ -253,7 +254,9 @@ class SchedulingAlgorithm:
             if node_status.code is Code.ERROR:
                 return node_status
             statuses[info.name] = node_status
-            diagnosis.add_plugin_status(node_status)
+            if node_status is not recorded:  # plugins reuse status objects; adding one twice is a no-op
+                diagnosis.add_plugin_status(node_status)
+                recorded = node_status
         self.next_start_node_index = (self.next_start_node_index + processed) % len(nodes_all)
         attempt.evaluated_nodes = processed
         if not fwk.extenders or not feasible:

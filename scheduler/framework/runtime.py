@@ -260,7 +260,28 @@ class Framework:
                 return status
             return _first_rejection(unsigned, state, pod, info, observe)
 
-        return run
+        if len(unsigned) != 1 or observe is not None:
+            return run
+        # The default profile's case: one unsigned plugin (PodTopologySpread) after the signed ones,
+        # called directly (this runs for every examined node of every cycle).
+        last_name, last_filter = unsigned[0].NAME, unsigned[0].filter
+
+        def run_then_last(info: NodeInfo) -> Status | None:
+            hit = table.get(info.name)
+            if hit is not None and hit[0] == info.generation:
+                status: Status | None = hit[1]  # type: ignore[assignment]
+            else:
+                status = _first_rejection(signed, state, pod, info, None)
+                if status is None or status.code is not Code.ERROR:
+                    table[info.name] = (info.generation, status)
+            if status is not None:
+                return status
+            status = last_filter(state, pod, info)
+            if status is None or status.code is Code.SUCCESS:
+                return None
+            return _filter_verdict(last_name, status)
+
+        return run_then_last
 
     def _signature(self, pod: Pod) -> Hashable | None:
         """The signed plugins' fragments for ``pod`` (upstream's ``SignPod``), or None if unhashable."""
@@ -430,10 +451,16 @@ def _first_rejection(
             status = plugin.filter(state, pod, info)
             observe(plugin.NAME, "Filter", _code(status), time.perf_counter() - started)
         if status is not None and status.code is not Code.SUCCESS:
-            if not status.is_rejected():
-                return Status.as_error(f'running "{plugin.NAME}" filter plugin: {status.message()}')
-            return status if status.plugin == plugin.NAME else status.with_plugin(plugin.NAME)
+            return _filter_verdict(plugin.NAME, status)
     return None
+
+
+def _filter_verdict(plugin: str, status: Status) -> Status:
+    """A non-Success Filter status as the node's verdict: rejections name their plugin, anything
+    else becomes an Error that does."""
+    if not status.is_rejected():
+        return Status.as_error(f'running "{plugin}" filter plugin: {status.message()}')
+    return status if status.plugin == plugin else status.with_plugin(plugin)
 
 
 def _score(plugin: ScorePlugin, state: CycleState, pod: Pod, info: NodeInfo, observe: PluginObserver | None) -> int:

@@ -51,9 +51,28 @@ class PreScoreState:
     topology_value_to_pod_counts: list[dict[str, int]] = field(default_factory=list)
     topology_normalizing_weight: list[float] = field(default_factory=list)
     per_node_counts: list[Mapping[NodeName, int] | None] = field(default_factory=list)
+    # Per constraint, all Score reads per node: (topology key, per-domain counts or None for the
+    # hostname key, per-node counts or None, normalizing weight, maxSkew - 1).
+    terms: list[tuple[str, dict[str, int] | None, Mapping[NodeName, int] | None, float, int]] = field(
+        default_factory=list
+    )
 
     def clone(self) -> PreScoreState:
         return self
+
+    def prepare(self) -> list[tuple[str, dict[str, int] | None, Mapping[NodeName, int] | None, float, int]]:
+        """Fill ``terms`` from the fields above."""
+        self.terms = [
+            (
+                c.topology_key,
+                None if c.topology_key == HOSTNAME_KEY else self.topology_value_to_pod_counts[i],
+                self.per_node_counts[i],
+                self.topology_normalizing_weight[i],
+                c.max_skew - 1,
+            )
+            for i, c in enumerate(self.constraints)
+        ]
+        return self.terms
 
 
 def init_pre_score_state(
@@ -99,6 +118,7 @@ def init_pre_score_state(
                 if value is not None and value in bucket:  # domains without a feasible node stay out
                     bucket[value] += count
     state.topology_value_to_pod_counts = value_counts
+    state.prepare()
     return state
 
 
@@ -107,16 +127,18 @@ def score(state: PreScoreState, info: NodeInfo) -> int:
         return 0
     labels = info.node.labels
     total = 0.0
-    for i, c in enumerate(state.constraints):
-        value = labels.get(c.topology_key)
+    # score_for_count inlined (same operations in the same order, so the same float): this runs
+    # for every scored node of every cycle.
+    terms = state.terms if state.terms or not state.constraints else state.prepare()
+    for key, domain_counts, per_node, weight, skew_minus_one in terms:
+        value = labels.get(key)
         if value is None:
             continue
-        if c.topology_key == HOSTNAME_KEY:
-            per_node = state.per_node_counts[i]
+        if domain_counts is None:  # the hostname key: the node is its own domain
             count = per_node.get(info.name, 0) if per_node is not None else 0
         else:
-            count = state.topology_value_to_pod_counts[i][value]
-        total += score_for_count(count, c.max_skew, state.topology_normalizing_weight[i])
+            count = domain_counts[value]
+        total += count * weight + skew_minus_one
     return go_round(total)
 
 
