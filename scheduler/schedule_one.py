@@ -115,6 +115,7 @@ class Attempt:
     fit_error: FitError | None = None
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
     feasible: list[NodeName] = field(default_factory=list)
+    feasible_nodes: list[NodeInfo] = field(default_factory=list, repr=False)  # the same, as NodeInfos
     scored_nodes: list[NodeName] = field(default_factory=list)
     scores: list[PluginScores] = field(default_factory=list)
     totals: dict[NodeName, int] = field(default_factory=dict)
@@ -186,8 +187,7 @@ class SchedulingAlgorithm:
             attempt.host = attempt.feasible[0]
             return attempt
 
-        feasible_infos = [info for name in attempt.feasible if (info := snapshot.get(name)) is not None]
-        error = yield from self._prioritize(fwk, state, pod, feasible_infos, attempt)
+        error = yield from self._prioritize(fwk, state, pod, attempt.feasible_nodes, attempt)
         if error is not None:
             attempt.status, attempt.message = error, error.message()
             return attempt
@@ -237,7 +237,7 @@ class SchedulingAlgorithm:
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, num)
         if not fwk.has_extender_filters_or_scoring():
             to_find = 1
-        feasible = attempt.feasible
+        feasible, feasible_nodes = attempt.feasible, attempt.feasible_nodes
         statuses = diagnosis.node_to_status
         start = self.next_start_node_index % num
         processed = 0
@@ -248,6 +248,7 @@ class SchedulingAlgorithm:
             node_status = run_filters(info)
             if node_status is None:
                 feasible.append(info.name)
+                feasible_nodes.append(info)
                 if len(feasible) >= to_find:
                     break
                 continue
@@ -271,6 +272,7 @@ class SchedulingAlgorithm:
             # Extenders have no queueing hints: any cluster event may help the pod (#122019).
             diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
         attempt.feasible = [info.name for info in passed]
+        attempt.feasible_nodes = list(passed)
         return None
 
     def _prioritize(

@@ -18,6 +18,8 @@ from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 
 __all__ = [
+    "BatchFilter",
+    "BatchScore",
     "BindPlugin",
     "Binder",
     "EnqueueExtensions",
@@ -128,6 +130,20 @@ class PreScorePlugin(Plugin, Protocol):
 class ScorePlugin(Plugin, Protocol):
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         """The raw score; raise ``StatusError`` to fail the cycle."""
+        ...
+
+
+@runtime_checkable
+class BatchFilter(Protocol):
+    def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None]:
+        """Filter with this cycle's state looked up once: same verdicts as ``filter`` per node."""
+        ...
+
+
+@runtime_checkable
+class BatchScore(Protocol):
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[int]:
+        """``[score(state, pod, n) for n in nodes]`` with this cycle's state looked up once."""
         ...
 
 

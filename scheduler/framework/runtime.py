@@ -17,6 +17,8 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.framework.extender import EXTENDER_NAME, Extender
 from scheduler.framework.interface import (
+    BatchFilter,
+    BatchScore,
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
@@ -264,7 +266,9 @@ class Framework:
             return run
         # The default profile's case: one unsigned plugin (PodTopologySpread) after the signed ones,
         # called directly (this runs for every examined node of every cycle).
-        last_name, last_filter = unsigned[0].NAME, unsigned[0].filter
+        last = unsigned[0]
+        last_name = last.NAME
+        last_filter = last.filter_for(state, pod) if isinstance(last, BatchFilter) else partial(last.filter, state, pod)
 
         def run_then_last(info: NodeInfo) -> Status | None:
             hit = table.get(info.name)
@@ -276,7 +280,7 @@ class Framework:
                     table[info.name] = (info.generation, status)
             if status is not None:
                 return status
-            status = last_filter(state, pod, info)
+            status = last_filter(info)
             if status is None or status.code is Code.SUCCESS:
                 return None
             return _filter_verdict(last_name, status)
@@ -329,7 +333,10 @@ class Framework:
             try:
                 if raw is None:
                     started = time.perf_counter()
-                    raw = [plugin.score(state, pod, n) for n in nodes]
+                    if isinstance(plugin, BatchScore):
+                        raw = plugin.score_nodes(state, pod, nodes)
+                    else:
+                        raw = [plugin.score(state, pod, n) for n in nodes]
                     self.observe(state, plugin.NAME, "Score", None, started)
             except StatusError as exc:
                 return out, Status.as_error(f'running Score plugins: plugin "{plugin.NAME}" failed with: {exc}')

@@ -5,7 +5,7 @@ Upstream: ``pkg/scheduler/framework/plugins/podtopologyspread/plugin.go``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler.api.fields import FieldError, as_list, as_mapping, opt_int, opt_str
@@ -249,19 +249,27 @@ class PodTopologySpread:
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return self.filter_for(state, pod)(node_info)
+
+    def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None]:
         stored = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(stored, PreFilterState):
             # Go's %q: upstream says reading "PreFilterPodTopologySpread" from cycleState: not found
-            return Status.as_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        labels = node_info.node.labels
-        # skew = matchNum + selfMatch - minMatch, with selfMatch - minMatch precomputed per constraint
-        for key, counts, self_minus_min, max_skew in stored.checks:
-            value = labels.get(key)
-            if value is None:
-                return _MISSING_LABEL
-            if counts.get(value, 0) + self_minus_min > max_skew:
-                return _SKEW
-        return None
+            error = Status.as_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+            return lambda _info: error
+
+        def check(node_info: NodeInfo) -> Status | None:
+            labels = node_info.node.labels
+            # skew = matchNum + selfMatch - minMatch, with selfMatch - minMatch precomputed per constraint
+            for key, counts, self_minus_min, max_skew in stored.checks:  # add_pod/remove_pod replace it
+                value = labels.get(key)
+                if value is None:
+                    return _MISSING_LABEL
+                if counts.get(value, 0) + self_minus_min > max_skew:
+                    return _SKEW
+            return None
+
+        return check
 
     # -- Score --------------------------------------------------------------------------------
 
@@ -283,6 +291,10 @@ class PodTopologySpread:
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         return scoring.score(state.read(PRE_SCORE_STATE_KEY, scoring.PreScoreState), node_info)
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[int]:
+        stored = state.read(PRE_SCORE_STATE_KEY, scoring.PreScoreState)
+        return [scoring.score(stored, info) for info in nodes]
 
     def normalize_score(
         self, state: CycleState, pod: Pod, scores: list[int], nodes: Sequence[NodeInfo]
