@@ -209,45 +209,62 @@ def run_once(which: str, nodes: int, pods: int, qps: int, burst: int, profile: P
             cluster.down(quiet=True)
 
 
+def _print(row: dict[str, Any]) -> None:
+    print(
+        f"{row['nodes']:>6} {row['pods']:>6} {row['qps']:>6} {row['scheduler']:<18} {row['seconds']:>8} "
+        f"{row['pods_per_s']:>8} {row['cpu_s']:>7} {row['peak_rss_mb']:>7} {row.get('ratio', ''):>6}",
+        flush=True,
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, nargs="+", default=[500])
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--qps", type=int, nargs="+", default=[5000])
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per scheduler, alternating; the table adds the medians"
+    )
     parser.add_argument("--out", default="bench/results/e2e.json")
     parser.add_argument("--ours-only", action="store_true", help="skip kube-scheduler (for profiling runs)")
     parser.add_argument("--profile", type=Path, help="py-spy our scheduler during each run; stacks go here")
     args = parser.parse_args()
-    rows = []
+    rows: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
     print(
-        f"{'nodes':>6} {'pods':>6} {'qps':>6} {'scheduler':<18} {'seconds':>8} {'pods/s':>8} {'RSS MB':>7} {'ratio':>6}"
+        f"{'nodes':>6} {'pods':>6} {'qps':>6} {'scheduler':<18} {'seconds':>8} {'pods/s':>8} {'CPU s':>7} "
+        f"{'RSS MB':>7} {'ratio':>6}"
     )
+    which = ["spread-scheduler"] if args.ours_only else ["kube-scheduler", "spread-scheduler"]
     for nodes in args.nodes:
         for qps in args.qps:
             burst = qps if qps >= 1000 else qps * 2
-            if args.ours_only:
-                row = run_once("spread-scheduler", nodes, args.pods, qps, burst, args.profile)
-                print(
-                    f"{nodes:>6} {args.pods:>6} {qps:>6} {row['scheduler']:<18} {row['seconds']:>8} "
-                    f"{row['pods_per_s']:>8} {row['peak_rss_mb']:>7}",
-                    flush=True,
-                )
-                rows.append(row)
-                continue
-            upstream = run_once("kube-scheduler", nodes, args.pods, qps, burst)
-            ours = run_once("spread-scheduler", nodes, args.pods, qps, burst, args.profile)
-            ours["ratio"] = round(ours["pods_per_s"] / upstream["pods_per_s"], 2)
-            for row in (upstream, ours):
-                rows.append(row)
-                print(
-                    f"{nodes:>6} {args.pods:>6} {qps:>6} {row['scheduler']:<18} {row['seconds']:>8} "
-                    f"{row['pods_per_s']:>8} {row['peak_rss_mb']:>7} {row.get('ratio', ''):>6}",
-                    flush=True,
-                )
+            mine: dict[str, list[dict[str, Any]]] = {w: [] for w in which}
+            for run in range(args.repeat):
+                for w in which:
+                    row = run_once(w, nodes, args.pods, qps, burst, args.profile) | {"run": run}
+                    mine[w].append(row)
+                    runs.append(row)
+                    _print(row)
+            medians = {w: _median_row(mine[w]) for w in which}
+            if not args.ours_only:
+                ours, upstream = medians["spread-scheduler"], medians["kube-scheduler"]
+                ours["ratio"] = round(ours["pods_per_s"] / upstream["pods_per_s"], 2)
+            for w in which:
+                rows.append(medians[w])
+                if args.repeat > 1:
+                    _print(medians[w] | {"scheduler": f"{w} (median)"})
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
+    out.with_name(out.stem + "-runs.json").write_text(json.dumps(runs, indent=2))
     return 0
+
+
+def _median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median time (for an even count, the slower of the middle two)."""
+    ordered = sorted(rows, key=lambda r: r["seconds"])
+    return dict(ordered[len(ordered) // 2]) | {"runs": len(rows)}
 
 
 if __name__ == "__main__":
