@@ -66,6 +66,31 @@ def test_rate_limiter_allows_a_burst_then_paces_at_qps() -> None:
     assert slept == pytest.approx([0.1, 0.1])
 
 
+def test_rate_limiter_counts_the_time_a_busy_loop_overslept() -> None:
+    # Each sleep wakes 0.3 s late (a loop busy with scheduling cycles): the three tokens accrued
+    # meanwhile are owed (up to the burst), so after one late wake-up three requests go at once.
+    now = [0.0]
+    slept: list[float] = []
+
+    async def late_sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds + 0.3
+
+    async def scenario() -> None:
+        limiter = RateLimiter(qps=10, burst=4, clock=lambda: now[0])
+        original = asyncio.sleep
+        asyncio.sleep = late_sleep  # type: ignore[assignment]
+        try:
+            for _ in range(8):
+                await limiter.acquire()
+        finally:
+            asyncio.sleep = original
+
+    asyncio.run(scenario())
+    assert slept == pytest.approx([0.1])  # 4 ride the burst, the 5th waits, 6-8 use the owed tokens
+    assert now[0] == pytest.approx(0.4)  # 8 requests by 0.4 s: burst 4 + 10/s, never more
+
+
 def test_registry_watches_every_resource_the_cache_reads_and_nothing_writes() -> None:
     registry = build_registry(lambda event_type, obj: None)
     assert len(registry._watching.get_all_handlers()) == len(WATCHED)
