@@ -254,6 +254,8 @@ def main() -> int:
                 rows.append(medians[w])
                 if args.repeat > 1:
                     _print(medians[w] | {"scheduler": f"{w} (median)"})
+            if not args.ours_only:
+                print(f"{'':>21} ratio ours/upstream {medians['spread-scheduler']['ratio']}", flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
