@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -19,6 +18,7 @@ from kubernetes.aio import client
 from kubernetes.aio import config as kube_config
 
 from scheduler.config import SchedulerConfig
+from scheduler.gc_policy import gc_housekeeping
 from scheduler.kube.leader import run_with_leader_election
 from scheduler.kube.listing import list_objects
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
@@ -104,35 +104,6 @@ async def _wait_for_sync(
             log.warning("cache not synced yet", missing=len(missing))
             warn_at = now + SYNC_WARNING_AFTER
         await asyncio.sleep(0.05)
-
-
-FREEZE_EVERY = 5.0
-FULL_COLLECTION_EVERY = 600.0
-
-
-async def gc_housekeeping(stop: asyncio.Event, freeze_every: float = FREEZE_EVERY) -> None:
-    """Keep CPython's full collections short, so /healthz never waits a second behind one.
-
-    The cache holds a few hundred objects per pod; a generation-2 collection walks all of them and
-    was measured at 0.2-0.8 s with only 1,000 pods. Every ``freeze_every`` seconds the survivors move
-    to the permanent generation (``gc.freeze``, a list splice), so automatic collections only walk
-    what is new. Freed memory is unaffected (reference counting still frees), but a cycle that dies
-    after being frozen would never be collected: every ``FULL_COLLECTION_EVERY`` seconds one full
-    collection over everything reclaims those, one bounded pause every ten minutes.
-    """
-    gc.freeze()
-    last_full = time.monotonic()
-    while not stop.is_set():
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stop.wait(), freeze_every)
-        if time.monotonic() - last_full >= FULL_COLLECTION_EVERY:
-            gc.unfreeze()
-            started = time.perf_counter()
-            collected = gc.collect()
-            log.info("full garbage collection", collected=collected, ms=round((time.perf_counter() - started) * 1000))
-            last_full = time.monotonic()
-        gc.collect(1)  # what already died young is collected, not frozen (milliseconds: young objects only)
-        gc.freeze()
 
 
 def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
