@@ -114,13 +114,17 @@ class Attempt:
     message: str = ""
     fit_error: FitError | None = None
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
-    feasible: list[NodeName] = field(default_factory=list)
-    feasible_nodes: list[NodeInfo] = field(default_factory=list, repr=False)  # the same, as NodeInfos
+    feasible_nodes: list[NodeInfo] = field(default_factory=list, repr=False)
     scored_nodes: list[NodeName] = field(default_factory=list)
     scores: list[PluginScores] = field(default_factory=list)
     totals: dict[NodeName, int] = field(default_factory=dict)
     evaluated_nodes: int = 0
     state: CycleState = field(default_factory=CycleState)
+
+    @property
+    def feasible(self) -> list[NodeName]:
+        """Names of the nodes that passed Filter (and the extenders), in the order examined."""
+        return [info.name for info in self.feasible_nodes]
 
     @property
     def succeeded(self) -> bool:
@@ -177,14 +181,14 @@ class SchedulingAlgorithm:
         if error is not None:
             attempt.status, attempt.message = error, error.message()
             return attempt
-        if not attempt.feasible:
+        if not attempt.feasible_nodes:
             fit = FitError(pod, len(all_nodes), attempt.diagnosis)
             # Upstream wraps every FitError as Unschedulable, whatever the per-node codes were.
             attempt.status = Status(Code.UNSCHEDULABLE, (str(fit),))
             attempt.fit_error, attempt.message = fit, str(fit)
             return attempt
-        if len(attempt.feasible) == 1:
-            attempt.host = attempt.feasible[0]
+        if len(attempt.feasible_nodes) == 1:
+            attempt.host = attempt.feasible_nodes[0].name
             return attempt
 
         error = yield from self._prioritize(fwk, state, pod, attempt.feasible_nodes, attempt)
@@ -217,7 +221,7 @@ class SchedulingAlgorithm:
             # the full search when they reject it; their verdicts on it are not kept.
             passed = yield from find_nodes_that_pass_extenders(fwk.extenders, pod, [nominated], Diagnosis())
             if not isinstance(passed, Status) and passed:
-                attempt.feasible.append(nominated.name)
+                attempt.feasible_nodes.append(nominated)
                 attempt.evaluated_nodes = 1
                 return None
 
@@ -237,7 +241,7 @@ class SchedulingAlgorithm:
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, num)
         if not fwk.has_extender_filters_or_scoring():
             to_find = 1
-        feasible, feasible_nodes = attempt.feasible, attempt.feasible_nodes
+        feasible = attempt.feasible_nodes
         statuses = diagnosis.node_to_status
         start = self.next_start_node_index % num
         processed = 0
@@ -247,8 +251,7 @@ class SchedulingAlgorithm:
             processed += 1
             node_status = run_filters(info)
             if node_status is None:
-                feasible.append(info.name)
-                feasible_nodes.append(info)
+                feasible.append(info)
                 if len(feasible) >= to_find:
                     break
                 continue
@@ -262,17 +265,13 @@ class SchedulingAlgorithm:
         attempt.evaluated_nodes = processed
         if not fwk.extenders or not feasible:
             return None
-        by_name = {info.name: info for info in candidates}
-        passed = yield from find_nodes_that_pass_extenders(
-            fwk.extenders, pod, [by_name[name] for name in feasible], diagnosis
-        )
+        passed = yield from find_nodes_that_pass_extenders(fwk.extenders, pod, feasible, diagnosis)
         if isinstance(passed, Status):
             return passed
         if len(passed) != len(feasible):
             # Extenders have no queueing hints: any cluster event may help the pod (#122019).
             diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
-        attempt.feasible = [info.name for info in passed]
-        attempt.feasible_nodes = list(passed)
+        attempt.feasible_nodes = passed
         return None
 
     def _prioritize(

@@ -147,6 +147,7 @@ class Framework:
         reused = {p.NAME for p in self._signed_filters} | self._signed_scores
         self._signers = [p for p in self.plugins.values() if isinstance(p, SignPlugin) and p.NAME in reused]
         self.node_results = NodeResults()
+        self._last_signed: tuple[Pod | None, Hashable | None] = (None, None)
         self.reuse_node_results = True  # off only in tests that compare both ways
 
     def _of(self, point: str) -> list[Plugin]:
@@ -250,6 +251,17 @@ class Framework:
         table = self.node_results.table(("Filter", frozenset(skip), signature), node_count)
         observe = self._sampled(state)
 
+        last_name, last_filter = "", None
+        if len(unsigned) == 1 and observe is None:
+            # The default profile's case: one unsigned plugin (PodTopologySpread) after the signed
+            # ones, called directly with its cycle state bound once (this runs for every examined
+            # node of every cycle).
+            last = unsigned[0]
+            last_name = last.NAME
+            last_filter = (
+                last.filter_for(state, pod) if isinstance(last, BatchFilter) else partial(last.filter, state, pod)
+            )
+
         def run(info: NodeInfo) -> Status | None:
             hit = table.get(info.name)
             if hit is not None and hit[0] == info.generation:
@@ -260,40 +272,28 @@ class Framework:
                     table[info.name] = (info.generation, status)
             if status is not None or not unsigned:
                 return status
-            return _first_rejection(unsigned, state, pod, info, observe)
-
-        if len(unsigned) != 1 or observe is not None:
-            return run
-        # The default profile's case: one unsigned plugin (PodTopologySpread) after the signed ones,
-        # called directly (this runs for every examined node of every cycle).
-        last = unsigned[0]
-        last_name = last.NAME
-        last_filter = last.filter_for(state, pod) if isinstance(last, BatchFilter) else partial(last.filter, state, pod)
-
-        def run_then_last(info: NodeInfo) -> Status | None:
-            hit = table.get(info.name)
-            if hit is not None and hit[0] == info.generation:
-                status: Status | None = hit[1]  # type: ignore[assignment]
-            else:
-                status = _first_rejection(signed, state, pod, info, None)
-                if status is None or status.code is not Code.ERROR:
-                    table[info.name] = (info.generation, status)
-            if status is not None:
-                return status
+            if last_filter is None:
+                return _first_rejection(unsigned, state, pod, info, observe)
             status = last_filter(info)
             if status is None or status.code is Code.SUCCESS:
                 return None
             return _filter_verdict(last_name, status)
 
-        return run_then_last
+        return run
 
     def _signature(self, pod: Pod) -> Hashable | None:
-        """The signed plugins' fragments for ``pod`` (upstream's ``SignPod``), or None if unhashable."""
-        signature = tuple(p.sign_pod(pod) for p in self._signers)
+        """The signed plugins' fragments for ``pod`` (upstream's ``SignPod``), or None if unhashable.
+
+        Filter and Score both ask within one cycle; pods are immutable, so the last answer is kept.
+        """
+        if self._last_signed[0] is pod:
+            return self._last_signed[1]
+        signature: Hashable | None = tuple(p.sign_pod(pod) for p in self._signers)
         try:
             hash(signature)
         except TypeError:
-            return None
+            signature = None
+        self._last_signed = (pod, signature)
         return signature
 
     def observe(self, state: CycleState, plugin: str, point: str, status: Status | None, started: float) -> None:

@@ -6,6 +6,7 @@ Upstream: ``pkg/scheduler/framework/plugins/podtopologyspread/plugin.go``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from scheduler.api.fields import FieldError, as_list, as_mapping, opt_int, opt_str
@@ -249,27 +250,17 @@ class PodTopologySpread:
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return self.filter_for(state, pod)(node_info)
+        stored = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(stored, PreFilterState):
+            return _no_pre_filter_state()
+        return _check_skew(stored, node_info)
 
     def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None]:
         stored = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(stored, PreFilterState):
-            # Go's %q: upstream says reading "PreFilterPodTopologySpread" from cycleState: not found
-            error = Status.as_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+            error = _no_pre_filter_state()
             return lambda _info: error
-
-        def check(node_info: NodeInfo) -> Status | None:
-            labels = node_info.node.labels
-            # skew = matchNum + selfMatch - minMatch, with selfMatch - minMatch precomputed per constraint
-            for key, counts, self_minus_min, max_skew in stored.checks:  # add_pod/remove_pod replace it
-                value = labels.get(key)
-                if value is None:
-                    return _MISSING_LABEL
-                if counts.get(value, 0) + self_minus_min > max_skew:
-                    return _SKEW
-            return None
-
-        return check
+        return partial(_check_skew, stored)
 
     # -- Score --------------------------------------------------------------------------------
 
@@ -303,3 +294,21 @@ class PodTopologySpread:
         if isinstance(stored, scoring.PreScoreState):
             scoring.normalize(stored, scores, nodes)
         return None
+
+
+def _no_pre_filter_state() -> Status:
+    # Go's %q: upstream says reading "PreFilterPodTopologySpread" from cycleState: not found
+    return Status.as_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+
+
+def _check_skew(stored: PreFilterState, node_info: NodeInfo) -> Status | None:
+    """Filter on one node: skew = matchNum + selfMatch - minMatch, with selfMatch - minMatch
+    precomputed per constraint (``stored.checks`` is read per call: add_pod/remove_pod replace it)."""
+    labels = node_info.node.labels
+    for key, counts, self_minus_min, max_skew in stored.checks:
+        value = labels.get(key)
+        if value is None:
+            return _MISSING_LABEL
+        if counts.get(value, 0) + self_minus_min > max_skew:
+            return _SKEW
+    return None
