@@ -36,6 +36,7 @@ from kubernetes import client
 from scheduler.api.objects import Node, Pod
 from scheduler.config import load_config
 from scheduler.simulate import Simulation
+from scheduler.testing import spread_constraint
 
 APP = {"app": "web"}
 QUANTITY = "quantities must match the regular expression"
@@ -44,9 +45,7 @@ MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing r
 
 
 def constraint(**fields: Any) -> dict[str, Any]:
-    base = zone_spread(1, APP)
-    base.update(fields)
-    return {k: v for k, v in base.items() if v is not None}
+    return spread_constraint(APP, **fields)
 
 
 def spread_pod(*constraints: dict[str, Any]) -> dict[str, Any]:

@@ -7,11 +7,12 @@ builds exactly the dict the API server would hand over, so tests exercise the re
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any, Self
 
 from scheduler.api.objects import Node, Pod
 
-__all__ = ["NodeBuilder", "PodBuilder", "make_node", "make_pod"]
+__all__ = ["NodeBuilder", "PodBuilder", "make_node", "make_pod", "spread_constraint"]
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -251,3 +252,16 @@ def make_pod(name: str, namespace: str = "default") -> PodBuilder:
 
 def make_node(name: str) -> NodeBuilder:
     return NodeBuilder(name)
+
+
+def spread_constraint(match: Mapping[str, str], **fields: Any) -> dict[str, Any]:
+    """A valid hard zone constraint (maxSkew 1) selecting ``match``; ``fields`` override it, and a
+    field set to None is left out (the bad-input tables break one field at a time)."""
+    base: dict[str, Any] = {
+        "maxSkew": 1,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": dict(match)},
+    }
+    base.update(fields)
+    return {k: v for k, v in base.items() if v is not None}

@@ -51,7 +51,7 @@ import yaml
 from scheduler import cli
 from scheduler.api.objects import Node, Pod, parse_selecting_object
 from scheduler.cache import Cache
-from scheduler.testing import PodBuilder, make_node, make_pod
+from scheduler.testing import PodBuilder, make_node, make_pod, spread_constraint
 
 ZONE = "topology.kubernetes.io/zone"
 APP = {"app": "web"}
@@ -68,14 +68,7 @@ SPREAD_CLI = str(Path(sys.executable).parent / "spread-scheduler")
 
 def constraint(**fields: Any) -> dict[str, Any]:
     """A valid hard zone constraint selecting app=web; a field set to None is left out."""
-    base: dict[str, Any] = {
-        "maxSkew": 1,
-        "topologyKey": ZONE,
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": dict(APP)},
-    }
-    base.update(fields)
-    return {k: v for k, v in base.items() if v is not None}
+    return spread_constraint(APP, **fields)
 
 
 def spread(*constraints: dict[str, Any]) -> PodBuilder:

@@ -43,25 +43,31 @@ def test_mapped_errors_share_one_base_and_keep_the_server_message() -> None:
     assert str(garbled) == "x: HTTP 500: <html>oops</html>"
 
 
-def test_rate_limiter_allows_a_burst_then_paces_at_qps() -> None:
+def _acquire(count: int, qps: float, burst: int, oversleep: float = 0.0) -> tuple[list[float], float]:
+    """``count`` acquisitions on a fake clock; each sleep wakes ``oversleep`` late. (sleeps, end time)"""
     now = [0.0]
     slept: list[float] = []
 
     async def fake_sleep(seconds: float) -> None:
         slept.append(seconds)
-        now[0] += seconds
+        now[0] += seconds + oversleep
 
     async def scenario() -> None:
-        limiter = RateLimiter(qps=10, burst=3, clock=lambda: now[0])
+        limiter = RateLimiter(qps=qps, burst=burst, clock=lambda: now[0])
         original = asyncio.sleep
         asyncio.sleep = fake_sleep  # type: ignore[assignment]
         try:
-            for _ in range(5):
+            for _ in range(count):
                 await limiter.acquire()
         finally:
             asyncio.sleep = original
 
     asyncio.run(scenario())
+    return slept, now[0]
+
+
+def test_rate_limiter_allows_a_burst_then_paces_at_qps() -> None:
+    slept, _ = _acquire(5, qps=10, burst=3)
     assert len(slept) == 2  # three requests ride the burst, the next two wait a token each
     assert slept == pytest.approx([0.1, 0.1])
 
@@ -69,26 +75,9 @@ def test_rate_limiter_allows_a_burst_then_paces_at_qps() -> None:
 def test_rate_limiter_counts_the_time_a_busy_loop_overslept() -> None:
     # Each sleep wakes 0.3 s late (a loop busy with scheduling cycles): the three tokens accrued
     # meanwhile are owed (up to the burst), so after one late wake-up three requests go at once.
-    now = [0.0]
-    slept: list[float] = []
-
-    async def late_sleep(seconds: float) -> None:
-        slept.append(seconds)
-        now[0] += seconds + 0.3
-
-    async def scenario() -> None:
-        limiter = RateLimiter(qps=10, burst=4, clock=lambda: now[0])
-        original = asyncio.sleep
-        asyncio.sleep = late_sleep  # type: ignore[assignment]
-        try:
-            for _ in range(8):
-                await limiter.acquire()
-        finally:
-            asyncio.sleep = original
-
-    asyncio.run(scenario())
+    slept, end = _acquire(8, qps=10, burst=4, oversleep=0.3)
     assert slept == pytest.approx([0.1])  # 4 ride the burst, the 5th waits, 6-8 use the owed tokens
-    assert now[0] == pytest.approx(0.4)  # 8 requests by 0.4 s: burst 4 + 10/s, never more
+    assert end == pytest.approx(0.4)  # 8 requests by 0.4 s: burst 4 + 10/s, never more
 
 
 def test_registry_watches_every_resource_the_cache_reads_and_nothing_writes() -> None:

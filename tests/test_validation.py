@@ -18,7 +18,7 @@ from scheduler.config import load_config
 from scheduler.framework.status import Code
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation
-from scheduler.testing import PodBuilder, make_node, make_pod
+from scheduler.testing import PodBuilder, make_node, make_pod, spread_constraint
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -42,14 +42,7 @@ def errors_of(pod: PodBuilder | dict[str, Any]) -> list[str]:
 
 def constraint(**fields: Any) -> dict[str, Any]:
     """A valid hard zone constraint selecting foo=bar; a field set to None is left out."""
-    base: dict[str, Any] = {
-        "maxSkew": 1,
-        "topologyKey": ZONE,
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": dict(FOO)},
-    }
-    base.update(fields)
-    return {k: v for k, v in base.items() if v is not None}
+    return spread_constraint(FOO, **fields)
 
 
 def with_constraints(*constraints: dict[str, Any], labels: dict[str, str] | None = None) -> PodBuilder:
