@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from workloads import WORKLOADS
 
 from scheduler.config import parse_config, upstream_config
-from scheduler.gc_policy import GC_THRESHOLDS
+from scheduler.kube.gc_policy import GC_THRESHOLDS
 from scheduler.simulate import Simulation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))

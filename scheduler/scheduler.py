@@ -19,16 +19,17 @@ from typing import Any, Literal, Protocol
 import structlog
 
 from scheduler.api.objects import SELECTING_KINDS, Node, Pod, PodKey, parse_selecting_object
-from scheduler.cache import Cache
-from scheduler.config import SchedulerConfig, build_frameworks
+from scheduler.backend.cache.cache import Cache
+from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, SchedulingQueue
+from scheduler.config import SchedulerConfig
 from scheduler.errors import BindConflictError, PodGoneError
-from scheduler.extender import close_extenders, http_extenders
 from scheduler.framework import events as ev
 from scheduler.framework.extender import Extender, extenders_binding
 from scheduler.framework.interface import Binder
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
-from scheduler.queue import QueuedPodInfo, SchedulingQueue
+from scheduler.kube.extender import close_extenders, http_extenders
+from scheduler.profile import build_frameworks
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
 
 __all__ = ["Recorder", "Scheduler", "SchedulerStats"]

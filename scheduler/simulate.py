@@ -17,12 +17,13 @@ from typing import Any
 import yaml
 
 from scheduler.api.objects import SELECTING_KINDS, Node, Pod, parse_selecting_object
-from scheduler.cache import Cache
-from scheduler.config import SchedulerConfig, build_frameworks
-from scheduler.extender import close_extenders, http_extenders
+from scheduler.backend.cache.cache import Cache
+from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
+from scheduler.kube.extender import close_extenders, http_extenders
+from scheduler.profile import build_frameworks
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
 
 __all__ = ["Simulation", "attempt_to_json", "iter_objects", "load_objects", "render_table"]

@@ -50,7 +50,7 @@ import yaml
 
 from scheduler import cli
 from scheduler.api.objects import Node, Pod, parse_selecting_object
-from scheduler.cache import Cache
+from scheduler.backend.cache.cache import Cache
 from scheduler.testing import PodBuilder, make_node, make_pod, spread_constraint
 
 ZONE = "topology.kubernetes.io/zone"

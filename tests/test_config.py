@@ -19,17 +19,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.config import (
-    ConfigError,
-    SchedulerConfig,
-    build_frameworks,
-    load_config,
-    parse_config,
-    upstream_config,
-)
+from scheduler.config import ConfigError, SchedulerConfig, load_config, parse_config, upstream_config
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from scheduler.profile import build_frameworks
 from scheduler.simulate import Simulation
 from scheduler.testing import make_node, make_pod
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from scheduler.extender import HTTPExtender, pod_resource_names
-from scheduler.extender_config import ExtenderConfig, ExtenderTLSConfig, ManagedResource
+from scheduler.config.extenders import ExtenderConfig, ExtenderTLSConfig, ManagedResource
 from scheduler.framework.extender import ExtenderError, HostPriority
 from scheduler.framework.status import Code
+from scheduler.kube.extender import HTTPExtender, pod_resource_names
 from scheduler.testing import make_node, make_pod
 from tests.extender_server import ExtenderServer
 from tests.helpers import make_cache

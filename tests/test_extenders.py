@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from scheduler.api.objects import Pod
-from scheduler.config import ConfigError, build_frameworks, load_config, parse_config
-from scheduler.extender_config import DEFAULT_EXTENDER_TIMEOUT, ExtenderConfig
+from scheduler.config import ConfigError, load_config, parse_config
+from scheduler.config.extenders import DEFAULT_EXTENDER_TIMEOUT, ExtenderConfig
 from scheduler.framework.events import ASSIGNED_POD_ADD
 from scheduler.framework.extender import (
     ExtenderError,
@@ -27,6 +27,7 @@ from scheduler.framework.extender import (
 )
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo
+from scheduler.profile import build_frameworks
 from scheduler.schedule_one import ExtendersNeedAsyncError, SchedulingAlgorithm
 from scheduler.scheduler import Scheduler
 from scheduler.testing import make_node, make_pod

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from scheduler.api.objects import NodeName, Pod
-from scheduler.cache import Cache
+from scheduler.backend.cache.cache import Cache
 from scheduler.framework.cycle_state import CycleState, StateKeyError
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, StatusError, is_rejected
 from scheduler.framework.types import Diagnosis, FitError, NodeInfo, PreFilterResult
+from scheduler.plugins.helper.math import go_round
 from scheduler.plugins.helper.normalize_score import default_normalize_score
-from scheduler.plugins.podtopologyspread.scoring import go_round
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.testing import make_node, make_pod
 from tests.helpers import (

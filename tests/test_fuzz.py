@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.api.objects import Node, Pod, parse_selecting_object
-from scheduler.cache import Cache
+from scheduler.backend.cache.cache import Cache
 from scheduler.config import load_config
 from scheduler.simulate import Simulation, iter_objects
 from scheduler.testing import make_node, make_pod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from scheduler.metrics import PLUGIN_BUCKETS, SchedulerMetrics
+from scheduler.kube.metrics import PLUGIN_BUCKETS, SchedulerMetrics
 
 
 def _lines(registry: CollectorRegistry) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.api.objects import Node
-from scheduler.cache import Cache
+from scheduler.backend.cache.cache import Cache
 from scheduler.framework.node_results import NodeResults
 from scheduler.framework.types import NodeInfo
 from scheduler.testing import make_node, make_pod

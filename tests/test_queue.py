@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import pytest
 
 from scheduler.api.objects import Pod
-from scheduler.cache import Cache
-from scheduler.config import build_frameworks, load_config
+from scheduler.backend.cache.cache import Cache
+from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, QueueingStrategy, SchedulingQueue, build_hint_map
+from scheduler.config import load_config
 from scheduler.framework import events as ev
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
 from scheduler.framework.interface import Handle, Plugin, PreEnqueuePlugin
@@ -24,7 +25,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.plugins import names
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
-from scheduler.queue import QueuedPodInfo, QueueingStrategy, SchedulingQueue, build_hint_map
+from scheduler.profile import build_frameworks
 from scheduler.testing import HOSTNAME, make_node, make_pod
 
 PROFILE = "spread-scheduler"

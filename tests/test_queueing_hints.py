@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from scheduler.api.objects import Node, Pod, parse_selecting_object
-from scheduler.cache import Cache
-from scheduler.config import build_frameworks, load_config, parse_config
+from scheduler.backend.cache.cache import Cache
+from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, QueueingStrategy, SchedulingQueue, build_hint_map
+from scheduler.config import load_config, parse_config
 from scheduler.framework import events as ev
 from scheduler.framework.events import ActionType, ClusterEvent, EventResource, QueueingHint
 from scheduler.framework.interface import EnqueueExtensions, Handle
@@ -28,7 +29,7 @@ from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
 from scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
-from scheduler.queue import QueuedPodInfo, QueueingStrategy, SchedulingQueue, build_hint_map
+from scheduler.profile import build_frameworks
 from scheduler.simulate import Simulation
 from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
 

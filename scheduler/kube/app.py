@@ -18,14 +18,14 @@ from kubernetes.aio import client
 from kubernetes.aio import config as kube_config
 
 from scheduler.config import SchedulerConfig
-from scheduler.gc_policy import gc_housekeeping
+from scheduler.kube.gc_policy import gc_housekeeping
 from scheduler.kube.leader import run_with_leader_election
 from scheduler.kube.listing import list_objects
+from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
 from scheduler.kube.server import HealthServer
 from scheduler.kube.watch import build_registry
 from scheduler.kube.writes import ApiBinder, ApiRecorder, RateLimiter
-from scheduler.metrics import SchedulerMetrics
 from scheduler.scheduler import Scheduler
 
 __all__ = ["configure_logging", "run_scheduler"]

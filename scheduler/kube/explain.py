@@ -12,6 +12,7 @@ from typing import Any
 
 from kubernetes.aio import client
 
+from scheduler.api.objects import DEFAULT_SCHEDULER_NAME
 from scheduler.config import SchedulerConfig
 from scheduler.kube.app import api_client
 from scheduler.schedule_one import Attempt
@@ -65,7 +66,7 @@ async def explain(config: SchedulerConfig, target: str, kubeconfig: str | None, 
     others = [o for o in objects if o is not pod]
     pending = {**pod, "spec": {k: v for k, v in pod.get("spec", {}).items() if k != "nodeName"}}
     sim = Simulation(config, seed=seed)
-    if pending["spec"].get("schedulerName", "default-scheduler") not in sim.frameworks:
+    if pending["spec"].get("schedulerName", DEFAULT_SCHEDULER_NAME) not in sim.frameworks:
         pending["spec"]["schedulerName"] = config.profiles[0].scheduler_name  # explain with our profile anyway
     sim.add_objects([*others, pending])
     attempts: list[Attempt] = await sim.run_async()

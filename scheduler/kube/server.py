@@ -7,7 +7,7 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from scheduler.metrics import SchedulerMetrics
+from scheduler.kube.metrics import SchedulerMetrics
 
 __all__ = ["HealthServer"]
 

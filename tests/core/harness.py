@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.objects import Node, Pod, parse_selecting_object
-from scheduler.cache import Cache
-from scheduler.config import build_frameworks, load_config, parse_config
+from scheduler.backend.cache.cache import Cache
+from scheduler.config import load_config, parse_config
 from scheduler.framework.runtime import Framework
+from scheduler.profile import build_frameworks
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
 from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
 from tests.helpers import without_resource_plugins

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.config import ConfigError, build_frameworks, load_config, parse_config
+from scheduler.config import ConfigError, load_config, parse_config
+from scheduler.profile import build_frameworks
 
 API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 

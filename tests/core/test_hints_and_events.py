@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.cache import Cache
+from scheduler.backend.cache.cache import Cache
 from scheduler.framework import events as ev
 from scheduler.framework.events import ActionType, ClusterEvent, EventResource, QueueingHint
 from scheduler.framework.interface import Handle

@@ -10,12 +10,13 @@ from scheduler.api.taints import Taint, Toleration
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, FitError, NodeInfo
+from scheduler.plugins.helper.math import go_round
 from scheduler.plugins.helper.normalize_score import default_normalize_score
 from scheduler.plugins.nodeaffinity import node_affinity
 from scheduler.plugins.nodename import node_name
 from scheduler.plugins.nodeunschedulable import node_unschedulable
 from scheduler.plugins.podtopologyspread import filtering
-from scheduler.plugins.podtopologyspread.scoring import go_round, score_for_count, topology_normalizing_weight
+from scheduler.plugins.podtopologyspread.scoring import score_for_count, topology_normalizing_weight
 from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
 from scheduler.plugins.tainttoleration import taint_toleration
@@ -330,7 +331,7 @@ def test_a_nominated_node_that_fits_is_taken_without_evaluating_others() -> None
 def test_sampled_cycles_report_plugin_durations_and_others_do_not() -> None:
     import random as _random  # noqa: PLC0415 - local to this test
 
-    from scheduler.cache import Cache  # noqa: PLC0415
+    from scheduler.backend.cache.cache import Cache  # noqa: PLC0415
     from scheduler.schedule_one import SchedulingAlgorithm  # noqa: PLC0415
     from tests.core.harness import framework  # noqa: PLC0415
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from scheduler.api.labels import parse_label_selector
 from scheduler.api.objects import Node, Pod
-from scheduler.cache import Cache
+from scheduler.backend.cache.cache import Cache
 from scheduler.config import load_config
 from scheduler.framework.events import QueueingHint
 from scheduler.simulate import Simulation

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.config import build_frameworks, load_config
+from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, SchedulingQueue, build_hint_map
+from scheduler.config import load_config
 from scheduler.framework import events as ev
-from scheduler.queue import QueuedPodInfo, SchedulingQueue, build_hint_map
+from scheduler.profile import build_frameworks
 from scheduler.testing import make_node, make_pod
 
 NOW = 1000.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from scheduler.framework.types import MAX_NODE_SCORE
-from scheduler.plugins.podtopologyspread.scoring import go_round
+from scheduler.plugins.helper.math import go_round
 
 __all__ = ["MAX_CUSTOM_PRIORITY_SCORE", "broken_linear", "requested_to_capacity_ratio_scorer"]
 

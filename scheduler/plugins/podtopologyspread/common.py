@@ -14,6 +14,7 @@ from scheduler.api.spread import DO_NOT_SCHEDULE, HONOR, IGNORE, SCHEDULE_ANYWAY
 from scheduler.api.taints import find_untolerated
 from scheduler.framework.interface import Snapshot
 from scheduler.framework.types import NodeInfo
+from scheduler.plugins.helper.spread import default_selector
 from scheduler.plugins.nodeaffinity.node_affinity import RequiredNodeAffinity
 from scheduler.plugins.tainttoleration.taint_toleration import FILTER_EFFECTS
 
@@ -21,7 +22,6 @@ __all__ = [
     "HOSTNAME_KEY",
     "SYSTEM_DEFAULT_CONSTRAINTS",
     "Constraint",
-    "default_selector",
     "node_has_all_keys",
     "pod_constraints",
 ]
@@ -79,31 +79,6 @@ def _convert(c: SpreadConstraint, pod_labels: Mapping[str, str], selector: Selec
         node_affinity_policy=c.node_affinity_policy or HONOR,
         node_taints_policy=c.node_taints_policy or IGNORE,
     )
-
-
-def default_selector(pod: Pod, snapshot: Snapshot) -> Selector:
-    """``helper.DefaultSelector``: selectors of the Services and the controller that select the pod."""
-    label_set: dict[str, str] = {}
-    for svc in snapshot.selecting_objects("Service", pod.namespace):
-        if svc.selector.matches(pod.labels):
-            for req in svc.selector.requirements:
-                label_set[req.key] = next(iter(req.values))
-    extra: tuple[Requirement, ...] = ()
-    owner = pod.controller
-    if owner is not None:
-        kind = {
-            ("v1", "ReplicationController"): "ReplicationController",
-            ("apps/v1", "ReplicaSet"): "ReplicaSet",
-            ("apps/v1", "StatefulSet"): "StatefulSet",
-        }.get((owner.api_version, owner.kind))
-        obj = snapshot.get_selecting_object(kind, pod.namespace, owner.name) if kind else None
-        if obj is not None and kind == "ReplicationController":
-            for req in obj.selector.requirements:
-                label_set[req.key] = next(iter(req.values))
-        elif obj is not None and not obj.selector.nothing:
-            extra = obj.selector.requirements
-    selector = make_selector([Requirement(k, Operator.IN, frozenset((v,))) for k, v in label_set.items()])
-    return selector.and_requirements(extra) if extra else selector
 
 
 def pod_constraints(

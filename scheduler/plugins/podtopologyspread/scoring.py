@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from scheduler.api.objects import NodeName, Pod
 from scheduler.framework.interface import Snapshot
 from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
+from scheduler.plugins.helper.math import go_round
 from scheduler.plugins.podtopologyspread.common import (
     HOSTNAME_KEY,
     Constraint,
@@ -21,7 +22,6 @@ from scheduler.plugins.podtopologyspread.common import (
 
 __all__ = [
     "PreScoreState",
-    "go_round",
     "init_pre_score_state",
     "normalize",
     "score_for_count",
@@ -37,11 +37,6 @@ def topology_normalizing_weight(size: int) -> float:
 def score_for_count(count: int, max_skew: int, weight: float) -> float:
     """One constraint's contribution: ``count * weight + (maxSkew - 1)``."""
     return count * weight + (max_skew - 1)
-
-
-def go_round(x: float) -> int:
-    """Go's ``math.Round`` (half away from zero); Python's ``round`` rounds half to even."""
-    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
 
 
 @dataclass(slots=True)

@@ -19,13 +19,13 @@ from typing import Any
 
 from scheduler.api.labels import Selector
 from scheduler.api.objects import Pod
-from scheduler.cache import zone_key
 from scheduler.framework.cycle_state import CycleState, StateKeyError
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Status, StatusError
 from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
 from scheduler.plugins import names
-from scheduler.plugins.podtopologyspread.common import default_selector
+from scheduler.plugins.helper.node import zone_key
+from scheduler.plugins.helper.spread import default_selector
 
 __all__ = ["PRE_SCORE_STATE_KEY", "ZONE_WEIGHTING", "PreScoreState", "SelectorSpread", "selector_spread_scores"]
 

@@ -15,22 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import structlog
 
 from scheduler.api.objects import Pod
-from scheduler.extender_config import ExtenderConfig, ExtenderConfigError, ExtenderTLSConfig
+from scheduler.config.extenders import ExtenderConfig, ssl_context
 from scheduler.framework.extender import ExtenderError, ExtenderFilterResult, HostPriority
 from scheduler.framework.types import NodeInfo
 
-__all__ = ["HTTPExtender", "check_tls", "close_extenders", "http_extenders", "pod_resource_names"]
+__all__ = ["HTTPExtender", "close_extenders", "http_extenders", "pod_resource_names"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -87,61 +84,12 @@ def pod_resource_names(pod: Pod) -> set[str]:
     return names
 
 
-def _ssl_context(enable_https: bool, tls: ExtenderTLSConfig | None) -> ssl.SSLContext | bool | None:
-    """``makeTransport``: the TLS settings of the config; enableHTTPS without a CA skips verification.
-
-    None means aiohttp's defaults (system roots), as Go's default transport for an https URL.
-    """
-    tls = tls or ExtenderTLSConfig()
-    has_ca = bool(tls.ca_file or tls.ca_data)
-    insecure = tls.insecure or (enable_https and not has_ca)
-    has_cert = bool(tls.cert_file or tls.cert_data)
-    if not (insecure or has_ca or has_cert or tls.server_name):
-        return None
-    context = ssl.create_default_context()
-    if insecure:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    try:
-        if tls.ca_data:
-            context.load_verify_locations(cadata=tls.ca_data.decode())
-        elif tls.ca_file:
-            context.load_verify_locations(cafile=tls.ca_file)
-        if has_cert:
-            _load_cert_chain(context, tls)
-    except (OSError, ssl.SSLError, ValueError) as exc:
-        raise ExtenderConfigError(f"tlsConfig: Invalid value: cannot load certificates: {exc}") from exc
-    return context
-
-
-def check_tls(config: ExtenderConfig, path: str) -> None:
-    """Load the TLS material once at start-up so a bad file or PEM stops it with the field's path."""
-    try:
-        _ssl_context(config.enable_https, config.tls_config)
-    except ExtenderConfigError as exc:
-        raise ExtenderConfigError(f"{path}.{exc}") from exc
-
-
-def _load_cert_chain(context: ssl.SSLContext, tls: ExtenderTLSConfig) -> None:
-    """certData/keyData take precedence over the files; ``ssl`` loads chains from files only."""
-    if not tls.cert_data and not tls.key_data:
-        context.load_cert_chain(tls.cert_file, tls.key_file or None)
-        return
-    cert = tls.cert_data or Path(tls.cert_file).read_bytes()
-    key = tls.key_data or (Path(tls.key_file).read_bytes() if tls.key_file else b"")
-    with tempfile.TemporaryDirectory() as tmp:
-        cert_path, key_path = Path(tmp, "cert.pem"), Path(tmp, "key.pem")
-        cert_path.write_bytes(cert)
-        key_path.write_bytes(key)
-        context.load_cert_chain(cert_path, key_path if key else None)
-
-
 class HTTPExtender:
     """One configured extender: its verbs, weight, interest and an aiohttp session (made lazily)."""
 
     def __init__(self, config: ExtenderConfig) -> None:
         self.config = config
-        self._ssl = _ssl_context(config.enable_https, config.tls_config)
+        self._ssl = ssl_context(config.enable_https, config.tls_config)
         self._managed = frozenset(r.name for r in config.managed_resources)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

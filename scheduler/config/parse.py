@@ -1,83 +1,33 @@
-"""KubeSchedulerConfiguration (``kubescheduler.config.k8s.io/v1``): the subset we honour, validated.
+"""Reading a KubeSchedulerConfiguration: every field checked, errors naming the field's path.
 
 A bad config stops the scheduler at start-up with a ``ConfigError`` naming the field, as
-kube-scheduler does; it never reaches a scheduling cycle.
+kube-scheduler does; it never reaches a scheduling cycle. Reads the file and nothing else.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from scheduler.extender import check_tls
-from scheduler.extender_config import ExtenderConfig, ExtenderConfigError, parse_extenders
-from scheduler.framework.extender import Extender
-from scheduler.framework.interface import Binder, Handle, Plugin
-from scheduler.framework.runtime import EXTENSION_POINTS, Framework
-from scheduler.plugins.names import NODE_RESOURCES_FIT
+from scheduler.config.extenders import ExtenderConfigError, check_tls, parse_extenders
+from scheduler.config.types import (
+    API_VERSION,
+    SPREAD_SCHEDULER_NAME,
+    ConfigError,
+    LeaderElection,
+    PluginRef,
+    ProfileConfig,
+    SchedulerConfig,
+)
+from scheduler.framework.interface import Handle
+from scheduler.framework.runtime import EXTENSION_POINTS
 from scheduler.plugins.registry import DEFAULT_MULTI_POINT, REGISTRY
 
-__all__ = [
-    "DEFAULT_SCHEDULER_NAME",
-    "ConfigError",
-    "LeaderElection",
-    "ProfileConfig",
-    "SchedulerConfig",
-    "build_frameworks",
-    "load_config",
-    "parse_config",
-    "upstream_config",
-]
-
-DEFAULT_SCHEDULER_NAME = "spread-scheduler"
-API_VERSION = "kubescheduler.config.k8s.io/v1"
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message starts with the offending field's path."""
-
-
-@dataclass(frozen=True, slots=True)
-class PluginRef:
-    name: str
-    weight: int = 0
-
-
-@dataclass(slots=True)
-class ProfileConfig:
-    scheduler_name: str
-    percentage_of_nodes_to_score: int | None
-    points: dict[str, list[str]]
-    weights: dict[str, int]
-    plugin_args: dict[str, Mapping[str, Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderElection:
-    leader_elect: bool = True
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    resource_namespace: str = "kube-system"
-    resource_name: str = DEFAULT_SCHEDULER_NAME
-
-
-@dataclass(slots=True)
-class SchedulerConfig:
-    profiles: list[ProfileConfig]
-    percentage_of_nodes_to_score: int | None = None
-    pod_initial_backoff_seconds: float = 1.0
-    pod_max_backoff_seconds: float = 10.0
-    qps: float = 50.0
-    burst: int = 100
-    kubeconfig: str | None = None
-    leader_election: LeaderElection = field(default_factory=LeaderElection)
-    extenders: list[ExtenderConfig] = field(default_factory=list)  # shared by every profile, as upstream
+__all__ = ["load_config", "parse_config", "upstream_config"]
 
 
 def _mapping(value: object, path: str) -> Mapping[str, Any]:
@@ -122,7 +72,7 @@ def _plugin_refs(value: object, path: str, *, disabled: bool = False) -> list[Pl
 
 
 def _resolve_profile(raw: Mapping[str, Any], path: str) -> ProfileConfig:
-    name = raw.get("schedulerName", DEFAULT_SCHEDULER_NAME)
+    name = raw.get("schedulerName", SPREAD_SCHEDULER_NAME)
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{path}.schedulerName: Required value")
     pct = raw.get("percentageOfNodesToScore")
@@ -270,9 +220,22 @@ def parse_config(doc: object, source: str = "config") -> SchedulerConfig:
             check_tls(ext, f"extenders[{i}]")
     except ExtenderConfigError as exc:
         raise ConfigError(str(exc)) from exc
-    # Instantiate once now so plugin args are validated at start-up, not at the first pod.
-    build_frameworks(config)
+    _validate_plugin_args(config.profiles)
     return config
+
+
+def _validate_plugin_args(profiles: Sequence[ProfileConfig]) -> None:
+    """Instantiate every used plugin once, so bad args stop the start-up naming the field, not the first pod.
+
+    Our plugins validate their args in ``__init__`` (upstream: ``validation_pluginargs.go``).
+    """
+    for i, prof in enumerate(profiles):
+        handle = Handle()
+        for name in sorted({name for names in prof.points.values() for name in names}):
+            try:
+                REGISTRY[name](prof.plugin_args.get(name, {}), handle)
+            except ValueError as exc:
+                raise ConfigError(f"profiles[{i}].pluginConfig[{name}].args: {exc}") from exc
 
 
 def _number(value: object, path: str) -> float:
@@ -337,43 +300,9 @@ def upstream_config(plugin_config: list[dict[str, Any]] | None = None, **fields:
     """
     enabled = [{"name": name, "weight": weight} if weight else {"name": name} for name, weight in DEFAULT_MULTI_POINT]
     profile: dict[str, Any] = {
-        "schedulerName": DEFAULT_SCHEDULER_NAME,
+        "schedulerName": SPREAD_SCHEDULER_NAME,
         "plugins": {"multiPoint": {"disabled": [{"name": "*"}], "enabled": enabled}},
     }
     if plugin_config:
         profile["pluginConfig"] = plugin_config
     return {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", **fields, "profiles": [profile]}
-
-
-def build_frameworks(
-    config: SchedulerConfig, binder: Binder | None = None, extenders: Sequence[Extender] = ()
-) -> dict[str, Framework]:
-    """One Framework per profile, keyed by schedulerName; plugin arg errors name the profile.
-
-    ``extenders`` are the clients of ``config.extenders`` (``scheduler.extender.http_extenders``),
-    made by the caller that owns their connections; every profile shares them. As upstream's
-    ``buildExtenders``: ignorable extenders move to the tail, and managed resources marked
-    ``ignoredByScheduler`` replace NodeResourcesFit's ``ignoredResources`` in every profile.
-    """
-    ordered = [e for e in extenders if not e.is_ignorable()] + [e for e in extenders if e.is_ignorable()]
-    ignored = [r.name for ext in config.extenders for r in ext.managed_resources if r.ignored_by_scheduler]
-    out: dict[str, Framework] = {}
-    for i, prof in enumerate(config.profiles):
-        handle = Handle(binder=binder)
-        used = {name for names in prof.points.values() for name in names}
-        plugins: dict[str, Plugin] = {}
-        for name in sorted(used):
-            args = prof.plugin_args.get(name, {})
-            if ignored and name == NODE_RESOURCES_FIT:
-                args = {**args, "ignoredResources": ignored}
-            try:
-                plugins[name] = REGISTRY[name](args, handle)
-            except ValueError as exc:
-                raise ConfigError(f"profiles[{i}].pluginConfig[{name}].args: {exc}") from exc
-        pct = prof.percentage_of_nodes_to_score
-        if pct is None:
-            pct = config.percentage_of_nodes_to_score
-        out[prof.scheduler_name] = Framework(
-            prof.scheduler_name, plugins, prof.points, prof.weights, handle, pct, extenders=ordered
-        )
-    return out

@@ -18,23 +18,12 @@ from typing import TypeVar
 from scheduler.api.labels import Selector
 from scheduler.api.objects import Node, NodeName, Pod, PodKey, SelectingObject
 from scheduler.framework.types import NodeInfo
+from scheduler.plugins.helper.node import zone_key
 
-__all__ = ["Cache", "NodeTree", "PodCountIndex", "zone_key"]
+__all__ = ["Cache", "NodeTree", "PodCountIndex"]
 
 T = TypeVar("T")
 MEMO_ENTRIES = 256
-
-ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
-REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
-
-
-def zone_key(node: Node) -> str:
-    """``utilnode.GetZoneKey``: ``region:\\x00:zone``, or "" for a node with neither label."""
-    region = next((node.labels[k] for k in REGION_LABELS if k in node.labels), "")
-    zone = next((node.labels[k] for k in ZONE_LABELS if k in node.labels), "")
-    if not region and not zone:
-        return ""
-    return f"{region}:\x00:{zone}"
 
 
 class NodeTree:

@@ -2,7 +2,7 @@
 
 Field names and validation messages are upstream's (``apis/config/validation.validateExtenders``);
 we also refuse what upstream would only discover at the first call (no urlPrefix, unknown fields,
-bad base64 in tlsConfig data). Pure: no I/O (TLS files are read by the client, ``scheduler.extender``).
+bad base64 in tlsConfig data). No network: TLS material is loaded here once at start-up, so a bad file names its field.
 """
 
 from __future__ import annotations
@@ -10,8 +10,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import ssl
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,7 +26,9 @@ __all__ = [
     "ExtenderConfigError",
     "ExtenderTLSConfig",
     "ManagedResource",
+    "check_tls",
     "parse_extenders",
+    "ssl_context",
 ]
 
 DEFAULT_EXTENDER_TIMEOUT = 5.0  # seconds: upstream's DefaultExtenderTimeout, used when httpTimeout is 0/unset
@@ -232,3 +237,52 @@ def parse_extenders(value: object, path: str = "extenders") -> list[ExtenderConf
     if errors:
         raise ExtenderConfigError("\n".join(errors))
     return extenders
+
+
+def ssl_context(enable_https: bool, tls: ExtenderTLSConfig | None) -> ssl.SSLContext | bool | None:
+    """``makeTransport``: the TLS settings of the config; enableHTTPS without a CA skips verification.
+
+    None means aiohttp's defaults (system roots), as Go's default transport for an https URL.
+    """
+    tls = tls or ExtenderTLSConfig()
+    has_ca = bool(tls.ca_file or tls.ca_data)
+    insecure = tls.insecure or (enable_https and not has_ca)
+    has_cert = bool(tls.cert_file or tls.cert_data)
+    if not (insecure or has_ca or has_cert or tls.server_name):
+        return None
+    context = ssl.create_default_context()
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    try:
+        if tls.ca_data:
+            context.load_verify_locations(cadata=tls.ca_data.decode())
+        elif tls.ca_file:
+            context.load_verify_locations(cafile=tls.ca_file)
+        if has_cert:
+            _load_cert_chain(context, tls)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise ExtenderConfigError(f"tlsConfig: Invalid value: cannot load certificates: {exc}") from exc
+    return context
+
+
+def check_tls(config: ExtenderConfig, path: str) -> None:
+    """Load the TLS material once at start-up so a bad file or PEM stops it with the field's path."""
+    try:
+        ssl_context(config.enable_https, config.tls_config)
+    except ExtenderConfigError as exc:
+        raise ExtenderConfigError(f"{path}.{exc}") from exc
+
+
+def _load_cert_chain(context: ssl.SSLContext, tls: ExtenderTLSConfig) -> None:
+    """certData/keyData take precedence over the files; ``ssl`` loads chains from files only."""
+    if not tls.cert_data and not tls.key_data:
+        context.load_cert_chain(tls.cert_file, tls.key_file or None)
+        return
+    cert = tls.cert_data or Path(tls.cert_file).read_bytes()
+    key = tls.key_data or (Path(tls.key_file).read_bytes() if tls.key_file else b"")
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_path, key_path = Path(tmp, "cert.pem"), Path(tmp, "key.pem")
+        cert_path.write_bytes(cert)
+        key_path.write_bytes(key)
+        context.load_cert_chain(cert_path, key_path if key else None)

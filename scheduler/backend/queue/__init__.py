@@ -1,0 +1,1 @@
+"""The scheduling queue: activeQ, backoffQ, unschedulable pods (upstream ``backend/queue``). No I/O."""
