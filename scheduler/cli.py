@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import yaml
 
 from scheduler import __version__
-from scheduler.config import ConfigError, load_config
+from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, load_objects, render_table, to_json
 
 __all__ = ["main"]
@@ -28,9 +31,12 @@ def _simulate(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
-    sim = Simulation(config, seed=args.seed)
-    sim.add_objects(objects)
-    attempts = sim.run()
+    if config.extenders:
+        attempts, sim = asyncio.run(_simulate_with_extenders(config, objects, args.seed))
+    else:
+        sim = Simulation(config, seed=args.seed)
+        sim.add_objects(objects)
+        attempts = sim.run()
     for problem in sim.problems:
         print(f"warning: skipped {problem.what}: {problem.message}", file=sys.stderr)
     if args.output == "json":
@@ -40,9 +46,22 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
-    import asyncio  # noqa: PLC0415 - kopf and the API client load only for the live scheduler
+async def _simulate_with_extenders(
+    config: SchedulerConfig, objects: list[Mapping[str, Any]], seed: int | None
+) -> tuple[list[Attempt], Simulation]:
+    """The configured extenders are asked for real (filter, prioritize), as the live scheduler would."""
+    from scheduler.kube.extender import close_extenders, http_extenders  # noqa: PLC0415 - aiohttp only when needed
 
+    extenders = http_extenders(config.extenders)
+    try:
+        sim = Simulation(config, seed=seed, extenders=extenders)
+        sim.add_objects(objects)
+        return await sim.run_async(), sim
+    finally:
+        await close_extenders(extenders)
+
+
+def _run(args: argparse.Namespace) -> int:
     from scheduler.kube.app import configure_logging, run_scheduler  # noqa: PLC0415
 
     configure_logging()
@@ -55,8 +74,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    import asyncio  # noqa: PLC0415 - the API client loads only for commands that talk to a cluster
-
     from scheduler.kube.explain import explain  # noqa: PLC0415
 
     try:

@@ -1,6 +1,6 @@
-"""The scheduling algorithm of one pod (``schedulePod`` and friends in ``schedule_one.go``). Pure.
+"""One pod's scheduling: the algorithm (``schedulePod``), then the cycles around it (``schedule_one.go``).
 
-Everything the live scheduler, ``simulate``, the benchmarks and the conformance harness decide
+The algorithm is pure. Everything the live scheduler, ``simulate``, the benchmarks and the conformance harness decide
 goes through ``SchedulingAlgorithm.schedule_pod``; the result keeps enough detail (every node's
 filter verdict, every plugin's raw and normalized score) to explain the decision afterwards.
 
@@ -8,19 +8,31 @@ Scheduler extenders are remote, so the algorithm is written once as a generator 
 extender call it needs (``ExtenderFilterCall``, ``ExtenderPrioritizeCall``) and is sent the answer
 (or the exception). ``schedule_pod`` drives it without I/O (a profile without extenders never
 yields); ``schedule_pod_async`` awaits the extenders. The decisions stay here, pure.
+
+``ScheduleOne`` runs the cycles around it: pop, decide, assume/Reserve/Permit, bind in a task,
+handle failures. It writes only through the ``Binder`` and ``Recorder`` seams, so the live
+scheduler and ``simulate`` run the very same cycles.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import itertools
 import random
-from collections.abc import Generator, Sequence
+import time
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
-from scheduler.api.objects import NodeName, Pod
+from scheduler.api.objects import NodeName, Pod, PodKey
+from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
+from scheduler.errors import BindConflictError, PodGoneError
+from scheduler.eventhandlers import EventHandlers
+from scheduler.framework import events as ev
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.extender import (
     EXTENDER_NAME,
@@ -29,8 +41,9 @@ from scheduler.framework.extender import (
     ExtenderError,
     ExtenderFilterResult,
     HostPriority,
+    extenders_binding,
 )
-from scheduler.framework.interface import Snapshot
+from scheduler.framework.interface import Recorder, Snapshot
 from scheduler.framework.runtime import Framework, PluginScores
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, Diagnosis, FitError, NodeInfo
@@ -40,6 +53,8 @@ __all__ = [
     "ExtenderCall",
     "ExtenderFilterCall",
     "ExtenderPrioritizeCall",
+    "ScheduleOne",
+    "SchedulerStats",
     "SchedulingAlgorithm",
     "num_feasible_nodes_to_find",
     "run_extender_call",
@@ -47,6 +62,8 @@ __all__ = [
 
 log = structlog.get_logger("spread-scheduler")
 
+EVENT_NOTE_LIMIT = 1024
+INVALID_POD_REJECTOR = "PodValidation"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
@@ -373,3 +390,269 @@ def extender_scores(
         if i is not None:
             raw[i] += priority.score
     return PluginScores(extender.name, extender.weight, raw, [value * EXTENDER_SCORE_SCALE for value in raw])
+
+
+# -- the cycles around the algorithm (``ScheduleOne``, ``schedulingCycle``, ``bindingCycle``) ------------
+
+
+@dataclass(slots=True)
+class SchedulerStats:
+    attempts: dict[str, int]
+    bound: int = 0
+    bind_failures: int = 0
+
+
+def truncate_note(message: str) -> str:
+    """Events carry at most 1024 bytes: upstream keeps 1020 and appends " ..."."""
+    data = message.encode()
+    if len(data) <= EVENT_NOTE_LIMIT:
+        return message
+    return data[: EVENT_NOTE_LIMIT - 4].decode(errors="ignore") + " ..."
+
+
+class ScheduleOne:
+    """One pod at a time: pop, decide (the scheduling cycle), then bind in a task (the binding cycle).
+
+    Writes go through the ``Binder`` (inside the Bind plugins) and the ``Recorder``; the binding
+    cycle runs as a task "because of the assumption step" (the cache already counts the pod).
+    """
+
+    def __init__(
+        self,
+        frameworks: Mapping[str, Framework],
+        handlers: EventHandlers,
+        algorithm: SchedulingAlgorithm,
+        recorder: Recorder,
+        *,
+        bind_through_extenders: bool = True,
+    ) -> None:
+        self.frameworks = frameworks
+        self.handlers = handlers
+        self.cache = handlers.cache
+        self.queue = handlers.queue
+        self.clock = handlers.clock
+        self.algorithm = algorithm
+        self.recorder = recorder
+        self.bind_through_extenders = bind_through_extenders
+        self.stats = SchedulerStats(attempts={})
+        self.attempt_observers: list[Callable[[Attempt, float], None]] = []  # (attempt, seconds)
+        self.bound_observers: list[Callable[[QueuedPodInfo, float], None]] = []  # (pod info, now)
+        self.skip_observers: list[Callable[[Pod, str], None]] = []  # (pod, message): popped, no cycle
+        self.max_attempts: int | None = None  # simulate: one attempt per pod; the live loop: no limit
+        self.log: Any = log  # simulate keeps its output clean with a quieter logger
+        self._reported: dict[PodKey, str] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        handlers.forgotten.append(self._forget_reported)
+
+    def _forget_reported(self, key: PodKey) -> None:
+        self._reported.pop(key, None)
+
+    # -- the scheduling cycle ----------------------------------------------------------------
+
+    def schedule_one(self) -> bool:
+        """Pop one pod and decide it; the binding cycle continues as a task. False when idle."""
+        popped = self._pop()
+        if popped is None:
+            return False
+        if popped.fwk is not None:
+            attempt = self.algorithm.schedule_pod(popped.fwk, self.cache, popped.qpi.pod)
+            self._finish_cycle(popped, attempt)
+        return True
+
+    async def schedule_one_async(self) -> bool:
+        """``schedule_one`` for profiles with extenders: their calls are awaited mid-cycle.
+
+        The cache is the cycle's snapshot, so watch events (and re-list reconciles, and forgetting
+        a pod whose binding failed) that arrive while an extender answers are held and applied right
+        after the cycle, in order, as if they had arrived then.
+        """
+        popped = self._pop()
+        if popped is None:
+            return False
+        if popped.fwk is not None:
+            self.handlers.held.open()
+            try:
+                attempt = await self.algorithm.schedule_pod_async(popped.fwk, self.cache, popped.qpi.pod)
+                self._finish_cycle(popped, attempt)
+            finally:
+                self.handlers.held.close()
+        return True
+
+    def _pop(self) -> Popped | None:
+        """The next pod, with its profile when it needs a cycle (``fwk`` None: popped, no cycle)."""
+        now = self.clock()
+        qpi = self.queue.pop(now)
+        if qpi is None:
+            return None
+        key = qpi.key
+        pod = self.handlers.pending.get(key)
+        if pod is None or self.cache.is_assumed(key):
+            self.queue.done(key)
+            return Popped(qpi, None, now, 0.0)
+        qpi.pod = pod
+        if self.max_attempts is not None and qpi.attempts > self.max_attempts:
+            self.queue.done(key)  # the pod leaves the queue: it had its attempts
+            return Popped(qpi, None, now, 0.0)
+        if pod.terminating:
+            # Upstream pops a pod that is being deleted and skips it (``skipPodSchedule``): no cycle.
+            self.queue.done(key)
+            message = f"skip schedule deleting pod: {key}"
+            for observer in self.skip_observers:
+                observer(pod, message)
+            self._spawn(self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message))
+            return Popped(qpi, None, now, 0.0)
+        return Popped(qpi, self.frameworks[pod.scheduler_name], now, time.perf_counter())
+
+    def _finish_cycle(self, popped: Popped, attempt: Attempt) -> None:
+        """Assume, Reserve and Permit a placed pod, then start its binding cycle; else handle the failure."""
+        qpi, fwk, now = popped.qpi, popped.fwk, popped.now
+        assert fwk is not None
+        pod, host = attempt.pod, attempt.host
+        if host is None:
+            self._handle_failure(qpi, attempt.status, attempt.message, attempt, now)
+            self._observe(attempt, popped.started)
+            return
+        # The cache holds a copy with spec.nodeName set, as upstream's assume: whoever sees it later
+        # (the AssignedPodDelete of a forgotten pod, hints) sees a pod on its node.
+        self.cache.assume_pod(dataclasses.replace(pod, node_name=host), host)
+        status = fwk.run_reserve_plugins_reserve(attempt.state, pod, host)
+        if status is None:
+            status = fwk.run_permit_plugins(attempt.state, pod, host)
+        if status is not None:
+            fwk.run_reserve_plugins_unreserve(attempt.state, pod, host)
+            self.cache.forget_pod(pod)
+            attempt.status, attempt.host, attempt.message = status, None, status.message()
+            self._handle_failure(qpi, status, status.message(), attempt, now)
+            self._observe(attempt, popped.started)
+            return
+        self.queue.done(qpi.key)
+        self._observe(attempt, popped.started)
+        self._spawn(self._binding_cycle(fwk, attempt, qpi, host))
+
+    def _observe(self, attempt: Attempt, started: float) -> None:
+        result = "scheduled" if attempt.host else ("unschedulable" if attempt.status.is_rejected() else "error")
+        self.stats.attempts[result] = self.stats.attempts.get(result, 0) + 1
+        duration = time.perf_counter() - started
+        for observer in self.attempt_observers:
+            observer(attempt, duration)
+        self.log.info(
+            "scheduling attempt",
+            pod=attempt.pod.key,
+            result=result,
+            node=attempt.host,
+            feasible=len(attempt.feasible_nodes),
+            duration_ms=round(duration * 1000, 3),
+            message=None if attempt.host else attempt.message,
+        )
+
+    # -- the binding cycle -------------------------------------------------------------------
+
+    async def _binding_cycle(self, fwk: Framework, attempt: Attempt, qpi: QueuedPodInfo, host: str) -> None:
+        pod, state = attempt.pod, attempt.state
+        try:
+            status: Status | None = await fwk.run_pre_bind_plugins(state, pod, host)
+            if status is None and self.cache.get(host) is None:
+                # The API server would accept a Binding to a node that no longer exists (it does not check)
+                # and leave the pod stranded there: decide again instead.
+                status = Status.as_error(f'node "{host}" was deleted before the pod was bound to it')
+            if status is None:
+                status = await self._bind(fwk, state, pod, host)
+        except (PodGoneError, BindConflictError) as exc:
+            # The pod is gone or someone else bound it: the watch will tell the truth, never retry.
+            self._undo_assume(fwk, attempt, host)
+            self.stats.bind_failures += 1
+            self.log.info("binding abandoned", pod=pod.key, node=host, reason=str(exc))
+            return
+        except Exception as exc:  # any other failure of the binding cycle is retried with backoff
+            status = Status.as_error(f"binding rejected: {exc}")
+        if status is not None:
+            self._undo_assume(fwk, attempt, host)
+            self.stats.bind_failures += 1
+            qpi.unschedulable_plugins, qpi.pending_plugins = set(), set()
+            self._handle_failure(qpi, status, status.message(), attempt, self.clock())
+            return
+        fwk.run_post_bind_plugins(state, pod, host)
+        if self.cache.get(host) is None:
+            self.log.warning("bound to a node that was deleted while the binding was in flight", pod=pod.key, node=host)
+        self.stats.bound += 1
+        bound_at = self.clock()
+        for observer in self.bound_observers:
+            observer(qpi, bound_at)
+        self._reported.pop(pod.key, None)
+        await self.recorder.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {host}")
+
+    async def _bind(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> Status | None:
+        """Upstream's ``bind``: extenders that bind come first, then the Bind plugins."""
+        if self.bind_through_extenders:
+            handled, error = await extenders_binding(fwk.extenders, pod, host)
+            if handled:
+                return None if error is None else Status.as_error(error)
+        status = await fwk.run_bind_plugins(state, pod, host)
+        if status.is_success():
+            return None
+        if status.is_skip():
+            return Status.as_error("no bind plugin bound the pod")
+        return status
+
+    def _undo_assume(self, fwk: Framework, attempt: Attempt, host: str) -> None:
+        """Unreserve and forget a pod whose binding failed, as if the assumed pod were deleted."""
+        if self.handlers.held.hold(functools.partial(self._undo_assume, fwk, attempt, host)):
+            return
+        fwk.run_reserve_plugins_unreserve(attempt.state, attempt.pod, host)
+        self.cache.forget_pod(attempt.pod)
+        assumed = dataclasses.replace(attempt.pod, node_name=host)
+        self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None, self.clock())
+
+    # -- failures ----------------------------------------------------------------------------
+
+    def _handle_failure(self, qpi: QueuedPodInfo, status: Status, message: str, attempt: Attempt, now: float) -> None:
+        """``handleSchedulingFailure``: requeue with the rejectors, then report (once per distinct message)."""
+        key = qpi.key
+        rejected = status.is_rejected()
+        if rejected:
+            qpi.unschedulable_plugins = set(attempt.diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = set(attempt.diagnosis.pending_plugins)
+            if attempt.pod.errors:
+                # No plugin's event can fix an invalid spec: only the pod's update or the 5-minute flush.
+                qpi.unschedulable_plugins.add(INVALID_POD_REJECTOR)
+        current = self.handlers.pending.get(key)
+        if current is None:  # deleted or bound meanwhile: nothing to requeue or report
+            self.queue.done(key)
+            return
+        self.queue.add_unschedulable_if_not_present(qpi, now, error=not qpi.rejectors)
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        if self._reported.get(key) == message:
+            return  # the same message was posted already: do not flood the API
+        self._reported[key] = message
+        self._spawn(self._report_failure(current, reason, message))
+
+    async def _report_failure(self, pod: Pod, reason: str, message: str) -> None:
+        await self.recorder.set_unschedulable(pod, reason, message)
+        await self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message))
+
+    # -- background writes -------------------------------------------------------------------
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.log.error("background write failed", error=repr(task.exception()))
+
+    async def drain(self) -> None:
+        """Wait for every binding cycle and write in flight."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+@dataclass(slots=True)
+class Popped:
+    """A popped pod; ``fwk`` is None when it needs no cycle (gone, assumed, or being deleted)."""
+
+    qpi: QueuedPodInfo
+    fwk: Framework | None
+    now: float
+    started: float

@@ -1,32 +1,43 @@
 """``spread-scheduler simulate``: schedule the pending pods of a file of objects, and explain each decision.
 
-Pure apart from reading the file and calling the configured extenders: the same Cache, Framework
-and algorithm as the live scheduler.
+The live ``Scheduler`` itself, with an in-memory Binder and Recorder: the same handlers, queue,
+cycles and algorithm, so ``simulate`` cannot decide differently from ``run``. Pure apart from
+reading the file and the extenders the caller passes in.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import structlog
 import yaml
 
-from scheduler.api.objects import SELECTING_KINDS, Node, Pod, parse_selecting_object
+from scheduler.api.objects import SELECTING_KINDS, Node, Pod, PodKey
 from scheduler.backend.cache.cache import Cache
+from scheduler.backend.queue.scheduling_queue import queue_sort_key
 from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
-from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
-from scheduler.kube.extender import close_extenders, http_extenders
-from scheduler.profile import build_frameworks
-from scheduler.schedule_one import Attempt, SchedulingAlgorithm
+from scheduler.schedule_one import Attempt
+from scheduler.scheduler import Scheduler
 
-__all__ = ["Simulation", "attempt_to_json", "iter_objects", "load_objects", "render_table"]
+__all__ = [
+    "MemoryBinder",
+    "MemoryRecorder",
+    "Simulation",
+    "attempt_to_json",
+    "iter_objects",
+    "load_objects",
+    "render_table",
+]
 
 
 def iter_objects(doc: object) -> Iterator[Mapping[str, Any]]:
@@ -57,22 +68,66 @@ class Problem:
     message: str
 
 
-class Simulation:
-    """A cache filled from objects, and the pending pods of known profiles scheduled one by one."""
+class MemoryBinder:
+    """The Binder of a dry run: remembers each Binding instead of posting it."""
 
-    def __init__(
-        self, config: SchedulerConfig, seed: int | None = None, extenders: Sequence[Extender] | None = None
-    ) -> None:
-        self.cache = Cache()
-        # The configured extenders are called for real (HTTP), as the live scheduler would.
-        self._owns_extenders = extenders is None
-        self.extenders: list[Extender] = list(http_extenders(config.extenders) if extenders is None else extenders)
-        self.frameworks: dict[str, Framework] = build_frameworks(config, extenders=self.extenders)
-        self.algorithm = SchedulingAlgorithm(random.Random(seed))
+    def __init__(self) -> None:
+        self.bindings: dict[PodKey, str] = {}
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        self.bindings[pod.key] = node_name
+
+
+class MemoryRecorder:
+    """The Recorder of a dry run: keeps the conditions and Events the scheduler would write."""
+
+    def __init__(self) -> None:
+        self.conditions: dict[PodKey, tuple[str, str]] = {}
+        self.events: list[tuple[PodKey, str, str, str]] = []  # (pod, type, reason, note)
+
+    async def set_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
+        self.conditions[pod.key] = (reason, message)
+
+    async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None:
+        self.events.append((pod.key, event_type, reason, note))
+
+
+class Simulation:
+    """The live ``Scheduler`` on objects from a file, with an in-memory Binder and Recorder.
+
+    Every pending pod of a known profile gets one attempt, in queue order: the queue's QueueSort
+    with creation time as the arrival time (then file order). Each placement is assumed, so it
+    counts for the pods after it, exactly as in the live loop before the watch confirms it.
+    Extenders are called for real (filter, prioritize), but a dry run never binds through them.
+    """
+
+    def __init__(self, config: SchedulerConfig, seed: int | None = None, extenders: Sequence[Extender] = ()) -> None:
+        self.binder = MemoryBinder()
+        self.recorder = MemoryRecorder()
+        self.scheduler = Scheduler(
+            config,
+            self.binder,
+            self.recorder,
+            clock=_frozen_clock,  # no backoff ever expires: each pod gets its one attempt
+            rng=random.Random(seed),
+            extenders=extenders,
+            bind_through_extenders=False,
+        )
+        self.scheduler.cycles.max_attempts = 1
+        # The result is the output: only what went wrong is logged, and to stderr.
+        self.scheduler.cycles.log = structlog.wrap_logger(
+            structlog.PrintLogger(sys.stderr), wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
+        )
+        self.cache = self.scheduler.cache
+        self.frameworks = self.scheduler.frameworks
+        self.algorithm = self.scheduler.algorithm
         self.pending: list[Pod] = []
+        self._pending_index: dict[PodKey, int] = {}
         self.problems: list[Problem] = []
 
     def add_objects(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """Nodes, bound pods and spreading inputs go to the cache now; pending pods wait for ``run``."""
+        handlers = self.scheduler.handlers
         for obj in objects:
             kind = obj.get("kind")
             if kind == "Node":
@@ -80,75 +135,68 @@ class Simulation:
                 if node.errors and not node.name:
                     self.problems.append(Problem("Node", "; ".join(str(e) for e in node.errors)))
                     continue
-                self.cache.add_node(node)
+                handlers.node_event(None, node)
             elif kind == "Pod":
                 pod = Pod.from_dict(obj)
                 if pod.terminal:
                     continue
                 if pod.assigned:
-                    self.cache.add_pod(pod)
+                    handlers.pod_event(None, pod)
                 elif pod.scheduler_name in self.frameworks:
-                    self.pending.append(pod)
+                    self._add_pending(pod)
             elif isinstance(kind, str) and kind in SELECTING_KINDS:  # a YAML kind may be a list
-                selecting = parse_selecting_object(obj)
-                if selecting is not None:
-                    self.cache.upsert_selecting_object(selecting)
+                handlers.on_selecting_object(None, obj)
+
+    def _add_pending(self, pod: Pod) -> None:
+        """A pod listed twice is one pod: the later object replaces the earlier, as a watch update would."""
+        i = self._pending_index.setdefault(pod.key, len(self.pending))
+        if i < len(self.pending):
+            self.pending[i] = pod
+        else:
+            self.pending.append(pod)
 
     def queue_order(self) -> list[Pod]:
-        """QueueSort (PrioritySort): priority first, then creation time, then file order."""
-        indexed = list(enumerate(self.pending))
-        indexed.sort(key=lambda item: (-item[1].priority, item[1].created, item[0]))
-        return [pod for _, pod in indexed]
+        """The order the queue pops them: QueueSort, creation time as arrival time, then file order."""
+        sort_key = queue_sort_key(self.frameworks)
+        indexed = sorted(enumerate(self.pending), key=lambda item: (item[1].created, item[0]))
+        by_arrival = [pod for _, pod in indexed]
+        return sorted(by_arrival, key=lambda pod: sort_key(pod, 0.0))
 
     def run(self) -> list[Attempt]:
-        """Schedule every pending pod in queue order; with extenders, an event loop runs their calls."""
-        if self.extenders:
-            return asyncio.run(self.run_async())
-        attempts: list[Attempt] = []
-        for pod in self.queue_order():
-            attempt = self._before_cycle(pod)
-            if attempt is None:
-                attempt = self.algorithm.schedule_pod(self.frameworks[pod.scheduler_name], self.cache, pod)
-            attempts.append(self._after_cycle(attempt))
-        return attempts
+        """Schedule every pending pod once, in queue order; one Attempt per pod, in that order."""
+        return asyncio.run(self.run_async())
 
     async def run_async(self) -> list[Attempt]:
-        """``run`` inside a running event loop (``explain``); closes the extender clients it made."""
-        attempts: list[Attempt] = []
-        try:
-            for pod in self.queue_order():
-                attempt = self._before_cycle(pod)
-                if attempt is None:
-                    fwk = self.frameworks[pod.scheduler_name]
-                    attempt = await self.algorithm.schedule_pod_async(fwk, self.cache, pod)
-                attempts.append(self._after_cycle(attempt))
-        finally:
-            if self._owns_extenders:
-                await close_extenders(self.extenders)
-        return attempts
+        """``run`` inside a running event loop (``explain``)."""
+        sched = self.scheduler
+        order = self.queue_order()
+        results: dict[PodKey, Attempt] = {}
 
-    def _before_cycle(self, pod: Pod) -> Attempt | None:
-        """The outcome of a pod that gets no cycle (gated, or being deleted), else None."""
-        fwk = self.frameworks[pod.scheduler_name]
-        gate = fwk.run_pre_enqueue_plugins(pod)
-        if gate is not None:
-            return Attempt(pod, gate, message=gate.message())
-        if pod.terminating:
-            # Upstream pops a pod that is being deleted and skips it (skipPodSchedule): no cycle.
-            message = f"skip schedule deleting pod: {pod.key}"
-            return Attempt(pod, Status(Code.SKIP, (message,)), message=message)
-        return None
+        def attempted(attempt: Attempt, _seconds: float) -> None:
+            results.setdefault(attempt.pod.key, attempt)
 
-    def _after_cycle(self, attempt: Attempt) -> Attempt:
-        """Reserve and assume a placed pod, so it counts for the pods after it."""
-        if attempt.host is not None and attempt.status.is_success():
-            fwk = self.frameworks[attempt.pod.scheduler_name]
-            status = fwk.run_reserve_plugins_reserve(attempt.state, attempt.pod, attempt.host)
-            if status is None:
-                self.cache.assume_pod(attempt.pod, attempt.host)
-            else:
-                attempt.status, attempt.host, attempt.message = status, None, status.message()
-        return attempt
+        def skipped(pod: Pod, message: str) -> None:
+            results.setdefault(pod.key, Attempt(pod, Status(Code.SKIP, (message,)), message=message))
+
+        sched.attempt_observers.append(attempted)
+        sched.cycles.skip_observers.append(skipped)
+        for pod in order:  # arrival order: equal queue timestamps keep it among equal priorities
+            sched.handlers.pod_event(None, pod)
+        while await sched.schedule_one_async() if sched.extenders else sched.schedule_one():
+            pass
+        await sched.drain()
+        sched.attempt_observers.remove(attempted)
+        sched.cycles.skip_observers.remove(skipped)
+        for pod in order:
+            if pod.key not in results:  # never popped: held back by a PreEnqueue plugin
+                gate = self.frameworks[pod.scheduler_name].run_pre_enqueue_plugins(pod)
+                status = gate if gate is not None else Status(Code.UNSCHEDULABLE, ("not attempted",))
+                results[pod.key] = Attempt(pod, status, message=status.message())
+        return [results[pod.key] for pod in order]
+
+
+def _frozen_clock() -> float:
+    return 0.0
 
 
 def _filter_json(status: Status | None) -> dict[str, str] | None:

@@ -1,8 +1,8 @@
-"""Plugin interfaces per extension point, the Snapshot plugins read, and the I/O seams (Binder).
+"""Plugin interfaces per extension point, the Snapshot plugins read, and the I/O seams.
 
 Everything here is a Protocol: plugins implement only the points they need and the runtime finds
-them with ``isinstance``. Nothing here performs I/O; ``Binder`` is the one seam where the live
-scheduler plugs in an API client and tests plug in a fake.
+them with ``isinstance``. Nothing here performs I/O; ``Binder`` and ``Recorder`` are the seams where
+the live scheduler plugs in an API client, and ``simulate`` and the tests plug in memory.
 """
 
 from __future__ import annotations
@@ -25,14 +25,17 @@ __all__ = [
     "EnqueueExtensions",
     "FilterPlugin",
     "Handle",
+    "PermitPlugin",
     "Plugin",
     "PostBindPlugin",
+    "PostFilterPlugin",
     "PreBindPlugin",
     "PreEnqueuePlugin",
     "PreFilterExtensions",
     "PreFilterPlugin",
     "PreScorePlugin",
     "QueueSortPlugin",
+    "Recorder",
     "ReservePlugin",
     "ScoreExtensions",
     "ScorePlugin",
@@ -94,6 +97,13 @@ class Plugin(Protocol):
 class QueueSortPlugin(Plugin, Protocol):
     def less(self, a: Pod, a_timestamp: float, b: Pod, b_timestamp: float) -> bool: ...
 
+    def sort_key(self, pod: Pod, timestamp: float) -> tuple[object, ...]:
+        """The order of ``less`` as a key: ``less(a, ta, b, tb) == (sort_key(a, ta) < sort_key(b, tb))``.
+
+        The queue keeps heaps, which need keys; upstream's heap calls ``Less`` instead.
+        """
+        ...
+
 
 @runtime_checkable
 class PreEnqueuePlugin(Plugin, Protocol):
@@ -119,6 +129,11 @@ class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """None is Success; called once per candidate node, so it should only look things up."""
         ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]) -> tuple[str | None, Status]: ...
 
 
 @runtime_checkable
@@ -176,6 +191,13 @@ class ReservePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
+        """A Status (None allows) and, for Wait, the timeout in seconds."""
+        ...
+
+
+@runtime_checkable
 class PreBindPlugin(Plugin, Protocol):
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
 
@@ -201,3 +223,11 @@ class Binder(Protocol):
     """The API call behind DefaultBinder: POST pods/<name>/binding. Raises on failure."""
 
     async def bind(self, pod: Pod, node_name: str) -> None: ...
+
+
+class Recorder(Protocol):
+    """The writes besides the Binding: the PodScheduled condition and Events."""
+
+    async def set_unschedulable(self, pod: Pod, reason: str, message: str) -> None: ...
+
+    async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None: ...

@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol, runtime_checkable
 
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
@@ -23,8 +22,10 @@ from scheduler.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     Handle,
+    PermitPlugin,
     Plugin,
     PostBindPlugin,
+    PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -39,7 +40,7 @@ from scheduler.framework.node_results import NodeResults
 from scheduler.framework.status import Code, Status, StatusError
 from scheduler.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo, PreFilterResult
 
-__all__ = ["EXTENSION_POINTS", "Framework", "NodeFilter", "PermitPlugin", "PluginObserver", "PluginScores"]
+__all__ = ["EXTENSION_POINTS", "Framework", "NodeFilter", "PluginObserver", "PluginScores"]
 
 PluginObserver = Callable[[str, str, str, float], None]
 NodeFilter = Callable[[NodeInfo], "Status | None"]
@@ -59,16 +60,6 @@ EXTENSION_POINTS = (
     "bind",
     "postBind",
 )
-
-
-@runtime_checkable
-class PermitPlugin(Plugin, Protocol):
-    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]: ...
-
-
-@runtime_checkable
-class PostFilterPlugin(Plugin, Protocol):
-    def post_filter(self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]) -> tuple[str | None, Status]: ...
 
 
 _POINT_TYPES: dict[str, type] = {

@@ -18,6 +18,7 @@ from kubernetes.aio import client
 from kubernetes.aio import config as kube_config
 
 from scheduler.config import SchedulerConfig
+from scheduler.kube.extender import close_extenders, http_extenders
 from scheduler.kube.gc_policy import gc_housekeeping
 from scheduler.kube.leader import run_with_leader_election
 from scheduler.kube.listing import list_objects
@@ -156,10 +157,12 @@ async def run_scheduler(
     trouble = ApiTrouble(lambda outcome: metrics.api_requests.labels(outcome).inc())
     kopf_trouble = KopfOutageHandler(trouble)
     logging.getLogger("kopf").addHandler(kopf_trouble)
+    extenders = http_extenders(config.extenders)
     sched = Scheduler(
         config,
         ApiBinder(api, limiter, trouble.observe),
         ApiRecorder(api, limiter, name, instance, event_limiter, trouble.observe),
+        extenders=extenders,
     )
     _attach_metrics(sched, metrics)
     server = HealthServer(metrics, lambda: sched.synced, lambda: metrics.sync_incoming(sched.queue.incoming))
@@ -214,6 +217,7 @@ async def run_scheduler(
             await asyncio.wait_for(operator, timeout=10)
         logging.getLogger("kopf").removeHandler(kopf_trouble)
         await server.stop()
+        await close_extenders(extenders)
         await api.close()  # type: ignore[no-untyped-call]
     log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)
     return exit_code

@@ -28,9 +28,8 @@ from scheduler.framework.events import (
     pod_scheduling_properties_change,
 )
 from scheduler.framework.runtime import Framework
-from scheduler.plugins.queuesort.priority_sort import PrioritySort
 
-__all__ = ["QueuedPodInfo", "QueueingStrategy", "SchedulingQueue", "build_hint_map"]
+__all__ = ["QueuedPodInfo", "QueueingStrategy", "SchedulingQueue", "build_hint_map", "queue_sort_key"]
 
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
@@ -90,8 +89,16 @@ def build_hint_map(frameworks: Mapping[str, Framework]) -> dict[str, list[tuple[
     return out
 
 
+def queue_sort_key(frameworks: Mapping[str, Framework]) -> Callable[[Pod, float], tuple[object, ...]]:
+    """The profiles' QueueSort order as a heap key; profile building ensures they all share one plugin."""
+    for fwk in frameworks.values():
+        if fwk.queue_sort is not None:
+            return fwk.queue_sort.sort_key
+    raise ValueError("no profile has a QueueSort plugin")
+
+
 class SchedulingQueue:
-    """One queue for all profiles, ordered by the (shared) QueueSort plugin: PrioritySort."""
+    """One queue for all profiles, ordered by their QueueSort plugin (every profile has the same one)."""
 
     def __init__(
         self,
@@ -103,15 +110,16 @@ class SchedulingQueue:
         on_change: Callable[[], None] | None = None,
     ) -> None:
         self._frameworks = frameworks
+        self._sort_key = queue_sort_key(frameworks)
         self._hints = build_hint_map(frameworks)
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
         self._on_change = on_change or (lambda: None)
         self._seq = itertools.count()
-        self._active: list[tuple[int, float, int, PodKey]] = []
-        self._backoff: list[tuple[float, int, float, int, PodKey]] = []
-        self._error_backoff: list[tuple[float, int, float, int, PodKey]] = []
+        self._active: list[tuple[tuple[object, ...], int, PodKey]] = []
+        self._backoff: list[tuple[float, tuple[object, ...], int, PodKey]] = []
+        self._error_backoff: list[tuple[float, tuple[object, ...], int, PodKey]] = []
         self._where: dict[PodKey, str] = {}  # "active" | "backoff" | "error" | "unschedulable"
         # The unschedulable pods in the order they were parked: every cluster event walks them, so it
         # must not walk the whole queue (10,000 pending pods) to find them.
@@ -159,13 +167,13 @@ class SchedulingQueue:
             self._unschedulable[key] = None
         else:
             self._unschedulable.pop(key, None)
-        prio, ts = PrioritySort.sort_key(qpi.pod, qpi.timestamp)
+        order = self._sort_key(qpi.pod, qpi.timestamp)
         if where == "active":
-            heapq.heappush(self._active, (prio, ts, seq, key))
+            heapq.heappush(self._active, (order, seq, key))
         elif where in ("backoff", "error"):
             expiry = self.backoff_expiry(qpi)
             heap = self._backoff if where == "backoff" else self._error_backoff
-            heapq.heappush(heap, (expiry, prio, ts, seq, key))
+            heapq.heappush(heap, (expiry, order, seq, key))
         if where != "unschedulable":
             self._on_change()
 
@@ -410,7 +418,7 @@ class SchedulingQueue:
     def flush_backoff_completed(self, now: float) -> None:
         for heap in (self._backoff, self._error_backoff):
             while heap:
-                expiry, _prio, _ts, seq, key = heap[0]
+                expiry, _order, seq, key = heap[0]
                 if self._entry_seq.get(key) != seq:
                     heapq.heappop(heap)
                     continue

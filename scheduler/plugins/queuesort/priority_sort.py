@@ -26,7 +26,6 @@ class PrioritySort:
             return a.priority > b.priority
         return a_timestamp < b_timestamp
 
-    @staticmethod
-    def sort_key(pod: Pod, timestamp: float) -> tuple[int, float]:
+    def sort_key(self, pod: Pod, timestamp: float) -> tuple[int, float]:
         """The same order as ``less``, as a key for heaps and ``sorted``."""
         return (-pod.priority, timestamp)

@@ -1,0 +1,228 @@
+"""Watch events into the cache and the queue (upstream ``pkg/scheduler/eventhandlers.go``). No I/O.
+
+Handlers are synchronous: on one event loop they never interleave with a synchronous scheduling
+cycle, which lets the cache serve as the cycle's snapshot without copying. A cycle that awaits an
+extender opens a ``HeldChanges`` window: every cache change that arrives meanwhile runs right after
+that cycle, in order, as if it had arrived then.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import structlog
+
+from scheduler.api.objects import SELECTING_KINDS, Node, Pod, PodKey, parse_selecting_object
+from scheduler.backend.cache.cache import Cache
+from scheduler.backend.queue.scheduling_queue import SchedulingQueue
+from scheduler.framework import events as ev
+
+__all__ = ["EventHandlers", "HeldChanges"]
+
+log = structlog.get_logger("spread-scheduler")
+
+
+class HeldChanges:
+    """Cache changes held while a cycle awaits an extender; applied in order when it ends."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: list[Callable[[], None]] | None = None
+
+    def hold(self, change: Callable[[], None]) -> bool:
+        """True when a cycle is open: ``change`` then runs after that cycle instead of now."""
+        if self._held is None:
+            return False
+        self._held.append(change)
+        return True
+
+    def open(self) -> None:
+        self._held = []
+
+    def close(self) -> None:
+        """End the window and apply what it held (changes held meanwhile run too, in order)."""
+        held, self._held = self._held or [], None
+        for change in held:
+            change()
+
+
+class EventHandlers:
+    """What the watch tells: nodes and assigned pods into the cache, our pending pods into the queue.
+
+    ``pending`` holds the latest version of every pod of ours that is not bound yet (upstream
+    reads it from the informer); the cycles take the pod they schedule from it.
+    """
+
+    def __init__(
+        self,
+        cache: Cache,
+        queue: SchedulingQueue,
+        profiles: Mapping[str, object],
+        clock: Callable[[], float],
+        held: HeldChanges,
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self._profiles = profiles
+        self.clock = clock
+        self.held = held
+        self.pending: dict[PodKey, Pod] = {}
+        self.forgotten: list[Callable[[PodKey], None]] = []  # called with each pod that left for good
+        self.synced = False
+        self.seen_uids: set[str] = set()  # recorded until the first sync, to know when the cache is complete
+
+    def on_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        kind = obj.get("kind")
+        if not self.synced:
+            meta = obj.get("metadata")
+            uid = meta.get("uid") if isinstance(meta, Mapping) else None
+            if isinstance(uid, str):
+                self.seen_uids.add(uid)
+        if kind == "Pod":
+            self.on_pod(event_type, obj)
+        elif kind == "Node":
+            self.on_node(event_type, obj)
+        elif kind in SELECTING_KINDS:
+            self.on_selecting_object(event_type, obj)
+
+    def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self.node_event(event_type, Node.from_dict(obj))
+
+    def node_event(self, event_type: str | None, node: Node) -> None:
+        if self.held.hold(functools.partial(self.node_event, event_type, node)):
+            return
+        now = self.clock()
+        if not node.name:
+            log.warning("ignoring node without a name", errors=[str(e) for e in node.errors])
+            return
+        old_info = self.cache.get(node.name)
+        if event_type == "DELETED":
+            if old_info is not None:
+                self.cache.remove_node(node.name)
+                self.queue.move_all_to_active_or_backoff(ev.NODE_DELETE, old_info.node, None, now)
+            return
+        if old_info is None:
+            self.cache.add_node(node)
+            self.queue.move_all_to_active_or_backoff(ev.NODE_ADD, None, node, now)
+            return
+        old = old_info.node
+        if node.resource_version and node.resource_version == old.resource_version:
+            return
+        if _older(node.resource_version, old.resource_version):
+            return  # an event older than the version we hold (integer resourceVersions): never go back
+        self.cache.update_node(old, node)
+        for event in ev.node_scheduling_properties_change(node, old):
+            self.queue.move_all_to_active_or_backoff(event, old, node, now)
+
+    def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self.pod_event(event_type, Pod.from_dict(obj))
+
+    def pod_event(self, event_type: str | None, pod: Pod) -> None:
+        if self.held.hold(functools.partial(self.pod_event, event_type, pod)):
+            return
+        now = self.clock()
+        key = pod.key
+        held = self.cache.pod(key) or self.pending.get(key)
+        if event_type != "DELETED" and held is not None and _older(pod.resource_version, held.resource_version):
+            return  # an event older than the version we hold (integer resourceVersions): never go back
+        if event_type == "DELETED" or pod.terminal:
+            self._forget_pod(pod, now)
+            return
+        if pod.assigned:
+            self._on_assigned_pod(pod, now)
+            return
+        if pod.scheduler_name not in self._profiles:
+            return  # not ours
+        old_pending = self.pending.get(key)
+        if self.cache.is_assumed(key):
+            # Decided, binding in flight: no new attempt, but keep the latest version, which a failed
+            # binding requeues (upstream re-reads the informer). A deletion that starts now frees the
+            # assumed place at once (1.35 ``handleAssumedPodDeletion``).
+            if old_pending is not None:
+                self.pending[key] = pod
+            assumed = self.cache.pod(key)
+            if pod.terminating and not (old_pending is not None and old_pending.terminating) and assumed:
+                self.cache.forget_pod(assumed)
+                self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None, now)
+            return
+        self.pending[key] = pod
+        if old_pending is None:
+            self.queue.add(pod, now)
+        elif old_pending.resource_version != pod.resource_version or not pod.resource_version:
+            self.queue.update(old_pending, pod, now)
+
+    def _on_assigned_pod(self, pod: Pod, now: float) -> None:
+        key = pod.key
+        if key in self.pending:
+            del self.pending[key]
+            self.queue.delete(key)
+        old = self.cache.pod(key)
+        was_assumed = self.cache.is_assumed(key)
+        self.cache.add_pod(pod)
+        if old is None or was_assumed:
+            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod, now)
+        elif old.resource_version != pod.resource_version or not pod.resource_version:
+            for event in ev.pod_scheduling_properties_change(pod, old, ev.EventResource.ASSIGNED_POD):
+                self.queue.move_all_to_active_or_backoff(event, old, pod, now)
+
+    def _forget_pod(self, pod: Pod, now: float) -> None:
+        key = pod.key
+        for forgotten in self.forgotten:
+            forgotten(key)
+        if self.pending.pop(key, None) is not None:
+            self.queue.delete(key)
+        old = self.cache.pod(key)
+        if old is not None:
+            self.cache.remove_pod(old)
+            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, old, None, now)
+
+    def on_selecting_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        """Services, ReplicaSets, StatefulSets, ReplicationControllers: inputs of default spreading."""
+        if self.held.hold(functools.partial(self.on_selecting_object, event_type, obj)):
+            return
+        selecting = parse_selecting_object(obj)
+        if selecting is None:
+            return
+        if event_type == "DELETED":
+            self.cache.remove_selecting_object(selecting.kind, selecting.namespace, selecting.name)
+        else:
+            self.cache.upsert_selecting_object(selecting)
+
+    def reconcile(self, kind: str, listed: Mapping[str, str], list_version: str) -> int:
+        """Drop what a fresh LIST of ``kind`` (Pod or Node), taken at ``list_version``, no longer has.
+
+        ``listed`` maps each listed key to its resourceVersion. As client-go's ``Replace`` does for
+        deletions: an object we hold that the list lacks, and that is not newer than the list, was
+        deleted while no watch told us; it becomes a deletion. Objects newer than the list are left
+        to the watch, and so are additions and updates (the watch still delivers those).
+        Returns how many objects were dropped.
+        """
+        candidates: Iterable[tuple[str, Pod | Node]]
+        if kind == "Pod":
+            pods: dict[PodKey, Pod] = {pod.key: pod for pod in self.cache.pods()}
+            pods.update(self.pending)
+            candidates = pods.items()
+        else:
+            candidates = ((info.name, info.node) for info in self.cache.node_infos())
+        gone = [obj for key, obj in candidates if key not in listed and not _newer(obj.resource_version, list_version)]
+        for obj in gone:
+            if isinstance(obj, Pod):
+                self.pod_event("DELETED", obj)
+            else:
+                self.node_event("DELETED", obj)
+        return len(gone)
+
+
+def _older(version: str, than: str) -> bool:
+    """Strictly older, when both are etcd's integer resourceVersions (never for other spellings)."""
+    return version.isdigit() and than.isdigit() and int(version) < int(than)
+
+
+def _newer(version: str, than: str) -> bool:
+    """resourceVersions are opaque, but etcd's are integers: compare those, otherwise assume newer."""
+    if version.isdigit() and than.isdigit():
+        return int(version) > int(than)
+    return version != than
