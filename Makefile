@@ -19,6 +19,7 @@ lint: venv
 	$(BIN)/ruff check scheduler tests e2e bench
 	$(BIN)/ruff format --check scheduler tests e2e bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 unit: venv
 	$(BIN)/pytest tests
@@ -41,7 +42,7 @@ demo: cluster-build
 	$(BIN)/python -m e2e.demo
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache
 
 # Benchmarks (not tests), side by side with kube-scheduler v1.35.4 on this machine; tables on stdout,
 # JSON and a plot (pods_per_s.png) in bench/results/. `bench` is the short set (under 10 minutes);
