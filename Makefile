@@ -19,18 +19,19 @@ lint: venv
 	$(BIN)/ruff check scheduler tests e2e bench
 	$(BIN)/ruff format --check scheduler tests e2e bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 unit: venv
 	$(BIN)/pytest tests
 
 cluster-build: venv
-	$(BIN)/python e2e/cluster.py build
+	$(BIN)/python -m e2e.cluster build
 
 cluster-up: cluster-build
-	$(BIN)/python e2e/cluster.py up
+	$(BIN)/python -m e2e.cluster up
 
 cluster-down:
-	$(BIN)/python e2e/cluster.py down
+	$(BIN)/python -m e2e.cluster down
 
 e2e: cluster-build
 	$(BIN)/pytest e2e
@@ -38,10 +39,10 @@ e2e: cluster-build
 test: lint unit e2e
 
 demo: cluster-build
-	$(BIN)/python e2e/demo.py
+	$(BIN)/python -m e2e.demo
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache
 
 # Benchmarks (not tests), side by side with kube-scheduler v1.35.4 on this machine; tables on stdout,
 # JSON and a plot (pods_per_s.png) in bench/results/. `bench` is the short set (under 10 minutes);
@@ -53,14 +54,14 @@ $(BENCH_STAMP): $(STAMP)
 	rm -f $(VENV)/.bench-* && touch $@
 
 bench: cluster-build bench-venv
-	$(BIN)/python bench/inprocess.py --nodes 500 5000 --pods 2000 --scaling
-	$(BIN)/python bench/e2e.py --nodes 2000 --pods 1000 --qps 5000 50
-	$(BIN)/python bench/plot.py
+	$(BIN)/python -m bench.inprocess --nodes 500 5000 --pods 2000 --scaling
+	$(BIN)/python -m bench.e2e --nodes 2000 --pods 1000 --qps 5000 50
+	$(BIN)/python -m bench.plot
 
 bench-full: cluster-build bench-venv
-	$(BIN)/python bench/inprocess.py --nodes 500 1000 5000 --pods 2000 --scaling
-	$(BIN)/python bench/e2e.py --nodes 500 2000 --pods 1000 --qps 5000 50 --repeat 3
-	$(BIN)/python bench/plot.py
+	$(BIN)/python -m bench.inprocess --nodes 500 1000 5000 --pods 2000 --scaling
+	$(BIN)/python -m bench.e2e --nodes 500 2000 --pods 1000 --qps 5000 50 --repeat 3
+	$(BIN)/python -m bench.plot
 
 # The fault and load tests at full size (the test command runs 5 kills in a 300-pod burst and
 # 1,000 pending pods over 200 nodes); reports land in .cluster/reliability/e2e-logs/*.json.

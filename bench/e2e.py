@@ -1,7 +1,7 @@
 """End-to-end benchmark: spread-scheduler and the upstream kube-scheduler, one after the other, on the
 same local control plane, with the same profile (our plugins, our weights) and the same client QPS.
 
-    .venv/bin/python bench/e2e.py --nodes 500 2000 --pods 1000 --qps 5000 50
+    .venv/bin/python -m bench.e2e --nodes 500 2000 --pods 1000 --qps 5000 50
 
 Measures the time from the first Deployment create to the last bound pod, pods/s, the ratio
 ours/upstream, and each scheduler's peak RSS. Writes bench/results/e2e.json.
@@ -23,12 +23,9 @@ import yaml
 from kubernetes import client, config
 from kubernetes.watch.watch import iter_resp_lines
 
+from e2e.cluster import Cluster, start_kube_scheduler
+from e2e.kube_helpers import HOSTNAME, ZONE, node_body, pod_body, wait_for
 from scheduler.config import upstream_config
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
-
-from cluster import Cluster, start_kube_scheduler
-from kube_helpers import HOSTNAME, ZONE, node_body, pod_body, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -218,7 +215,9 @@ def _print(row: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.e2e", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--nodes", type=int, nargs="+", default=[500])
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--qps", type=int, nargs="+", default=[5000])

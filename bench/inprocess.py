@@ -1,6 +1,6 @@
 """In-process benchmark: the framework alone on a snapshot, no API. Prints a table, writes JSON.
 
-.venv/bin/python bench/inprocess.py --nodes 500 1000 5000 --pods 2000
+.venv/bin/python -m bench.inprocess --nodes 500 1000 5000 --pods 2000
 """
 
 from __future__ import annotations
@@ -15,16 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from workloads import WORKLOADS
-
+from bench.workloads import WORKLOADS
+from e2e.cluster import ensure_tool
 from scheduler.config import parse_config, upstream_config
 from scheduler.kube.gc_policy import GC_THRESHOLDS
 from scheduler.simulate import Simulation
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
-from cluster import ensure_tool
 
 PROFILE = upstream_config()
 
@@ -106,7 +101,7 @@ def _schedule_all(objects: list[dict[str, object]]) -> tuple[float, list[float],
 
 def main() -> int:
     gc.set_threshold(*GC_THRESHOLDS)  # the scheduler process's collector policy (scheduler/gc_policy.py)
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.inprocess", description=__doc__)
     parser.add_argument("--nodes", type=int, nargs="+", default=[500, 1000, 5000])
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS))

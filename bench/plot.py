@@ -1,6 +1,6 @@
 """Pods/s against nodes, ours and upstream's, from the JSON the benchmarks wrote: one PNG next to them.
 
-.venv/bin/python bench/plot.py            # bench/results/{inprocess,e2e}.json -> bench/results/pods_per_s.png
+.venv/bin/python -m bench.plot            # bench/results/{inprocess,e2e}.json -> bench/results/pods_per_s.png
 """
 
 from __future__ import annotations
@@ -62,7 +62,9 @@ def plot(inprocess: list[dict[str, Any]], e2e: list[dict[str, Any]], out: Path) 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--results", type=Path, default=Path("bench/results"))
     args = parser.parse_args()
     inprocess, e2e = _load(args.results / "inprocess.json"), _load(args.results / "e2e.json")

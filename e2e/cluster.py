@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """A local Kubernetes control plane built from Go modules: etcd, kube-apiserver, kube-controller-manager.
 
-    python3 e2e/cluster.py build                  # build (or reuse) the binaries, cached by version
-    python3 e2e/cluster.py up [--dir DIR]         # start on 127.0.0.1, write DIR/admin.kubeconfig
-    python3 e2e/cluster.py add-node NAME --label k=v --taint k=v:NoSchedule
-    python3 e2e/cluster.py down [--dir DIR]       # stop everything, leave no process behind
+    python -m e2e.cluster build                   # build (or reuse) the binaries, cached by version
+    python -m e2e.cluster up [--dir DIR]          # start on 127.0.0.1, write DIR/admin.kubeconfig
+    python -m e2e.cluster add-node NAME --label k=v --taint k=v:NoSchedule
+    python -m e2e.cluster down [--dir DIR]        # stop everything, leave no process behind
+
+Run from the repository root (``e2e`` is a package there, not installed with spread-scheduler).
 
 DIR defaults to ``$SPREAD_CLUSTER_DIR`` or ``./.cluster``; the binaries live in
 ``$SPREAD_CACHE_DIR/k8s-v1.35.4/bin`` (default ``~/.cache/spread-scheduler``).
 
-Also importable, for pytest fixtures and benchmarks: ``Cluster(dir).up()`` / ``.down()`` /
-``.kubeconfig`` / ``.server`` / ``.add_node(...)`` / ``.request(...)``, ``ensure_built()`` and
-``start_kube_scheduler(cluster, config_path)`` for the upstream reference scheduler.
+Also importable (``from e2e.cluster import Cluster``), for pytest fixtures and benchmarks:
+``Cluster(dir).up()`` / ``.down()`` / ``.kubeconfig`` / ``.server`` / ``.add_node(...)`` / ``.request(...)``,
+``ensure_built()`` and ``start_kube_scheduler(cluster, config_path)`` for the upstream reference scheduler.
 Standard library only (plus the ``openssl`` command for certificates). See e2e/README.md.
 """
 
@@ -718,7 +720,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--dir", default=argparse.SUPPRESS, help="state directory (default: $SPREAD_CLUSTER_DIR or ./.cluster)"
     )
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, parents=[common]
+        prog="python -m e2e.cluster",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
     )
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build the binaries unless cached", parents=[common])

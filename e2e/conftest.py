@@ -20,10 +20,8 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from cluster import Cluster
-from kube_helpers import create_node, wait_for
+from e2e.cluster import Cluster
+from e2e.kube_helpers import create_node, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = (
@@ -159,7 +157,7 @@ def kube_scheduler(
     """
     if local_cluster is None:
         pytest.skip("needs the local control plane: an external cluster has its own default-scheduler")
-    from cluster import start_kube_scheduler  # noqa: PLC0415 - only with the local control plane
+    from e2e.cluster import start_kube_scheduler  # noqa: PLC0415 - only with the local control plane
 
     started: list[subprocess.Popen[bytes]] = []
 

@@ -13,10 +13,8 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from cluster import Cluster
-from kube_helpers import HOSTNAME, ZONE, create_node, pod_body, wait_for
+from e2e.cluster import Cluster
+from e2e.kube_helpers import HOSTNAME, ZONE, create_node, pod_body, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLICAS = 12

@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cluster import Cluster
-from conftest import LOGS, SchedulerProcess
-from kube_helpers import pod_body, pods_in, wait_for, watch_bindings, zone_spread, zoned_nodes
 from kubernetes import client
+
+from e2e.cluster import Cluster
+from e2e.conftest import LOGS, SchedulerProcess
+from e2e.kube_helpers import pod_body, pods_in, wait_for, watch_bindings, zone_spread, zoned_nodes
 
 OUTAGE_SECONDS = 5.0
 REPORT = LOGS / "api-faults.json"

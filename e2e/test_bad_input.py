@@ -20,8 +20,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import SchedulerProcess
-from kube_helpers import (
+from kubernetes import client
+
+from e2e.conftest import SchedulerProcess
+from e2e.kube_helpers import (
     ZONE,
     events_for,
     node_body,
@@ -31,8 +33,6 @@ from kube_helpers import (
     wait_for,
     zone_spread,
 )
-from kubernetes import client
-
 from scheduler.api.objects import Node, Pod
 from scheduler.config import load_config
 from scheduler.simulate import Simulation

@@ -17,9 +17,10 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from conftest import LOGS
-from kube_helpers import pod_body, pods_in, scheduled_condition, wait_for
 from kubernetes import client
+
+from e2e.conftest import LOGS
+from e2e.kube_helpers import pod_body, pods_in, scheduled_condition, wait_for
 
 NODE_CPU_MILLI, NODE_MEMORY_MI = 2000, 4096
 POD_CPU_MILLI, POD_MEMORY_MI = 250, 256

@@ -8,7 +8,6 @@ profile name of its own (so the session's scheduler, if running, never takes the
 from __future__ import annotations
 
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,12 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SchedulerProcess
-from kube_helpers import node_of, pod_body, scheduled_condition, wait_for
 from kubernetes import client
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.extender_server
-
+from e2e.conftest import SchedulerProcess
+from e2e.kube_helpers import node_of, pod_body, scheduled_condition, wait_for
 from scheduler.config import upstream_config
 from tests.extender_server import ExtenderServer
 

@@ -14,9 +14,10 @@ import signal
 import threading
 from collections.abc import Callable
 
-from conftest import LOGS, SchedulerProcess
-from kube_helpers import pod_body, pods_in, wait_for, watch_bindings, zone_spread, zoned_nodes
 from kubernetes import client
+
+from e2e.conftest import LOGS, SchedulerProcess
+from e2e.kube_helpers import pod_body, pods_in, wait_for, watch_bindings, zone_spread, zoned_nodes
 
 KILLS = int(os.environ.get("SPREAD_E2E_KILLS", "5"))
 PODS = int(os.environ.get("SPREAD_E2E_KILL_PODS", "300"))

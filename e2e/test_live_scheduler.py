@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SchedulerProcess
-from kube_helpers import (
+from kubernetes import client
+
+from e2e.conftest import SchedulerProcess
+from e2e.kube_helpers import (
     ZONE,
     events_for,
     node_of,
@@ -29,7 +31,6 @@ from kube_helpers import (
     zone_spread,
     zoned_nodes,
 )
-from kubernetes import client
 
 SPREAD_REASON = "node(s) didn't match pod topology spread constraints"
 

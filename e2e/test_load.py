@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LOGS, SchedulerProcess
-from kube_helpers import ZONE, pod_body, wait_for
 from kubernetes import client
+
+from e2e.conftest import LOGS, SchedulerProcess
+from e2e.kube_helpers import ZONE, pod_body, wait_for
 
 PODS = int(os.environ.get("SPREAD_E2E_LOAD_PODS", "1000"))
 NODES = int(os.environ.get("SPREAD_E2E_LOAD_NODES", "200"))

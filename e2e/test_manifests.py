@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SchedulerProcess
-from kube_helpers import events_for, node_of, pod_body, scheduled_condition, wait_for, watch_bindings
 from kubernetes import client, config
+
+from e2e.conftest import SchedulerProcess
+from e2e.kube_helpers import events_for, node_of, pod_body, scheduled_condition, wait_for, watch_bindings
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = "spread-scheduler"

@@ -14,10 +14,10 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from conftest import SchedulerProcess
-from kube_helpers import HOSTNAME, ZONE, pod_body, pods_in, scheduled_condition, wait_for
 from kubernetes import client
 
+from e2e.conftest import SchedulerProcess
+from e2e.kube_helpers import HOSTNAME, ZONE, pod_body, pods_in, scheduled_condition, wait_for
 from scheduler.config import upstream_config
 
 UPSTREAM = "parity-upstream"

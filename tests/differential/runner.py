@@ -19,12 +19,9 @@ from scheduler.config import parse_config
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential.generator import scenario
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def oracle_binary() -> Path:
-    sys.path.insert(0, str(ROOT / "e2e"))
-    from cluster import ensure_oracle  # noqa: PLC0415 - the build helper lives with the control plane
+    from e2e.cluster import ensure_oracle  # noqa: PLC0415 - the build helper lives with the control plane
 
     return ensure_oracle()
 
