@@ -11,113 +11,20 @@ pod is added or removed instead of being recomputed by scanning every pod.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from scheduler.api.labels import Selector
 from scheduler.api.objects import Node, NodeName, Pod, PodKey, SelectingObject
+from scheduler.backend.cache.node_tree import NodeTree
+from scheduler.backend.cache.pod_counts import PodCountIndex
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins.helper.node import zone_key
 
-__all__ = ["Cache", "NodeTree", "PodCountIndex"]
+__all__ = ["Cache"]
 
 T = TypeVar("T")
 MEMO_ENTRIES = 256
-
-
-class NodeTree:
-    """Nodes grouped by zone; ``ordered()`` interleaves zones round-robin like ``nodeTree.list()``."""
-
-    def __init__(self) -> None:
-        self._zones: dict[str, list[NodeName]] = {}
-        self._zone_of: dict[NodeName, str] = {}
-        self._ordered: list[NodeName] | None = None
-
-    def add(self, node: Node) -> None:
-        if node.name in self._zone_of:
-            return
-        zone = zone_key(node)
-        self._zones.setdefault(zone, []).append(node.name)
-        self._zone_of[node.name] = zone
-        self._ordered = None
-
-    def remove(self, name: NodeName) -> None:
-        zone = self._zone_of.pop(name, None)
-        if zone is None:
-            return
-        names = self._zones[zone]
-        names.remove(name)
-        if not names:
-            del self._zones[zone]
-        self._ordered = None
-
-    def update(self, old: Node, new: Node) -> None:
-        if zone_key(old) != zone_key(new):
-            self.remove(old.name)
-            self.add(new)
-
-    def ordered(self) -> list[NodeName]:
-        if self._ordered is None:
-            out: list[NodeName] = []
-            lists = list(self._zones.values())
-            depth = max((len(names) for names in lists), default=0)
-            for i in range(depth):
-                out.extend(names[i] for names in lists if i < len(names))
-            self._ordered = out
-        return self._ordered
-
-
-class PodCountIndex:
-    """Per (namespace, selector): how many non-terminating pods on each node match.
-
-    An entry is built once by one scan of the namespace's pods and then kept current by
-    ``add``/``remove``. Entries are evicted least-recently-used beyond ``max_entries``, which
-    bounds both memory and the cost of each pod event (every entry of the pod's namespace is
-    checked once).
-    """
-
-    def __init__(self, max_entries: int = 1024) -> None:
-        self._pods: dict[str, dict[PodKey, tuple[Mapping[str, str], NodeName]]] = {}
-        self._entries: OrderedDict[tuple[str, Selector], Counter[NodeName]] = OrderedDict()
-        self._by_namespace: dict[str, set[Selector]] = {}
-        self._max = max_entries
-
-    def add(self, pod: Pod, node: NodeName) -> None:
-        self._pods.setdefault(pod.namespace, {})[pod.key] = (pod.labels, node)
-        for selector in self._by_namespace.get(pod.namespace, ()):
-            if selector.matches(pod.labels):
-                self._entries[(pod.namespace, selector)][node] += 1
-
-    def remove(self, pod: Pod) -> None:
-        pods = self._pods.get(pod.namespace)
-        if pods is None or pod.key not in pods:
-            return
-        labels, node = pods.pop(pod.key)
-        for selector in self._by_namespace.get(pod.namespace, ()):
-            if selector.matches(labels):
-                counter = self._entries[(pod.namespace, selector)]
-                counter[node] -= 1
-                if counter[node] <= 0:
-                    del counter[node]
-
-    def counts(self, namespace: str, selector: Selector) -> Counter[NodeName]:
-        key = (namespace, selector)
-        entry = self._entries.get(key)
-        if entry is not None:
-            self._entries.move_to_end(key)
-            return entry
-        entry = Counter()
-        if not selector.nothing:
-            for labels, node in self._pods.get(namespace, {}).values():
-                if selector.matches(labels):
-                    entry[node] += 1
-        self._entries[key] = entry
-        self._by_namespace.setdefault(namespace, set()).add(selector)
-        if len(self._entries) > self._max:
-            (old_ns, old_sel), _ = self._entries.popitem(last=False)
-            self._by_namespace[old_ns].discard(old_sel)
-        return entry
 
 
 class Cache:
