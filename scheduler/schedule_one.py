@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+from structlog.typing import FilteringBoundLogger
 
 from scheduler.api.objects import NodeName, Pod, PodKey
 from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
@@ -439,7 +440,7 @@ class ScheduleOne:
         self.bound_observers: list[Callable[[QueuedPodInfo, float], None]] = []  # (pod info, now)
         self.skip_observers: list[Callable[[Pod, str], None]] = []  # (pod, message): popped, no cycle
         self.max_attempts: int | None = None  # simulate: one attempt per pod; the live loop: no limit
-        self.log: Any = log  # simulate keeps its output clean with a quieter logger
+        self.log: FilteringBoundLogger = log  # simulate keeps its output clean with a quieter logger
         self._reported: dict[PodKey, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         handlers.forgotten.append(self._forget_reported)
