@@ -166,6 +166,13 @@ class Run:
         """The node's explicit Filter status (absent nodes share ``absent_nodes_status``)."""
         return self.attempt.diagnosis.node_to_status.get(node)
 
+    def reason(self, node: str) -> str | None:
+        """The node's Filter reason; a node PreFilter left out gets the shared ``absent_nodes_status``."""
+        status = self.status(node)
+        if status is None and node not in self.feasible:
+            status = self.attempt.diagnosis.absent_nodes_status
+        return None if status is None else status.message()
+
     def reasons(self) -> dict[str, tuple[str, Code, str]]:
         """node -> (reason message, code, plugin) for every node with an explicit status."""
         return {name: (st.message(), st.code, st.plugin) for name, st in self.attempt.diagnosis.node_to_status.items()}

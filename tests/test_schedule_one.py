@@ -221,6 +221,12 @@ def test_filter_error_aborts_the_cycle() -> None:
     assert attempt.host is None
 
 
+def test_invalid_pod_is_refused_with_the_field_and_never_raises() -> None:
+    r = schedule([make_node("n1").zone("a")], [], make_pod("p").spread(ZONE, 0, match=FOO))
+    assert r.host is None
+    assert r.message == "invalid pod: spec.topologySpreadConstraints[0].maxSkew: must be greater than zero"
+
+
 def test_no_nodes_available() -> None:
     attempt = SchedulingAlgorithm(random.Random(0)).schedule_pod(framework(), Cache(), make_pod("p").build())
     assert attempt.status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -390,6 +396,14 @@ def test_nominated_node_is_tried_alone_first() -> None:
     assert r.attempt.scores == []
 
 
+def test_a_nominated_node_that_fits_is_taken_without_evaluating_others() -> None:
+    nodes = [make_node("n1"), make_node("n2"), make_node("n3").taint("k", "v")]
+    r = schedule(nodes, [], make_pod("p").set("status.nominatedNodeName", "n2"))
+    assert r.host == "n2" and r.attempt.evaluated_nodes == 1 and r.attempt.scores == []
+    tainted = schedule(nodes, [], make_pod("q").set("status.nominatedNodeName", "n3"))
+    assert tainted.host in {"n1", "n2"}  # the nominated node fails: every node is searched as usual
+
+
 def test_failing_nominated_node_falls_back_to_all_nodes() -> None:
     nodes, pods = cluster_a()
     pod = incoming().spread(ZONE, 1, match=FOO).set("status.nominatedNodeName", "node1")
@@ -397,3 +411,31 @@ def test_failing_nominated_node_falls_back_to_all_nodes() -> None:
     assert r.feasible == {"node3", "node4"}
     assert r.attempt.evaluated_nodes == 4
     assert r.reasons()["node1"] == (SPREAD, Code.UNSCHEDULABLE, PTS)
+
+
+# -- plugin metrics sampling ---------------------------------------------------------------------
+
+
+def test_sampled_cycles_report_plugin_durations_and_others_do_not() -> None:
+    cache = make_cache([make_node(name).zone("a") for name in ("n1", "n2")])
+    fwk = framework()
+    seen: list[tuple[str, str, str]] = []
+    fwk.plugin_observer = lambda plugin, point, status, seconds: seen.append((plugin, point, status))
+    pod = make_pod("p").labels(FOO).spread(ZONE, 1, "ScheduleAnyway", match=FOO).build()
+    SchedulingAlgorithm(random.Random(0), plugin_metrics_sample_percent=0).schedule_pod(fwk, cache, pod)
+    assert seen == []
+    fwk = framework()  # nothing remembered: every plugin runs
+    fwk.plugin_observer = lambda plugin, point, status, seconds: seen.append((plugin, point, status))
+    sampled = SchedulingAlgorithm(random.Random(0), plugin_metrics_sample_percent=100)
+    sampled.schedule_pod(fwk, cache, pod)
+    points = {(plugin, point) for plugin, point, _ in seen}
+    assert ("TaintToleration", "Filter") in points and ("PodTopologySpread", "PreScore") in points
+    assert ("PodTopologySpread", "Score") in points and ("NodeAffinity", "PreFilter") in points
+    assert ("PodTopologySpread", "PreFilter", "Skip") in seen
+    # The same pod again on unchanged nodes: signed plugins' results are reused, and a reused result
+    # is no plugin call, so it is not observed; the unsigned PodTopologySpread still runs.
+    seen.clear()
+    sampled.schedule_pod(fwk, cache, pod)
+    points = {(plugin, point) for plugin, point, _ in seen}
+    assert ("TaintToleration", "Filter") not in points and ("NodeResourcesFit", "Score") not in points
+    assert ("PodTopologySpread", "Score") in points

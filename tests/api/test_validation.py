@@ -807,6 +807,12 @@ class TestWrongTypes:
         assert pod.errors  # every junk above lacks a valid name or has a wrong type
         assert isinstance(node.errors, tuple)
 
+    def test_node_parse_keeps_going_on_garbage(self) -> None:
+        """Wrong-typed labels and taints of a Node are dropped with an error each; the name is kept."""
+        node = Node.from_dict({"metadata": {"name": "n", "labels": "oops"}, "spec": {"taints": {"a": 1}}})
+        assert node.name == "n" and node.labels == {} and node.taints == ()
+        assert {e.path for e in node.errors} == {"metadata.labels", "spec.taints"}
+
 
 class TestLargeObjects:
     """Sizes far beyond real clusters parse and schedule."""

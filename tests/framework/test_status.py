@@ -38,6 +38,7 @@ def test_none_is_success_and_not_rejected() -> None:
     [
         pytest.param(Status(Code.SUCCESS), id="success"),
         pytest.param(Status(Code.UNSCHEDULABLE, ("x",)), id="unschedulable"),
+        pytest.param(Status(Code.UNSCHEDULABLE, ("a", "b"), "P", "boom"), id="with-plugin-and-error"),
     ],
 )
 def test_status_has_no_truth_value(status: Status) -> None:
@@ -54,10 +55,16 @@ def test_status_has_no_truth_value(status: Status) -> None:
         pytest.param(Status(Code.ERROR, ("a",), "", "boom"), "boom, a", id="error-first"),
         pytest.param(Status.as_error("boom"), "boom", id="as-error"),
         pytest.param(Status(Code.SUCCESS), "", id="empty"),
+        pytest.param(Status(Code.UNSCHEDULABLE, ("a", "b"), "P", "boom"), "boom, a, b", id="error-then-reasons"),
     ],
 )
 def test_status_message(status: Status, message: str) -> None:
     assert status.message() == message
+
+
+def test_rejection_does_not_need_reasons() -> None:
+    assert Status(Code.PENDING).is_rejected()
+    assert not Status(Code.ERROR).is_rejected()
 
 
 def test_status_helpers() -> None:

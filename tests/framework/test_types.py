@@ -70,11 +70,28 @@ def test_fit_error_counts_every_reason_of_a_node() -> None:
     assert _fit(2, statuses) == "0/2 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 x."
 
 
-def test_fit_error_absent_nodes_share_the_absent_status() -> None:
-    absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy plugin(s) [NodeAffinity]",))
-    assert _fit(5, {"n1": Status.unschedulable("r")}, absent) == (
-        "0/5 nodes are available: 1 r, 4 node(s) didn't satisfy plugin(s) [NodeAffinity]."
-    )
+@pytest.mark.parametrize(
+    ("node", "own", "shared", "message"),
+    [
+        pytest.param(
+            "n1",
+            Status.unschedulable("r"),
+            "node(s) didn't satisfy plugin(s) [NodeAffinity]",
+            "0/5 nodes are available: 1 r, 4 node(s) didn't satisfy plugin(s) [NodeAffinity].",
+            id="narrowed-by-node-affinity",
+        ),
+        pytest.param(
+            "a",
+            Status(Code.UNSCHEDULABLE, ("own",)),
+            "shared",
+            "0/5 nodes are available: 1 own, 4 shared.",
+            id="own-and-shared",
+        ),
+    ],
+)
+def test_fit_error_absent_nodes_share_the_absent_status(node: str, own: Status, shared: str, message: str) -> None:
+    absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (shared,))
+    assert _fit(5, {node: own}, absent) == message
 
 
 def test_fit_error_pre_filter_message_replaces_the_histogram() -> None:
