@@ -1,4 +1,5 @@
-"""Shared helpers for the vector and plugin tests: run the real pipeline, or drive one plugin.
+"""The one test harness: run the real pipeline (config → frameworks → cache → algorithm) on
+builder-made objects, or drive one plugin through its extension points.
 
 Expected strings are spelled out here as literals (not imported from the code under test), so a
 drift of a reason string in the scheduler makes the tests fail.
