@@ -1,4 +1,5 @@
-"""Shared helpers for the vector and plugin tests: run the real pipeline, or drive one plugin.
+"""The one test harness: run the real pipeline (config → frameworks → cache → algorithm) on
+builder-made objects, or drive one plugin through its extension points.
 
 Expected strings are spelled out here as literals (not imported from the code under test), so a
 drift of a reason string in the scheduler makes the tests fail.
@@ -165,6 +166,13 @@ class Run:
     def status(self, node: str) -> Status | None:
         """The node's explicit Filter status (absent nodes share ``absent_nodes_status``)."""
         return self.attempt.diagnosis.node_to_status.get(node)
+
+    def reason(self, node: str) -> str | None:
+        """The node's Filter reason; a node PreFilter left out gets the shared ``absent_nodes_status``."""
+        status = self.status(node)
+        if status is None and node not in self.feasible:
+            status = self.attempt.diagnosis.absent_nodes_status
+        return None if status is None else status.message()
 
     def reasons(self) -> dict[str, tuple[str, Code, str]]:
         """node -> (reason message, code, plugin) for every node with an explicit status."""

@@ -54,14 +54,20 @@ class Cluster:
     def delete(self, obj: PodBuilder | NodeBuilder) -> None:
         self.sched.on_object("DELETED", obj.dict())
 
-    async def settle(self) -> int:
-        """Run scheduling cycles until nothing is ready, letting every binding finish; returns cycles run."""
+    async def settle(self, *, interleave: bool = False) -> int:
+        """Run scheduling cycles until nothing is ready, letting every binding finish; returns cycles run.
+
+        ``interleave`` yields to the event loop after each cycle, so bindings land between cycles (as in
+        ``run``) instead of all piling up until the drain.
+        """
         cycles = 0
         while True:
             ran = 0
             while self.sched.schedule_one():
                 ran += 1
                 assert cycles + ran < 10_000, "the scheduling loop does not come to rest"
+                if interleave:
+                    await asyncio.sleep(0)
             await self.sched.drain()
             cycles += ran
             if ran == 0:
@@ -233,6 +239,63 @@ def test_adding_a_node_in_the_missing_zone_binds_the_pod_there_on_the_next_cycle
     run(body)
 
 
+def test_unmet_spread_is_reported_once_then_a_new_zone_binds_it() -> None:
+    async def body() -> None:
+        c = Cluster()
+        two_zones_min_domains_three(c)
+        await c.settle(interleave=True)
+        assert c.binder.binds == []
+        message = f"0/2 nodes are available: 2 {SPREAD}."
+        assert c.recorder.conditions == [Condition("default/new", "Unschedulable", message)]
+        assert [e.reason for e in c.recorder.events_for("default/new")] == ["FailedScheduling"]
+        assert c.sched.queue.location("default/new") == "unschedulable"
+
+        c.clock.advance(400)  # the 5-minute flush retries it: same message, so nothing is written again
+        c.sched.queue.flush_unschedulable_leftover(c.clock())
+        c.clock.advance(20)
+        assert await c.settle(interleave=True) == 1
+        assert len(c.recorder.conditions) == 1
+        assert [e.reason for e in c.recorder.events_for("default/new")] == ["FailedScheduling"]
+
+        c.add(make_node("c1").zone("zone-c"))  # TV-25 (a): the queueing hint says Queue
+        assert c.sched.queue.location("default/new") in ("active", "backoff")
+        await c.settle(interleave=True)
+        assert c.binder.binds == [("default/new", "c1")]
+        assert c.recorder.events[-1] == Event(
+            "default/new", "Normal", "Scheduled", "Binding", "Successfully assigned default/new to c1"
+        )
+
+    run(body)
+
+
+def test_deleting_a_matching_pod_requeues_and_binds() -> None:
+    async def body() -> None:
+        c = Cluster()
+        two_zones_min_domains_three(c)
+        await c.settle(interleave=True)
+        c.delete(c.pods["default/old-b"])
+        await c.settle(interleave=True)
+        assert c.binder.binds == [("default/new", "b1")]
+
+    run(body)
+
+
+def test_irrelevant_events_leave_the_pod_parked() -> None:
+    async def body() -> None:
+        c = Cluster()
+        two_zones_min_domains_three(c)
+        await c.settle(interleave=True)
+        c.add(make_node("no-zone"))  # TV-25 (b)
+        c.add(make_pod("other-ns", "other").labels(FOO).node("a1"))  # (c)
+        c.add(make_pod("other-app").label("app", "other").node("a1"))  # (g)
+        c.modify(make_node("a1").zone("zone-a").label("team", "x"))  # (e)
+        assert c.sched.queue.location("default/new") == "unschedulable"
+        c.modify(make_node("b1").zone("zone-b").taint("k", "v", "PreferNoSchedule"))  # (f): any taint change
+        assert c.sched.queue.location("default/new") in ("active", "backoff")
+
+    run(body)
+
+
 @pytest.mark.parametrize("how", ["deleted", "succeeded", "failed"])
 def test_a_matching_pod_that_goes_away_frees_its_zone_for_the_pod(how: str) -> None:
     """Deleted, or terminal (the informer's field selector hides Succeeded/Failed pods)."""
@@ -274,6 +337,18 @@ def test_pods_of_another_scheduler_are_never_bound_written_or_queued() -> None:
         assert "default/theirs" not in c.sched.pending
         assert c.sched.stats.attempts == {}
         c.delete(theirs)
+        assert c.sched.queue.location("default/theirs") is None
+
+    run(body)
+
+
+def test_pods_of_other_schedulers_are_never_written() -> None:
+    async def body() -> None:
+        c = Cluster()
+        c.add(make_node("n1"), make_pod("theirs").scheduler("default-scheduler"), make_pod("ours"))
+        await c.settle(interleave=True)
+        assert c.binder.binds == [("default/ours", "n1")]
+        assert c.recorder.writes_for("default/theirs") == 0
         assert c.sched.queue.location("default/theirs") is None
 
     run(body)
@@ -347,6 +422,24 @@ def test_the_assumed_pod_counts_for_the_next_decision_before_any_confirmation() 
     run(body)
 
 
+def test_an_assumed_pod_counts_before_the_watch_confirms_it() -> None:
+    """Bindings land between the cycles (no hold) but the watch never confirms them."""
+
+    async def body() -> None:
+        c = Cluster()
+        c.add(make_node("n1"), make_node("n2"))
+        c.add(
+            *[
+                make_pod(f"p{i}").labels(FOO).spread(HOSTNAME, 1, match=FOO).created(f"2026-01-01T00:00:0{i}Z")
+                for i in range(2)
+            ],
+        )
+        await c.settle(interleave=True)
+        assert sorted(node for _, node in c.binder.binds) == ["n1", "n2"]
+
+    run(body)
+
+
 def test_binding_failed_with_a_transient_error_is_forgotten_and_retried_after_error_backoff() -> None:
     """schedule_one_test.go 'binding failed': forget the assumed pod, requeue it to backoff, bind later."""
 
@@ -398,6 +491,8 @@ def test_conflict_or_gone_is_forgotten_and_never_retried(error: Exception) -> No
         assert c.binder.calls == [(key, "node1")] and c.binder.binds == []
         assert c.sched.cache.pod(key) is None and not c.sched.cache.is_assumed(key)
         assert c.sched.queue.location(key) is None
+        assert c.recorder.conditions == []
+        assert c.sched.stats.bind_failures == 1
         c.clock.advance(1_000)
         c.sched.queue.flush_unschedulable_leftover(c.clock())
         await c.settle()
@@ -650,6 +745,47 @@ def test_deleting_pod() -> None:
     run(body)
 
 
+def test_deleted_pending_pod_is_dropped_and_terminating_one_skipped() -> None:
+    """Both before any node exists: the deleted one leaves no trace, the deleting one gets the skip event."""
+
+    async def body() -> None:
+        c = Cluster()
+        gone = make_pod("gone")
+        c.add(gone, make_pod("dying").terminating())
+        c.delete(gone)
+        c.add(make_node("n1"))
+        await c.settle(interleave=True)
+        assert c.binder.binds == []
+        assert c.recorder.events == [
+            Event(
+                "default/dying",
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                "skip schedule deleting pod: default/dying",
+            )
+        ]
+
+    run(body)
+
+
+def test_an_invalid_pod_is_explained_and_does_not_stop_the_others() -> None:
+    async def body() -> None:
+        c = Cluster()
+        c.add(
+            make_node("n1").zone("a"),
+            make_pod("bad").spread(ZONE, 1, when="Sometimes", match=FOO),
+            make_pod("good"),
+        )
+        await c.settle(interleave=True)
+        assert c.binder.binds == [("default/good", "n1")]
+        (condition,) = c.recorder.conditions
+        assert condition.pod == "default/bad" and condition.reason == "Unschedulable"
+        assert "spec.topologySpreadConstraints[0].whenUnsatisfiable" in condition.message
+
+    run(body)
+
+
 def test_an_invalid_pod_gets_a_condition_naming_the_field_and_others_still_bind() -> None:
     async def body() -> None:
         c = Cluster()
@@ -691,6 +827,40 @@ def test_two_hundred_pods_created_at_once_bind_exactly_once_with_the_zone_spread
         assert c.sched.cache.pod_count == 200
         assert not any(c.sched.cache.is_assumed(k) for k in keys)
         assert len(c.binder.calls) == 200
+
+    run(body)
+
+
+def test_two_hundred_pods_bind_exactly_once_and_the_spread_holds() -> None:
+    """The same in a shuffled creation order, bindings landing between cycles, then confirmed."""
+
+    async def body() -> None:
+        c = Cluster()
+        c.add(*[make_node(f"{z}{i}").zone(z) for z in ("a", "b", "c") for i in range(2)])
+        pods = [make_pod(f"p{i:03d}").labels(FOO).spread(ZONE, 1, match=FOO) for i in range(200)]
+        random.Random(3).shuffle(pods)
+        c.add(*pods)
+        await c.settle(interleave=True)
+        c.confirm()
+        await c.settle(interleave=True)
+        assert len(c.binder.binds) == 200 and len({key for key, _ in c.binder.binds}) == 200
+        per_zone = Counter(node[0] for _, node in c.binder.binds)
+        assert max(per_zone.values()) - min(per_zone.values()) <= 1
+
+    run(body)
+
+
+def test_run_stops_when_asked_and_drains_bindings() -> None:
+    async def body() -> None:
+        c = Cluster()
+        c.add(make_node("n1"), *[make_pod(f"p{i}") for i in range(5)])
+        stop = asyncio.Event()
+        runner = asyncio.create_task(c.sched.run(stop))
+        while len(c.binder.binds) < 5:
+            await asyncio.sleep(0)
+        stop.set()
+        await asyncio.wait_for(runner, timeout=5)
+        assert runner.done() and len(c.binder.binds) == 5
 
     run(body)
 

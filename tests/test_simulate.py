@@ -192,6 +192,18 @@ class TestMinDomainsExample:
         (result,) = json.loads(done.stdout)["results"]
         assert result["node"] is None and result["message"] == f"0/3 nodes are available: 3 {SPREAD}."
 
+    def test_console_script_runs(self) -> None:
+        """The entry point's default table output carries the message too."""
+        exe = Path(sys.executable).parent / "spread-scheduler"
+        out = subprocess.run(
+            [str(exe), "simulate", str(EXAMPLES / "min-domains.yaml")],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        assert "0/3 nodes are available" in out.stdout
+
 
 class TestNodeAffinitySkewExample:
     """``examples/node-affinity-skew.yaml`` (TV-11, issue #106971)."""
@@ -317,6 +329,25 @@ class TestInputFormats:
         path = tmp_path / "multi.yaml"
         path.write_text(yaml.safe_dump_all(docs))
         assert simulate_json(capsys, str(path)) == [TV7_RESULT]
+
+    def test_kubectl_style_input_multi_doc_and_table(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """min-domains.yaml with kubectl's extras, as a PodList and as documents: same JSON, and a table."""
+        items = yaml.safe_load((EXAMPLES / "min-domains.yaml").read_text())["items"]
+        for item in items:  # what kubectl get -o yaml adds
+            item["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+            if item["kind"] == "Pod":
+                item["status"] = {"phase": "Running"} if "nodeName" in item["spec"] else {}
+        (tmp_path / "list.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "PodList", "items": items}))
+        (tmp_path / "multi.yaml").write_text(yaml.safe_dump_all(items))
+        docs = []
+        for name in ("list.yaml", "multi.yaml"):
+            assert main(["simulate", str(tmp_path / name), "--output", "json"]) == 0
+            docs.append(json.loads(capsys.readouterr().out))
+        a, b = docs
+        assert a == b and a["results"][0]["node"] is None
+        assert main(["simulate", str(tmp_path / "multi.yaml")]) == 0
+        table = capsys.readouterr().out
+        assert "UNSCHEDULABLE" in table and "n1" in table and "PodTopologySpread" in table
 
     def test_json_input(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """``kubectl get -o json`` output is YAML too."""
@@ -507,10 +538,13 @@ class TestErrors:
         assert main(["simulate", str(path)]) == 2
         assert capsys.readouterr().err.startswith(f"spread-scheduler: cannot read {path}: ")
 
-    def test_bad_config(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    @pytest.mark.parametrize(
+        "newline", [pytest.param("\n", id="newline-terminated"), pytest.param("", id="no-newline")]
+    )
+    def test_bad_config(self, tmp_path: Path, capsys: pytest.CaptureFixture[str], newline: str) -> None:
         """The message names the config field."""
         config = tmp_path / "config.yaml"
-        config.write_text("profiles: [{plugins: {filter: {enabled: [{name: Nope}]}}}]\n")
+        config.write_text("profiles: [{plugins: {filter: {enabled: [{name: Nope}]}}}]" + newline)
         assert main(["simulate", str(EXAMPLES / "two-zones.yaml"), "--config", str(config)]) == 2
         out = capsys.readouterr()
         assert out.out == ""

@@ -68,7 +68,13 @@ def test_tv1_hard_zone_spread_filters_zone_a_and_ties_between_node3_node4() -> N
     assert r.raw(TT) == {"node3": 0, "node4": 0}
     assert r.normalized(TT) == {"node3": 100, "node4": 100}
     assert r.totals == {"node3": 300, "node4": 300}
-    assert hosts_over_seeds(nodes, pods, pod, seeds=SEEDS) == {"node3", "node4"}
+    hosts = set()
+    for seed in range(20):  # the seed only breaks the tie: the verdicts and scores never change
+        rs = schedule(nodes, pods, pod, seed=seed)
+        assert rs.feasible == {"node3", "node4"} and rs.reasons() == r.reasons()
+        assert rs.scored_plugins == [TT] and rs.normalized(TT) == {"node3": 100, "node4": 100}
+        hosts.add(rs.host)
+    assert hosts == {"node3", "node4"}
 
 
 def test_tv2_hard_zone_and_hostname_leaves_one_node_bound_without_scoring() -> None:
@@ -162,7 +168,11 @@ def test_tv7_system_defaults_from_replicaset_selector() -> None:
 
 @pytest.mark.parametrize(
     ("with_owner", "objects"),
-    [pytest.param(True, [], id="owner-not-found"), pytest.param(False, [RS1], id="no-owner-reference")],
+    [
+        pytest.param(True, [], id="owner-not-found"),
+        pytest.param(False, [RS1], id="no-owner-reference"),
+        pytest.param(False, [], id="no-owner-no-objects"),
+    ],
 )
 def test_tv7_without_owner_or_service_no_default_constraints(with_owner: bool, objects: list[dict[str, Any]]) -> None:
     nodes, pods = _rs_pods()
@@ -356,15 +366,12 @@ def test_tv13_match_label_keys(keys: list[str] | None, feasible: set[str]) -> No
     assert r.feasible == feasible
 
 
-def test_tv13_selector_already_merged_by_the_api_server_gives_the_same_result() -> None:
+@pytest.mark.parametrize("v1_pods", [pytest.param(2, id="two-v1-pods"), pytest.param(1, id="one-v1-pod")])
+def test_tv13_selector_already_merged_by_the_api_server_gives_the_same_result(v1_pods: int) -> None:
     v1 = {"app": "web", "pod-template-hash": "v1"}
     v2 = {"app": "web", "pod-template-hash": "v2"}
     nodes = [make_node(f"n{i}") for i in (1, 2, 3)]
-    pods = [
-        make_pod("a").labels(v2).node("n1"),
-        make_pod("b").labels(v1).node("n2"),
-        make_pod("c").labels(v1).node("n2"),
-    ]
+    pods = [make_pod("a").labels(v2).node("n1")] + [make_pod(n).labels(v1).node("n2") for n in "bc"[:v1_pods]]
     merged = {"matchLabels": {"app": "web"}, "matchExpressions": [expr("pod-template-hash", "In", "v2")]}
     pod = make_pod("incoming").labels(v2).spread(HOSTNAME, 1, selector=merged, matchLabelKeys=["pod-template-hash"])
     assert pod.build().errors == ()
@@ -425,6 +432,11 @@ def test_tv16_node_without_the_topology_key_is_unresolvable() -> None:
         ),
         pytest.param({"key": "dedicated", "value": "cpu"}, False, id="f-other-value"),
         pytest.param({"key": "Dedicated", "operator": "Exists"}, False, id="g-keys-case-sensitive"),
+        pytest.param(
+            {"key": "dedicated", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5},
+            False,
+            id="toleration-seconds-do-not-help",
+        ),
     ],
 )
 def test_tv17_toleration_matrix(toleration: dict[str, str], tolerated: bool) -> None:
@@ -521,38 +533,44 @@ def test_tv18_no_prefer_no_schedule_taint_gives_every_node_100() -> None:
 # -- TV-19 .. TV-22: NodeAffinity ----------------------------------------------------------------
 
 
-def _tv19_nodes() -> list[Any]:
+def _tv19_nodes(zone_key: str) -> list[Any]:
     return [
-        make_node("nA").label("disk", "ssd").zone("zoneA").label("gen", "5"),
-        make_node("nB").label("disk", "ssd").zone("zoneB"),
-        make_node("nC").label("disk", "hdd").zone("zoneA"),
+        make_node("nA").label("disk", "ssd").label(zone_key, "zoneA").label("gen", "5"),
+        make_node("nB").label("disk", "ssd").label(zone_key, "zoneB"),
+        make_node("nC").label("disk", "hdd").label(zone_key, "zoneA"),
         make_node("nD").label("disk", "ssd").label("gen", "1_0"),
         make_node("nE").label("disk", "ssd").label("gen", "05"),
     ]
 
 
-def test_tv19_required_affinity_with_node_selector_and_go_integers() -> None:
+TV19_ZONE_KEYS = [pytest.param(ZONE, id="well-known-zone-key"), pytest.param("zone", id="plain-zone-key")]
+
+
+@pytest.mark.parametrize("zone_key", TV19_ZONE_KEYS)
+def test_tv19_required_affinity_with_node_selector_and_go_integers(zone_key: str) -> None:
     pod = (
         make_pod("incoming")
         .node_selector({"disk": "ssd"})
-        .required_terms(term(expr(ZONE, "In", "zoneA")), term(expr("gen", "Gt", "3")))
+        .required_terms(term(expr(zone_key, "In", "zoneA")), term(expr("gen", "Gt", "3")))
     )
-    r = schedule(_tv19_nodes(), [], pod)
+    r = schedule(_tv19_nodes(zone_key), [], pod)
     assert r.feasible == {"nA", "nE"}
     unresolvable = (AFFINITY, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NA)
     assert r.reasons() == {"nB": unresolvable, "nC": unresolvable, "nD": unresolvable}
     assert r.scored_plugins == [TT]  # NodeAffinity has no preferred terms: PreScore Skip
 
 
-def test_tv19_variant_not_in_and_does_not_exist_match_absent_keys() -> None:
-    pod = make_pod("incoming").required_terms(term(expr(ZONE, "NotIn", "zoneA"), expr("gpu", "DoesNotExist")))
-    r = schedule(_tv19_nodes(), [], pod)
+@pytest.mark.parametrize("zone_key", TV19_ZONE_KEYS)
+def test_tv19_variant_not_in_and_does_not_exist_match_absent_keys(zone_key: str) -> None:
+    pod = make_pod("incoming").required_terms(term(expr(zone_key, "NotIn", "zoneA"), expr("gpu", "DoesNotExist")))
+    r = schedule(_tv19_nodes(zone_key), [], pod)
     assert r.feasible == {"nB", "nD", "nE"}
 
 
-def test_tv20_preferred_affinity_scores() -> None:
+@pytest.mark.parametrize("n1_disk", [pytest.param("ssd", id="n1-disk-ssd"), pytest.param("", id="n1-disk-empty")])
+def test_tv20_preferred_affinity_scores(n1_disk: str) -> None:
     nodes = [
-        make_node("n1").zone("zoneA").label("disk", "ssd"),
+        make_node("n1").zone("zoneA").label("disk", n1_disk),
         make_node("n2").zone("zoneA"),
         make_node("n3").zone("zoneB").label("disk", ""),  # Exists matches an empty value
         make_node("n4").zone("zoneB"),
@@ -569,10 +587,20 @@ def test_tv20_preferred_affinity_scores() -> None:
     assert r.host == "n1"
 
 
-def test_tv21_match_fields_narrowing_with_tainted_target() -> None:
+def test_tv20_no_preferred_terms_means_no_node_affinity_score() -> None:
+    r = schedule([make_node("n1"), make_node("n2")], [], make_pod("p"))
+    assert NA not in r.scored_plugins
+
+
+# The incoming pod's own labels (foo=bar like cluster A's pods, or none) play no part in TV-21/22.
+INCOMING_LABELS = [pytest.param({}, id="unlabelled"), pytest.param(FOO, id="foo-bar")]
+
+
+@pytest.mark.parametrize("labels", INCOMING_LABELS)
+def test_tv21_match_fields_narrowing_with_tainted_target(labels: dict[str, str]) -> None:
     nodes, pods = cluster_a()
     nodes[1] = nodes[1].taint("dedicated", "infra")
-    r = schedule(nodes, pods, make_pod("incoming").required_terms(term(fields=[name_in("node2")])))
+    r = schedule(nodes, pods, make_pod("incoming").labels(labels).required_terms(term(fields=[name_in("node2")])))
     assert r.host is None
     assert r.message == (
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), "
@@ -587,37 +615,62 @@ def test_tv21_match_fields_narrowing_with_tainted_target() -> None:
     assert r.attempt.evaluated_nodes == 1
 
 
-def test_tv21_without_the_taint_the_single_candidate_is_bound_without_scoring() -> None:
+@pytest.mark.parametrize("labels", INCOMING_LABELS)
+def test_tv21_without_the_taint_the_single_candidate_is_bound_without_scoring(labels: dict[str, str]) -> None:
     nodes, pods = cluster_a()
-    r = schedule(nodes, pods, make_pod("incoming").required_terms(term(fields=[name_in("node2")])))
+    r = schedule(nodes, pods, make_pod("incoming").labels(labels).required_terms(term(fields=[name_in("node2")])))
     assert r.host == "node2"
     assert r.attempt.evaluated_nodes == 1
     assert r.attempt.scores == []
 
 
-def test_tv21_two_terms_narrow_to_their_union() -> None:
+@pytest.mark.parametrize("labels", INCOMING_LABELS)
+def test_tv21_two_terms_narrow_to_their_union(labels: dict[str, str]) -> None:
     nodes, pods = cluster_a()
-    pod = make_pod("incoming").required_terms(term(fields=[name_in("node1")]), term(fields=[name_in("node3")]))
+    pod = (
+        make_pod("incoming")
+        .labels(labels)
+        .required_terms(term(fields=[name_in("node1")]), term(fields=[name_in("node3")]))
+    )
     r = schedule(nodes, pods, pod)
     assert r.feasible == {"node1", "node3"}
     assert r.attempt.evaluated_nodes == 2
     assert r.reasons() == {}
 
 
-def test_tv21_a_term_without_match_fields_disables_narrowing() -> None:
+@pytest.mark.parametrize(
+    ("labels", "third", "feasible", "reasons"),
+    [
+        pytest.param(
+            {},
+            expr(ZONE, "In", "zoneB"),
+            {"node1", "node3", "node4"},
+            {"node2": (AFFINITY, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NA)},
+            id="zone-in-zone-b",
+        ),
+        pytest.param(FOO, expr(ZONE, "Exists"), ALL_A, {}, id="term-without-fields"),
+    ],
+)
+def test_tv21_a_term_without_match_fields_disables_narrowing(
+    labels: dict[str, str], third: dict[str, Any], feasible: set[str], reasons: dict[str, tuple[str, Code, str]]
+) -> None:
     nodes, pods = cluster_a()
-    pod = make_pod("incoming").required_terms(
-        term(fields=[name_in("node1")]), term(fields=[name_in("node3")]), term(expr(ZONE, "In", "zoneB"))
+    pod = (
+        make_pod("incoming")
+        .labels(labels)
+        .required_terms(term(fields=[name_in("node1")]), term(fields=[name_in("node3")]), term(third))
     )
     r = schedule(nodes, pods, pod)
-    assert r.feasible == {"node1", "node3", "node4"}
+    assert r.feasible == feasible
     assert r.attempt.evaluated_nodes == 4
-    assert r.reasons() == {"node2": (AFFINITY, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NA)}
+    assert r.reasons() == reasons
 
 
-def test_tv22_conflicting_match_fields_fail_at_prefilter() -> None:
+@pytest.mark.parametrize("labels", INCOMING_LABELS)
+def test_tv22_conflicting_match_fields_fail_at_prefilter(labels: dict[str, str]) -> None:
     nodes, pods = cluster_a()
-    r = schedule(nodes, pods, make_pod("incoming").required_terms(term(fields=[name_in("node1"), name_in("node2")])))
+    pod = make_pod("incoming").labels(labels).required_terms(term(fields=[name_in("node1"), name_in("node2")]))
+    r = schedule(nodes, pods, pod)
     assert r.host is None
     assert r.code is Code.UNSCHEDULABLE
     assert r.message == "0/4 nodes are available: pod affinity terms conflict."
@@ -668,6 +721,9 @@ def test_tv24_num_feasible_nodes_to_find_adaptive(num_nodes: int, expected: int)
         pytest.param(30, 200, 100, id="floored-to-min-100"),
         pytest.param(100, 5000, 5000, id="all"),
         pytest.param(5, 99, 99, id="below-100-searches-all"),
+        pytest.param(100, 1000, 1000, id="100pct-of-1000"),
+        pytest.param(1, 1000, 100, id="never-below-100"),
+        pytest.param(50, 99, 99, id="fewer-than-100-nodes-all-of-them"),
     ],
 )
 def test_tv24_num_feasible_nodes_to_find_configured(percentage: int, num_nodes: int, expected: int) -> None:

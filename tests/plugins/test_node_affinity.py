@@ -66,6 +66,7 @@ def preferred(*weighted: tuple[int, dict[str, Any]]) -> dict[str, Any]:
         pytest.param("05", 5, id="leading-zero"),
         pytest.param("+5", 5, id="plus-sign"),
         pytest.param("-3", -3, id="minus-sign"),
+        pytest.param("-7", -7, id="minus-seven"),
         pytest.param("-0", 0, id="minus-zero"),
         pytest.param("9223372036854775807", 2**63 - 1, id="int64-max"),
         pytest.param("-9223372036854775808", -(2**63), id="int64-min"),
@@ -74,12 +75,14 @@ def preferred(*weighted: tuple[int, dict[str, Any]]) -> dict[str, Any]:
         pytest.param("5 ", None, id="trailing-space"),
         pytest.param("5\n", None, id="trailing-newline"),
         pytest.param("5.0", None, id="decimal"),
+        pytest.param("1.5", None, id="fraction"),
         pytest.param("0x10", None, id="hex"),
         pytest.param("", None, id="empty"),
         pytest.param("+", None, id="sign-only"),
         pytest.param("+-5", None, id="two-signs"),
         pytest.param("\uff15", None, id="fullwidth-digit"),
         pytest.param("\u0665", None, id="arabic-indic-digit"),
+        pytest.param("\u0663", None, id="arabic-indic-three"),
         pytest.param("9223372036854775808", None, id="int64-overflow"),
         pytest.param("-9223372036854775809", None, id="int64-underflow"),
     ],
@@ -650,6 +653,80 @@ def test_node_selector_mismatch_through_the_pipeline() -> None:
     assert r.code is Code.UNSCHEDULABLE
 
 
+@pytest.mark.parametrize(
+    ("op", "values", "label", "matches"),
+    [
+        pytest.param("In", ["a", "b"], "a", True, id="in-member"),
+        pytest.param("In", ["a"], None, False, id="in-absent"),
+        pytest.param("NotIn", ["a"], None, True, id="notin-absent"),
+        pytest.param("NotIn", ["a"], "a", False, id="notin-member"),
+        pytest.param("NotIn", ["a"], "b", True, id="notin-other-value"),
+        pytest.param("Exists", [], "", True, id="exists-empty-value"),
+        pytest.param("Exists", [], None, False, id="exists-absent"),
+        pytest.param("DoesNotExist", [], None, True, id="doesnotexist-absent"),
+        pytest.param("DoesNotExist", [], "x", False, id="doesnotexist-present"),
+        pytest.param("Gt", ["3"], "4", True, id="gt-greater"),
+        pytest.param("Gt", ["3"], "3", False, id="gt-equal"),
+        pytest.param("Lt", ["3"], "-1", True, id="lt-negative"),
+        pytest.param("Lt", ["3"], "x", False, id="lt-not-an-integer"),
+        pytest.param("Gt", ["3"], None, False, id="gt-absent"),
+    ],
+)
+def test_node_selector_operators(op: str, values: list[str], label: str | None, matches: bool) -> None:
+    """Each operator of a required term through the whole pipeline: the pod lands on n1 or nowhere."""
+    node = make_node("n1")
+    if label is not None:
+        node.label("k", label)
+    p = pod().required_terms({"matchExpressions": [{"key": "k", "operator": op, "values": values}]})
+    assert (schedule([node], [], p).host == "n1") is matches
+
+
+def test_gt_with_a_non_integer_bound_is_accepted_by_the_api_but_matches_nothing() -> None:
+    p = pod().required_terms({"matchExpressions": [{"key": "k", "operator": "Gt", "values": ["abc"]}]})
+    assert not p.build().errors
+    r = schedule([make_node("n1").label("k", "5")], [], p)
+    assert r.host is None and "didn't match Pod's node affinity/selector" in r.message
+
+
+def test_match_fields_not_in_excludes_the_node_but_does_not_narrow() -> None:
+    p = pod().required_terms({"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]})
+    r = schedule([make_node("n1"), make_node("n2")], [], p)
+    assert r.feasible == {"n2"}
+    assert r.reason("n1") == AFFINITY
+
+
+def test_empty_term_matches_nothing_and_zero_terms_are_an_api_error() -> None:
+    p = pod().required_terms({}, {"matchExpressions": [{"key": "a", "operator": "Exists"}]})
+    r = schedule([make_node("n1"), make_node("n2").label("a")], [], p)
+    assert r.feasible == {"n2"}
+    zero = make_pod("q").required_terms().build()
+    assert any("nodeSelectorTerms" in e.path for e in zero.errors)
+
+
+def test_added_affinity_is_checked_before_the_pods_own() -> None:
+    """addedAffinity (required and preferred) from a profile without apiVersion/kind."""
+    added = {
+        **required(term(expr("pool", "In", "spread"))),
+        **preferred((10, term(expr("fast", "Exists")))),
+    }
+    config = {
+        "profiles": [
+            {"schedulerName": "spread-scheduler", "pluginConfig": [{"name": NA, "args": {"addedAffinity": added}}]}
+        ]
+    }
+    nodes = [
+        make_node("n1"),
+        make_node("n2").label("pool", "spread"),
+        make_node("n3").label("pool", "spread").label("fast"),
+    ]
+    r = schedule(nodes, [], pod().node_selector({"x": "y"}), config=config)
+    assert r.reason("n1") == ENFORCED
+    assert r.reason("n2") == AFFINITY
+    ok = schedule(nodes, [], pod(), config=config)
+    assert ok.feasible == {"n2", "n3"} and ok.host == "n3"
+    assert ok.raw(NA) == {"n2": 0, "n3": 10}
+
+
 def test_pre_filter_conflict_status() -> None:
     na, cache = plugin(nodes=[make_node("a")])
     result, status = na.pre_filter(
@@ -781,8 +858,11 @@ def test_pre_score_error_for_a_non_integer_gt_value() -> None:
     assert "for 'Gt', 'Lt' operators, the value must be an integer" in status.message()
 
 
-def test_pre_score_error_fails_the_cycle_only_with_two_feasible_nodes() -> None:
-    p = pod().preferred_term(2, term(expr("gen", "Gt", "abc")))
+@pytest.mark.parametrize(
+    ("weight", "key"), [pytest.param(2, "gen", id="weight-2"), pytest.param(1, "k", id="weight-1")]
+)
+def test_pre_score_error_fails_the_cycle_only_with_two_feasible_nodes(weight: int, key: str) -> None:
+    p = pod().preferred_term(weight, term(expr(key, "Gt", "abc")))
     r = schedule([make_node("a"), make_node("b")], [], p)
     assert r.code is Code.ERROR
     assert r.host is None

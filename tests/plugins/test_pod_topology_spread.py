@@ -1512,6 +1512,7 @@ def test_topology_normalizing_weight(size: int) -> None:
         pytest.param(2, 1, math.log(4), 2 * math.log(4), id="count-times-weight"),
         pytest.param(0, 3, 1.0, 2.0, id="tolerance-max-skew-minus-one"),
         pytest.param(1, 5, math.log(5), math.log(5) + 4, id="both"),
+        pytest.param(2, 5, 1.0, 6.0, id="unit-weight"),
     ],
 )
 def test_score_for_count(count: int, max_skew: int, weight: float, expected: float) -> None:
@@ -1725,6 +1726,58 @@ def test_pods_of_other_schedulers_and_assumed_pods_count() -> None:
     cache.assume_pod(make_pod("assumed").labels(FOO).build(), "b")
     attempt = SchedulingAlgorithm(random.Random(0)).schedule_pod(framework(), cache, pod.build())
     assert attempt.feasible == ["a"]
+
+
+def test_terminal_pods_are_not_in_the_cache() -> None:
+    nodes = [make_node("n1"), make_node("n2")]
+    pods = [make_pod("x").labels(FOO).node("n1").phase("Succeeded")]
+    assert schedule(nodes, pods, incoming().spread(HOSTNAME, 1, match=FOO)).feasible == {"n1", "n2"}
+
+
+def test_service_selector_drives_system_default_spreading() -> None:
+    nodes = [make_node("n1").zone("a"), make_node("n2").zone("b")]
+    pods = [make_pod(f"w{i}").label("app", "web").node("n1") for i in range(3)]
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"app": "web"}},
+    }
+    r = schedule(nodes, pods, make_pod("new").label("app", "web"), objects=[svc])
+    assert r.host == "n2"
+    assert r.normalized(PTS)["n2"] == 100
+    no_svc = schedule(nodes, pods, make_pod("new").label("app", "web"))
+    assert PTS not in no_svc.scored_plugins
+
+
+def test_list_defaulting_with_a_hard_default_constraint() -> None:
+    """A hard hostname default, from a profile without apiVersion/kind, and a Service selecting one pod."""
+    config = {
+        "profiles": [
+            {
+                "schedulerName": "spread-scheduler",
+                "pluginConfig": [
+                    {
+                        "name": PTS,
+                        "args": {
+                            "defaultingType": "List",
+                            "defaultConstraints": [{"maxSkew": 1, "topologyKey": HOSTNAME, "whenUnsatisfiable": DNS}],
+                        },
+                    }
+                ],
+            }
+        ]
+    }
+    nodes = [make_node("n1"), make_node("n2")]
+    pods = [make_pod("w").label("app", "web").node("n1")]
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"app": "web"}},
+    }
+    r = schedule(nodes, pods, make_pod("new").label("app", "web"), objects=[svc], config=config)
+    assert r.feasible == {"n2"}
 
 
 def test_soft_and_hard_constraints_never_mix() -> None:

@@ -12,7 +12,7 @@ from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, NO_NODE_AVAILABLE_MSG
+from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, NO_NODE_AVAILABLE_MSG, NodeInfo
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder.default_binder import DefaultBinder
 from scheduler.plugins.nodeaffinity import node_affinity
@@ -172,6 +172,15 @@ def test_node_name(pod_node: str, want: Status | None) -> None:
     assert NodeName({}, plugin_handle(cache)).filter(CycleState(), pod, cache.get("foo")) == want
 
 
+def test_node_name_filter() -> None:
+    """A pod whose spec holds nothing but nodeName and containers, without a handle."""
+    plugin = node_name.NodeName({}, None)  # type: ignore[arg-type]
+    pod = Pod.from_dict(make_pod("p").dict() | {"spec": {"nodeName": "n2", "containers": []}})
+    status = plugin.filter(CycleState(), pod, NodeInfo(make_node("n1").build()))
+    assert status is not None and status.message() == node_name.ERR_REASON
+    assert plugin.filter(CycleState(), pod, NodeInfo(make_node("n2").build())) is None
+
+
 def test_node_name_status_gets_the_plugin_name_from_the_framework() -> None:
     fwk = framework()
     cache = make_cache([make_node("foo")])
@@ -206,6 +215,8 @@ def _prio(value: int | None) -> Pod:
         pytest.param(_prio(None), 1.0, _prio(0), 1.0, False, id="nil priority is zero, equal timestamps"),
         pytest.param(_prio(None), 0.0, _prio(-1), 5.0, True, id="nil priority beats negative"),
         pytest.param(_prio(-5), 0.0, _prio(None), 5.0, False, id="negative loses to nil"),
+        pytest.param(_prio(10), 5.0, _prio(1), 1.0, True, id="higher-priority-wins-over-an-earlier-timestamp"),
+        pytest.param(_prio(1), 1.0, _prio(10), 5.0, False, id="lower-priority-loses-despite-an-earlier-timestamp"),
     ],
 )
 def test_priority_sort_less(p1: Pod, t1: float, p2: Pod, t2: float, less: bool) -> None:

@@ -195,6 +195,13 @@ def test_filter_reason_is_generic_and_not_the_exported_constant() -> None:
     assert "gpu" not in status.message()  # 1.35 does not leak taint values
 
 
+def test_taint_toleration_filter_never_returns_the_unused_exported_constant() -> None:
+    """The same through the pipeline's FitError message."""
+    r = schedule([make_node("n1").taint("k", "v")], [], make_pod("p"))
+    assert taint_toleration.ERR_REASON_NOT_MATCH not in r.message
+    assert taint_toleration.ERR_REASON_UNTOLERATED in r.message
+
+
 def test_first_untolerated_taint_in_spec_order() -> None:
     taints = (Taint("a", "1", "PreferNoSchedule"), Taint("b", "2", "NoSchedule"), Taint("c", "3", "NoExecute"))
     effects = taint_toleration.FILTER_EFFECTS
@@ -277,6 +284,15 @@ def test_filter_through_the_pipeline() -> None:
         ),
         pytest.param(Toleration("g", "Gt", "3", "NoExecute"), Taint("g", "5", "NoSchedule"), False, False, id="effect"),
         pytest.param(Toleration("g", "Foo", "3"), Taint("g", "5", "NoSchedule"), False, False, id="unknown-operator"),
+        pytest.param(Toleration("gen", "Gt", "3"), Taint("gen", "5", "NoSchedule"), True, False, id="gt-any-effect"),
+        pytest.param(Toleration("gen", "Lt", "3"), Taint("gen", "5", "NoSchedule"), False, False, id="lt-any-effect"),
+        pytest.param(
+            Toleration("gen", "Gt", "3"),
+            Taint("gen", "05", "NoSchedule"),
+            False,
+            False,
+            id="gt-any-effect-leading-zero",
+        ),
     ],
 )
 def test_comparison_operators(toleration: Toleration, taint: Taint, gate_on: bool, gate_off: bool) -> None:

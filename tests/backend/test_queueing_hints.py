@@ -110,6 +110,14 @@ class TestRegistrations:
                 [(EventResource.POD, A.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)],
                 id="SchedulingGates",
             ),
+            pytest.param(
+                pts({}),
+                [
+                    (EventResource.POD, A.ADD | A.UPDATE_POD_LABEL | A.UPDATE_POD_TOLERATION | A.DELETE),
+                    (EventResource.NODE, A.ADD | A.DELETE | A.UPDATE_NODE_LABEL | A.UPDATE_NODE_TAINT),
+                ],
+                id="PodTopologySpread-system-defaulting",
+            ),
         ],
     )
     def test_events(self, plugin: object, expected: list[tuple[EventResource, ActionType]]) -> None:
@@ -155,6 +163,9 @@ ENFORCED_FOO_BAR = {
         }
     }
 }
+
+
+DISK_SSD = make_pod("p").node_selector({"disk": "ssd"})
 
 
 class TestNodeAffinityHint:
@@ -277,6 +288,21 @@ class TestNodeAffinityHint:
                 Q,
                 id="match-fields-named-node-added",
             ),
+            pytest.param(
+                {}, DISK_SSD, None, make_node("n").label("disk", "ssd"), Q, id="node-selector-matching-node-added"
+            ),
+            pytest.param({}, DISK_SSD, None, make_node("n"), SKIP, id="node-selector-non-matching-node-added"),
+            pytest.param(
+                {}, DISK_SSD, make_node("n"), make_node("n").label("disk", "ssd"), Q, id="node-selector-label-added"
+            ),
+            pytest.param(
+                {},
+                DISK_SSD,
+                make_node("n").label("disk", "ssd"),
+                make_node("n").label("disk", "ssd").label("x"),
+                SKIP,
+                id="node-selector-matched-before",
+            ),
         ],
     )
     def test_node_change(
@@ -369,6 +395,8 @@ class TestTaintTolerationHints:
                 id="was-tolerated-already",
             ),
             pytest.param(make_pod("p"), None, tainted("n"), Q, id="untainted-node-added"),
+            pytest.param(make_pod("p"), None, tainted("n", ("k", "v", "NoSchedule")), SKIP, id="tainted-node-added"),
+            pytest.param(make_pod("p"), tainted("n", ("k", "v", "NoSchedule")), tainted("n"), Q, id="taint-removed"),
         ],
     )
     def test_node_change(self, pod: PodBuilder, old: Obj, new: Obj, hint: QueueingHint) -> None:
@@ -398,6 +426,14 @@ class TestTaintTolerationHints:
         plugin = TaintToleration({}, Handle())
         pending = make_pod("pod-1", "ns-1").build()
         assert plugin.is_schedulable_after_pod_toleration_change(pending, old.build(), new.build()) is hint
+
+    def test_taint_toleration_pod_hint_only_for_the_pod_itself(self) -> None:
+        """The pending pod gaining a toleration queues; another pod appearing does not."""
+        plugin = TaintToleration({}, Handle())
+        pod = make_pod("p").build()
+        updated = make_pod("p").toleration("k", "Exists").build()
+        assert plugin.is_schedulable_after_pod_toleration_change(pod, pod, updated) is Q
+        assert plugin.is_schedulable_after_pod_toleration_change(pod, None, make_pod("other").build()) is SKIP
 
 
 # -- NodeUnschedulable --------------------------------------------------------------------------
@@ -432,6 +468,8 @@ class TestNodeUnschedulableHints:
                 id="queue-on-unschedulable-field-change",
             ),
             pytest.param(make_node("n"), make_node("n").unschedulable(), SKIP, id="cordon-never-helps"),
+            pytest.param(make_node("n").unschedulable(), make_node("n"), Q, id="uncordon-field-removed"),
+            pytest.param(make_node("n"), make_node("n").label("x"), SKIP, id="schedulable-node-relabelled"),
         ],
     )
     def test_node_change(self, old: Obj, new: Obj, hint: QueueingHint) -> None:
@@ -528,6 +566,7 @@ def spread_pod(*constraints: ConstraintSpec) -> PodBuilder:
     return pod
 
 
+TV25_POD = make_pod("pending").labels(FOO).spread(HOSTNAME, 1, match=FOO)  # TV-10's pod, left pending
 ZONE_FOO: ConstraintSpec = ("zone", FOO_EXISTS, {})
 NODE_FOO: ConstraintSpec = ("node", FOO_EXISTS, {})
 
@@ -662,6 +701,23 @@ class TestPodTopologySpreadNodeHint:
             spread_pod(ZONE_FOO).build(), Node.from_dict(old), Node.from_dict(new)
         )
         assert hint is Q
+
+    @pytest.mark.parametrize(
+        ("old", "new", "hint"),
+        [
+            pytest.param(None, make_node("n4"), Q, id="a-node-with-the-key-added"),
+            pytest.param(None, make_node("n5").unlabel(HOSTNAME), SKIP, id="b-node-without-the-key-added"),
+            pytest.param(make_node("n1"), make_node("n1").label("team", "x"), SKIP, id="e-unrelated-label"),
+            pytest.param(make_node("n2"), make_node("n2").taint("k", "v"), Q, id="f-taint-changed"),
+            pytest.param(make_node("n1").unlabel(HOSTNAME), make_node("n1"), Q, id="key-appeared"),
+            pytest.param(make_node("n1"), make_node("n1").unlabel(HOSTNAME), Q, id="key-vanished"),
+            pytest.param(make_node("n1"), None, Q, id="matching-node-deleted"),
+            pytest.param(make_node("n1").unlabel(HOSTNAME), None, SKIP, id="other-node-deleted"),
+        ],
+    )
+    def test_node_change_for_the_tv25_pod(self, old: Obj, new: Obj, hint: QueueingHint) -> None:
+        """TV-25's node events on the plugin alone (System defaulting): a hard hostname spread of foo=bar."""
+        assert pts({}).is_schedulable_after_node_change(TV25_POD.build(), obj(old), obj(new)) is hint
 
     def test_without_a_snapshot_the_hint_queues(self) -> None:
         """Constraints may come from defaults, which need the snapshot: without one, Queue (never strand)."""
@@ -887,6 +943,43 @@ class TestPodTopologySpreadPodHint:
     def test_pod_change(self, pod: PodBuilder, old: Obj, new: Obj, hint: QueueingHint) -> None:
         """Upstream's Test_isSchedulableAfterPodChange plus our own branches."""
         assert pts().is_schedulable_after_pod_change(pod.build(), obj(old), obj(new)) is hint
+
+    @pytest.mark.parametrize(
+        ("old", "new", "hint"),
+        [
+            pytest.param(None, make_pod("x", "other").labels(FOO).node("n1"), SKIP, id="c-other-namespace"),
+            pytest.param(make_pod("x").labels(FOO).node("n1"), None, Q, id="d-matching-pod-deleted"),
+            pytest.param(None, make_pod("x").label("app", "other").node("n1"), SKIP, id="g-non-matching-pod"),
+            pytest.param(None, make_pod("x").labels(FOO).node("n1"), Q, id="matching-pod-added"),
+            pytest.param(None, make_pod("x").labels(FOO), SKIP, id="unassigned-other-pod"),
+            pytest.param(
+                make_pod("x").labels(FOO).node("n1"),
+                make_pod("x").label("a", "b").node("n1"),
+                Q,
+                id="label-no-longer-matches",
+            ),
+            pytest.param(
+                make_pod("x").labels(FOO).node("n1"),
+                make_pod("x").labels(FOO).label("z", "1").node("n1"),
+                SKIP,
+                id="label-change-same-match",
+            ),
+        ],
+    )
+    def test_pod_change_for_the_tv25_pod(self, old: Obj, new: Obj, hint: QueueingHint) -> None:
+        """TV-25's pod events on the plugin alone (System defaulting): a hard hostname spread of foo=bar."""
+        assert pts({}).is_schedulable_after_pod_change(TV25_POD.build(), obj(old), obj(new)) is hint
+
+    def test_pts_own_toleration_change_with_honor_taints_queues(self) -> None:
+        """The pending pod itself gaining a toleration, with nodeTaintsPolicy Honor."""
+        pending = make_pod("pending").labels(FOO).spread(HOSTNAME, 1, match=FOO, nodeTaintsPolicy="Honor")
+        updated = (
+            make_pod("pending")
+            .labels(FOO)
+            .spread(HOSTNAME, 1, match=FOO, nodeTaintsPolicy="Honor")
+            .toleration("k", "Exists")
+        )
+        assert pts({}).is_schedulable_after_pod_change(pending.build(), pending.build(), updated.build()) is Q
 
 
 DEFAULT_HARD_HOSTNAME = {
@@ -1134,16 +1227,24 @@ class TestMatchClusterEvents:
                 id="node-taint-update-not-registered",
             ),
             pytest.param((NODE, A.ALL), (NODE, A.UPDATE_NODE_CONDITION), True, id="all-actions-of-one-resource"),
+            pytest.param(
+                (POD, A.UPDATE), (ASSIGNED, A.UPDATE_POD_LABEL), True, id="update-registration-takes-a-label-update"
+            ),
+            pytest.param(
+                (POD, A.UPDATE_POD_LABEL), ev.UNSCHEDULABLE_TIMEOUT, True, id="unschedulable-timeout-matches-all"
+            ),
+            pytest.param((POD, A.UPDATE_POD_LABEL), ev.NODE_ADD, False, id="node-add-is-no-pod-label-update"),
         ],
     )
     def test_match(
         self,
         registered: tuple[EventResource, ActionType],
-        incoming: tuple[EventResource, ActionType],
+        incoming: tuple[EventResource, ActionType] | ClusterEvent,
         matches: bool,
     ) -> None:
         """Upstream's TestCloudEvent_Match plus the rules of spec 5.4."""
-        assert ev.match_cluster_events(ClusterEvent(*registered), ClusterEvent(*incoming)) is matches
+        event = incoming if isinstance(incoming, ClusterEvent) else ClusterEvent(*incoming)
+        assert ev.match_cluster_events(ClusterEvent(*registered), event) is matches
 
     def test_action_bits_keep_upstream_order(self) -> None:
         """``<=`` compares numbers, so the bit order must be upstream's (Add, Delete, node updates, pod updates)."""
@@ -1300,6 +1401,14 @@ class TestNodeSchedulingPropertiesChange:
                 [A.UPDATE_NODE_TAINT],
                 id="taint-effect-changed",
             ),
+            pytest.param(make_node("n"), make_node("n").unschedulable(), [A.UPDATE_NODE_TAINT], id="uncordon"),
+            pytest.param(
+                make_node("n").zone("z").taint("k"),
+                make_node("n"),
+                [A.UPDATE_NODE_LABEL, A.UPDATE_NODE_TAINT],
+                id="zone-label-and-taint-added",
+            ),
+            pytest.param(make_node("n"), make_node("n"), [], id="identical-nodes"),
         ],
     )
     def test_classification(self, new: NodeBuilder, old: NodeBuilder, actions: list[ActionType]) -> None:
@@ -1444,6 +1553,17 @@ class TestPodSchedulingPropertiesChange:
                     (UNSCHED, A.UPDATE_POD_TOLERATION),
                 ],
                 id="all-four-in-upstream-extractor-order",
+            ),
+            pytest.param(
+                make_pod("p").label("a", "b").toleration("k", "Exists"),
+                make_pod("p").gate("g"),
+                UNSCHED,
+                [
+                    (UNSCHED, A.UPDATE_POD_LABEL),
+                    (UNSCHED, A.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),
+                    (UNSCHED, A.UPDATE_POD_TOLERATION),
+                ],
+                id="labels-gates-and-tolerations",
             ),
         ],
     )

@@ -15,7 +15,7 @@ from scheduler.api.labels import Selector, parse_label_selector
 from scheduler.config import load_config
 from scheduler.scheduler import Scheduler
 from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
-from tests.core.fakes import FakeBinder, FakeClock, FakeRecorder
+from tests.fakes import FakeBinder, FakeClock, FakeRecorder
 
 
 def listed(*objs: dict[str, Any]) -> dict[str, str]:

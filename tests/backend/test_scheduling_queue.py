@@ -144,6 +144,27 @@ def test_priority_queue_add() -> None:
     assert pop_all(q, T0 + 3) == ["hpp", "mpp", "up"]
 
 
+def test_active_queue_orders_by_priority_then_arrival() -> None:
+    q = default_queue()
+    q.add(make_pod("low").priority(1).build(), T0)
+    q.add(make_pod("high").priority(9).build(), T0 + 1)
+    q.add(make_pod("low2").priority(1).build(), T0 + 2)
+    popped = [q.pop(T0 + 3) for _ in range(3)]
+    assert [p.pod.name for p in popped if p] == ["high", "low", "low2"]
+    assert q.pop(T0 + 3) is None
+
+
+def test_a_retried_pod_goes_behind_pods_that_waited_longer() -> None:
+    q = default_queue()
+    q.add(make_pod("a").build(), T0)
+    q.add(make_pod("b").build(), T0 + 1)
+    a = q.pop(T0 + 2)
+    assert a is not None and a.pod.name == "a"
+    q.add_unschedulable_if_not_present(a, T0 + 3, error=True)  # no rejectors: back after backoff
+    b = q.pop(T0 + 10)
+    assert b is not None and b.pod.name == "b"
+
+
 def test_equal_priority_pods_pop_in_timestamp_order() -> None:
     """TestPodTimestamp 'add two pod to activeQ and sort them by the timestamp'."""
     q = make_queue()
@@ -231,11 +252,14 @@ def test_pods_moved_from_the_unschedulable_pool_keep_their_timestamp_order() -> 
     ids=str,
 )
 def test_backoff_doubles_from_one_second_to_ten_by_either_counter(count: int, seconds: float) -> None:
+    """Errors count first: with one rejection on record, ``count`` errors still decide (none: the rejection)."""
     q = make_queue()
     by_unschedulable = QueuedPodInfo(pod("p"), T0, unschedulable_count=count)
     by_errors = QueuedPodInfo(pod("p"), T0, consecutive_errors_count=count)
+    errored_after_a_rejection = QueuedPodInfo(pod("p"), T0, unschedulable_count=1, consecutive_errors_count=count)
     assert q.backoff_duration(by_unschedulable) == seconds
     assert q.backoff_duration(by_errors) == seconds
+    assert q.backoff_duration(errored_after_a_rejection) == (seconds if count else 1.0)
 
 
 @pytest.mark.parametrize(
@@ -275,6 +299,7 @@ def test_backoff_expiry_is_truncated_to_the_whole_second() -> None:
     [
         pytest.param(T0 + 0.7, True, id="just-failed"),
         pytest.param(T0 + 1.0, True, id="expiry-equals-current-second-window"),
+        pytest.param(T0 + 1.9, True, id="inclusive-expiry-window"),
         pytest.param(T0 + 1.999, True, id="still-inside-the-expiry-window"),
         pytest.param(T0 + 2.0, False, id="next-window"),
         pytest.param(T0 + 30.0, False, id="long-after"),
@@ -410,6 +435,26 @@ def test_error_backoff_pod_is_never_popped_early_even_with_nothing_else_to_do() 
         assert q.pop(expiry + 0.999) is None, f"popped before its {backoff}s error backoff ended"
         assert q.location(key("errored")) == "error"
         now = expiry + 1
+
+
+def test_error_backoff_pods_are_not_popped_early_but_rejected_ones_are() -> None:
+    q = SchedulingQueue(build_frameworks(load_config(None)))  # no snapshot: PodTopologySpread's hint queues
+    q.add(make_pod("err").build(), T0)
+    q.add(make_pod("rej").build(), T0)
+    err, rej = q.pop(T0), q.pop(T0)
+    assert err is not None and rej is not None
+    q.add_unschedulable_if_not_present(err, T0, error=True)
+    assert q.location("default/err") == "error"
+    rej.unschedulable_plugins = {"PodTopologySpread"}
+    q.add_unschedulable_if_not_present(rej, T0, error=False)
+    assert q.location("default/rej") == "unschedulable"
+    moved = q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n").build(), T0)
+    assert moved == 1 and q.location("default/rej") == "backoff"
+    popped = q.pop(T0)  # activeQ empty: the backing-off rejected pod is taken early, the errored one is not
+    assert popped is not None and popped.pod.name == "rej"
+    assert q.pop(T0) is None
+    again = q.pop(T0 + 2)
+    assert again is not None and again.pod.name == "err"
 
 
 def test_a_rejection_resets_the_consecutive_error_count() -> None:
@@ -633,6 +678,25 @@ def test_in_flight_event_replay_closes_the_race_with_the_real_plugins() -> None:
     assert q.location("default/p2") == "unschedulable"
 
 
+def test_events_during_the_attempt_are_replayed_when_it_fails() -> None:
+    q = default_queue()
+    q.add(make_pod("p").build(), T0)
+    qpi = q.pop(T0)
+    assert qpi is not None
+    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("fresh").build(), T0)  # while in flight
+    fail(q, qpi, T0, "TaintToleration")
+    assert q.location("default/p") in ("active", "backoff")
+
+
+def test_without_in_flight_events_the_pod_is_parked() -> None:
+    q = default_queue()
+    q.add(make_pod("p").build(), T0)
+    qpi = q.pop(T0)
+    assert qpi is not None
+    fail(q, qpi, T0, "TaintToleration")
+    assert q.location("default/p") == "unschedulable"
+
+
 def test_an_in_flight_pod_deleted_before_it_fails_is_not_requeued() -> None:
     q = make_queue(foo("fooPlugin1", ev.NODE_ADD))
     q.add(pod("gone"), T0)
@@ -670,6 +734,21 @@ def test_only_the_rejecting_plugins_are_asked() -> None:
     assert sorted(name for name, _ in skipper.asked) == ["by-both", "by-skipper"]
     assert [name for name, _ in queuer.asked] == ["by-both"]
     assert bystander.asked == []  # never a rejector: never asked
+
+
+def test_only_the_rejecting_plugins_hints_are_asked() -> None:
+    """The same with the default profile's real hints."""
+    q = default_queue()
+    q.add(make_pod("p").labels({"foo": "bar"}).build(), T0)
+    qpi = q.pop(T0)
+    assert qpi is not None
+    fail(q, qpi, T0, "TaintToleration")
+    # A pod add event only PodTopologySpread registers for: TaintToleration is not asked, nothing moves.
+    q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, make_pod("x").node("n").build(), T0)
+    assert q.location("default/p") == "unschedulable"
+    # An untainted node appearing: TaintToleration's hint says Queue.
+    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n").build(), T0)
+    assert q.location("default/p") in ("active", "backoff")
 
 
 def test_a_failing_hint_counts_as_queue() -> None:
@@ -784,6 +863,13 @@ def test_default_profile_registers_update_node_taint_for_node_affinity_and_node_
     assert taint_registrations(names.SCHEDULING_GATES, hint_map) == 0
 
 
+def test_node_affinity_also_answers_taint_updates_always_queue_109437() -> None:
+    regs = build_hint_map(build_frameworks(load_config(None)))[PROFILE]
+    taint_regs = [r for plugin, r in regs if plugin == "NodeAffinity" and r.event.action & ActionType.UPDATE_NODE_TAINT]
+    assert len(taint_regs) == 1
+    assert taint_regs[0].hint(make_pod("p").build(), None, None) is QueueingHint.QUEUE
+
+
 @pytest.mark.parametrize(
     ("events", "added"),
     [
@@ -839,6 +925,19 @@ def test_priority_queue_init_pod_max_in_unschedulable_pods_duration(max_in_unsch
     assert pop_all(q, T0 + max_in_unschedulable) == ["test-pod-2", "test-pod-1"]
 
 
+def test_five_minute_flush_is_strictly_greater_and_skips_gated_pods() -> None:
+    q = default_queue()
+    q.add(make_pod("p").build(), T0)
+    q.add(make_pod("gated").gate("wait").build(), T0)
+    assert q.location("default/gated") == "unschedulable"
+    qpi = q.pop(T0)
+    assert qpi is not None
+    fail(q, qpi, T0, "TaintToleration")
+    assert q.flush_unschedulable_leftover(T0 + 300) == 0
+    assert q.flush_unschedulable_leftover(T0 + 300.5) == 1
+    assert q.location("default/gated") == "unschedulable"
+
+
 def test_flush_sends_a_still_backing_off_pod_to_backoff_and_leaves_gated_pods() -> None:
     q = make_queue(foo("plugin", ev.NODE_ADD), SchedulingGates({}, Handle()), max_in_unschedulable=0.5)
     parked(q, "waiting", "plugin", now=T0)
@@ -871,6 +970,16 @@ def test_scheduling_gates_hold_the_pod_until_the_last_gate_is_removed() -> None:
     assert q.location("default/p") == "active"
     popped = pop(q, T0 + 2, "p")
     assert popped.pod is none and popped.gating_plugin == ""
+
+
+def test_removing_the_last_gate_releases_the_pod() -> None:
+    q = default_queue()
+    gated = make_pod("p").gate("wait")
+    old = gated.build()
+    q.add(old, T0)
+    gated.spec.pop("schedulingGates")
+    q.update(old, gated.build(), T0)
+    assert q.location("default/p") == "active"
 
 
 def test_queued_pod_info_gated_set_upon_creation_and_unset_upon_update() -> None:
@@ -910,6 +1019,18 @@ def test_when_updating_a_pod_that_is_already_in_active_q_the_pod_should_remain_i
     first = pop(q, T0 + 2, "b")  # replaced in place: the new priority counts, no duplicate entry
     assert first.pod is newer and first.timestamp == T0 + 1
     assert pop_all(q, T0 + 2) == ["a"]
+
+
+def test_update_in_active_queue_replaces_and_delete_removes() -> None:
+    q = default_queue()
+    old = make_pod("p").priority(1).build()
+    q.add(old, T0)
+    q.add(make_pod("q").priority(5).build(), T0)
+    q.update(old, make_pod("p").priority(10).build(), T0)
+    first = q.pop(T0)
+    assert first is not None and first.pod.name == "p" and first.pod.priority == 10
+    q.delete("default/q")
+    assert q.pop(T0) is None and len(q) == 0
 
 
 def test_updating_a_pod_in_backoff_queue_that_is_still_backing_off_updates_it_there() -> None:
@@ -1017,6 +1138,17 @@ def test_priority_queue_delete_removes_the_pod_from_every_place() -> None:
     assert q.flush_unschedulable_leftover(T0 + 10_000) == 0
     assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0 + 10_000) == 0
     assert q.pop(T0 + 10_000) is None
+
+
+def test_pending_counts() -> None:
+    q = default_queue()
+    q.add(make_pod("a").build(), T0)
+    q.add(make_pod("g").gate("x").build(), T0)
+    q.add(make_pod("u").build(), T0)
+    u = q.pop(T0)
+    assert u is not None
+    fail(q, u, T0, "TaintToleration")
+    assert q.pending_counts() == {"active": 1, "backoff": 0, "unschedulable": 1, "gated": 1}
 
 
 def test_pending_counts_leave_in_flight_pods_out() -> None:

@@ -81,7 +81,7 @@ class TestTopologySpreadConstraints:
             pytest.param(
                 [constraint(), constraint(maxSkew=2)],
                 # Upstream (ValidateSpreadConstraintNotRepeat) reports the pair at the *first* index;
-                # ours reports the second, as tests/core pins today. Reported as a bug, not fixed here.
+                # ours reports the second. Reported as a bug, not fixed here.
                 [
                     "spec.topologySpreadConstraints[1].{topologyKey, whenUnsatisfiable}: "
                     f'Duplicate value: "{{{ZONE}, DoNotSchedule}}"'
@@ -189,6 +189,54 @@ class TestTopologySpreadConstraints:
                 [f'{C0}.matchLabelKeys[0]: Invalid value: "bad key": name part {NAME_RULE}'],
                 id="match-label-keys-invalid-name",
             ),
+            pytest.param([constraint(maxSkew=-3)], [f"{C0}.maxSkew: must be greater than zero"], id="max-skew-minus-3"),
+            pytest.param(
+                [constraint(maxSkew="1")],
+                [f"{C0}.maxSkew: must be an integer, got '1'", f"{C0}.maxSkew: must be greater than zero"],
+                id="max-skew-string",
+            ),
+            pytest.param(
+                [constraint(), constraint()],
+                [
+                    "spec.topologySpreadConstraints[1].{topologyKey, whenUnsatisfiable}: "
+                    f'Duplicate value: "{{{ZONE}, DoNotSchedule}}"'
+                ],
+                id="duplicate-identical-constraints",
+            ),
+            pytest.param(
+                [constraint(nodeAffinityPolicy="Sometimes")],
+                [f'{C0}.nodeAffinityPolicy: Unsupported value: "Sometimes": supported values: "Honor", "Ignore"'],
+                id="node-affinity-policy-sometimes",
+            ),
+            pytest.param(
+                [constraint(labelSelector={"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]})],
+                [
+                    f'{C0}.labelSelector.matchExpressions[0].operator: Unsupported value: "Gt": '
+                    'supported values: "DoesNotExist", "Exists", "In", "NotIn"'
+                ],
+                id="selector-gt-key-a",
+            ),
+            pytest.param(
+                [constraint(labelSelector={"matchExpressions": [{"key": "a", "operator": "In", "values": []}]})],
+                [
+                    f"{C0}.labelSelector.matchExpressions[0].values: "
+                    "must be specified when `operator` is 'In' or 'NotIn'"
+                ],
+                id="selector-in-without-values-key-a",
+            ),
+            pytest.param(
+                [constraint(labelSelector={"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]})],
+                [
+                    f"{C0}.labelSelector.matchExpressions[0].values: "
+                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+                ],
+                id="selector-exists-with-values-key-a",
+            ),
+            pytest.param(
+                [constraint(labelSelector={"matchLabels": {"a": "x" * 64}})],
+                [f'{C0}.labelSelector.matchLabels: Invalid value: "{"x" * 64}": must be no more than 63 characters'],
+                id="selector-match-labels-value-64-chars-key-a",
+            ),
         ],
     )
     def test_rule(self, constraints: list[dict[str, Any]], expected: list[str]) -> None:
@@ -228,6 +276,11 @@ class TestTopologySpreadConstraints:
         """1.34+ validation checks the merged selector: a key absent from the pod's labels adds nothing."""
         pod = with_constraints(constraint(matchLabelKeys=["foo"]), labels={"app": "web"})
         assert errors_of(pod) == []
+
+    def test_constraints_not_a_list(self) -> None:
+        """A mapping where the list belongs is one error naming the field."""
+        pod = make_pod("p").labels(FOO).set("spec.topologySpreadConstraints", {"not": "a list"})
+        assert errors_of(pod) == ["spec.topologySpreadConstraints: must be a list, got dict"]
 
     def test_errors_name_the_constraint_index(self) -> None:
         """A defect in the third constraint is reported under ``[2]``."""
@@ -307,6 +360,24 @@ class TestTolerations:
                 {"key": "bad key!", "operator": "Exists"},
                 [f'spec.tolerations[0].key: Invalid value: "bad key!": name part {NAME_RULE}'],
                 id="bad-key",
+            ),
+            pytest.param(
+                {"key": "k", "effect": "Sometimes"},
+                [f'spec.tolerations[0].effect: Unsupported value: "Sometimes": supported values: {EFFECTS}'],
+                id="bad-effect-without-operator",
+            ),
+            pytest.param(
+                {"key": "k", "operator": "Like"},
+                ['spec.tolerations[0].operator: Unsupported value: "Like": supported values: "Equal", "Exists"'],
+                id="bad-operator-without-value",
+            ),
+            pytest.param(
+                {"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 3},
+                [
+                    'spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be '
+                    "'NoExecute' when `tolerationSeconds` is set"
+                ],
+                id="toleration-seconds-3-without-no-execute",
             ),
         ],
     )
@@ -477,6 +548,21 @@ class TestNodeSelectorAndAffinity:
     def test_match_expressions(self, expression: dict[str, Any], expected: list[str]) -> None:
         """Required node selector requirements follow ``ValidateNodeSelectorRequirement``."""
         assert errors_of(make_pod("p").required_terms({"matchExpressions": [expression]})) == expected
+
+    def test_node_affinity_validation(self) -> None:
+        """Defects in nodeSelector, matchFields and two preferred weights are all reported."""
+        pod = (
+            make_pod("p")
+            .node_selector({"bad key!": "v"})
+            .required_terms({"matchFields": [{"key": "metadata.labels", "operator": "In", "values": ["x"]}]})
+            .preferred_term(0, {"matchExpressions": [{"key": "a", "operator": "Exists"}]})
+            .preferred_term(101, {"matchExpressions": [{"key": "a", "operator": "Exists"}]})
+        ).build()
+        paths = {e.path for e in pod.errors}
+        assert "spec.nodeSelector" in paths
+        assert f"{REQ}.nodeSelectorTerms[0].matchFields[0].key" in paths
+        assert f"{PREF}[0].weight" in paths
+        assert f"{PREF}[1].weight" in paths
 
     def test_errors_in_preferred_terms_name_the_preference(self) -> None:
         """A bad operator inside a preferred term is reported under ``[i].preference``."""
@@ -674,6 +760,18 @@ class TestWrongTypes:
         """An explicit null in an optional field means "not set"."""
         assert errors_of(make_pod("p").set(path, value)) == []
 
+    def test_nulls_where_the_api_allows_them_are_fine(self) -> None:
+        """Several of those nulls in one pod."""
+        pod = (
+            make_pod("p")
+            .set("spec.tolerations", None)
+            .set("spec.nodeSelector", None)
+            .set("spec.affinity", None)
+            .set("metadata.labels", None)
+            .build()
+        )
+        assert pod.errors == ()
+
     @pytest.mark.parametrize(
         "junk",
         [
@@ -696,6 +794,10 @@ class TestWrongTypes:
                     }
                 }
             },
+            {"spec": {"containers": "x", "affinity": 3}},
+            {"metadata": {"name": 7, "labels": {"a": 5}}},
+            {"spec": {"topologySpreadConstraints": [None, 3, "x"]}},
+            {"spec": {"tolerations": [None]}, "metadata": {"name": "p"}},
         ],
     )
     def test_junk_never_raises(self, junk: Any) -> None:
@@ -704,6 +806,12 @@ class TestWrongTypes:
         node = Node.from_dict(junk)
         assert pod.errors  # every junk above lacks a valid name or has a wrong type
         assert isinstance(node.errors, tuple)
+
+    def test_node_parse_keeps_going_on_garbage(self) -> None:
+        """Wrong-typed labels and taints of a Node are dropped with an error each; the name is kept."""
+        node = Node.from_dict({"metadata": {"name": "n", "labels": "oops"}, "spec": {"taints": {"a": 1}}})
+        assert node.name == "n" and node.labels == {} and node.taints == ()
+        assert {e.path for e in node.errors} == {"metadata.labels", "spec.taints"}
 
 
 class TestLargeObjects:
@@ -766,6 +874,21 @@ class TestLargeObjects:
         assert attempts["plain"].message == "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
         assert attempts["tolerant"].host == "big"
 
+    def test_huge_but_valid_objects_are_handled(self) -> None:
+        """A 500-label, 500-taint node with a 1,000-expression pod and a 100-constraint pod, in one run."""
+        exprs = [{"key": f"k{i}", "operator": "In", "values": [f"v{i}"]} for i in range(1000)]
+        big = make_pod("big").spread(ZONE, 1, selector={"matchExpressions": exprs})
+        many = make_pod("many")
+        for i in range(100):
+            many.spread(f"key-{i}", 1, match=FOO)
+        node = make_node("n1").zone("a")
+        for i in range(500):
+            node.label(f"l{i}", "v").taint(f"t{i}", "v", "PreferNoSchedule")
+        attempts = simulate(node.dict(), big.dict(), many.dict())
+        assert attempts["big"].host == "n1"  # the selector matches nothing: skew 0
+        assert attempts["many"].host is None  # n1 lacks key-0..key-99
+        assert "missing required label" in attempts["many"].message
+
 
 class TestThroughThePipeline:
     """An invalid pod is reported, never raised, and never holds up the other pods."""
@@ -783,6 +906,14 @@ class TestThroughThePipeline:
         assert bad.host is None
         assert bad.message == f"invalid pod: {C0}.maxSkew: must be greater than zero"
         assert attempts["before"].host == "n1" and attempts["after"].host == "n1"
+
+    def test_an_invalid_pod_does_not_stop_the_others_in_a_simulation(self) -> None:
+        """An unlabelled invalid pod and a plain one, no creation times."""
+        attempts = simulate(
+            make_node("n1").zone("a").dict(), make_pod("bad").spread(ZONE, 0, match=FOO).dict(), make_pod("good").dict()
+        )
+        assert attempts["good"].host == "n1"
+        assert attempts["bad"].message == f"invalid pod: {C0}.maxSkew: must be greater than zero"
 
     def test_every_error_of_the_pod_is_in_the_message(self) -> None:
         """Several defects are joined with "; " in parse order."""

@@ -1,6 +1,6 @@
 """Scheduler extenders: configuration, the filter merge, the scoring arithmetic, binding, the live loop.
 
-Extenders here are in-memory fakes of the ``Extender`` Protocol; ``test_extender_http.py`` drives
+Extenders here are in-memory fakes of the ``Extender`` Protocol; ``tests/kube/test_extender.py`` drives
 the real HTTP client against a small server. Expected values follow upstream v1.35.4's
 ``findNodesThatPassExtenders`` / ``prioritizeNodes`` / ``extendersBinding``, spelled out by hand.
 """

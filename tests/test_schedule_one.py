@@ -1,5 +1,5 @@
-"""The framework rules (spec 1.2-1.7, 6.2): Status, PreFilter merging, Filter order, FitError text,
-score normalization, Go rounding, the score range check and host selection.
+"""One scheduling cycle (schedule_one.py with framework/runtime.py, spec 1.2-1.7, 6.2): PreFilter
+merging, Filter order, scoring and its range check, host selection and the feasible-node search.
 
 Fake plugins drive the extension points where our profile has no plugin that exercises a rule
 (two narrowing PreFilters, a Score plugin returning an out-of-range value).
@@ -7,7 +7,6 @@ Fake plugins drive the extension points where our profile has no plugin that exe
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,13 +16,11 @@ import pytest
 
 from scheduler.api.objects import NodeName, Pod
 from scheduler.backend.cache.cache import Cache
-from scheduler.framework.cycle_state import CycleState, StateKeyError
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import Framework
-from scheduler.framework.status import Code, Status, StatusError, is_rejected
-from scheduler.framework.types import Diagnosis, FitError, NodeInfo, PreFilterResult
-from scheduler.plugins.helper.math import go_round
-from scheduler.plugins.helper.normalize_score import default_normalize_score
+from scheduler.framework.status import Code, Status, StatusError
+from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.testing import make_node, make_pod
 from tests.helpers import (
@@ -43,145 +40,6 @@ from tests.helpers import (
     make_cache,
     schedule,
 )
-
-# -- Status --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("code", "number", "name", "rejected"),
-    [
-        pytest.param(Code.SUCCESS, 0, "Success", False, id="success"),
-        pytest.param(Code.ERROR, 1, "Error", False, id="error"),
-        pytest.param(Code.UNSCHEDULABLE, 2, "Unschedulable", True, id="unschedulable"),
-        pytest.param(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, 3, "UnschedulableAndUnresolvable", True, id="unresolvable"),
-        pytest.param(Code.WAIT, 4, "Wait", False, id="wait"),
-        pytest.param(Code.SKIP, 5, "Skip", False, id="skip"),
-        pytest.param(Code.PENDING, 6, "Pending", True, id="pending"),
-    ],
-)
-def test_status_codes(code: Code, number: int, name: str, rejected: bool) -> None:
-    status = Status(code, ("r",))
-    assert int(code) == number
-    assert str(code) == name
-    assert status.is_rejected() is rejected
-    assert is_rejected(status) is rejected
-    assert status.is_success() is (code is Code.SUCCESS)
-    assert status.is_skip() is (code is Code.SKIP)
-
-
-def test_none_is_success_and_not_rejected() -> None:
-    assert is_rejected(None) is False
-
-
-@pytest.mark.parametrize(
-    "status",
-    [
-        pytest.param(Status(Code.SUCCESS), id="success"),
-        pytest.param(Status(Code.UNSCHEDULABLE, ("x",)), id="unschedulable"),
-    ],
-)
-def test_status_has_no_truth_value(status: Status) -> None:
-    with pytest.raises(TypeError, match="no truth value"):
-        bool(status)
-    with pytest.raises(TypeError):
-        assert not status
-
-
-@pytest.mark.parametrize(
-    ("status", "message"),
-    [
-        pytest.param(Status(Code.UNSCHEDULABLE, ("a", "b")), "a, b", id="reasons-joined"),
-        pytest.param(Status(Code.ERROR, ("a",), "", "boom"), "boom, a", id="error-first"),
-        pytest.param(Status.as_error("boom"), "boom", id="as-error"),
-        pytest.param(Status(Code.SUCCESS), "", id="empty"),
-    ],
-)
-def test_status_message(status: Status, message: str) -> None:
-    assert status.message() == message
-
-
-def test_status_helpers() -> None:
-    assert Status.unschedulable("r").code is Code.UNSCHEDULABLE
-    assert Status.unschedulable("r", resolvable=False).code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    base = Status(Code.UNSCHEDULABLE, ("r",))
-    named = base.with_plugin("P")
-    assert (named.plugin, named.reasons, named.code) == ("P", ("r",), Code.UNSCHEDULABLE)
-    assert base.plugin == ""
-    err = StatusError(Status.as_error("kaput"))
-    assert str(err) == "kaput"
-    assert err.status.code is Code.ERROR
-
-
-@pytest.mark.parametrize(
-    ("status", "unschedulable", "pending"),
-    [
-        pytest.param(Status(Code.UNSCHEDULABLE, ("r",), "A"), {"A"}, set(), id="unschedulable"),
-        pytest.param(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("r",), "A"), {"A"}, set(), id="unresolvable"),
-        pytest.param(Status(Code.PENDING, ("r",), "A"), {"A"}, {"A"}, id="pending"),
-        pytest.param(Status(Code.ERROR, ("r",), "A"), set(), set(), id="error-not-a-rejector"),
-        pytest.param(Status(Code.UNSCHEDULABLE, ("r",)), set(), set(), id="no-plugin-name"),
-    ],
-)
-def test_diagnosis_add_plugin_status(status: Status, unschedulable: set[str], pending: set[str]) -> None:
-    d = Diagnosis()
-    d.add_plugin_status(status)
-    assert d.unschedulable_plugins == unschedulable
-    assert d.pending_plugins == pending
-
-
-# -- CycleState ----------------------------------------------------------------------------------
-
-
-@dataclass
-class _Counter:
-    n: int = 0
-
-    def clone(self) -> _Counter:
-        return _Counter(self.n)
-
-
-def test_cycle_state_read_names_the_missing_key() -> None:
-    state = CycleState()
-    with pytest.raises(StateKeyError, match="reading 'PreFilterX' from cycleState: not found"):
-        state.read("PreFilterX", _Counter)
-    state.write("k", "not a counter")
-    with pytest.raises(StateKeyError, match="holds str, not _Counter"):
-        state.read("k", _Counter)
-
-
-def test_cycle_state_clone_copies_data_through_clone_and_skip_sets() -> None:
-    state = CycleState()
-    state.write("c", _Counter(1))
-    state.skip_filter_plugins.add("A")
-    copy = state.clone()
-    copy.read("c", _Counter).n = 5
-    copy.skip_filter_plugins.add("B")
-    assert state.read("c", _Counter).n == 1
-    assert state.skip_filter_plugins == {"A"}
-    assert copy.skip_filter_plugins == {"A", "B"}
-
-
-# -- PreFilterResult -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("left", "right", "merged"),
-    [
-        pytest.param(None, None, None, id="all-all"),
-        pytest.param(None, {"a"}, {"a"}, id="all-some"),
-        pytest.param({"a"}, None, {"a"}, id="some-all"),
-        pytest.param({"a", "b"}, {"b", "c"}, {"b"}, id="intersection"),
-        pytest.param({"a"}, {"b"}, set(), id="empty-intersection"),
-    ],
-)
-def test_pre_filter_result_merge(left: set[str] | None, right: set[str] | None, merged: set[str] | None) -> None:
-    lhs = PreFilterResult(None if left is None else frozenset(left))
-    rhs = PreFilterResult(None if right is None else frozenset(right))
-    got = lhs.merge(rhs)
-    assert got.node_names == (None if merged is None else frozenset(merged))
-    assert got.all_nodes() is (merged is None)
-    assert lhs.merge(None) is lhs
-
 
 # -- fake plugins --------------------------------------------------------------------------------
 
@@ -363,101 +221,16 @@ def test_filter_error_aborts_the_cycle() -> None:
     assert attempt.host is None
 
 
+def test_invalid_pod_is_refused_with_the_field_and_never_raises() -> None:
+    r = schedule([make_node("n1").zone("a")], [], make_pod("p").spread(ZONE, 0, match=FOO))
+    assert r.host is None
+    assert r.message == "invalid pod: spec.topologySpreadConstraints[0].maxSkew: must be greater than zero"
+
+
 def test_no_nodes_available() -> None:
     attempt = SchedulingAlgorithm(random.Random(0)).schedule_pod(framework(), Cache(), make_pod("p").build())
     assert attempt.status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert attempt.message == "no nodes available to schedule pods"
-
-
-# -- FitError ------------------------------------------------------------------------------------
-
-
-def _fit(num: int, statuses: dict[str, Status], absent: Status | None = None, **kw: str) -> str:
-    d = Diagnosis(node_to_status={NodeName(k): v for k, v in statuses.items()}, absent_nodes_status=absent, **kw)
-    return str(FitError(make_pod("p").build(), num, d))
-
-
-def test_fit_error_histogram_is_sorted_as_strings() -> None:
-    statuses = {f"t{i}": Status.unschedulable("node(s) had untolerated taint(s)") for i in range(10)}
-    statuses |= {"a": Status.unschedulable("b-reason"), "b": Status.unschedulable("b-reason")}
-    assert _fit(12, statuses) == ("0/12 nodes are available: 10 node(s) had untolerated taint(s), 2 b-reason.")
-
-
-def test_fit_error_counts_every_reason_of_a_node() -> None:
-    statuses = {"n1": Status.unschedulable("Insufficient cpu", "Insufficient memory"), "n2": Status.unschedulable("x")}
-    assert _fit(2, statuses) == "0/2 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 x."
-
-
-def test_fit_error_absent_nodes_share_the_absent_status() -> None:
-    absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy plugin(s) [NodeAffinity]",))
-    assert _fit(5, {"n1": Status.unschedulable("r")}, absent) == (
-        "0/5 nodes are available: 1 r, 4 node(s) didn't satisfy plugin(s) [NodeAffinity]."
-    )
-
-
-def test_fit_error_pre_filter_message_replaces_the_histogram() -> None:
-    got = _fit(4, {"n1": Status.unschedulable("r")}, pre_filter_msg="pod affinity terms conflict")
-    assert got == "0/4 nodes are available: pod affinity terms conflict."
-
-
-def test_fit_error_post_filter_message_is_appended_without_period() -> None:
-    got = _fit(1, {"n1": Status.unschedulable("r")}, post_filter_msg="preemption: not eligible")
-    assert got == "0/1 nodes are available: 1 r. preemption: not eligible"
-
-
-def test_fit_error_without_any_reason_ends_after_the_colon() -> None:
-    # FitError.Error() only appends " <histogram>." when the histogram has an entry.
-    assert _fit(3, {}) == "0/3 nodes are available:"
-    assert _fit(2, {"n1": Status(Code.UNSCHEDULABLE)}) == "0/2 nodes are available:"
-
-
-# -- DefaultNormalizeScore and Go rounding -------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("scores", "reverse", "expected"),
-    [
-        pytest.param([0, 0, 0], False, [0, 0, 0], id="all-zero-stays-zero"),
-        pytest.param([0, 0, 0], True, [100, 100, 100], id="all-zero-reverse-is-max"),
-        pytest.param([8, 5, 3, 0], False, [100, 62, 37, 0], id="truncating-division"),
-        pytest.param([0, 1, 2], True, [100, 50, 0], id="reverse"),
-        pytest.param([1, 3], True, [67, 0], id="reverse-of-truncated"),
-        pytest.param([], False, [], id="empty"),
-        pytest.param([7], False, [100], id="single"),
-    ],
-)
-def test_default_normalize_score(scores: list[int], reverse: bool, expected: list[int]) -> None:
-    default_normalize_score(scores, reverse=reverse)
-    assert scores == expected
-
-
-def test_default_normalize_score_other_max_priority() -> None:
-    scores = [1, 3]
-    default_normalize_score(scores, reverse=False, max_priority=10)
-    assert scores == [3, 10]
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        pytest.param(2.5, 3, id="half-up-not-to-even"),
-        pytest.param(0.5, 1, id="zero-point-five"),
-        pytest.param(1.5, 2, id="one-point-five"),
-        pytest.param(4.5, 5, id="four-point-five"),
-        pytest.param(2.4999999, 2, id="below-half"),
-        pytest.param(10.56, 11, id="tv7-node1"),
-        pytest.param(0.0, 0, id="zero"),
-        pytest.param(-2.5, -3, id="negative-away-from-zero"),
-    ],
-)
-def test_go_round(value: float, expected: int) -> None:
-    assert go_round(value) == expected
-
-
-def test_python_round_would_differ() -> None:
-    assert round(2.5) == 2
-    assert go_round(2.5) == 3
-    assert math.floor(4.5 + 0.5) == go_round(4.5)
 
 
 # -- Score ---------------------------------------------------------------------------------------
@@ -623,6 +396,14 @@ def test_nominated_node_is_tried_alone_first() -> None:
     assert r.attempt.scores == []
 
 
+def test_a_nominated_node_that_fits_is_taken_without_evaluating_others() -> None:
+    nodes = [make_node("n1"), make_node("n2"), make_node("n3").taint("k", "v")]
+    r = schedule(nodes, [], make_pod("p").set("status.nominatedNodeName", "n2"))
+    assert r.host == "n2" and r.attempt.evaluated_nodes == 1 and r.attempt.scores == []
+    tainted = schedule(nodes, [], make_pod("q").set("status.nominatedNodeName", "n3"))
+    assert tainted.host in {"n1", "n2"}  # the nominated node fails: every node is searched as usual
+
+
 def test_failing_nominated_node_falls_back_to_all_nodes() -> None:
     nodes, pods = cluster_a()
     pod = incoming().spread(ZONE, 1, match=FOO).set("status.nominatedNodeName", "node1")
@@ -630,3 +411,31 @@ def test_failing_nominated_node_falls_back_to_all_nodes() -> None:
     assert r.feasible == {"node3", "node4"}
     assert r.attempt.evaluated_nodes == 4
     assert r.reasons()["node1"] == (SPREAD, Code.UNSCHEDULABLE, PTS)
+
+
+# -- plugin metrics sampling ---------------------------------------------------------------------
+
+
+def test_sampled_cycles_report_plugin_durations_and_others_do_not() -> None:
+    cache = make_cache([make_node(name).zone("a") for name in ("n1", "n2")])
+    fwk = framework()
+    seen: list[tuple[str, str, str]] = []
+    fwk.plugin_observer = lambda plugin, point, status, seconds: seen.append((plugin, point, status))
+    pod = make_pod("p").labels(FOO).spread(ZONE, 1, "ScheduleAnyway", match=FOO).build()
+    SchedulingAlgorithm(random.Random(0), plugin_metrics_sample_percent=0).schedule_pod(fwk, cache, pod)
+    assert seen == []
+    fwk = framework()  # nothing remembered: every plugin runs
+    fwk.plugin_observer = lambda plugin, point, status, seconds: seen.append((plugin, point, status))
+    sampled = SchedulingAlgorithm(random.Random(0), plugin_metrics_sample_percent=100)
+    sampled.schedule_pod(fwk, cache, pod)
+    points = {(plugin, point) for plugin, point, _ in seen}
+    assert ("TaintToleration", "Filter") in points and ("PodTopologySpread", "PreScore") in points
+    assert ("PodTopologySpread", "Score") in points and ("NodeAffinity", "PreFilter") in points
+    assert ("PodTopologySpread", "PreFilter", "Skip") in seen
+    # The same pod again on unchanged nodes: signed plugins' results are reused, and a reused result
+    # is no plugin call, so it is not observed; the unsigned PodTopologySpread still runs.
+    seen.clear()
+    sampled.schedule_pod(fwk, cache, pod)
+    points = {(plugin, point) for plugin, point, _ in seen}
+    assert ("TaintToleration", "Filter") not in points and ("NodeResourcesFit", "Score") not in points
+    assert ("PodTopologySpread", "Score") in points

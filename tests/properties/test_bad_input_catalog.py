@@ -32,7 +32,7 @@ Kinds in this catalog (62):
   PodTopologySpread defaultConstraints maxSkew 0, unknown scoringStrategy.type, negative score weight:
   ``spread-scheduler run --config`` exits 2 naming the field before it connects anywhere.
 
-``tests/test_validation.py`` and ``tests/core/test_validation.py`` pin more refusals one parser at
+``tests/api/test_validation.py`` pins more refusals one parser at
 a time; this file is the end-to-end view (file → CLI → message) of the kinds issue #7 lists.
 """
 

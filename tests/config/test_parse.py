@@ -182,6 +182,21 @@ class TestMultiPoint:
         doc = profile({"multiPoint": {"disabled": [{"name": "*"}], "enabled": [{"name": "PrioritySort"}]}})
         assert config_error(doc) == "profiles[0].plugins.bind: Invalid value: at least one bind plugin is needed"
 
+    def test_multipoint_disable_and_reweight(self) -> None:
+        """Disabling one default and reweighting another in the same multiPoint."""
+        fwk = framework(
+            profile(
+                {
+                    "multiPoint": {
+                        "disabled": [{"name": "TaintToleration"}],
+                        "enabled": [{"name": "NodeAffinity", "weight": 7}],
+                    }
+                }
+            )
+        )
+        assert "TaintToleration" not in fwk.points["filter"]
+        assert fwk.weights["NodeAffinity"] == 7
+
     def test_enabling_a_default_plugin_with_a_weight_replaces_it_in_place(self) -> None:
         """The order stays upstream's; the weight is the new one."""
         fwk = framework(profile({"multiPoint": {"enabled": [{"name": "TaintToleration", "weight": 7}]}}))
@@ -240,6 +255,22 @@ class TestPerExtensionPoint:
         assert fwk.points["preFilter"] == ["NodePorts", "NodeResourcesFit", "PodTopologySpread"]
         assert "NodeAffinity" not in fwk.weights
 
+    def test_per_point_config_orders_overrides_then_multipoint_then_others(self) -> None:
+        """A weighted score override comes first; a plugin disabled for Score still filters."""
+        fwk = framework(
+            profile(
+                {
+                    "score": {
+                        "enabled": [{"name": "PodTopologySpread", "weight": 5}],
+                        "disabled": [{"name": "NodeAffinity"}],
+                    }
+                }
+            )
+        )
+        assert fwk.points["score"] == ["PodTopologySpread", "TaintToleration", "NodeResourcesFit"]
+        assert fwk.weights["PodTopologySpread"] == 5
+        assert "NodeAffinity" in fwk.points["filter"]  # disabled for score only
+
     def test_disabled_at_one_point_only(self) -> None:
         """A multiPoint plugin disabled at Score still filters."""
         fwk = framework(profile({"score": {"disabled": [{"name": "TaintToleration"}]}}))
@@ -254,11 +285,18 @@ class TestPerExtensionPoint:
         assert fwk.points["filter"] == ["NodeAffinity"]
         assert fwk.points["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"]
 
-    def test_enabled_at_a_point_the_plugin_does_not_implement(self) -> None:
-        """PrioritySort has no Filter."""
-        doc = profile({"filter": {"enabled": [{"name": "PrioritySort"}]}})
+    @pytest.mark.parametrize(
+        ("point", "name"),
+        [
+            pytest.param("filter", "PrioritySort", id="queue-sort-at-filter"),
+            pytest.param("score", "NodeName", id="wrong-point"),
+        ],
+    )
+    def test_enabled_at_a_point_the_plugin_does_not_implement(self, point: str, name: str) -> None:
+        """PrioritySort has no Filter, NodeName no Score."""
+        doc = profile({point: {"enabled": [{"name": name}]}})
         assert config_error(doc) == (
-            'profiles[0].plugins.filter.enabled[0].name: Invalid value: "PrioritySort": plugin does not extend filter'
+            f'profiles[0].plugins.{point}.enabled[0].name: Invalid value: "{name}": plugin does not extend {point}'
         )
 
     def test_listed_twice_at_one_point(self) -> None:
@@ -266,10 +304,13 @@ class TestPerExtensionPoint:
         doc = profile({"filter": {"enabled": [{"name": "NodeAffinity"}, {"name": "NodeAffinity"}]}})
         assert config_error(doc) == "profiles[0].plugins.filter.enabled: Duplicate value: a plugin is listed twice"
 
-    def test_unknown_extension_point(self) -> None:
+    @pytest.mark.parametrize(
+        "point", [pytest.param("filters", id="filters"), pytest.param("sideways", id="unknown-point")]
+    )
+    def test_unknown_extension_point(self, point: str) -> None:
         """Misspelled point names are refused, not ignored."""
-        assert config_error(profile({"filters": {}})).startswith(
-            "profiles[0].plugins.filters: Invalid value: unknown extension point (known: multiPoint, queueSort,"
+        assert config_error(profile({point: {}})).startswith(
+            f"profiles[0].plugins.{point}: Invalid value: unknown extension point (known: multiPoint, queueSort,"
         )
 
 
@@ -404,6 +445,26 @@ class TestPluginArgs:
             ),
             pytest.param(
                 {
+                    "defaultingType": "System",
+                    "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+                },
+                'defaultingType: Invalid value: "System": when .defaultConstraints are not empty, '
+                "defaultingType can only be List",
+                id="system-with-list",
+            ),
+            pytest.param(
+                {
+                    "defaultingType": "List",
+                    "defaultConstraints": [
+                        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}}
+                    ],
+                },
+                "defaultConstraints[0].labelSelector: Forbidden: constraint must not define a selector, "
+                "as they deduced for each pod",
+                id="default-with-selector",
+            ),
+            pytest.param(
+                {
                     "defaultingType": "List",
                     "defaultConstraints": [
                         {
@@ -430,6 +491,14 @@ class TestPluginArgs:
                 },
                 "defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range [1, 2147483647]",
                 id="max-skew-0",
+            ),
+            pytest.param(
+                {
+                    "defaultingType": "List",
+                    "defaultConstraints": [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+                },
+                "defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range [1, 2147483647]",
+                id="default-max-skew",
             ),
             pytest.param(
                 {
@@ -487,23 +556,41 @@ class TestPluginArgs:
             "node(s) didn't match scheduler-enforced node affinity"
         )
 
-    def test_bad_added_affinity(self) -> None:
+    @pytest.mark.parametrize(
+        ("expression", "prefix"),
+        [
+            pytest.param(
+                {"key": "pool", "operator": "Like", "values": ["x"]},
+                "profiles[0].pluginConfig[NodeAffinity].args: "
+                "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                '.nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: "Like"',
+                id="unknown-operator",
+            ),
+            pytest.param(
+                {"key": "a", "operator": "Gt", "values": ["x"]},
+                "profiles[0].pluginConfig[NodeAffinity].args",
+                id="added-affinity-not-an-integer",
+            ),
+        ],
+    )
+    def test_bad_added_affinity(self, expression: dict[str, Any], prefix: str) -> None:
         """A broken addedAffinity stops the start-up with the field's path."""
         args = {
             "addedAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "Like", "values": ["x"]}]}]
+                    "nodeSelectorTerms": [{"matchExpressions": [expression]}]
                 }
             }
         }
-        assert config_error(self.with_args("NodeAffinity", args)).startswith(
-            "profiles[0].pluginConfig[NodeAffinity].args: addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-            '.nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: "Like"'
-        )
+        assert config_error(self.with_args("NodeAffinity", args)).startswith(prefix)
 
-    def test_unknown_plugin_in_plugin_config(self) -> None:
+    @pytest.mark.parametrize(
+        "entry",
+        [pytest.param({"name": "Nope", "args": {}}, id="with-args"), pytest.param({"name": "Nope"}, id="without-args")],
+    )
+    def test_unknown_plugin_in_plugin_config(self, entry: dict[str, Any]) -> None:
         """Args for a plugin that does not exist are refused."""
-        assert config_error(self.with_args("Nope", {})) == (
+        assert config_error(profile(pluginConfig=[entry])) == (
             'profiles[0].pluginConfig[0].name: Invalid value: "Nope": plugin does not exist'
         )
 
@@ -565,10 +652,17 @@ class TestErrors:
             "profiles[0].plugins.score.enabled[0].name: Required value"
         )
 
-    def test_duplicate_scheduler_name(self) -> None:
+    @pytest.mark.parametrize(
+        ("names", "index"),
+        [
+            pytest.param(["a", "b", "a"], 2, id="third-repeats-first"),
+            pytest.param(["a", "a"], 1, id="duplicate-profile"),
+        ],
+    )
+    def test_duplicate_scheduler_name(self, names: list[str], index: int) -> None:
         """Profiles are told apart by schedulerName."""
-        doc = {**API, "profiles": [{"schedulerName": "a"}, {"schedulerName": "b"}, {"schedulerName": "a"}]}
-        assert config_error(doc) == 'profiles[2].schedulerName: Duplicate value: "a"'
+        doc = {**API, "profiles": [{"schedulerName": n} for n in names]}
+        assert config_error(doc) == f'profiles[{index}].schedulerName: Duplicate value: "a"'
 
     @pytest.mark.parametrize(
         ("doc", "message"),
@@ -578,6 +672,11 @@ class TestErrors:
                 'apiVersion: Unsupported value: "kubescheduler.config.k8s.io/v1beta3": '
                 'supported values: "kubescheduler.config.k8s.io/v1"',
                 id="api-version",
+            ),
+            pytest.param(
+                {**API, "apiVersion": "v2"},
+                'apiVersion: Unsupported value: "v2": supported values: "kubescheduler.config.k8s.io/v1"',
+                id="api-version-v2",
             ),
             pytest.param(
                 {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "Scheduler"},
@@ -631,6 +730,11 @@ class TestErrors:
                 {**API, "clientConnection": {"burst": -1}},
                 "clientConnection.burst: Invalid value: -1: must be an integer in [0, 2147483647]",
                 id="burst-negative",
+            ),
+            pytest.param(
+                {**API, "leaderElection": {"leaseDuration": "soon"}},
+                'leaderElection.leaseDuration: Invalid value: "soon": must be a duration such as 15s',
+                id="duration",
             ),
         ],
     )
@@ -697,6 +801,27 @@ class TestLeaderElection:
         )
         assert cfg.leader_election.leader_elect is False
 
+    def test_durations_two_profiles_and_client_settings(self) -> None:
+        """Durations, the lock's namespace, client QPS/burst and a second profile's percentage together."""
+        cfg = parse_config(
+            {
+                **API,
+                "leaderElection": {
+                    "leaseDuration": "1m30s",
+                    "renewDeadline": "10s",
+                    "retryPeriod": "500ms",
+                    "resourceNamespace": "sched",
+                },
+                "clientConnection": {"qps": 5000, "burst": 5000},
+                "profiles": [{"schedulerName": "a"}, {"schedulerName": "b", "percentageOfNodesToScore": 100}],
+            }
+        )
+        assert cfg.leader_election.lease_duration == 90 and cfg.leader_election.retry_period == 0.5
+        assert cfg.leader_election.resource_name == "a" and cfg.leader_election.resource_namespace == "sched"
+        assert cfg.qps == 5000 and cfg.burst == 5000
+        frameworks = build_frameworks(cfg)
+        assert set(frameworks) == {"a", "b"} and frameworks["b"].percentage_of_nodes_to_score == 100
+
     def test_lock_names(self) -> None:
         """resourceName defaults to the first profile's name; both may be set."""
         cfg = parse_config({**API, "profiles": [{"schedulerName": "a"}, {"schedulerName": "b"}]})
@@ -756,10 +881,14 @@ class TestLoadConfig:
         with pytest.raises(ConfigError, match=rf"^{path}: cannot read configuration"):
             load_config(path)
 
-    def test_bad_yaml(self, tmp_path: Path) -> None:
+    @pytest.mark.parametrize(
+        "text",
+        [pytest.param("profiles: [\n", id="newline-terminated"), pytest.param("profiles: [", id="config-file-errors")],
+    )
+    def test_bad_yaml(self, tmp_path: Path, text: str) -> None:
         """A YAML syntax error is a ConfigError too."""
         path = tmp_path / "bad.yaml"
-        path.write_text("profiles: [\n")
+        path.write_text(text)
         with pytest.raises(ConfigError, match=rf"^{path}: cannot read configuration"):
             load_config(path)
 
