@@ -24,6 +24,7 @@ from scheduler.framework.interface import Handle, Plugin, PreEnqueuePlugin
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.plugins import names
+from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
 from scheduler.profile import build_frameworks
 from scheduler.testing import HOSTNAME, make_node, make_pod
@@ -74,9 +75,16 @@ class GatingPlugin(ScriptedPlugin):
 
 
 def framework(*plugins: Plugin) -> Framework:
-    """One profile whose only plugins are ``plugins``; those with ``pre_enqueue`` run at PreEnqueue."""
+    """One profile with PrioritySort and ``plugins``; those with ``pre_enqueue`` run at PreEnqueue."""
     pre_enqueue = [p.NAME for p in plugins if isinstance(p, PreEnqueuePlugin)]
-    return Framework(PROFILE, {p.NAME: p for p in plugins}, {"preEnqueue": pre_enqueue}, {}, Handle())
+    queue_sort = PrioritySort({}, Handle())
+    return Framework(
+        PROFILE,
+        {queue_sort.NAME: queue_sort, **{p.NAME: p for p in plugins}},
+        {"queueSort": [queue_sort.NAME], "preEnqueue": pre_enqueue},
+        {},
+        Handle(),
+    )
 
 
 def make_queue(

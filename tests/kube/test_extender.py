@@ -15,7 +15,7 @@ import pytest
 from scheduler.config.extenders import ExtenderConfig, ExtenderTLSConfig, ManagedResource
 from scheduler.framework.extender import ExtenderError, HostPriority
 from scheduler.framework.status import Code
-from scheduler.kube.extender import HTTPExtender, pod_resource_names
+from scheduler.kube.extender import HTTPExtender, close_extenders, http_extenders, pod_resource_names
 from scheduler.testing import make_node, make_pod
 from tests.extender_server import ExtenderServer
 from tests.helpers import make_cache
@@ -154,6 +154,7 @@ def test_interest_in_managed_resources() -> None:
 def test_simulate_calls_the_configured_extender() -> None:
     """``simulate`` with an extenders config: the extender's filter and scores show in the result."""
     from scheduler.config import parse_config  # noqa: PLC0415
+    from scheduler.schedule_one import Attempt  # noqa: PLC0415
     from scheduler.simulate import Simulation  # noqa: PLC0415
 
     server = ExtenderServer(reject={"node1": "node1 is reserved"}, scores={"node3": 10})
@@ -168,9 +169,17 @@ def test_simulate_calls_the_configured_extender() -> None:
                 ],
             }
         )
-        sim = Simulation(cfg, seed=0)
+        extenders = http_extenders(cfg.extenders)
+        sim = Simulation(cfg, seed=0, extenders=extenders)
         sim.add_objects([n.dict() for n in NODES] + [make_pod("web").scheduler("spread-scheduler").dict()])
-        (attempt,) = sim.run()
+
+        async def run() -> list[Attempt]:
+            try:
+                return await sim.run_async()
+            finally:
+                await close_extenders(extenders)
+
+        (attempt,) = asyncio.run(run())
     finally:
         server.stop_thread(thread)
     assert attempt.host == "node3"
@@ -223,3 +232,15 @@ def test_https(self_signed: tuple[Path, Path], tls: dict[str, Any], ok: bool) ->
             await ext.close()
 
     with_server(server, body)
+
+
+def test_a_config_with_extenders_needs_their_clients() -> None:
+    """The scheduler never drops configured extenders silently: their clients must be passed in."""
+    from scheduler.config import parse_config  # noqa: PLC0415
+    from scheduler.scheduler import Scheduler  # noqa: PLC0415
+    from tests.fakes import FakeBinder, FakeRecorder  # noqa: PLC0415
+
+    cfg = parse_config({"extenders": [{"urlPrefix": "http://127.0.0.1:1", "filterVerb": "filter"}]})
+    with pytest.raises(ValueError, match="pass their clients"):
+        Scheduler(cfg, FakeBinder(), FakeRecorder())
+    assert len(Scheduler(cfg, FakeBinder(), FakeRecorder(), extenders=http_extenders(cfg.extenders)).extenders) == 1

@@ -222,7 +222,7 @@ def _prio(value: int | None) -> Pod:
 def test_priority_sort_less(p1: Pod, t1: float, p2: Pod, t2: float, less: bool) -> None:
     sorter = PrioritySort({}, Handle())
     assert sorter.less(p1, t1, p2, t2) is less
-    assert (PrioritySort.sort_key(p1, t1) < PrioritySort.sort_key(p2, t2)) is less
+    assert (sorter.sort_key(p1, t1) < sorter.sort_key(p2, t2)) is less
 
 
 # -- SchedulingGates -----------------------------------------------------------------------------

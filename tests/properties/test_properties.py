@@ -34,7 +34,8 @@ from hypothesis import strategies as st
 from scheduler.api.labels import parse_label_selector
 from scheduler.api.objects import Node, Pod
 from scheduler.api.taints import find_untolerated
-from scheduler.backend.cache.cache import Cache, PodCountIndex
+from scheduler.backend.cache.cache import Cache
+from scheduler.backend.cache.pod_counts import PodCountIndex
 from scheduler.backend.queue.scheduling_queue import build_hint_map
 from scheduler.config import load_config
 from scheduler.framework.events import QueueingHint
