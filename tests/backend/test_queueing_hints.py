@@ -29,7 +29,7 @@ from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
 from scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
-from scheduler.profile import build_frameworks
+from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.simulate import Simulation
 from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
 
@@ -321,7 +321,8 @@ class TestNodeAffinityHint:
     )
     def test_any_taint_update_requeues_a_pod_it_rejected(self, old: NodeBuilder, new: NodeBuilder) -> None:
         """The #109437 registration (Node/UpdateNodeTaint, always Queue) fires even for a non-matching node."""
-        queue = SchedulingQueue(build_frameworks(load_config(None)))
+        frameworks = build_frameworks(load_config(None))
+        queue = SchedulingQueue(frameworks, sort_key=queue_sort_key(frameworks))
         pod = make_pod("p").node_selector({"disk": "ssd"}).build()
         qpi = QueuedPodInfo(pod, 0.0, unschedulable_plugins={"NodeAffinity"})
         o, n = old.build(), new.build()
@@ -1070,7 +1071,7 @@ class TestTV25:
     @staticmethod
     def strategy(sim: Simulation, pod: Pod, event: ClusterEvent, old: object, new: object) -> QueueingStrategy:
         """What the queue decides for the pending pod (rejected by PodTopologySpread) and one event."""
-        queue = SchedulingQueue(sim.frameworks)
+        queue = SchedulingQueue(sim.frameworks, sort_key=queue_sort_key(sim.frameworks))
         qpi = QueuedPodInfo(pod, 0.0, unschedulable_plugins={"PodTopologySpread"})
         return queue.is_pod_worth_requeuing(qpi, event, old, new)
 

@@ -26,7 +26,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.plugins import names
 from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
-from scheduler.profile import build_frameworks
+from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.testing import HOSTNAME, make_node, make_pod
 
 PROFILE = "spread-scheduler"
@@ -94,8 +94,10 @@ def make_queue(
     max_in_unschedulable: float = 300.0,
 ) -> SchedulingQueue:
     """A queue over ``framework(*plugins)``."""
+    frameworks = {PROFILE: framework(*plugins)}
     return SchedulingQueue(
-        {PROFILE: framework(*plugins)},
+        frameworks,
+        sort_key=queue_sort_key(frameworks),
         initial_backoff=initial_backoff,
         max_backoff=max_backoff,
         max_in_unschedulable=max_in_unschedulable,
@@ -107,7 +109,7 @@ def default_queue() -> SchedulingQueue:
     frameworks = build_frameworks(load_config(None))
     for fwk in frameworks.values():
         fwk.handle.snapshot = Cache()  # PodTopologySpread's hints read the pod's constraints through it
-    return SchedulingQueue(frameworks)
+    return SchedulingQueue(frameworks, sort_key=queue_sort_key(frameworks))
 
 
 def pod(name: str, priority: int = LOW, namespace: str = "ns1") -> Pod:
@@ -446,7 +448,8 @@ def test_error_backoff_pod_is_never_popped_early_even_with_nothing_else_to_do() 
 
 
 def test_error_backoff_pods_are_not_popped_early_but_rejected_ones_are() -> None:
-    q = SchedulingQueue(build_frameworks(load_config(None)))  # no snapshot: PodTopologySpread's hint queues
+    frameworks = build_frameworks(load_config(None))  # no snapshot: PodTopologySpread's hint queues
+    q = SchedulingQueue(frameworks, sort_key=queue_sort_key(frameworks))
     q.add(make_pod("err").build(), T0)
     q.add(make_pod("rej").build(), T0)
     err, rej = q.pop(T0), q.pop(T0)

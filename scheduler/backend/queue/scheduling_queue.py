@@ -29,7 +29,7 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.runtime import Framework
 
-__all__ = ["QueuedPodInfo", "QueueingStrategy", "SchedulingQueue", "build_hint_map", "queue_sort_key"]
+__all__ = ["QueuedPodInfo", "QueueingStrategy", "SchedulingQueue", "build_hint_map"]
 
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
@@ -89,28 +89,21 @@ def build_hint_map(frameworks: Mapping[str, Framework]) -> dict[str, list[tuple[
     return out
 
 
-def queue_sort_key(frameworks: Mapping[str, Framework]) -> Callable[[Pod, float], tuple[object, ...]]:
-    """The profiles' QueueSort order as a heap key; profile building ensures they all share one plugin."""
-    for fwk in frameworks.values():
-        if fwk.queue_sort is not None:
-            return fwk.queue_sort.sort_key
-    raise ValueError("no profile has a QueueSort plugin")
-
-
 class SchedulingQueue:
-    """One queue for all profiles, ordered by their QueueSort plugin (every profile has the same one)."""
+    """One queue for all profiles, ordered by ``sort_key``: their shared QueueSort plugin's order."""
 
     def __init__(
         self,
         frameworks: Mapping[str, Framework],
         *,
+        sort_key: Callable[[Pod, float], tuple[object, ...]],
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         on_change: Callable[[], None] | None = None,
     ) -> None:
         self._frameworks = frameworks
-        self._sort_key = queue_sort_key(frameworks)
+        self._sort_key = sort_key
         self._hints = build_hint_map(frameworks)
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
