@@ -30,7 +30,7 @@ import structlog
 from structlog.typing import FilteringBoundLogger
 
 from scheduler.api.objects import NodeName, Pod, PodKey
-from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
+from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
 from scheduler.errors import BindConflictError, PodGoneError
 from scheduler.eventhandlers import EventHandlers
 from scheduler.framework import events as ev
