@@ -56,6 +56,7 @@ class Scheduler:
         self.queue = SchedulingQueue(
             self.frameworks,
             sort_key=queue_sort_key(self.frameworks),
+            clock=clock,
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             on_change=self._wakeup.set,
@@ -103,7 +104,7 @@ class Scheduler:
         while not stop.is_set():
             now = self.clock()
             if now - last_flush >= UNSCHEDULABLE_FLUSH_PERIOD:
-                self.queue.flush_unschedulable_leftover(now)
+                self.queue.flush_unschedulable_leftover()
                 last_flush = now
             if await self.schedule_one_async() if self.extenders else self.schedule_one():
                 await asyncio.sleep(0)  # let watch events in between two cycles

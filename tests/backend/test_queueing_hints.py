@@ -33,6 +33,7 @@ from scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
 from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.simulate import Simulation
 from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
+from tests.fakes import FakeClock
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 A = ActionType
@@ -323,7 +324,7 @@ class TestNodeAffinityHint:
     def test_any_taint_update_requeues_a_pod_it_rejected(self, old: NodeBuilder, new: NodeBuilder) -> None:
         """The #109437 registration (Node/UpdateNodeTaint, always Queue) fires even for a non-matching node."""
         frameworks = build_frameworks(load_config(None))
-        queue = SchedulingQueue(frameworks, sort_key=queue_sort_key(frameworks))
+        queue = SchedulingQueue(frameworks, sort_key=queue_sort_key(frameworks), clock=FakeClock())
         pod = make_pod("p").node_selector({"disk": "ssd"}).build()
         qpi = QueuedPodInfo(pod, 0.0, unschedulable_plugins={"NodeAffinity"})
         o, n = old.build(), new.build()
@@ -1072,7 +1073,7 @@ class TestTV25:
     @staticmethod
     def strategy(sim: Simulation, pod: Pod, event: ClusterEvent, old: object, new: object) -> QueueingStrategy:
         """What the queue decides for the pending pod (rejected by PodTopologySpread) and one event."""
-        queue = SchedulingQueue(sim.frameworks, sort_key=queue_sort_key(sim.frameworks))
+        queue = SchedulingQueue(sim.frameworks, sort_key=queue_sort_key(sim.frameworks), clock=FakeClock())
         qpi = QueuedPodInfo(pod, 0.0, unschedulable_plugins={"PodTopologySpread"})
         return queue.is_pod_worth_requeuing(qpi, event, old, new)
 

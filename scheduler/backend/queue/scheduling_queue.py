@@ -1,7 +1,8 @@
 """The scheduling queue: activeQ, backoffQ, unschedulable pods, in-flight events (``backend/queue``).
 
-Pure and clock-driven: the caller passes ``now`` (seconds) into every method that needs time, so
-tests run without sleeping and the live loop passes ``time.monotonic()``.
+Pure apart from the clock it is given (upstream's ``WithClock``): every call that needs the time
+reads it once from that clock, ``time.monotonic`` in the live loop. Tests drive a fake clock and
+never sleep.
 
 A new pod goes to activeQ (``active_queue``) unless a PreEnqueue plugin holds it among the
 unschedulable pods (``unschedulable_pods``). A pod whose attempt failed with an error waits out its
@@ -16,6 +17,7 @@ longer than ``max_in_unschedulable`` is tried again (gated pods excepted).
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from scheduler.api.objects import Pod, PodKey
@@ -82,12 +84,14 @@ class SchedulingQueue:
         frameworks: Mapping[str, Framework],
         *,
         sort_key: SortKey,
+        clock: Callable[[], float] = time.monotonic,
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         on_change: Callable[[], None] | None = None,
     ) -> None:
         self._frameworks = frameworks
+        self._clock = clock
         self._hints = build_hint_map(frameworks)
         self.max_in_unschedulable = max_in_unschedulable
         self._on_change = on_change or (lambda: None)
@@ -125,7 +129,7 @@ class SchedulingQueue:
     def _count(self, queue: str, event: str) -> None:
         self.incoming[(queue, event)] = self.incoming.get((queue, event), 0) + 1
 
-    def _push(self, qpi: QueuedPodInfo, where: str, now: float) -> None:
+    def _push(self, qpi: QueuedPodInfo, where: str) -> None:
         key = qpi.key
         if self._where.get(key) != where:
             self._drop_entries(key)
@@ -167,32 +171,32 @@ class SchedulingQueue:
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
         return self._backoffq.backoff_expiry(qpi)
 
-    def is_backing_off(self, qpi: QueuedPodInfo, now: float) -> bool:
-        return self._backoffq.is_backing_off(qpi, now)
+    def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+        return self._backoffq.is_backing_off(qpi, self._clock())
 
     # -- adding and updating pending pods -----------------------------------------------------
 
-    def add(self, pod: Pod, now: float) -> None:
+    def add(self, pod: Pod) -> None:
         """A new pending pod of ours: PreEnqueue decides activeQ or the gated (unschedulable) pool."""
         if pod.key in self._where or pod.key in self._in_flight:
-            self.update(None, pod, now)
+            self.update(None, pod)
             return
-        qpi = QueuedPodInfo(pod, now)
+        qpi = QueuedPodInfo(pod, self._clock())
         self._count("active", "PodAdd")
-        self._move_to_active(qpi, now, event="PodAdd")
+        self._move_to_active(qpi, event="PodAdd")
 
-    def _move_to_active(self, qpi: QueuedPodInfo, now: float, event: str) -> None:
+    def _move_to_active(self, qpi: QueuedPodInfo, event: str) -> None:
         fwk = self._frameworks.get(qpi.pod.scheduler_name)
         gate = fwk.run_pre_enqueue_plugins(qpi.pod) if fwk is not None else None
         if gate is not None:
             qpi.gating_plugin = gate.plugin
             qpi.unschedulable_plugins = {gate.plugin}
-            self._push(qpi, "unschedulable", now)
+            self._push(qpi, "unschedulable")
             return
         qpi.gating_plugin = ""
-        self._push(qpi, "active", now)
+        self._push(qpi, "active")
 
-    def update(self, old: Pod | None, new: Pod, now: float) -> None:
+    def update(self, old: Pod | None, new: Pod) -> None:
         key = new.key
         if key in self._in_flight:
             self._in_flight.update(key, new)
@@ -202,18 +206,18 @@ class SchedulingQueue:
             return
         where = self._where.get(key)
         if where is None:
-            self.add(new, now)
+            self.add(new)
             return
         qpi = self._infos[key]
         previous = qpi.pod
         qpi.pod = new
         if where in ("active", "backoff", "error"):
-            self._push(qpi, where, now)  # re-push with the new priority; the old entry goes stale
+            self._push(qpi, where)  # re-push with the new priority; the old entry goes stale
             return
         for ev in pod_scheduling_properties_change(new, old or previous, EventResource.UNSCHEDULABLE_POD):
             strategy = self.is_pod_worth_requeuing(qpi, ev, old or previous, new)
             if strategy is not QueueingStrategy.QUEUE_SKIP:
-                self._requeue(qpi, strategy, now, str(ev))
+                self._requeue(qpi, strategy, str(ev), backing_off=self._backoffq.is_backing_off(qpi, self._clock()))
                 return
 
     def delete(self, key: str) -> None:
@@ -224,9 +228,10 @@ class SchedulingQueue:
 
     # -- popping and finishing ----------------------------------------------------------------
 
-    def pop(self, now: float) -> QueuedPodInfo | None:
+    def pop(self) -> QueuedPodInfo | None:
         """The next pod to schedule, or None. With activeQ empty, a backing-off pod is taken early."""
-        self.flush_backoff_completed(now)
+        now = self._clock()
+        self._move_backoff_completed(self._backoffq.pop_completed(now))
         key = self._activeq.pop()
         if key is None:
             key = self._backoffq.pop()
@@ -246,8 +251,9 @@ class SchedulingQueue:
         """The pod left its scheduling cycle (bound or handed back); forget its in-flight events."""
         self._in_flight.done(PodKey(key))
 
-    def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo, now: float, *, error: bool) -> None:
+    def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo, *, error: bool) -> None:
         """Hand a failed pod back: replay in-flight events, else park it in the unschedulable pool."""
+        now = self._clock()
         key = qpi.key
         latest = self._in_flight.latest(key, qpi.pod)
         if latest is None:  # deleted while in flight
@@ -274,19 +280,22 @@ class SchedulingQueue:
         self.done(key)
         if strategy is QueueingStrategy.QUEUE_SKIP:
             self._count("unschedulable", "ScheduleAttemptFailure")
-            self._push(qpi, "unschedulable", now)
+            self._push(qpi, "unschedulable")
         else:
-            self._requeue(qpi, strategy, now, "ScheduleAttemptFailure")
+            backing_off = self._backoffq.is_backing_off(qpi, now)
+            self._requeue(qpi, strategy, "ScheduleAttemptFailure", backing_off=backing_off)
 
-    def _requeue(self, qpi: QueuedPodInfo, strategy: QueueingStrategy, now: float, event: str) -> None:
+    def _requeue(self, qpi: QueuedPodInfo, strategy: QueueingStrategy, event: str, *, backing_off: bool) -> None:
+        """To backoffQ if the strategy allows and the pod is ``backing_off`` (the caller read the clock
+        once for all the pods it moves), else to activeQ."""
         self._remove(qpi.key)
-        if strategy is QueueingStrategy.QUEUE_AFTER_BACKOFF and self._backoffq.is_backing_off(qpi, now):
+        if strategy is QueueingStrategy.QUEUE_AFTER_BACKOFF and backing_off:
             where = "backoff" if qpi.rejectors else "error"
             self._count("backoff", event)
-            self._push(qpi, where, now)
+            self._push(qpi, where)
             return
         self._count("active", event)
-        self._move_to_active(qpi, now, event)
+        self._move_to_active(qpi, event)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -335,7 +344,6 @@ class SchedulingQueue:
         event: ClusterEvent,
         old: object | None,
         new: object | None,
-        now: float,
         precheck: Callable[[QueuedPodInfo], bool] | None = None,
     ) -> int:
         """Run the event past every unschedulable pod's rejectors; returns how many pods moved."""
@@ -343,6 +351,7 @@ class SchedulingQueue:
         if matching is not None and not any(matching.values()):
             return 0  # no plugin of any profile registered for this event
         self._in_flight.record(event, old, new)
+        now = self._clock()
         moved = 0
         for qpi in self._unschedulable.snapshot():
             if precheck is not None and not precheck(qpi):
@@ -350,25 +359,30 @@ class SchedulingQueue:
             strategy = self.is_pod_worth_requeuing(qpi, event, old, new, matching)
             if strategy is QueueingStrategy.QUEUE_SKIP:
                 continue
-            self._requeue(qpi, strategy, now, str(event))
+            self._requeue(qpi, strategy, str(event), backing_off=self._backoffq.is_backing_off(qpi, now))
             moved += 1
         return moved
 
     # -- periodic flushes -----------------------------------------------------------------------
 
-    def flush_backoff_completed(self, now: float) -> None:
-        for key in self._backoffq.pop_completed(now):
+    def flush_backoff_completed(self) -> None:
+        self._move_backoff_completed(self._backoffq.pop_completed(self._clock()))
+
+    def _move_backoff_completed(self, keys: Iterable[PodKey]) -> None:
+        for key in keys:
             qpi = self._infos[key]
             self._remove(key)
-            self._move_to_active(qpi, now, "BackoffComplete")
+            self._move_to_active(qpi, "BackoffComplete")
 
-    def flush_unschedulable_leftover(self, now: float) -> int:
+    def flush_unschedulable_leftover(self) -> int:
         """Pods parked longer than ``max_in_unschedulable`` get another try (``UnschedulableTimeout``)."""
+        now = self._clock()
         moved = 0
         for qpi in self._unschedulable.snapshot():
             if qpi.gating_plugin or now - qpi.timestamp <= self.max_in_unschedulable:
                 continue
-            self._requeue(qpi, QueueingStrategy.QUEUE_AFTER_BACKOFF, now, "UnschedulableTimeout")
+            backing_off = self._backoffq.is_backing_off(qpi, now)
+            self._requeue(qpi, QueueingStrategy.QUEUE_AFTER_BACKOFF, "UnschedulableTimeout", backing_off=backing_off)
             moved += 1
         return moved
 
