@@ -17,7 +17,8 @@ import pytest
 from scheduler.api.objects import Node, Pod, parse_selecting_object
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
-from scheduler.backend.queue.scheduling_queue import QueueingStrategy, SchedulingQueue, build_hint_map
+from scheduler.backend.queue.queueing_hints import QueueingStrategy, build_hint_map
+from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.config import load_config, parse_config
 from scheduler.framework import events as ev
 from scheduler.framework.events import ActionType, ClusterEvent, EventResource, QueueingHint

@@ -8,15 +8,14 @@ A new pod goes to activeQ (``active_queue``) unless a PreEnqueue plugin holds it
 unschedulable pods (``unschedulable_pods``). A pod whose attempt failed with an error waits out its
 backoff (``backoff_queue``) and is tried again. A pod rejected by plugins is parked among the
 unschedulable pods until a cluster event arrives for which one of the plugins that rejected it
-returns Queue from its queueing hint; it then waits out what is left of its backoff, unless that
-plugin only kept it pending. Events that arrive while the pod is being scheduled are kept
-(``in_flight``) and replayed when its attempt fails, so no wake-up is lost. Whatever is parked
-longer than ``max_in_unschedulable`` is tried again (gated pods excepted).
+returns Queue from its queueing hint (``queueing_hints``); it then waits out what is left of its
+backoff, unless that plugin only kept it pending. Events that arrive while the pod is being
+scheduled are kept (``in_flight``) and replayed when its attempt fails, so no wake-up is lost.
+Whatever is parked longer than ``max_in_unschedulable`` is tried again (gated pods excepted).
 """
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -25,55 +24,20 @@ from scheduler.backend.queue.active_queue import ActiveQueue, SortKey
 from scheduler.backend.queue.backoff_queue import BackoffQueue
 from scheduler.backend.queue.in_flight import InFlightPods
 from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
+from scheduler.backend.queue.queueing_hints import QueueingHints, QueueingStrategy
 from scheduler.backend.queue.unschedulable_pods import UnschedulablePods
 from scheduler.framework.events import (
-    ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
-    QueueingHint,
-    match_cluster_events,
     pod_scheduling_properties_change,
 )
 from scheduler.framework.runtime import Framework
 
-__all__ = ["QueueingStrategy", "SchedulingQueue", "build_hint_map"]
+__all__ = ["SchedulingQueue"]
 
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
-
-
-class QueueingStrategy(enum.IntEnum):
-    QUEUE_SKIP = 0
-    QUEUE_AFTER_BACKOFF = 1
-    QUEUE_IMMEDIATELY = 2
-
-
-# plugin name -> registered events with hints, per profile
-HintMap = dict[str, list[tuple[str, ClusterEventWithHint]]]
-
-
-def build_hint_map(frameworks: Mapping[str, Framework]) -> dict[str, list[tuple[str, ClusterEventWithHint]]]:
-    """Per profile, every (plugin, event, hint) registration, with upstream's #109437 work-around.
-
-    A plugin that registers ``Node/Add`` but not ``Node/UpdateNodeTaint`` is also registered for
-    ``Node/UpdateNodeTaint`` with an always-Queue hint (an uncordon is reported as a taint update).
-    """
-    out: dict[str, list[tuple[str, ClusterEventWithHint]]] = {}
-    for profile, fwk in frameworks.items():
-        regs: list[tuple[str, ClusterEventWithHint]] = []
-        for plugin, events in fwk.enqueue_extensions().items():
-            node_add = any(e.event.resource is EventResource.NODE and e.event.action & ActionType.ADD for e in events)
-            node_taint = any(
-                e.event.resource is EventResource.NODE and e.event.action & ActionType.UPDATE_NODE_TAINT for e in events
-            )
-            regs.extend((plugin, e) for e in events)
-            if node_add and not node_taint:
-                regs.append(
-                    (plugin, ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)))
-                )
-        out[profile] = regs
-    return out
 
 
 class SchedulingQueue:
@@ -92,7 +56,7 @@ class SchedulingQueue:
     ) -> None:
         self._frameworks = frameworks
         self._clock = clock
-        self._hints = build_hint_map(frameworks)
+        self._hints = QueueingHints(frameworks)
         self.max_in_unschedulable = max_in_unschedulable
         self._on_change = on_change or (lambda: None)
         self._activeq = ActiveQueue(sort_key)
@@ -307,37 +271,8 @@ class SchedulingQueue:
         new: object | None,
         matching: Mapping[str, Sequence[tuple[str, ClusterEventWithHint]]] | None = None,
     ) -> QueueingStrategy:
-        """``matching``: the registrations per profile that match ``event``, when the caller has them."""
-        rejectors = qpi.rejectors
-        if not rejectors:
-            return QueueingStrategy.QUEUE_AFTER_BACKOFF
-        if event.is_wildcard:
-            if isinstance(new, Pod) and new.uid != qpi.pod.uid:
-                return QueueingStrategy.QUEUE_SKIP
-            return QueueingStrategy.QUEUE_AFTER_BACKOFF
-        if matching is None:
-            matching = self._matching(event)
-        strategy = QueueingStrategy.QUEUE_SKIP
-        for plugin, registration in matching.get(qpi.pod.scheduler_name, ()):
-            if plugin not in rejectors:
-                continue
-            try:
-                hint = registration.hint(qpi.pod, old, new)
-            except Exception:  # a failing hint must not strand the pod: upstream treats it as Queue
-                hint = QueueingHint.QUEUE
-            if hint is QueueingHint.QUEUE_SKIP:
-                continue
-            if plugin in qpi.pending_plugins:
-                return QueueingStrategy.QUEUE_IMMEDIATELY
-            strategy = QueueingStrategy.QUEUE_AFTER_BACKOFF
-        return strategy
-
-    def _matching(self, event: ClusterEvent) -> dict[str, list[tuple[str, ClusterEventWithHint]]]:
-        """Per profile, the (plugin, registration) pairs whose event matches ``event``, in hint-map order."""
-        return {
-            profile: [(plugin, reg) for plugin, reg in regs if match_cluster_events(reg.event, event)]
-            for profile, regs in self._hints.items()
-        }
+        """What the pod's rejectors' hints say to ``event`` (``queueing_hints``)."""
+        return self._hints.strategy(qpi, event, old, new, matching)
 
     def move_all_to_active_or_backoff(
         self,
@@ -347,7 +282,7 @@ class SchedulingQueue:
         precheck: Callable[[QueuedPodInfo], bool] | None = None,
     ) -> int:
         """Run the event past every unschedulable pod's rejectors; returns how many pods moved."""
-        matching = None if event.is_wildcard else self._matching(event)
+        matching = None if event.is_wildcard else self._hints.matching(event)
         if matching is not None and not any(matching.values()):
             return 0  # no plugin of any profile registered for this event
         self._in_flight.record(event, old, new)
