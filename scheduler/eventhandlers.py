@@ -94,7 +94,6 @@ class EventHandlers:
     def node_event(self, event_type: str | None, node: Node) -> None:
         if self.held.hold(functools.partial(self.node_event, event_type, node)):
             return
-        now = self.clock()
         if not node.name:
             log.warning("ignoring node without a name", errors=[str(e) for e in node.errors])
             return
@@ -102,11 +101,11 @@ class EventHandlers:
         if event_type == "DELETED":
             if old_info is not None:
                 self.cache.remove_node(node.name)
-                self.queue.move_all_to_active_or_backoff(ev.NODE_DELETE, old_info.node, None, now)
+                self.queue.move_all_to_active_or_backoff(ev.NODE_DELETE, old_info.node, None)
             return
         if old_info is None:
             self.cache.add_node(node)
-            self.queue.move_all_to_active_or_backoff(ev.NODE_ADD, None, node, now)
+            self.queue.move_all_to_active_or_backoff(ev.NODE_ADD, None, node)
             return
         old = old_info.node
         if node.resource_version and node.resource_version == old.resource_version:
@@ -115,7 +114,7 @@ class EventHandlers:
             return  # an event older than the version we hold (integer resourceVersions): never go back
         self.cache.update_node(old, node)
         for event in ev.node_scheduling_properties_change(node, old):
-            self.queue.move_all_to_active_or_backoff(event, old, node, now)
+            self.queue.move_all_to_active_or_backoff(event, old, node)
 
     def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         self.pod_event(event_type, Pod.from_dict(obj))
@@ -123,16 +122,15 @@ class EventHandlers:
     def pod_event(self, event_type: str | None, pod: Pod) -> None:
         if self.held.hold(functools.partial(self.pod_event, event_type, pod)):
             return
-        now = self.clock()
         key = pod.key
         held = self.cache.pod(key) or self.pending.get(key)
         if event_type != "DELETED" and held is not None and _older(pod.resource_version, held.resource_version):
             return  # an event older than the version we hold (integer resourceVersions): never go back
         if event_type == "DELETED" or pod.terminal:
-            self._forget_pod(pod, now)
+            self._forget_pod(pod)
             return
         if pod.assigned:
-            self._on_assigned_pod(pod, now)
+            self._on_assigned_pod(pod)
             return
         if pod.scheduler_name not in self._profiles:
             return  # not ours
@@ -146,15 +144,15 @@ class EventHandlers:
             assumed = self.cache.pod(key)
             if pod.terminating and not (old_pending is not None and old_pending.terminating) and assumed:
                 self.cache.forget_pod(assumed)
-                self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None, now)
+                self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None)
             return
         self.pending[key] = pod
         if old_pending is None:
-            self.queue.add(pod, now)
+            self.queue.add(pod)
         elif old_pending.resource_version != pod.resource_version or not pod.resource_version:
-            self.queue.update(old_pending, pod, now)
+            self.queue.update(old_pending, pod)
 
-    def _on_assigned_pod(self, pod: Pod, now: float) -> None:
+    def _on_assigned_pod(self, pod: Pod) -> None:
         key = pod.key
         if key in self.pending:
             del self.pending[key]
@@ -163,12 +161,12 @@ class EventHandlers:
         was_assumed = self.cache.is_assumed(key)
         self.cache.add_pod(pod)
         if old is None or was_assumed:
-            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod, now)
+            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
         elif old.resource_version != pod.resource_version or not pod.resource_version:
             for event in ev.pod_scheduling_properties_change(pod, old, ev.EventResource.ASSIGNED_POD):
-                self.queue.move_all_to_active_or_backoff(event, old, pod, now)
+                self.queue.move_all_to_active_or_backoff(event, old, pod)
 
-    def _forget_pod(self, pod: Pod, now: float) -> None:
+    def _forget_pod(self, pod: Pod) -> None:
         key = pod.key
         for forgotten in self.forgotten:
             forgotten(key)
@@ -177,7 +175,7 @@ class EventHandlers:
         old = self.cache.pod(key)
         if old is not None:
             self.cache.remove_pod(old)
-            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, old, None, now)
+            self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, old, None)
 
     def on_selecting_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         """Services, ReplicaSets, StatefulSets, ReplicationControllers: inputs of default spreading."""

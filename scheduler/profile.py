@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from scheduler.api.objects import Pod
 from scheduler.config.types import ConfigError, ProfileConfig, SchedulerConfig
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, Handle, Plugin
@@ -11,7 +12,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.plugins.names import NODE_RESOURCES_FIT
 from scheduler.plugins.registry import REGISTRY
 
-__all__ = ["build_frameworks"]
+__all__ = ["build_frameworks", "queue_sort_key"]
 
 
 def build_frameworks(
@@ -62,3 +63,14 @@ def check_same_queue_sort(profiles: Sequence[ProfileConfig]) -> None:
             raise ConfigError(f'different queue sort plugins for profile "{name}": {message}')
         if prof.plugin_args.get(queue_sort, {}) != first.plugin_args.get(first_sort, {}):
             raise ConfigError(f'different queue sort plugin args for profile "{name}"')
+
+
+def queue_sort_key(frameworks: Mapping[str, Framework]) -> Callable[[Pod, float], tuple[object, ...]]:
+    """The profiles' QueueSort order as the queue's heap key (upstream's ``lessFn``).
+
+    ``check_same_queue_sort`` makes every profile share one plugin, so the first that has it speaks for all.
+    """
+    for fwk in frameworks.values():
+        if fwk.queue_sort is not None:
+            return fwk.queue_sort.sort_key
+    raise ValueError("no profile has a QueueSort plugin")

@@ -30,7 +30,7 @@ import structlog
 from structlog.typing import FilteringBoundLogger
 
 from scheduler.api.objects import NodeName, Pod, PodKey
-from scheduler.backend.queue.scheduling_queue import QueuedPodInfo
+from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
 from scheduler.errors import BindConflictError, PodGoneError
 from scheduler.eventhandlers import EventHandlers
 from scheduler.framework import events as ev
@@ -481,19 +481,18 @@ class ScheduleOne:
 
     def _pop(self) -> Popped | None:
         """The next pod, with its profile when it needs a cycle (``fwk`` None: popped, no cycle)."""
-        now = self.clock()
-        qpi = self.queue.pop(now)
+        qpi = self.queue.pop()
         if qpi is None:
             return None
         key = qpi.key
         pod = self.handlers.pending.get(key)
         if pod is None or self.cache.is_assumed(key):
             self.queue.done(key)
-            return Popped(qpi, None, now, 0.0)
+            return Popped(qpi, None, 0.0)
         qpi.pod = pod
         if self.max_attempts is not None and qpi.attempts > self.max_attempts:
             self.queue.done(key)  # the pod leaves the queue: it had its attempts
-            return Popped(qpi, None, now, 0.0)
+            return Popped(qpi, None, 0.0)
         if pod.terminating:
             # Upstream pops a pod that is being deleted and skips it (``skipPodSchedule``): no cycle.
             self.queue.done(key)
@@ -501,16 +500,16 @@ class ScheduleOne:
             for observer in self.skip_observers:
                 observer(pod, message)
             self._spawn(self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message))
-            return Popped(qpi, None, now, 0.0)
-        return Popped(qpi, self.frameworks[pod.scheduler_name], now, time.perf_counter())
+            return Popped(qpi, None, 0.0)
+        return Popped(qpi, self.frameworks[pod.scheduler_name], time.perf_counter())
 
     def _finish_cycle(self, popped: Popped, attempt: Attempt) -> None:
         """Assume, Reserve and Permit a placed pod, then start its binding cycle; else handle the failure."""
-        qpi, fwk, now = popped.qpi, popped.fwk, popped.now
+        qpi, fwk = popped.qpi, popped.fwk
         assert fwk is not None
         pod, host = attempt.pod, attempt.host
         if host is None:
-            self._handle_failure(qpi, attempt.status, attempt.message, attempt, now)
+            self._handle_failure(qpi, attempt.status, attempt.message, attempt)
             self._observe(attempt, popped.started)
             return
         # The cache holds a copy with spec.nodeName set, as upstream's assume: whoever sees it later
@@ -523,7 +522,7 @@ class ScheduleOne:
             fwk.run_reserve_plugins_unreserve(attempt.state, pod, host)
             self.cache.forget_pod(pod)
             attempt.status, attempt.host, attempt.message = status, None, status.message()
-            self._handle_failure(qpi, status, status.message(), attempt, now)
+            self._handle_failure(qpi, status, status.message(), attempt)
             self._observe(attempt, popped.started)
             return
         self.queue.done(qpi.key)
@@ -570,7 +569,7 @@ class ScheduleOne:
             self._undo_assume(fwk, attempt, host)
             self.stats.bind_failures += 1
             qpi.unschedulable_plugins, qpi.pending_plugins = set(), set()
-            self._handle_failure(qpi, status, status.message(), attempt, self.clock())
+            self._handle_failure(qpi, status, status.message(), attempt)
             return
         fwk.run_post_bind_plugins(state, pod, host)
         if self.cache.get(host) is None:
@@ -602,11 +601,11 @@ class ScheduleOne:
         fwk.run_reserve_plugins_unreserve(attempt.state, attempt.pod, host)
         self.cache.forget_pod(attempt.pod)
         assumed = dataclasses.replace(attempt.pod, node_name=host)
-        self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None, self.clock())
+        self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None)
 
     # -- failures ----------------------------------------------------------------------------
 
-    def _handle_failure(self, qpi: QueuedPodInfo, status: Status, message: str, attempt: Attempt, now: float) -> None:
+    def _handle_failure(self, qpi: QueuedPodInfo, status: Status, message: str, attempt: Attempt) -> None:
         """``handleSchedulingFailure``: requeue with the rejectors, then report (once per distinct message)."""
         key = qpi.key
         rejected = status.is_rejected()
@@ -620,7 +619,7 @@ class ScheduleOne:
         if current is None:  # deleted or bound meanwhile: nothing to requeue or report
             self.queue.done(key)
             return
-        self.queue.add_unschedulable_if_not_present(qpi, now, error=not qpi.rejectors)
+        self.queue.add_unschedulable_if_not_present(qpi, error=not qpi.rejectors)
         reason = "Unschedulable" if rejected else "SchedulerError"
         if self._reported.get(key) == message:
             return  # the same message was posted already: do not flood the API
@@ -655,5 +654,4 @@ class Popped:
 
     qpi: QueuedPodInfo
     fwk: Framework | None
-    now: float
     started: float

@@ -21,7 +21,7 @@ from scheduler.eventhandlers import EventHandlers, HeldChanges
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, Recorder
 from scheduler.framework.runtime import Framework
-from scheduler.profile import build_frameworks
+from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.schedule_one import ScheduleOne, SchedulerStats, SchedulingAlgorithm
 
 __all__ = ["Recorder", "Scheduler", "SchedulerStats"]
@@ -55,6 +55,8 @@ class Scheduler:
         self.cache = Cache()
         self.queue = SchedulingQueue(
             self.frameworks,
+            sort_key=queue_sort_key(self.frameworks),
+            clock=clock,
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             on_change=self._wakeup.set,
@@ -102,7 +104,7 @@ class Scheduler:
         while not stop.is_set():
             now = self.clock()
             if now - last_flush >= UNSCHEDULABLE_FLUSH_PERIOD:
-                self.queue.flush_unschedulable_leftover(now)
+                self.queue.flush_unschedulable_leftover()
                 last_flush = now
             if await self.schedule_one_async() if self.extenders else self.schedule_one():
                 await asyncio.sleep(0)  # let watch events in between two cycles

@@ -22,10 +22,10 @@ import yaml
 
 from scheduler.api.objects import SELECTING_KINDS, Node, Pod, PodKey
 from scheduler.backend.cache.cache import Cache
-from scheduler.backend.queue.scheduling_queue import queue_sort_key
 from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
 from scheduler.framework.status import Code, Status
+from scheduler.profile import queue_sort_key
 from scheduler.schedule_one import Attempt
 from scheduler.scheduler import Scheduler
 

@@ -117,7 +117,7 @@ def test_an_unmet_hard_spread_is_reported_once_and_not_again_for_the_same_messag
         assert key in c.sched.pending
 
         c.clock.advance(300.5)  # the 5-minute flush tries it again: same verdict, nothing new written
-        assert c.sched.queue.flush_unschedulable_leftover(c.clock()) == 1
+        assert c.sched.queue.flush_unschedulable_leftover() == 1
         await c.settle()
         assert c.attempts("unschedulable") == 2
         assert len(c.recorder.conditions) == 1 and len(c.recorder.events) == 1
@@ -197,10 +197,10 @@ def test_tv25h_nothing_happens_then_the_flush_moves_it_strictly_after_five_minut
         tv10(c)
         await c.settle()
         c.clock.advance(300)
-        assert c.sched.queue.flush_unschedulable_leftover(c.clock()) == 0
+        assert c.sched.queue.flush_unschedulable_leftover() == 0
         assert not c.sched.schedule_one()
         c.clock.advance(0.001)
-        assert c.sched.queue.flush_unschedulable_leftover(c.clock()) == 1
+        assert c.sched.queue.flush_unschedulable_leftover() == 1
         assert c.sched.schedule_one()
         assert c.attempts("unschedulable") == 2
 
@@ -251,7 +251,7 @@ def test_unmet_spread_is_reported_once_then_a_new_zone_binds_it() -> None:
         assert c.sched.queue.location("default/new") == "unschedulable"
 
         c.clock.advance(400)  # the 5-minute flush retries it: same message, so nothing is written again
-        c.sched.queue.flush_unschedulable_leftover(c.clock())
+        c.sched.queue.flush_unschedulable_leftover()
         c.clock.advance(20)
         assert await c.settle(interleave=True) == 1
         assert len(c.recorder.conditions) == 1
@@ -329,7 +329,7 @@ def test_pods_of_another_scheduler_are_never_bound_written_or_queued() -> None:
         c.modify(theirs.label("v", "2"))
         await c.settle()
         c.clock.advance(1_000)
-        c.sched.queue.flush_unschedulable_leftover(c.clock())
+        c.sched.queue.flush_unschedulable_leftover()
         await c.settle()
         assert c.binder.calls == []
         assert c.recorder.writes_for("default/theirs") == 0
@@ -494,7 +494,7 @@ def test_conflict_or_gone_is_forgotten_and_never_retried(error: Exception) -> No
         assert c.recorder.conditions == []
         assert c.sched.stats.bind_failures == 1
         c.clock.advance(1_000)
-        c.sched.queue.flush_unschedulable_leftover(c.clock())
+        c.sched.queue.flush_unschedulable_leftover()
         await c.settle()
         assert c.binder.calls == [(key, "node1")]
         assert c.recorder.events_for(key, "Scheduled") == []
@@ -625,7 +625,7 @@ def test_a_pod_deleted_while_pending_is_dropped() -> None:
         assert c.sched.queue.location("default/parked") is None
         c.add(make_node("z1").zone("zone-a"))
         c.clock.advance(1_000)
-        assert c.sched.queue.flush_unschedulable_leftover(c.clock()) == 0
+        assert c.sched.queue.flush_unschedulable_leftover() == 0
         await c.settle()
         assert c.binder.calls == []
         assert "default/queued" not in c.sched.pending and "default/parked" not in c.sched.pending
@@ -646,7 +646,7 @@ def test_a_pending_pod_that_turns_terminal_is_dropped() -> None:
         assert "default/done" not in c.sched.pending
         c.add(make_node("z1").zone("zone-a"))
         c.clock.advance(1_000)
-        c.sched.queue.flush_unschedulable_leftover(c.clock())
+        c.sched.queue.flush_unschedulable_leftover()
         await c.settle()
         assert c.binder.calls == []
 
@@ -674,7 +674,7 @@ def test_a_pod_deleted_while_its_binding_is_in_flight_is_not_retried() -> None:
         c.binder.hold.set()
         await c.sched.drain()
         c.clock.advance(1_000)
-        c.sched.queue.flush_unschedulable_leftover(c.clock())
+        c.sched.queue.flush_unschedulable_leftover()
         await c.settle()
         assert c.binder.calls == [("default/gone", "n1")] and c.binder.binds == []
         assert c.sched.queue.location("default/gone") is None
@@ -739,7 +739,7 @@ def test_deleting_pod() -> None:
         assert c.recorder.conditions == []
         assert c.sched.queue.location("default/foo") is None
         c.clock.advance(1_000)
-        c.sched.queue.flush_unschedulable_leftover(c.clock())
+        c.sched.queue.flush_unschedulable_leftover()
         assert not c.sched.schedule_one()
 
     run(body)

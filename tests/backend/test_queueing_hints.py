@@ -16,7 +16,9 @@ import pytest
 
 from scheduler.api.objects import Node, Pod, parse_selecting_object
 from scheduler.backend.cache.cache import Cache
-from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, QueueingStrategy, SchedulingQueue, build_hint_map
+from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
+from scheduler.backend.queue.queueing_hints import QueueingStrategy, build_hint_map
+from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.config import load_config, parse_config
 from scheduler.framework import events as ev
 from scheduler.framework.events import ActionType, ClusterEvent, EventResource, QueueingHint
@@ -29,9 +31,10 @@ from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
 from scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
-from scheduler.profile import build_frameworks
+from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.simulate import Simulation
 from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
+from tests.fakes import FakeClock
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 A = ActionType
@@ -321,7 +324,8 @@ class TestNodeAffinityHint:
     )
     def test_any_taint_update_requeues_a_pod_it_rejected(self, old: NodeBuilder, new: NodeBuilder) -> None:
         """The #109437 registration (Node/UpdateNodeTaint, always Queue) fires even for a non-matching node."""
-        queue = SchedulingQueue(build_frameworks(load_config(None)))
+        frameworks = build_frameworks(load_config(None))
+        queue = SchedulingQueue(frameworks, sort_key=queue_sort_key(frameworks), clock=FakeClock())
         pod = make_pod("p").node_selector({"disk": "ssd"}).build()
         qpi = QueuedPodInfo(pod, 0.0, unschedulable_plugins={"NodeAffinity"})
         o, n = old.build(), new.build()
@@ -1070,7 +1074,7 @@ class TestTV25:
     @staticmethod
     def strategy(sim: Simulation, pod: Pod, event: ClusterEvent, old: object, new: object) -> QueueingStrategy:
         """What the queue decides for the pending pod (rejected by PodTopologySpread) and one event."""
-        queue = SchedulingQueue(sim.frameworks)
+        queue = SchedulingQueue(sim.frameworks, sort_key=queue_sort_key(sim.frameworks), clock=FakeClock())
         qpi = QueuedPodInfo(pod, 0.0, unschedulable_plugins={"PodTopologySpread"})
         return queue.is_pod_worth_requeuing(qpi, event, old, new)
 

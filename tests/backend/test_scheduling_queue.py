@@ -2,8 +2,9 @@
 in-flight events, flushes, gates, updates and deletes.
 
 Cases ported from upstream ``pkg/scheduler/backend/queue/{scheduling_queue,backoff_queue}_test.go``
-(v1.35.4) keep the upstream case name as their pytest id. The queue is pure: every call gets ``now``
-and the tests move time by passing a later number, never by sleeping.
+(v1.35.4) keep the upstream case name as their pytest id. The queue reads its injected clock: each
+test's queue runs on a ``FakeClock`` that starts at ``T0`` and that the test sets to the time of the
+calls that follow, never by sleeping. Helpers act at the clock's current time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import pytest
 
 from scheduler.api.objects import Pod
 from scheduler.backend.cache.cache import Cache
-from scheduler.backend.queue.scheduling_queue import QueuedPodInfo, QueueingStrategy, SchedulingQueue, build_hint_map
+from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
+from scheduler.backend.queue.queueing_hints import QueueingStrategy, build_hint_map
+from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.config import load_config
 from scheduler.framework import events as ev
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
@@ -26,8 +29,9 @@ from scheduler.framework.status import Code, Status
 from scheduler.plugins import names
 from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
-from scheduler.profile import build_frameworks
+from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.testing import HOSTNAME, make_node, make_pod
+from tests.fakes import FakeClock
 
 PROFILE = "spread-scheduler"
 T0 = 10_000.0  # a whole second, so "truncated to the second" is easy to read off
@@ -87,53 +91,63 @@ def framework(*plugins: Plugin) -> Framework:
     )
 
 
+@pytest.fixture
+def clock() -> FakeClock:
+    """The queue's clock, at ``T0`` until the test sets it."""
+    return FakeClock(T0)
+
+
 def make_queue(
     *plugins: Plugin,
+    clock: FakeClock,
     initial_backoff: float = 1.0,
     max_backoff: float = 10.0,
     max_in_unschedulable: float = 300.0,
 ) -> SchedulingQueue:
     """A queue over ``framework(*plugins)``."""
+    frameworks = {PROFILE: framework(*plugins)}
     return SchedulingQueue(
-        {PROFILE: framework(*plugins)},
+        frameworks,
+        sort_key=queue_sort_key(frameworks),
+        clock=clock,
         initial_backoff=initial_backoff,
         max_backoff=max_backoff,
         max_in_unschedulable=max_in_unschedulable,
     )
 
 
-def default_queue() -> SchedulingQueue:
+def default_queue(clock: FakeClock) -> SchedulingQueue:
     """The queue of the shipped default profile (real plugins, real hints, an empty cluster snapshot)."""
     frameworks = build_frameworks(load_config(None))
     for fwk in frameworks.values():
         fwk.handle.snapshot = Cache()  # PodTopologySpread's hints read the pod's constraints through it
-    return SchedulingQueue(frameworks)
+    return SchedulingQueue(frameworks, sort_key=queue_sort_key(frameworks), clock=clock)
 
 
 def pod(name: str, priority: int = LOW, namespace: str = "ns1") -> Pod:
     return make_pod(name, namespace).priority(priority).build()
 
 
-def pop(q: SchedulingQueue, now: float, expect: str | None = None) -> QueuedPodInfo:
-    qpi = q.pop(now)
+def pop(q: SchedulingQueue, expect: str | None = None) -> QueuedPodInfo:
+    qpi = q.pop()
     assert qpi is not None, "queue unexpectedly empty"
     if expect is not None:
         assert qpi.pod.name == expect
     return qpi
 
 
-def pop_all(q: SchedulingQueue, now: float) -> list[str]:
+def pop_all(q: SchedulingQueue) -> list[str]:
     out: list[str] = []
-    while (qpi := q.pop(now)) is not None:
+    while (qpi := q.pop()) is not None:
         out.append(qpi.pod.name)
     return out
 
 
-def fail(q: SchedulingQueue, qpi: QueuedPodInfo, now: float, *plugins: str, pending: Sequence[str] = ()) -> None:
+def fail(q: SchedulingQueue, qpi: QueuedPodInfo, *plugins: str, pending: Sequence[str] = ()) -> None:
     """The scheduler's failure path: rejectors from the Diagnosis, then AddUnschedulableIfNotPresent."""
     qpi.unschedulable_plugins = set(plugins)
     qpi.pending_plugins = set(pending)
-    q.add_unschedulable_if_not_present(qpi, now, error=not (plugins or pending))
+    q.add_unschedulable_if_not_present(qpi, error=not (plugins or pending))
 
 
 def key(name: str, namespace: str = "ns1") -> str:
@@ -143,112 +157,129 @@ def key(name: str, namespace: str = "ns1") -> str:
 # -- activeQ order (5.1) ---------------------------------------------------------------------------
 
 
-def test_priority_queue_add() -> None:
+def test_priority_queue_add(clock: FakeClock) -> None:
     """TestPriorityQueue_Add: higher priority first, whatever the arrival order."""
-    q = make_queue()
-    q.add(pod("mpp", (LOW + HIGH) // 2, "ns2"), T0)
-    q.add(pod("up", LOW), T0 + 1)
-    q.add(pod("hpp", HIGH), T0 + 2)
-    assert pop_all(q, T0 + 3) == ["hpp", "mpp", "up"]
+    q = make_queue(clock=clock)
+    q.add(pod("mpp", (LOW + HIGH) // 2, "ns2"))
+    clock.now = T0 + 1
+    q.add(pod("up", LOW))
+    clock.now = T0 + 2
+    q.add(pod("hpp", HIGH))
+    clock.now = T0 + 3
+    assert pop_all(q) == ["hpp", "mpp", "up"]
 
 
-def test_active_queue_orders_by_priority_then_arrival() -> None:
-    q = default_queue()
-    q.add(make_pod("low").priority(1).build(), T0)
-    q.add(make_pod("high").priority(9).build(), T0 + 1)
-    q.add(make_pod("low2").priority(1).build(), T0 + 2)
-    popped = [q.pop(T0 + 3) for _ in range(3)]
+def test_active_queue_orders_by_priority_then_arrival(clock: FakeClock) -> None:
+    q = default_queue(clock)
+    q.add(make_pod("low").priority(1).build())
+    clock.now = T0 + 1
+    q.add(make_pod("high").priority(9).build())
+    clock.now = T0 + 2
+    q.add(make_pod("low2").priority(1).build())
+    clock.now = T0 + 3
+    popped = [q.pop() for _ in range(3)]
     assert [p.pod.name for p in popped if p] == ["high", "low", "low2"]
-    assert q.pop(T0 + 3) is None
+    assert q.pop() is None
 
 
-def test_a_retried_pod_goes_behind_pods_that_waited_longer() -> None:
-    q = default_queue()
-    q.add(make_pod("a").build(), T0)
-    q.add(make_pod("b").build(), T0 + 1)
-    a = q.pop(T0 + 2)
+def test_a_retried_pod_goes_behind_pods_that_waited_longer(clock: FakeClock) -> None:
+    q = default_queue(clock)
+    q.add(make_pod("a").build())
+    clock.now = T0 + 1
+    q.add(make_pod("b").build())
+    clock.now = T0 + 2
+    a = q.pop()
     assert a is not None and a.pod.name == "a"
-    q.add_unschedulable_if_not_present(a, T0 + 3, error=True)  # no rejectors: back after backoff
-    b = q.pop(T0 + 10)
+    clock.now = T0 + 3
+    q.add_unschedulable_if_not_present(a, error=True)  # no rejectors: back after backoff
+    clock.now = T0 + 10
+    b = q.pop()
     assert b is not None and b.pod.name == "b"
 
 
-def test_equal_priority_pods_pop_in_timestamp_order() -> None:
+def test_equal_priority_pods_pop_in_timestamp_order(clock: FakeClock) -> None:
     """TestPodTimestamp 'add two pod to activeQ and sort them by the timestamp'."""
-    q = make_queue()
-    q.add(pod("test-pod-2", namespace="ns2"), T0 + 1)
-    q.add(pod("test-pod-1"), T0)
-    q.add(pod("test-pod-3"), T0 + 0.5)
-    assert pop_all(q, T0 + 2) == ["test-pod-1", "test-pod-3", "test-pod-2"]
+    q = make_queue(clock=clock)
+    clock.now = T0 + 1
+    q.add(pod("test-pod-2", namespace="ns2"))
+    clock.now = T0
+    q.add(pod("test-pod-1"))
+    clock.now = T0 + 0.5
+    q.add(pod("test-pod-3"))
+    clock.now = T0 + 2
+    assert pop_all(q) == ["test-pod-1", "test-pod-3", "test-pod-2"]
 
 
-def test_recently_tried_pods_go_back() -> None:
+def test_recently_tried_pods_go_back(clock: FakeClock) -> None:
     """TestRecentlyTriedPodsGoBack: a retried pod is behind every equal-priority pod that waited longer."""
-    q = make_queue()
+    q = make_queue(clock=clock)
     for i in range(5):
-        q.add(pod(f"test-pod-{i}", HIGH), T0)
-    p1 = pop(q, T0 + 0.001, "test-pod-0")
-    fail(q, p1, T0 + 0.001, "plugin")
+        q.add(pod(f"test-pod-{i}", HIGH))
+    clock.now = T0 + 0.001
+    p1 = pop(q, "test-pod-0")
+    fail(q, p1, "plugin")
     assert q.location(key("test-pod-0")) == "unschedulable"
-    later = T0 + 0.001 + q.max_backoff
-    q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None, later)
+    clock.now = T0 + 0.001 + q.max_backoff
+    q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None)
     assert q.location(key("test-pod-0")) == "active"
-    assert pop_all(q, later) == ["test-pod-1", "test-pod-2", "test-pod-3", "test-pod-4", "test-pod-0"]
+    assert pop_all(q) == ["test-pod-1", "test-pod-2", "test-pod-3", "test-pod-4", "test-pod-0"]
 
 
-def test_pod_failed_scheduling_multiple_times_does_not_block_newer_pod() -> None:
+def test_pod_failed_scheduling_multiple_times_does_not_block_newer_pod(clock: FakeClock) -> None:
     """TestPodFailedSchedulingMultipleTimesDoesNotBlockNewerPod."""
-    q = make_queue()
-    q.add(pod("test-pod-unscheduled", HIGH), T0)
-    unscheduled = pop(q, T0, "test-pod-unscheduled")
-    fail(q, unscheduled, T0, "plugin")
-    now = T0 + q.initial_backoff + 1
-    q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None, now)
-    unscheduled = pop(q, now, "test-pod-unscheduled")
-    q.add(pod("test-newer-pod", HIGH), now)  # created while the old one is being tried again
-    fail(q, unscheduled, now, "plugin")
-    now += 2 * q.initial_backoff + 1
-    q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None, now)
-    assert pop_all(q, now) == ["test-newer-pod", "test-pod-unscheduled"]
+    q = make_queue(clock=clock)
+    q.add(pod("test-pod-unscheduled", HIGH))
+    unscheduled = pop(q, "test-pod-unscheduled")
+    fail(q, unscheduled, "plugin")
+    clock.now = T0 + q.initial_backoff + 1
+    q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None)
+    unscheduled = pop(q, "test-pod-unscheduled")
+    q.add(pod("test-newer-pod", HIGH))  # created while the old one is being tried again
+    fail(q, unscheduled, "plugin")
+    clock.advance(2 * q.initial_backoff + 1)
+    q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None)
+    assert pop_all(q) == ["test-newer-pod", "test-pod-unscheduled"]
 
 
-def test_high_priority_backoff() -> None:
+def test_high_priority_backoff(clock: FakeClock) -> None:
     """TestHighPriorityBackoff: an unschedulable high-priority pod backs off instead of blocking the queue."""
-    q = make_queue()
-    q.add(pod("test-midpod", MID), T0)
-    q.add(pod("test-highpod", HIGH), T0)
-    high = pop(q, T0, "test-highpod")
-    fail(q, high, T0, "fooPlugin")
-    q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None, T0)
+    q = make_queue(clock=clock)
+    q.add(pod("test-midpod", MID))
+    q.add(pod("test-highpod", HIGH))
+    high = pop(q, "test-highpod")
+    fail(q, high, "fooPlugin")
+    q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None)
     assert q.location(key("test-highpod")) == "backoff"
-    pop(q, T0, "test-midpod")
+    pop(q, "test-midpod")
 
 
-def test_high_priority_flush_unschedulable_pods_leftover() -> None:
+def test_high_priority_flush_unschedulable_pods_leftover(clock: FakeClock) -> None:
     """TestHighPriorityFlushUnschedulablePodsLeftover: after the flush, priority decides again."""
-    q = make_queue(ScriptedPlugin("fakePlugin", ev.NODE_ADD))
-    q.add(pod("test-highpod", HIGH), T0)
-    high = pop(q, T0, "test-highpod")
-    q.add(pod("test-midpod", MID), T0)
-    mid = pop(q, T0, "test-midpod")
-    fail(q, high, T0, "fakePlugin")
-    fail(q, mid, T0, "fakePlugin")
-    now = T0 + q.max_in_unschedulable + 1
-    assert q.flush_unschedulable_leftover(now) == 2
-    assert pop_all(q, now) == ["test-highpod", "test-midpod"]
+    q = make_queue(ScriptedPlugin("fakePlugin", ev.NODE_ADD), clock=clock)
+    q.add(pod("test-highpod", HIGH))
+    high = pop(q, "test-highpod")
+    q.add(pod("test-midpod", MID))
+    mid = pop(q, "test-midpod")
+    fail(q, high, "fakePlugin")
+    fail(q, mid, "fakePlugin")
+    clock.now = T0 + q.max_in_unschedulable + 1
+    assert q.flush_unschedulable_leftover() == 2
+    assert pop_all(q) == ["test-highpod", "test-midpod"]
 
 
-def test_pods_moved_from_the_unschedulable_pool_keep_their_timestamp_order() -> None:
+def test_pods_moved_from_the_unschedulable_pool_keep_their_timestamp_order(clock: FakeClock) -> None:
     """TestPodTimestamp 'add two pod to unschedulablePods then move them to activeQ and sort them by the timestamp'."""
-    q = make_queue()
-    q.add(pod("test-pod-1"), T0)
-    q.add(pod("test-pod-2", namespace="ns2"), T0)
-    first, second = pop(q, T0, "test-pod-1"), pop(q, T0, "test-pod-2")
-    fail(q, second, T0 + 1, "plugin")  # pod 2 fails later than pod 1, but is handed back first
-    fail(q, first, T0, "plugin")
-    now = T0 + 5
-    q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None, now)
-    assert pop_all(q, now) == ["test-pod-1", "test-pod-2"]
+    q = make_queue(clock=clock)
+    q.add(pod("test-pod-1"))
+    q.add(pod("test-pod-2", namespace="ns2"))
+    first, second = pop(q, "test-pod-1"), pop(q, "test-pod-2")
+    clock.now = T0 + 1
+    fail(q, second, "plugin")  # pod 2 fails later than pod 1, but is handed back first
+    clock.now = T0
+    fail(q, first, "plugin")
+    clock.now = T0 + 5
+    q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None)
+    assert pop_all(q) == ["test-pod-1", "test-pod-2"]
 
 
 # -- backoff durations and expiry (5.2, TV-24) ------------------------------------------------------
@@ -259,9 +290,9 @@ def test_pods_moved_from_the_unschedulable_pool_keep_their_timestamp_order() -> 
     [(0, 0.0), (1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 10.0), (6, 10.0), (7, 10.0), (100, 10.0)],
     ids=str,
 )
-def test_backoff_doubles_from_one_second_to_ten_by_either_counter(count: int, seconds: float) -> None:
+def test_backoff_doubles_from_one_second_to_ten_by_either_counter(count: int, seconds: float, clock: FakeClock) -> None:
     """Errors count first: with one rejection on record, ``count`` errors still decide (none: the rejection)."""
-    q = make_queue()
+    q = make_queue(clock=clock)
     by_unschedulable = QueuedPodInfo(pod("p"), T0, unschedulable_count=count)
     by_errors = QueuedPodInfo(pod("p"), T0, consecutive_errors_count=count)
     errored_after_a_rejection = QueuedPodInfo(pod("p"), T0, unschedulable_count=1, consecutive_errors_count=count)
@@ -285,17 +316,17 @@ def test_backoff_doubles_from_one_second_to_ten_by_either_counter(count: int, se
     ],
 )
 def test_backoff_queue_calculate_backoff_duration(
-    initial: float, maximum: float, unschedulable: int, errors: int, want: float
+    initial: float, maximum: float, unschedulable: int, errors: int, want: float, clock: FakeClock
 ) -> None:
     """TestBackoffQueue_getBackoffTime + TestBackoffQueue_calculateBackoffDuration."""
-    q = make_queue(initial_backoff=initial, max_backoff=maximum)
+    q = make_queue(clock=clock, initial_backoff=initial, max_backoff=maximum)
     qpi = QueuedPodInfo(pod("p"), T0, unschedulable_count=unschedulable, consecutive_errors_count=errors)
     assert q.backoff_duration(qpi) == want
-    assert q.is_backing_off(qpi, T0) is (want > 0)
+    assert q.is_backing_off(qpi) is (want > 0)
 
 
-def test_backoff_expiry_is_truncated_to_the_whole_second() -> None:
-    q = make_queue()
+def test_backoff_expiry_is_truncated_to_the_whole_second(clock: FakeClock) -> None:
+    q = make_queue(clock=clock)
     qpi = QueuedPodInfo(pod("p"), T0 + 0.7, unschedulable_count=1)  # T0+0.7 + 1 s = T0+1.7 -> T0+1
     assert q.backoff_expiry(qpi) == T0 + 1
     qpi = QueuedPodInfo(pod("p"), T0 + 0.7, unschedulable_count=2)  # + 2 s = T0+2.7 -> T0+2
@@ -313,46 +344,50 @@ def test_backoff_expiry_is_truncated_to_the_whole_second() -> None:
         pytest.param(T0 + 30.0, False, id="long-after"),
     ],
 )
-def test_backing_off_while_expiry_is_not_before_the_current_second(now: float, backing_off: bool) -> None:
-    q = make_queue()
+def test_backing_off_while_expiry_is_not_before_the_current_second(
+    now: float, backing_off: bool, clock: FakeClock
+) -> None:
+    q = make_queue(clock=clock)
     qpi = QueuedPodInfo(pod("p"), T0 + 0.7, unschedulable_count=1)
-    assert q.is_backing_off(qpi, now) is backing_off
+    clock.now = now
+    assert q.is_backing_off(qpi) is backing_off
 
 
 @pytest.mark.parametrize("step", range(7), ids=lambda i: f"step {i}")
-def test_back_off_flow(step: int) -> None:
+def test_back_off_flow(step: int, clock: FakeClock) -> None:
     """TestBackOffFlow: 1, 2, 4, 8, 10, 10, 10 s, the pod leaves backoffQ only once that has passed."""
     want = [1.0, 2.0, 4.0, 8.0, 10.0, 10.0, 10.0]
-    q = make_queue()
-    now = T0 + 0.25  # off the second boundary on purpose
-    q.add(pod("test-pod", namespace="test-ns"), now)
+    q = make_queue(clock=clock)
+    clock.now = T0 + 0.25  # off the second boundary on purpose
+    q.add(pod("test-pod", namespace="test-ns"))
     for i in range(step + 1):
-        timestamp = now
-        qpi = pop(q, now, "test-pod")
+        timestamp = clock.now
+        qpi = pop(q, "test-pod")
         assert qpi.attempts == i + 1
-        fail(q, qpi, now, "unsched-plugin")
-        q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None, now)  # an event happens
+        fail(q, qpi, "unsched-plugin")
+        q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None)  # an event happens
         assert q.location(key("test-pod", "test-ns")) == "backoff"
         assert q.backoff_duration(qpi) == want[i]
         assert q.backoff_expiry(qpi) == math.floor(timestamp + want[i])
-        now += 1.0  # an early flush: still backing off
-        q.flush_backoff_completed(now)
+        clock.advance(1.0)  # an early flush: still backing off
+        q.flush_backoff_completed()
         assert q.location(key("test-pod", "test-ns")) == "backoff"
-        now += want[i]  # the whole backoff has passed since
-        q.flush_backoff_completed(now)
+        clock.advance(want[i])  # the whole backoff has passed since
+        q.flush_backoff_completed()
         assert q.location(key("test-pod", "test-ns")) == "active"
 
 
 # -- backoffQ / error backoffQ mechanics ------------------------------------------------------------
 
 
-def to_backoff(q: SchedulingQueue, name: str, failed_at: float, *plugins: str, priority: int = LOW) -> None:
-    """Put a pod in backoffQ (rejected by ``plugins`` + an in-flight Node/Add) or errorBackoffQ (none)."""
-    q.add(pod(name, priority), failed_at)
-    qpi = pop(q, failed_at, name)
+def to_backoff(q: SchedulingQueue, name: str, *plugins: str, priority: int = LOW) -> None:
+    """Put a pod in backoffQ (rejected by ``plugins`` + an in-flight Node/Add) or errorBackoffQ (none),
+    failed at the clock's time."""
+    q.add(pod(name, priority))
+    qpi = pop(q, name)
     if plugins:
-        q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n").build(), failed_at)
-    fail(q, qpi, failed_at, *plugins)
+        q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n").build())
+    fail(q, qpi, *plugins)
     assert q.location(key(name)) == ("backoff" if plugins else "error")
 
 
@@ -377,26 +412,30 @@ POD_INFOS = {  # name -> (seconds from "now" it failed, rejector plugins)
         pytest.param(["pod1", "pod3"], [], id="Pods in both queues, no pods moved to activeQ"),
     ],
 )
-def test_backoff_queue_pop_all_backoff_completed(in_backoff: list[str], want_moved: list[str]) -> None:
+def test_backoff_queue_pop_all_backoff_completed(
+    in_backoff: list[str], want_moved: list[str], clock: FakeClock
+) -> None:
     """TestBackoffQueue_popAllBackoffCompleted."""
-    q = make_queue(ScriptedPlugin("plugin", ev.NODE_ADD))
+    q = make_queue(ScriptedPlugin("plugin", ev.NODE_ADD), clock=clock)
     now = T0
     # Latest failure first, so setting one up never flushes one set up before.
     for name in sorted(in_backoff, key=lambda n: -POD_INFOS[n][0]):
         offset, plugins = POD_INFOS[name]
-        to_backoff(q, name, now + offset, *plugins)
-    q.flush_backoff_completed(now)
+        clock.now = now + offset
+        to_backoff(q, name, *plugins)
+    clock.now = now
+    q.flush_backoff_completed()
     assert sorted(n for n in in_backoff if q.location(key(n)) == "active") == want_moved
     stay = [n for n in in_backoff if n not in want_moved]
     assert all(q.location(key(n)) in ("backoff", "error") for n in stay)
 
 
-def test_backoff_queue_ordering() -> None:
+def test_backoff_queue_ordering(clock: FakeClock) -> None:
     """TestBackoffQueueOrdering 'Pods with the same window are ordered by priority if PopFromBackoffQ is enabled'.
 
     Observed through Pop with activeQ empty, which takes backoffQ's head before it expires.
     """
-    q = make_queue(ScriptedPlugin("plugin", ev.NODE_ADD))
+    q = make_queue(ScriptedPlugin("plugin", ev.NODE_ADD), clock=clock)
     now = T0
     setups = [  # (name, priority, failed at) -- latest failure first
         ("pod0", 1, now),
@@ -407,74 +446,83 @@ def test_backoff_queue_ordering() -> None:
         ("pod5", 1, now - 3),
     ]
     for name, prio, failed in setups:
-        to_backoff(q, name, failed, "plugin", priority=prio)
+        clock.now = failed
+        to_backoff(q, name, "plugin", priority=prio)
     # Expiries: pod5 now-2 | pod4, pod2, pod3 now-1 (priority, then timestamp) | pod1 now | pod0 now+1
-    assert pop_all(q, now - 10) == ["pod5", "pod4", "pod2", "pod3", "pod1", "pod0"]
+    clock.now = now - 10
+    assert pop_all(q) == ["pod5", "pod4", "pod2", "pod3", "pod1", "pod0"]
 
 
-def test_priority_queue_pop() -> None:
+def test_priority_queue_pop(clock: FakeClock) -> None:
     """TestPriorityQueue_Pop 'Pop pods from both activeQ and backoffQ when PopFromBackoffQ is enabled'.
 
     activeQ first; then, with activeQ empty, backoffQ even though still backing off; never errorBackoffQ
     nor the unschedulable pool.
     """
-    q = make_queue(ScriptedPlugin("plugin", ev.NODE_ADD))
-    to_backoff(q, "hpp", T0, "plugin", priority=HIGH)
-    to_backoff(q, "hpp2", T0, priority=HIGH)  # error backoff
-    q.add(pod("up"), T0)
-    fail(q, pop(q, T0, "up"), T0, "plugin")
-    q.add(pod("mpp", MID), T0)
-    assert pop_all(q, T0) == ["mpp", "hpp"]
+    q = make_queue(ScriptedPlugin("plugin", ev.NODE_ADD), clock=clock)
+    to_backoff(q, "hpp", "plugin", priority=HIGH)
+    to_backoff(q, "hpp2", priority=HIGH)  # error backoff
+    q.add(pod("up"))
+    fail(q, pop(q, "up"), "plugin")
+    q.add(pod("mpp", MID))
+    assert pop_all(q) == ["mpp", "hpp"]
     assert q.location(key("hpp2")) == "error"
     assert q.location(key("up")) == "unschedulable"
-    assert pop_all(q, T0 + 1.999) == []  # the error backoff expires at T0+1: still backing off in that second
-    assert pop_all(q, T0 + 2) == ["hpp2"]
+    clock.now = T0 + 1.999
+    assert pop_all(q) == []  # the error backoff expires at T0+1: still backing off in that second
+    clock.now = T0 + 2
+    assert pop_all(q) == ["hpp2"]
 
 
-def test_error_backoff_pod_is_never_popped_early_even_with_nothing_else_to_do() -> None:
-    q = make_queue()
-    q.add(pod("errored"), T0)
-    now = T0 + 0.5
+def test_error_backoff_pod_is_never_popped_early_even_with_nothing_else_to_do(clock: FakeClock) -> None:
+    q = make_queue(clock=clock)
+    q.add(pod("errored"))
+    clock.now = T0 + 0.5
     for attempt, backoff in enumerate([1, 2, 4, 8, 10, 10], start=1):
-        qpi = pop(q, now, "errored")
-        fail(q, qpi, now)  # an Error: no rejector plugins
+        qpi = pop(q, "errored")
+        fail(q, qpi)  # an Error: no rejector plugins
         assert (qpi.consecutive_errors_count, qpi.unschedulable_count) == (attempt, 0)
-        expiry = math.floor(now + backoff)
-        assert q.pop(expiry + 0.999) is None, f"popped before its {backoff}s error backoff ended"
+        expiry = math.floor(clock.now + backoff)
+        clock.now = expiry + 0.999
+        assert q.pop() is None, f"popped before its {backoff}s error backoff ended"
         assert q.location(key("errored")) == "error"
-        now = expiry + 1
+        clock.now = expiry + 1
 
 
-def test_error_backoff_pods_are_not_popped_early_but_rejected_ones_are() -> None:
-    q = SchedulingQueue(build_frameworks(load_config(None)))  # no snapshot: PodTopologySpread's hint queues
-    q.add(make_pod("err").build(), T0)
-    q.add(make_pod("rej").build(), T0)
-    err, rej = q.pop(T0), q.pop(T0)
+def test_error_backoff_pods_are_not_popped_early_but_rejected_ones_are(clock: FakeClock) -> None:
+    frameworks = build_frameworks(load_config(None))  # no snapshot: PodTopologySpread's hint queues
+    q = SchedulingQueue(frameworks, sort_key=queue_sort_key(frameworks), clock=clock)
+    q.add(make_pod("err").build())
+    q.add(make_pod("rej").build())
+    err, rej = q.pop(), q.pop()
     assert err is not None and rej is not None
-    q.add_unschedulable_if_not_present(err, T0, error=True)
+    q.add_unschedulable_if_not_present(err, error=True)
     assert q.location("default/err") == "error"
     rej.unschedulable_plugins = {"PodTopologySpread"}
-    q.add_unschedulable_if_not_present(rej, T0, error=False)
+    q.add_unschedulable_if_not_present(rej, error=False)
     assert q.location("default/rej") == "unschedulable"
-    moved = q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n").build(), T0)
+    moved = q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n").build())
     assert moved == 1 and q.location("default/rej") == "backoff"
-    popped = q.pop(T0)  # activeQ empty: the backing-off rejected pod is taken early, the errored one is not
+    popped = q.pop()  # activeQ empty: the backing-off rejected pod is taken early, the errored one is not
     assert popped is not None and popped.pod.name == "rej"
-    assert q.pop(T0) is None
-    again = q.pop(T0 + 2)
+    assert q.pop() is None
+    clock.now = T0 + 2
+    again = q.pop()
     assert again is not None and again.pod.name == "err"
 
 
-def test_a_rejection_resets_the_consecutive_error_count() -> None:
-    q = make_queue(ScriptedPlugin("plugin", ev.NODE_ADD))
-    q.add(pod("p"), T0)
-    qpi = pop(q, T0, "p")
-    fail(q, qpi, T0)
-    qpi = pop(q, T0 + 2, "p")
-    fail(q, qpi, T0 + 2)
+def test_a_rejection_resets_the_consecutive_error_count(clock: FakeClock) -> None:
+    q = make_queue(ScriptedPlugin("plugin", ev.NODE_ADD), clock=clock)
+    q.add(pod("p"))
+    qpi = pop(q, "p")
+    fail(q, qpi)
+    clock.now = T0 + 2
+    qpi = pop(q, "p")
+    fail(q, qpi)
     assert (qpi.consecutive_errors_count, qpi.unschedulable_count) == (2, 0)
-    qpi = pop(q, T0 + 5, "p")
-    fail(q, qpi, T0 + 5, "plugin")
+    clock.now = T0 + 5
+    qpi = pop(q, "p")
+    fail(q, qpi, "plugin")
     assert (qpi.consecutive_errors_count, qpi.unschedulable_count) == (0, 1)
     assert q.backoff_duration(qpi) == 1.0
     assert q.location(key("p")) == "unschedulable"
@@ -503,17 +551,17 @@ class Fail:
 Action = Pop | Happen | Fail
 
 
-def play(q: SchedulingQueue, names: Sequence[str], actions: Sequence[Action], now: float = T0) -> None:
+def play(q: SchedulingQueue, names: Sequence[str], actions: Sequence[Action]) -> None:
     for name in names:
-        q.add(pod(name), now)
+        q.add(pod(name))
     popped: dict[str, QueuedPodInfo] = {}
     for action in actions:
         if isinstance(action, Pop):
-            popped[action.name] = pop(q, now, action.name)
+            popped[action.name] = pop(q, action.name)
         elif isinstance(action, Happen):
-            q.move_all_to_active_or_backoff(action.event, None, None, now)
+            q.move_all_to_active_or_backoff(action.event, None, None)
         else:
-            fail(q, popped.pop(action.name), now, *action.plugins, pending=action.pending)
+            fail(q, popped.pop(action.name), *action.plugins, pending=action.pending)
 
 
 def foo(name: str, *events: ClusterEvent, answer: QueueingHint | Exception = QueueingHint.QUEUE) -> ScriptedPlugin:
@@ -645,98 +693,99 @@ IN_FLIGHT_CASES = [
 
 @pytest.mark.parametrize(("plugins", "names", "actions", "want"), IN_FLIGHT_CASES)
 def test_in_flight_pods(
-    plugins: list[ScriptedPlugin], names: list[str], actions: list[Action], want: dict[str, str]
+    plugins: list[ScriptedPlugin], names: list[str], actions: list[Action], want: dict[str, str], clock: FakeClock
 ) -> None:
     """Test_InFlightPods: events seen while a pod is in flight decide where it goes when it fails."""
-    q = make_queue(*plugins)
+    q = make_queue(*plugins, clock=clock)
     play(q, names, actions)
     assert {name: q.location(key(name)) for name in names} == want
 
 
-def test_popped_pod_must_have_empty_unschedulable_plugins_and_pending_plugins() -> None:
+def test_popped_pod_must_have_empty_unschedulable_plugins_and_pending_plugins(clock: FakeClock) -> None:
     """Test_InFlightPods 'popped pod must have empty UnschedulablePlugins and PendingPlugins' + TestPop."""
-    q = make_queue(foo("fooPlugin1", SVC_ADD))
-    q.add(pod("targetpod"), T0)
-    qpi = pop(q, T0, "targetpod")
-    fail(q, qpi, T0, "fooPlugin2", pending=("fooPlugin1",))
+    q = make_queue(foo("fooPlugin1", SVC_ADD), clock=clock)
+    q.add(pod("targetpod"))
+    qpi = pop(q, "targetpod")
+    fail(q, qpi, "fooPlugin2", pending=("fooPlugin1",))
     assert q.location(key("targetpod")) == "unschedulable"
-    q.move_all_to_active_or_backoff(SVC_ADD, None, None, T0)
+    q.move_all_to_active_or_backoff(SVC_ADD, None, None)
     assert q.location(key("targetpod")) == "active"  # Queue from a Pending plugin skips the backoff
-    qpi = pop(q, T0, "targetpod")
+    qpi = pop(q, "targetpod")
     assert qpi.unschedulable_plugins == set() and qpi.pending_plugins == set()
     assert qpi.attempts == 2
-    fail(q, qpi, T0)  # failed with an error this time: no rejectors -> error backoff
+    fail(q, qpi)  # failed with an error this time: no rejectors -> error backoff
     assert q.location(key("targetpod")) == "error"
 
 
-def test_in_flight_event_replay_closes_the_race_with_the_real_plugins() -> None:
+def test_in_flight_event_replay_closes_the_race_with_the_real_plugins(clock: FakeClock) -> None:
     """A node that arrives while the pod is being rejected requeues it (TV-25 replayed in flight)."""
-    q = default_queue()
+    q = default_queue(clock)
     pending = make_pod("p").label("foo", "bar").spread(HOSTNAME, 1, match={"foo": "bar"}).build()
-    q.add(pending, T0)
-    qpi = pop(q, T0, "p")
-    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n4").build(), T0)
-    fail(q, qpi, T0, names.POD_TOPOLOGY_SPREAD)
+    q.add(pending)
+    qpi = pop(q, "p")
+    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n4").build())
+    fail(q, qpi, names.POD_TOPOLOGY_SPREAD)
     assert q.location("default/p") == "backoff"
     # Without the event (or with one the hint skips) it is parked.
-    q.add(make_pod("p2").label("foo", "bar").spread(HOSTNAME, 1, match={"foo": "bar"}).build(), T0)
-    qpi2 = pop(q, T0, "p2")
-    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("nolabel").unlabel(HOSTNAME).build(), T0)
-    fail(q, qpi2, T0, names.POD_TOPOLOGY_SPREAD)
+    q.add(make_pod("p2").label("foo", "bar").spread(HOSTNAME, 1, match={"foo": "bar"}).build())
+    qpi2 = pop(q, "p2")
+    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("nolabel").unlabel(HOSTNAME).build())
+    fail(q, qpi2, names.POD_TOPOLOGY_SPREAD)
     assert q.location("default/p2") == "unschedulable"
 
 
-def test_events_during_the_attempt_are_replayed_when_it_fails() -> None:
-    q = default_queue()
-    q.add(make_pod("p").build(), T0)
-    qpi = q.pop(T0)
+def test_events_during_the_attempt_are_replayed_when_it_fails(clock: FakeClock) -> None:
+    q = default_queue(clock)
+    q.add(make_pod("p").build())
+    qpi = q.pop()
     assert qpi is not None
-    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("fresh").build(), T0)  # while in flight
-    fail(q, qpi, T0, "TaintToleration")
+    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("fresh").build())  # while in flight
+    fail(q, qpi, "TaintToleration")
     assert q.location("default/p") in ("active", "backoff")
 
 
-def test_without_in_flight_events_the_pod_is_parked() -> None:
-    q = default_queue()
-    q.add(make_pod("p").build(), T0)
-    qpi = q.pop(T0)
+def test_without_in_flight_events_the_pod_is_parked(clock: FakeClock) -> None:
+    q = default_queue(clock)
+    q.add(make_pod("p").build())
+    qpi = q.pop()
     assert qpi is not None
-    fail(q, qpi, T0, "TaintToleration")
+    fail(q, qpi, "TaintToleration")
     assert q.location("default/p") == "unschedulable"
 
 
-def test_an_in_flight_pod_deleted_before_it_fails_is_not_requeued() -> None:
-    q = make_queue(foo("fooPlugin1", ev.NODE_ADD))
-    q.add(pod("gone"), T0)
-    qpi = pop(q, T0, "gone")
+def test_an_in_flight_pod_deleted_before_it_fails_is_not_requeued(clock: FakeClock) -> None:
+    q = make_queue(foo("fooPlugin1", ev.NODE_ADD), clock=clock)
+    q.add(pod("gone"))
+    qpi = pop(q, "gone")
     q.delete(key("gone"))
-    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0)
-    fail(q, qpi, T0, "fooPlugin1")
+    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None)
+    fail(q, qpi, "fooPlugin1")
     assert q.location(key("gone")) is None
     assert len(q) == 0
-    assert q.pop(T0 + 100) is None
+    clock.now = T0 + 100
+    assert q.pop() is None
 
 
 # -- queueing hints on cluster events (5.4) --------------------------------------------------------------
 
 
-def parked(q: SchedulingQueue, name: str, *plugins: str, pending: Sequence[str] = (), now: float = T0) -> QueuedPodInfo:
+def parked(q: SchedulingQueue, name: str, *plugins: str, pending: Sequence[str] = ()) -> QueuedPodInfo:
     """Add, pop and fail a pod so that it sits in the unschedulable pool with ``plugins`` as rejectors."""
-    q.add(pod(name), now)
-    qpi = pop(q, now, name)
-    fail(q, qpi, now, *plugins, pending=pending)
+    q.add(pod(name))
+    qpi = pop(q, name)
+    fail(q, qpi, *plugins, pending=pending)
     assert q.location(key(name)) == "unschedulable"
     return qpi
 
 
-def test_only_the_rejecting_plugins_are_asked() -> None:
+def test_only_the_rejecting_plugins_are_asked(clock: FakeClock) -> None:
     skipper = foo("skipper", ev.NODE_ADD, answer=SKIP)
     queuer = foo("queuer", ev.NODE_ADD)
     bystander = foo("bystander", ev.NODE_ADD)
-    q = make_queue(skipper, queuer, bystander)
+    q = make_queue(skipper, queuer, bystander, clock=clock)
     parked(q, "by-skipper", "skipper")
     parked(q, "by-both", "skipper", "queuer")
-    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0) == 1
+    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None) == 1
     assert q.location(key("by-skipper")) == "unschedulable"  # QueueSkip keeps it
     assert q.location(key("by-both")) == "backoff"  # one Queue is enough
     assert sorted(name for name, _ in skipper.asked) == ["by-both", "by-skipper"]
@@ -744,49 +793,50 @@ def test_only_the_rejecting_plugins_are_asked() -> None:
     assert bystander.asked == []  # never a rejector: never asked
 
 
-def test_only_the_rejecting_plugins_hints_are_asked() -> None:
+def test_only_the_rejecting_plugins_hints_are_asked(clock: FakeClock) -> None:
     """The same with the default profile's real hints."""
-    q = default_queue()
-    q.add(make_pod("p").labels({"foo": "bar"}).build(), T0)
-    qpi = q.pop(T0)
+    q = default_queue(clock)
+    q.add(make_pod("p").labels({"foo": "bar"}).build())
+    qpi = q.pop()
     assert qpi is not None
-    fail(q, qpi, T0, "TaintToleration")
+    fail(q, qpi, "TaintToleration")
     # A pod add event only PodTopologySpread registers for: TaintToleration is not asked, nothing moves.
-    q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, make_pod("x").node("n").build(), T0)
+    q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, make_pod("x").node("n").build())
     assert q.location("default/p") == "unschedulable"
     # An untainted node appearing: TaintToleration's hint says Queue.
-    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n").build(), T0)
+    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, make_node("n").build())
     assert q.location("default/p") in ("active", "backoff")
 
 
-def test_a_failing_hint_counts_as_queue() -> None:
-    q = make_queue(foo("broken", ev.NODE_ADD, answer=RuntimeError("hint blew up")))
+def test_a_failing_hint_counts_as_queue(clock: FakeClock) -> None:
+    q = make_queue(foo("broken", ev.NODE_ADD, answer=RuntimeError("hint blew up")), clock=clock)
     parked(q, "p", "broken")
-    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0) == 1
+    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None) == 1
     assert q.location(key("p")) == "backoff"
 
 
-def test_an_event_nobody_registered_moves_nothing() -> None:
+def test_an_event_nobody_registered_moves_nothing(clock: FakeClock) -> None:
     plugin = foo("labels", ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_LABEL))
-    q = make_queue(plugin)
+    q = make_queue(plugin, clock=clock)
     parked(q, "p", "labels")
-    assert q.move_all_to_active_or_backoff(SVC_ADD, None, None, T0) == 0
+    assert q.move_all_to_active_or_backoff(SVC_ADD, None, None) == 0
     # A generic Pod update is numerically wider than UpdatePodLabel: it never matches that registration.
     generic = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE, "PodUpdate")
-    assert q.move_all_to_active_or_backoff(generic, None, None, T0) == 0
+    assert q.move_all_to_active_or_backoff(generic, None, None) == 0
     assert plugin.asked == []
     # A Pod registration matches the AssignedPod flavour of the same action.
     label = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_LABEL, "PodLabelChange")
-    assert q.move_all_to_active_or_backoff(label, None, None, T0) == 1
+    assert q.move_all_to_active_or_backoff(label, None, None) == 1
     assert plugin.asked == [("p", plugin.events[0])]
 
 
-def test_a_wildcard_event_moves_every_pod_without_asking() -> None:
+def test_a_wildcard_event_moves_every_pod_without_asking(clock: FakeClock) -> None:
     plugin = foo("skipper", ev.NODE_ADD, answer=SKIP)
-    q = make_queue(plugin)
+    q = make_queue(plugin, clock=clock)
     parked(q, "a", "skipper")
     parked(q, "b", "skipper")
-    assert q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None, T0 + 5) == 2
+    clock.now = T0 + 5
+    assert q.move_all_to_active_or_backoff(ev.UNSCHEDULABLE_TIMEOUT, None, None) == 2
     assert plugin.asked == []
     assert q.location(key("a")) == q.location(key("b")) == "active"
 
@@ -801,40 +851,43 @@ def test_a_wildcard_event_moves_every_pod_without_asking() -> None:
     ],
 )
 def test_priority_queue_move_all_to_active_or_backoff_queue_with_queueing_hint(
-    plugins: tuple[str, ...], pending: tuple[str, ...], answer: QueueingHint, wait: float, want: str
+    plugins: tuple[str, ...], pending: tuple[str, ...], answer: QueueingHint, wait: float, want: str, clock: FakeClock
 ) -> None:
     """TestPriorityQueue_MoveAllToActiveOrBackoffQueueWithQueueingHint (``wait`` = initial backoff + 1 s)."""
-    q = make_queue(foo("foo", ev.NODE_ADD, answer=answer))
+    q = make_queue(foo("foo", ev.NODE_ADD, answer=answer), clock=clock)
     parked(q, "pod1", *plugins, pending=pending)
-    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0 + wait)
+    clock.now = T0 + wait
+    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None)
     assert q.location(key("pod1")) == want
 
 
-def test_hint_function_is_not_called_when_pod_is_gated_by_the_plugin_that_isnt_interested_in_the_event() -> None:
+def test_hint_function_is_not_called_when_pod_is_gated_by_the_plugin_that_isnt_interested_in_the_event(
+    clock: FakeClock,
+) -> None:
     """TestPriorityQueue_MoveAllToActiveOrBackoffQueueWithQueueingHint, gated case."""
     loud = foo("foo", ev.NODE_ADD, answer=RuntimeError("must not be asked"))
-    q = make_queue(SchedulingGates({}, Handle()), loud)
-    q.add(make_pod("pod1", "ns1").gate("g").build(), T0)
-    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0) == 0
+    q = make_queue(SchedulingGates({}, Handle()), loud, clock=clock)
+    q.add(make_pod("pod1", "ns1").gate("g").build())
+    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None) == 0
     assert loud.asked == []
     assert q.location(key("pod1")) == "unschedulable"
 
 
-def test_hint_of_the_gating_plugin_is_asked_and_preenqueue_decides_again() -> None:
+def test_hint_of_the_gating_plugin_is_asked_and_preenqueue_decides_again(clock: FakeClock) -> None:
     """Adapted from the case 'QueueHintFunction is called when Pod is gated by the plugin that is
     interested in the event' (never failed, so no backoff: it goes to activeQ)."""
     gate = GatingPlugin("foo", ev.NODE_ADD)
-    q = make_queue(gate)
-    q.add(pod("pod1"), T0)
+    q = make_queue(gate, clock=clock)
+    q.add(pod("pod1"))
     info = q.info(key("pod1"))
     assert info is not None and info.gating_plugin == "foo" and info.rejectors == {"foo"}
-    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0)  # hint says Queue, gate still closed
+    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None)  # hint says Queue, gate still closed
     assert [name for name, _ in gate.asked] == ["pod1"]
     assert q.location(key("pod1")) == "unschedulable"
     gate.closed = False
-    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0)
+    q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None)
     assert q.location(key("pod1")) == "active"
-    assert pop(q, T0, "pod1").gating_plugin == ""
+    assert pop(q, "pod1").gating_plugin == ""
 
 
 # -- the NodeAffinity Node/UpdateNodeTaint always-Queue work-around (#109437, spec 2.6) -----------------
@@ -899,15 +952,15 @@ def test_build_hint_map_work_around(events: tuple[ClusterEvent, ...], added: boo
     assert regs[len(events) :] == ([ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)] if added else [])
 
 
-def test_node_affinity_rejected_pod_is_requeued_by_any_taint_change() -> None:
-    q = default_queue()
+def test_node_affinity_rejected_pod_is_requeued_by_any_taint_change(clock: FakeClock) -> None:
+    q = default_queue(clock)
     term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z9"]}]}
-    q.add(make_pod("p").required_terms(term).build(), T0)
-    fail(q, pop(q, T0, "p"), T0, names.NODE_AFFINITY)
+    q.add(make_pod("p").required_terms(term).build())
+    fail(q, pop(q, "p"), names.NODE_AFFINITY)
     old, new = make_node("n1").label("zone", "z1").build(), make_node("n1").label("zone", "z1").label("x", "y").build()
-    assert q.move_all_to_active_or_backoff(NODE_LABEL, old, new, T0) == 0  # the real hint: still no match
+    assert q.move_all_to_active_or_backoff(NODE_LABEL, old, new) == 0  # the real hint: still no match
     tainted = make_node("n1").label("zone", "z1").taint("k", "v").build()
-    assert q.move_all_to_active_or_backoff(NODE_TAINT, old, tainted, T0) == 1  # always Queue
+    assert q.move_all_to_active_or_backoff(NODE_TAINT, old, tainted) == 1  # always Queue
     assert q.location("default/p") == "backoff"
 
 
@@ -921,36 +974,48 @@ def test_node_affinity_rejected_pod_is_requeued_by_any_taint_change() -> None:
         pytest.param(30.0, id="New priority queue by user-defined value of podMaxInUnschedulablePodsDuration"),
     ],
 )
-def test_priority_queue_init_pod_max_in_unschedulable_pods_duration(max_in_unschedulable: float) -> None:
+def test_priority_queue_init_pod_max_in_unschedulable_pods_duration(
+    max_in_unschedulable: float, clock: FakeClock
+) -> None:
     """TestPriorityQueue_initPodMaxInUnschedulablePodsDuration, plus the strict '>' at the boundary."""
-    q = make_queue(foo("plugin", ev.NODE_ADD), max_in_unschedulable=max_in_unschedulable)
-    parked(q, "test-pod-1", "plugin", now=T0 - 1)
-    parked(q, "test-pod-2", "plugin", now=T0 - 2)
-    assert q.flush_unschedulable_leftover(T0 - 2 + max_in_unschedulable) == 0  # exactly the limit: stays
-    assert q.flush_unschedulable_leftover(T0 - 1 + max_in_unschedulable) == 1  # pod 2 is 1 s over
+    q = make_queue(foo("plugin", ev.NODE_ADD), clock=clock, max_in_unschedulable=max_in_unschedulable)
+    clock.now = T0 - 1
+    parked(q, "test-pod-1", "plugin")
+    clock.now = T0 - 2
+    parked(q, "test-pod-2", "plugin")
+    clock.now = T0 - 2 + max_in_unschedulable
+    assert q.flush_unschedulable_leftover() == 0  # exactly the limit: stays
+    clock.now = T0 - 1 + max_in_unschedulable
+    assert q.flush_unschedulable_leftover() == 1  # pod 2 is 1 s over
     assert q.location(key("test-pod-1")) == "unschedulable"
-    assert q.flush_unschedulable_leftover(T0 - 1 + max_in_unschedulable + 0.001) == 1
-    assert pop_all(q, T0 + max_in_unschedulable) == ["test-pod-2", "test-pod-1"]
+    clock.now = T0 - 1 + max_in_unschedulable + 0.001
+    assert q.flush_unschedulable_leftover() == 1
+    clock.now = T0 + max_in_unschedulable
+    assert pop_all(q) == ["test-pod-2", "test-pod-1"]
 
 
-def test_five_minute_flush_is_strictly_greater_and_skips_gated_pods() -> None:
-    q = default_queue()
-    q.add(make_pod("p").build(), T0)
-    q.add(make_pod("gated").gate("wait").build(), T0)
+def test_five_minute_flush_is_strictly_greater_and_skips_gated_pods(clock: FakeClock) -> None:
+    q = default_queue(clock)
+    q.add(make_pod("p").build())
+    q.add(make_pod("gated").gate("wait").build())
     assert q.location("default/gated") == "unschedulable"
-    qpi = q.pop(T0)
+    qpi = q.pop()
     assert qpi is not None
-    fail(q, qpi, T0, "TaintToleration")
-    assert q.flush_unschedulable_leftover(T0 + 300) == 0
-    assert q.flush_unschedulable_leftover(T0 + 300.5) == 1
+    fail(q, qpi, "TaintToleration")
+    clock.now = T0 + 300
+    assert q.flush_unschedulable_leftover() == 0
+    clock.now = T0 + 300.5
+    assert q.flush_unschedulable_leftover() == 1
     assert q.location("default/gated") == "unschedulable"
 
 
-def test_flush_sends_a_still_backing_off_pod_to_backoff_and_leaves_gated_pods() -> None:
-    q = make_queue(foo("plugin", ev.NODE_ADD), SchedulingGates({}, Handle()), max_in_unschedulable=0.5)
-    parked(q, "waiting", "plugin", now=T0)
-    q.add(make_pod("gated", "ns1").gate("g").build(), T0 - 10_000)
-    assert q.flush_unschedulable_leftover(T0 + 0.6) == 1
+def test_flush_sends_a_still_backing_off_pod_to_backoff_and_leaves_gated_pods(clock: FakeClock) -> None:
+    q = make_queue(foo("plugin", ev.NODE_ADD), SchedulingGates({}, Handle()), clock=clock, max_in_unschedulable=0.5)
+    parked(q, "waiting", "plugin")
+    clock.now = T0 - 10_000
+    q.add(make_pod("gated", "ns1").gate("g").build())
+    clock.now = T0 + 0.6
+    assert q.flush_unschedulable_leftover() == 1
     assert q.location(key("waiting")) == "backoff"  # expiry T0+1 is not before the current second
     assert q.location(key("gated")) == "unschedulable"
     assert q.pending_counts()["gated"] == 1
@@ -959,45 +1024,48 @@ def test_flush_sends_a_still_backing_off_pod_to_backoff_and_leaves_gated_pods() 
 # -- SchedulingGates: gated, then released by the gate-removal update ----------------------------------------
 
 
-def test_scheduling_gates_hold_the_pod_until_the_last_gate_is_removed() -> None:
-    q = default_queue()
+def test_scheduling_gates_hold_the_pod_until_the_last_gate_is_removed(clock: FakeClock) -> None:
+    q = default_queue(clock)
     two = make_pod("p").gate("g1").gate("g2")
-    q.add(two.build(), T0)
+    q.add(two.build())
     info = q.info("default/p")
     assert info is not None and info.gating_plugin == names.SCHEDULING_GATES
     assert q.pending_counts() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 1}
-    assert q.pop(T0 + 1_000) is None
-    assert q.flush_unschedulable_leftover(T0 + 1_000) == 0  # the flush never releases a gated pod
+    clock.now = T0 + 1_000
+    assert q.pop() is None
+    assert q.flush_unschedulable_leftover() == 0  # the flush never releases a gated pod
 
     one = make_pod("p").gate("g2")
-    q.update(two.build(), one.build(), T0 + 1)  # a gate left: a generic update, not "gates eliminated"
+    clock.now = T0 + 1
+    q.update(two.build(), one.build())  # a gate left: a generic update, not "gates eliminated"
     assert q.location("default/p") == "unschedulable"
 
     none = make_pod("p").build()
-    q.update(one.build(), none, T0 + 2)
+    clock.now = T0 + 2
+    q.update(one.build(), none)
     assert q.location("default/p") == "active"
-    popped = pop(q, T0 + 2, "p")
+    popped = pop(q, "p")
     assert popped.pod is none and popped.gating_plugin == ""
 
 
-def test_removing_the_last_gate_releases_the_pod() -> None:
-    q = default_queue()
+def test_removing_the_last_gate_releases_the_pod(clock: FakeClock) -> None:
+    q = default_queue(clock)
     gated = make_pod("p").gate("wait")
     old = gated.build()
-    q.add(old, T0)
+    q.add(old)
     gated.spec.pop("schedulingGates")
-    q.update(old, gated.build(), T0)
+    q.update(old, gated.build())
     assert q.location("default/p") == "active"
 
 
-def test_queued_pod_info_gated_set_upon_creation_and_unset_upon_update() -> None:
+def test_queued_pod_info_gated_set_upon_creation_and_unset_upon_update(clock: FakeClock) -> None:
     """Test_queuedPodInfo_gatedSetUponCreationAndUnsetUponUpdate."""
-    q = default_queue()
+    q = default_queue(clock)
     gated = make_pod("test-pod").gate("g").build()
-    q.add(gated, T0)
+    q.add(gated)
     info = q.info("default/test-pod")
     assert info is not None and info.gating_plugin == names.SCHEDULING_GATES
-    q.update(gated, make_pod("test-pod").build(), T0)
+    q.update(gated, make_pod("test-pod").build())
     info = q.info("default/test-pod")
     assert info is not None and info.gating_plugin == ""
 
@@ -1009,49 +1077,52 @@ def annotated(name: str, value: str, priority: int = MID) -> Pod:
     return make_pod(name, "ns2").priority(priority).set("metadata.annotations", {"foo": value}).build()
 
 
-def test_update_pod_that_didnt_exist_in_the_queue() -> None:
-    q = make_queue()
+def test_update_pod_that_didnt_exist_in_the_queue(clock: FakeClock) -> None:
+    q = make_queue(clock=clock)
     new = annotated("mpp", "test")
-    q.update(annotated("mpp", ""), new, T0)
+    q.update(annotated("mpp", ""), new)
     assert q.location("ns2/mpp") == "active"
-    assert pop(q, T0).pod is new
+    assert pop(q).pod is new
 
 
-def test_when_updating_a_pod_that_is_already_in_active_q_the_pod_should_remain_in_active_q() -> None:
-    q = make_queue()
-    q.add(pod("a"), T0)
-    q.add(pod("b"), T0 + 1)
+def test_when_updating_a_pod_that_is_already_in_active_q_the_pod_should_remain_in_active_q(clock: FakeClock) -> None:
+    q = make_queue(clock=clock)
+    q.add(pod("a"))
+    clock.now = T0 + 1
+    q.add(pod("b"))
     newer = make_pod("b", "ns1").priority(HIGH).build()
-    q.update(pod("b"), newer, T0 + 2)
+    clock.now = T0 + 2
+    q.update(pod("b"), newer)
     assert q.location(key("b")) == "active" and len(q) == 2
-    first = pop(q, T0 + 2, "b")  # replaced in place: the new priority counts, no duplicate entry
+    first = pop(q, "b")  # replaced in place: the new priority counts, no duplicate entry
     assert first.pod is newer and first.timestamp == T0 + 1
-    assert pop_all(q, T0 + 2) == ["a"]
+    assert pop_all(q) == ["a"]
 
 
-def test_update_in_active_queue_replaces_and_delete_removes() -> None:
-    q = default_queue()
+def test_update_in_active_queue_replaces_and_delete_removes(clock: FakeClock) -> None:
+    q = default_queue(clock)
     old = make_pod("p").priority(1).build()
-    q.add(old, T0)
-    q.add(make_pod("q").priority(5).build(), T0)
-    q.update(old, make_pod("p").priority(10).build(), T0)
-    first = q.pop(T0)
+    q.add(old)
+    q.add(make_pod("q").priority(5).build())
+    q.update(old, make_pod("p").priority(10).build())
+    first = q.pop()
     assert first is not None and first.pod.name == "p" and first.pod.priority == 10
     q.delete("default/q")
-    assert q.pop(T0) is None and len(q) == 0
+    assert q.pop() is None and len(q) == 0
 
 
-def test_updating_a_pod_in_backoff_queue_that_is_still_backing_off_updates_it_there() -> None:
+def test_updating_a_pod_in_backoff_queue_that_is_still_backing_off_updates_it_there(clock: FakeClock) -> None:
     """TestPriorityQueue_Update 'When updating a pod that is in backoff queue and is still backing off,
     it will be updated in backoff queue'."""
-    q = make_queue()
-    to_backoff(q, "mpp", T0)
+    q = make_queue(clock=clock)
+    to_backoff(q, "mpp")
     new = make_pod("mpp", "ns1").label("x", "y").build()
-    q.update(pod("mpp"), new, T0)
+    q.update(pod("mpp"), new)
     assert q.location(key("mpp")) == "error"
     info = q.info(key("mpp"))
     assert info is not None and info.pod is new
-    assert pop_all(q, T0 + 2) == ["mpp"]
+    clock.now = T0 + 2
+    assert pop_all(q) == ["mpp"]
 
 
 UPDATE_PLUGINS = (foo("queuePlugin", UNSCHEDULED_POD_UPDATE), foo("skipPlugin", UNSCHEDULED_POD_UPDATE, answer=SKIP))
@@ -1083,35 +1154,36 @@ UPDATE_PLUGINS = (foo("queuePlugin", UNSCHEDULED_POD_UPDATE), foo("skipPlugin", 
         ),
     ],
 )
-def test_priority_queue_update_unschedulable(rejector: str, wait: float, want: str) -> None:
-    q = make_queue(*UPDATE_PLUGINS)
-    q.add(annotated("mpp", "val2"), T0)
-    fail(q, pop(q, T0, "mpp"), T0, rejector)
+def test_priority_queue_update_unschedulable(rejector: str, wait: float, want: str, clock: FakeClock) -> None:
+    q = make_queue(*UPDATE_PLUGINS, clock=clock)
+    q.add(annotated("mpp", "val2"))
+    fail(q, pop(q, "mpp"), rejector)
     new = annotated("mpp", "test1")
-    q.update(annotated("mpp", "val2"), new, T0 + wait)
+    clock.now = T0 + wait
+    q.update(annotated("mpp", "val2"), new)
     assert q.location("ns2/mpp") == want
     info = q.info("ns2/mpp")
     assert info is not None and info.pod is new
 
 
-def test_when_updating_a_pod_which_is_in_flight_pods_the_pod_will_not_be_added_to_any_queue() -> None:
-    q = make_queue(*UPDATE_PLUGINS)
-    q.add(annotated("mpp", "val2"), T0)
-    pop(q, T0, "mpp")
-    q.update(annotated("mpp", "val2"), annotated("mpp", "bar"), T0)
+def test_when_updating_a_pod_which_is_in_flight_pods_the_pod_will_not_be_added_to_any_queue(clock: FakeClock) -> None:
+    q = make_queue(*UPDATE_PLUGINS, clock=clock)
+    q.add(annotated("mpp", "val2"))
+    pop(q, "mpp")
+    q.update(annotated("mpp", "val2"), annotated("mpp", "bar"))
     assert q.location("ns2/mpp") == "in-flight"
     assert len(q) == 0
 
 
-def test_priority_queue_update_when_inflight() -> None:
+def test_priority_queue_update_when_inflight(clock: FakeClock) -> None:
     """TestPriorityQueue_UpdateWhenInflight: an update during the attempt requeues the updated pod."""
-    q = make_queue(foo("fakePlugin", UNSCHEDULED_POD_UPDATE))
+    q = make_queue(foo("fakePlugin", UNSCHEDULED_POD_UPDATE), clock=clock)
     test_pod = make_pod("test-pod", "test-ns").build()
-    q.add(test_pod, T0)
-    qpi = pop(q, T0, "test-pod")
+    q.add(test_pod)
+    qpi = pop(q, "test-pod")
     updated = make_pod("test-pod", "test-ns").toleration("foo", effect="NoSchedule").build()
-    q.update(test_pod, updated, T0)
-    fail(q, qpi, T0, "fakePlugin")
+    q.update(test_pod, updated)
+    fail(q, qpi, "fakePlugin")
     assert q.location("test-ns/test-pod") == "backoff"
     info = q.info("test-ns/test-pod")
     assert info is not None and info.pod is updated
@@ -1120,13 +1192,13 @@ def test_priority_queue_update_when_inflight() -> None:
 # -- delete, len and pending_counts ------------------------------------------------------------------------
 
 
-def test_priority_queue_delete_removes_the_pod_from_every_place() -> None:
-    q = make_queue(foo("plugin", ev.NODE_ADD), SchedulingGates({}, Handle()))
-    to_backoff(q, "in-backoff", T0, "plugin")
-    to_backoff(q, "in-error-backoff", T0)
+def test_priority_queue_delete_removes_the_pod_from_every_place(clock: FakeClock) -> None:
+    q = make_queue(foo("plugin", ev.NODE_ADD), SchedulingGates({}, Handle()), clock=clock)
+    to_backoff(q, "in-backoff", "plugin")
+    to_backoff(q, "in-error-backoff")
     parked(q, "in-unschedulable", "plugin")
-    q.add(make_pod("in-gated", "ns1").gate("g").build(), T0)
-    q.add(pod("in-active"), T0)
+    q.add(make_pod("in-gated", "ns1").gate("g").build())
+    q.add(pod("in-active"))
     places = ("in-backoff", "in-error-backoff", "in-unschedulable", "in-gated", "in-active")
     where = {n: q.location(key(n)) for n in places}
     assert where == {
@@ -1143,40 +1215,42 @@ def test_priority_queue_delete_removes_the_pod_from_every_place() -> None:
         assert q.location(key(n)) is None
     assert len(q) == 0
     assert q.pending_counts() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
-    assert q.flush_unschedulable_leftover(T0 + 10_000) == 0
-    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None, T0 + 10_000) == 0
-    assert q.pop(T0 + 10_000) is None
+    clock.now = T0 + 10_000
+    assert q.flush_unschedulable_leftover() == 0
+    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None) == 0
+    assert q.pop() is None
 
 
-def test_pending_counts() -> None:
-    q = default_queue()
-    q.add(make_pod("a").build(), T0)
-    q.add(make_pod("g").gate("x").build(), T0)
-    q.add(make_pod("u").build(), T0)
-    u = q.pop(T0)
+def test_pending_counts(clock: FakeClock) -> None:
+    q = default_queue(clock)
+    q.add(make_pod("a").build())
+    q.add(make_pod("g").gate("x").build())
+    q.add(make_pod("u").build())
+    u = q.pop()
     assert u is not None
-    fail(q, u, T0, "TaintToleration")
+    fail(q, u, "TaintToleration")
     assert q.pending_counts() == {"active": 1, "backoff": 0, "unschedulable": 1, "gated": 1}
 
 
-def test_pending_counts_leave_in_flight_pods_out() -> None:
-    q = make_queue()
-    q.add(pod("a"), T0)
-    q.add(pod("b"), T0)
-    pop(q, T0, "a")
+def test_pending_counts_leave_in_flight_pods_out(clock: FakeClock) -> None:
+    q = make_queue(clock=clock)
+    q.add(pod("a"))
+    q.add(pod("b"))
+    pop(q, "a")
     assert q.pending_counts() == {"active": 1, "backoff": 0, "unschedulable": 0, "gated": 0}
     assert len(q) == 1
     assert [p.name for p in q.pending_pods()] == ["b"]
 
 
-def test_re_adding_a_queued_pod_updates_it_instead_of_duplicating_it() -> None:
-    q = make_queue()
+def test_re_adding_a_queued_pod_updates_it_instead_of_duplicating_it(clock: FakeClock) -> None:
+    q = make_queue(clock=clock)
     first, second = pod("a"), make_pod("a", "ns1").label("v", "2").build()
-    q.add(first, T0)
-    q.add(second, T0 + 1)
+    q.add(first)
+    clock.now = T0 + 1
+    q.add(second)
     assert len(q) == 1
-    assert pop(q, T0 + 1).pod is second
-    assert q.pop(T0 + 1) is None
+    assert pop(q).pod is second
+    assert q.pop() is None
 
 
 def test_queueing_strategy_order() -> None:

@@ -36,7 +36,7 @@ from scheduler.api.objects import Node, Pod
 from scheduler.api.taints import find_untolerated
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.pod_counts import PodCountIndex
-from scheduler.backend.queue.scheduling_queue import build_hint_map
+from scheduler.backend.queue.queueing_hints import build_hint_map
 from scheduler.config import load_config
 from scheduler.framework.events import QueueingHint
 from scheduler.framework.interface import EnqueueExtensions

@@ -1,135 +1,71 @@
 """The scheduling queue: activeQ, backoffQ, unschedulable pods, in-flight events (``backend/queue``).
 
-Pure and clock-driven: the caller passes ``now`` (seconds) into every method that needs time, so
-tests run without sleeping and the live loop passes ``time.monotonic()``.
+Pure apart from the clock it is given (upstream's ``WithClock``): every call that needs the time
+reads it once from that clock, ``time.monotonic`` in the live loop. Tests drive a fake clock and
+never sleep.
 
-A pod rejected by plugins waits in ``unschedulable`` until a cluster event arrives for which one of
-the plugins that rejected it returns Queue from its queueing hint; events that arrive while the pod
-is being scheduled are kept and replayed when its attempt fails, so no wake-up is lost.
+A new pod goes to activeQ (``active_queue``) unless a PreEnqueue plugin holds it among the
+unschedulable pods (``unschedulable_pods``). A pod whose attempt failed with an error waits out its
+backoff (``backoff_queue``) and is tried again. A pod rejected by plugins is parked among the
+unschedulable pods until a cluster event arrives for which one of the plugins that rejected it
+returns Queue from its queueing hint (``queueing_hints``); it then waits out what is left of its
+backoff, unless that plugin only kept it pending. Events that arrive while the pod is being
+scheduled are kept (``in_flight``) and replayed when its attempt fails, so no wake-up is lost.
+Whatever is parked longer than ``max_in_unschedulable`` is tried again (gated pods excepted).
 """
 
 from __future__ import annotations
 
-import enum
-import heapq
-import itertools
-import math
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from scheduler.api.objects import Pod, PodKey
+from scheduler.backend.queue.active_queue import ActiveQueue, SortKey
+from scheduler.backend.queue.backoff_queue import BackoffQueue
+from scheduler.backend.queue.in_flight import InFlightPods
+from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
+from scheduler.backend.queue.queueing_hints import QueueingHints, QueueingStrategy
+from scheduler.backend.queue.unschedulable_pods import UnschedulablePods
 from scheduler.framework.events import (
-    ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
-    QueueingHint,
-    match_cluster_events,
     pod_scheduling_properties_change,
 )
 from scheduler.framework.runtime import Framework
 
-__all__ = ["QueuedPodInfo", "QueueingStrategy", "SchedulingQueue", "build_hint_map", "queue_sort_key"]
+__all__ = ["SchedulingQueue"]
 
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
 
 
-class QueueingStrategy(enum.IntEnum):
-    QUEUE_SKIP = 0
-    QUEUE_AFTER_BACKOFF = 1
-    QUEUE_IMMEDIATELY = 2
-
-
-@dataclass(slots=True, eq=False)
-class QueuedPodInfo:
-    pod: Pod
-    timestamp: float
-    initial_attempt_timestamp: float | None = None
-    attempts: int = 0
-    unschedulable_count: int = 0
-    consecutive_errors_count: int = 0
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    gating_plugin: str = ""
-
-    @property
-    def key(self) -> PodKey:
-        return self.pod.key
-
-    @property
-    def rejectors(self) -> set[str]:
-        return self.unschedulable_plugins | self.pending_plugins
-
-
-# plugin name -> registered events with hints, per profile
-HintMap = dict[str, list[tuple[str, ClusterEventWithHint]]]
-
-
-def build_hint_map(frameworks: Mapping[str, Framework]) -> dict[str, list[tuple[str, ClusterEventWithHint]]]:
-    """Per profile, every (plugin, event, hint) registration, with upstream's #109437 work-around.
-
-    A plugin that registers ``Node/Add`` but not ``Node/UpdateNodeTaint`` is also registered for
-    ``Node/UpdateNodeTaint`` with an always-Queue hint (an uncordon is reported as a taint update).
-    """
-    out: dict[str, list[tuple[str, ClusterEventWithHint]]] = {}
-    for profile, fwk in frameworks.items():
-        regs: list[tuple[str, ClusterEventWithHint]] = []
-        for plugin, events in fwk.enqueue_extensions().items():
-            node_add = any(e.event.resource is EventResource.NODE and e.event.action & ActionType.ADD for e in events)
-            node_taint = any(
-                e.event.resource is EventResource.NODE and e.event.action & ActionType.UPDATE_NODE_TAINT for e in events
-            )
-            regs.extend((plugin, e) for e in events)
-            if node_add and not node_taint:
-                regs.append(
-                    (plugin, ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)))
-                )
-        out[profile] = regs
-    return out
-
-
-def queue_sort_key(frameworks: Mapping[str, Framework]) -> Callable[[Pod, float], tuple[object, ...]]:
-    """The profiles' QueueSort order as a heap key; profile building ensures they all share one plugin."""
-    for fwk in frameworks.values():
-        if fwk.queue_sort is not None:
-            return fwk.queue_sort.sort_key
-    raise ValueError("no profile has a QueueSort plugin")
-
-
 class SchedulingQueue:
-    """One queue for all profiles, ordered by their QueueSort plugin (every profile has the same one)."""
+    """One queue for all profiles, ordered by ``sort_key``: their shared QueueSort plugin's order."""
 
     def __init__(
         self,
         frameworks: Mapping[str, Framework],
         *,
+        sort_key: SortKey,
+        clock: Callable[[], float] = time.monotonic,
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         on_change: Callable[[], None] | None = None,
     ) -> None:
         self._frameworks = frameworks
-        self._sort_key = queue_sort_key(frameworks)
-        self._hints = build_hint_map(frameworks)
-        self.initial_backoff = initial_backoff
-        self.max_backoff = max_backoff
+        self._clock = clock
+        self._hints = QueueingHints(frameworks)
         self.max_in_unschedulable = max_in_unschedulable
         self._on_change = on_change or (lambda: None)
-        self._seq = itertools.count()
-        self._active: list[tuple[tuple[object, ...], int, PodKey]] = []
-        self._backoff: list[tuple[float, tuple[object, ...], int, PodKey]] = []
-        self._error_backoff: list[tuple[float, tuple[object, ...], int, PodKey]] = []
-        self._where: dict[PodKey, str] = {}  # "active" | "backoff" | "error" | "unschedulable"
-        # The unschedulable pods in the order they were parked: every cluster event walks them, so it
-        # must not walk the whole queue (10,000 pending pods) to find them.
-        self._unschedulable: dict[PodKey, None] = {}
+        self._activeq = ActiveQueue(sort_key)
+        self._backoffq = BackoffQueue(sort_key, initial_backoff, max_backoff)
+        self._unschedulable = UnschedulablePods()
+        # Every pending pod, where it is ("active" | "backoff" | "error" | "unschedulable") and its info.
+        self._where: dict[PodKey, str] = {}
         self._infos: dict[PodKey, QueuedPodInfo] = {}
-        self._entry_seq: dict[PodKey, int] = {}
-        self._in_flight: dict[PodKey, int] = {}  # key -> index of the first event recorded after its pop
-        self._in_flight_updates: dict[PodKey, Pod | None] = {}
-        self._events: list[tuple[ClusterEvent, object | None, object | None]] = []
-        self._events_base = 0
+        self._in_flight = InFlightPods()
         self.incoming: dict[tuple[str, str], int] = {}  # (queue, event label) -> count, for metrics
 
     # -- bookkeeping ----------------------------------------------------------------------------
@@ -157,160 +93,137 @@ class SchedulingQueue:
     def _count(self, queue: str, event: str) -> None:
         self.incoming[(queue, event)] = self.incoming.get((queue, event), 0) + 1
 
-    def _push(self, qpi: QueuedPodInfo, where: str, now: float) -> None:
+    def _push(self, qpi: QueuedPodInfo, where: str) -> None:
         key = qpi.key
-        seq = next(self._seq)
-        self._entry_seq[key] = seq
+        if self._where.get(key) != where:
+            self._drop_entries(key)
         self._infos[key] = qpi
         self._where[key] = where
-        if where == "unschedulable":
-            self._unschedulable[key] = None
-        else:
-            self._unschedulable.pop(key, None)
-        order = self._sort_key(qpi.pod, qpi.timestamp)
         if where == "active":
-            heapq.heappush(self._active, (order, seq, key))
+            self._activeq.push(qpi)
         elif where in ("backoff", "error"):
-            expiry = self.backoff_expiry(qpi)
-            heap = self._backoff if where == "backoff" else self._error_backoff
-            heapq.heappush(heap, (expiry, order, seq, key))
+            self._backoffq.push(qpi, error=where == "error")
+        else:
+            self._unschedulable.add(qpi)
         if where != "unschedulable":
             self._on_change()
 
     def _remove(self, key: PodKey) -> QueuedPodInfo | None:
-        """Lazy deletion: heap entries whose sequence number no longer matches are skipped."""
         self._where.pop(key, None)
-        self._unschedulable.pop(key, None)
-        self._entry_seq.pop(key, None)
+        self._drop_entries(key)
         return self._infos.pop(key, None)
+
+    def _drop_entries(self, key: PodKey) -> None:
+        """The pod leaves its sub-queue; a heap entry left behind is skipped when it surfaces."""
+        self._activeq.delete(key)
+        self._backoffq.delete(key)
+        self._unschedulable.delete(key)
 
     # -- backoff ----------------------------------------------------------------------------------
 
+    @property
+    def initial_backoff(self) -> float:
+        return self._backoffq.initial_backoff
+
+    @property
+    def max_backoff(self) -> float:
+        return self._backoffq.max_backoff
+
     def backoff_duration(self, qpi: QueuedPodInfo) -> float:
-        """1 s doubling to 10 s by consecutive errors, else by unschedulable attempts (1.34+)."""
-        count = qpi.consecutive_errors_count or qpi.unschedulable_count
-        if count == 0 or self.max_backoff == 0:
-            return 0.0
-        return float(min(self.initial_backoff * (2 ** (count - 1)), self.max_backoff))
+        return self._backoffq.backoff_duration(qpi)
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        """Truncated to the whole second (``SchedulerPopFromBackoffQ``, on since 1.33)."""
-        return float(math.floor(qpi.timestamp + self.backoff_duration(qpi)))
+        return self._backoffq.backoff_expiry(qpi)
 
-    def is_backing_off(self, qpi: QueuedPodInfo, now: float) -> bool:
-        """Still backing off while the expiry is not before the current one-second window."""
-        if self.backoff_duration(qpi) == 0:
-            return False
-        return self.backoff_expiry(qpi) >= math.floor(now)
+    def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+        return self._backoffq.is_backing_off(qpi, self._clock())
 
     # -- adding and updating pending pods -----------------------------------------------------
 
-    def add(self, pod: Pod, now: float) -> None:
+    def add(self, pod: Pod) -> None:
         """A new pending pod of ours: PreEnqueue decides activeQ or the gated (unschedulable) pool."""
         if pod.key in self._where or pod.key in self._in_flight:
-            self.update(None, pod, now)
+            self.update(None, pod)
             return
-        qpi = QueuedPodInfo(pod, now)
+        qpi = QueuedPodInfo(pod, self._clock())
         self._count("active", "PodAdd")
-        self._move_to_active(qpi, now, event="PodAdd")
+        self._move_to_active(qpi, event="PodAdd")
 
-    def _move_to_active(self, qpi: QueuedPodInfo, now: float, event: str) -> None:
+    def _move_to_active(self, qpi: QueuedPodInfo, event: str) -> None:
         fwk = self._frameworks.get(qpi.pod.scheduler_name)
         gate = fwk.run_pre_enqueue_plugins(qpi.pod) if fwk is not None else None
         if gate is not None:
             qpi.gating_plugin = gate.plugin
             qpi.unschedulable_plugins = {gate.plugin}
-            self._push(qpi, "unschedulable", now)
+            self._push(qpi, "unschedulable")
             return
         qpi.gating_plugin = ""
-        self._push(qpi, "active", now)
+        self._push(qpi, "active")
 
-    def update(self, old: Pod | None, new: Pod, now: float) -> None:
+    def update(self, old: Pod | None, new: Pod) -> None:
         key = new.key
         if key in self._in_flight:
-            self._in_flight_updates[key] = new
+            self._in_flight.update(key, new)
             if old is not None:
                 for ev in pod_scheduling_properties_change(new, old, EventResource.UNSCHEDULABLE_POD):
-                    self._events.append((ev, old, new))
+                    self._in_flight.record(ev, old, new)
             return
         where = self._where.get(key)
         if where is None:
-            self.add(new, now)
+            self.add(new)
             return
         qpi = self._infos[key]
         previous = qpi.pod
         qpi.pod = new
         if where in ("active", "backoff", "error"):
-            self._push(qpi, where, now)  # re-push with the new priority; the old entry goes stale
+            self._push(qpi, where)  # re-push with the new priority; the old entry goes stale
             return
         for ev in pod_scheduling_properties_change(new, old or previous, EventResource.UNSCHEDULABLE_POD):
             strategy = self.is_pod_worth_requeuing(qpi, ev, old or previous, new)
             if strategy is not QueueingStrategy.QUEUE_SKIP:
-                self._requeue(qpi, strategy, now, str(ev))
+                self._requeue(qpi, strategy, str(ev), backing_off=self._backoffq.is_backing_off(qpi, self._clock()))
                 return
 
     def delete(self, key: str) -> None:
         pkey = PodKey(key)
         self._remove(pkey)
         if pkey in self._in_flight:
-            self._in_flight_updates[pkey] = None  # deleted while in flight: do not requeue
+            self._in_flight.update(pkey, None)  # deleted while in flight: do not requeue
 
     # -- popping and finishing ----------------------------------------------------------------
 
-    def _pop_heap(self, heap: list[tuple[object, ...]]) -> QueuedPodInfo | None:
-        while heap:
-            entry = heapq.heappop(heap)
-            key = entry[-1]
-            seq = entry[-2]
-            if not isinstance(key, str) or self._entry_seq.get(PodKey(key)) != seq:
-                continue
-            return self._infos.get(PodKey(key))
-        return None
-
-    def pop(self, now: float) -> QueuedPodInfo | None:
+    def pop(self) -> QueuedPodInfo | None:
         """The next pod to schedule, or None. With activeQ empty, a backing-off pod is taken early."""
-        self.flush_backoff_completed(now)
-        qpi = self._pop_heap(self._active)  # type: ignore[arg-type]
-        if qpi is None:
-            qpi = self._pop_heap(self._backoff)  # type: ignore[arg-type]
-        if qpi is None:
+        now = self._clock()
+        self._move_backoff_completed(self._backoffq.pop_completed(now))
+        key = self._activeq.pop()
+        if key is None:
+            key = self._backoffq.pop()
+        if key is None:
             return None
-        self._remove(qpi.key)
+        qpi = self._infos[key]
+        self._remove(key)
         qpi.attempts += 1
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = now
         qpi.unschedulable_plugins = set()
         qpi.pending_plugins = set()
-        self._in_flight[qpi.key] = self._events_base + len(self._events)
+        self._in_flight.add(key)
         return qpi
 
     def done(self, key: str) -> None:
         """The pod left its scheduling cycle (bound or handed back); forget its in-flight events."""
-        self._in_flight.pop(PodKey(key), None)
-        self._in_flight_updates.pop(PodKey(key), None)
-        self._prune_events()
+        self._in_flight.done(PodKey(key))
 
-    def _prune_events(self) -> None:
-        if not self._in_flight:
-            self._events_base += len(self._events)
-            self._events.clear()
-            return
-        oldest = min(self._in_flight.values())
-        drop = oldest - self._events_base
-        if drop > 0:
-            del self._events[:drop]
-            self._events_base = oldest
-
-    def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo, now: float, *, error: bool) -> None:
+    def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo, *, error: bool) -> None:
         """Hand a failed pod back: replay in-flight events, else park it in the unschedulable pool."""
+        now = self._clock()
         key = qpi.key
-        latest = self._in_flight_updates.get(key, qpi.pod)
-        start = self._in_flight.get(key)
-        if key in self._in_flight_updates and latest is None:
+        latest = self._in_flight.latest(key, qpi.pod)
+        if latest is None:  # deleted while in flight
             self.done(key)
             return
-        if latest is not None:
-            qpi.pod = latest
+        qpi.pod = latest
         if key in self._where:
             self.done(key)
             return
@@ -323,27 +236,30 @@ class SchedulingQueue:
         strategy = QueueingStrategy.QUEUE_SKIP
         if not qpi.rejectors:
             strategy = QueueingStrategy.QUEUE_AFTER_BACKOFF
-        elif start is not None:
-            for ev, old, new in self._events[max(0, start - self._events_base) :]:
+        else:
+            for ev, old, new in self._in_flight.events(key):
                 strategy = max(strategy, self.is_pod_worth_requeuing(qpi, ev, old, new))
                 if strategy is QueueingStrategy.QUEUE_IMMEDIATELY:
                     break
         self.done(key)
         if strategy is QueueingStrategy.QUEUE_SKIP:
             self._count("unschedulable", "ScheduleAttemptFailure")
-            self._push(qpi, "unschedulable", now)
+            self._push(qpi, "unschedulable")
         else:
-            self._requeue(qpi, strategy, now, "ScheduleAttemptFailure")
+            backing_off = self._backoffq.is_backing_off(qpi, now)
+            self._requeue(qpi, strategy, "ScheduleAttemptFailure", backing_off=backing_off)
 
-    def _requeue(self, qpi: QueuedPodInfo, strategy: QueueingStrategy, now: float, event: str) -> None:
+    def _requeue(self, qpi: QueuedPodInfo, strategy: QueueingStrategy, event: str, *, backing_off: bool) -> None:
+        """To backoffQ if the strategy allows and the pod is ``backing_off`` (the caller read the clock
+        once for all the pods it moves), else to activeQ."""
         self._remove(qpi.key)
-        if strategy is QueueingStrategy.QUEUE_AFTER_BACKOFF and self.is_backing_off(qpi, now):
+        if strategy is QueueingStrategy.QUEUE_AFTER_BACKOFF and backing_off:
             where = "backoff" if qpi.rejectors else "error"
             self._count("backoff", event)
-            self._push(qpi, where, now)
+            self._push(qpi, where)
             return
         self._count("active", event)
-        self._move_to_active(qpi, now, event)
+        self._move_to_active(qpi, event)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -355,88 +271,53 @@ class SchedulingQueue:
         new: object | None,
         matching: Mapping[str, Sequence[tuple[str, ClusterEventWithHint]]] | None = None,
     ) -> QueueingStrategy:
-        """``matching``: the registrations per profile that match ``event``, when the caller has them."""
-        rejectors = qpi.rejectors
-        if not rejectors:
-            return QueueingStrategy.QUEUE_AFTER_BACKOFF
-        if event.is_wildcard:
-            if isinstance(new, Pod) and new.uid != qpi.pod.uid:
-                return QueueingStrategy.QUEUE_SKIP
-            return QueueingStrategy.QUEUE_AFTER_BACKOFF
-        if matching is None:
-            matching = self._matching(event)
-        strategy = QueueingStrategy.QUEUE_SKIP
-        for plugin, registration in matching.get(qpi.pod.scheduler_name, ()):
-            if plugin not in rejectors:
-                continue
-            try:
-                hint = registration.hint(qpi.pod, old, new)
-            except Exception:  # a failing hint must not strand the pod: upstream treats it as Queue
-                hint = QueueingHint.QUEUE
-            if hint is QueueingHint.QUEUE_SKIP:
-                continue
-            if plugin in qpi.pending_plugins:
-                return QueueingStrategy.QUEUE_IMMEDIATELY
-            strategy = QueueingStrategy.QUEUE_AFTER_BACKOFF
-        return strategy
-
-    def _matching(self, event: ClusterEvent) -> dict[str, list[tuple[str, ClusterEventWithHint]]]:
-        """Per profile, the (plugin, registration) pairs whose event matches ``event``, in hint-map order."""
-        return {
-            profile: [(plugin, reg) for plugin, reg in regs if match_cluster_events(reg.event, event)]
-            for profile, regs in self._hints.items()
-        }
+        """What the pod's rejectors' hints say to ``event`` (``queueing_hints``)."""
+        return self._hints.strategy(qpi, event, old, new, matching)
 
     def move_all_to_active_or_backoff(
         self,
         event: ClusterEvent,
         old: object | None,
         new: object | None,
-        now: float,
         precheck: Callable[[QueuedPodInfo], bool] | None = None,
     ) -> int:
         """Run the event past every unschedulable pod's rejectors; returns how many pods moved."""
-        matching = None if event.is_wildcard else self._matching(event)
+        matching = None if event.is_wildcard else self._hints.matching(event)
         if matching is not None and not any(matching.values()):
             return 0  # no plugin of any profile registered for this event
-        if self._in_flight:
-            self._events.append((event, old, new))
+        self._in_flight.record(event, old, new)
+        now = self._clock()
         moved = 0
-        for key in list(self._unschedulable):
-            qpi = self._infos[key]
+        for qpi in self._unschedulable.snapshot():
             if precheck is not None and not precheck(qpi):
                 continue
             strategy = self.is_pod_worth_requeuing(qpi, event, old, new, matching)
             if strategy is QueueingStrategy.QUEUE_SKIP:
                 continue
-            self._requeue(qpi, strategy, now, str(event))
+            self._requeue(qpi, strategy, str(event), backing_off=self._backoffq.is_backing_off(qpi, now))
             moved += 1
         return moved
 
     # -- periodic flushes -----------------------------------------------------------------------
 
-    def flush_backoff_completed(self, now: float) -> None:
-        for heap in (self._backoff, self._error_backoff):
-            while heap:
-                expiry, _order, seq, key = heap[0]
-                if self._entry_seq.get(key) != seq:
-                    heapq.heappop(heap)
-                    continue
-                if expiry >= math.floor(now):
-                    break
-                heapq.heappop(heap)
-                qpi = self._infos[key]
-                self._remove(key)
-                self._move_to_active(qpi, now, "BackoffComplete")
+    def flush_backoff_completed(self) -> None:
+        self._move_backoff_completed(self._backoffq.pop_completed(self._clock()))
 
-    def flush_unschedulable_leftover(self, now: float) -> int:
-        """Pods parked longer than ``max_in_unschedulable`` get another try (``UnschedulableTimeout``)."""
-        moved = 0
-        for key in list(self._unschedulable):
+    def _move_backoff_completed(self, keys: Iterable[PodKey]) -> None:
+        for key in keys:
             qpi = self._infos[key]
+            self._remove(key)
+            self._move_to_active(qpi, "BackoffComplete")
+
+    def flush_unschedulable_leftover(self) -> int:
+        """Pods parked longer than ``max_in_unschedulable`` get another try (``UnschedulableTimeout``)."""
+        now = self._clock()
+        moved = 0
+        for qpi in self._unschedulable.snapshot():
             if qpi.gating_plugin or now - qpi.timestamp <= self.max_in_unschedulable:
                 continue
-            self._requeue(qpi, QueueingStrategy.QUEUE_AFTER_BACKOFF, now, "UnschedulableTimeout")
+            backing_off = self._backoffq.is_backing_off(qpi, now)
+            self._requeue(qpi, QueueingStrategy.QUEUE_AFTER_BACKOFF, "UnschedulableTimeout", backing_off=backing_off)
             moved += 1
         return moved
 
