@@ -61,13 +61,11 @@ class EventHandlers:
         cache: Cache,
         queue: SchedulingQueue,
         profiles: Mapping[str, object],
-        clock: Callable[[], float],
         held: HeldChanges,
     ) -> None:
         self.cache = cache
         self.queue = queue
         self._profiles = profiles
-        self.clock = clock
         self.held = held
         self.pending: dict[PodKey, Pod] = {}
         self.forgotten: list[Callable[[PodKey], None]] = []  # called with each pod that left for good

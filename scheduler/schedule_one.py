@@ -425,13 +425,14 @@ class ScheduleOne:
         algorithm: SchedulingAlgorithm,
         recorder: Recorder,
         *,
+        clock: Callable[[], float],
         bind_through_extenders: bool = True,
     ) -> None:
         self.frameworks = frameworks
         self.handlers = handlers
         self.cache = handlers.cache
         self.queue = handlers.queue
-        self.clock = handlers.clock
+        self.clock = clock
         self.algorithm = algorithm
         self.recorder = recorder
         self.bind_through_extenders = bind_through_extenders

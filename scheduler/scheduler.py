@@ -61,10 +61,15 @@ class Scheduler:
             max_backoff=config.pod_max_backoff_seconds,
             on_change=self._wakeup.set,
         )
-        self.handlers = EventHandlers(self.cache, self.queue, self.frameworks, clock, HeldChanges())
+        self.handlers = EventHandlers(self.cache, self.queue, self.frameworks, HeldChanges())
         self.algorithm = SchedulingAlgorithm(rng)
         self.cycles = ScheduleOne(
-            self.frameworks, self.handlers, self.algorithm, recorder, bind_through_extenders=bind_through_extenders
+            self.frameworks,
+            self.handlers,
+            self.algorithm,
+            recorder,
+            clock=clock,
+            bind_through_extenders=bind_through_extenders,
         )
         self.recorder = recorder
         # The faces the kube layer and the tests use.

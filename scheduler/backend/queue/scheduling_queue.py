@@ -147,9 +147,9 @@ class SchedulingQueue:
             return
         qpi = QueuedPodInfo(pod, self._clock())
         self._count("active", "PodAdd")
-        self._move_to_active(qpi, event="PodAdd")
+        self._move_to_active(qpi)
 
-    def _move_to_active(self, qpi: QueuedPodInfo, event: str) -> None:
+    def _move_to_active(self, qpi: QueuedPodInfo) -> None:
         fwk = self._frameworks.get(qpi.pod.scheduler_name)
         gate = fwk.run_pre_enqueue_plugins(qpi.pod) if fwk is not None else None
         if gate is not None:
@@ -259,7 +259,7 @@ class SchedulingQueue:
             self._push(qpi, where)
             return
         self._count("active", event)
-        self._move_to_active(qpi, event)
+        self._move_to_active(qpi)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -307,7 +307,7 @@ class SchedulingQueue:
         for key in keys:
             qpi = self._infos[key]
             self._remove(key)
-            self._move_to_active(qpi, "BackoffComplete")
+            self._move_to_active(qpi)
 
     def flush_unschedulable_leftover(self) -> int:
         """Pods parked longer than ``max_in_unschedulable`` get another try (``UnschedulableTimeout``)."""
