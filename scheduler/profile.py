@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from scheduler.api.objects import Pod
-from scheduler.config.types import ConfigError, ProfileConfig, SchedulerConfig
+from scheduler.config.types import ConfigError, SchedulerConfig
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, Handle, Plugin
 from scheduler.framework.runtime import Framework
@@ -28,7 +28,6 @@ def build_frameworks(
     ordered = [e for e in extenders if not e.is_ignorable()] + [e for e in extenders if e.is_ignorable()]
     ignored = [r.name for ext in config.extenders for r in ext.managed_resources if r.ignored_by_scheduler]
     out: dict[str, Framework] = {}
-    check_same_queue_sort(config.profiles)
     for i, prof in enumerate(config.profiles):
         handle = Handle(binder=binder)
         used = {name for names in prof.points.values() for name in names}
@@ -48,21 +47,6 @@ def build_frameworks(
             prof.scheduler_name, plugins, prof.points, prof.weights, handle, pct, extenders=ordered
         )
     return out
-
-
-def check_same_queue_sort(profiles: Sequence[ProfileConfig]) -> None:
-    """One queue serves every profile, so all must order it alike (upstream ``cfgValidator``)."""
-    if not profiles:
-        return
-    first = profiles[0]
-    first_sort = first.points["queueSort"][0]
-    for prof in profiles[1:]:
-        name, queue_sort = prof.scheduler_name, prof.points["queueSort"][0]
-        if queue_sort != first_sort:
-            message = f'"{queue_sort}", first: "{first_sort}"'
-            raise ConfigError(f'different queue sort plugins for profile "{name}": {message}')
-        if prof.plugin_args.get(queue_sort, {}) != first.plugin_args.get(first_sort, {}):
-            raise ConfigError(f'different queue sort plugin args for profile "{name}"')
 
 
 def queue_sort_key(frameworks: Mapping[str, Framework]) -> Callable[[Pod, float], tuple[object, ...]]:

@@ -27,7 +27,7 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import EXTENSION_POINTS
 from scheduler.plugins.registry import DEFAULT_MULTI_POINT, REGISTRY
 
-__all__ = ["load_config", "parse_config", "upstream_config"]
+__all__ = ["check_same_queue_sort", "load_config", "parse_config", "upstream_config"]
 
 
 def _mapping(value: object, path: str) -> Mapping[str, Any]:
@@ -220,6 +220,7 @@ def parse_config(doc: object, source: str = "config") -> SchedulerConfig:
             check_tls(ext, f"extenders[{i}]")
     except ExtenderConfigError as exc:
         raise ConfigError(str(exc)) from exc
+    check_same_queue_sort(config.profiles)
     _validate_plugin_args(config.profiles)
     return config
 
@@ -306,3 +307,18 @@ def upstream_config(plugin_config: list[dict[str, Any]] | None = None, **fields:
     if plugin_config:
         profile["pluginConfig"] = plugin_config
     return {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", **fields, "profiles": [profile]}
+
+
+def check_same_queue_sort(profiles: Sequence[ProfileConfig]) -> None:
+    """One queue serves every profile, so all must order it alike (upstream ``cfgValidator``)."""
+    if not profiles:
+        return
+    first = profiles[0]
+    first_sort = first.points["queueSort"][0]
+    for prof in profiles[1:]:
+        name, queue_sort = prof.scheduler_name, prof.points["queueSort"][0]
+        if queue_sort != first_sort:
+            message = f'"{queue_sort}", first: "{first_sort}"'
+            raise ConfigError(f'different queue sort plugins for profile "{name}": {message}')
+        if prof.plugin_args.get(queue_sort, {}) != first.plugin_args.get(first_sort, {}):
+            raise ConfigError(f'different queue sort plugin args for profile "{name}"')
