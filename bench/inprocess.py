@@ -100,7 +100,7 @@ def _schedule_all(objects: list[dict[str, object]]) -> tuple[float, list[float],
 
 
 def main() -> int:
-    gc.set_threshold(*GC_THRESHOLDS)  # the scheduler process's collector policy (scheduler/gc_policy.py)
+    gc.set_threshold(*GC_THRESHOLDS)  # the scheduler process's collector policy (scheduler/kube/gc_policy.py)
     parser = argparse.ArgumentParser(prog="python -m bench.inprocess", description=__doc__)
     parser.add_argument("--nodes", type=int, nargs="+", default=[500, 1000, 5000])
     parser.add_argument("--pods", type=int, default=2000)

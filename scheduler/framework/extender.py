@@ -1,7 +1,7 @@
 """The scheduler-extender seam (upstream ``fwk.Extender``, ``k8s.io/kube-scheduler/extender/v1``).
 
 Pure: a Protocol, the result types, and the one async helper that asks binders in turn. The HTTP
-client lives in ``scheduler.extender``; tests plug in fakes. Extenders are shared by every profile,
+client lives in ``scheduler.kube.extender``; tests plug in fakes. Extenders are shared by every profile,
 as upstream's ``extenders:`` list is.
 """
 
