@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import yaml
 
 from scheduler import __version__
-from scheduler.config import ConfigError, SchedulerConfig, load_config
-from scheduler.schedule_one import Attempt
+from scheduler.config import ConfigError, load_config
 from scheduler.simulate import Simulation, load_objects, render_table, to_json
 
 __all__ = ["main"]
@@ -32,7 +30,9 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
     if config.extenders:
-        attempts, sim = asyncio.run(_simulate_with_extenders(config, objects, args.seed))
+        from scheduler.kube.extender import simulate_with_extenders  # noqa: PLC0415 - aiohttp only when needed
+
+        attempts, sim = asyncio.run(simulate_with_extenders(config, objects, args.seed))
     else:
         sim = Simulation(config, seed=args.seed)
         sim.add_objects(objects)
@@ -44,21 +44,6 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         print(render_table(attempts, sim.cache), end="")
     return 0
-
-
-async def _simulate_with_extenders(
-    config: SchedulerConfig, objects: list[Mapping[str, Any]], seed: int | None
-) -> tuple[list[Attempt], Simulation]:
-    """The configured extenders are asked for real (filter, prioritize), as the live scheduler would."""
-    from scheduler.kube.extender import close_extenders, http_extenders  # noqa: PLC0415 - aiohttp only when needed
-
-    extenders = http_extenders(config.extenders)
-    try:
-        sim = Simulation(config, seed=seed, extenders=extenders)
-        sim.add_objects(objects)
-        return await sim.run_async(), sim
-    finally:
-        await close_extenders(extenders)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -15,9 +15,8 @@ from kubernetes.aio import client
 from scheduler.api.objects import DEFAULT_SCHEDULER_NAME
 from scheduler.config import SchedulerConfig
 from scheduler.kube.app import api_client
-from scheduler.kube.extender import close_extenders, http_extenders
-from scheduler.schedule_one import Attempt
-from scheduler.simulate import Simulation, render_table, to_json
+from scheduler.kube.extender import simulate_with_extenders
+from scheduler.simulate import render_table, to_json
 
 __all__ = ["explain"]
 
@@ -66,13 +65,7 @@ async def explain(config: SchedulerConfig, target: str, kubeconfig: str | None, 
         raise LookupError(f"pod {namespace}/{name} not found")
     others = [o for o in objects if o is not pod]
     pending = {**pod, "spec": {k: v for k, v in pod.get("spec", {}).items() if k != "nodeName"}}
-    extenders = http_extenders(config.extenders)
-    try:
-        sim = Simulation(config, seed=seed, extenders=extenders)
-        if pending["spec"].get("schedulerName", DEFAULT_SCHEDULER_NAME) not in sim.frameworks:
-            pending["spec"]["schedulerName"] = config.profiles[0].scheduler_name  # explain with our profile anyway
-        sim.add_objects([*others, pending])
-        attempts: list[Attempt] = await sim.run_async()
-    finally:
-        await close_extenders(extenders)
+    if pending["spec"].get("schedulerName", DEFAULT_SCHEDULER_NAME) not in {p.scheduler_name for p in config.profiles}:
+        pending["spec"]["schedulerName"] = config.profiles[0].scheduler_name  # explain with our profile anyway
+    attempts, sim = await simulate_with_extenders(config, [*others, pending], seed)
     return to_json(attempts, sim.cache) if output == "json" else render_table(attempts, sim.cache)

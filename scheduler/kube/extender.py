@@ -23,11 +23,14 @@ import aiohttp
 import structlog
 
 from scheduler.api.objects import Pod
+from scheduler.config import SchedulerConfig
 from scheduler.config.extenders import ExtenderConfig, ssl_context
 from scheduler.framework.extender import ExtenderError, ExtenderFilterResult, HostPriority
 from scheduler.framework.types import NodeInfo
+from scheduler.schedule_one import Attempt
+from scheduler.simulate import Simulation
 
-__all__ = ["HTTPExtender", "close_extenders", "http_extenders", "pod_resource_names"]
+__all__ = ["HTTPExtender", "close_extenders", "http_extenders", "pod_resource_names", "simulate_with_extenders"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -229,3 +232,17 @@ async def close_extenders(extenders: Iterable[object]) -> None:
     for extender in extenders:
         if isinstance(extender, HTTPExtender):
             await extender.close()
+
+
+async def simulate_with_extenders(
+    config: SchedulerConfig, objects: Iterable[Mapping[str, Any]], seed: int | None
+) -> tuple[list[Attempt], Simulation]:
+    """``simulate`` asking the configured extenders for real (filter, prioritize), as the live scheduler
+    would; their clients are closed afterwards."""
+    extenders = http_extenders(config.extenders)
+    try:
+        sim = Simulation(config, seed=seed, extenders=extenders)
+        sim.add_objects(objects)
+        return await sim.run_async(), sim
+    finally:
+        await close_extenders(extenders)
