@@ -181,7 +181,7 @@ class SchedulingQueue:
         for ev in pod_scheduling_properties_change(new, old or previous, EventResource.UNSCHEDULABLE_POD):
             strategy = self.is_pod_worth_requeuing(qpi, ev, old or previous, new)
             if strategy is not QueueingStrategy.QUEUE_SKIP:
-                self._requeue(qpi, strategy, str(ev), backing_off=self._backoffq.is_backing_off(qpi, self._clock()))
+                self._requeue(qpi, strategy, str(ev), self._clock())
                 return
 
     def delete(self, key: str) -> None:
@@ -246,14 +246,13 @@ class SchedulingQueue:
             self._count("unschedulable", "ScheduleAttemptFailure")
             self._push(qpi, "unschedulable")
         else:
-            backing_off = self._backoffq.is_backing_off(qpi, now)
-            self._requeue(qpi, strategy, "ScheduleAttemptFailure", backing_off=backing_off)
+            self._requeue(qpi, strategy, "ScheduleAttemptFailure", now)
 
-    def _requeue(self, qpi: QueuedPodInfo, strategy: QueueingStrategy, event: str, *, backing_off: bool) -> None:
-        """To backoffQ if the strategy allows and the pod is ``backing_off`` (the caller read the clock
-        once for all the pods it moves), else to activeQ."""
+    def _requeue(self, qpi: QueuedPodInfo, strategy: QueueingStrategy, event: str, now: float) -> None:
+        """To backoffQ if the strategy allows and the pod is still backing off at ``now`` (the public
+        call's one reading of the clock), else to activeQ."""
         self._remove(qpi.key)
-        if strategy is QueueingStrategy.QUEUE_AFTER_BACKOFF and backing_off:
+        if strategy is QueueingStrategy.QUEUE_AFTER_BACKOFF and self._backoffq.is_backing_off(qpi, now):
             where = "backoff" if qpi.rejectors else "error"
             self._count("backoff", event)
             self._push(qpi, where)
@@ -294,7 +293,7 @@ class SchedulingQueue:
             strategy = self.is_pod_worth_requeuing(qpi, event, old, new, matching)
             if strategy is QueueingStrategy.QUEUE_SKIP:
                 continue
-            self._requeue(qpi, strategy, str(event), backing_off=self._backoffq.is_backing_off(qpi, now))
+            self._requeue(qpi, strategy, str(event), now)
             moved += 1
         return moved
 
@@ -316,8 +315,7 @@ class SchedulingQueue:
         for qpi in self._unschedulable.snapshot():
             if qpi.gating_plugin or now - qpi.timestamp <= self.max_in_unschedulable:
                 continue
-            backing_off = self._backoffq.is_backing_off(qpi, now)
-            self._requeue(qpi, QueueingStrategy.QUEUE_AFTER_BACKOFF, "UnschedulableTimeout", backing_off=backing_off)
+            self._requeue(qpi, QueueingStrategy.QUEUE_AFTER_BACKOFF, "UnschedulableTimeout", now)
             moved += 1
         return moved
 
