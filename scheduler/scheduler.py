@@ -11,7 +11,6 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from scheduler.api.objects import Pod, PodKey
 from scheduler.backend.cache.cache import Cache
@@ -96,12 +95,6 @@ class Scheduler:
     @property
     def seen_uids(self) -> set[str]:
         return self.handlers.seen_uids
-
-    def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        self.handlers.on_pod(event_type, obj)
-
-    def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        self.handlers.on_node(event_type, obj)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Schedule until ``stop`` is set, then let in-flight bindings finish."""
