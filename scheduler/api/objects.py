@@ -15,11 +15,13 @@ from scheduler.api.fields import FieldError, as_list, as_mapping, as_str_map, op
 from scheduler.api.labels import NOTHING, Selector, parse_label_selector, selector_from_map
 from scheduler.api.names import label_key_errors, label_value_errors
 from scheduler.api.nodeselector import NodeSelector, PreferredTerm, parse_node_selector, parse_preferred_terms
+from scheduler.api.podaffinity import NO_POD_AFFINITY, PodAffinity, parse_pod_affinity
 from scheduler.api.resources import PodResources, Resource, parse_node_allocatable, parse_pod_resources
 from scheduler.api.spread import SpreadConstraint, parse_spread_constraints
 from scheduler.api.taints import Taint, Toleration, parse_taints, parse_tolerations
 
 __all__ = [
+    "Namespace",
     "Node",
     "NodeName",
     "OwnerRef",
@@ -79,6 +81,7 @@ class Pod:
     scheduling_gates: tuple[str, ...]
     nominated_node_name: str
     resources: PodResources = field(default_factory=PodResources)
+    pod_affinity: PodAffinity = NO_POD_AFFINITY
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -132,6 +135,8 @@ class Pod:
             f"{apath}.preferredDuringSchedulingIgnoredDuringExecution",
             errors,
         )
+        namespace = opt_str(meta.get("namespace"), "metadata.namespace", errors) or "default"
+        pod_affinity = parse_pod_affinity(affinity, "spec.affinity", namespace, labels, errors)
         controller = None
         for i, ref in enumerate(as_list(meta.get("ownerReferences"), "metadata.ownerReferences", errors)):
             r = as_mapping(ref, f"metadata.ownerReferences[{i}]", errors)
@@ -144,7 +149,7 @@ class Pod:
             if isinstance(gate_name, str):
                 gates.append(gate_name)
         return cls(
-            namespace=opt_str(meta.get("namespace"), "metadata.namespace", errors) or "default",
+            namespace=namespace,
             name=name,
             uid=opt_str(meta.get("uid"), "metadata.uid", errors) or "",
             labels=labels,
@@ -167,6 +172,7 @@ class Pod:
             scheduling_gates=tuple(gates),
             nominated_node_name=opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName", errors) or "",
             resources=parse_pod_resources(spec, status, errors),
+            pod_affinity=pod_affinity,
             errors=tuple(errors),
             raw=root,
         )
@@ -205,6 +211,25 @@ class Node:
             errors=tuple(errors),
             raw=root,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    """What InterPodAffinity reads of a Namespace: its name and labels (for ``namespaceSelector``)."""
+
+    name: str
+    labels: Mapping[str, str]
+    errors: tuple[FieldError, ...] = ()
+
+    @classmethod
+    def from_dict(cls, obj: object) -> Namespace:
+        errors: list[FieldError] = []
+        root = as_mapping(obj, "namespace", errors)
+        meta = as_mapping(root.get("metadata"), "metadata", errors)
+        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
+        if not name:
+            errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+        return cls(name=name, labels=as_str_map(meta.get("labels"), "metadata.labels", errors), errors=tuple(errors))
 
 
 @dataclass(frozen=True, slots=True)
