@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.api.objects import SELECTING_KINDS, Node, Pod, PodKey, parse_selecting_object
+from scheduler.api.objects import SELECTING_KINDS, Namespace, Node, Pod, PodKey, parse_selecting_object
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.framework import events as ev
@@ -85,6 +85,8 @@ class EventHandlers:
             self.on_node(event_type, obj)
         elif kind in SELECTING_KINDS:
             self.on_selecting_object(event_type, obj)
+        elif kind == "Namespace":
+            self.on_namespace(event_type, obj)
 
     def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         self.node_event(event_type, Node.from_dict(obj))
@@ -186,6 +188,19 @@ class EventHandlers:
             self.cache.remove_selecting_object(selecting.kind, selecting.namespace, selecting.name)
         else:
             self.cache.upsert_selecting_object(selecting)
+
+    def on_namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        """Namespaces: their labels resolve InterPodAffinity's namespaceSelector. Like upstream (whose
+        plugins register no Namespace event), a namespace change moves no pod in the queue."""
+        if self.held.hold(functools.partial(self.on_namespace, event_type, obj)):
+            return
+        namespace = Namespace.from_dict(obj)
+        if not namespace.name:
+            return
+        if event_type == "DELETED":
+            self.cache.remove_namespace(namespace.name)
+        else:
+            self.cache.upsert_namespace(namespace)
 
     def reconcile(self, kind: str, listed: Mapping[str, str], list_version: str) -> int:
         """Drop what a fresh LIST of ``kind`` (Pod or Node), taken at ``list_version``, no longer has.

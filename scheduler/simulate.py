@@ -126,7 +126,7 @@ class Simulation:
         self.problems: list[Problem] = []
 
     def add_objects(self, objects: Iterable[Mapping[str, Any]]) -> None:
-        """Nodes, bound pods and spreading inputs go to the cache now; pending pods wait for ``run``."""
+        """Nodes, bound pods, namespaces and spreading inputs go to the cache now; pending pods wait for ``run``."""
         handlers = self.scheduler.handlers
         for obj in objects:
             kind = obj.get("kind")
@@ -146,6 +146,8 @@ class Simulation:
                     self._add_pending(pod)
             elif isinstance(kind, str) and kind in SELECTING_KINDS:  # a YAML kind may be a list
                 handlers.on_selecting_object(None, obj)
+            elif kind == "Namespace":
+                handlers.on_namespace(None, obj)
 
     def _add_pending(self, pod: Pod) -> None:
         """A pod listed twice is one pod: the later object replaces the earlier, as a watch update would."""

@@ -67,6 +67,22 @@ class Snapshot(Protocol):
         """A value derived from nodes only, computed once per version of the node set."""
         ...
 
+    def have_pods_with_affinity_node_infos(self) -> Sequence[NodeInfo]:
+        """Nodes with a pod that sets podAffinity or podAntiAffinity (``HavePodsWithAffinityList``)."""
+        ...
+
+    def have_pods_with_required_anti_affinity_node_infos(self) -> Sequence[NodeInfo]:
+        """Nodes with a pod that has required anti-affinity (``HavePodsWithRequiredAntiAffinityList``)."""
+        ...
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        """The labels of namespace ``name``; None when the cache has no such namespace."""
+        ...
+
+    def namespaces_matching(self, selector: Selector) -> frozenset[str]:
+        """Names of the cached namespaces whose labels ``selector`` matches (a namespaceSelector)."""
+        ...
+
     def selecting_objects(self, kind: str, namespace: str) -> Iterable[SelectingObject]:
         """Services, ReplicationControllers, ReplicaSets or StatefulSets of one namespace."""
         ...

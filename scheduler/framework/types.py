@@ -44,6 +44,11 @@ class NodeInfo:
     non0_cpu: int = 0
     non0_mem: int = 0
     used_ports: Counter[HostPort] = field(default_factory=Counter)
+    # Upstream's ``PodsWithAffinity`` (podAffinity or podAntiAffinity set) and
+    # ``PodsWithRequiredAntiAffinity``: the subsets of ``pods`` InterPodAffinity visits when the
+    # incoming pod has no terms of its own, so a cycle never walks every pod of the cluster.
+    pods_with_affinity: dict[PodKey, Pod] = field(default_factory=dict)
+    pods_with_required_anti_affinity: dict[PodKey, Pod] = field(default_factory=dict)
     # Changes whenever anything above does (upstream's NodeInfo.Generation): results memoized per
     # node (``scheduler.framework.node_results``) are valid while it stays the same.
     generation: int = field(default_factory=lambda: next(_generations))
@@ -75,6 +80,17 @@ class NodeInfo:
 
     def _count(self, pod: Pod, sign: int) -> None:
         self.generation = next(_generations)
+        affinity = pod.pod_affinity
+        if affinity.declared:
+            if sign > 0:
+                self.pods_with_affinity[pod.key] = pod
+            else:
+                self.pods_with_affinity.pop(pod.key, None)
+        if affinity.has_required_anti_affinity:
+            if sign > 0:
+                self.pods_with_required_anti_affinity[pod.key] = pod
+            else:
+                self.pods_with_required_anti_affinity.pop(pod.key, None)
         res = pod.resources
         usage = res.usage
         self.requested_milli_cpu += sign * usage.milli_cpu

@@ -24,6 +24,7 @@ WATCHED: tuple[tuple[str, str], ...] = (
     ("v1", "replicationcontrollers"),
     ("apps/v1", "replicasets"),
     ("apps/v1", "statefulsets"),
+    ("v1", "namespaces"),
 )
 
 _KINDS = {
@@ -33,6 +34,7 @@ _KINDS = {
     "replicationcontrollers": "ReplicationController",
     "replicasets": "ReplicaSet",
     "statefulsets": "StatefulSet",
+    "namespaces": "Namespace",
 }
 
 

@@ -6,7 +6,10 @@ view of the live structures, never a copy.
 
 Per-pod work stays independent of the number of pods in the cluster because PodTopologySpread's
 "pods matching this selector, per node" is answered from ``PodCountIndex``, which is updated when a
-pod is added or removed instead of being recomputed by scanning every pod.
+pod is added or removed instead of being recomputed by scanning every pod. For the same reason the
+NodeInfos holding pods with inter-pod affinity (any, and required anti-affinity) are kept as two
+lists updated with each pod and node change (upstream's snapshot ``havePodsWithAffinityNodeInfoList``
+and ``havePodsWithRequiredAntiAffinityNodeInfoList``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from scheduler.api.labels import Selector
-from scheduler.api.objects import Node, NodeName, Pod, PodKey, SelectingObject
+from scheduler.api.objects import Namespace, Node, NodeName, Pod, PodKey, SelectingObject
 from scheduler.backend.cache.node_tree import NodeTree
 from scheduler.backend.cache.pod_counts import PodCountIndex
 from scheduler.framework.types import NodeInfo
@@ -42,6 +45,10 @@ class Cache:
         self._selecting: dict[str, dict[str, dict[str, SelectingObject]]] = {}
         self._node_generation = 0
         self._memo: OrderedDict[Hashable, tuple[int, object]] = OrderedDict()
+        self._namespaces: dict[str, Namespace] = {}
+        # Nodes (in the cache, not orphans) with at least one pod on the matching NodeInfo list.
+        self._have_affinity: dict[NodeName, NodeInfo] = {}
+        self._have_required_anti_affinity: dict[NodeName, NodeInfo] = {}
 
     # -- nodes ----------------------------------------------------------------------------
 
@@ -52,6 +59,7 @@ class Cache:
             return
         info = NodeInfo(node, self._orphans.pop(node.name, {}))
         self._nodes[node.name] = info
+        self._track(info)
         self._tree.add(node)
         self._infos = None
         self._node_generation += 1
@@ -73,8 +81,21 @@ class Cache:
         self._tree.remove(info.name)
         if info.pods:  # pods outlive their node in the cache until their own delete arrives
             self._orphans[info.name] = info.pods
+        self._have_affinity.pop(info.name, None)
+        self._have_required_anti_affinity.pop(info.name, None)
         self._infos = None
         self._node_generation += 1
+
+    def _track(self, info: NodeInfo) -> None:
+        """Keep ``info`` on (or off) the two affinity lists after its pods changed: O(1)."""
+        for have, pods in (
+            (self._have_affinity, info.pods_with_affinity),
+            (self._have_required_anti_affinity, info.pods_with_required_anti_affinity),
+        ):
+            if pods:
+                have[info.name] = info
+            else:
+                have.pop(info.name, None)
 
     # -- pods -----------------------------------------------------------------------------
 
@@ -84,6 +105,7 @@ class Cache:
         info = self._nodes.get(node)
         if info is not None:
             info.add_pod(pod)
+            self._track(info)
         else:
             self._orphans.setdefault(node, {})[pod.key] = pod
         if not pod.terminating:
@@ -97,6 +119,7 @@ class Cache:
         info = self._nodes.get(node)
         if info is not None:
             info.remove_pod(key)
+            self._track(info)
         else:
             self._orphans.get(node, {}).pop(key, None)
         self._index.remove(pod)
@@ -155,6 +178,14 @@ class Cache:
     def remove_selecting_object(self, kind: str, namespace: str, name: str) -> None:
         self._selecting.get(kind, {}).get(namespace, {}).pop(name, None)
 
+    # -- namespaces ---------------------------------------------------------------------------
+
+    def upsert_namespace(self, namespace: Namespace) -> None:
+        self._namespaces[namespace.name] = namespace
+
+    def remove_namespace(self, name: str) -> None:
+        self._namespaces.pop(name, None)
+
     # -- Snapshot -----------------------------------------------------------------------------
 
     def node_infos(self) -> Sequence[NodeInfo]:
@@ -182,6 +213,19 @@ class Cache:
         if len(self._memo) > MEMO_ENTRIES:
             self._memo.popitem(last=False)
         return value
+
+    def have_pods_with_affinity_node_infos(self) -> Sequence[NodeInfo]:
+        return list(self._have_affinity.values())
+
+    def have_pods_with_required_anti_affinity_node_infos(self) -> Sequence[NodeInfo]:
+        return list(self._have_required_anti_affinity.values())
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        namespace = self._namespaces.get(name)
+        return None if namespace is None else namespace.labels
+
+    def namespaces_matching(self, selector: Selector) -> frozenset[str]:
+        return frozenset(name for name, ns in self._namespaces.items() if selector.matches(ns.labels))
 
     def selecting_objects(self, kind: str, namespace: str) -> Iterable[SelectingObject]:
         return self._selecting.get(kind, {}).get(namespace, {}).values()
