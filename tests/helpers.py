@@ -34,6 +34,7 @@ TT = "TaintToleration"
 NA = "NodeAffinity"
 NU = "NodeUnschedulable"
 NN = "NodeName"
+IPA = "InterPodAffinity"
 
 # Reason strings, exactly as upstream v1.35.4 prints them.
 SPREAD = "node(s) didn't match pod topology spread constraints"
@@ -44,6 +45,9 @@ ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 CONFLICT = "pod affinity terms conflict"
 UNSCHEDULABLE_NODE = "node(s) were unschedulable"
 NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
+POD_AFFINITY = "node(s) didn't match pod affinity rules"
+POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 NodeLike = NodeBuilder | Node
 PodLike = PodBuilder | Pod

@@ -26,6 +26,7 @@ from scheduler.testing import make_node, make_pod
 from tests.helpers import (
     FOO,
     HOSTNAME,
+    IPA,
     NA,
     NU,
     PTS,
@@ -366,10 +367,10 @@ def test_with_scoring_every_node_is_evaluated_below_100_nodes() -> None:
 
 def test_default_profile_plugin_order() -> None:
     fwk = framework()
-    assert [p.NAME for p in fwk.filter] == [NU, "NodeName", TT, NA, PTS]
-    assert [p.NAME for p in fwk.pre_filter] == [NA, PTS]
-    assert [p.NAME for p in fwk.score] == [TT, NA, PTS]
-    assert fwk.weights == {TT: 3, NA: 2, PTS: 2}
+    assert [p.NAME for p in fwk.filter] == [NU, "NodeName", TT, NA, PTS, IPA]
+    assert [p.NAME for p in fwk.pre_filter] == [NA, PTS, IPA]
+    assert [p.NAME for p in fwk.score] == [TT, NA, PTS, IPA]
+    assert fwk.weights == {TT: 3, NA: 2, PTS: 2, IPA: 2}
     assert fwk.post_filter == []
 
 

@@ -157,9 +157,8 @@ def _check_label_keys(
             if not isinstance(key, str):
                 continue
             if key in position and key in seen:
-                errors.append(
-                    FieldError(f"{path}[{position[key]}]", f'Invalid value: "{key}": exists in both matchLabelKeys and labelSelector')
-                )
+                message = f'Invalid value: "{key}": exists in both matchLabelKeys and labelSelector'
+                errors.append(FieldError(f"{path}[{position[key]}]", message))
             seen.add(key)
     mismatch = set(mismatch_keys)
     for i, key in enumerate(match_keys):
@@ -210,9 +209,8 @@ def _parse_term(
 def _parse_required(
     raw: object, path: str, namespace: str, labels: Mapping[str, str], errors: list[FieldError]
 ) -> tuple[AffinityTerm, ...]:
-    return tuple(
-        _parse_term(item, f"{path}[{i}]", namespace, labels, errors) for i, item in enumerate(as_list(raw, path, errors))
-    )
+    items = as_list(raw, path, errors)
+    return tuple(_parse_term(item, f"{path}[{i}]", namespace, labels, errors) for i, item in enumerate(items))
 
 
 def _parse_preferred(

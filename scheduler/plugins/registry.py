@@ -8,6 +8,7 @@ from typing import Any
 from scheduler.framework.interface import Handle, Plugin
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder.default_binder import DefaultBinder
+from scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
 from scheduler.plugins.nodename.node_name import NodeName
 from scheduler.plugins.nodeports.node_ports import NodePorts
@@ -33,6 +34,7 @@ REGISTRY: dict[str, PluginFactory] = {
     names.NODE_PORTS: NodePorts,
     names.NODE_RESOURCES_FIT: Fit,
     names.POD_TOPOLOGY_SPREAD: PodTopologySpread,
+    names.INTER_POD_AFFINITY: InterPodAffinity,
     names.DEFAULT_BINDER: DefaultBinder,
     # Opt-in, not in DEFAULT_MULTI_POINT: enable it in a profile's plugins (see README).
     names.SELECTOR_SPREAD: SelectorSpread,
@@ -50,5 +52,6 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     (names.NODE_PORTS, 0),
     (names.NODE_RESOURCES_FIT, 1),
     (names.POD_TOPOLOGY_SPREAD, 2),
+    (names.INTER_POD_AFFINITY, 2),
     (names.DEFAULT_BINDER, 0),
 )

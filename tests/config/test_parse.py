@@ -43,6 +43,7 @@ DEFAULT_ORDER = [
     "NodePorts",
     "NodeResourcesFit",
     "PodTopologySpread",
+    "InterPodAffinity",
     "DefaultBinder",
 ]
 DEFAULT_FILTER = [
@@ -53,9 +54,16 @@ DEFAULT_FILTER = [
     "NodePorts",
     "NodeResourcesFit",
     "PodTopologySpread",
+    "InterPodAffinity",
 ]
-DEFAULT_SCORE = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread"]
-DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2}
+DEFAULT_SCORE = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
+DEFAULT_WEIGHTS = {
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "PodTopologySpread": 2,
+    "InterPodAffinity": 2,
+}
 
 
 def without(names: list[str], *drop: str) -> list[str]:
@@ -102,7 +110,7 @@ class TestDefaultProfile:
         expected = {
             "queueSort": ["PrioritySort"],
             "preEnqueue": ["SchedulingGates"],
-            "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"],
+            "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],
             "filter": DEFAULT_FILTER,
             "postFilter": [],
             "preScore": DEFAULT_SCORE,
@@ -146,8 +154,8 @@ class TestMultiPoint:
         """A disabled default plugin leaves every point and the weights."""
         fwk = framework(profile({"multiPoint": {"disabled": [{"name": "TaintToleration"}]}}))
         assert fwk.points["filter"] == without(DEFAULT_FILTER, "TaintToleration")
-        assert fwk.points["score"] == ["NodeAffinity", "NodeResourcesFit", "PodTopologySpread"]
-        assert fwk.weights == {"NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2}
+        assert fwk.points["score"] == without(DEFAULT_SCORE, "TaintToleration")
+        assert fwk.weights == without_key(DEFAULT_WEIGHTS, "TaintToleration")
 
     def test_disable_all_then_enable_keeps_the_enabled_order(self) -> None:
         """With ``*`` disabled only the enabled list is left, in its own order, weight 0 meaning 1."""
@@ -252,7 +260,7 @@ class TestPerExtensionPoint:
             "NodeAffinity",
         ]
         # NodeAffinity only where enabled
-        assert fwk.points["preFilter"] == ["NodePorts", "NodeResourcesFit", "PodTopologySpread"]
+        assert fwk.points["preFilter"] == ["NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
         assert "NodeAffinity" not in fwk.weights
 
     def test_per_point_config_orders_overrides_then_multipoint_then_others(self) -> None:
@@ -267,7 +275,7 @@ class TestPerExtensionPoint:
                 }
             )
         )
-        assert fwk.points["score"] == ["PodTopologySpread", "TaintToleration", "NodeResourcesFit"]
+        assert fwk.points["score"] == ["PodTopologySpread", "TaintToleration", "NodeResourcesFit", "InterPodAffinity"]
         assert fwk.weights["PodTopologySpread"] == 5
         assert "NodeAffinity" in fwk.points["filter"]  # disabled for score only
 
@@ -283,7 +291,13 @@ class TestPerExtensionPoint:
         """``*`` disabled at Filter skips the multiPoint expansion there."""
         fwk = framework(profile({"filter": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeAffinity"}]}}))
         assert fwk.points["filter"] == ["NodeAffinity"]
-        assert fwk.points["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"]
+        assert fwk.points["preFilter"] == [
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
+        ]
 
     @pytest.mark.parametrize(
         ("point", "name"),
@@ -323,7 +337,7 @@ class TestWeights:
             pytest.param(
                 {"score": {"enabled": [{"name": "NodeAffinity", "weight": 9}]}},
                 {**DEFAULT_WEIGHTS, "NodeAffinity": 9},
-                ["NodeAffinity", "TaintToleration", "NodeResourcesFit", "PodTopologySpread"],
+                ["NodeAffinity", "TaintToleration", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],
                 id="score-weight-wins",
             ),
             pytest.param(
@@ -344,7 +358,7 @@ class TestWeights:
                     "score": {"enabled": [{"name": "PodTopologySpread", "weight": 6}]},
                 },
                 {**DEFAULT_WEIGHTS, "PodTopologySpread": 6},
-                ["PodTopologySpread", "TaintToleration", "NodeAffinity", "NodeResourcesFit"],
+                ["PodTopologySpread", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity"],
                 id="score-beats-multipoint",
             ),
         ],
@@ -614,9 +628,9 @@ class TestErrors:
         [
             pytest.param({"filter": {"enabled": [{"name": "Nope"}]}}, "filter.enabled[0]", "Nope", id="filter-enabled"),
             pytest.param(
-                {"multiPoint": {"enabled": [{"name": "InterPodAffinity"}]}},
+                {"multiPoint": {"enabled": [{"name": "VolumeBinding"}]}},
                 "multiPoint.enabled[0]",
-                "InterPodAffinity",
+                "VolumeBinding",
                 id="multipoint-enabled-upstream-plugin-we-do-not-ship",
             ),
             pytest.param({"filter": {"enabled": [{"name": "*"}]}}, "filter.enabled[0]", "*", id="star-enabled"),
@@ -629,8 +643,8 @@ class TestErrors:
         """The message names the path, the plugin, and the plugins we know."""
         assert config_error(profile(plugins)) == (
             f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
-            "NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, PodTopologySpread, "
-            "PrioritySort, SchedulingGates, SelectorSpread, "
+            "InterPodAffinity, NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, "
+            "PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, "
             "TaintToleration)"
         )
 
