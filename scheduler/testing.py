@@ -117,6 +117,30 @@ class PodBuilder:
         self.spec.setdefault("topologySpreadConstraints", []).append(constraint)
         return self
 
+    def pod_affinity(
+        self,
+        topology_key: str,
+        selector: dict[str, Any] | None,
+        *,
+        anti: bool = False,
+        weight: int | None = None,
+        **extra: Any,
+    ) -> Self:
+        """One inter-pod (anti-)affinity term (upstream's ``PodAffinity``/``PodAntiAffinity`` wrappers):
+        required, or preferred with ``weight``; ``extra`` adds namespaces, namespaceSelector, ..."""
+        term: dict[str, Any] = {"topologyKey": topology_key}
+        if selector is not None:
+            term["labelSelector"] = selector
+        term.update(extra)
+        kind = self.spec.setdefault("affinity", {}).setdefault("podAntiAffinity" if anti else "podAffinity", {})
+        if weight is None:
+            kind.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
+        else:
+            kind.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"weight": weight, "podAffinityTerm": term}
+            )
+        return self
+
     def owner(self, kind: str, name: str, api_version: str = "apps/v1", controller: bool = True) -> Self:
         self.meta.setdefault("ownerReferences", []).append(
             {"apiVersion": api_version, "kind": kind, "name": name, "uid": f"uid-{name}", "controller": controller}
