@@ -591,3 +591,67 @@ class TestErrors:
         out = capsys.readouterr()
         assert out.err == "warning: skipped Node: metadata.name: Required value\n"
         assert json.loads(out.out)["results"][0]["node"] == "n1"
+
+
+class TestInterPodAffinity:
+    """Issue #17: required pod affinity next to an existing pod's required anti-affinity, end to end."""
+
+    def write(self, tmp_path: Path, *objects: dict[str, Any]) -> str:
+        path = tmp_path / "in.yaml"
+        path.write_text(yaml.safe_dump_all(list(objects)))
+        return str(path)
+
+    def test_affinity_to_a_database_refused_by_a_neighbours_anti_affinity(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """n1 holds the database (so n2 fails the affinity, unresolvable) and a pod whose required
+        anti-affinity forbids web pods on its host (so n1 fails it); the web pod stays Pending with
+        upstream's histogram, sorted as strings, while the pod after it binds."""
+        db_match = {"matchLabels": {"app": "db"}}
+        web_match = {"matchLabels": {"app": "web"}}
+        path = self.write(
+            tmp_path,
+            make_node("n1").dict(),
+            make_node("n2").dict(),
+            make_pod("db").label("app", "db").node("n1").dict(),
+            make_pod("guard").label("app", "guard").node("n1").pod_affinity(HOSTNAME, web_match, anti=True).dict(),
+            make_pod("web").label("app", "web").created("2026-01-01T00:00:00Z").pod_affinity(HOSTNAME, db_match).dict(),
+            make_pod("other").created("2026-01-01T00:00:01Z").dict(),
+        )
+        web, other = simulate_json(capsys, path)
+        assert web["node"] is None
+        assert web["message"] == (
+            "0/2 nodes are available: 1 node(s) didn't match pod affinity rules, "
+            "1 node(s) didn't satisfy existing pods anti-affinity rules."
+        )
+        assert web["nodes"]["n1"]["filter"] == {
+            "plugin": "InterPodAffinity",
+            "reason": "node(s) didn't satisfy existing pods anti-affinity rules",
+        }
+        assert web["nodes"]["n2"]["filter"] == {
+            "plugin": "InterPodAffinity",
+            "reason": "node(s) didn't match pod affinity rules",
+        }
+        assert other["node"] in ("n1", "n2")
+
+    def test_namespace_objects_resolve_a_namespace_selector(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A Namespace in the input file is cached: its labels select the database pod's namespace."""
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "data", "labels": {"tier": "db"}}}
+        path = self.write(
+            tmp_path,
+            namespace,
+            make_node("n1").dict(),
+            make_node("n2").dict(),
+            make_pod("db", "data").label("app", "db").node("n2").dict(),
+            make_pod("web")
+            .pod_affinity(HOSTNAME, {"matchLabels": {"app": "db"}}, namespaceSelector={"matchLabels": {"tier": "db"}})
+            .dict(),
+        )
+        (web,) = simulate_json(capsys, path)
+        assert web["node"] == "n2"
+        assert web["nodes"]["n1"]["filter"] == {
+            "plugin": "InterPodAffinity",
+            "reason": "node(s) didn't match pod affinity rules",
+        }

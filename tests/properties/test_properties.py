@@ -966,3 +966,114 @@ def test_hints_never_raise_on_any_pair_of_objects(cluster: Any) -> None:
                 for _ in range(5):
                     hint = reg.hint(pod, rng.choice(objects), rng.choice(objects))
                     assert hint in (QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP)
+
+
+# -- the cache's inter-pod affinity lists ------------------------------------------------------------
+
+AFFINITY_KINDS = ("none", "preferred", "required-anti", "both", "empty")
+
+
+def with_affinity(builder: Any, kind: str) -> Any:
+    """A pod with no affinity, preferred affinity only, required anti-affinity, both, or ``podAffinity: {}``."""
+    if kind in ("preferred", "both"):
+        builder.pod_affinity(HOSTNAME, {"matchLabels": {"app": "a"}}, weight=1)
+    if kind in ("required-anti", "both"):
+        builder.pod_affinity(HOSTNAME, {"matchLabels": {"app": "b"}}, anti=True)
+    if kind == "empty":
+        builder.set("spec.affinity", {"podAffinity": {}})
+    return builder
+
+
+affinity_ops_st = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("add"),
+            st.integers(0, 5),
+            st.sampled_from(AFFINITY_KINDS),
+            st.sampled_from(("n0", "n1", "n2", "")),
+            st.booleans(),
+            st.integers(0, 5),
+        ),
+        st.tuples(st.just("remove"), st.integers(0, 5)),
+        st.tuples(st.just("assume"), st.integers(0, 5), st.sampled_from(AFFINITY_KINDS), st.sampled_from(("n0", "n1"))),
+        st.tuples(st.just("forget"), st.integers(0, 5)),
+        st.tuples(st.just("remove_node"), st.sampled_from(("n0", "n1", "n2"))),
+        st.tuples(st.just("add_node"), st.sampled_from(("n0", "n1", "n2", "n3"))),
+    ),
+    max_size=40,
+)
+
+
+@SETTINGS
+@given(affinity_ops_st)
+def test_affinity_lists_equal_a_recount(ops: list[tuple[Any, ...]]) -> None:
+    """Per node, the pods with (required anti-)affinity, and the nodes having any, equal a recount of a
+    model after every pod and node change (orphaned pods rejoin when their node comes back)."""
+    cache = Cache()
+    nodes = {"n0", "n1", "n2"}
+    for name in sorted(nodes):
+        cache.add_node(make_node(name).build())
+    model: dict[str, tuple[str, str]] = {}  # pod key -> (node, affinity kind)
+    assumed: set[str] = set()
+
+    def pod_of(i: int, kind: str = "none") -> Pod:
+        return with_affinity(make_pod(f"p{i}"), kind).build()  # type: ignore[no-any-return]
+
+    for op in ops:
+        if op[0] == "add":
+            _, i, kind, node, terminating, phase = op
+            builder = with_affinity(make_pod(f"p{i}"), kind)
+            if node:
+                builder.node(node)
+            if terminating:
+                builder.terminating()  # terminating pods still sit on their node, as upstream
+            if phase == 0:
+                builder.phase("Failed")
+            pod = builder.build()
+            cache.add_pod(pod)
+            if pod.assigned and not pod.terminal:
+                model[pod.key] = (node, kind)
+            else:
+                model.pop(pod.key, None)
+            assumed.discard(pod.key)
+        elif op[0] == "remove":
+            pod = pod_of(op[1])
+            cache.remove_pod(pod)
+            model.pop(pod.key, None)
+            assumed.discard(pod.key)
+        elif op[0] == "assume":
+            _, i, kind, node = op
+            pod = pod_of(i, kind)
+            cache.assume_pod(pod, node)
+            model[pod.key] = (node, kind)
+            assumed.add(pod.key)
+        elif op[0] == "forget":
+            pod = pod_of(op[1])
+            if pod.key in assumed:
+                model.pop(pod.key, None)
+                assumed.discard(pod.key)
+            cache.forget_pod(pod)
+        elif op[0] == "remove_node":
+            cache.remove_node(op[1])
+            nodes.discard(op[1])
+        else:
+            cache.add_node(make_node(op[1]).build())
+            nodes.add(op[1])
+        with_affinity_by_node: dict[str, set[str]] = {n: set() for n in nodes}
+        with_anti_by_node: dict[str, set[str]] = {n: set() for n in nodes}
+        for key, (node, kind) in model.items():
+            if node in nodes:
+                if kind != "none":
+                    with_affinity_by_node[node].add(key)
+                if kind in ("required-anti", "both"):
+                    with_anti_by_node[node].add(key)
+        for name in nodes:
+            info = cache.get(name)
+            assert info is not None
+            assert set(info.pods_with_affinity) == with_affinity_by_node[name]
+            assert set(info.pods_with_required_anti_affinity) == with_anti_by_node[name]
+        have = {i.name for i in cache.have_pods_with_affinity_node_infos()}
+        have_anti = {i.name for i in cache.have_pods_with_required_anti_affinity_node_infos()}
+        assert have == {n for n, keys in with_affinity_by_node.items() if keys}
+        assert have_anti == {n for n, keys in with_anti_by_node.items() if keys}
+        assert all(cache.get(i.name) is i for i in cache.have_pods_with_affinity_node_infos())
