@@ -11,5 +11,6 @@ NODE_AFFINITY = "NodeAffinity"
 NODE_PORTS = "NodePorts"
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 DEFAULT_BINDER = "DefaultBinder"
 SELECTOR_SPREAD = "SelectorSpread"  # opt-in only: removed upstream in 1.28, never in our default profile
