@@ -43,6 +43,8 @@ DEFAULT_ORDER = [
     "NodePorts",
     "NodeResourcesFit",
     "PodTopologySpread",
+    "NodeResourcesBalancedAllocation",
+    "ImageLocality",
     "DefaultBinder",
 ]
 DEFAULT_FILTER = [
@@ -54,8 +56,23 @@ DEFAULT_FILTER = [
     "NodeResourcesFit",
     "PodTopologySpread",
 ]
-DEFAULT_SCORE = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread"]
-DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2}
+DEFAULT_SCORE = [
+    "TaintToleration",
+    "NodeAffinity",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+    "NodeResourcesBalancedAllocation",
+    "ImageLocality",
+]
+DEFAULT_PRE_SCORE = [n for n in DEFAULT_SCORE if n != "ImageLocality"]  # ImageLocality: Score only
+DEFAULT_WEIGHTS = {
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "PodTopologySpread": 2,
+    "NodeResourcesBalancedAllocation": 1,
+    "ImageLocality": 1,
+}
 
 
 def without(names: list[str], *drop: str) -> list[str]:
@@ -105,7 +122,7 @@ class TestDefaultProfile:
             "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"],
             "filter": DEFAULT_FILTER,
             "postFilter": [],
-            "preScore": DEFAULT_SCORE,
+            "preScore": DEFAULT_PRE_SCORE,
             "score": DEFAULT_SCORE,
             "reserve": [],
             "permit": [],
@@ -146,8 +163,8 @@ class TestMultiPoint:
         """A disabled default plugin leaves every point and the weights."""
         fwk = framework(profile({"multiPoint": {"disabled": [{"name": "TaintToleration"}]}}))
         assert fwk.points["filter"] == without(DEFAULT_FILTER, "TaintToleration")
-        assert fwk.points["score"] == ["NodeAffinity", "NodeResourcesFit", "PodTopologySpread"]
-        assert fwk.weights == {"NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2}
+        assert fwk.points["score"] == without(DEFAULT_SCORE, "TaintToleration")
+        assert fwk.weights == without_key(DEFAULT_WEIGHTS, "TaintToleration")
 
     def test_disable_all_then_enable_keeps_the_enabled_order(self) -> None:
         """With ``*`` disabled only the enabled list is left, in its own order, weight 0 meaning 1."""
@@ -267,7 +284,10 @@ class TestPerExtensionPoint:
                 }
             )
         )
-        assert fwk.points["score"] == ["PodTopologySpread", "TaintToleration", "NodeResourcesFit"]
+        assert fwk.points["score"] == [
+            "PodTopologySpread",
+            *without(DEFAULT_SCORE, "PodTopologySpread", "NodeAffinity"),
+        ]
         assert fwk.weights["PodTopologySpread"] == 5
         assert "NodeAffinity" in fwk.points["filter"]  # disabled for score only
 
@@ -275,7 +295,7 @@ class TestPerExtensionPoint:
         """A multiPoint plugin disabled at Score still filters."""
         fwk = framework(profile({"score": {"disabled": [{"name": "TaintToleration"}]}}))
         assert fwk.points["score"] == without(DEFAULT_SCORE, "TaintToleration")
-        assert fwk.points["preScore"] == DEFAULT_SCORE
+        assert fwk.points["preScore"] == DEFAULT_PRE_SCORE
         assert "TaintToleration" in fwk.points["filter"]
         assert fwk.weights == without_key(DEFAULT_WEIGHTS, "TaintToleration")
 
@@ -323,7 +343,7 @@ class TestWeights:
             pytest.param(
                 {"score": {"enabled": [{"name": "NodeAffinity", "weight": 9}]}},
                 {**DEFAULT_WEIGHTS, "NodeAffinity": 9},
-                ["NodeAffinity", "TaintToleration", "NodeResourcesFit", "PodTopologySpread"],
+                ["NodeAffinity", *without(DEFAULT_SCORE, "NodeAffinity")],
                 id="score-weight-wins",
             ),
             pytest.param(
@@ -344,7 +364,7 @@ class TestWeights:
                     "score": {"enabled": [{"name": "PodTopologySpread", "weight": 6}]},
                 },
                 {**DEFAULT_WEIGHTS, "PodTopologySpread": 6},
-                ["PodTopologySpread", "TaintToleration", "NodeAffinity", "NodeResourcesFit"],
+                ["PodTopologySpread", *without(DEFAULT_SCORE, "PodTopologySpread")],
                 id="score-beats-multipoint",
             ),
         ],
@@ -629,7 +649,8 @@ class TestErrors:
         """The message names the path, the plugin, and the plugins we know."""
         assert config_error(profile(plugins)) == (
             f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
-            "NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, PodTopologySpread, "
+            "ImageLocality, NodeAffinity, NodeName, NodePorts, NodeResourcesBalancedAllocation, NodeResourcesFit, "
+            "NodeUnschedulable, PodTopologySpread, "
             "PrioritySort, SchedulingGates, SelectorSpread, "
             "TaintToleration)"
         )
@@ -639,8 +660,8 @@ class TestErrors:
         fwk = framework(
             profile(
                 {
-                    "multiPoint": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]},
-                    "score": {"disabled": [{"name": "ImageLocality"}, {"name": "NoSuchPlugin"}]},
+                    "multiPoint": {"disabled": [{"name": "VolumeBinding"}]},
+                    "score": {"disabled": [{"name": "NodeVolumeLimits"}, {"name": "NoSuchPlugin"}]},
                 }
             )
         )

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler.api.objects import Pod
+from scheduler.config import ConfigError, parse_config
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code
@@ -22,7 +23,7 @@ from scheduler.plugins.noderesources.balanced_allocation import (
     parse_balanced_allocation_args,
 )
 from scheduler.testing import NodeBuilder, make_node, make_pod
-from tests.helpers import code_of, make_cache
+from tests.helpers import code_of, config_with, make_cache
 
 Req = dict[str, str]
 GPU = "nvidia.com/gpu"
@@ -303,3 +304,14 @@ def test_args_invalid(resources: object, message: str) -> None:
         BalancedAllocation({"resources": resources}, Handle())
     assert str(exc.value) == message
 
+
+def test_bad_args_stop_the_config() -> None:
+    doc = config_with(
+        [{"name": "NodeResourcesBalancedAllocation", "args": {"resources": [{"name": "cpu", "weight": 2}]}}]
+    )
+    with pytest.raises(ConfigError) as exc:
+        parse_config(doc)
+    assert str(exc.value) == (
+        "profiles[0].pluginConfig[NodeResourcesBalancedAllocation].args: "
+        "resources[0].weight: Invalid value: 2: must be 1"
+    )
