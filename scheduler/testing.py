@@ -169,6 +169,11 @@ class PodBuilder:
         self.spec.setdefault("initContainers", []).append(init)
         return self
 
+    def image(self, image: str, container: int = 0) -> Self:
+        """The image of app container ``container`` (the builder's containers run ``pause``)."""
+        self.spec["containers"][container]["image"] = image
+        return self
+
     def overhead(self, **resources: str) -> Self:
         self.spec["overhead"] = _resource_list(resources)
         return self
@@ -249,6 +254,11 @@ class NodeBuilder:
 
     def unschedulable(self, value: bool = True) -> Self:
         self.obj["spec"]["unschedulable"] = value
+        return self
+
+    def image(self, size_bytes: int, *names: str) -> Self:
+        """One more ``status.images`` entry: an image known by ``names``, ``size_bytes`` large."""
+        self.obj["status"].setdefault("images", []).append({"names": list(names), "sizeBytes": size_bytes})
         return self
 
     def dict(self) -> dict[str, Any]:

@@ -114,11 +114,14 @@ def config_with(plugin_config: Sequence[Mapping[str, Any]] = (), **profile: Any)
     return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [prof]}
 
 
-RESOURCE_PLUGINS = ("NodePorts", "NodeResourcesFit")
+# Default-profile plugins the spec's worked vectors (section 10) leave out: they give totals of the
+# three mission plugins only, on nodes without capacity to speak of and pods whose images no node
+# holds (ImageLocality is not a resource plugin, but is left out for the same reason).
+RESOURCE_PLUGINS = ("NodePorts", "NodeResourcesFit", "NodeResourcesBalancedAllocation", "ImageLocality")
 
 
 def without_resource_plugins(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``config`` (default: ours) with NodePorts and NodeResourcesFit disabled in every profile.
+    """``config`` (default: ours) with ``RESOURCE_PLUGINS`` disabled in every profile.
 
     The spec's vectors give totals of the three mission plugins only, on nodes without capacity;
     resource tests build their frameworks with ``framework(config, resources=True)``.

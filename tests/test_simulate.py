@@ -2,8 +2,11 @@
 
 Expected values are derived by hand from the rules of the spec (sections 1.5, 3.3, 4.5, 4.7, 6.2)
 in the comments next to them, never read back from the code. Our default profile scores with
-TaintToleration (x3), NodeAffinity (x2), NodeResourcesFit (x1) and PodTopologySpread (x2) and has no
-PostFilter plugin, so a FitError message ends after the filter histogram.
+TaintToleration (x3), NodeAffinity (x2), NodeResourcesFit (x1), PodTopologySpread (x2),
+NodeResourcesBalancedAllocation (x1) and ImageLocality (x1) and has no PostFilter plugin, so a FitError
+message ends after the filter histogram. The examples' pods request nothing, so BalancedAllocation
+skips them at PreScore (upstream #129138); their nodes list no images, so ImageLocality scores 0
+everywhere (the sum 0 is clamped up to the 23 MB floor, which maps to 0).
 """
 
 from __future__ import annotations
@@ -58,8 +61,12 @@ def least_allocated(pods: int, cpu_milli: int = 4000, memory: int = 16 * GI) -> 
 
 
 def scored(tt: int, pts: tuple[int, int] | None = None, fit: int | None = None) -> dict[str, Any]:
-    """A feasible node's entry: normalized TaintToleration (raw 0), NodeResourcesFit, (raw, normalized) PTS."""
-    scores: dict[str, Any] = {"TaintToleration": {"raw": 0, "normalized": tt}}
+    """A feasible node's entry: normalized TaintToleration (raw 0), NodeResourcesFit, (raw, normalized) PTS,
+    and ImageLocality's 0 (no node holds an image)."""
+    scores: dict[str, Any] = {
+        "TaintToleration": {"raw": 0, "normalized": tt},
+        "ImageLocality": {"raw": 0, "normalized": 0},
+    }
     total = tt * 3
     if fit is not None:
         scores["NodeResourcesFit"] = {"raw": fit, "normalized": fit}
@@ -121,12 +128,16 @@ class TestTwoZonesExample:
         table = capsys.readouterr().out
         lines = table.splitlines()
         assert lines[0] == "pod default/incoming: -> node4"
-        assert lines[1].split() == ["NODE", "FILTER", "TaintToleration", "(x3)", "NodeResourcesFit", "(x1)", "TOTAL"]
+        assert lines[1].split() == [
+            *("NODE", "FILTER", "TaintToleration", "(x3)", "NodeResourcesFit", "(x1)", "ImageLocality", "(x1)", "TOTAL")
+        ]
         rows = {line.split()[0]: line for line in lines[2:6]}
         assert set(rows) == {"node1", "node2", "node3", "node4"}
         assert f"PodTopologySpread: {SPREAD}" in rows["node1"] and f"PodTopologySpread: {SPREAD}" in rows["node2"]
-        assert rows["node3"].split()[1:] == ["ok", "100", "(raw", "0)", "96", "(raw", "96)", "396"]
-        assert rows["node4"].split()[1:] == ["*", "ok", "100", "(raw", "0)", "97", "(raw", "97)", "397"]
+        assert rows["node3"].split()[1:] == ["ok", "100", "(raw", "0)", "96", "(raw", "96)", "0", "(raw", "0)", "396"]
+        assert rows["node4"].split()[1:] == [
+            *("*", "ok", "100", "(raw", "0)", "97", "(raw", "97)", "0", "(raw", "0)", "397")
+        ]
         assert "PodTopologySpread (x2)" in table and "pod default/soft: -> " in table
 
 

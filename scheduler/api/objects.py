@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, NewType
 
 from scheduler.api.fields import FieldError, as_list, as_mapping, as_str_map, opt_int, opt_str
+from scheduler.api.images import parse_node_images, parse_pod_images
 from scheduler.api.labels import NOTHING, Selector, parse_label_selector, selector_from_map
 from scheduler.api.names import label_key_errors, label_value_errors
 from scheduler.api.nodeselector import NodeSelector, PreferredTerm, parse_node_selector, parse_preferred_terms
@@ -82,6 +83,8 @@ class Pod:
     nominated_node_name: str
     resources: PodResources = field(default_factory=PodResources)
     pod_affinity: PodAffinity = NO_POD_AFFINITY
+    # Init containers' images, then the app containers', as written (ImageLocality normalizes them).
+    images: tuple[str, ...] = ()
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -173,6 +176,7 @@ class Pod:
             nominated_node_name=opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName", errors) or "",
             resources=parse_pod_resources(spec, status, errors),
             pod_affinity=pod_affinity,
+            images=parse_pod_images(spec, errors),
             errors=tuple(errors),
             raw=root,
         )
@@ -187,6 +191,8 @@ class Node:
     unschedulable: bool
     resource_version: str = ""
     allocatable: Resource = field(default_factory=Resource)
+    # Every name in ``status.images`` -> that image's ``sizeBytes`` (ImageLocality).
+    images: Mapping[str, int] = field(default_factory=dict)
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -208,6 +214,7 @@ class Node:
             unschedulable=spec.get("unschedulable") is True,
             resource_version=str(meta.get("resourceVersion") or ""),
             allocatable=parse_node_allocatable(status, errors),
+            images=parse_node_images(status, errors),
             errors=tuple(errors),
             raw=root,
         )

@@ -54,7 +54,7 @@ def _int(value: object, path: str, low: int, high: int) -> int:
 
 def _plugin_refs(value: object, path: str, *, disabled: bool = False) -> list[PluginRef]:
     """An enabled or disabled list. Upstream never looks a disabled name up: ``*`` and plugins we do
-    not ship (``ImageLocality``...) may be disabled; only enabled names must exist."""
+    not ship (``VolumeBinding``...) may be disabled; only enabled names must exist."""
     refs: list[PluginRef] = []
     for i, item in enumerate(_list(value, path)):
         obj = _mapping(item, f"{path}[{i}]")

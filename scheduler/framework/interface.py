@@ -63,6 +63,13 @@ class Snapshot(Protocol):
         """
         ...
 
+    def image_num_nodes(self, name: str) -> int:
+        """On how many nodes ``status.images`` lists ``name`` (upstream's ``ImageStateSummary.NumNodes``).
+
+        Kept incrementally by the cache as nodes come, change and go.
+        """
+        ...
+
     def node_memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """A value derived from nodes only, computed once per version of the node set."""
         ...

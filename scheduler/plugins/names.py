@@ -12,5 +12,7 @@ NODE_PORTS = "NodePorts"
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 INTER_POD_AFFINITY = "InterPodAffinity"
+NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
+IMAGE_LOCALITY = "ImageLocality"
 DEFAULT_BINDER = "DefaultBinder"
 SELECTOR_SPREAD = "SelectorSpread"  # opt-in only: removed upstream in 1.28, never in our default profile

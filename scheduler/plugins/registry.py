@@ -8,10 +8,12 @@ from typing import Any
 from scheduler.framework.interface import Handle, Plugin
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder.default_binder import DefaultBinder
+from scheduler.plugins.imagelocality.image_locality import ImageLocality
 from scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
 from scheduler.plugins.nodename.node_name import NodeName
 from scheduler.plugins.nodeports.node_ports import NodePorts
+from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.plugins.noderesources.fit import Fit
 from scheduler.plugins.nodeunschedulable.node_unschedulable import NodeUnschedulable
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
@@ -35,6 +37,8 @@ REGISTRY: dict[str, PluginFactory] = {
     names.NODE_RESOURCES_FIT: Fit,
     names.POD_TOPOLOGY_SPREAD: PodTopologySpread,
     names.INTER_POD_AFFINITY: InterPodAffinity,
+    names.NODE_RESOURCES_BALANCED_ALLOCATION: BalancedAllocation,
+    names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
     # Opt-in, not in DEFAULT_MULTI_POINT: enable it in a profile's plugins (see README).
     names.SELECTOR_SPREAD: SelectorSpread,
@@ -53,5 +57,7 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     (names.NODE_RESOURCES_FIT, 1),
     (names.POD_TOPOLOGY_SPREAD, 2),
     (names.INTER_POD_AFFINITY, 2),
+    (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
+    (names.IMAGE_LOCALITY, 1),
     (names.DEFAULT_BINDER, 0),
 )

@@ -44,6 +44,8 @@ DEFAULT_ORDER = [
     "NodeResourcesFit",
     "PodTopologySpread",
     "InterPodAffinity",
+    "NodeResourcesBalancedAllocation",
+    "ImageLocality",
     "DefaultBinder",
 ]
 DEFAULT_FILTER = [
@@ -56,13 +58,24 @@ DEFAULT_FILTER = [
     "PodTopologySpread",
     "InterPodAffinity",
 ]
-DEFAULT_SCORE = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
+DEFAULT_SCORE = [
+    "TaintToleration",
+    "NodeAffinity",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+    "InterPodAffinity",
+    "NodeResourcesBalancedAllocation",
+    "ImageLocality",
+]
+DEFAULT_PRE_SCORE = [n for n in DEFAULT_SCORE if n != "ImageLocality"]  # ImageLocality: Score only
 DEFAULT_WEIGHTS = {
     "TaintToleration": 3,
     "NodeAffinity": 2,
     "NodeResourcesFit": 1,
     "PodTopologySpread": 2,
     "InterPodAffinity": 2,
+    "NodeResourcesBalancedAllocation": 1,
+    "ImageLocality": 1,
 }
 
 
@@ -113,7 +126,7 @@ class TestDefaultProfile:
             "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],
             "filter": DEFAULT_FILTER,
             "postFilter": [],
-            "preScore": DEFAULT_SCORE,
+            "preScore": DEFAULT_PRE_SCORE,
             "score": DEFAULT_SCORE,
             "reserve": [],
             "permit": [],
@@ -275,7 +288,10 @@ class TestPerExtensionPoint:
                 }
             )
         )
-        assert fwk.points["score"] == ["PodTopologySpread", "TaintToleration", "NodeResourcesFit", "InterPodAffinity"]
+        assert fwk.points["score"] == [
+            "PodTopologySpread",
+            *without(DEFAULT_SCORE, "PodTopologySpread", "NodeAffinity"),
+        ]
         assert fwk.weights["PodTopologySpread"] == 5
         assert "NodeAffinity" in fwk.points["filter"]  # disabled for score only
 
@@ -283,7 +299,7 @@ class TestPerExtensionPoint:
         """A multiPoint plugin disabled at Score still filters."""
         fwk = framework(profile({"score": {"disabled": [{"name": "TaintToleration"}]}}))
         assert fwk.points["score"] == without(DEFAULT_SCORE, "TaintToleration")
-        assert fwk.points["preScore"] == DEFAULT_SCORE
+        assert fwk.points["preScore"] == DEFAULT_PRE_SCORE
         assert "TaintToleration" in fwk.points["filter"]
         assert fwk.weights == without_key(DEFAULT_WEIGHTS, "TaintToleration")
 
@@ -337,7 +353,7 @@ class TestWeights:
             pytest.param(
                 {"score": {"enabled": [{"name": "NodeAffinity", "weight": 9}]}},
                 {**DEFAULT_WEIGHTS, "NodeAffinity": 9},
-                ["NodeAffinity", "TaintToleration", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],
+                ["NodeAffinity", *without(DEFAULT_SCORE, "NodeAffinity")],
                 id="score-weight-wins",
             ),
             pytest.param(
@@ -358,7 +374,7 @@ class TestWeights:
                     "score": {"enabled": [{"name": "PodTopologySpread", "weight": 6}]},
                 },
                 {**DEFAULT_WEIGHTS, "PodTopologySpread": 6},
-                ["PodTopologySpread", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "InterPodAffinity"],
+                ["PodTopologySpread", *without(DEFAULT_SCORE, "PodTopologySpread")],
                 id="score-beats-multipoint",
             ),
         ],
@@ -643,8 +659,9 @@ class TestErrors:
         """The message names the path, the plugin, and the plugins we know."""
         assert config_error(profile(plugins)) == (
             f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
-            "InterPodAffinity, NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, "
-            "PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, "
+            "ImageLocality, InterPodAffinity, NodeAffinity, NodeName, NodePorts, NodeResourcesBalancedAllocation, "
+            "NodeResourcesFit, NodeUnschedulable, PodTopologySpread, "
+            "PrioritySort, SchedulingGates, SelectorSpread, "
             "TaintToleration)"
         )
 
@@ -653,8 +670,8 @@ class TestErrors:
         fwk = framework(
             profile(
                 {
-                    "multiPoint": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]},
-                    "score": {"disabled": [{"name": "ImageLocality"}, {"name": "NoSuchPlugin"}]},
+                    "multiPoint": {"disabled": [{"name": "VolumeBinding"}]},
+                    "score": {"disabled": [{"name": "NodeVolumeLimits"}, {"name": "NoSuchPlugin"}]},
                 }
             )
         )

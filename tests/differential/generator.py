@@ -10,6 +10,12 @@ Resources (issue #8): node allocatable (sometimes tight, sometimes missing a res
 ``example.com/gpu``), container requests, init containers (plain and restartable sidecars), pod
 overhead, pod-level requests and hostPorts on both existing and pending pods, and NodeResourcesFit
 args (each scoring strategy, resource weights, ignoredResources/ignoredResourceGroups).
+
+Images and BalancedAllocation args (issue #17): nodes' ``status.images`` (names with tags, ports and
+digests, several names per image, sizes around ImageLocality's 23 MB / 1000 MB bounds), container
+images that match them with or without ``:latest``, and NodeResourcesBalancedAllocation resources
+with the extended GPU as a third resource. They come from a second RNG so that every other field of
+a seed stays what it was.
 """
 
 from __future__ import annotations
@@ -306,6 +312,50 @@ def replicated(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return objects, config
 
 
+MB = 1024 * 1024
+# (names, size): one image as a node lists it; pods refer to it by names[0] or a shorter spelling.
+IMAGES = (
+    (("nginx:latest", "nginx:1.25"), 60 * MB),
+    (("gcr.io/app:v1",), 400 * MB),
+    (("registry:5000/tool:latest",), 12 * MB),
+    (("big:latest", "big@sha256:" + "ab" * 32), 2500 * MB),
+    (("mid:2",), 900 * MB),
+)
+POD_IMAGES = (
+    "nginx",
+    "nginx:1.25",
+    "nginx:1.26",
+    "gcr.io/app:v1",
+    "registry:5000/tool",
+    "big",
+    "big@sha256:" + "ab" * 32,
+    "mid:2",
+    "x",
+)
+
+
+def _images(objects: list[dict[str, Any]], config: dict[str, Any], seed: int) -> None:
+    """Node images, container images and BalancedAllocation args, from their own RNG (see the docstring)."""
+    rng = random.Random(seed ^ 0x1A6E5)
+    for obj in objects:
+        if obj["kind"] == "Node" and rng.random() < 0.6:
+            obj["status"]["images"] = [
+                {"names": list(names), "sizeBytes": size} for names, size in rng.sample(IMAGES, rng.randint(1, 4))
+            ]
+        elif obj["kind"] == "Pod":
+            for key in ("initContainers", "containers"):
+                for container in obj["spec"].get(key, []):
+                    container["image"] = rng.choice(POD_IMAGES)
+    if rng.random() < 0.25:
+        resources = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+        if rng.random() < 0.6:
+            resources.append({"name": GPU, "weight": 1})
+        args = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeResourcesBalancedAllocationArgs"}
+        config["profiles"][0].setdefault("pluginConfig", []).append(
+            {"name": "NodeResourcesBalancedAllocation", "args": {**args, "resources": resources}}
+        )
+
+
 def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Objects (nodes, existing pods, workloads, pending pods) and the config, from one seed."""
     rng = random.Random(seed)
@@ -387,4 +437,6 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         objects.append(
             {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
         )
-    return objects, config(rng)
+    cfg = config(rng)
+    _images(objects, cfg, seed)
+    return objects, cfg

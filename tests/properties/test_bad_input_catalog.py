@@ -544,8 +544,9 @@ CONFIG_CASES = [
     pytest.param(
         API + PROFILE + "  plugins: {filter: {enabled: [{name: Nope}]}}\n",
         'profiles[0].plugins.filter.enabled[0].name: Invalid value: "Nope": plugin does not exist (known: '
-        "DefaultBinder, InterPodAffinity, NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, "
-        "PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, TaintToleration)",
+        "DefaultBinder, ImageLocality, InterPodAffinity, NodeAffinity, NodeName, NodePorts, "
+        "NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, PodTopologySpread, PrioritySort, "
+        "SchedulingGates, SelectorSpread, TaintToleration)",
         id="unknown-plugin",
     ),
     pytest.param(

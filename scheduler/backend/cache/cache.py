@@ -9,7 +9,8 @@ Per-pod work stays independent of the number of pods in the cluster because PodT
 pod is added or removed instead of being recomputed by scanning every pod. For the same reason the
 NodeInfos holding pods with inter-pod affinity (any, and required anti-affinity) are kept as two
 lists updated with each pod and node change (upstream's snapshot ``havePodsWithAffinityNodeInfoList``
-and ``havePodsWithRequiredAntiAffinityNodeInfoList``).
+and ``havePodsWithRequiredAntiAffinityNodeInfoList``). Likewise ImageLocality's
+"nodes holding this image" comes from ``ImageStates``, updated as nodes are added, changed or removed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TypeVar
 
 from scheduler.api.labels import Selector
 from scheduler.api.objects import Namespace, Node, NodeName, Pod, PodKey, SelectingObject
+from scheduler.backend.cache.image_states import ImageStates
 from scheduler.backend.cache.node_tree import NodeTree
 from scheduler.backend.cache.pod_counts import PodCountIndex
 from scheduler.framework.types import NodeInfo
@@ -42,6 +44,7 @@ class Cache:
         self._assumed: set[PodKey] = set()
         self._orphans: dict[NodeName, dict[PodKey, Pod]] = {}
         self._index = PodCountIndex()
+        self._images = ImageStates()
         self._selecting: dict[str, dict[str, dict[str, SelectingObject]]] = {}
         self._node_generation = 0
         self._memo: OrderedDict[Hashable, tuple[int, object]] = OrderedDict()
@@ -61,6 +64,7 @@ class Cache:
         self._nodes[node.name] = info
         self._track(info)
         self._tree.add(node)
+        self._images.add_node(node)
         self._infos = None
         self._node_generation += 1
 
@@ -69,6 +73,7 @@ class Cache:
         if info is None:
             self.add_node(new)
             return
+        self._images.update_node(info.node, new)  # the node as counted, whatever ``old`` says
         info.set_node(new)
         self._tree.update(old, new)
         self._infos = None
@@ -79,6 +84,7 @@ class Cache:
         if info is None:
             return
         self._tree.remove(info.name)
+        self._images.remove_node(info.node)
         if info.pods:  # pods outlive their node in the cache until their own delete arrives
             self._orphans[info.name] = info.pods
         self._have_affinity.pop(info.name, None)
@@ -198,6 +204,13 @@ class Cache:
 
     def count_matching(self, namespace: str, selector: Selector) -> Mapping[NodeName, int]:
         return self._index.counts(namespace, selector)
+
+    def image_num_nodes(self, name: str) -> int:
+        return self._images.num_nodes(name)
+
+    def image_counts(self) -> dict[str, int]:
+        """Every image name on some node -> on how many (a copy; for tests and debugging)."""
+        return self._images.counts()
 
     def node_memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` once per node-set version: facts about nodes alone (which match an affinity,

@@ -138,7 +138,7 @@ class Fit:
         parsed = parse_fit_args(args)
         self.ignored_resources = parsed.ignored_resources
         self.ignored_resource_groups = parsed.ignored_resource_groups
-        self.scorer = ResourceAllocationScorer(parsed)
+        self.scorer = ResourceAllocationScorer.for_strategy(parsed)
         self.handle = handle
 
     # -- events ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from scheduler.plugins.noderesources.requested_to_capacity_ratio import (
     requested_to_capacity_ratio_scorer,
 )
 
-__all__ = ["FitArgs", "ResourceAllocationScorer", "parse_fit_args"]
+__all__ = ["FitArgs", "ResourceAllocationScorer", "Scorer", "parse_fit_args"]
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -144,27 +144,49 @@ def _parse_shape(ratio: Mapping[str, Any], errors: list[str]) -> list[tuple[int,
     return points
 
 
-class ResourceAllocationScorer:
-    """Reads each configured resource's (allocatable, requested-with-this-pod) pair and scores it."""
+Scorer = Callable[[Sequence[int], Sequence[int]], int]
+"""``(requested, allocatable) -> score``, both aligned with the configured resources."""
 
-    def __init__(self, args: FitArgs, *, use_requested: bool = False) -> None:
-        self.names = tuple(name for name, _ in args.resources)
-        weights = [weight for _, weight in args.resources]
+
+class ResourceAllocationScorer:
+    """Reads each configured resource's (allocatable, requested-with-this-pod) pair and scores it.
+
+    ``use_requested`` is upstream's field of the same name: the pod's and the node's plain requests
+    (BalancedAllocation) instead of the requests with the per-container non-zero defaults (Fit).
+    """
+
+    def __init__(self, names: Sequence[str], scorer: Scorer, *, use_requested: bool = False) -> None:
+        self.names = tuple(names)
+        self.scorer = scorer
         self.use_requested = use_requested
-        self.scorer: Callable[[Sequence[int], Sequence[int]], int]
+
+    @classmethod
+    def for_strategy(cls, args: FitArgs) -> ResourceAllocationScorer:
+        """NodeResourcesFit's scorer (fit.go ``nodeResourceStrategyTypeMap``)."""
+        weights = [weight for _, weight in args.resources]
+        scorer: Scorer
         if args.strategy == MOST_ALLOCATED:
-            self.scorer = most_resource_scorer(weights)
+            scorer = most_resource_scorer(weights)
         elif args.strategy == REQUESTED_TO_CAPACITY_RATIO:
-            self.scorer = requested_to_capacity_ratio_scorer(weights, args.shape)
+            scorer = requested_to_capacity_ratio_scorer(weights, args.shape)
         else:
-            self.scorer = least_resource_scorer(weights)
+            scorer = least_resource_scorer(weights)
+        return cls([name for name, _ in args.resources], scorer)
 
     def pod_requests(self, pod: Pod) -> list[int]:
-        """``calculatePodResourceRequestList``: with the per-container defaults unless ``use_requested``."""
+        """``calculatePodResourceRequestList``. Fit's scorer (built without feature flags upstream) reads
+        the spec's container requests with the per-container defaults; with ``use_requested``
+        (BalancedAllocation, built with 1.35's flags) the plain requests with pod-level requests and
+        resize status counted, which is ``effective_requests``."""
         source: Mapping[str, Fraction] = (
             pod.resources.effective_requests if self.use_requested else pod.resources.score_requests
         )
         return [request_value(name, source.get(name, Fraction(0))) for name in self.names]
+
+    @staticmethod
+    def is_best_effort(pod_requests: Sequence[int]) -> bool:
+        """``isBestEffortPod``: nothing requested of any configured resource."""
+        return not any(pod_requests)
 
     def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
         requested = [0] * len(self.names)
