@@ -18,6 +18,14 @@ from scheduler.api.nodeselector import NodeSelector, PreferredTerm, parse_node_s
 from scheduler.api.resources import PodResources, Resource, parse_node_allocatable, parse_pod_resources
 from scheduler.api.spread import SpreadConstraint, parse_spread_constraints
 from scheduler.api.taints import Taint, Toleration, parse_taints, parse_tolerations
+from scheduler.api.volumes import (
+    PodResourceClaim,
+    ResourceClaimStatus,
+    Volume,
+    parse_resource_claim_statuses,
+    parse_resource_claims,
+    parse_volumes,
+)
 
 __all__ = [
     "Node",
@@ -79,6 +87,9 @@ class Pod:
     scheduling_gates: tuple[str, ...]
     nominated_node_name: str
     resources: PodResources = field(default_factory=PodResources)
+    volumes: tuple[Volume, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    resource_claim_statuses: tuple[ResourceClaimStatus, ...] = ()
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -167,6 +178,11 @@ class Pod:
             scheduling_gates=tuple(gates),
             nominated_node_name=opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName", errors) or "",
             resources=parse_pod_resources(spec, status, errors),
+            volumes=parse_volumes(spec.get("volumes"), "spec.volumes", errors),
+            resource_claims=parse_resource_claims(spec.get("resourceClaims"), "spec.resourceClaims", errors),
+            resource_claim_statuses=parse_resource_claim_statuses(
+                status.get("resourceClaimStatuses"), "status.resourceClaimStatuses", errors
+            ),
             errors=tuple(errors),
             raw=root,
         )
