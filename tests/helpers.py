@@ -110,11 +110,12 @@ def config_with(plugin_config: Sequence[Mapping[str, Any]] = (), **profile: Any)
     return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [prof]}
 
 
-RESOURCE_PLUGINS = ("NodePorts", "NodeResourcesFit")
+# DynamicResources: its Score column (0 for every pod it lets through) is noise in the vectors.
+RESOURCE_PLUGINS = ("NodePorts", "NodeResourcesFit", "DynamicResources")
 
 
 def without_resource_plugins(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``config`` (default: ours) with NodePorts and NodeResourcesFit disabled in every profile.
+    """``config`` (default: ours) with NodePorts, NodeResourcesFit and DynamicResources disabled in every profile.
 
     The spec's vectors give totals of the three mission plugins only, on nodes without capacity;
     resource tests build their frameworks with ``framework(config, resources=True)``.

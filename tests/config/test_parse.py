@@ -42,7 +42,12 @@ DEFAULT_ORDER = [
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
     "PodTopologySpread",
+    "DynamicResources",
     "DefaultBinder",
 ]
 DEFAULT_FILTER = [
@@ -54,8 +59,26 @@ DEFAULT_FILTER = [
     "NodeResourcesFit",
     "PodTopologySpread",
 ]
-DEFAULT_SCORE = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread"]
-DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2}
+DEFAULT_PRE_FILTER = [
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
+    "PodTopologySpread",
+    "DynamicResources",
+]
+DEFAULT_PRE_SCORE = ["TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread"]
+DEFAULT_SCORE = [*DEFAULT_PRE_SCORE, "DynamicResources"]  # its upstream Score has no PreScore
+DEFAULT_WEIGHTS = {
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "PodTopologySpread": 2,
+    "DynamicResources": 2,
+}
 
 
 def without(names: list[str], *drop: str) -> list[str]:
@@ -102,10 +125,10 @@ class TestDefaultProfile:
         expected = {
             "queueSort": ["PrioritySort"],
             "preEnqueue": ["SchedulingGates"],
-            "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"],
+            "preFilter": DEFAULT_PRE_FILTER,
             "filter": DEFAULT_FILTER,
             "postFilter": [],
-            "preScore": DEFAULT_SCORE,
+            "preScore": DEFAULT_PRE_SCORE,
             "score": DEFAULT_SCORE,
             "reserve": [],
             "permit": [],
@@ -146,8 +169,8 @@ class TestMultiPoint:
         """A disabled default plugin leaves every point and the weights."""
         fwk = framework(profile({"multiPoint": {"disabled": [{"name": "TaintToleration"}]}}))
         assert fwk.points["filter"] == without(DEFAULT_FILTER, "TaintToleration")
-        assert fwk.points["score"] == ["NodeAffinity", "NodeResourcesFit", "PodTopologySpread"]
-        assert fwk.weights == {"NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2}
+        assert fwk.points["score"] == without(DEFAULT_SCORE, "TaintToleration")
+        assert fwk.weights == without_key(DEFAULT_WEIGHTS, "TaintToleration")
 
     def test_disable_all_then_enable_keeps_the_enabled_order(self) -> None:
         """With ``*`` disabled only the enabled list is left, in its own order, weight 0 meaning 1."""
@@ -252,7 +275,7 @@ class TestPerExtensionPoint:
             "NodeAffinity",
         ]
         # NodeAffinity only where enabled
-        assert fwk.points["preFilter"] == ["NodePorts", "NodeResourcesFit", "PodTopologySpread"]
+        assert fwk.points["preFilter"] == without(DEFAULT_PRE_FILTER, "NodeAffinity")
         assert "NodeAffinity" not in fwk.weights
 
     def test_per_point_config_orders_overrides_then_multipoint_then_others(self) -> None:
@@ -267,7 +290,7 @@ class TestPerExtensionPoint:
                 }
             )
         )
-        assert fwk.points["score"] == ["PodTopologySpread", "TaintToleration", "NodeResourcesFit"]
+        assert fwk.points["score"] == ["PodTopologySpread", "TaintToleration", "NodeResourcesFit", "DynamicResources"]
         assert fwk.weights["PodTopologySpread"] == 5
         assert "NodeAffinity" in fwk.points["filter"]  # disabled for score only
 
@@ -275,7 +298,7 @@ class TestPerExtensionPoint:
         """A multiPoint plugin disabled at Score still filters."""
         fwk = framework(profile({"score": {"disabled": [{"name": "TaintToleration"}]}}))
         assert fwk.points["score"] == without(DEFAULT_SCORE, "TaintToleration")
-        assert fwk.points["preScore"] == DEFAULT_SCORE
+        assert fwk.points["preScore"] == DEFAULT_PRE_SCORE
         assert "TaintToleration" in fwk.points["filter"]
         assert fwk.weights == without_key(DEFAULT_WEIGHTS, "TaintToleration")
 
@@ -283,7 +306,7 @@ class TestPerExtensionPoint:
         """``*`` disabled at Filter skips the multiPoint expansion there."""
         fwk = framework(profile({"filter": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeAffinity"}]}}))
         assert fwk.points["filter"] == ["NodeAffinity"]
-        assert fwk.points["preFilter"] == ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"]
+        assert fwk.points["preFilter"] == DEFAULT_PRE_FILTER
 
     @pytest.mark.parametrize(
         ("point", "name"),
@@ -323,7 +346,7 @@ class TestWeights:
             pytest.param(
                 {"score": {"enabled": [{"name": "NodeAffinity", "weight": 9}]}},
                 {**DEFAULT_WEIGHTS, "NodeAffinity": 9},
-                ["NodeAffinity", "TaintToleration", "NodeResourcesFit", "PodTopologySpread"],
+                ["NodeAffinity", "TaintToleration", "NodeResourcesFit", "PodTopologySpread", "DynamicResources"],
                 id="score-weight-wins",
             ),
             pytest.param(
@@ -344,7 +367,7 @@ class TestWeights:
                     "score": {"enabled": [{"name": "PodTopologySpread", "weight": 6}]},
                 },
                 {**DEFAULT_WEIGHTS, "PodTopologySpread": 6},
-                ["PodTopologySpread", "TaintToleration", "NodeAffinity", "NodeResourcesFit"],
+                ["PodTopologySpread", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "DynamicResources"],
                 id="score-beats-multipoint",
             ),
         ],
@@ -629,9 +652,10 @@ class TestErrors:
         """The message names the path, the plugin, and the plugins we know."""
         assert config_error(profile(plugins)) == (
             f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
-            "NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, PodTopologySpread, "
-            "PrioritySort, SchedulingGates, SelectorSpread, "
-            "TaintToleration)"
+            "DynamicResources, "
+            "NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, NodeVolumeLimits, "
+            "PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, "
+            "TaintToleration, VolumeBinding, VolumeRestrictions, VolumeZone)"
         )
 
     def test_disabling_plugins_we_do_not_ship_is_fine(self) -> None:

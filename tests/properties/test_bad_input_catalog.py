@@ -544,8 +544,9 @@ CONFIG_CASES = [
     pytest.param(
         API + PROFILE + "  plugins: {filter: {enabled: [{name: Nope}]}}\n",
         'profiles[0].plugins.filter.enabled[0].name: Invalid value: "Nope": plugin does not exist (known: '
-        "DefaultBinder, NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, "
-        "PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, TaintToleration)",
+        "DefaultBinder, DynamicResources, NodeAffinity, NodeName, NodePorts, NodeResourcesFit, "
+        "NodeUnschedulable, NodeVolumeLimits, PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, "
+        "TaintToleration, VolumeBinding, VolumeRestrictions, VolumeZone)",
         id="unknown-plugin",
     ),
     pytest.param(
