@@ -16,5 +16,6 @@ VOLUME_BINDING = "VolumeBinding"  # refusing stand-in
 VOLUME_ZONE = "VolumeZone"  # refusing stand-in
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 DYNAMIC_RESOURCES = "DynamicResources"  # refusing stand-in
+DEFAULT_PREEMPTION = "DefaultPreemption"  # accepted in configs, never preempts, not in our default profile
 DEFAULT_BINDER = "DefaultBinder"
 SELECTOR_SPREAD = "SelectorSpread"  # opt-in only: removed upstream in 1.28, never in our default profile

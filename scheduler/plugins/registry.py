@@ -8,6 +8,7 @@ from typing import Any
 from scheduler.framework.interface import Handle, Plugin
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder.default_binder import DefaultBinder
+from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
 from scheduler.plugins.nodename.node_name import NodeName
@@ -44,13 +45,15 @@ REGISTRY: dict[str, PluginFactory] = {
     names.POD_TOPOLOGY_SPREAD: PodTopologySpread,
     names.DYNAMIC_RESOURCES: DynamicResources,
     names.DEFAULT_BINDER: DefaultBinder,
+    # Known so that configurations written for kube-scheduler load; never preempts (README).
+    names.DEFAULT_PREEMPTION: DefaultPreemption,
     # Opt-in, not in DEFAULT_MULTI_POINT: enable it in a profile's plugins (see README).
     names.SELECTOR_SPREAD: SelectorSpread,
 }
 
 # Upstream's default multiPoint order (default_plugins.go) restricted to the plugins we ship,
 # with upstream's score weights. The order decides which Filter reason a node shows, and which
-# refusing stand-in names itself first.
+# refusing stand-in names itself first. DefaultPreemption is left out: nothing here preempts.
 DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     (names.SCHEDULING_GATES, 0),
     (names.PRIORITY_SORT, 0),

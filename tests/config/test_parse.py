@@ -652,7 +652,7 @@ class TestErrors:
         """The message names the path, the plugin, and the plugins we know."""
         assert config_error(profile(plugins)) == (
             f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
-            "DynamicResources, "
+            "DefaultPreemption, DynamicResources, "
             "NodeAffinity, NodeName, NodePorts, NodeResourcesFit, NodeUnschedulable, NodeVolumeLimits, "
             "PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, "
             "TaintToleration, VolumeBinding, VolumeRestrictions, VolumeZone)"

@@ -1,7 +1,7 @@
 """The refusing stand-ins for VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone and
 DynamicResources: which pod fields make each refuse (those its upstream PreFilter acts on), which
 leave the pod alone (Skip, the decision made without it), the exact messages, and how a profile
-that disables them behaves.
+that disables them behaves. Plus DefaultPreemption, accepted in configurations and never run.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
+from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
 from scheduler.plugins.nodevolumelimits.csi import NodeVolumeLimits
 from scheduler.plugins.volumebinding.volume_binding import VolumeBinding
@@ -310,3 +311,39 @@ def test_a_pod_none_of_them_acts_on_is_decided_as_before() -> None:
     assert with_them.totals == without.totals
     dra = next(s for s in with_them.scores if s.plugin == DRA)
     assert (dra.weight, set(dra.raw), set(dra.normalized)) == (2, {0}, {0})
+
+
+class TestDefaultPreemption:
+    """kube-scheduler configurations name it; it loads and preempts nothing."""
+
+    @pytest.mark.parametrize(
+        ("plugins", "post_filter"),
+        [
+            pytest.param(
+                {"multiPoint": {"enabled": [{"name": "DefaultPreemption"}]}},
+                [names.DEFAULT_PREEMPTION],
+                id="multipoint-enabled",
+            ),
+            pytest.param(
+                {"postFilter": {"enabled": [{"name": "DefaultPreemption"}]}},
+                [names.DEFAULT_PREEMPTION],
+                id="postfilter-enabled",
+            ),
+            pytest.param({"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}, [], id="postfilter-disabled"),
+        ],
+    )
+    def test_accepted_with_its_args(self, plugins: dict[str, Any], post_filter: list[str]) -> None:
+        """Named anywhere, with DefaultPreemptionArgs: the configuration loads (the cycle runs no PostFilter)."""
+        doc = disabling()
+        doc["profiles"][0]["plugins"] = plugins
+        doc["profiles"][0]["pluginConfig"] = [
+            {"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}}
+        ]
+        assert default_framework(doc).points["postFilter"] == post_filter
+
+    def test_not_in_the_default_profile(self) -> None:
+        assert default_framework().points["postFilter"] == []
+
+    def test_answers_no_victims(self) -> None:
+        plugin = DefaultPreemption({}, Handle())
+        assert plugin.post_filter(CycleState(), make_pod("p").build(), {}) == (None, Status(Code.UNSCHEDULABLE))

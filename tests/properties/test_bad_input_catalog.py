@@ -544,7 +544,7 @@ CONFIG_CASES = [
     pytest.param(
         API + PROFILE + "  plugins: {filter: {enabled: [{name: Nope}]}}\n",
         'profiles[0].plugins.filter.enabled[0].name: Invalid value: "Nope": plugin does not exist (known: '
-        "DefaultBinder, DynamicResources, NodeAffinity, NodeName, NodePorts, NodeResourcesFit, "
+        "DefaultBinder, DefaultPreemption, DynamicResources, NodeAffinity, NodeName, NodePorts, NodeResourcesFit, "
         "NodeUnschedulable, NodeVolumeLimits, PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, "
         "TaintToleration, VolumeBinding, VolumeRestrictions, VolumeZone)",
         id="unknown-plugin",
