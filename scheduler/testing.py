@@ -194,6 +194,32 @@ class PodBuilder:
         self.spec.setdefault("schedulingGates", []).append({"name": name})
         return self
 
+    def volume(self, name: str, **source: Any) -> Self:
+        """A volume with one source, as the API spells it: ``volume("data", emptyDir={})``."""
+        self.spec.setdefault("volumes", []).append({"name": name, **source})
+        return self
+
+    def pvc(self, name: str, claim_name: str) -> Self:
+        return self.volume(name, persistentVolumeClaim={"claimName": claim_name})
+
+    def resource_claim(self, name: str, *, claim: str | None = None, template: str | None = None) -> Self:
+        """A ``spec.resourceClaims`` entry naming a ResourceClaim (``claim``) or a ResourceClaimTemplate."""
+        entry: dict[str, Any] = {"name": name}
+        if claim is not None:
+            entry["resourceClaimName"] = claim
+        if template is not None:
+            entry["resourceClaimTemplateName"] = template
+        self.spec.setdefault("resourceClaims", []).append(entry)
+        return self
+
+    def resource_claim_status(self, name: str, claim_name: str | None) -> Self:
+        """The claim generated for template entry ``name`` (None: the controller chose to generate none)."""
+        entry: dict[str, Any] = {"name": name}
+        if claim_name is not None:
+            entry["resourceClaimName"] = claim_name
+        self.obj["status"].setdefault("resourceClaimStatuses", []).append(entry)
+        return self
+
     def set(self, path: str, value: Any) -> Self:
         """Set any field by a dotted path (``spec.priority``), for cases the builder has no verb for."""
         target = self.obj

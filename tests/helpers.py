@@ -116,8 +116,15 @@ def config_with(plugin_config: Sequence[Mapping[str, Any]] = (), **profile: Any)
 
 # Default-profile plugins the spec's worked vectors (section 10) leave out: they give totals of the
 # three mission plugins only, on nodes without capacity to speak of and pods whose images no node
-# holds (ImageLocality is not a resource plugin, but is left out for the same reason).
-RESOURCE_PLUGINS = ("NodePorts", "NodeResourcesFit", "NodeResourcesBalancedAllocation", "ImageLocality")
+# holds (ImageLocality is not a resource plugin, but is left out for the same reason), and
+# DynamicResources' Score column (0 for every pod it lets through) is noise in them.
+RESOURCE_PLUGINS = (
+    "NodePorts",
+    "NodeResourcesFit",
+    "NodeResourcesBalancedAllocation",
+    "ImageLocality",
+    "DynamicResources",
+)
 
 
 def without_resource_plugins(config: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -850,6 +850,70 @@ def test_two_hundred_pods_bind_exactly_once_and_the_spread_holds() -> None:
     run(body)
 
 
+# -- issue #17: pods that need a plugin we do not run are refused, visibly and once ----------------
+
+PVC_MESSAGE = (
+    '0/2 nodes are available: spec.volumes[0].persistentVolumeClaim (volume "data") needs the '
+    "VolumeRestrictions plugin, which spread-scheduler does not run yet."
+)
+CLAIM_MESSAGE = (
+    '0/2 nodes are available: spec.resourceClaims[0] (claim "gpu") needs the DynamicResources plugin: '
+    "spread-scheduler does not allocate resource claims."
+)
+
+
+def test_pvc_and_resource_claim_pods_are_refused_once_while_a_plain_pod_binds() -> None:
+    """One PodScheduled=False and one FailedScheduling each, no Binding; the 5-minute flush retries
+    them with the same verdict and writes nothing new; an unrelated update of the pod changes nothing."""
+
+    async def body() -> None:
+        c = Cluster()
+        pvc = make_pod("pvc").pvc("data", "data-0")
+        claim = make_pod("claim").resource_claim("gpu", template="gpu-template")
+        c.add(make_node("n1"), make_node("n2"), pvc, claim, make_pod("plain"))
+        await c.settle()
+        assert [key for key, _ in c.binder.calls] == ["default/plain"]
+        for key, message, rejector in (
+            ("default/pvc", PVC_MESSAGE, names.VOLUME_RESTRICTIONS),
+            ("default/claim", CLAIM_MESSAGE, names.DYNAMIC_RESOURCES),
+        ):
+            assert c.recorder.conditions_for(key) == [Condition(key, "Unschedulable", message)]
+            assert c.recorder.events_for(key) == [Event(key, "Warning", "FailedScheduling", "Scheduling", message)]
+            assert c.sched.queue.location(key) == "unschedulable"
+            info = c.sched.queue.info(key)
+            assert info is not None and info.rejectors == {rejector}
+
+        c.modify(pvc.label("touched", "yes"), claim.label("touched", "yes"))  # no registered event matches
+        assert c.sched.queue.location("default/pvc") == c.sched.queue.location("default/claim") == "unschedulable"
+
+        c.clock.advance(300.5)
+        assert c.sched.queue.flush_unschedulable_leftover() == 2
+        await c.settle()
+        assert c.attempts("unschedulable") == 4
+        assert c.recorder.writes_for("default/pvc") == c.recorder.writes_for("default/claim") == 2
+        assert [key for key, _ in c.binder.calls] == ["default/plain"]
+
+    run(body)
+
+
+def test_a_claim_the_controller_chose_not_to_generate_lifts_the_refusal() -> None:
+    """The pod's own status update (UpdatePodGeneratedResourceClaim) requeues it and it binds."""
+
+    async def body() -> None:
+        c = Cluster()
+        claim = make_pod("claim").resource_claim("gpu", template="gpu-template")
+        c.add(make_node("n1"), claim)
+        await c.settle()
+        assert c.sched.queue.location("default/claim") == "unschedulable"
+        c.modify(claim.resource_claim_status("gpu", None))
+        assert c.sched.queue.location("default/claim") in ("active", "backoff")
+        c.clock.advance(11)
+        await c.settle()
+        assert c.binder.binds == [("default/claim", "n1")]
+
+    run(body)
+
+
 def test_run_stops_when_asked_and_drains_bindings() -> None:
     async def body() -> None:
         c = Cluster()

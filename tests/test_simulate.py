@@ -3,6 +3,7 @@
 Expected values are derived by hand from the rules of the spec (sections 1.5, 3.3, 4.5, 4.7, 6.2)
 in the comments next to them, never read back from the code. Our default profile scores with
 TaintToleration (x3), NodeAffinity (x2), NodeResourcesFit (x1), PodTopologySpread (x2),
+InterPodAffinity (x2), DynamicResources (x2, always 0 for a pod without resource claims, as upstream's),
 NodeResourcesBalancedAllocation (x1) and ImageLocality (x1) and has no PostFilter plugin, so a FitError
 message ends after the filter histogram. The examples' pods request nothing, so BalancedAllocation
 skips them at PreScore (upstream #129138); their nodes list no images, so ImageLocality scores 0
@@ -74,6 +75,7 @@ def scored(tt: int, pts: tuple[int, int] | None = None, fit: int | None = None) 
     if pts is not None:
         scores["PodTopologySpread"] = {"raw": pts[0], "normalized": pts[1]}
         total += pts[1] * 2
+    scores["DynamicResources"] = {"raw": 0, "normalized": 0}
     return node(None, scores, total)
 
 
@@ -129,15 +131,15 @@ class TestTwoZonesExample:
         lines = table.splitlines()
         assert lines[0] == "pod default/incoming: -> node4"
         assert lines[1].split() == [
-            *("NODE", "FILTER", "TaintToleration", "(x3)", "NodeResourcesFit", "(x1)", "ImageLocality", "(x1)", "TOTAL")
+            *("NODE", "FILTER", "TaintToleration", "(x3)", "NodeResourcesFit", "(x1)"),
+            *("DynamicResources", "(x2)", "ImageLocality", "(x1)", "TOTAL"),
         ]
         rows = {line.split()[0]: line for line in lines[2:6]}
         assert set(rows) == {"node1", "node2", "node3", "node4"}
         assert f"PodTopologySpread: {SPREAD}" in rows["node1"] and f"PodTopologySpread: {SPREAD}" in rows["node2"]
-        assert rows["node3"].split()[1:] == ["ok", "100", "(raw", "0)", "96", "(raw", "96)", "0", "(raw", "0)", "396"]
-        assert rows["node4"].split()[1:] == [
-            *("*", "ok", "100", "(raw", "0)", "97", "(raw", "97)", "0", "(raw", "0)", "397")
-        ]
+        zero = ("0", "(raw", "0)")  # DynamicResources, ImageLocality
+        assert rows["node3"].split()[1:] == ["ok", "100", "(raw", "0)", "96", "(raw", "96)", *zero, *zero, "396"]
+        assert rows["node4"].split()[1:] == ["*", "ok", "100", "(raw", "0)", "97", "(raw", "97)", *zero, *zero, "397"]
         assert "PodTopologySpread (x2)" in table and "pod default/soft: -> " in table
 
 

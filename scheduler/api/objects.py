@@ -20,6 +20,14 @@ from scheduler.api.podaffinity import NO_POD_AFFINITY, PodAffinity, parse_pod_af
 from scheduler.api.resources import PodResources, Resource, parse_node_allocatable, parse_pod_resources
 from scheduler.api.spread import SpreadConstraint, parse_spread_constraints
 from scheduler.api.taints import Taint, Toleration, parse_taints, parse_tolerations
+from scheduler.api.volumes import (
+    PodResourceClaim,
+    ResourceClaimStatus,
+    Volume,
+    parse_resource_claim_statuses,
+    parse_resource_claims,
+    parse_volumes,
+)
 
 __all__ = [
     "Namespace",
@@ -85,6 +93,9 @@ class Pod:
     pod_affinity: PodAffinity = NO_POD_AFFINITY
     # Init containers' images, then the app containers', as written (ImageLocality normalizes them).
     images: tuple[str, ...] = ()
+    volumes: tuple[Volume, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    resource_claim_statuses: tuple[ResourceClaimStatus, ...] = ()
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -177,6 +188,11 @@ class Pod:
             resources=parse_pod_resources(spec, status, errors),
             pod_affinity=pod_affinity,
             images=parse_pod_images(spec, errors),
+            volumes=parse_volumes(spec.get("volumes"), "spec.volumes", errors),
+            resource_claims=parse_resource_claims(spec.get("resourceClaims"), "spec.resourceClaims", errors),
+            resource_claim_statuses=parse_resource_claim_statuses(
+                status.get("resourceClaimStatuses"), "status.resourceClaimStatuses", errors
+            ),
             errors=tuple(errors),
             raw=root,
         )

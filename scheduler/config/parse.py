@@ -298,11 +298,16 @@ def upstream_config(plugin_config: list[dict[str, Any]] | None = None, **fields:
 
     ``multiPoint`` disables upstream's defaults and enables exactly our plugins with our weights, so
     the oracle, the benchmarks and a side-by-side kube-scheduler run the same profile as we do.
+    ``postFilter`` is off as in our cycle, which runs none: upstream's DynamicResources has a PostFilter
+    that would end every FitError message with "no new claims to deallocate".
     """
     enabled = [{"name": name, "weight": weight} if weight else {"name": name} for name, weight in DEFAULT_MULTI_POINT]
     profile: dict[str, Any] = {
         "schedulerName": SPREAD_SCHEDULER_NAME,
-        "plugins": {"multiPoint": {"disabled": [{"name": "*"}], "enabled": enabled}},
+        "plugins": {
+            "multiPoint": {"disabled": [{"name": "*"}], "enabled": enabled},
+            "postFilter": {"disabled": [{"name": "*"}]},
+        },
     }
     if plugin_config:
         profile["pluginConfig"] = plugin_config

@@ -21,6 +21,7 @@ __all__ = [
     "match_cluster_events",
     "node_scheduling_properties_change",
     "node_taints_changed",
+    "pod_generated_resource_claim_changed",
     "pod_scheduling_properties_change",
     "pod_tolerations_changed",
 ]
@@ -196,8 +197,8 @@ def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent
 def pod_scheduling_properties_change(new: Pod, old: Pod, resource: EventResource) -> list[ClusterEvent]:
     """``PodSchedulingPropertiesChange``; a change of none of these aspects is the generic Update.
 
-    Extractors run in upstream's order (labels, scale-down, gates, tolerations), so the event list
-    and with it the hint log read the same.
+    Extractors run in upstream's order (labels, scale-down, gates, tolerations, generated resource
+    claims), so the event list and with it the hint log read the same.
     """
     events: list[ClusterEvent] = []
     if dict(new.labels) != dict(old.labels):
@@ -214,9 +215,27 @@ def pod_scheduling_properties_change(new: Pod, old: Pod, resource: EventResource
         )
     if len(new.tolerations) != len(old.tolerations):
         events.append(ClusterEvent(resource, ActionType.UPDATE_POD_TOLERATION, "PodTolerationChange"))
+    if pod_generated_resource_claim_changed(new, old):
+        # Upstream adds this extractor only with DynamicResourceAllocation on: GA and locked on in 1.35.
+        events.append(
+            ClusterEvent(resource, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM, "PodGeneratedResourceClaimChange")
+        )
     if not events:
         events.append(ClusterEvent(resource, ActionType.UPDATE, "PodUpdate"))
     return events
+
+
+def pod_generated_resource_claim_changed(new: Pod, old: Pod) -> bool:
+    """``extractPodGeneratedResourceClaimChange``: ``status.resourceClaimStatuses`` (in order) or
+    ``status.extendedResourceClaimStatus`` differ."""
+    return new.resource_claim_statuses != old.resource_claim_statuses or _extended_claim_status(
+        new
+    ) != _extended_claim_status(old)
+
+
+def _extended_claim_status(pod: Pod) -> object:
+    status = pod.raw.get("status")
+    return status.get("extendedResourceClaimStatus") if isinstance(status, Mapping) else None
 
 
 def _scaled_down(new: Pod, old: Pod) -> bool:

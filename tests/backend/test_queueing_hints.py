@@ -1518,6 +1518,42 @@ class TestPodSchedulingPropertiesChange:
                 id="labels-and-gates",
             ),
             pytest.param(make_pod("p"), make_pod("p"), ASSIGNED, [(ASSIGNED, A.UPDATE)], id="nothing-changed"),
+            # DynamicResourceAllocation is locked on in 1.35: only upstream's "feature enabled" cases apply.
+            pytest.param(
+                make_pod("p").resource_claim_status("a", "claim-a"),
+                make_pod("p"),
+                UNSCHED,
+                [(UNSCHED, A.UPDATE_POD_GENERATED_RESOURCE_CLAIM)],
+                id="pod claim statuses change, feature enabled",
+            ),
+            pytest.param(
+                make_pod("p").resource_claim_status("a", "claim-a").resource_claim_status("b", "claim-b"),
+                make_pod("p").resource_claim_status("b", "claim-b").resource_claim_status("a", "claim-a"),
+                UNSCHED,
+                [(UNSCHED, A.UPDATE_POD_GENERATED_RESOURCE_CLAIM)],
+                id="pod claim statuses swapped",
+            ),
+            pytest.param(
+                make_pod("p").resource_claim_status("a", None),
+                make_pod("p").resource_claim_status("a", "claim-a"),
+                UNSCHED,
+                [(UNSCHED, A.UPDATE_POD_GENERATED_RESOURCE_CLAIM)],
+                id="generated-claim-name-dropped",
+            ),
+            pytest.param(
+                make_pod("p").set("status.extendedResourceClaimStatus", {"resourceClaimName": "x"}),
+                make_pod("p"),
+                UNSCHED,
+                [(UNSCHED, A.UPDATE_POD_GENERATED_RESOURCE_CLAIM)],
+                id="pod extended resource claim status change, feature enabled",
+            ),
+            pytest.param(
+                make_pod("p").set("status.extendedResourceClaimStatus", {"resourceClaimName": "b"}),
+                make_pod("p").set("status.extendedResourceClaimStatus", {"resourceClaimName": "a"}),
+                UNSCHED,
+                [(UNSCHED, A.UPDATE_POD_GENERATED_RESOURCE_CLAIM)],
+                id="pod extended resource claim status swapped",
+            ),
             pytest.param(
                 make_pod("p").requests(cpu="1"),
                 make_pod("p").requests(cpu="2"),

@@ -42,8 +42,13 @@ DEFAULT_ORDER = [
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
     "NodeResourcesBalancedAllocation",
     "ImageLocality",
     "DefaultBinder",
@@ -58,22 +63,37 @@ DEFAULT_FILTER = [
     "PodTopologySpread",
     "InterPodAffinity",
 ]
+DEFAULT_PRE_FILTER = [
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
+    "PodTopologySpread",
+    "InterPodAffinity",
+    "DynamicResources",
+]
 DEFAULT_SCORE = [
     "TaintToleration",
     "NodeAffinity",
     "NodeResourcesFit",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
     "NodeResourcesBalancedAllocation",
     "ImageLocality",
 ]
-DEFAULT_PRE_SCORE = [n for n in DEFAULT_SCORE if n != "ImageLocality"]  # ImageLocality: Score only
+# ImageLocality has no PreScore; DynamicResources' upstream Score has none either.
+DEFAULT_PRE_SCORE = [n for n in DEFAULT_SCORE if n not in ("ImageLocality", "DynamicResources")]
 DEFAULT_WEIGHTS = {
     "TaintToleration": 3,
     "NodeAffinity": 2,
     "NodeResourcesFit": 1,
     "PodTopologySpread": 2,
     "InterPodAffinity": 2,
+    "DynamicResources": 2,
     "NodeResourcesBalancedAllocation": 1,
     "ImageLocality": 1,
 }
@@ -123,7 +143,7 @@ class TestDefaultProfile:
         expected = {
             "queueSort": ["PrioritySort"],
             "preEnqueue": ["SchedulingGates"],
-            "preFilter": ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],
+            "preFilter": DEFAULT_PRE_FILTER,
             "filter": DEFAULT_FILTER,
             "postFilter": [],
             "preScore": DEFAULT_PRE_SCORE,
@@ -273,7 +293,7 @@ class TestPerExtensionPoint:
             "NodeAffinity",
         ]
         # NodeAffinity only where enabled
-        assert fwk.points["preFilter"] == ["NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
+        assert fwk.points["preFilter"] == without(DEFAULT_PRE_FILTER, "NodeAffinity")
         assert "NodeAffinity" not in fwk.weights
 
     def test_per_point_config_orders_overrides_then_multipoint_then_others(self) -> None:
@@ -307,13 +327,7 @@ class TestPerExtensionPoint:
         """``*`` disabled at Filter skips the multiPoint expansion there."""
         fwk = framework(profile({"filter": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeAffinity"}]}}))
         assert fwk.points["filter"] == ["NodeAffinity"]
-        assert fwk.points["preFilter"] == [
-            "NodeAffinity",
-            "NodePorts",
-            "NodeResourcesFit",
-            "PodTopologySpread",
-            "InterPodAffinity",
-        ]
+        assert fwk.points["preFilter"] == DEFAULT_PRE_FILTER
 
     @pytest.mark.parametrize(
         ("point", "name"),
@@ -644,9 +658,9 @@ class TestErrors:
         [
             pytest.param({"filter": {"enabled": [{"name": "Nope"}]}}, "filter.enabled[0]", "Nope", id="filter-enabled"),
             pytest.param(
-                {"multiPoint": {"enabled": [{"name": "VolumeBinding"}]}},
+                {"multiPoint": {"enabled": [{"name": "NodeDeclaredFeatures"}]}},  # upstream's, alpha-gated
                 "multiPoint.enabled[0]",
-                "VolumeBinding",
+                "NodeDeclaredFeatures",
                 id="multipoint-enabled-upstream-plugin-we-do-not-ship",
             ),
             pytest.param({"filter": {"enabled": [{"name": "*"}]}}, "filter.enabled[0]", "*", id="star-enabled"),
@@ -659,10 +673,10 @@ class TestErrors:
         """The message names the path, the plugin, and the plugins we know."""
         assert config_error(profile(plugins)) == (
             f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
-            "ImageLocality, InterPodAffinity, NodeAffinity, NodeName, NodePorts, NodeResourcesBalancedAllocation, "
-            "NodeResourcesFit, NodeUnschedulable, PodTopologySpread, "
-            "PrioritySort, SchedulingGates, SelectorSpread, "
-            "TaintToleration)"
+            "DefaultPreemption, DynamicResources, ImageLocality, InterPodAffinity, NodeAffinity, NodeName, NodePorts, "
+            "NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, NodeVolumeLimits, "
+            "PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, "
+            "TaintToleration, VolumeBinding, VolumeRestrictions, VolumeZone)"
         )
 
     def test_disabling_plugins_we_do_not_ship_is_fine(self) -> None:

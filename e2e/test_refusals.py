@@ -1,0 +1,102 @@
+"""Issue #17 on a real control plane: a pod that needs a plugin we do not run is refused, visibly.
+
+A pod with a PersistentVolumeClaim and a pod with ``spec.resourceClaims`` (the ResourceClaim created
+through ``resource.k8s.io/v1``, which 1.35 serves by default) get PodScheduled=False with the
+stand-in's message and exactly one FailedScheduling event from spread-scheduler; the scheduler's
+own log shows that it never decided to bind them (what we attempted, not what the API shows),
+while a plain pod next to them binds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from e2e.conftest import SchedulerProcess
+from e2e.kube_helpers import SCHEDULER, events_for, node_of, pod_body, scheduled_condition, wait_for
+
+PVC_MESSAGE = (
+    '0/1 nodes are available: spec.volumes[0].persistentVolumeClaim (volume "data") needs the '
+    "VolumeRestrictions plugin, which spread-scheduler does not run yet."
+)
+CLAIM_MESSAGE = (
+    '0/1 nodes are available: spec.resourceClaims[0] (claim "gpu") needs the DynamicResources plugin: '
+    "spread-scheduler does not allocate resource claims."
+)
+
+
+def _attempts(scheduler: SchedulerProcess, key: str) -> list[str]:
+    """The result of every scheduling attempt the scheduler logged for ``key`` (a Binding follows only
+    a "scheduled" one)."""
+    results = []
+    for line in scheduler.log().splitlines():
+        if not line.startswith("{"):
+            continue
+        entry: dict[str, Any] = json.loads(line)
+        if entry.get("event") == "scheduling attempt" and entry.get("pod") == key:
+            results.append(str(entry["result"]))
+    return results
+
+
+def _refused(core: client.CoreV1Api, namespace: str, name: str) -> Any:
+    def check() -> Any:
+        cond = scheduled_condition(core.read_namespaced_pod(name, namespace))
+        return cond if cond is not None and cond.status == "False" else None
+
+    return wait_for(check, 30, f"{name} PodScheduled=False")
+
+
+def test_pvc_and_resource_claim_pods_are_refused_with_one_event_and_no_binding(
+    core: client.CoreV1Api,
+    api: client.ApiClient,
+    scheduler: SchedulerProcess,
+    namespace: str,
+    nodes: Callable[..., str],
+) -> None:
+    served = {g.name: [v.version for v in g.versions] for g in client.ApisApi(api).get_api_versions().groups}
+    assert "v1" in served.get("resource.k8s.io", []), served.get("resource.k8s.io")
+    nodes("n0")
+    core.create_namespaced_persistent_volume_claim(
+        namespace,
+        {
+            "metadata": {"name": "data-0"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
+    )
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "resource.k8s.io",
+        "v1",
+        namespace,
+        "resourceclaims",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "gpu-0"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+        },
+    )
+    data = {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}
+    core.create_namespaced_pod(namespace, pod_body("pvc", volumes=[data]))
+    core.create_namespaced_pod(
+        namespace, pod_body("claim", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-0"}])
+    )
+    core.create_namespaced_pod(namespace, pod_body("plain"))
+
+    wait_for(lambda: node_of(core, namespace, "plain"), 30, "the plain pod bound")
+    for name, message in (("pvc", PVC_MESSAGE), ("claim", CLAIM_MESSAGE)):
+        cond = _refused(core, namespace, name)
+        assert (cond.reason, cond.message) == ("Unschedulable", message)
+        failed = wait_for(
+            lambda n=name: [e for e in events_for(core, namespace, n) if e["reason"] == "FailedScheduling"],
+            30,
+            f"{name}'s FailedScheduling event",
+        )
+        assert [(e["type"], e["note"], e["reportingController"]) for e in failed] == [("Warning", message, SCHEDULER)]
+        assert node_of(core, namespace, name) is None
+        key = f"{namespace}/{name}"
+        results = wait_for(lambda k=key: _attempts(scheduler, k), 10, f"{key}'s attempt in the log")
+        assert "scheduled" not in results and "unschedulable" in results, results
+    assert "scheduled" in _attempts(scheduler, f"{namespace}/plain")

@@ -1,0 +1,97 @@
+"""DynamicResources, as a refusing stand-in: this scheduler does not allocate resource claims.
+
+Upstream: ``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``, in the default
+profile because DynamicResourceAllocation is GA and locked on in 1.35. Its PreFilter skips a pod
+only when no entry of ``spec.resourceClaims`` names a claim (``foreachPodResourceClaim`` with
+``resourceclaim.Name``): an entry whose template the controller deliberately generated no claim for
+(a ``status.resourceClaimStatuses`` entry without ``resourceClaimName``) is ignored; every other
+entry (a claim, a template without status yet, an entry naming neither) makes it act.
+
+Upstream's Score (weight 2 in the default profile; no PreScore, so it always runs) gives 0 on
+every node to a pod without claims, and a pod with claims never reaches scoring here: the stand-in
+scores 0 too, so score tables and totals read as upstream's.
+
+Claims for DRA-backed extended resources are not looked for: that path (``DRAExtendedResource``)
+is alpha and off in 1.35, and it depends on DeviceClasses, which the pod alone does not show.
+Upstream holds a pod whose generated claim does not exist yet in PreEnqueue, without an event; the
+stand-in refuses in PreFilter, so that pod too gets PodScheduled=False and a FailedScheduling event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler.api.objects import Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+    as_objects,
+)
+from scheduler.framework.interface import Handle
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.plugins import names
+from scheduler.plugins.helper import not_run
+
+__all__ = ["CONSEQUENCE", "DynamicResources", "claim_field"]
+
+CONSEQUENCE = "spread-scheduler does not allocate resource claims"
+
+
+def claim_field(pod: Pod) -> str | None:
+    """``spec.resourceClaims[i] (claim "<name>")`` of the first entry upstream's PreFilter would act on."""
+    for i, claim in enumerate(pod.resource_claims):
+        if claim.resource_claim_name is None and claim.resource_claim_template_name is not None:
+            status = next((s for s in pod.resource_claim_statuses if s.name == claim.name), None)
+            if status is not None and status.resource_claim_name is None:
+                continue  # resourceclaim.Name: nil name, no error — "the PodResourceClaim can be ignored"
+        return f'spec.resourceClaims[{i}] (claim "{claim.name}")'
+    return None
+
+
+class DynamicResources:
+    NAME = names.DYNAMIC_RESOURCES
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        # DynamicResourcesArgs (filterTimeout, bindingTimeout) are accepted and unused.
+        self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # spec.resourceClaims is immutable; the one thing that can lift the refusal is the pod's own
+        # status.resourceClaimStatuses saying no claim was generated (upstream registers this event too).
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self.is_schedulable_after_pod_change,
+            )
+        ]
+
+    def is_schedulable_after_pod_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        pods = as_objects(Pod, old, new)
+        if pods is None or pods[1] is None:
+            return QueueingHint.QUEUE  # not a pod update: upstream's conversion error means Queue
+        updated = pods[1]
+        if updated.uid != pod.uid:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE if claim_field(updated) is None else QueueingHint.QUEUE_SKIP
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        field = claim_field(pod)
+        if field is None:
+            return None, not_run.SKIP
+        return None, not_run.refusal(field, self.NAME, CONSEQUENCE)
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        # Upstream: "If there are no claims, no need to do anything" (0), and DefaultNormalizeScore
+        # leaves all zeros as they are.
+        return 0
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[int]:
+        return [0] * len(nodes)

@@ -1,0 +1,349 @@
+"""The refusing stand-ins for VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone and
+DynamicResources: which pod fields make each refuse (those its upstream PreFilter acts on), which
+leave the pod alone (Skip, the decision made without it), the exact messages, and how a profile
+that disables them behaves. Plus DefaultPreemption, accepted in configurations and never run.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from scheduler.config import load_config, parse_config
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, EventResource, QueueingHint
+from scheduler.framework.interface import Handle
+from scheduler.framework.runtime import Framework
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.plugins import names
+from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
+from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
+from scheduler.plugins.nodevolumelimits.csi import NodeVolumeLimits
+from scheduler.plugins.volumebinding.volume_binding import VolumeBinding
+from scheduler.plugins.volumerestrictions.volume_restrictions import VolumeRestrictions
+from scheduler.plugins.volumezone.volume_zone import VolumeZone
+from scheduler.profile import build_frameworks
+from scheduler.schedule_one import Attempt, SchedulingAlgorithm
+from scheduler.testing import PodBuilder, make_node, make_pod
+from tests.helpers import make_cache
+
+StandIn = VolumeRestrictions | NodeVolumeLimits | VolumeBinding | VolumeZone | DynamicResources
+VR, NVL, VB, VZ, DRA = (
+    names.VOLUME_RESTRICTIONS,
+    names.NODE_VOLUME_LIMITS,
+    names.VOLUME_BINDING,
+    names.VOLUME_ZONE,
+    names.DYNAMIC_RESOURCES,
+)
+STAND_INS: dict[str, type[StandIn]] = {
+    VR: VolumeRestrictions,
+    NVL: NodeVolumeLimits,
+    VB: VolumeBinding,
+    VZ: VolumeZone,
+    DRA: DynamicResources,
+}
+ALL = frozenset(STAND_INS)
+
+
+def pre_filter(plugin: str, pod: PodBuilder) -> tuple[PreFilterResult | None, Status | None]:
+    nodes = [NodeInfo(make_node("n").build())]
+    return STAND_INS[plugin]({}, Handle()).pre_filter(CycleState(), pod.build(), nodes)
+
+
+def with_volume(source: str, value: object | None = None) -> PodBuilder:
+    """A pod whose only volume ``v`` uses ``source`` (the kube-api-access volume of real pods first)."""
+    if value is None:
+        value = {"claimName": "data"} if source == "persistentVolumeClaim" else {}
+    return make_pod("p").volume("kube-api-access", projected={"sources": []}).volume("v", **{source: value})
+
+
+# Which stand-ins act on a pod whose only non-projected volume uses this source (upstream 1.35.4):
+#   VolumeRestrictions: needsRestrictionsCheck (gce/aws/rbd/iscsi) + readWriteOncePodPVCsForPod (PVCs)
+#   NodeVolumeLimits:   PreFilter: PVC, ephemeral, or translator.IsInlineMigratable (7 in-tree types)
+#   VolumeBinding:      podHasPVCs: PVC or ephemeral
+#   VolumeZone:         getPersistentVolumeClaimNameFromPod: PVC only
+VOLUME_CASES = [
+    ("persistentVolumeClaim", {VR, NVL, VB, VZ}),
+    ("ephemeral", {NVL, VB}),
+    ("gcePersistentDisk", {VR, NVL}),
+    ("awsElasticBlockStore", {VR, NVL}),
+    ("rbd", {VR}),
+    ("iscsi", {VR}),
+    ("cinder", {NVL}),
+    ("azureDisk", {NVL}),
+    ("azureFile", {NVL}),
+    ("vsphereVolume", {NVL}),
+    ("portworxVolume", {NVL}),
+    # Sources none of them reads: inline CSI volumes are not inline-migratable, so not counted.
+    ("csi", set()),
+    ("emptyDir", set()),
+    ("hostPath", set()),
+    ("configMap", set()),
+    ("secret", set()),
+    ("projected", set()),
+    ("downwardAPI", set()),
+    ("nfs", set()),
+    ("image", set()),
+]
+
+
+@pytest.mark.parametrize("plugin", sorted(ALL))
+@pytest.mark.parametrize(("source", "acting"), [pytest.param(s, a, id=s) for s, a in VOLUME_CASES])
+def test_volume_sources(plugin: str, source: str, acting: set[str]) -> None:
+    """Refuse exactly when the upstream PreFilter would act; otherwise Skip, as upstream's does."""
+    result, status = pre_filter(plugin, with_volume(source))
+    assert result is None
+    assert status is not None
+    if plugin in acting:
+        assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        assert status.message().startswith(f'spec.volumes[1].{source} (volume "v") needs the {plugin} plugin')
+    else:
+        assert status.code is Code.SKIP
+
+
+@pytest.mark.parametrize("plugin", sorted(ALL))
+def test_a_pod_without_volumes_or_claims_is_skipped_by_all(plugin: str) -> None:
+    assert pre_filter(plugin, make_pod("p"))[1] == Status(Code.SKIP)
+
+
+@pytest.mark.parametrize(
+    ("plugin", "message"),
+    [
+        pytest.param(
+            VR,
+            'spec.volumes[0].persistentVolumeClaim (volume "data") needs the VolumeRestrictions plugin, '
+            "which spread-scheduler does not run yet",
+            id="volume-restrictions",
+        ),
+        pytest.param(
+            NVL,
+            'spec.volumes[0].persistentVolumeClaim (volume "data") needs the NodeVolumeLimits plugin, '
+            "which spread-scheduler does not run yet",
+            id="node-volume-limits",
+        ),
+        pytest.param(
+            VB,
+            'spec.volumes[0].persistentVolumeClaim (volume "data") needs the VolumeBinding plugin, '
+            "which spread-scheduler does not run yet",
+            id="volume-binding",
+        ),
+        pytest.param(
+            VZ,
+            'spec.volumes[0].persistentVolumeClaim (volume "data") needs the VolumeZone plugin, '
+            "which spread-scheduler does not run yet",
+            id="volume-zone",
+        ),
+    ],
+)
+def test_exact_volume_messages(plugin: str, message: str) -> None:
+    status = pre_filter(plugin, make_pod("p").pvc("data", "data-0"))[1]
+    assert status == Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,))
+
+
+def test_the_first_acting_volume_is_named() -> None:
+    """Volumes the plugin ignores come first: the message points at the one it would act on."""
+    pod = make_pod("p").volume("a", emptyDir={}).volume("b", ephemeral={}).pvc("c", "c-0")
+    assert pre_filter(VB, pod)[1] == Status(
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        (
+            'spec.volumes[1].ephemeral (volume "b") needs the VolumeBinding plugin, '
+            "which spread-scheduler does not run yet",
+        ),
+    )
+
+
+DRA_MESSAGE = 'spec.resourceClaims[{}] (claim "{}") needs the DynamicResources plugin: {}'.format(
+    0, "gpu", "spread-scheduler does not allocate resource claims"
+)
+
+
+@pytest.mark.parametrize(
+    ("pod", "message"),
+    [
+        pytest.param(make_pod("p").resource_claim("gpu", claim="gpu-0"), DRA_MESSAGE, id="claim-by-name"),
+        pytest.param(make_pod("p").resource_claim("gpu", template="t"), DRA_MESSAGE, id="template-without-status-yet"),
+        pytest.param(
+            make_pod("p").resource_claim("gpu", template="t").resource_claim_status("gpu", "p-gpu-1"),
+            DRA_MESSAGE,
+            id="template-with-generated-claim",
+        ),
+        pytest.param(make_pod("p").resource_claim("gpu"), DRA_MESSAGE, id="entry-naming-neither"),
+        pytest.param(
+            make_pod("p").resource_claim("gpu", template="t").resource_claim_status("gpu", None),
+            None,
+            id="template-deliberately-not-generated-skip",
+        ),
+        pytest.param(
+            make_pod("p")
+            .resource_claim("nic", template="t")
+            .resource_claim_status("nic", None)
+            .resource_claim("gpu", claim="gpu-0"),
+            DRA_MESSAGE.replace("[0]", "[1]"),
+            id="second-entry-named",
+        ),
+        pytest.param(make_pod("p").pvc("data", "d"), None, id="volumes-are-not-its-business"),
+        pytest.param(make_pod("p").requests(**{"example.com/gpu": "1"}), None, id="extended-resource-skip"),
+    ],
+)
+def test_dynamic_resources(pod: PodBuilder, message: str | None) -> None:
+    """resourceclaim.Name decides: only an entry whose template got no claim on purpose is ignored.
+    DRA-backed extended resources are off in 1.35 (DRAExtendedResource alpha), so requests never act."""
+    status = pre_filter(DRA, pod)[1]
+    expected = Status(Code.SKIP) if message is None else Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,))
+    assert status == expected
+
+
+@pytest.mark.parametrize("plugin", [VR, NVL, VB, VZ])
+def test_volume_stand_ins_register_no_events(plugin: str) -> None:
+    """spec.volumes is immutable: nothing requeues such a pod but the periodic flush."""
+    assert STAND_INS[plugin]({}, Handle()).events_to_register() == []
+
+
+class TestDynamicResourcesHint:
+    """Only the pod's own generated-claim update can lift the refusal (upstream registers it too)."""
+
+    plugin = DynamicResources({}, Handle())
+    waiting = make_pod("p").resource_claim("gpu", template="t")
+
+    def test_registration(self) -> None:
+        (reg,) = self.plugin.events_to_register()
+        assert (reg.event.resource, reg.event.action) == (
+            EventResource.POD,
+            ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM,
+        )
+
+    @pytest.mark.parametrize(
+        ("new", "hint"),
+        [
+            pytest.param(
+                make_pod("p").resource_claim("gpu", template="t").resource_claim_status("gpu", None),
+                QueueingHint.QUEUE,
+                id="queue-when-no-claim-was-generated",
+            ),
+            pytest.param(
+                make_pod("p").resource_claim("gpu", template="t").resource_claim_status("gpu", "p-gpu-1"),
+                QueueingHint.QUEUE_SKIP,
+                id="skip-when-a-claim-was-generated",
+            ),
+            pytest.param(
+                make_pod("other").resource_claim("gpu", template="t").resource_claim_status("gpu", None),
+                QueueingHint.QUEUE_SKIP,
+                id="skip-another-pod",
+            ),
+        ],
+    )
+    def test_hint(self, new: PodBuilder, hint: QueueingHint) -> None:
+        pod = self.waiting.build()
+        assert self.plugin.is_schedulable_after_pod_change(pod, pod, new.build()) is hint
+
+    def test_not_a_pod_means_queue(self) -> None:
+        pod = self.waiting.build()
+        assert self.plugin.is_schedulable_after_pod_change(pod, None, make_node("n").build()) is QueueingHint.QUEUE
+
+
+# -- through the pipeline --------------------------------------------------------------------------
+
+
+def default_framework(doc: Mapping[str, Any] | None = None) -> Framework:
+    config = load_config(None) if doc is None else parse_config(dict(doc))
+    return build_frameworks(config)["spread-scheduler"]
+
+
+def attempt(pod: PodBuilder, fwk: Framework | None = None) -> Attempt:
+    cache = make_cache([make_node(f"n{i}") for i in range(3)], [])
+    return SchedulingAlgorithm(random.Random(0)).schedule_pod(fwk or default_framework(), cache, pod.build())
+
+
+def disabling(*plugins: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": p} for p in plugins]}}}],
+    }
+
+
+def test_fit_error_is_upstreams_prefilter_format() -> None:
+    """``0/N nodes are available: <PreFilter message>.``; the stand-in is the one rejector."""
+    a = attempt(make_pod("p").pvc("data", "d"))
+    assert a.host is None and a.status.code is Code.UNSCHEDULABLE
+    assert a.message == (
+        '0/3 nodes are available: spec.volumes[0].persistentVolumeClaim (volume "data") needs the '
+        "VolumeRestrictions plugin, which spread-scheduler does not run yet."
+    )
+    assert a.diagnosis.unschedulable_plugins == {VR}
+
+
+def test_resource_claims_fit_error() -> None:
+    a = attempt(make_pod("p").resource_claim("gpu", claim="gpu-0"))
+    assert a.message == f"0/3 nodes are available: {DRA_MESSAGE}."
+    assert a.diagnosis.unschedulable_plugins == {DRA}
+
+
+@pytest.mark.parametrize(
+    ("disabled", "rejector"),
+    [
+        pytest.param((), VR, id="default-profile"),
+        pytest.param((VR,), NVL, id="without-volume-restrictions"),
+        pytest.param((VR, NVL), VB, id="without-two"),
+        pytest.param((VR, NVL, VB), VZ, id="without-three"),
+        pytest.param((VR, NVL, VB, VZ), None, id="all-four-disabled-places-it-ignoring-volumes"),
+    ],
+)
+def test_disabling_a_stand_in_is_disabling_the_upstream_plugin(disabled: tuple[str, ...], rejector: str | None) -> None:
+    """In upstream's order the next plugin that acts on a PVC refuses; with none left the pod is placed."""
+    a = attempt(make_pod("p").pvc("data", "d"), default_framework(disabling(*disabled)))
+    if rejector is None:
+        assert a.host is not None
+    else:
+        assert a.host is None and a.diagnosis.unschedulable_plugins == {rejector}
+
+
+def test_a_pod_none_of_them_acts_on_is_decided_as_before() -> None:
+    """Same feasible nodes, host and totals with and without the stand-ins (DynamicResources adds 0)."""
+    pod = make_pod("p").volume("kube-api-access", projected={"sources": []}).volume("x", csi={"driver": "d"})
+    with_them = attempt(pod)
+    without = attempt(pod, default_framework(disabling(VR, NVL, VB, VZ, DRA)))
+    assert with_them.host == without.host is not None
+    assert with_them.totals == without.totals
+    dra = next(s for s in with_them.scores if s.plugin == DRA)
+    assert (dra.weight, set(dra.raw), set(dra.normalized)) == (2, {0}, {0})
+
+
+class TestDefaultPreemption:
+    """kube-scheduler configurations name it; it loads and preempts nothing."""
+
+    @pytest.mark.parametrize(
+        ("plugins", "post_filter"),
+        [
+            pytest.param(
+                {"multiPoint": {"enabled": [{"name": "DefaultPreemption"}]}},
+                [names.DEFAULT_PREEMPTION],
+                id="multipoint-enabled",
+            ),
+            pytest.param(
+                {"postFilter": {"enabled": [{"name": "DefaultPreemption"}]}},
+                [names.DEFAULT_PREEMPTION],
+                id="postfilter-enabled",
+            ),
+            pytest.param({"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}, [], id="postfilter-disabled"),
+        ],
+    )
+    def test_accepted_with_its_args(self, plugins: dict[str, Any], post_filter: list[str]) -> None:
+        """Named anywhere, with DefaultPreemptionArgs: the configuration loads (the cycle runs no PostFilter)."""
+        doc = disabling()
+        doc["profiles"][0]["plugins"] = plugins
+        doc["profiles"][0]["pluginConfig"] = [
+            {"name": "DefaultPreemption", "args": {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}}
+        ]
+        assert default_framework(doc).points["postFilter"] == post_filter
+
+    def test_not_in_the_default_profile(self) -> None:
+        assert default_framework().points["postFilter"] == []
+
+    def test_answers_no_victims(self) -> None:
+        plugin = DefaultPreemption({}, Handle())
+        assert plugin.post_filter(CycleState(), make_pod("p").build(), {}) == (None, Status(Code.UNSCHEDULABLE))
