@@ -510,6 +510,8 @@ class ScheduleOne:
         assert fwk is not None
         pod, host = attempt.pod, attempt.host
         if host is None:
+            if attempt.fit_error is not None and fwk.post_filter:
+                self._post_filter(fwk, attempt, attempt.fit_error)
             self._handle_failure(qpi, attempt.status, attempt.message, attempt)
             self._observe(attempt, popped.started)
             return
@@ -529,6 +531,18 @@ class ScheduleOne:
         self.queue.done(qpi.key)
         self._observe(attempt, popped.started)
         self._spawn(self._binding_cycle(fwk, attempt, qpi, host))
+
+    @staticmethod
+    def _post_filter(fwk: Framework, attempt: Attempt, fit: FitError) -> None:
+        """Run the PostFilter plugins on a pod that fits nowhere; their message ends the FitError's.
+
+        As upstream's scheduling cycle: the status stays Unschedulable whatever they answer (an Error
+        is only logged there), and nothing here nominates a node (no plugin of ours preempts).
+        """
+        _nominated, status = fwk.run_post_filter_plugins(attempt.state, attempt.pod, fit.diagnosis.node_to_status)
+        fit.diagnosis.post_filter_msg = status.message()
+        attempt.message = str(fit)
+        attempt.status = Status(Code.UNSCHEDULABLE, (attempt.message,))
 
     def _observe(self, attempt: Attempt, started: float) -> None:
         result = "scheduled" if attempt.host else ("unschedulable" if attempt.status.is_rejected() else "error")

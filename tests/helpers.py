@@ -114,6 +114,10 @@ def config_with(plugin_config: Sequence[Mapping[str, Any]] = (), **profile: Any)
     return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [prof]}
 
 
+# DynamicResources' PostFilter message, which ends every FitError message of our default profile
+# (upstream's too) for a pod without resource claims.
+NO_CLAIMS = "no new claims to deallocate"
+
 # Default-profile plugins the spec's worked vectors (section 10) leave out: they give totals of the
 # three mission plugins only, on nodes without capacity to speak of and pods whose images no node
 # holds (ImageLocality is not a resource plugin, but is left out for the same reason), and

@@ -24,6 +24,7 @@ from scheduler.plugins import names
 from scheduler.scheduler import Scheduler
 from scheduler.testing import HOSTNAME, ZONE, NodeBuilder, PodBuilder, make_node, make_pod
 from tests.fakes import Condition, Event, FakeBinder, FakeClock, FakeRecorder
+from tests.helpers import NO_CLAIMS
 
 FOO = {"foo": "bar"}
 WEB = {"app": "web"}
@@ -90,7 +91,7 @@ def run(body: Callable[[], Coroutine[Any, Any, None]]) -> None:
 
 # -- TV-10 / TV-25: an unmet hard spread, reported once, then requeued by the right events only ----------
 
-TV10_MESSAGE = f"0/3 nodes are available: 3 {SPREAD}."
+TV10_MESSAGE = f"0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}"
 
 
 def tv10(c: Cluster) -> PodBuilder:
@@ -154,7 +155,7 @@ def tv25_g(c: Cluster) -> None:
     c.add(make_pod("unrelated").label("app", "other").node("n1"))
 
 
-TAINTED_MESSAGE = f"0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 {SPREAD}."
+TAINTED_MESSAGE = f"0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 {SPREAD}. {NO_CLAIMS}"
 
 
 @pytest.mark.parametrize(
@@ -226,7 +227,7 @@ def test_adding_a_node_in_the_missing_zone_binds_the_pod_there_on_the_next_cycle
         two_zones_min_domains_three(c)
         await c.settle()
         assert c.recorder.conditions == [
-            Condition("default/new", "Unschedulable", f"0/2 nodes are available: 2 {SPREAD}.")
+            Condition("default/new", "Unschedulable", f"0/2 nodes are available: 2 {SPREAD}. {NO_CLAIMS}")
         ]
         c.add(make_node("nozone").label("team", "x"))  # no zone label: cannot make a new domain
         assert c.sched.queue.location("default/new") == "unschedulable"
@@ -245,7 +246,7 @@ def test_unmet_spread_is_reported_once_then_a_new_zone_binds_it() -> None:
         two_zones_min_domains_three(c)
         await c.settle(interleave=True)
         assert c.binder.binds == []
-        message = f"0/2 nodes are available: 2 {SPREAD}."
+        message = f"0/2 nodes are available: 2 {SPREAD}. {NO_CLAIMS}"
         assert c.recorder.conditions == [Condition("default/new", "Unschedulable", message)]
         assert [e.reason for e in c.recorder.events_for("default/new")] == ["FailedScheduling"]
         assert c.sched.queue.location("default/new") == "unschedulable"
@@ -700,7 +701,7 @@ def test_requests_of_assumed_pods_count_at_once_and_terminal_pods_not_at_all() -
         assert sorted(node for _, node in c.binder.binds) == ["n1", "n2"]  # one 3-CPU pod fits each node
         (refused,) = {"default/a", "default/b", "default/c"} - {key for key, _ in c.binder.binds}
         (condition,) = c.recorder.conditions_for(refused)
-        assert condition.message == "0/2 nodes are available: 2 Insufficient cpu."
+        assert condition.message == f"0/2 nodes are available: 2 Insufficient cpu. {NO_CLAIMS}"
 
     run(body)
 

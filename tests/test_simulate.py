@@ -23,6 +23,7 @@ import yaml
 
 from scheduler.cli import main
 from scheduler.testing import make_node, make_pod
+from tests.helpers import NO_CLAIMS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -152,7 +153,7 @@ class TestMinDomainsExample:
         assert result == {
             "pod": "default/db-4",
             "node": None,
-            "message": f"0/3 nodes are available: 3 {SPREAD}.",
+            "message": f"0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}",
             "nodes": {"n1": node(PTS_SKEW), "n2": node(PTS_SKEW), "n3": node(PTS_SKEW)},
         }
 
@@ -160,7 +161,7 @@ class TestMinDomainsExample:
         """UNSCHEDULABLE with the message, then one row per node with its reason."""
         assert main(["simulate", str(EXAMPLES / "min-domains.yaml")]) == 0
         lines = capsys.readouterr().out.splitlines()
-        assert lines[0] == f"pod default/db-4: UNSCHEDULABLE: 0/3 nodes are available: 3 {SPREAD}."
+        assert lines[0] == f"pod default/db-4: UNSCHEDULABLE: 0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}"
         assert lines[1].split() == ["NODE", "FILTER", "TOTAL"]
         assert [line.split(maxsplit=1) for line in lines[2:5]] == [
             ["n1", f"PodTopologySpread: {SPREAD}"],
@@ -203,7 +204,7 @@ class TestMinDomainsExample:
         assert done.returncode == 0, done.stderr
         assert done.stderr == ""
         (result,) = json.loads(done.stdout)["results"]
-        assert result["node"] is None and result["message"] == f"0/3 nodes are available: 3 {SPREAD}."
+        assert result["node"] is None and result["message"] == f"0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}"
 
     def test_console_script_runs(self) -> None:
         """The entry point's default table output carries the message too."""
@@ -483,7 +484,7 @@ class TestOtherOutputs:
             "pod": "default/p",
             "node": None,
             "message": "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
-            "2 node(s) didn't satisfy plugin(s) [NodeAffinity].",
+            f"2 node(s) didn't satisfy plugin(s) [NodeAffinity]. {NO_CLAIMS}",
             "nodes": {
                 "node1": node(absent),
                 "node2": node({"plugin": "TaintToleration", "reason": "node(s) had untolerated taint(s)"}),
@@ -522,7 +523,7 @@ class TestOtherOutputs:
         (result,) = simulate_json(capsys, path, "--config", str(config))
         assert result["node"] == "tainted"
         (default,) = simulate_json(capsys, path)
-        assert default["message"] == "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+        assert default["message"] == f"0/1 nodes are available: 1 node(s) had untolerated taint(s). {NO_CLAIMS}"
 
 
 class TestErrors:
@@ -635,7 +636,7 @@ class TestInterPodAffinity:
         assert web["node"] is None
         assert web["message"] == (
             "0/2 nodes are available: 1 node(s) didn't match pod affinity rules, "
-            "1 node(s) didn't satisfy existing pods anti-affinity rules."
+            f"1 node(s) didn't satisfy existing pods anti-affinity rules. {NO_CLAIMS}"
         )
         assert web["nodes"]["n1"]["filter"] == {
             "plugin": "InterPodAffinity",

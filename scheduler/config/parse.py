@@ -293,22 +293,25 @@ def load_config(path: str | Path | None) -> SchedulerConfig:
     return parse_config(doc, str(path))
 
 
-def upstream_config(plugin_config: list[dict[str, Any]] | None = None, **fields: Any) -> dict[str, Any]:
+def upstream_config(
+    plugin_config: list[dict[str, Any]] | None = None, *, post_filter: bool = True, **fields: Any
+) -> dict[str, Any]:
     """Our default profile spelled out as a KubeSchedulerConfiguration that kube-scheduler reads too.
 
     ``multiPoint`` disables upstream's defaults and enables exactly our plugins with our weights, so
-    the oracle, the benchmarks and a side-by-side kube-scheduler run the same profile as we do.
-    ``postFilter`` is off as in our cycle, which runs none: upstream's DynamicResources has a PostFilter
-    that would end every FitError message with "no new claims to deallocate".
+    the oracle, the benchmarks and a side-by-side kube-scheduler run the same profile as we do. Our
+    list leaves DefaultPreemption out, so PostFilter is DynamicResources' alone on both sides;
+    ``post_filter=False`` turns it off on both, for a caller that compares without it.
     """
     enabled = [{"name": name, "weight": weight} if weight else {"name": name} for name, weight in DEFAULT_MULTI_POINT]
     profile: dict[str, Any] = {
         "schedulerName": SPREAD_SCHEDULER_NAME,
         "plugins": {
             "multiPoint": {"disabled": [{"name": "*"}], "enabled": enabled},
-            "postFilter": {"disabled": [{"name": "*"}]},
         },
     }
+    if not post_filter:
+        profile["plugins"]["postFilter"] = {"disabled": [{"name": "*"}]}
     if plugin_config:
         profile["pluginConfig"] = plugin_config
     return {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", **fields, "profiles": [profile]}

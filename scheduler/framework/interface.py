@@ -156,7 +156,9 @@ class FilterPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
-    def post_filter(self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]) -> tuple[str | None, Status]: ...
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
+    ) -> tuple[str | None, Status]: ...
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from scheduler.api.objects import Pod
+from scheduler.api.objects import NodeName, Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.framework.extender import EXTENDER_NAME, Extender
@@ -381,6 +381,31 @@ class Framework:
             return {}
         columns = list(zip(*rows, strict=True)) if rows else [() for _ in signed]
         return {p.NAME: list(column) for p, column in zip(signed, columns, strict=True)}
+
+    # -- PostFilter --------------------------------------------------------------------------
+
+    def run_post_filter_plugins(
+        self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
+    ) -> tuple[str | None, Status]:
+        """``RunPostFilterPlugins``: the first Success, UnschedulableAndUnresolvable or Error answers;
+        otherwise every plugin's reasons, joined, under the first plugin that rejected.
+
+        The message of the returned status becomes the FitError's ``PostFilterMsg``.
+        """
+        nominated: str | None = None
+        reasons: list[str] = []
+        rejector = ""
+        for plugin in self.post_filter:
+            node, status = plugin.post_filter(state, pod, statuses)
+            if status.is_success() or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return node, status.with_plugin(plugin.NAME)
+            if not status.is_rejected():
+                return None, Status.as_error(status.message()).with_plugin(plugin.NAME)
+            if node is not None:
+                nominated = node
+            reasons.extend(status.reasons)
+            rejector = rejector or plugin.NAME
+        return nominated, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     # -- Reserve / Permit ---------------------------------------------------------------------
 

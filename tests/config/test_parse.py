@@ -145,7 +145,7 @@ class TestDefaultProfile:
             "preEnqueue": ["SchedulingGates"],
             "preFilter": DEFAULT_PRE_FILTER,
             "filter": DEFAULT_FILTER,
-            "postFilter": [],
+            "postFilter": ["DynamicResources"],
             "preScore": DEFAULT_PRE_SCORE,
             "score": DEFAULT_SCORE,
             "reserve": [],

@@ -87,7 +87,8 @@ def config(rng: random.Random) -> dict[str, Any]:
     ]
     if rng.random() < 0.3:
         plugin_config.append({"name": "NodeResourcesFit", "args": _fit_args(rng)})
-    return upstream_config(plugin_config)
+    # The oracle's own loop runs no PostFilter: both sides go without it.
+    return upstream_config(plugin_config, post_filter=False)
 
 
 def _allocatable(rng: random.Random) -> dict[str, str]:

@@ -28,6 +28,7 @@ from scheduler.plugins.volumerestrictions.volume_restrictions import VolumeRestr
 from scheduler.plugins.volumezone.volume_zone import VolumeZone
 from scheduler.profile import build_frameworks
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
+from scheduler.simulate import Simulation
 from scheduler.testing import PodBuilder, make_node, make_pod
 from tests.helpers import make_cache
 
@@ -321,19 +322,23 @@ class TestDefaultPreemption:
         [
             pytest.param(
                 {"multiPoint": {"enabled": [{"name": "DefaultPreemption"}]}},
-                [names.DEFAULT_PREEMPTION],
+                [names.DYNAMIC_RESOURCES, names.DEFAULT_PREEMPTION],
                 id="multipoint-enabled",
             ),
             pytest.param(
                 {"postFilter": {"enabled": [{"name": "DefaultPreemption"}]}},
-                [names.DEFAULT_PREEMPTION],
+                [names.DYNAMIC_RESOURCES, names.DEFAULT_PREEMPTION],  # not in our multiPoint: after it
                 id="postfilter-enabled",
             ),
-            pytest.param({"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}, [], id="postfilter-disabled"),
+            pytest.param(
+                {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}},
+                [names.DYNAMIC_RESOURCES],
+                id="postfilter-disabled",
+            ),
         ],
     )
     def test_accepted_with_its_args(self, plugins: dict[str, Any], post_filter: list[str]) -> None:
-        """Named anywhere, with DefaultPreemptionArgs: the configuration loads (the cycle runs no PostFilter)."""
+        """Named anywhere, with DefaultPreemptionArgs: the configuration loads, in upstream's order."""
         doc = disabling()
         doc["profiles"][0]["plugins"] = plugins
         doc["profiles"][0]["pluginConfig"] = [
@@ -342,8 +347,52 @@ class TestDefaultPreemption:
         assert default_framework(doc).points["postFilter"] == post_filter
 
     def test_not_in_the_default_profile(self) -> None:
-        assert default_framework().points["postFilter"] == []
+        """PostFilter is DynamicResources' alone, as upstream's default profile minus DefaultPreemption."""
+        assert default_framework().points["postFilter"] == [names.DYNAMIC_RESOURCES]
 
     def test_answers_no_victims(self) -> None:
         plugin = DefaultPreemption({}, Handle())
         assert plugin.post_filter(CycleState(), make_pod("p").build(), {}) == (None, Status(Code.UNSCHEDULABLE))
+
+
+class TestPostFilter:
+    """DynamicResources' PostFilter ends an unschedulable pod's message, as upstream's does."""
+
+    @staticmethod
+    def post_filter(pod: PodBuilder, pre_filter_ran: bool = True) -> Status:
+        fwk = default_framework()
+        state = CycleState()
+        if pre_filter_ran:
+            fwk.plugins[names.DYNAMIC_RESOURCES].pre_filter(state, pod.build(), [])  # type: ignore[attr-defined]
+        return fwk.run_post_filter_plugins(state, pod.build(), {})[1]
+
+    def test_a_pod_without_claims_has_none_to_deallocate(self) -> None:
+        status = self.post_filter(make_pod("p"))
+        assert status == Status(Code.UNSCHEDULABLE, ("no new claims to deallocate",), names.DYNAMIC_RESOURCES)
+
+    def test_a_pod_with_claims_adds_nothing(self) -> None:
+        """It was refused in PreFilter; there is no allocation to undo."""
+        status = self.post_filter(make_pod("p").resource_claim("gpu", claim="gpu-claim"))
+        assert status == Status(Code.UNSCHEDULABLE, (), names.DYNAMIC_RESOURCES)
+
+    def test_without_its_prefilter_state_it_adds_nothing(self) -> None:
+        """Upstream's ends the message with its internal "not found" (README: deliberate differences)."""
+        assert self.post_filter(make_pod("p"), pre_filter_ran=False).message() == ""
+
+    def test_the_scheduling_cycle_appends_it_to_the_fit_error(self) -> None:
+        """In the live cycle (where upstream runs PostFilter, after SchedulePod), not in the algorithm."""
+        sim = Simulation(load_config(None), seed=0)
+        sim.add_objects([make_node("n1").taint("k", "v", "NoSchedule").dict(), make_pod("p").dict()])
+        (result,) = sim.run()
+        assert (
+            result.message == "0/1 nodes are available: 1 node(s) had untolerated taint(s). no new claims to deallocate"
+        )
+        assert attempt(make_pod("p").node_selector({"x": "y"})).message.endswith("selector.")  # the algorithm alone
+
+    def test_disabled_post_filter_adds_nothing(self) -> None:
+        doc = disabling()
+        doc["profiles"][0]["plugins"]["postFilter"] = {"disabled": [{"name": "*"}]}
+        sim = Simulation(parse_config(doc), seed=0)
+        sim.add_objects([make_node("n1").taint("k", "v", "NoSchedule").dict(), make_pod("p").dict()])
+        (result,) = sim.run()
+        assert result.message == "0/1 nodes are available: 1 node(s) had untolerated taint(s)."

@@ -52,6 +52,7 @@ from scheduler import cli
 from scheduler.api.objects import Node, Pod, parse_selecting_object
 from scheduler.backend.cache.cache import Cache
 from scheduler.testing import PodBuilder, make_node, make_pod, spread_constraint
+from tests.helpers import NO_CLAIMS
 
 ZONE = "topology.kubernetes.io/zone"
 APP = {"app": "web"}
@@ -425,7 +426,7 @@ def test_negative_allocatable_fits_nothing_that_requests_it(tmp_path: Path, caps
     node = make_node("n1").capacity(cpu="-1", memory="8Gi", pods="110").dict()
     assert Node.from_dict(node).errors == ()
     results = simulate_file(tmp_path, [node, make_pod("p").requests(cpu="100m").dict()], capsys)
-    assert results["p"]["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert results["p"]["message"] == f"0/1 nodes are available: 1 Insufficient cpu. {NO_CLAIMS}"
 
 
 @pytest.mark.parametrize(
@@ -451,7 +452,7 @@ def test_duplicate_host_ports_count_once_as_upstream_scheduler_counts_them(
     results = simulate_file(tmp_path, [make_node("n1").dict(), first.dict(), second.dict()], capsys)
     assert results["first"]["node"] == "n1"
     assert results["second"]["message"] == (
-        "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
+        f"0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. {NO_CLAIMS}"
     )
     cache = Cache()
     cache.add_node(make_node("n1").build())

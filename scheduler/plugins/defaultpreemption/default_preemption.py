@@ -3,8 +3,8 @@
 Upstream: ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``, a PostFilter
 that evicts lower-priority pods. This scheduler evicts nothing (README: deliberate differences), but
 a configuration written for kube-scheduler names it (enabled, disabled, or with
-``DefaultPreemptionArgs``), so it is a known plugin: it is not in our default profile, the
-scheduling cycle runs no PostFilter, and its answer, if asked, is upstream's "no victims found".
+``DefaultPreemptionArgs``), so it is a known plugin: it is not in our default profile, and where
+a configuration enables it, its PostFilter finds nothing to do and adds nothing to the message.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.api.objects import Pod
+from scheduler.api.objects import NodeName, Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -28,5 +28,7 @@ class DefaultPreemption:
         # DefaultPreemptionArgs (minCandidateNodesPercentage, minCandidateNodesAbsolute) are accepted and unused.
         self.handle = handle
 
-    def post_filter(self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]) -> tuple[str | None, Status]:
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
+    ) -> tuple[str | None, Status]:
         return None, Status(Code.UNSCHEDULABLE)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.api.objects import Pod
+from scheduler.api.objects import NodeName, Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -33,7 +33,7 @@ from scheduler.framework.events import (
     as_objects,
 )
 from scheduler.framework.interface import Handle
-from scheduler.framework.status import Status
+from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.helper import not_run
@@ -41,6 +41,8 @@ from scheduler.plugins.helper import not_run
 __all__ = ["CONSEQUENCE", "DynamicResources", "claim_field"]
 
 CONSEQUENCE = "spread-scheduler does not allocate resource claims"
+STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES
+NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 
 
 def claim_field(pod: Pod) -> str | None:
@@ -84,9 +86,25 @@ class DynamicResources:
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
         field = claim_field(pod)
+        # Upstream writes its state before anything else, even for a pod it then skips: PostFilter reads it.
+        state.write(STATE_KEY, field is not None)
         if field is None:
             return None, not_run.SKIP
         return None, not_run.refusal(field, self.NAME, CONSEQUENCE)
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
+    ) -> tuple[str | None, Status]:
+        """Upstream's answer for a pod without claims, whose message every unschedulable pod's ends with.
+
+        A pod with claims was refused in PreFilter: there is no allocation to undo. When an earlier
+        PreFilter ended the cycle, no state was written and upstream's PostFilter fails with its
+        internal "not found", which then ends the pod's message; we add nothing instead (README:
+        deliberate differences).
+        """
+        if state.get(STATE_KEY) is False:
+            return None, Status(Code.UNSCHEDULABLE, (NO_CLAIMS_TO_DEALLOCATE,))
+        return None, Status(Code.UNSCHEDULABLE)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         # Upstream: "If there are no claims, no need to do anything" (0), and DefaultNormalizeScore
