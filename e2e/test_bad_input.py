@@ -37,6 +37,7 @@ from scheduler.api.objects import Node, Pod
 from scheduler.config import load_config
 from scheduler.simulate import Simulation
 from scheduler.testing import spread_constraint
+from tests.helpers import NO_CLAIMS
 
 APP = {"app": "web"}
 QUANTITY = "quantities must match the regular expression"
@@ -232,7 +233,7 @@ REFUSED_NODES = [
         400,
         QUANTITY,
         f'status.allocatable[cpu]: Invalid value: "1.5.5": {QUANTITY}',
-        "0/1 nodes are available: 1 Insufficient cpu.",  # the unreadable cpu counts as none
+        f"0/1 nodes are available: 1 Insufficient cpu. {NO_CLAIMS}",  # the unreadable cpu counts as none
         id="node-allocatable-two-dots",
     ),
     pytest.param(
@@ -240,7 +241,7 @@ REFUSED_NODES = [
         422,
         'status.allocatable.cpu: Invalid value: "-1": must be greater than or equal to 0',
         None,  # not an error of ours (nodes are not validated): the node just fits nothing
-        "0/1 nodes are available: 1 Insufficient cpu.",
+        f"0/1 nodes are available: 1 Insufficient cpu. {NO_CLAIMS}",
         id="node-allocatable-negative",
     ),
 ]
@@ -304,7 +305,7 @@ def test_gt_with_a_non_integer_matches_no_node(
     """``Gt ["abc"]`` is valid to the API; the term matches no node, as upstream's selector says."""
     affinity = required_affinity({"key": "cores", "operator": "Gt", "values": ["abc"]})
     core.create_namespaced_pod(namespace, pod_body("gt", affinity=affinity))
-    _failed(core, namespace, "gt", f"0/2 nodes are available: 2 {AFFINITY_REASON}.")
+    _failed(core, namespace, "gt", f"0/2 nodes are available: 2 {AFFINITY_REASON}. {NO_CLAIMS}")
     _a_normal_pod_still_binds(core, namespace)
 
 
@@ -313,7 +314,7 @@ def test_topology_key_no_node_has(
 ) -> None:
     spread = constraint(topologyKey="example.com/nobody-has-this")
     core.create_namespaced_pod(namespace, pod_body("nokey", APP, topologySpreadConstraints=[spread]))
-    _failed(core, namespace, "nokey", f"0/2 nodes are available: 2 {MISSING_LABEL}.")
+    _failed(core, namespace, "nokey", f"0/2 nodes are available: 2 {MISSING_LABEL}. {NO_CLAIMS}")
     _a_normal_pod_still_binds(core, namespace)
 
 
@@ -324,7 +325,7 @@ def test_request_no_node_can_hold(
     huge = requests_pod(cpu="1000000")
     huge["metadata"]["name"] = "huge"
     core.create_namespaced_pod(namespace, huge)
-    _failed(core, namespace, "huge", "0/2 nodes are available: 2 Insufficient cpu.")
+    _failed(core, namespace, "huge", f"0/2 nodes are available: 2 Insufficient cpu. {NO_CLAIMS}")
     _a_normal_pod_still_binds(core, namespace)
 
 
@@ -356,7 +357,7 @@ def test_selector_with_1000_expressions_and_pod_with_100_constraints(
     # 100 constraints on keys no node carries: refused, naming the missing label.
     absent = [constraint(topologyKey=f"example.com/k{i}") for i in range(100, 200)]
     core.create_namespaced_pod(namespace, pod_body("many-absent", APP, topologySpreadConstraints=absent))
-    _failed(core, namespace, "many-absent", f"0/2 nodes are available: 2 {MISSING_LABEL}.")
+    _failed(core, namespace, "many-absent", f"0/2 nodes are available: 2 {MISSING_LABEL}. {NO_CLAIMS}")
     _a_normal_pod_still_binds(core, namespace)
 
 
@@ -373,7 +374,7 @@ def test_node_with_500_labels_and_node_with_500_taints(
         core,
         namespace,
         "to-taints",
-        f"0/2 nodes are available: 1 {AFFINITY_REASON}, 1 node(s) had untolerated taint(s).",
+        f"0/2 nodes are available: 1 {AFFINITY_REASON}, 1 node(s) had untolerated taint(s). {NO_CLAIMS}",
     )
     tolerate_all = [{"operator": "Exists"}]
     core.create_namespaced_pod(
@@ -391,7 +392,7 @@ def test_node_with_null_spec_and_no_status_fits_no_pod(
     core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": bare, "labels": None}, "spec": None})
     try:
         core.create_namespaced_pod(namespace, pod_body("to-bare"))
-        _failed(core, namespace, "to-bare", "0/1 nodes are available: 1 Too many pods.")
+        _failed(core, namespace, "to-bare", f"0/1 nodes are available: 1 Too many pods. {NO_CLAIMS}")
         healthy = nodes("healthy")
         assert _a_normal_pod_still_binds(core, namespace) == healthy
     finally:
@@ -414,7 +415,7 @@ def test_shared_host_port_of_a_sidecar_and_a_container(
         core,
         namespace,
         "hp-2",
-        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports.",
+        f"0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. {NO_CLAIMS}",
     )
     _a_normal_pod_still_binds(core, namespace)
 

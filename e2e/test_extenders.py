@@ -21,6 +21,7 @@ from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import node_of, pod_body, scheduled_condition, wait_for
 from scheduler.config import upstream_config
 from tests.extender_server import ExtenderServer
+from tests.helpers import NO_CLAIMS
 
 pytestmark = pytest.mark.e2e
 
@@ -170,7 +171,7 @@ def test_same_extender_same_outcome_as_kube_scheduler(
 
         upstream_msg = wait_for(lambda: message("upstream-x"), 60, "upstream's FitError")
         ours_msg = wait_for(lambda: message("ours-x"), 60, "our FitError")
-        assert ours_msg == upstream_msg == "0/3 nodes are available: 1 busy, 2 no gpu."
+        assert ours_msg == upstream_msg == f"0/3 nodes are available: 1 busy, 2 no gpu. {NO_CLAIMS}"
         placed = {
             who: wait_for(lambda who=who: node_of(core, namespace, f"{who}-p"), 60, f"{who} bound")
             for who in ("upstream", "ours")
