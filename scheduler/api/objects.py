@@ -79,6 +79,9 @@ class Pod:
     scheduling_gates: tuple[str, ...]
     nominated_node_name: str
     resources: PodResources = field(default_factory=PodResources)
+    # A preferred node-affinity list is present, even if every term in it is empty or weighs 0:
+    # upstream's NodeAffinity then scores (0 everywhere) instead of skipping (getPodPreferredNodeAffinity).
+    preferred_affinity_listed: bool = False
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -167,6 +170,7 @@ class Pod:
             scheduling_gates=tuple(gates),
             nominated_node_name=opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName", errors) or "",
             resources=parse_pod_resources(spec, status, errors),
+            preferred_affinity_listed=node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") is not None,
             errors=tuple(errors),
             raw=root,
         )
