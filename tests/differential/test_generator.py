@@ -86,3 +86,19 @@ def test_every_class_a_pod_names_is_in_the_cluster() -> None:
                 assert ("PriorityClass", pod["spec"]["priorityClassName"]) in names
             if "runtimeClassName" in pod["spec"]:
                 assert ("RuntimeClass", pod["spec"]["runtimeClassName"]) in names
+
+
+def test_batch_replicas_are_identical_under_a_list_profile_without_default_constraints() -> None:
+    """The shape opportunistic batching is for: every feature on, the replicas' specs stay equal."""
+    batches = 0
+    for seed in SEEDS:
+        objects, config = generator.scenario(seed, generator.FEATURES)
+        replicas = [p for p in _pods(objects) if p["metadata"]["name"].startswith("batch-")]
+        if not replicas:
+            continue
+        batches += 1
+        assert all(p["spec"] == replicas[0]["spec"] for p in replicas)
+        (spread,) = [c for c in config["profiles"][0]["pluginConfig"] if c["name"] == "PodTopologySpread"]
+        assert spread["args"]["defaultingType"] == "List"
+        assert spread["args"]["defaultConstraints"] == []
+    assert batches
