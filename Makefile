@@ -70,10 +70,12 @@ reliability: cluster-build
 		SPREAD_E2E_DIR=$(CURDIR)/.cluster/reliability \
 		$(BIN)/pytest e2e/test_faults.py e2e/test_api_faults.py e2e/test_load.py -p no:cacheprovider -s
 
-# A long differential campaign against upstream's framework (the test command runs 400 clusters):
-#   make conformance N=100000 SEED=3000000
-N    ?= 100000
-SEED ?= 3000000
+# A long differential campaign against upstream's framework (the test command runs 400 clusters);
+# SHARE of the clusters go through a real kube-apiserver first (any refusal fails the run):
+#   make conformance N=100000 SEED=3000000 SHARE=0.05
+N     ?= 100000
+SEED  ?= 3000000
+SHARE ?= 0.05
 conformance: cluster-build
-	$(BIN)/python -m tests.differential.runner --count $(N) --start $(SEED) --batch 2000
+	$(BIN)/python -m tests.differential.runner --count $(N) --start $(SEED) --batch 2000 --through-apiserver $(SHARE)
 differential: conformance

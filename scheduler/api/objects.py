@@ -96,6 +96,9 @@ class Pod:
     volumes: tuple[Volume, ...] = ()
     resource_claims: tuple[PodResourceClaim, ...] = ()
     resource_claim_statuses: tuple[ResourceClaimStatus, ...] = ()
+    # A preferred node-affinity list is present, even if every term in it is empty or weighs 0:
+    # upstream's NodeAffinity then scores (0 everywhere) instead of skipping (getPodPreferredNodeAffinity).
+    preferred_affinity_listed: bool = False
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -193,6 +196,7 @@ class Pod:
             resource_claim_statuses=parse_resource_claim_statuses(
                 status.get("resourceClaimStatuses"), "status.resourceClaimStatuses", errors
             ),
+            preferred_affinity_listed=node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") is not None,
             errors=tuple(errors),
             raw=root,
         )

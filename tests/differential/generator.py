@@ -1,44 +1,106 @@
-"""Seeded random clusters that the API server would accept, for the differential test against upstream.
+"""Seeded random clusters that the API server accepts, for the differential test against upstream.
 
-Nodes over regions/zones/hostnames (some missing topology labels), taints of all effects, cordoned
-nodes; existing pods in 1-3 namespaces (some terminating, some owned by ReplicaSets/StatefulSets that
-Services select); pending pods with nodeSelector, required/preferred affinity over every operator
-(matchFields too), tolerations of every operator/effect, 0-3 spread constraints using every field;
-and a config with System or List default constraints.
+``scenario(seed)`` gives the objects and a KubeSchedulerConfiguration; the same seed gives the same
+cluster. Every object passes kube-apiserver v1.35.4's validation and admission (issue #17):
+``tests.differential.apiserver`` checks that by sending a share of the clusters through a real one.
 
-Resources (issue #8): node allocatable (sometimes tight, sometimes missing a resource, an extended
-``example.com/gpu``), container requests, init containers (plain and restartable sidecars), pod
-overhead, pod-level requests and hostPorts on both existing and pending pods, and NodeResourcesFit
-args (each scoring strategy, resource weights, ignoredResources/ignoredResourceGroups).
+The distribution (probabilities are per cluster, per node or per pod as named):
 
-Images and BalancedAllocation args (issue #17): nodes' ``status.images`` (names with tags, ports and
-digests, several names per image, sizes around ImageLocality's 23 MB / 1000 MB bounds), container
-images that match them with or without ``:latest``, and NodeResourcesBalancedAllocation resources
-with the extended GPU as a third resource. They come from a second RNG so that every other field of
-a seed stays what it was.
+Nodes: 1-60 (3% of clusters: 101-160, with ``percentageOfNodesToScore`` set top-level or per
+profile: 100, or one of 0/5/30/50/70/100 with the feature ``nodesampling``). Labels
+app/tier/team/disk/gen with values that include "" and "05"; hostname label on 92% (3% of those
+name another host than the node), zone 85%, region 70%, rack 40%. Taints on 30% (1-2,
+unique by key and effect, every effect), cordoned 7%. Allocatable mostly roomy, sometimes a few pods'
+worth, 3% without memory, 20% with ``example.com/gpu``, unusual spellings ("1e3", "0.5Gi", "1Ki").
+
+Namespaces: 1-3 of default/team-a/team-b, as Namespace objects (labels env/tier on half of them,
+``kubernetes.io/metadata.name`` as the API server sets it). Per namespace one owner (ReplicaSet,
+StatefulSet or ReplicationController, its template labels matching its selector, sometimes with a
+matchExpressions part) and 0-3 Services whose selectors differ from the owner's (one in ten has none).
+PriorityClasses ``prio-<value>`` for every priority used, RuntimeClasses ``rc-<cpu>-<mem>`` for
+every pod overhead used (the Priority and RuntimeClass admission plugins require them).
+
+Pods, existing (0-3 per node, 0-1 per node past 100 nodes) and pending (1-6): labels (app 70-80%),
+half owned by their namespace's owner. Existing ones are Running/Pending/Succeeded/Failed, 8%
+terminating. Pending ones: priority (30%, by class), nodeSelector 25%, required node affinity 35%
+(matchFields 20% of terms), preferred 35% (matchFields 15%), tolerations 50% (every operator and
+effect), 0-3 spread constraints using every field (1-3 expressions in a selector, matchLabelKeys),
+terminating 3% (feature ``terminatingpods``), scheduling gates 4% (``schedulinggates``),
+status.nominatedNodeName 5% (a node that does not exist; 90% of them an existing node with
+``nominatednodes``).
+Containers: 1-2 (+ 20% init containers, 40% of those restartable sidecars), requests on 75%
+(requests and limits 20% of those, limits only 10%), GPU always with equal limits, hostPorts 15%
+(TCP/UDP/SCTP, hostIP sometimes, unique per pod as the API requires; sidecars too), overhead 8%
+(through a RuntimeClass), pod-level requests 5% (never below the containers' sum).
+
+Batches (8% of clusters): a profile with PodTopologySpread ``defaultingType: List`` and no default
+constraints, and 4-10 identical pending replicas (preferred node affinity, a hostPort or a tight pods
+limit, PreferNoSchedule taints on some nodes) that fill nodes one after another: the shape
+opportunistic batching reuses results for.
+
+Config: PodTopologySpread System (64%), List with 0-2 constraints (28%) or with none (the batches),
+NodeResourcesFit args (30%:
+every strategy, weights, ignored resources), NodeAffinity ``addedAffinity`` (10%).
+
+Optional features (``FEATURES``); ``DEFAULT_FEATURES`` says which are on. Switching one on keeps the
+rest of a seed's cluster as it was (they draw from their own stream, or their rolls are drawn anyway).
+``ORACLE_FEATURES`` wait for the oracle to model upstream's queue and node sampling (see above);
+``PLUGIN_FEATURES`` wait for spread-scheduler's plugins:
+- ``interpodaffinity``: required/preferred podAffinity and podAntiAffinity on pending (40%) and
+  existing (10%) pods: hostname/zone/region/rack topology keys, ``namespaces``, ``namespaceSelector``
+  (empty: all; or by label), ``matchLabelKeys``/``mismatchLabelKeys``, self-affinity, weights 1-100.
+- ``imagelocality``: ``node.status.images`` with sizes on 70% of nodes, containers using those images.
+- ``balancedallocation``: 30% of pods with lopsided cpu/memory requests.
+
+Not generated: volumes and resourceClaims (spread-scheduler refuses such pods on purpose).
 """
 
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from typing import Any
 
+from scheduler.api.quantity import milli_value, parse_quantity
 from scheduler.config import upstream_config
+
+# Fields of plugins spread-scheduler does not run yet (InterPodAffinity, ImageLocality,
+# NodeResourcesBalancedAllocation): until each lands, our side ignores or refuses them.
+PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedallocation"})
+# Shapes upstream decides in its queue or node sampling, which the oracle (it runs every pending pod
+# through PreFilter/Filter/Score on every node) does not model yet: gated pods (PreEnqueue), pending
+# pods being deleted (skipPodSchedule), a nominated node that exists (evaluateNominatedNode) and
+# percentageOfNodesToScore below 100 on more than 100 nodes (numFeasibleNodesToFind).
+ORACLE_FEATURES = frozenset({"schedulinggates", "terminatingpods", "nominatednodes", "nodesampling"})
+FEATURES = PLUGIN_FEATURES | ORACLE_FEATURES
+# THE SWITCH: add a feature's name here when its plugin (or the oracle's model) has merged.
+DEFAULT_FEATURES: frozenset[str] = frozenset()
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
 HOSTNAME = "kubernetes.io/hostname"
+NAMESPACE_NAME = "kubernetes.io/metadata.name"
 LABEL_KEYS = ("app", "tier", "team", "disk", "gen")
-LABEL_VALUES = ("a", "b", "c", "ssd", "1", "5", "05", "12", "1_0")
+LABEL_VALUES = ("a", "b", "c", "ssd", "1", "5", "05", "12", "1_0", "")
 TOPOLOGY_KEYS = (ZONE, HOSTNAME, REGION, "rack")
 NAMESPACES = ("default", "team-a", "team-b")
-
+OWNER_KINDS = ("ReplicaSet", "StatefulSet", "ReplicationController")
 
 GPU = "example.com/gpu"
-CPUS = ("0", "50m", "100m", "250m", "500m", "1", "1500m", "2")
-MEMORIES = ("0", "64Mi", "128Mi", "200Mi", "512Mi", "1Gi", "1500M")
+CPUS = ("0", "50m", "100m", "250m", "500m", "1", "1500m", "2", "0.5", "1e-1", "2000m")
+MEMORIES = ("0", "64Mi", "128Mi", "200Mi", "512Mi", "1Gi", "1500M", "0.5Gi", "100m", "1Ki", "1e3", "1e8")
 PORTS = (80, 443, 8080)
+PROTOCOLS = ("TCP", "TCP", "UDP", "SCTP")
+PRIORITIES = (0, 10, 100, 1000)
+OVERHEADS = (("10m", "10Mi"), ("250m", "120Mi"), ("100m", "0"))
+IMAGES = (  # (name as pods spell it, names the node reports, size in bytes)
+    ("registry.example/app-a:1", ("registry.example/app-a:1",), 250 * 2**20),
+    ("registry.example/app-b", ("registry.example/app-b:latest",), 900 * 2**20),
+    ("nginx:1.27", ("docker.io/library/nginx:1.27", "nginx:1.27"), 70 * 2**20),
+    ("busybox", ("busybox:latest",), 4 * 2**20),
+    ("registry.example/big:2", ("registry.example/big:2",), 3 * 2**30),
+)
 
 
 def _fit_args(rng: random.Random) -> dict[str, Any]:
@@ -63,10 +125,35 @@ def _fit_args(rng: random.Random) -> dict[str, Any]:
     return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeResourcesFitArgs", **args}
 
 
-def config(rng: random.Random) -> dict[str, Any]:
+# Config validation parses Gt/Lt values as integers (nodeaffinity.NewNodeSelector): args keep to these.
+SET_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _node_affinity_args(rng: random.Random) -> dict[str, Any]:
+    """NodeAffinityArgs.addedAffinity: required terms, preferred terms or both, on node labels."""
+    added: dict[str, Any] = {}
+    if rng.random() < 0.6:
+        added["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [_requirement(rng, ops=SET_OPERATORS)]} for _ in range(rng.randint(1, 2))
+            ]
+        }
+    if not added or rng.random() < 0.5:
+        added["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": rng.randint(1, 100), "preference": {"matchExpressions": [_requirement(rng, ops=SET_OPERATORS)]}}
+            for _ in range(rng.randint(1, 2))
+        ]
+    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeAffinityArgs", "addedAffinity": added}
+
+
+def config(
+    rng: random.Random, *, batch: bool = False, many_nodes: bool = False, sampling: bool = False
+) -> dict[str, Any]:
     """Our default profile spelled out for both sides, with System or List defaulting."""
     args: dict[str, Any] = {"defaultingType": "System"}
-    if rng.random() < 0.3:
+    if batch:
+        args = {"defaultingType": "List", "defaultConstraints": []}  # every pod without constraints is signable
+    elif rng.random() < 0.3:
         keys = rng.sample(TOPOLOGY_KEYS[:3], rng.randint(0, 2))
         args = {
             "defaultingType": "List",
@@ -87,15 +174,27 @@ def config(rng: random.Random) -> dict[str, Any]:
     ]
     if rng.random() < 0.3:
         plugin_config.append({"name": "NodeResourcesFit", "args": _fit_args(rng)})
+    if rng.random() < 0.1:
+        plugin_config.append({"name": "NodeAffinity", "args": _node_affinity_args(rng)})
     # The oracle's own loop runs no PostFilter: both sides go without it.
-    return upstream_config(plugin_config, post_filter=False)
+    out = upstream_config(plugin_config, post_filter=False)
+    if many_nodes:
+        # Without "nodesampling", 100: every node is evaluated (the default would sample past 100 nodes).
+        percentage = rng.choice((0, 5, 30, 50, 70, 100))
+        if not sampling:
+            percentage = 100
+        if rng.random() < 0.5:
+            out["percentageOfNodesToScore"] = percentage
+        else:
+            out["profiles"][0]["percentageOfNodesToScore"] = percentage
+    return out
 
 
 def _allocatable(rng: random.Random) -> dict[str, str]:
     """Mostly roomy, sometimes tight (a few pods fill it), now and then missing memory or holding GPUs."""
     alloc = {
-        "cpu": rng.choice(("1", "2", "4", "3500m", "16")),
-        "memory": rng.choice(("1Gi", "2Gi", "4Gi", "16Gi", "4000M")),
+        "cpu": rng.choice(("1", "2", "4", "3500m", "16", "1e1", "4.5")),
+        "memory": rng.choice(("1Gi", "2Gi", "4Gi", "16Gi", "4000M", "0.5Gi", "2.5Gi")),
         "pods": rng.choice(("110", "110", "110", "2", "4", "8")),
     }
     if rng.random() < 0.2:
@@ -107,7 +206,7 @@ def _allocatable(rng: random.Random) -> dict[str, str]:
     return alloc
 
 
-def _requests(rng: random.Random, gpu: bool = False) -> dict[str, str]:
+def _requests(rng: random.Random, gpu: bool) -> dict[str, str]:
     out = {}
     if rng.random() < 0.8:
         out["cpu"] = rng.choice(CPUS)
@@ -120,63 +219,138 @@ def _requests(rng: random.Random, gpu: bool = False) -> dict[str, str]:
     return out
 
 
-def _container(rng: random.Random, name: str, gpu: bool, ports: bool) -> dict[str, Any]:
+def _resources(rng: random.Random, gpu: bool) -> dict[str, Any] | None:
+    """Requests (70%), requests and limits (20%, limits at least the requests) or limits only (10%).
+
+    An extended resource is not overcommitted: its limit is required and equals its request.
+    """
+    requests = _requests(rng, gpu)
+    if not requests:
+        return None
+    roll = rng.random()
+    if roll < 0.1:
+        return {"limits": requests}  # the API server copies limits into the missing requests
+    out: dict[str, Any] = {"requests": requests}
+    if roll < 0.3:
+        # Each limit at least its request (every request here is below 16 cpus and 32Gi).
+        out["limits"] = {
+            name: rng.choice((quantity, "16" if name == "cpu" else "32Gi")) if name in ("cpu", "memory") else quantity
+            for name, quantity in requests.items()
+        }
+    elif GPU in requests:
+        out["limits"] = {GPU: requests[GPU]}
+    return out
+
+
+def _ports(rng: random.Random, used: set[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    """One hostPort, unique in the pod by (protocol, hostIP, port) as the API requires."""
+    port: dict[str, Any] = {"containerPort": rng.choice(PORTS), "protocol": rng.choice(PROTOCOLS)}
+    port["hostPort"] = port["containerPort"] if rng.random() < 0.8 else port["containerPort"] + 30000
+    host_ip = rng.choice(("", "", "0.0.0.0", "10.0.0.1", "10.0.0.2"))
+    if host_ip:
+        port["hostIP"] = host_ip
+    key = (port["protocol"], host_ip, port["hostPort"])
+    if key in used:
+        return []
+    used.add(key)
+    return [port]
+
+
+def _container(
+    rng: random.Random, name: str, gpu: bool, used_ports: set[tuple[str, str, int]] | None
+) -> dict[str, Any]:
     container: dict[str, Any] = {"name": name, "image": "x"}
     if rng.random() < 0.75:
-        requests = _requests(rng, gpu)
-        if requests:
-            container["resources"] = {"requests": requests}
-    if ports and rng.random() < 0.15:
-        port: dict[str, Any] = {"containerPort": rng.choice(PORTS), "protocol": rng.choice(("TCP", "TCP", "UDP"))}
-        port["hostPort"] = port["containerPort"]
-        host_ip = rng.choice(("", "", "0.0.0.0", "10.0.0.1", "10.0.0.2"))
-        if host_ip:
-            port["hostIP"] = host_ip
-        container["ports"] = [port]
+        resources = _resources(rng, gpu)
+        if resources:
+            container["resources"] = resources
+    if used_ports is not None and rng.random() < 0.15:
+        ports = _ports(rng, used_ports)
+        if ports:
+            container["ports"] = ports
     return container
+
+
+def _sum_requests(containers: Iterable[dict[str, Any]], resource: str) -> int:
+    """Requests of ``resource`` (limits where requests are missing, as the API defaults them), summed,
+    in milli-units: an upper bound of what the API compares pod-level requests against."""
+    total = 0
+    for container in containers:
+        resources = container.get("resources", {})
+        quantity = resources.get("requests", {}).get(resource) or resources.get("limits", {}).get(resource)
+        if quantity:
+            total += milli_value(parse_quantity(quantity))
+    return total
 
 
 def pod_spec(rng: random.Random, gpu: bool = True) -> dict[str, Any]:
     """Containers (1-2), sometimes init containers and sidecars, overhead and pod-level requests."""
+    used_ports: set[tuple[str, str, int]] = set()
     spec: dict[str, Any] = {
-        "containers": [_container(rng, f"c{i}", gpu, ports=True) for i in range(rng.choice((1, 1, 2)))]
+        "containers": [_container(rng, f"c{i}", gpu, used_ports) for i in range(rng.choice((1, 1, 2)))]
     }
     if rng.random() < 0.2:
         inits = []
         for i in range(rng.randint(1, 2)):
-            init = _container(rng, f"init{i}", gpu, ports=False)
-            if rng.random() < 0.4:
+            sidecar = rng.random() < 0.4
+            # The API checks an init container's hostPorts against itself only (they run one by one),
+            # so a sidecar may repeat a container's.
+            init = _container(rng, f"init{i}", gpu, set() if sidecar else None)
+            if sidecar:
                 init["restartPolicy"] = "Always"
             inits.append(init)
         spec["initContainers"] = inits
     if rng.random() < 0.08:
-        spec["overhead"] = {"cpu": rng.choice(("10m", "250m")), "memory": rng.choice(("10Mi", "120Mi"))}
+        cpu, memory = rng.choice(OVERHEADS)
+        spec["runtimeClassName"] = runtime_class_name(cpu, memory)
+        spec["overhead"] = {"cpu": cpu, "memory": memory}
     if rng.random() < 0.05:
-        spec["resources"] = {"requests": {"cpu": rng.choice(("1", "3")), "memory": rng.choice(("1Gi", "3Gi"))}}
+        # Never below the containers' (API: "must be greater than or equal to aggregate container requests").
+        everything = spec["containers"] + spec.get("initContainers", [])
+        milli_cpu = _sum_requests(everything, "cpu") + 1000 * rng.choice((0, 1, 3))
+        memory_bytes = -(-_sum_requests(everything, "memory") // 1000) + 2**30 * rng.choice((0, 1, 3))
+        spec["resources"] = {"requests": {"cpu": f"{milli_cpu}m", "memory": str(memory_bytes)}}
     return spec
+
+
+def runtime_class_name(cpu: str, memory: str) -> str:
+    return f"rc-{cpu}-{memory}".lower()
 
 
 def _labels(rng: random.Random, n: int = 3) -> dict[str, str]:
     return {k: rng.choice(LABEL_VALUES) for k in rng.sample(LABEL_KEYS, rng.randint(0, n))}
 
 
-def _taint(rng: random.Random) -> dict[str, str]:
-    taint = {
-        "key": rng.choice(("dedicated", "gpu", "spot")),
-        "effect": rng.choice(("NoSchedule", "NoExecute", "PreferNoSchedule")),
-    }
-    if rng.random() < 0.6:
-        taint["value"] = rng.choice(("a", "b", "infra"))
-    return taint
+def _taints(rng: random.Random, count: int) -> list[dict[str, str]]:
+    """``count`` taints at most, unique by key and effect (the API refuses duplicates)."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for _ in range(count):
+        taint = {
+            "key": rng.choice(("dedicated", "gpu", "spot")),
+            "effect": rng.choice(("NoSchedule", "NoExecute", "PreferNoSchedule")),
+        }
+        if rng.random() < 0.6:
+            taint["value"] = rng.choice(("a", "b", "infra"))
+        out.setdefault((taint["key"], taint["effect"]), taint)
+    return list(out.values())
 
 
-def nodes(rng: random.Random) -> list[dict[str, Any]]:
+def _node_images(rng: random.Random) -> list[dict[str, Any]]:
+    return [
+        {"names": list(names), "sizeBytes": size} for _, names, size in rng.sample(IMAGES, rng.randint(1, len(IMAGES)))
+    ]
+
+
+def nodes(
+    rng: random.Random, count: int, features: frozenset[str] = frozenset(), frng: random.Random | None = None
+) -> list[dict[str, Any]]:
     out = []
-    for i in range(rng.randint(1, 60)):
+    frng = frng or random.Random(0)
+    for i in range(count):
         name = f"node-{i}"
         labels = _labels(rng)
         if rng.random() < 0.92:
-            labels[HOSTNAME] = name
+            labels[HOSTNAME] = name if rng.random() < 0.97 else rng.choice((f"host-{i}", f"host-{i // 2}"))
         if rng.random() < 0.85:
             labels[ZONE] = f"zone-{rng.randint(1, 4)}"
         if rng.random() < 0.7:
@@ -185,10 +359,12 @@ def nodes(rng: random.Random) -> list[dict[str, Any]]:
             labels["rack"] = f"r{rng.randint(1, 6)}"
         spec: dict[str, Any] = {}
         if rng.random() < 0.3:
-            spec["taints"] = [_taint(rng) for _ in range(rng.randint(1, 2))]
+            spec["taints"] = _taints(rng, rng.randint(1, 2))
         if rng.random() < 0.07:
             spec["unschedulable"] = True
-        status = {"allocatable": _allocatable(rng)}
+        status: dict[str, Any] = {"allocatable": _allocatable(rng)}
+        if "imagelocality" in features and frng.random() < 0.7:
+            status["images"] = _node_images(frng)
         out.append(
             {
                 "apiVersion": "v1",
@@ -201,6 +377,14 @@ def nodes(rng: random.Random) -> list[dict[str, Any]]:
     return out
 
 
+def _expression(rng: random.Random, keys: tuple[str, ...] = ("tier", "team", "gen")) -> dict[str, Any]:
+    op = rng.choice(("In", "NotIn", "Exists", "DoesNotExist"))
+    expr: dict[str, Any] = {"key": rng.choice(keys), "operator": op}
+    if op in ("In", "NotIn"):
+        expr["values"] = rng.sample(("a", "b", "c", ""), rng.randint(1, 2))
+    return expr
+
+
 def _selector(rng: random.Random) -> dict[str, Any] | None:
     roll = rng.random()
     if roll < 0.05:
@@ -211,30 +395,34 @@ def _selector(rng: random.Random) -> dict[str, Any] | None:
     if rng.random() < 0.8:
         sel["matchLabels"] = {"app": rng.choice(("a", "b"))}
     if rng.random() < 0.3:
-        op = rng.choice(("In", "NotIn", "Exists", "DoesNotExist"))
-        expr: dict[str, Any] = {"key": rng.choice(("tier", "team")), "operator": op}
-        if op in ("In", "NotIn"):
-            expr["values"] = rng.sample(("a", "b", "c"), rng.randint(1, 2))
-        sel["matchExpressions"] = [expr]
+        sel["matchExpressions"] = [_expression(rng) for _ in range(rng.choice((1, 1, 2, 3)))]
     return sel
 
 
-def _requirement(rng: random.Random) -> dict[str, Any]:
-    op = rng.choice(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"))
+def _selector_keys(sel: dict[str, Any]) -> set[str]:
+    return set(sel.get("matchLabels", {})) | {e["key"] for e in sel.get("matchExpressions", [])}
+
+
+def _requirement(
+    rng: random.Random, ops: tuple[str, ...] = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+) -> dict[str, Any]:
+    op = rng.choice(ops)
     key = rng.choice((*LABEL_KEYS, ZONE, HOSTNAME))
     expr: dict[str, Any] = {"key": key, "operator": op}
     if op in ("In", "NotIn"):
-        expr["values"] = rng.sample(LABEL_VALUES, rng.randint(1, 3))
+        values = (*LABEL_VALUES, "zone-1", "zone-2") if key == ZONE else LABEL_VALUES
+        expr["values"] = rng.sample(values, rng.randint(1, 3))
     elif op in ("Gt", "Lt"):
-        expr["values"] = [rng.choice(("3", "0", "-1", "10", "x"))]  # the API accepts a non-integer here
+        expr["values"] = [rng.choice(("3", "0", "10", "x"))]  # one label value; the API accepts a non-integer
     return expr
 
 
-def _term(rng: random.Random, node_names: list[str]) -> dict[str, Any]:
+def _term(rng: random.Random, node_names: list[str], fields: float) -> dict[str, Any]:
     term: dict[str, Any] = {}
     if rng.random() < 0.85 or not node_names:
         term["matchExpressions"] = [_requirement(rng) for _ in range(rng.randint(1, 2))]
-    if node_names and rng.random() < 0.2:
+    if node_names and rng.random() < fields:
+        # The API takes metadata.name only, In/NotIn only, and exactly one value.
         term["matchFields"] = [
             {"key": "metadata.name", "operator": rng.choice(("In", "In", "NotIn")), "values": [rng.choice(node_names)]}
         ]
@@ -260,21 +448,21 @@ def _toleration(rng: random.Random) -> dict[str, Any]:
     return tol
 
 
-def _constraints(rng: random.Random, labels: dict[str, str]) -> list[dict[str, Any]]:
+def _constraints(rng: random.Random) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for _ in range(rng.choice((0, 0, 1, 1, 2, 3))):
         key = rng.choice(TOPOLOGY_KEYS)
         when = rng.choice(("DoNotSchedule", "ScheduleAnyway"))
-        if (key, when) in seen:
+        if (key, when) in seen:  # the API refuses two constraints with one topologyKey and whenUnsatisfiable
             continue
         seen.add((key, when))
         c: dict[str, Any] = {"maxSkew": rng.randint(1, 3), "topologyKey": key, "whenUnsatisfiable": when}
         sel = _selector(rng)
         if sel is not None:
             c["labelSelector"] = sel
-            used = set(sel.get("matchLabels", {})) | {e["key"] for e in sel.get("matchExpressions", [])}
-            if rng.random() < 0.2 and "team" not in used:
+            # matchLabelKeys needs a labelSelector and must not repeat one of its keys.
+            if rng.random() < 0.2 and "team" not in _selector_keys(sel):
                 c["matchLabelKeys"] = ["team"]
         if when == "DoNotSchedule" and rng.random() < 0.25:
             c["minDomains"] = rng.randint(1, 6)
@@ -286,16 +474,213 @@ def _constraints(rng: random.Random, labels: dict[str, str]) -> list[dict[str, A
     return out
 
 
+# -- InterPodAffinity (feature "interpodaffinity") ---------------------------------------------------
+
+
+def _affinity_term(rng: random.Random, labels: dict[str, str], namespaces: tuple[str, ...]) -> dict[str, Any]:
+    """A PodAffinityTerm using every field; with ``labels`` (the pod's own) it may select itself."""
+    term: dict[str, Any] = {"topologyKey": rng.choice((HOSTNAME, HOSTNAME, ZONE, ZONE, REGION, "rack"))}
+    roll = rng.random()
+    if roll < 0.05:
+        sel: dict[str, Any] | None = None  # selects no pod
+    elif roll < 0.1:
+        sel = {}  # selects every pod
+    elif labels and roll < 0.35:
+        key = rng.choice(sorted(labels))
+        sel = {"matchLabels": {key: labels[key]}}  # self-matching: the first pod of a group
+    else:
+        sel = _selector(rng) or {"matchLabels": {"app": "a"}}
+    if sel is not None:
+        term["labelSelector"] = sel
+        free = [k for k in ("team", "gen", "tier") if k not in _selector_keys(sel)]
+        if free and rng.random() < 0.2:
+            term["matchLabelKeys"] = [free.pop(rng.randrange(len(free)))]
+        if free and rng.random() < 0.2:
+            term["mismatchLabelKeys"] = [rng.choice(free)]
+    roll = rng.random()
+    if roll < 0.2:
+        term["namespaces"] = rng.sample(namespaces, rng.randint(1, len(namespaces)))
+    elif roll < 0.3:
+        term["namespaceSelector"] = {}  # every namespace
+    elif roll < 0.45:
+        term["namespaceSelector"] = rng.choice(
+            (
+                {"matchLabels": {"env": rng.choice(("prod", "dev"))}},
+                {"matchExpressions": [{"key": "env", "operator": "Exists"}]},
+                {"matchLabels": {NAMESPACE_NAME: rng.choice(namespaces)}},
+            )
+        )
+        if rng.random() < 0.3:
+            term["namespaces"] = [rng.choice(namespaces)]
+    return term
+
+
+def pod_affinity(rng: random.Random, labels: dict[str, str], namespaces: tuple[str, ...]) -> dict[str, Any]:
+    """podAffinity and/or podAntiAffinity, each with required and/or preferred terms."""
+    out: dict[str, Any] = {}
+    for kind in rng.sample(("podAffinity", "podAntiAffinity"), rng.randint(1, 2)):
+        part: dict[str, Any] = {}
+        if rng.random() < 0.5:
+            part["requiredDuringSchedulingIgnoredDuringExecution"] = [
+                _affinity_term(rng, labels, namespaces) for _ in range(rng.randint(1, 2))
+            ]
+        if not part or rng.random() < 0.5:
+            part["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {
+                    "weight": rng.choice((1, rng.randint(1, 100), 100)),
+                    "podAffinityTerm": _affinity_term(rng, labels, namespaces),
+                }
+                for _ in range(rng.randint(1, 3))
+            ]
+        out[kind] = part
+    return out
+
+
+# -- objects ----------------------------------------------------------------------------------------
+
+
 def _owned_by(kind: str, ns: str, app: str) -> list[dict[str, Any]]:
     return [
         {
-            "apiVersion": "apps/v1",
+            "apiVersion": "v1" if kind == "ReplicationController" else "apps/v1",
             "kind": kind,
             "name": f"{kind.lower()}-{app}",
-            "uid": f"uid-{ns}-{app}",
+            "uid": f"uid-{ns}-{kind.lower()}-{app}",
             "controller": True,
         }
     ]
+
+
+def _owner(rng: random.Random, kind: str, ns: str, app: str) -> dict[str, Any]:
+    """A workload whose template labels match its selector, as apps/v1 and core/v1 validation require."""
+    template_labels = {"app": app}
+    template = {"metadata": {"labels": template_labels}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    meta = {"name": f"{kind.lower()}-{app}", "namespace": ns}
+    if kind == "ReplicationController":
+        return {
+            "apiVersion": "v1",
+            "kind": kind,
+            "metadata": meta,
+            "spec": {"replicas": 1, "selector": {"app": app}, "template": template},
+        }
+    selector: dict[str, Any] = {"matchLabels": {"app": app}}
+    if rng.random() < 0.3:
+        selector["matchExpressions"] = [{"key": "tier", "operator": "NotIn", "values": ["c"]}]
+    spec: dict[str, Any] = {"replicas": 1, "selector": selector, "template": template}
+    if kind == "StatefulSet":
+        spec["serviceName"] = f"svc-{app}"
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": spec}
+
+
+def _services(rng: random.Random, ns: str, app: str) -> list[dict[str, Any]]:
+    """0-3 Services, selecting the owner's pods, a subset of them, other pods, or none at all."""
+    out = []
+    for i in range(rng.choice((0, 0, 1, 1, 2, 3))):
+        selector = rng.choice(
+            (
+                {"app": app},
+                {"app": app, "tier": rng.choice(("a", "b"))},
+                {"tier": rng.choice(("a", "b", "c"))},
+                {"app": "b" if app == "a" else "a"},
+                {"team": ""},
+                None,
+            )
+        )
+        spec: dict[str, Any] = {"ports": [{"port": rng.choice(PORTS), "protocol": rng.choice(PROTOCOLS)}]}
+        if selector is not None:
+            spec["selector"] = selector
+        out.append(
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"svc-{i}", "namespace": ns}, "spec": spec}
+        )
+    return out
+
+
+def _namespace(rng: random.Random, name: str) -> dict[str, Any]:
+    labels = {NAMESPACE_NAME: name}  # the API server sets it on every Namespace
+    if rng.random() < 0.5:
+        labels["env"] = rng.choice(("prod", "dev"))
+    if rng.random() < 0.3:
+        labels["tier"] = rng.choice(("a", "b", ""))
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def _priority_class(value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": f"prio-{value}"},
+        "value": value,
+    }
+
+
+def _runtime_class(cpu: str, memory: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": runtime_class_name(cpu, memory)},
+        "handler": "runc",
+        "overhead": {"podFixed": {"cpu": cpu, "memory": memory}},
+    }
+
+
+def _set_priority(spec: dict[str, Any], value: int) -> None:
+    """By class, as the Priority admission plugin wants it (it refuses a bare spec.priority)."""
+    spec["priorityClassName"] = f"prio-{value}"
+    spec["priority"] = value
+
+
+def _lopsided(rng: random.Random, spec: dict[str, Any]) -> None:
+    """Feature "balancedallocation": the first container asks mostly for cpu or mostly for memory."""
+    cpu, memory = rng.choice((("2", "64Mi"), ("1500m", "0"), ("50m", "3Gi"), ("0", "1500M"), ("1", "1Gi")))
+    resources = spec["containers"][0].setdefault("resources", {})
+    resources["requests"] = {"cpu": cpu, "memory": memory}
+    resources.pop("limits", None)
+    spec.pop("resources", None)  # pod-level requests must stay above the containers'
+
+
+def _use_images(rng: random.Random, spec: dict[str, Any]) -> None:
+    """Feature "imagelocality": containers run images that some nodes already hold."""
+    for container in spec["containers"]:
+        container["image"] = rng.choice(IMAGES)[0]
+
+
+def _batch(rng: random.Random, ns: str, app: str, node_names: list[str], first: int) -> list[dict[str, Any]]:
+    """4-10 identical replicas (no constraints, preferred node affinity, half with a hostPort): each
+    finds the node the one before it took fuller, until that node stops fitting (pods limit, port)."""
+    spec: dict[str, Any] = {
+        "schedulerName": "spread-scheduler",
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": rng.choice(CPUS[1:6])}}}],
+        "affinity": {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": rng.randint(1, 100), "preference": _term(rng, node_names, 0.15)}
+                ]
+            }
+        },
+    }
+    if rng.random() < 0.5:
+        port = rng.choice(PORTS)
+        spec["containers"][0]["ports"] = [{"containerPort": port, "hostPort": port, "protocol": "TCP"}]
+    if rng.random() < 0.5:
+        spec["tolerations"] = [{"key": "spot", "operator": "Exists", "effect": "PreferNoSchedule"}]
+    out = []
+    for j in range(rng.randint(4, 10)):
+        meta = {
+            "name": f"batch-{j}",
+            "namespace": ns,
+            "labels": {"app": app, "batch": "1"},
+            "creationTimestamp": f"2026-01-01T00:00:{min(first + j, 59):02d}Z",
+        }
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": meta,
+                "spec": json.loads(json.dumps(spec)),
+                "status": {"phase": "Pending"},
+            }
+        )
+    return out
 
 
 def replicated(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -313,80 +698,35 @@ def replicated(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return objects, config
 
 
-MB = 1024 * 1024
-# (names, size): one image as a node lists it; pods refer to it by names[0] or a shorter spelling.
-IMAGES = (
-    (("nginx:latest", "nginx:1.25"), 60 * MB),
-    (("gcr.io/app:v1",), 400 * MB),
-    (("registry:5000/tool:latest",), 12 * MB),
-    (("big:latest", "big@sha256:" + "ab" * 32), 2500 * MB),
-    (("mid:2",), 900 * MB),
-)
-POD_IMAGES = (
-    "nginx",
-    "nginx:1.25",
-    "nginx:1.26",
-    "gcr.io/app:v1",
-    "registry:5000/tool",
-    "big",
-    "big@sha256:" + "ab" * 32,
-    "mid:2",
-    "x",
-)
-
-
-def _images(objects: list[dict[str, Any]], config: dict[str, Any], seed: int) -> None:
-    """Node images, container images and BalancedAllocation args, from their own RNG (see the docstring)."""
-    rng = random.Random(seed ^ 0x1A6E5)
-    for obj in objects:
-        if obj["kind"] == "Node" and rng.random() < 0.6:
-            obj["status"]["images"] = [
-                {"names": list(names), "sizeBytes": size} for names, size in rng.sample(IMAGES, rng.randint(1, 4))
-            ]
-        elif obj["kind"] == "Pod":
-            for key in ("initContainers", "containers"):
-                for container in obj["spec"].get(key, []):
-                    container["image"] = rng.choice(POD_IMAGES)
-    if rng.random() < 0.25:
-        resources = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
-        if rng.random() < 0.6:
-            resources.append({"name": GPU, "weight": 1})
-        args = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeResourcesBalancedAllocationArgs"}
-        config["profiles"][0].setdefault("pluginConfig", []).append(
-            {"name": "NodeResourcesBalancedAllocation", "args": {**args, "resources": resources}}
-        )
-
-
-def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Objects (nodes, existing pods, workloads, pending pods) and the config, from one seed."""
+def scenario(seed: int, features: frozenset[str] = DEFAULT_FEATURES) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Objects (namespaces, classes, nodes, workloads, services, existing and pending pods) and the
+    config, from one seed; ``features`` adds fields of plugins that are optional (``FEATURES``)."""
+    unknown = set(features) - FEATURES
+    if unknown:
+        raise ValueError(f"unknown generator features {sorted(unknown)}; known: {sorted(FEATURES)}")
     rng = random.Random(seed)
-    node_objs = nodes(rng)
+    frng = random.Random(seed * 1_000_003 + 1)  # the optional features' own stream
+    ipa = "interpodaffinity" in features
+    many_nodes = rng.random() < 0.03
+    batch = rng.random() < 0.08
+    node_objs = nodes(rng, rng.randint(101, 160) if many_nodes else rng.randint(1, 60), features, frng)
     names = [n["metadata"]["name"] for n in node_objs]
-    objects: list[dict[str, Any]] = list(node_objs)
+    if batch:
+        for node in rng.sample(node_objs, max(1, len(node_objs) // 4)):
+            node["spec"]["taints"] = [t for t in node["spec"].get("taints", []) if t["key"] != "spot"]
+            node["spec"]["taints"].append({"key": "spot", "effect": "PreferNoSchedule"})
     namespaces = NAMESPACES[: rng.randint(1, 3)]
+    objects: list[dict[str, Any]] = [_namespace(rng, ns) for ns in namespaces]
+    objects += node_objs
     owners: list[tuple[str, str, str]] = []
     for ns in namespaces:
         app = rng.choice(("a", "b"))
-        if rng.random() < 0.6:
-            objects.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Service",
-                    "metadata": {"name": f"svc-{app}", "namespace": ns},
-                    "spec": {"selector": {"app": app}},
-                }
-            )
-        kind = rng.choice(("ReplicaSet", "StatefulSet"))
-        objects.append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": kind,
-                "metadata": {"name": f"{kind.lower()}-{app}", "namespace": ns},
-                "spec": {"selector": {"matchLabels": {"app": app}}},
-            }
-        )
+        kind = rng.choice(OWNER_KINDS)
+        objects.append(_owner(rng, kind, ns, app))
+        objects += _services(rng, ns, app)
         owners.append((ns, kind, app))
-    for i in range(rng.randint(0, 3 * len(names))):
+    pods: list[dict[str, Any]] = []
+    for i in range(rng.randint(0, len(names) if many_nodes else 3 * len(names))):
         ns, kind, app = rng.choice(owners)
         labels = _labels(rng) | ({"app": app} if rng.random() < 0.7 else {})
         meta: dict[str, Any] = {"name": f"existing-{i}", "namespace": ns, "labels": labels}
@@ -394,13 +734,16 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             meta["ownerReferences"] = _owned_by(kind, ns, app)
         if rng.random() < 0.08:
             meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-        objects.append(
+        spec = {"nodeName": rng.choice(names), **pod_spec(rng)}
+        if ipa and frng.random() < 0.1:
+            spec["affinity"] = pod_affinity(frng, labels, namespaces)
+        pods.append(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": meta,
-                "spec": {"nodeName": rng.choice(names), **pod_spec(rng)},
-                "status": {"phase": rng.choice(("Running", "Running", "Pending", "Succeeded"))},
+                "spec": spec,
+                "status": {"phase": rng.choice(("Running", "Running", "Pending", "Succeeded", "Failed"))},
             }
         )
     for i in range(rng.randint(1, 6)):
@@ -414,30 +757,71 @@ def scenario(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         }
         if rng.random() < 0.5:
             meta["ownerReferences"] = _owned_by(kind, ns, app)
-        spec: dict[str, Any] = {"schedulerName": "spread-scheduler", **pod_spec(rng)}
+        # Each roll is drawn whether its feature is on or not, so a feature leaves the rest as it was.
+        if rng.random() < 0.03 and "terminatingpods" in features:
+            meta["deletionTimestamp"] = "2026-01-01T00:02:00Z"
+        spec = {"schedulerName": "spread-scheduler", **pod_spec(rng)}
+        status: dict[str, Any] = {"phase": "Pending"}
         if rng.random() < 0.3:
-            spec["priority"] = rng.choice((0, 10, 100))
+            _set_priority(spec, rng.choice(PRIORITIES))
+        if rng.random() < 0.04 and "schedulinggates" in features:
+            spec["schedulingGates"] = [{"name": "example.com/gate"}]
+        if rng.random() < 0.05:
+            # A node that does not exist is ignored by upstream (it falls back to every node).
+            nominated = rng.choice(names) if rng.random() < 0.9 else "gone"
+            status["nominatedNodeName"] = nominated if "nominatednodes" in features else "gone"
         if rng.random() < 0.25:
             spec["nodeSelector"] = _labels(rng, 1) or {"disk": "ssd"}
         affinity: dict[str, Any] = {}
         if rng.random() < 0.35:
             affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
-                "nodeSelectorTerms": [_term(rng, names) for _ in range(rng.randint(1, 3))]
+                "nodeSelectorTerms": [_term(rng, names, 0.2) for _ in range(rng.randint(1, 3))]
             }
         if rng.random() < 0.35:
             affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
-                {"weight": rng.randint(1, 100), "preference": _term(rng, [])} for _ in range(rng.randint(1, 3))
+                {"weight": rng.randint(1, 100), "preference": _term(rng, names, 0.15)} for _ in range(rng.randint(1, 3))
             ]
         if affinity:
             spec["affinity"] = {"nodeAffinity": affinity}
+        if ipa and frng.random() < 0.4:
+            spec.setdefault("affinity", {}).update(pod_affinity(frng, labels, namespaces))
         if rng.random() < 0.5:
             spec["tolerations"] = [_toleration(rng) for _ in range(rng.randint(1, 3))]
-        constraints = _constraints(rng, labels)
+        constraints = _constraints(rng)
         if constraints:
             spec["topologySpreadConstraints"] = constraints
-        objects.append(
-            {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
+        pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status})
+    if batch:
+        ns, _, app = rng.choice(owners)
+        pods += _batch(rng, ns, app, names, rng.randint(0, 50))
+    for pod in pods:
+        if pod["metadata"]["name"].startswith("batch-"):
+            continue  # the replicas stay identical
+        if "balancedallocation" in features and frng.random() < 0.3:
+            _lopsided(frng, pod["spec"])
+        if "imagelocality" in features and frng.random() < 0.6:
+            _use_images(frng, pod["spec"])
+    classes = sorted({p["spec"]["priority"] for p in pods if "priorityClassName" in p["spec"]})
+    objects += [_priority_class(v) for v in classes]
+    overheads = sorted({tuple(p["spec"]["overhead"].values()) for p in pods if "overhead" in p["spec"]})
+    objects += [_runtime_class(cpu, memory) for cpu, memory in overheads]
+    objects += pods
+    out = config(rng, batch=batch, many_nodes=many_nodes, sampling="nodesampling" in features)
+    if "balancedallocation" in features and frng.random() < 0.25:
+        out["profiles"][0].setdefault("pluginConfig", []).append(
+            {"name": "NodeResourcesBalancedAllocation", "args": _balanced_allocation_args(frng)}
         )
-    cfg = config(rng)
-    _images(objects, cfg, seed)
-    return objects, cfg
+    return objects, out
+
+
+def _balanced_allocation_args(rng: random.Random) -> dict[str, Any]:
+    """Feature "balancedallocation": its resources, sometimes with the extended GPU as a third (weights are 1)."""
+    resources = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+    if rng.random() < 0.6:
+        resources.append({"name": GPU, "weight": 1})
+    rng.shuffle(resources)
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "NodeResourcesBalancedAllocationArgs",
+        "resources": resources,
+    }

@@ -17,6 +17,7 @@ from typing import Any
 
 from scheduler.config import parse_config
 from scheduler.simulate import Simulation, attempt_to_json
+from tests.differential import apiserver
 from tests.differential.generator import scenario
 
 
@@ -114,18 +115,28 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument(
+        "--through-apiserver",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="share of clusters sent through a real kube-apiserver first",
+    )
     args = parser.parse_args()
     oracle = oracle_binary()
+    trip = apiserver.start(args.through_apiserver)
+    make = trip.wrap(scenario, args.through_apiserver) if trip else scenario
     started, total, bad = time.monotonic(), 0, 0
     for first in range(args.start, args.start + args.count, args.batch):
         seeds = range(first, min(first + args.batch, args.start + args.count))
-        mismatches = run_batch(seeds, oracle)
+        mismatches = run_batch(seeds, oracle, make)
         total += len(seeds)
         bad += len(mismatches)
         for seed, problems in sorted(mismatches.items())[:5]:
             print(f"seed {seed}:\n  " + "\n  ".join(problems[:6]), flush=True)
         print(f"{total} clusters compared, {bad} with mismatches ({time.monotonic() - started:.0f}s)", flush=True)
-    return 1 if bad else 0
+    refused = apiserver.finish(trip)  # any refusal is a generator bug
+    return 1 if bad or refused else 0
 
 
 if __name__ == "__main__":

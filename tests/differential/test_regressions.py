@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler.config import upstream_config
 from scheduler.testing import make_node, make_pod
 from tests.differential.runner import oracle_binary, python_side, run_batch
 
@@ -39,3 +40,34 @@ def test_fit_scores_container_requests_not_pod_level_requests() -> None:
     """
     pod = make_pod("p").requests(cpu="1", memory="0").set("spec.resources", {"requests": {"cpu": "1", "memory": "3Gi"}})
     assert fit_score(pod.dict()) == 87
+
+
+def node_affinity_scores(pending: dict[str, Any], config: dict[str, Any] | None = None) -> dict[str, Any]:
+    objects = [make_node(name).capacity(cpu="4", memory="4Gi", pods="110").dict() for name in ("n", "m")]
+    objects.append(pending)
+    (result,) = python_side(objects, config or {}, seed=0)
+    return {name: node["scores"].get("NodeAffinity") for name, node in result["nodes"].items()}
+
+
+def test_node_affinity_scores_a_pod_whose_preferred_terms_are_all_empty() -> None:
+    """Seed 9000009: a preferred list whose only term is empty (``preference: {}``) matches no node,
+    but the list is there, so upstream's PreScore does not skip (getPodPreferredNodeAffinity is
+    non-nil): NodeAffinity shows raw 0, normalized 0 on every node."""
+    pod = make_pod("p").preferred_term(24, {})
+    assert node_affinity_scores(pod.dict()) == {"n": {"raw": 0, "normalized": 0}, "m": {"raw": 0, "normalized": 0}}
+
+
+def test_node_affinity_scores_every_pod_when_args_add_preferred_terms() -> None:
+    """addedAffinity with a preferred term that is empty: the list is not empty, so upstream keeps
+    addedPrefSchedTerms (non-nil) and scores every pod, 0 on every node here."""
+    args = {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "preference": {}}]}}
+    config = upstream_config([{"name": "NodeAffinity", "args": args}])
+    assert node_affinity_scores(make_pod("p").dict(), config) == {
+        "n": {"raw": 0, "normalized": 0},
+        "m": {"raw": 0, "normalized": 0},
+    }
+
+
+def test_node_affinity_skips_a_pod_without_preferred_terms() -> None:
+    """Neither the pod nor the args list preferred terms: PreScore skips, no NodeAffinity score."""
+    assert node_affinity_scores(make_pod("p").dict()) == {"n": None, "m": None}

@@ -121,6 +121,9 @@ class NodeAffinity:
         for selector_errors in self.added_required.parse_errors if self.added_required else ():
             errors.append(FieldError("addedAffinity", selector_errors))
         errors.extend(FieldError("addedAffinity", e) for e in _preferred_errors(self.added_preferred))
+        # Upstream parses the added preferred terms when the list is not empty; then every pod is
+        # scored, even when all those terms are empty and were dropped.
+        self.added_preferred_listed = bool(added.get("preferredDuringSchedulingIgnoredDuringExecution"))
         if errors:
             raise ValueError("; ".join(str(e) for e in errors))
         self.handle = handle
@@ -154,7 +157,7 @@ class NodeAffinity:
 
     def sign_pod(self, pod: Pod) -> Hashable:
         selector = None if pod.node_selector is None else tuple(sorted(pod.node_selector.items()))
-        return pod.required_affinity, selector, pod.preferred_affinity
+        return pod.required_affinity, selector, pod.preferred_affinity, pod.preferred_affinity_listed
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
@@ -199,7 +202,8 @@ class NodeAffinity:
     # -- Score --------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
-        if not pod.preferred_affinity and not self.added_preferred:
+        # Skipped only when neither the pod nor the args list preferred terms (upstream: both nil).
+        if not (pod.preferred_affinity or pod.preferred_affinity_listed or self.added_preferred_listed):
             return Status(Code.SKIP)
         problems = _preferred_errors(pod.preferred_affinity)
         if problems:

@@ -1,0 +1,74 @@
+"""The differential generator's clusters are objects the API server accepts (issue #17).
+
+Each object of a sample of seeds goes through a real kube-apiserver v1.35.4 as a server-side dry-run
+create (``tests.differential.apiserver``), every optional feature on: any refusal is a generator bug.
+SPREAD_GEN_VALID_COUNT sets the sample (default 100 seeds, about 40 s).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.differential import generator
+from tests.differential.apiserver import ControlPlane, RoundTrip
+
+COUNT = int(os.environ.get("SPREAD_GEN_VALID_COUNT", "100"))
+START = 9_500_000
+
+
+@pytest.fixture(scope="module")
+def trip(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RoundTrip]:
+    directory = os.environ.get("SPREAD_DIFF_APISERVER_DIR")
+    plane = ControlPlane(Path(directory) if directory else tmp_path_factory.mktemp("apiserver"))
+    round_trip = plane.up()
+    yield round_trip
+    round_trip.close()
+    plane.down()
+
+
+def test_generated_clusters_are_accepted_by_the_api_server(trip: RoundTrip) -> None:
+    for seed in range(START, START + COUNT):
+        objects, _ = generator.scenario(seed, generator.FEATURES)
+        returned = trip.send(seed, objects)
+        assert len(returned) + sum(r.seed == seed for r in trip.refusals) == len(objects)
+    assert not trip.refusals, trip.report()
+
+
+def test_replicated_clusters_are_accepted_by_the_api_server(trip: RoundTrip) -> None:
+    for seed in range(START, START + COUNT // 4):
+        trip.send(seed, generator.replicated(seed)[0])
+    assert not trip.refusals, trip.report()
+
+
+def test_the_api_server_merges_match_label_keys_into_the_spread_selector(trip: RoundTrip) -> None:
+    """What a round trip changes, on one pod: matchLabelKeys become a selector requirement, and the
+    DefaultTolerationSeconds admission plugin adds its two tolerations."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "labels": {"app": "a", "team": "x"}},
+        "spec": {
+            "containers": [{"name": "c", "image": "x"}],
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": generator.ZONE,
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "a"}},
+                    "matchLabelKeys": ["team"],
+                }
+            ],
+        },
+    }
+    (returned,) = trip.send(0, [pod])
+    (constraint,) = returned["spec"]["topologySpreadConstraints"]
+    assert constraint["labelSelector"]["matchExpressions"] == [{"key": "team", "operator": "In", "values": ["x"]}]
+    assert {t["key"] for t in returned["spec"]["tolerations"]} == {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    }
+    assert "uid" not in returned["metadata"]

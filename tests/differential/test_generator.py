@@ -1,0 +1,104 @@
+"""The generator's promises that need no API server: one cluster per seed, features that add without
+reshuffling, and the API rules it is easiest to break (e2e/test_generator_valid.py checks the rest
+against a real kube-apiserver)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.differential import generator
+
+SEEDS = range(9_100_000, 9_100_150)
+
+
+def _pods(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == "Pod"]
+
+
+def test_a_seed_is_one_cluster() -> None:
+    """Two calls with one seed give the same objects and config, byte for byte."""
+    for seed in SEEDS[:20]:
+        assert json.dumps(generator.scenario(seed)) == json.dumps(generator.scenario(seed))
+
+
+def test_features_add_to_a_cluster_without_reshuffling_it() -> None:
+    """Switching every feature on keeps the objects' names and the nodes' labels and taints."""
+    for seed in SEEDS[:50]:
+        plain, _ = generator.scenario(seed)
+        full, _ = generator.scenario(seed, generator.FEATURES)
+        assert [(o["kind"], o["metadata"]["name"]) for o in plain] == [(o["kind"], o["metadata"]["name"]) for o in full]
+        for before, after in zip(plain, full, strict=True):
+            if before["kind"] == "Node":
+                assert before["metadata"] == after["metadata"]
+                assert before["spec"] == after["spec"]
+
+
+def test_an_unknown_feature_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown generator features"):
+        generator.scenario(0, frozenset({"interpodafinity"}))
+
+
+def test_default_features_leave_out_what_neither_side_models_yet() -> None:
+    """Off by default: no pod affinity, no node images, no gates, no pending pod being deleted."""
+    for seed in SEEDS:
+        objects, _ = generator.scenario(seed)
+        for obj in objects:
+            assert "images" not in obj.get("status", {})
+            spec = obj.get("spec", {})
+            assert not {"podAffinity", "podAntiAffinity"} & set(spec.get("affinity", {}))
+            assert "schedulingGates" not in spec
+            if obj["kind"] == "Pod" and not spec.get("nodeName"):
+                assert "deletionTimestamp" not in obj["metadata"]
+
+
+def test_taints_are_unique_by_key_and_effect() -> None:
+    for seed in SEEDS:
+        for node in (o for o in generator.scenario(seed)[0] if o["kind"] == "Node"):
+            pairs = [(t["key"], t["effect"]) for t in node["spec"].get("taints", [])]
+            assert len(pairs) == len(set(pairs)), node
+
+
+def test_host_ports_are_unique_per_pod_and_extended_resources_have_equal_limits() -> None:
+    for seed in SEEDS:
+        for pod in _pods(generator.scenario(seed, generator.FEATURES)[0]):
+            ports = [
+                (p["protocol"], p.get("hostIP", ""), p["hostPort"])
+                for c in pod["spec"]["containers"]
+                for p in c.get("ports", [])
+            ]
+            assert len(ports) == len(set(ports)), pod
+            for c in pod["spec"]["containers"] + pod["spec"].get("initContainers", []):
+                resources = c.get("resources", {})
+                if generator.GPU in resources.get("requests", {}):
+                    assert resources["limits"][generator.GPU] == resources["requests"][generator.GPU]
+
+
+def test_every_class_a_pod_names_is_in_the_cluster() -> None:
+    """The Priority and RuntimeClass admission plugins refuse a pod whose class does not exist."""
+    for seed in SEEDS:
+        objects, _ = generator.scenario(seed)
+        names = {(o["kind"], o["metadata"]["name"]) for o in objects}
+        for pod in _pods(objects):
+            if "priorityClassName" in pod["spec"]:
+                assert ("PriorityClass", pod["spec"]["priorityClassName"]) in names
+            if "runtimeClassName" in pod["spec"]:
+                assert ("RuntimeClass", pod["spec"]["runtimeClassName"]) in names
+
+
+def test_batch_replicas_are_identical_under_a_list_profile_without_default_constraints() -> None:
+    """The shape opportunistic batching is for: every feature on, the replicas' specs stay equal."""
+    batches = 0
+    for seed in SEEDS:
+        objects, config = generator.scenario(seed, generator.FEATURES)
+        replicas = [p for p in _pods(objects) if p["metadata"]["name"].startswith("batch-")]
+        if not replicas:
+            continue
+        batches += 1
+        assert all(p["spec"] == replicas[0]["spec"] for p in replicas)
+        (spread,) = [c for c in config["profiles"][0]["pluginConfig"] if c["name"] == "PodTopologySpread"]
+        assert spread["args"]["defaultingType"] == "List"
+        assert spread["args"]["defaultConstraints"] == []
+    assert batches
