@@ -75,7 +75,8 @@ PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedalloc
 ORACLE_FEATURES = frozenset({"schedulinggates", "terminatingpods", "nominatednodes", "nodesampling"})
 FEATURES = PLUGIN_FEATURES | ORACLE_FEATURES
 # THE SWITCH: add a feature's name here when its plugin (or the oracle's model) has merged.
-DEFAULT_FEATURES: frozenset[str] = frozenset()
+# The plugins landed (InterPodAffinity, BalancedAllocation, ImageLocality); ORACLE_FEATURES wait for the oracle.
+DEFAULT_FEATURES: frozenset[str] = PLUGIN_FEATURES
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
