@@ -136,12 +136,13 @@ func (w *world) fullView(ctx context.Context, profile string, pod *v1.Pod) *view
 		}
 		return unschedulable()
 	}
+	// Printed before Filter runs: AddPluginStatus below adds Filter's rejectors to the same set.
+	absent := fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+		fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(plugs)))
 	var feasible []fwk.NodeInfo
 	for _, n := range all {
 		name := n.Node().Name
 		if !preRes.AllNodes() && !preRes.NodeNames.Has(name) {
-			absent := fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(plugs)))
 			diagnosis.NodeToStatus.SetAbsentNodesStatus(absent)
 			v.Nodes[name] = nodeJSON{Filter: status(absent), Scores: map[string]scoreJSON{}}
 			continue

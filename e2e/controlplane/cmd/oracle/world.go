@@ -90,7 +90,9 @@ type observed struct {
 func (o *observed) RunPreFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status, sets.Set[string]) {
 	res, status, plugins := o.Framework.RunPreFilterPlugins(ctx, state, pod)
 	if c := o.w.current; c != nil {
-		c.preRes, c.prePlugins = res, plugins
+		// A copy: findNodesThatPassFilters adds Filter's rejectors to this very set afterwards, but the
+		// absent nodes' status text was printed from it as PreFilter left it.
+		c.preRes, c.prePlugins = res, plugins.Clone()
 	}
 	return res, status, plugins
 }
