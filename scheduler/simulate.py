@@ -204,11 +204,12 @@ def _frozen_clock() -> float:
 def _filter_json(status: Status | None) -> dict[str, str] | None:
     if status is None:
         return None
-    return {"plugin": status.plugin, "reason": status.message()}
+    return {"plugin": status.plugin, "reason": status.message(), "code": str(status.code)}
 
 
 def attempt_to_json(attempt: Attempt, cache: Cache) -> dict[str, Any]:
-    """The documented JSON shape: per node the filter verdict, per plugin raw/normalized, and the total."""
+    """The documented JSON shape: the outcome, per node the filter verdict (with its status code), per
+    plugin raw/normalized, and the total; the plugins that rejected the pod (``FitError.Diagnosis``)."""
     nodes: dict[str, Any] = {}
     diagnosis = attempt.diagnosis
     index = {name: i for i, name in enumerate(attempt.scored_nodes)}
@@ -230,9 +231,13 @@ def attempt_to_json(attempt: Attempt, cache: Cache) -> dict[str, Any]:
     return {
         "pod": attempt.pod.key,
         "node": attempt.host,
+        "code": "Success" if attempt.host is not None else str(attempt.status.code),
         "message": attempt.message
         if attempt.host is None
         else f"Successfully assigned {attempt.pod.key} to {attempt.host}",
+        # Empty unless the pod fit no node: the rejecting plugins, and those of them that said Pending.
+        "unschedulablePlugins": sorted(diagnosis.unschedulable_plugins) if attempt.fit_error else [],
+        "pendingPlugins": sorted(diagnosis.pending_plugins) if attempt.fit_error else [],
         "nodes": nodes,
     }
 

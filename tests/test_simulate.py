@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 SPREAD = "node(s) didn't match pod topology spread constraints"
 AFFINITY = "node(s) didn't match Pod's node affinity/selector"
-PTS_SKEW = {"plugin": "PodTopologySpread", "reason": SPREAD}
+PTS_SKEW = {"plugin": "PodTopologySpread", "reason": SPREAD, "code": "Unschedulable"}
+UNRESOLVABLE = "UnschedulableAndUnresolvable"
 FOO = {"foo": "bar"}
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -48,6 +49,28 @@ def node(
     return {"filter": verdict, "scores": scores or {}, "total": total}
 
 
+def success(pod: str, host: str, nodes: dict[str, Any]) -> dict[str, Any]:
+    """A result that placed ``pod`` on ``host``: no rejecting plugins."""
+    message = f"Successfully assigned {pod} to {host}"
+    return {"pod": pod, "node": host, "code": "Success", "message": message, **NO_PLUGINS, "nodes": nodes}
+
+
+def failure(
+    pod: str, message: str, nodes: dict[str, Any], *, code: str = "Unschedulable", plugins: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A result that placed nothing: the status code, the message and the plugins that rejected the pod."""
+    return {
+        "pod": pod,
+        "node": None,
+        "code": code,
+        "message": message,
+        "unschedulablePlugins": sorted(plugins),
+        "pendingPlugins": [],
+        "nodes": nodes,
+    }
+
+
+NO_PLUGINS: dict[str, list[str]] = {"unschedulablePlugins": [], "pendingPlugins": []}
 GI = 1024**3
 NON_ZERO_CPU, NON_ZERO_MEMORY = 100, 200 * 1024**2  # scoring defaults for pods without requests
 
@@ -92,17 +115,16 @@ class TestTwoZonesExample:
         # NodeResourcesFit (4 CPU, 16Gi, request-less pods count 100m/200Mi): node3 holds p3 -> 2 pods
         # -> (95 + 97) // 2 = 96; node4 empty -> 1 pod -> (97 + 98) // 2 = 97: node4 breaks the tie.
         assert least_allocated(2) == 96 and least_allocated(1) == 97
-        assert incoming == {
-            "pod": "default/incoming",
-            "node": "node4",
-            "message": "Successfully assigned default/incoming to node4",
-            "nodes": {
+        assert incoming == success(
+            "default/incoming",
+            "node4",
+            {
                 "node1": node(PTS_SKEW),
                 "node2": node(PTS_SKEW),
                 "node3": scored(100, fit=96),
                 "node4": scored(100, fit=97),
             },
-        }
+        )
         # soft: zone (maxSkew 1) + hostname (maxSkew 1), both ScheduleAnyway, all 4 nodes feasible.
         # Zone weight ln(2+2) = 1.3863 (2 zones), hostname weight ln(4+2) = 1.7918 (4 feasible nodes);
         # raw = round(zoneCount*1.3863 + 0 + nodeCount*1.7918 + 0), maxSkew-1 = 0. Every node holds one
@@ -110,12 +132,7 @@ class TestTwoZonesExample:
         # a four-way tie.
         expected = {n: scored(100, (5, 100), fit=96) for n in ("node1", "node2", "node3", "node4")}
         assert soft["node"] in expected
-        assert soft == {
-            "pod": "default/soft",
-            "node": soft["node"],
-            "message": f"Successfully assigned default/soft to {soft['node']}",
-            "nodes": expected,
-        }
+        assert soft == success("default/soft", soft["node"], expected)
 
     def test_seed_makes_tie_breaking_repeatable(self, capsys: pytest.CaptureFixture[str]) -> None:
         """The same seed gives the same output; over seeds every tied node comes up for the soft pod."""
@@ -150,12 +167,12 @@ class TestMinDomainsExample:
     def test_json(self, capsys: pytest.CaptureFixture[str]) -> None:
         """3 domains < 5, so the minimum counts as 0: every node 1+1-0 = 2 > 1."""
         (result,) = simulate_json(capsys, str(EXAMPLES / "min-domains.yaml"))
-        assert result == {
-            "pod": "default/db-4",
-            "node": None,
-            "message": f"0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}",
-            "nodes": {"n1": node(PTS_SKEW), "n2": node(PTS_SKEW), "n3": node(PTS_SKEW)},
-        }
+        assert result == failure(
+            "default/db-4",
+            f"0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}",
+            {"n1": node(PTS_SKEW), "n2": node(PTS_SKEW), "n3": node(PTS_SKEW)},
+            plugins=("PodTopologySpread",),
+        )
 
     def test_table_shows_the_message_and_each_node(self, capsys: pytest.CaptureFixture[str]) -> None:
         """UNSCHEDULABLE with the message, then one row per node with its reason."""
@@ -228,28 +245,26 @@ class TestNodeAffinitySkewExample:
         # honor: kind-worker2 fails NodeAffinity first (filter order). nodeAffinityPolicy Honor: only
         # kind-worker (zoneA, 0 pods) and kind-worker3 (zoneB, 1 pod) count; min 0.
         # kind-worker 0+1-0 = 1 ok; kind-worker3 1+1-0 = 2 > 1. One feasible node: no scoring.
-        assert honor == {
-            "pod": "default/honor",
-            "node": "kind-worker",
-            "message": "Successfully assigned default/honor to kind-worker",
-            "nodes": {
+        assert honor == success(
+            "default/honor",
+            "kind-worker",
+            {
                 "kind-worker": node(),
-                "kind-worker2": node({"plugin": "NodeAffinity", "reason": AFFINITY}),
+                "kind-worker2": node({"plugin": "NodeAffinity", "reason": AFFINITY, "code": UNRESOLVABLE}),
                 "kind-worker3": node(PTS_SKEW),
             },
-        }
+        )
         # ignore: every node counts. zoneA = 2 (kind-worker2) + 1 (honor, now on kind-worker) = 3,
         # zoneB = 1; min 1. kind-worker 3+1-1 = 3 > 1; kind-worker3 1+1-1 = 1 ok.
-        assert ignore == {
-            "pod": "default/ignore",
-            "node": "kind-worker3",
-            "message": "Successfully assigned default/ignore to kind-worker3",
-            "nodes": {
+        assert ignore == success(
+            "default/ignore",
+            "kind-worker3",
+            {
                 "kind-worker": node(PTS_SKEW),
-                "kind-worker2": node({"plugin": "NodeAffinity", "reason": AFFINITY}),
+                "kind-worker2": node({"plugin": "NodeAffinity", "reason": AFFINITY, "code": UNRESOLVABLE}),
                 "kind-worker3": node(),
             },
-        }
+        )
 
 
 def kubectl_items() -> list[dict[str, Any]]:
@@ -318,12 +333,7 @@ TV7_NODES = {
     "node3": scored(100, (9, 81), TV7_FIT),
     "node4": scored(100, (7, 100), TV7_FIT),
 }
-TV7_RESULT = {
-    "pod": "default/incoming",
-    "node": "node4",
-    "message": "Successfully assigned default/incoming to node4",
-    "nodes": TV7_NODES,
-}
+TV7_RESULT = success("default/incoming", "node4", TV7_NODES)
 
 
 class TestInputFormats:
@@ -429,12 +439,12 @@ class TestOtherOutputs:
             make_pod("good").created("2026-01-01T00:00:01Z").dict(),
         )
         bad, good = simulate_json(capsys, path)
-        assert bad == {
-            "pod": "default/bad",
-            "node": None,
-            "message": "invalid pod: spec.topologySpreadConstraints[0].maxSkew: must be greater than zero",
-            "nodes": {"n1": {"filter": None, "scores": {}, "total": None, "evaluated": False}},
-        }
+        assert bad == failure(
+            "default/bad",
+            "invalid pod: spec.topologySpreadConstraints[0].maxSkew: must be greater than zero",
+            {"n1": {"filter": None, "scores": {}, "total": None, "evaluated": False}},
+            code=UNRESOLVABLE,
+        )
         assert good["node"] == "n1" and good["nodes"]["n1"] == node()
 
     def test_pending_pod_being_deleted_is_skipped(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -446,12 +456,12 @@ class TestOtherOutputs:
             make_pod("next").created("2026-01-01T00:00:01Z").labels(FOO).spread(HOSTNAME, 1, match=FOO).dict(),
         )
         leaving, following = simulate_json(capsys, path)
-        assert leaving == {
-            "pod": "default/leaving",
-            "node": None,
-            "message": "skip schedule deleting pod: default/leaving",
-            "nodes": {"n1": {"filter": None, "scores": {}, "total": None, "evaluated": False}},
-        }
+        assert leaving == failure(
+            "default/leaving",
+            "skip schedule deleting pod: default/leaving",
+            {"n1": {"filter": None, "scores": {}, "total": None, "evaluated": False}},
+            code="Skip",
+        )
         # The skipped pod holds no place: n1 counts 0, so 0 + 1 - 0 = 1 <= 1.
         assert following["node"] == "n1"
 
@@ -479,18 +489,16 @@ class TestOtherOutputs:
             pod.dict(),
         )
         (result,) = simulate_json(capsys, path)
-        absent = {"plugin": "", "reason": "node(s) didn't satisfy plugin(s) [NodeAffinity]"}
-        assert result == {
-            "pod": "default/p",
-            "node": None,
-            "message": "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
+        absent = {"plugin": "", "reason": "node(s) didn't satisfy plugin(s) [NodeAffinity]", "code": UNRESOLVABLE}
+        taint = {"plugin": "TaintToleration", "reason": "node(s) had untolerated taint(s)", "code": UNRESOLVABLE}
+        # The PreFilter narrowing counts NodeAffinity among the rejecting plugins, as upstream does.
+        assert result == failure(
+            "default/p",
+            "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
             f"2 node(s) didn't satisfy plugin(s) [NodeAffinity]. {NO_CLAIMS}",
-            "nodes": {
-                "node1": node(absent),
-                "node2": node({"plugin": "TaintToleration", "reason": "node(s) had untolerated taint(s)"}),
-                "node3": node(absent),
-            },
-        }
+            {"node1": node(absent), "node2": node(taint), "node3": node(absent)},
+            plugins=("NodeAffinity", "TaintToleration"),
+        )
 
     def test_pre_score_error(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A preferred ``Gt`` without an integer fails NodeAffinity's PreScore: a SchedulerError message."""
@@ -504,12 +512,7 @@ class TestOtherOutputs:
     def test_no_nodes(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """An empty cluster: upstream's ErrNoNodesAvailable text."""
         (result,) = simulate_json(capsys, self.write(tmp_path, make_pod("p").dict()))
-        assert result == {
-            "pod": "default/p",
-            "node": None,
-            "message": "no nodes available to schedule pods",
-            "nodes": {},
-        }
+        assert result == failure("default/p", "no nodes available to schedule pods", {}, code=UNRESOLVABLE)
 
     def test_config_changes_the_decision(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """``--config`` with TaintToleration disabled at Filter lets the pod onto the tainted node."""
@@ -641,10 +644,12 @@ class TestInterPodAffinity:
         assert web["nodes"]["n1"]["filter"] == {
             "plugin": "InterPodAffinity",
             "reason": "node(s) didn't satisfy existing pods anti-affinity rules",
+            "code": "Unschedulable",
         }
         assert web["nodes"]["n2"]["filter"] == {
             "plugin": "InterPodAffinity",
             "reason": "node(s) didn't match pod affinity rules",
+            "code": "UnschedulableAndUnresolvable",
         }
         assert other["node"] in ("n1", "n2")
 
@@ -668,4 +673,5 @@ class TestInterPodAffinity:
         assert web["nodes"]["n1"]["filter"] == {
             "plugin": "InterPodAffinity",
             "reason": "node(s) didn't match pod affinity rules",
+            "code": "UnschedulableAndUnresolvable",
         }

@@ -8,6 +8,7 @@ hashable so the cache can key its matching-pod counts by them.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +94,28 @@ def make_selector(requirements: list[Requirement]) -> Selector:
     return Selector(tuple(sorted(set(requirements), key=_req_order)))
 
 
+_LABEL_VALUE_FORMAT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+_LABEL_VALUE_MESSAGE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+    f"for validation is '{_LABEL_VALUE_FORMAT}')"
+)
+_LABEL_VALUE = re.compile(_LABEL_VALUE_FORMAT)
+
+
+def requirement_value_errors(key: str, value: str, path: str) -> list[FieldError]:
+    """``labels.NewRequirement``'s ``validateLabelValue``: its path ends in ``[key]``, its messages are
+    apimachinery's own (which the API server never shows for node selectors: it lets such values in)."""
+    problems = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 bytes")
+    if not _LABEL_VALUE.fullmatch(value):
+        problems.append(_LABEL_VALUE_MESSAGE)
+    if not problems:
+        return []
+    return [FieldError(f"{path}[{key}]", f'Invalid value: "{value}": ' + "; ".join(problems))]
+
+
 def parse_requirement(
     key: object,
     operator: object,
@@ -119,12 +142,16 @@ def parse_requirement(
     else:
         errors.extend(label_key_errors(key_s, f"{path}.key"))
     str_vals: list[str] = []
+    value_errs: list[FieldError] = []  # after the operator's own, in labels.NewRequirement's order
     for i, val in enumerate(vals):
         if not isinstance(val, str):
             errors.append(FieldError(f"{path}.values[{i}]", "must be a string"))
-        else:
+        elif value_errors is None:
             str_vals.append(val)
             verrs.extend(label_value_errors(val, f"{path}.values[{i}]"))
+        else:
+            str_vals.append(val)
+            value_errs.extend(requirement_value_errors(key_s or "", val, f"{path}.values[{i}]"))
     allowed = {o.value for o in Operator} if numeric else {"In", "NotIn", "Exists", "DoesNotExist"}
     if op_s not in allowed:
         supported = ", ".join(f'"{o}"' for o in sorted(allowed))
@@ -149,11 +176,12 @@ def parse_requirement(
                 verrs.append(
                     FieldError(
                         f"{path}.values[0]",
-                        f"for 'Gt', 'Lt' operators, the value must be an integer, got {str_vals[0]!r}",
+                        f"Invalid value: \"{str_vals[0]}\": for 'Gt', 'Lt' operators, the value must be an integer",
                     )
                 )
             else:
                 number = parsed
+    verrs.extend(value_errs)
     if len(errors) + (0 if value_errors is None else len(value_errors)) > before or key_s is None:
         return None
     return Requirement(key_s, op, frozenset(str_vals), number)

@@ -48,7 +48,13 @@ class NodeSelectorTerm:
 
     labels: Selector | None
     fields: tuple[FieldRequirement, ...] | None
-    parse_error: str | None = None
+    # What upstream's nodeaffinity parser refuses though the API server lets it in, as that parser words
+    # it: the path relative to the term list ("[0].matchExpressions[1].values[0]: Invalid value: ...").
+    parse_errors: tuple[str, ...] = ()
+
+    @property
+    def parse_error(self) -> str | None:
+        return "; ".join(self.parse_errors) or None
 
     def matches(self, node_name: str, node_labels: Mapping[str, str]) -> bool:
         if self.parse_error is not None:
@@ -91,8 +97,11 @@ class PreferredTerm:
     term: NodeSelectorTerm
 
 
-def _parse_term(raw: object, path: str, errors: list[FieldError]) -> NodeSelectorTerm | None:
-    """One NodeSelectorTerm, or None when it has neither matchExpressions nor matchFields."""
+def _parse_term(raw: object, path: str, errors: list[FieldError], rel: str) -> NodeSelectorTerm | None:
+    """One NodeSelectorTerm, or None when it has neither matchExpressions nor matchFields.
+
+    ``rel`` is the term's path as upstream's parser names it (``[i]`` in a preferred list).
+    """
     obj = as_mapping(raw, path, errors)
     exprs = as_list(obj.get("matchExpressions"), f"{path}.matchExpressions", errors)
     fields = as_list(obj.get("matchFields"), f"{path}.matchFields", errors)
@@ -136,8 +145,8 @@ def _parse_term(raw: object, path: str, errors: list[FieldError]) -> NodeSelecto
             )
             continue
         field_reqs.append(FieldRequirement(key, op == "NotIn", values[0]))
-    error = "; ".join(str(e) for e in parse_errs) or None
-    return NodeSelectorTerm(make_selector(reqs) if exprs else None, tuple(field_reqs) if fields else None, error)
+    problems = tuple(f"{rel}{e.path[len(path) :]}: {e.message}" for e in parse_errs)
+    return NodeSelectorTerm(make_selector(reqs) if exprs else None, tuple(field_reqs) if fields else None, problems)
 
 
 def parse_node_selector(raw: object, path: str, errors: list[FieldError]) -> NodeSelector | None:
@@ -150,7 +159,10 @@ def parse_node_selector(raw: object, path: str, errors: list[FieldError]) -> Nod
         errors.append(
             FieldError(f"{path}.nodeSelectorTerms", "Required value: must have at least one node selector term")
         )
-    terms = [_parse_term(t, f"{path}.nodeSelectorTerms[{i}]", errors) for i, t in enumerate(raw_terms)]
+    terms = [
+        _parse_term(t, f"{path}.nodeSelectorTerms[{i}]", errors, f"nodeSelectorTerms[{i}]")
+        for i, t in enumerate(raw_terms)
+    ]
     return NodeSelector(tuple(t for t in terms if t is not None), has_empty_term=None in terms)
 
 
@@ -163,7 +175,7 @@ def parse_preferred_terms(raw: object, path: str, errors: list[FieldError]) -> t
         weight = opt_int(obj.get("weight"), f"{ipath}.weight", errors)
         if weight is None or not 1 <= weight <= 100:
             errors.append(FieldError(f"{ipath}.weight", "must be in the range 1-100"))
-        term = _parse_term(obj.get("preference"), f"{ipath}.preference", errors)
+        term = _parse_term(obj.get("preference"), f"{ipath}.preference", errors, f"[{i}]")
         if weight and term is not None:
             out.append(PreferredTerm(weight, term))
     return tuple(out)

@@ -177,8 +177,7 @@ def config(
         plugin_config.append({"name": "NodeResourcesFit", "args": _fit_args(rng)})
     if rng.random() < 0.1:
         plugin_config.append({"name": "NodeAffinity", "args": _node_affinity_args(rng)})
-    # The oracle's own loop runs no PostFilter: both sides go without it.
-    out = upstream_config(plugin_config, post_filter=False)
+    out = upstream_config(plugin_config)
     if many_nodes:
         # Without "nodesampling", 100: every node is evaluated (the default would sample past 100 nodes).
         percentage = rng.choice((0, 5, 30, 50, 70, 100))

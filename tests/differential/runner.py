@@ -1,30 +1,76 @@
-"""Run one batch of generated scenarios through spread-scheduler and through the upstream oracle,
-and list every difference.
+"""Run one batch of generated scenarios through spread-scheduler and through kube-scheduler itself
+(the oracle: upstream's scheduler.New and ScheduleOne, e2e/controlplane/cmd/oracle), and list every
+difference.
 
     .venv/bin/python -m tests.differential.runner --count 100000 --start 0   # a long campaign
+    SPREAD_ORACLE=/path/to/oracle ...                                          # a locally built oracle
+
+The profile sent to both sides is upstream's default profile minus ``UPSTREAM_ONLY_PLUGINS`` (the one
+list to shrink as our plugins land; empty now). DefaultPreemption stays: its PostFilter runs upstream, so
+our message is compared with upstream's without DefaultPreemption's ``preemption: ...`` text
+(``expected_message``); DynamicResources' PostFilter text is compared as it is.
+
+What is compared, pod by pod (the oracle's output is described at the top of its main.go):
+- the order pods were popped (pods a PreEnqueue plugin held back are compared apart, by name);
+- the status code, the full message, and on a FitError the unschedulable and pending plugin sets;
+- per node: the filter verdict (plugin, reason, code), raw and normalized scores and the total, and
+  that our node is in upstream's best set (the top total). Which view of upstream's is used:
+  - a full search (the real cycle filtered every node PreFilter allowed): the real cycle's;
+  - a batched decision (opportunistic batching reused the previous pod's scores and filtered only
+    the hint): the oracle's unbatched second view of the same snapshot, and the hint itself must be
+    in that view's best set, or batching decided from a stale result;
+  - a partial search (more than 100 nodes and percentageOfNodesToScore: upstream stops after
+    numFeasibleNodesToFind feasible nodes, and which ones its parallel search finds varies): both
+    sides found as many feasible nodes; every node we call feasible is feasible in upstream's full
+    view; every node we rejected has the full view's verdict; and when both found the same nodes,
+    scores and best set are the real cycle's.
+After a pod whose placement differed (the oracle then moves it to ours: "worldFixed"), later
+mismatches of the scenario are marked as such: they may follow from the first.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from scheduler.config import parse_config
+from scheduler.config import parse_config, upstream_config
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver
 from tests.differential.generator import scenario
 
+# Upstream's default multiPoint plugins (default_plugins.go, DynamicResources by its GA gate) that
+# spread-scheduler does not run yet: remove a name when its plugin lands on our side.
+UPSTREAM_ONLY_PLUGINS: tuple[str, ...] = ()  # every one runs here now (volumes and claims as refusing stand-ins)
+NO_CLAIMS = "no new claims to deallocate"  # DynamicResources' PostFilter text for a pod without claims
+
 
 def oracle_binary() -> Path:
+    """``$SPREAD_ORACLE`` if set, else the cached build of e2e/controlplane/cmd/oracle."""
+    if path := os.environ.get("SPREAD_ORACLE"):
+        return Path(path)
     from e2e.cluster import ensure_oracle  # noqa: PLC0415 - the build helper lives with the control plane
 
     return ensure_oracle()
+
+
+def upstream_default_profile(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with each profile that spells out our plugins (``upstream_config``'s form) turned into
+    upstream's default profile minus ``UPSTREAM_ONLY_PLUGINS``; other plugin sets are left as written."""
+    ours = upstream_config()["profiles"][0]["plugins"]
+    default = {"multiPoint": {"disabled": [{"name": name} for name in UPSTREAM_ONLY_PLUGINS]}}
+    profiles = [
+        {**profile, "plugins": default} if profile.get("plugins") == ours else profile
+        for profile in config.get("profiles", [])
+    ]
+    return {**config, "profiles": profiles}
 
 
 def python_side(
@@ -35,58 +81,147 @@ def python_side(
     for fwk in sim.frameworks.values():
         fwk.reuse_node_results = reuse
     sim.add_objects(objects)
-    out = []
-    for attempt in sim.run():
-        entry = attempt_to_json(attempt, sim.cache)
-        entry["code"] = (
-            "Success" if attempt.host else ("Error" if attempt.status.code.name == "ERROR" else "Unschedulable")
-        )
-        out.append(entry)
-    return out
+    return [attempt_to_json(attempt, sim.cache) for attempt in sim.run()]
 
 
-def compare(py: list[dict[str, Any]], go: list[dict[str, Any]]) -> list[str]:
-    """Differences that matter: outcome, message, every node's verdict and scores, the chosen node."""
-    problems: list[str] = []
-    if [r["pod"] for r in py] != [r["pod"] for r in go]:
-        return [f"pod order differs: {[r['pod'] for r in py]} vs {[r['pod'] for r in go]}"]
-    for p, g in zip(py, go, strict=True):
-        pod = p["pod"]
-        g_code = "Unschedulable" if g["code"] == "UnschedulableAndUnresolvable" else g["code"]
-        if p["code"] != g_code:
-            problems.append(f"{pod}: outcome {p['code']} ({p['message']}) vs upstream {g_code} ({g['message']})")
+def _feasible(result: dict[str, Any]) -> list[str]:
+    """Our feasible nodes: the scored ones, or the one chosen without scoring."""
+    scored = sorted(name for name, entry in result["nodes"].items() if entry["total"] is not None)
+    return scored or ([result["node"]] if result["node"] else [])
+
+
+def _compare_nodes(pod: str, ours: dict[str, Any], theirs: dict[str, Any], *, scores: bool = True) -> list[str]:
+    problems = []
+    for node, gn in theirs.items():
+        pn = ours.get(node)
+        if pn is None:
+            problems.append(f"{pod}/{node}: missing on our side")
             continue
-        if p["code"] == "Unschedulable" and p["message"] != g["message"]:
-            problems.append(f"{pod}: message\n  ours:     {p['message']}\n  upstream: {g['message']}")
-        if p["code"] == "Error":
-            if p["message"].split(":")[0] != g["message"].split(":")[0]:
-                problems.append(f"{pod}: error {p['message']!r} vs {g['message']!r}")
-            continue
-        if p["code"] == "Success" and p["node"] not in g["best"]:
-            problems.append(f"{pod}: chose {p['node']}, upstream's best: {g['best']}")
-        if not g["nodes"]:
-            continue
-        for node, gn in g["nodes"].items():
-            pn = p["nodes"].get(node)
-            if pn is None:
-                problems.append(f"{pod}/{node}: missing on our side")
-                continue
-            if pn["filter"] != gn["filter"]:
-                problems.append(f"{pod}/{node}: filter {pn['filter']} vs {gn['filter']}")
-            if pn["scores"] != gn["scores"] or pn["total"] != gn["total"]:
-                problems.append(
-                    f"{pod}/{node}: scores {pn['scores']} total {pn['total']} vs {gn['scores']} total {gn['total']}"
-                )
+        if pn["filter"] != gn["filter"] or pn.get("evaluated", True) != gn.get("evaluated", True):
+            problems.append(f"{pod}/{node}: filter {pn['filter']} vs {gn['filter']}")
+        if scores and (pn["scores"] != gn["scores"] or pn["total"] != gn["total"]):
+            problems.append(
+                f"{pod}/{node}: scores {pn['scores']} total {pn['total']} vs {gn['scores']} total {gn['total']}"
+            )
     return problems
 
 
+def _partial(result: dict[str, Any]) -> bool:
+    return any(entry.get("evaluated") is False for entry in result["nodes"].values())
+
+
+PREEMPTION = "preemption: "
+
+
+def expected_message(g: dict[str, Any]) -> tuple[str, ...]:
+    """Upstream's message as ours must read it: PostFilter's text without DefaultPreemption's part,
+    since we do not preempt yet (issue #19; DefaultPreemption is the last PostFilter plugin).
+
+    When preemption would succeed upstream (``nominatedNode``), its PostFilter status is Success and
+    adds no text at all, while ours still carries the other PostFilter plugins' text: both are accepted.
+    """
+    before = g.get("messageBeforePostFilter")
+    if not before:
+        return (g["message"],)
+    post = g.get("postFilterMessage") or ""
+    if g.get("nominatedNode"):
+        return (before, f"{before} {NO_CLAIMS}")
+    cut = post.find(PREEMPTION)
+    if cut >= 0:
+        post = post[:cut].rstrip(", ")
+    return (f"{before} {post}" if post else before,)
+
+
+def compare_pod(p: dict[str, Any], g: dict[str, Any]) -> list[str]:
+    """Differences between our result and upstream's for one pod (the rules in the module docstring)."""
+    pod = p["pod"]
+    problems = [f"{pod}: oracle self-check: {x}" for x in g.get("problems") or []]
+    if p["code"] != g["code"]:
+        return [*problems, f"{pod}: outcome {p['code']} ({p['message']}) vs upstream {g['code']} ({g['message']})"]
+    if p["code"] != "Success":
+        theirs = expected_message(g)
+        if p["message"] not in theirs:
+            problems.append(f"{pod}: message\n  ours:     {p['message']}\n  upstream: {theirs}")
+        for key in ("unschedulablePlugins", "pendingPlugins"):
+            if p[key] != g[key]:
+                problems.append(f"{pod}: {key} {p[key]} vs {g[key]}")
+        if p["code"] == "Unschedulable":
+            problems += _compare_nodes(pod, p["nodes"], g["nodes"])
+        return problems
+    full = g["full"]
+    if g["batched"]:
+        if g["node"] not in full["best"]:
+            problems.append(f"{pod}: stale batch: upstream's hint {g['node']} is not in its fresh best {full['best']}")
+        if p["node"] not in full["best"]:
+            problems.append(f"{pod}: chose {p['node']}, upstream's (unbatched) best: {full['best']}")
+        return problems + _compare_nodes(pod, p["nodes"], full["nodes"])
+    if _partial(g) or _partial(p):
+        ours_feasible = _feasible(p)
+        if len(ours_feasible) != len(g["feasible"]):
+            problems.append(f"{pod}: found {len(ours_feasible)} feasible nodes, upstream {len(g['feasible'])}")
+        if wrong := sorted(set(ours_feasible) - set(full["feasible"])):
+            problems.append(f"{pod}: {wrong} feasible for us, not for upstream's filters")
+        for node, entry in p["nodes"].items():
+            if entry["filter"] is not None and entry["filter"] != full["nodes"][node]["filter"]:
+                problems.append(f"{pod}/{node}: filter {entry['filter']} vs {full['nodes'][node]['filter']}")
+        if ours_feasible == g["feasible"]:
+            if p["node"] not in g["best"]:
+                problems.append(f"{pod}: chose {p['node']}, upstream's best: {g['best']}")
+            for node in ours_feasible:
+                problems += _compare_nodes(pod, {node: p["nodes"][node]}, {node: g["nodes"][node]})
+        return problems
+    if p["node"] not in g["best"]:
+        problems.append(f"{pod}: chose {p['node']}, upstream's best: {g['best']}")
+    problems += _compare_nodes(pod, p["nodes"], g["nodes"])
+    if g["nodes"] != full["nodes"] or g["best"] != full["best"]:
+        problems.append(f"{pod}: oracle self-check: the real cycle and the second view differ")
+    return problems
+
+
+def compare(py: list[dict[str, Any]], go: list[dict[str, Any]]) -> list[str]:
+    """Differences that matter, pod by pod, in the order upstream's queue popped them."""
+    gated = {g["pod"]: g for g in go if g.get("gated")}
+    popped = [g for g in go if not g.get("gated")]
+    ours = [p for p in py if p["pod"] not in gated]
+    if [r["pod"] for r in ours] != [r["pod"] for r in popped]:
+        return [f"pod order differs: {[r['pod'] for r in ours]} vs {[r['pod'] for r in popped]}"]
+    problems: list[str] = []
+    by_pod = {p["pod"]: p for p in py}
+    for name, g in gated.items():
+        p = by_pod.get(name)
+        if p is None or (p["code"], p["message"]) != (g["code"], g["message"]):
+            problems.append(f"{name}: held back by PreEnqueue upstream ({g['code']}: {g['message']}), ours: {p}")
+    fixed = False
+    for p, g in zip(ours, popped, strict=True):
+        found = compare_pod(p, g)
+        problems += [f"{x} (after a world fix)" for x in found] if fixed else found
+        fixed = fixed or bool(g.get("worldFixed"))
+    return problems
+
+
+def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
+    """What the oracle saw upstream do (for the campaign summary)."""
+    for g in results:
+        stats["pods"] += 1
+        stats["batched"] += bool(g.get("batched"))
+        stats["hint offered, not used"] += bool(g.get("hint")) and not g.get("batched")
+        stats["partial search"] += not g.get("gated") and _partial(g) and not g.get("batched")
+        stats["nominated by PostFilter"] += bool(g.get("nominatedNode"))
+        stats["gated"] += bool(g.get("gated"))
+        stats["world fixed"] += bool(g.get("worldFixed"))
+
+
 def run_batch(
-    seeds: range, oracle: Path, make: Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]] = scenario
+    seeds: range,
+    oracle: Path,
+    make: Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]] = scenario,
+    stats: Counter[str] | None = None,
 ) -> dict[int, list[str]]:
-    """Mismatches per seed (empty lists are dropped)."""
+    """Mismatches per seed (empty lists are dropped); ``stats`` counts what upstream did."""
     lines, ours = [], {}
     for seed in seeds:
         objects, config = make(seed)
+        config = upstream_default_profile(config)
         py = python_side(objects, config, seed)
         ours[seed] = py
         placements = {r["pod"]: r["node"] for r in py}
@@ -95,19 +230,41 @@ def run_batch(
         [str(oracle)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True, timeout=3600
     )
     mismatches: dict[int, list[str]] = {}
+    answered = set()
     for line in done.stdout.splitlines():
         result = json.loads(line)
         seed = int(result["id"])
+        answered.add(seed)
         if result.get("error"):
             mismatches[seed] = [f"oracle error: {result['error']}"]
             continue
+        if stats is not None:
+            tally(result["results"] or [], stats)
         found = compare(ours[seed], result["results"] or [])
         if found:
             mismatches[seed] = found
-    missing = set(seeds) - {int(json.loads(line)["id"]) for line in done.stdout.splitlines()}
-    for seed in missing:
+    for seed in set(seeds) - answered:
         mismatches[seed] = ["no answer from the oracle"]
     return mismatches
+
+
+def revision() -> str:
+    """The code under test: ``git rev-parse --short HEAD``, "-dirty" with uncommitted changes."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
 
 
 def main() -> int:
@@ -126,15 +283,20 @@ def main() -> int:
     oracle = oracle_binary()
     trip = apiserver.start(args.through_apiserver)
     make = trip.wrap(scenario, args.through_apiserver) if trip else scenario
+    last = args.start + args.count - 1
+    header = f"seeds {args.start}..{last} ({args.count} clusters) at revision {revision()}, oracle {oracle}"
+    print(header, flush=True)
     started, total, bad = time.monotonic(), 0, 0
+    stats: Counter[str] = Counter()
     for first in range(args.start, args.start + args.count, args.batch):
         seeds = range(first, min(first + args.batch, args.start + args.count))
-        mismatches = run_batch(seeds, oracle, make)
+        mismatches = run_batch(seeds, oracle, make, stats=stats)
         total += len(seeds)
         bad += len(mismatches)
         for seed, problems in sorted(mismatches.items())[:5]:
             print(f"seed {seed}:\n  " + "\n  ".join(problems[:6]), flush=True)
         print(f"{total} clusters compared, {bad} with mismatches ({time.monotonic() - started:.0f}s)", flush=True)
+    print(f"{header}: {bad} of {total} clusters with mismatches; upstream: {dict(sorted(stats.items()))}")
     refused = apiserver.finish(trip)  # any refusal is a generator bug
     return 1 if bad or refused else 0
 

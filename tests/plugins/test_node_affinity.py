@@ -859,6 +859,37 @@ def test_pre_score_error_for_a_non_integer_gt_value() -> None:
 
 
 @pytest.mark.parametrize(
+    ("terms", "message"),
+    [
+        pytest.param(
+            [(2, [("gen", "Gt", "abc")])],
+            "[0].matchExpressions[0].values[0]: Invalid value: \"abc\": for 'Gt', 'Lt' operators, "
+            "the value must be an integer",
+            id="one-error-alone",
+        ),
+        pytest.param(
+            [(0, [("gen", "Gt", "zero-weight-is-not-parsed")]), (3, [("a", "In", "ok"), ("gen", "Lt", "x y")])],
+            "[[1].matchExpressions[1].values[0]: Invalid value: \"x y\": for 'Gt', 'Lt' operators, the value must "
+            'be an integer, [1].matchExpressions[1].values[0][gen]: Invalid value: "x y": a valid label must be '
+            "an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+            "an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]",
+            id="several-aggregated-index-counts-skipped-terms",
+        ),
+    ],
+)
+def test_pre_score_error_text_is_upstreams(terms: list[tuple[int, list[tuple[str, str, str]]]], message: str) -> None:
+    """``NewPreferredSchedulingTerms``' aggregate, byte for byte (paths relative to the list, the label
+    value check's ``[key]``); the differential campaign found the old wording (seed 1000000)."""
+    na, cache = plugin(nodes=[make_node("a")])
+    builder = pod()
+    for weight, exprs in terms:
+        builder = builder.preferred_term(weight, term(*(expr(k, op, v) for k, op, v in exprs)))
+    status = na.pre_score(CycleState(), builder.build(), cache.node_infos())
+    assert status == Status.as_error(message)
+
+
+@pytest.mark.parametrize(
     ("weight", "key"), [pytest.param(2, "gen", id="weight-2"), pytest.param(1, "k", id="weight-1")]
 )
 def test_pre_score_error_fails_the_cycle_only_with_two_feasible_nodes(weight: int, key: str) -> None:

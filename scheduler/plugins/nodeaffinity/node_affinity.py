@@ -100,6 +100,13 @@ def _preferred_errors(terms: Sequence[PreferredTerm]) -> list[str]:
     return [t.term.parse_error for t in terms if t.term.parse_error is not None]
 
 
+def _aggregate(terms: Sequence[PreferredTerm]) -> str:
+    """``NewPreferredSchedulingTerms``' error: every term's parse errors, flattened and de-duplicated as
+    an ``errors.Aggregate`` prints them (one alone, several as ``[a, b]``)."""
+    unique = list(dict.fromkeys(e for t in terms for e in t.term.parse_errors))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
 class NodeAffinity:
     """PreFilter, Filter, PreScore, Score (+Normalize) and EnqueueExtensions."""
 
@@ -205,9 +212,8 @@ class NodeAffinity:
         # Skipped only when neither the pod nor the args list preferred terms (upstream: both nil).
         if not (pod.preferred_affinity or pod.preferred_affinity_listed or self.added_preferred_listed):
             return Status(Code.SKIP)
-        problems = _preferred_errors(pod.preferred_affinity)
-        if problems:
-            return Status.as_error("; ".join(problems))
+        if _preferred_errors(pod.preferred_affinity):
+            return Status.as_error(_aggregate(pod.preferred_affinity))
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(pod.preferred_affinity))
         return None
 

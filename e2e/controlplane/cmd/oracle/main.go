@@ -1,42 +1,65 @@
-// Command oracle runs the upstream kube-scheduler framework (k8s.io/kubernetes v1.35.4, imported as a
-// library, never copied) on scenarios that spread-scheduler also decides, and prints the same JSON as
+// Command oracle runs kube-scheduler v1.35.4 itself (k8s.io/kubernetes imported as a library, never
+// copied) on scenarios that spread-scheduler also decides, and prints JSON close to
 // `spread-scheduler simulate --output json`, so a differential test can compare them field by field.
 //
-// Input: JSON lines on stdin, one scenario each:
+// Input: JSON lines on stdin, one scenario each (unchanged):
 //
 //	{"id": "...", "objects": [<Node|Pod|Service|ReplicaSet|StatefulSet|ReplicationController>...],
 //	 "config": <KubeSchedulerConfiguration v1>, "placements": {"ns/name": "node" | null}}
 //
-// Pending pods (no nodeName, schedulerName of the profile) are decided in queue order (priority, then
-// creationTimestamp, then input order). After each decision the pod is placed where spread-scheduler
-// placed it ("placements"), so both sides walk the same sequence even when ties were broken differently.
+// Each scenario gets its own scheduler.New (real cache, snapshot, queue, profiles from "config",
+// informers on a fake clientset holding "objects"), and the real ScheduleOne runs once per pod in the
+// activeQ (world.go). Pending pods enter the queue one by one in creationTimestamp order (then input
+// order) on a fake clock stepped 1ms per pod, so PrioritySort sees distinct arrival times; that clock
+// never reaches a backoff expiry, so every pod gets exactly one attempt, as in `simulate`.
 //
-// Output: one JSON line per scenario, in the order they finish (-workers run at once): {"id": ..., "results": [{"pod", "code", "message", "best", "nodes"}]}.
+// "placements" are spread-scheduler's decisions. Both sides must walk the same sequence of worlds:
+//   - ties: the Score step's NodePluginScores.Randomizer (upstream's own tie-breaker, otherwise 0
+//     without extenders) is set to 1 on our node when it has the top total, so upstream's heap pops it;
+//   - anything else (a batched hint, a partial search, or a real difference): after the cycle, the
+//     pod is moved to our node (or unbound, or bound there) through the fake API, and the result says
+//     "worldFixed". Mismatches in later pods of that scenario may follow from the fix.
+//
+// PostFilter (DefaultPreemption) runs for real, but its API deletes are swallowed by a reactor and any
+// nomination it returns is reported ("nominatedNode") and then cleared before the failure handler sees
+// it, so no victim leaves and no nominated pod counts for later pods: spread-scheduler runs no preemption.
+//
+// Output: one JSON line per scenario, in the order they finish (-workers run at once):
+//
+//	{"id": ..., "error": "...", "results": [<result>...]}
+//
+// A result (fields added over the previous oracle are marked +; "nodes" entries gained filter.code
+// and "evaluated"):
+//
+//	pod, code ("Success" | "Unschedulable" | "UnschedulableAndUnresolvable" | "Error"),
+//	message                  the PodScheduled message upstream writes (after PostFilter),
+//	+messageBeforePostFilter the FitError text before PostFilter appended " <postFilterMsg>",
+//	+postFilterMessage, +nominatedNode   what DefaultPreemption said and nominated (then undone),
+//	+node                    upstream's SuggestedHost (after the tie redirect), +worldFixed,
+//	best                     the nodes with the top total in the real Score step (one feasible node: it),
+//	+feasible, +evaluatedNodes, +numAllNodes,
+//	+batched, +hint          the decision came from opportunistic batching's hint (batch.go) / the hint offered,
+//	+gated                   never popped: PreEnqueue's status (listed after the popped pods),
+//	+unschedulablePlugins, +pendingPlugins   from the real FitError's Diagnosis,
+//	nodes                    the real cycle's view: per node filter {plugin, reason, code} or null,
+//	                         scores {Plugin: {raw, normalized}}, total; "evaluated": false when the
+//	                         real cycle never looked at the node (a hint, or enough feasible nodes found),
+//	+full                    a second, unbatched every-node view on the same snapshot: {code, message,
+//	                         best, feasible, nodes, unschedulablePlugins},
+//	+problems                the oracle's self-checks that failed (real vs second view, raw vs real scores).
 package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	goruntime "runtime"
-	"sort"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
-	clientscheme "k8s.io/client-go/kubernetes/scheme"
-	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	configscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
-	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 )
 
@@ -50,6 +73,7 @@ type scenario struct {
 type filterJSON struct {
 	Plugin string `json:"plugin"`
 	Reason string `json:"reason"`
+	Code   string `json:"code"`
 }
 
 type scoreJSON struct {
@@ -58,17 +82,43 @@ type scoreJSON struct {
 }
 
 type nodeJSON struct {
-	Filter *filterJSON          `json:"filter"`
-	Scores map[string]scoreJSON `json:"scores"`
-	Total  *int64               `json:"total"`
+	Filter    *filterJSON          `json:"filter"`
+	Scores    map[string]scoreJSON `json:"scores"`
+	Total     *int64               `json:"total"`
+	Evaluated *bool                `json:"evaluated,omitempty"`
+}
+
+// viewJSON is one complete evaluation of a pod: every node filtered, every feasible node scored.
+type viewJSON struct {
+	Code                 string              `json:"code"`
+	Message              string              `json:"message,omitempty"`
+	Best                 []string            `json:"best"`
+	Feasible             []string            `json:"feasible"`
+	UnschedulablePlugins []string            `json:"unschedulablePlugins"`
+	Nodes                map[string]nodeJSON `json:"nodes"`
 }
 
 type resultJSON struct {
-	Pod     string              `json:"pod"`
-	Code    string              `json:"code"`
-	Message string              `json:"message"`
-	Best    []string            `json:"best"`
-	Nodes   map[string]nodeJSON `json:"nodes"`
+	Pod                     string              `json:"pod"`
+	Code                    string              `json:"code"`
+	Message                 string              `json:"message"`
+	MessageBeforePostFilter string              `json:"messageBeforePostFilter,omitempty"`
+	PostFilterMessage       string              `json:"postFilterMessage,omitempty"`
+	NominatedNode           string              `json:"nominatedNode,omitempty"`
+	Node                    string              `json:"node,omitempty"`
+	WorldFixed              bool                `json:"worldFixed,omitempty"`
+	Best                    []string            `json:"best"`
+	Feasible                []string            `json:"feasible"`
+	EvaluatedNodes          int                 `json:"evaluatedNodes"`
+	NumAllNodes             int                 `json:"numAllNodes"`
+	Batched                 bool                `json:"batched"`
+	Gated                   bool                `json:"gated,omitempty"`
+	Hint                    string              `json:"hint,omitempty"`
+	UnschedulablePlugins    []string            `json:"unschedulablePlugins"`
+	PendingPlugins          []string            `json:"pendingPlugins"`
+	Nodes                   map[string]nodeJSON `json:"nodes"`
+	Full                    *viewJSON           `json:"full,omitempty"`
+	Problems                []string            `json:"problems,omitempty"`
 }
 
 type outputJSON struct {
@@ -79,8 +129,14 @@ type outputJSON struct {
 
 func main() {
 	metrics.Register() // the framework records plugin metrics; they must exist
-	workers := flag.Int("workers", 4*goruntime.NumCPU(), "scenarios decided at once (each mostly waits on its informers' first sync)")
+	klog.InitFlags(nil)
+	workers := flag.Int("workers", 2*goruntime.NumCPU(), "scenarios decided at once")
+	logs := flag.Bool("log", false, "keep the scheduler's klog output (stderr); without it, it is dropped")
 	flag.Parse()
+	if !*logs {
+		// The real cycle logs every plugin error it meets (a PreScore error is an expected outcome here).
+		klog.SetLogger(logr.Discard())
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 64<<20), 256<<20)
 	out := json.NewEncoder(os.Stdout)
@@ -115,266 +171,4 @@ func main() {
 	}
 	close(lines)
 	wg.Wait()
-}
-
-func loadProfile(raw json.RawMessage) (*config.KubeSchedulerProfile, error) {
-	obj, _, err := configscheme.Codecs.UniversalDecoder().Decode(raw, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("decoding config: %w", err)
-	}
-	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
-	if !ok || len(cfg.Profiles) == 0 {
-		return nil, fmt.Errorf("config has no profile")
-	}
-	return &cfg.Profiles[0], nil
-}
-
-func run(sc *scenario) ([]resultJSON, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel() // stops this scenario's informers
-	profile, err := loadProfile(sc.Config)
-	if err != nil {
-		return nil, err
-	}
-	var nodes []*v1.Node
-	var placed []*v1.Pod
-	var pending []*v1.Pod
-	var others []runtime.Object
-	for _, raw := range sc.Objects {
-		obj, _, err := clientscheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("decoding object: %w", err)
-		}
-		switch o := obj.(type) {
-		case *v1.Node:
-			nodes = append(nodes, o)
-		case *v1.Pod:
-			if o.Status.Phase == v1.PodSucceeded || o.Status.Phase == v1.PodFailed {
-				continue
-			}
-			if o.Spec.NodeName != "" {
-				placed = append(placed, o)
-			} else if o.Spec.SchedulerName == profile.SchedulerName {
-				pending = append(pending, o)
-			}
-		default:
-			others = append(others, obj)
-		}
-	}
-	sort.SliceStable(pending, func(i, j int) bool {
-		pi, pj := priority(pending[i]), priority(pending[j])
-		if pi != pj {
-			return pi > pj
-		}
-		return pending[i].CreationTimestamp.Before(&pending[j].CreationTimestamp)
-	})
-	client := fake.NewSimpleClientset(others...)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	started := false
-	var results []resultJSON
-	for _, pod := range pending {
-		snapshot := internalcache.NewSnapshot(placed, nodes)
-		f, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), profile,
-			frameworkruntime.WithSnapshotSharedLister(snapshot),
-			frameworkruntime.WithInformerFactory(factory),
-			frameworkruntime.WithClientSet(client),
-		)
-		if err != nil {
-			return results, fmt.Errorf("building framework: %w", err)
-		}
-		if !started {
-			factory.Start(ctx.Done())
-			factory.WaitForCacheSync(ctx.Done())
-			started = true
-		}
-		res, err := decide(ctx, f, profile, snapshot, pod)
-		if err != nil {
-			return results, err
-		}
-		results = append(results, res)
-		key := pod.Namespace + "/" + pod.Name
-		if target, ok := sc.Placements[key]; ok && target != nil {
-			copied := pod.DeepCopy()
-			copied.Spec.NodeName = *target
-			placed = append(placed, copied)
-		}
-	}
-	return results, nil
-}
-
-func priority(p *v1.Pod) int32 {
-	if p.Spec.Priority != nil {
-		return *p.Spec.Priority
-	}
-	return 0
-}
-
-func status(s *fwk.Status) *filterJSON {
-	if s == nil || s.IsSuccess() {
-		return nil
-	}
-	return &filterJSON{Plugin: s.Plugin(), Reason: s.Message()}
-}
-
-// decide runs PreFilter and Filter through the framework, then PreScore/Score/NormalizeScore plugin by
-// plugin (on the framework's own plugin instances' state keys) so raw and normalized scores are visible.
-func decide(ctx context.Context, f framework.Framework, profile *config.KubeSchedulerProfile,
-	snapshot *internalcache.Snapshot, pod *v1.Pod) (resultJSON, error) {
-	res := resultJSON{Pod: pod.Namespace + "/" + pod.Name, Nodes: map[string]nodeJSON{}}
-	all, err := snapshot.NodeInfos().List()
-	if err != nil {
-		return res, err
-	}
-	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
-	if len(all) == 0 {
-		res.Code, res.Message = "UnschedulableAndUnresolvable", "no nodes available to schedule pods"
-		return res, nil
-	}
-	state := framework.NewCycleState()
-	preRes, s, plugs := f.RunPreFilterPlugins(ctx, state, pod)
-	diagnosis.UnschedulablePlugins = plugs
-	if !s.IsSuccess() {
-		if !s.IsRejected() {
-			res.Code, res.Message = "Error", s.AsError().Error()
-			return res, nil
-		}
-		diagnosis.NodeToStatus.SetAbsentNodesStatus(s)
-		diagnosis.PreFilterMsg = s.Message()
-		for _, n := range all {
-			res.Nodes[n.Node().Name] = nodeJSON{Filter: status(s), Scores: map[string]scoreJSON{}}
-		}
-		fit := &framework.FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diagnosis}
-		res.Code, res.Message = "Unschedulable", fit.Error()
-		return res, nil
-	}
-	var feasible []fwk.NodeInfo
-	for _, n := range all {
-		name := n.Node().Name
-		if !preRes.AllNodes() && !preRes.NodeNames.Has(name) {
-			absent := fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sortedSet(plugs)))
-			diagnosis.NodeToStatus.SetAbsentNodesStatus(absent)
-			res.Nodes[name] = nodeJSON{Filter: status(absent), Scores: map[string]scoreJSON{}}
-			continue
-		}
-		st := f.RunFilterPlugins(ctx, state, pod, n)
-		if st.IsSuccess() {
-			feasible = append(feasible, n)
-			res.Nodes[name] = nodeJSON{Scores: map[string]scoreJSON{}}
-			continue
-		}
-		if !st.IsRejected() {
-			res.Code, res.Message = "Error", st.AsError().Error()
-			return res, nil
-		}
-		diagnosis.NodeToStatus.Set(name, st)
-		res.Nodes[name] = nodeJSON{Filter: status(st), Scores: map[string]scoreJSON{}}
-	}
-	if len(feasible) == 0 {
-		fit := &framework.FitError{Pod: pod, NumAllNodes: len(all), Diagnosis: diagnosis}
-		res.Code, res.Message = "Unschedulable", fit.Error()
-		return res, nil
-	}
-	if len(feasible) == 1 {
-		res.Code, res.Best = "Success", []string{feasible[0].Node().Name}
-		return res, nil
-	}
-	totals := make([]int64, len(feasible))
-	for _, ref := range scorePlugins(profile) {
-		pl, err := plugins.NewInTreeRegistry()[ref.Name](ctx, pluginArgs(profile, ref.Name), f)
-		if err != nil {
-			return res, fmt.Errorf("plugin %s: %w", ref.Name, err)
-		}
-		scorer, ok := pl.(fwk.ScorePlugin)
-		if !ok {
-			continue
-		}
-		if pre, ok := pl.(fwk.PreScorePlugin); ok {
-			ps := pre.PreScore(ctx, state, pod, feasible)
-			if ps.IsSkip() {
-				continue
-			}
-			if !ps.IsSuccess() {
-				res.Code = "Error"
-				res.Message = fmt.Sprintf("running PreScore plugin %q: %v", ref.Name, ps.AsError())
-				return res, nil
-			}
-		}
-		scores := make(fwk.NodeScoreList, len(feasible))
-		raw := make([]int64, len(feasible))
-		for i, n := range feasible {
-			v, st := scorer.Score(ctx, state, pod, n)
-			if !st.IsSuccess() {
-				res.Code, res.Message = "Error", st.AsError().Error()
-				return res, nil
-			}
-			scores[i] = fwk.NodeScore{Name: n.Node().Name, Score: v}
-			raw[i] = v
-		}
-		if ext := scorer.ScoreExtensions(); ext != nil {
-			if st := ext.NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
-				res.Code, res.Message = "Error", st.AsError().Error()
-				return res, nil
-			}
-		}
-		weight := int64(ref.Weight)
-		if weight == 0 {
-			weight = 1
-		}
-		for i, n := range feasible {
-			entry := res.Nodes[n.Node().Name]
-			entry.Scores[ref.Name] = scoreJSON{Raw: raw[i], Normalized: scores[i].Score}
-			totals[i] += scores[i].Score * weight
-		}
-	}
-	best := int64(-1)
-	for i, n := range feasible {
-		entry := res.Nodes[n.Node().Name]
-		total := totals[i]
-		entry.Total = &total
-		res.Nodes[n.Node().Name] = entry
-		if total > best {
-			best, res.Best = total, nil
-		}
-		if total == best {
-			res.Best = append(res.Best, n.Node().Name)
-		}
-	}
-	sort.Strings(res.Best)
-	res.Code = "Success"
-	return res, nil
-}
-
-func sortedSet(s interface{ UnsortedList() []string }) []string {
-	out := s.UnsortedList()
-	sort.Strings(out)
-	return out
-}
-
-// scorePlugins lists the profile's Score plugins with weights, in configured order (multiPoint first,
-// as the framework expands it; the profiles used here configure everything through multiPoint).
-func scorePlugins(profile *config.KubeSchedulerProfile) []config.Plugin {
-	seen := map[string]bool{}
-	var out []config.Plugin
-	disabled := map[string]bool{}
-	for _, p := range profile.Plugins.Score.Disabled {
-		disabled[p.Name] = true
-	}
-	for _, p := range append(append([]config.Plugin{}, profile.Plugins.Score.Enabled...), profile.Plugins.MultiPoint.Enabled...) {
-		if seen[p.Name] || disabled[p.Name] || disabled["*"] {
-			continue
-		}
-		seen[p.Name] = true
-		out = append(out, p)
-	}
-	return out
-}
-
-func pluginArgs(profile *config.KubeSchedulerProfile, name string) runtime.Object {
-	for _, pc := range profile.PluginConfig {
-		if pc.Name == name {
-			return pc.Args
-		}
-	}
-	return nil
 }

@@ -1,0 +1,137 @@
+"""The runner's comparison rules (module docstring of ``runner.py``), pure: hand-written results on
+both sides, no oracle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.config import upstream_config
+from tests.differential.runner import UPSTREAM_ONLY_PLUGINS, compare, upstream_default_profile
+
+FEASIBLE = {"filter": None, "scores": {}, "total": None}
+SKIPPED = {"filter": None, "scores": {}, "total": None, "evaluated": False}
+UNRESOLVABLE = "UnschedulableAndUnresolvable"
+TAINT = {"plugin": "TaintToleration", "reason": "node(s) had untolerated taint(s)", "code": UNRESOLVABLE}
+
+
+def scored(total: int) -> dict[str, Any]:
+    return {"filter": None, "scores": {"TaintToleration": {"raw": 0, "normalized": total}}, "total": total}
+
+
+def ours(node: str | None, nodes: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    code = "Success" if node else "Unschedulable"
+    base = {"pod": "default/p", "node": node, "code": code, "message": "", "unschedulablePlugins": []}
+    return {**base, "pendingPlugins": [], "nodes": nodes, **fields}
+
+
+def upstream(
+    node: str | None, nodes: dict[str, Any], full: dict[str, Any] | None = None, **fields: Any
+) -> dict[str, Any]:
+    feasible = sorted(n for n, e in nodes.items() if e["filter"] is None and e.get("evaluated", True))
+    totals = {n: e["total"] for n, e in nodes.items() if e["total"] is not None}
+    best = sorted(n for n, t in totals.items() if t == max(totals.values())) if totals else ([node] if node else [])
+    result = {
+        "pod": "default/p",
+        "code": "Success" if node else "Unschedulable",
+        "message": "",
+        "node": node,
+        "best": best,
+        "feasible": feasible,
+        "batched": False,
+        "unschedulablePlugins": [],
+        "pendingPlugins": [],
+        "nodes": nodes,
+    }
+    result["full"] = full or {k: result[k] for k in ("code", "best", "feasible", "nodes")}
+    return {**result, **fields}
+
+
+class TestFullSearch:
+    def test_a_tie_is_no_mismatch(self) -> None:
+        """Our node only has to be among upstream's best."""
+        nodes = {"a": scored(300), "b": scored(300)}
+        assert compare([ours("b", nodes)], [upstream("a", nodes)]) == []
+
+    def test_a_node_outside_the_best_set_is(self) -> None:
+        nodes = {"a": scored(300), "b": scored(200)}
+        assert compare([ours("b", nodes)], [upstream("a", nodes)]) == ["default/p: chose b, upstream's best: ['a']"]
+
+    def test_the_filter_code_is_compared(self) -> None:
+        """Unschedulable vs UnschedulableAndUnresolvable on one node is a mismatch."""
+        resolvable = {**TAINT, "code": "Unschedulable"}
+        theirs = upstream("a", {"a": FEASIBLE, "b": {**FEASIBLE, "filter": TAINT}})
+        (problem,) = compare([ours("a", {"a": FEASIBLE, "b": {**FEASIBLE, "filter": resolvable}})], [theirs])
+        assert problem.startswith("default/p/b: filter")
+
+
+class TestFailures:
+    def test_message_before_post_filter_and_plugins(self) -> None:
+        """DefaultPreemption's text is not ours to print; the unschedulable plugins are compared."""
+        msg = "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+        nodes = {"a": {**FEASIBLE, "filter": TAINT}}
+        theirs = upstream(
+            None,
+            nodes,
+            message=msg + " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+            messageBeforePostFilter=msg,
+            unschedulablePlugins=["TaintToleration"],
+        )
+        assert compare([ours(None, nodes, message=msg, unschedulablePlugins=["TaintToleration"])], [theirs]) == []
+        (problem,) = compare([ours(None, nodes, message=msg)], [theirs])
+        assert problem == "default/p: unschedulablePlugins [] vs ['TaintToleration']"
+
+    def test_error_messages_are_compared_in_full(self) -> None:
+        theirs = upstream(None, {}, code="Error", message='running PreScore plugin "X": b')
+        (problem,) = compare([ours(None, {}, code="Error", message='running PreScore plugin "X": a')], [theirs])
+        assert problem.startswith("default/p: message")
+
+
+class TestBatched:
+    def full_view(self) -> dict[str, Any]:
+        nodes = {"a": scored(300), "b": scored(300), "c": scored(100)}
+        return {"code": "Success", "best": ["a", "b"], "feasible": ["a", "b", "c"], "nodes": nodes}
+
+    def test_ours_is_judged_by_the_unbatched_view(self) -> None:
+        """Upstream filtered only its hint; our choice and nodes are compared with the full view."""
+        full = self.full_view()
+        theirs = upstream("a", {"a": FEASIBLE, "b": SKIPPED, "c": SKIPPED}, full, batched=True, hint="a")
+        assert compare([ours("b", full["nodes"])], [theirs]) == []
+
+    def test_a_stale_hint_is_reported(self) -> None:
+        full = self.full_view()
+        theirs = upstream("c", {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}, full, batched=True, hint="c")
+        problems = compare([ours("a", full["nodes"])], [theirs])
+        assert problems == ["default/p: stale batch: upstream's hint c is not in its fresh best ['a', 'b']"]
+
+
+class TestPartialSearch:
+    def test_different_nodes_found_are_no_mismatch(self) -> None:
+        """Each side stopped after two feasible nodes, not the same two: counts and verdicts only."""
+        full_nodes = {"a": scored(300), "b": scored(300), "c": scored(300)}
+        full = {"code": "Success", "best": ["a", "b", "c"], "feasible": ["a", "b", "c"], "nodes": full_nodes}
+        theirs = upstream("a", {"a": scored(300), "b": scored(300), "c": SKIPPED}, full)
+        assert compare([ours("c", {"a": SKIPPED, "b": scored(300), "c": scored(300)})], [theirs]) == []
+
+    def test_a_node_upstream_filters_out_is_not_feasible_for_us(self) -> None:
+        full_nodes = {"a": scored(300), "b": scored(300), "c": {**FEASIBLE, "filter": TAINT}}
+        full = {"code": "Success", "best": ["a", "b"], "feasible": ["a", "b"], "nodes": full_nodes}
+        theirs = upstream("a", {"a": scored(300), "b": scored(300), "c": SKIPPED}, full)
+        problems = compare([ours("c", {"a": SKIPPED, "b": scored(300), "c": scored(300)})], [theirs])
+        assert problems == ["default/p: ['c'] feasible for us, not for upstream's filters"]
+
+
+def test_gated_pods_are_compared_by_name_not_position() -> None:
+    """Upstream lists the pods its queue never popped last; we list them in queue order."""
+    gate = {"code": "UnschedulableAndUnresolvable", "message": "waiting for scheduling gates: [g]"}
+    gated_ours = {**ours(None, {}), "pod": "default/gated", **gate}
+    gated_theirs = {**upstream(None, {}), "pod": "default/gated", "gated": True, **gate}
+    nodes = {"a": FEASIBLE}
+    assert compare([gated_ours, ours("a", nodes)], [upstream("a", nodes), gated_theirs]) == []
+
+
+def test_the_profile_sent_is_upstreams_default_minus_one_list() -> None:
+    """Our spelled-out profile becomes upstream's defaults minus UPSTREAM_ONLY_PLUGINS; args stay."""
+    args = [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}]
+    (profile,) = upstream_default_profile(upstream_config(args))["profiles"]
+    assert profile["plugins"] == {"multiPoint": {"disabled": [{"name": n} for n in UPSTREAM_ONLY_PLUGINS]}}
+    assert profile["pluginConfig"] == args
