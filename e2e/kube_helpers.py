@@ -37,10 +37,15 @@ def node_body(
     cpu: str = "4",
     memory: str = "32Gi",
     pods: str = "110",
+    images: Iterable[tuple[str, int]] = (),
 ) -> dict[str, Any]:
-    """A Node as scheduler_perf creates it: Ready, with capacity; no kubelet behind it."""
+    """A Node as scheduler_perf creates it: Ready, with capacity; no kubelet behind it.
+
+    ``images`` are (name, sizeBytes) pairs for ``status.images`` (what ImageLocality reads); the API
+    server keeps status sent on create for Nodes, and with no kubelet nothing rewrites it.
+    """
     capacity = {"cpu": cpu, "memory": memory, "pods": pods}
-    return {
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": {HOSTNAME: name, **(labels or {})}},
@@ -52,6 +57,9 @@ def node_body(
             "phase": "Running",
         },
     }
+    if images:
+        body["status"]["images"] = [{"names": [name], "sizeBytes": size} for name, size in images]
+    return body
 
 
 def create_node(core: client.CoreV1Api, name: str, **kwargs: Any) -> None:
