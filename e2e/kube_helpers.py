@@ -94,6 +94,19 @@ def zone_spread(max_skew: int = 1, match: dict[str, str] | None = None, when: st
     }
 
 
+# What kube-scheduler's default PostFilter plugins append to a FitError message, joined by ", ":
+# DynamicResources (on by default since 1.34: "no new claims to deallocate") and DefaultPreemption
+# ("preemption: ..."). We run neither, so comparisons cut them off.
+POST_FILTER_MESSAGES = (" no new claims to deallocate", " preemption: ")
+
+
+def without_post_filter(message: str) -> str:
+    """A FitError message without what upstream's PostFilter plugins append."""
+    for marker in POST_FILTER_MESSAGES:
+        message = message.split(marker, 1)[0]
+    return message
+
+
 def node_of(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
     pod = core.read_namespaced_pod(name, namespace)
     return pod.spec.node_name or None

@@ -32,12 +32,17 @@ from typing import Any
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import HOSTNAME, ZONE, pod_body, pods_in, scheduled_condition, wait_for
+from e2e.kube_helpers import (
+    HOSTNAME,
+    ZONE,
+    pod_body,
+    pods_in,
+    scheduled_condition,
+    wait_for,
+    without_post_filter,
+)
 
 UPSTREAM = "parity-upstream"
-# What upstream's PostFilter plugins add after the FitError message: DynamicResources (enabled by default
-# since 1.34: "no new claims to deallocate") and DefaultPreemption ("preemption: ..."), joined by ", ".
-POST_FILTER_MESSAGES = (" no new claims to deallocate", " preemption: ")
 # 5 GB: over ImageLocality's 1000 MB cap even scaled by the share of nodes that hold it (3 of 12).
 BIG_IMAGE = ("registry.invalid/big:1.0", 5_000_000_000)
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -262,14 +267,6 @@ def _deploy(api: client.ApiClient, namespace: str, scheduler_name: str, phase: i
         )
 
 
-def _message(condition: Any) -> str:
-    """The Pending message without what upstream's PostFilter plugins append (we run none)."""
-    message: str = condition.message
-    for marker in POST_FILTER_MESSAGES:
-        message = message.split(marker, 1)[0]
-    return message
-
-
 def _outcome(
     core: client.CoreV1Api, namespace: str, domains: dict[str, dict[str, str]], phase: int
 ) -> dict[str, Any] | None:
@@ -291,7 +288,10 @@ def _outcome(
         if any(c is None or c.status != "False" or c.reason != "Unschedulable" for c in conditions):
             return None
         counts = collections.Counter(domains[p.spec.node_name][scenario.domain] for p in group if p.spec.node_name)
-        out[app] = {"counts": dict(sorted(counts.items())), "pending": sorted(_message(c) for c in conditions)}
+        out[app] = {
+            "counts": dict(sorted(counts.items())),
+            "pending": sorted(without_post_filter(c.message) for c in conditions),
+        }
     return out
 
 
