@@ -61,8 +61,10 @@ def run_one(
     None keeps the workload's own counts)."""
     kwargs = {"measured": pods} if pods is not None else {}
     objects = WORKLOADS[name](nodes, existing=existing, **kwargs)
-    ours = [_schedule_all(objects) for _ in range(runs)]
-    upstream = [run_upstream(objects, Path("bench/results/work")) for _ in range(runs)]
+    ours, upstream = [], []
+    for _ in range(runs):  # alternated, so both sides share the machine's drift
+        ours.append(_schedule_all(objects))
+        upstream.append(run_upstream(objects, Path("bench/results/work")))
     total = statistics.median(r[0] for r in ours)
     count, scheduled = ours[0][3], ours[0][2]
     ours_rate = count / total
