@@ -1,6 +1,11 @@
-"""In-process benchmark: the framework alone on a snapshot, no API. Prints a table, writes JSON.
+""" "In-process benchmark: the framework alone on a snapshot, no API. Prints a table, writes JSON.
 
 .venv/bin/python -m bench.inprocess --nodes 500 1000 5000 --pods 2000
+.venv/bin/python -m bench.inprocess --nodes 500 5000 --runs 3 --workloads SchedulingPodAntiAffinity
+
+Each side runs ``--runs`` times (ours in this process on a fresh Simulation, upstream's in a fresh
+schedbench process); a row shows the medians. Pending pods marked ``UNMEASURED`` (scheduler_perf's init
+pods) are scheduled first, by the scheduler under test, outside the clock, on both sides alike.
 """
 
 from __future__ import annotations
@@ -13,10 +18,13 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from bench.workloads import WORKLOADS
+from bench.workloads import UNMEASURED, WORKLOADS
 from e2e.cluster import ensure_tool
+from scheduler.api.objects import Pod
 from scheduler.config import parse_config, upstream_config
 from scheduler.kube.gc_policy import GC_THRESHOLDS
 from scheduler.simulate import Simulation
@@ -47,63 +55,93 @@ def run_upstream(objects: list[dict[str, object]], workdir: Path) -> dict[str, f
 
 
 def run_one(
-    name: str, nodes: int, pods: int, existing: int | None = None, repeat: int = 1
+    name: str, nodes: int, pods: int | None, existing: int | None = None, runs: int = 1
 ) -> dict[str, float | int | str]:
-    objects = WORKLOADS[name](nodes, pods, existing)
-    best: tuple[float, list[float], int, int] | None = None
-    for _ in range(repeat):  # the fastest of ``repeat`` fresh runs: this VM's speed drifts between runs
-        total, durations, scheduled, count = _schedule_all(objects)
-        if best is None or total < best[0]:
-            best = (total, durations, scheduled, count)
-    assert best is not None
-    total, durations, scheduled, count = best
-    upstream = run_upstream(objects, Path("bench/results/work"))
+    """One row: the medians of ``runs`` runs of each side on the same objects (``pods``/``existing``:
+    None keeps the workload's own counts)."""
+    kwargs = {"measured": pods} if pods is not None else {}
+    objects = WORKLOADS[name](nodes, existing=existing, **kwargs)
+    ours, upstream = [], []
+    for _ in range(runs):  # alternated, so both sides share the machine's drift
+        ours.append(_schedule_all(objects))
+        upstream.append(run_upstream(objects, Path("bench/results/work")))
+    total = statistics.median(r[0] for r in ours)
+    count, scheduled = ours[0][3], ours[0][2]
     ours_rate = count / total
+    up_rate = statistics.median(u["pods_per_s"] for u in upstream)
+    p50 = statistics.median(statistics.median(r[1]) for r in ours)
+    p99 = statistics.median(r[1][int(len(r[1]) * 0.99) - 1] for r in ours)
+    existing_pods = sum(1 for o in objects if o.get("kind") == "Pod" and o.get("spec", {}).get("nodeName"))
     return {
-        "upstream_pods_per_s": round(upstream["pods_per_s"], 1),
-        "upstream_p50_ms": upstream["p50_ms"],
-        "upstream_p99_ms": upstream["p99_ms"],
-        "upstream_peak_rss_mb": round(upstream["peak_rss_mb"], 1),
-        "ratio": round(ours_rate / upstream["pods_per_s"], 2),
+        "upstream_pods_per_s": round(up_rate, 1),
+        "upstream_p50_ms": statistics.median(u["p50_ms"] for u in upstream),
+        "upstream_p99_ms": statistics.median(u["p99_ms"] for u in upstream),
+        "upstream_peak_rss_mb": round(max(u["peak_rss_mb"] for u in upstream), 1),
+        "upstream_runs_pods_per_s": [round(u["pods_per_s"], 1) for u in upstream],
+        "upstream_scheduled": int(upstream[0]["scheduled"]),
+        "ratio": round(ours_rate / up_rate, 3),
         "workload": name,
         "nodes": nodes,
-        "existing": 2 * nodes if existing is None else existing,
+        "existing": existing_pods,
+        "unmeasured": ours[0][4],
         "pods": count,
         "scheduled": scheduled,
-        "pods_per_s": round(count / total, 1),
-        "p50_ms": round(statistics.median(durations) * 1000, 3),
-        "p99_ms": round(durations[int(len(durations) * 0.99) - 1] * 1000, 3),
+        "runs": runs,
+        "pods_per_s": round(ours_rate, 1),
+        "runs_pods_per_s": [round(count / r[0], 1) for r in ours],
+        "p50_ms": round(p50 * 1000, 3),
+        "p99_ms": round(p99 * 1000, 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 
 
-def _schedule_all(objects: list[dict[str, object]]) -> tuple[float, list[float], int, int]:
+def _schedule_all(objects: list[dict[str, object]]) -> tuple[float, list[float], int, int, int]:
     """Every pending pod in queue order, each placement assumed before the next: (seconds, sorted
-    per-pod durations, pods placed, pods tried)."""
+    per-pod durations, pods placed, pods tried, unmeasured pods) of the measured pods. The unmeasured
+    ones come first in the queue and are scheduled the same way before the clock starts."""
     sim = Simulation(parse_config(PROFILE), seed=1)
     sim.add_objects(objects)
     order = sim.queue_order()
+    unmeasured = [pod for pod in order if _unmeasured(pod.raw)]
+    measured = order[len(unmeasured) :]
+    assert order[: len(unmeasured)] == unmeasured, "unmeasured pods must be queued before measured ones"
+    for pod in unmeasured:
+        _schedule(sim, pod)
     durations: list[float] = []
     scheduled = 0
     start = time.perf_counter()
-    for pod in order:
+    for pod in measured:
         t0 = time.perf_counter()
-        fwk = sim.frameworks[pod.scheduler_name]
-        attempt = sim.algorithm.schedule_pod(fwk, sim.cache, pod)
-        if attempt.host is not None:
-            sim.cache.assume_pod(pod, attempt.host)
-            scheduled += 1
+        scheduled += _schedule(sim, pod)
         durations.append(time.perf_counter() - t0)
     total = time.perf_counter() - start
     durations.sort()
-    return total, durations, scheduled, len(order)
+    return total, durations, scheduled, len(measured), len(unmeasured)
+
+
+def _unmeasured(obj: Mapping[str, Any]) -> bool:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(UNMEASURED) == "true")
+
+
+def _schedule(sim: Simulation, pod: Pod) -> int:
+    """One scheduling cycle's algorithm and assume: 1 if placed."""
+    fwk = sim.frameworks[pod.scheduler_name]
+    attempt = sim.algorithm.schedule_pod(fwk, sim.cache, pod)
+    if attempt.host is None:
+        return 0
+    sim.cache.assume_pod(pod, attempt.host)
+    return 1
 
 
 def main() -> int:
     gc.set_threshold(*GC_THRESHOLDS)  # the scheduler process's collector policy (scheduler/kube/gc_policy.py)
     parser = argparse.ArgumentParser(prog="python -m bench.inprocess", description=__doc__)
     parser.add_argument("--nodes", type=int, nargs="+", default=[500, 1000, 5000])
-    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument(
+        "--pods", type=int, default=None, help="measured pods (default: the workload's own; 2000 for the first four)"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="runs per side; rows show the medians")
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
     parser.add_argument("--out", default="bench/results/inprocess.json")
     parser.add_argument(
@@ -117,7 +155,7 @@ def main() -> int:
     )
     for name in args.workloads:
         for n in args.nodes:
-            row = run_one(name, n, args.pods)
+            row = run_one(name, n, args.pods, runs=args.runs)
             rows.append(row)
             print(
                 f"{name:<28} {n:>6} {row['pods']:>6} {row['pods_per_s']:>9} {row['p50_ms']:>8} "
@@ -128,10 +166,10 @@ def main() -> int:
             )
     if args.scaling:
         n = args.nodes[0]
-        print(f"\nscaling at {n} nodes: existing pods x10 (TopologySpreading; ours: fastest of 3 runs)")
+        print(f"\nscaling at {n} nodes: existing pods x10 (TopologySpreading; medians of 3 runs per side)")
         scaled = []
         for existing in (2 * n, 20 * n):
-            row = run_one("TopologySpreading", n, args.pods, existing, repeat=3)
+            row = run_one("TopologySpreading", n, args.pods, existing, runs=max(3, args.runs))
             scaled.append(row)
             rows.append(row | {"scaling": True})
             print(

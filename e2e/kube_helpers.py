@@ -37,10 +37,15 @@ def node_body(
     cpu: str = "4",
     memory: str = "32Gi",
     pods: str = "110",
+    images: Iterable[tuple[str, int]] = (),
 ) -> dict[str, Any]:
-    """A Node as scheduler_perf creates it: Ready, with capacity; no kubelet behind it."""
+    """A Node as scheduler_perf creates it: Ready, with capacity; no kubelet behind it.
+
+    ``images`` are (name, sizeBytes) pairs for ``status.images`` (what ImageLocality reads); the API
+    server keeps status sent on create for Nodes, and with no kubelet nothing rewrites it.
+    """
     capacity = {"cpu": cpu, "memory": memory, "pods": pods}
-    return {
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": {HOSTNAME: name, **(labels or {})}},
@@ -52,6 +57,9 @@ def node_body(
             "phase": "Running",
         },
     }
+    if images:
+        body["status"]["images"] = [{"names": [name], "sizeBytes": size} for name, size in images]
+    return body
 
 
 def create_node(core: client.CoreV1Api, name: str, **kwargs: Any) -> None:
@@ -84,6 +92,19 @@ def zone_spread(max_skew: int = 1, match: dict[str, str] | None = None, when: st
         "whenUnsatisfiable": when,
         "labelSelector": {"matchLabels": match or {}},
     }
+
+
+# What kube-scheduler's default PostFilter plugins append to a FitError message, joined by ", ":
+# DynamicResources (on by default since 1.34: "no new claims to deallocate") and DefaultPreemption
+# ("preemption: ..."). We run neither, so comparisons cut them off.
+POST_FILTER_MESSAGES = (" no new claims to deallocate", " preemption: ")
+
+
+def without_post_filter(message: str) -> str:
+    """A FitError message without what upstream's PostFilter plugins append."""
+    for marker in POST_FILTER_MESSAGES:
+        message = message.split(marker, 1)[0]
+    return message
 
 
 def node_of(core: client.CoreV1Api, namespace: str, name: str) -> str | None:

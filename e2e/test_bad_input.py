@@ -6,8 +6,9 @@ a quantity it cannot decode) is asserted as refused, and the same object then go
 scheduler, which must either bind it correctly or leave it ``PodScheduled=False`` with upstream's
 message and a ``FailedScheduling`` Event, and then still bind a normal pod created right after.
 
-Measured on v1.35.4: refused 19 kinds (16 pods in ``REFUSED``, 3 nodes in ``REFUSED_NODES``), accepted
-14 (the tests after them).
+Measured on v1.35.4: refused 25 kinds (22 pods in ``REFUSED``, 6 of them inter-pod affinity; 3 nodes in
+``REFUSED_NODES``), accepted 22 (the tests after them; the 8 inter-pod affinity cases also go through
+kube-scheduler with its default profile, which must end each the same way).
 Nothing sleeps to synchronise: every wait is ``wait_for`` on a condition with a timeout.
 """
 
@@ -24,6 +25,7 @@ from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import (
+    HOSTNAME,
     ZONE,
     events_for,
     node_body,
@@ -31,6 +33,7 @@ from e2e.kube_helpers import (
     pod_body,
     scheduled_condition,
     wait_for,
+    without_post_filter,
     zone_spread,
 )
 from scheduler.api.objects import Node, Pod
@@ -64,6 +67,38 @@ def ports_pod(*containers: list[dict[str, Any]]) -> dict[str, Any]:
 def required_affinity(*expressions: dict[str, Any]) -> dict[str, Any]:
     terms = [{"matchExpressions": list(expressions)}]
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+POD_AFFINITY_REASON = "node(s) didn't match pod affinity rules"
+POD_ANTI_AFFINITY_REASON = "node(s) didn't match pod anti-affinity rules"
+
+
+def affinity_term(topology_key: str = HOSTNAME, **fields: Any) -> dict[str, Any]:
+    """A PodAffinityTerm selecting the app=web pods (``labelSelector=None`` leaves it out: nil selects none)."""
+    term: dict[str, Any] = {"labelSelector": {"matchLabels": APP}, "topologyKey": topology_key, **fields}
+    return {k: v for k, v in term.items() if v is not None}
+
+
+def pod_affinity(
+    kind: str = "podAffinity", required: list[Any] | None = None, preferred: list[Any] | None = None
+) -> dict[str, Any]:
+    """``spec.affinity`` with inter-pod terms of one kind (``podAffinity`` or ``podAntiAffinity``)."""
+    rules: dict[str, Any] = {}
+    if required is not None:
+        rules[REQUIRED] = required
+    if preferred is not None:
+        rules[PREFERRED] = preferred
+    return {kind: rules}
+
+
+def affinity_pod(**kwargs: Any) -> dict[str, Any]:
+    return pod_body("bad", affinity=pod_affinity(**kwargs))
+
+
+def _path(kind: str, rule: str, i: int = 0) -> str:
+    return f"spec.affinity.{kind}.{rule}[{i}]" + (".podAffinityTerm" if rule == PREFERRED else "")
 
 
 # (object, HTTP status, text in the API's message, text in our simulate message). The field path is
@@ -189,6 +224,59 @@ REFUSED = [
         'spec.containers[1].ports[0].hostPort: Duplicate value: "TCP//8080"',
         None,  # like upstream's scheduler we do not validate duplicates: the pod is simply scheduled
         id="host-port-duplicate",
+    ),
+    # -- inter-pod affinity: what the API server refuses, and simulate names ---------------------------
+    pytest.param(
+        affinity_pod(required=[affinity_term("")]),
+        422,
+        f"{_path('podAffinity', REQUIRED)}.topologyKey: Required value: can not be empty",
+        f"{_path('podAffinity', REQUIRED)}.topologyKey: Required value: can not be empty",
+        id="pod-affinity-empty-topology-key",
+    ),
+    pytest.param(
+        affinity_pod(kind="podAntiAffinity", preferred=[{"weight": 1, "podAffinityTerm": affinity_term("")}]),
+        422,
+        f"{_path('podAntiAffinity', PREFERRED)}.topologyKey: Required value: can not be empty",
+        f"{_path('podAntiAffinity', PREFERRED)}.topologyKey: Required value: can not be empty",
+        id="pod-anti-affinity-preferred-empty-topology-key",
+    ),
+    pytest.param(
+        affinity_pod(
+            kind="podAntiAffinity",
+            required=[
+                affinity_term(labelSelector={"matchExpressions": [{"key": "app", "operator": "Near", "values": ["x"]}]})
+            ],
+        ),
+        422,
+        f'{_path("podAntiAffinity", REQUIRED)}.labelSelector.matchExpressions[0].operator: Invalid value: "Near"',
+        f'{_path("podAntiAffinity", REQUIRED)}.labelSelector.matchExpressions[0].operator: Unsupported value: "Near"',
+        id="pod-anti-affinity-selector-operator-unknown",
+    ),
+    pytest.param(
+        affinity_pod(
+            required=[affinity_term(namespaceSelector={"matchExpressions": [{"key": "team", "operator": "In"}]})]
+        ),
+        422,
+        f"{_path('podAffinity', REQUIRED)}.namespaceSelector.matchExpressions[0].values: Required value: must be "
+        "specified when `operator` is 'In' or 'NotIn'",
+        f"{_path('podAffinity', REQUIRED)}.namespaceSelector.matchExpressions[0].values: must be "
+        "specified when `operator` is 'In' or 'NotIn'",
+        id="pod-affinity-namespace-selector-in-without-values",
+    ),
+    pytest.param(
+        affinity_pod(preferred=[{"weight": 0, "podAffinityTerm": affinity_term()}]),
+        422,
+        f"spec.affinity.podAffinity.{PREFERRED}[0].weight: Invalid value: 0: must be in the range 1-100",
+        f"spec.affinity.podAffinity.{PREFERRED}[0].weight: Invalid value: 0: must be in the range 1-100",
+        id="pod-affinity-weight-zero",
+    ),
+    pytest.param(
+        affinity_pod(required=[affinity_term(namespaces=["Bad_NS"])]),
+        422,
+        # "namespace", not "namespaces[0]": upstream's own path (validatePodAffinityTerm).
+        f'{_path("podAffinity", REQUIRED)}.namespace: Invalid value: "Bad_NS"',
+        f'{_path("podAffinity", REQUIRED)}.namespace: Invalid value: "Bad_NS"',
+        id="pod-affinity-namespace-name-invalid",
     ),
 ]
 
@@ -436,3 +524,97 @@ def test_service_selecting_every_pod_spreads_them_by_default(
         core.create_namespaced_pod(namespace, pod_body(f"web-{i}", APP))
     placed = Counter(_bound(core, namespace, f"web-{i}") for i in range(6))
     assert sorted(placed.values()) == [3, 3], placed
+
+
+# -- inter-pod affinity the API server accepts: both schedulers, the same outcome ---------------------
+
+UPSTREAM = "bad-input-upstream"
+
+
+def _nobody(i: int) -> dict[str, Any]:
+    """A term no pod matches."""
+    return {"labelSelector": {"matchLabels": {"app": f"nobody-{i}"}}, "topologyKey": HOSTNAME}
+
+
+# case -> (spec.affinity, the outcome on both schedulers: "bound", or the Pending message). The app=web
+# pods sit on both nodes; the pod itself has no labels, so it never matches its own terms.
+ACCEPTED_AFFINITY: dict[str, tuple[dict[str, Any], str]] = {
+    "anti-affinity-2000-terms": (pod_affinity("podAntiAffinity", required=[_nobody(i) for i in range(2000)]), "bound"),
+    "affinity-1000-required-1000-preferred": (
+        pod_affinity(
+            required=[_nobody(i) for i in range(1000)],
+            preferred=[{"weight": 1 + i % 100, "podAffinityTerm": _nobody(i)} for i in range(1000)],
+        ),
+        f"0/2 nodes are available: 2 {POD_AFFINITY_REASON}.",
+    ),
+    # The web pods match, but on nodes without the key they count for no domain.
+    "affinity-topology-key-no-node-has": (
+        pod_affinity(required=[affinity_term("example.com/nobody-has-this")]),
+        f"0/2 nodes are available: 2 {POD_AFFINITY_REASON}.",
+    ),
+    # No labelSelector: the term selects nothing (nil), so affinity is never met, anti-affinity never bites.
+    "affinity-nil-selector": (
+        pod_affinity(required=[affinity_term(labelSelector=None)]),
+        f"0/2 nodes are available: 2 {POD_AFFINITY_REASON}.",
+    ),
+    "anti-affinity-nil-selector": (
+        pod_affinity("podAntiAffinity", required=[affinity_term(labelSelector=None)]),
+        "bound",
+    ),
+    # A namespace that does not exist: the web pods (in the test's namespace) are not seen.
+    "anti-affinity-absent-namespace": (
+        pod_affinity("podAntiAffinity", required=[affinity_term(namespaces=["nowhere"])]),
+        "bound",
+    ),
+    # namespaceSelector {}: every namespace, the test's own included.
+    "anti-affinity-every-namespace": (
+        pod_affinity("podAntiAffinity", required=[affinity_term(namespaceSelector={})]),
+        f"0/2 nodes are available: 2 {POD_ANTI_AFFINITY_REASON}.",
+    ),
+    # Preferred, selecting every pod of every namespace: a score, never a refusal.
+    "preferred-anti-affinity-everything": (
+        pod_affinity(
+            "podAntiAffinity",
+            preferred=[{"weight": 100, "podAffinityTerm": affinity_term(labelSelector={}, namespaceSelector={})}],
+        ),
+        "bound",
+    ),
+}
+
+
+def _fate(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
+    pod = core.read_namespaced_pod(name, namespace)
+    if pod.spec.node_name:
+        return "bound"
+    cond = scheduled_condition(pod)
+    if cond is not None and cond.status == "False" and cond.reason == "Unschedulable":
+        return without_post_filter(cond.message)
+    return None
+
+
+def test_pod_affinity_the_api_accepts_ends_as_on_kube_scheduler(
+    core: client.CoreV1Api,
+    scheduler: SchedulerProcess,
+    kube_scheduler: Callable[[dict[str, Any]], Any],
+    namespace: str,
+    two_zones: list[str],
+) -> None:
+    """Thousands of terms, a topologyKey no node has, nil selectors, absent and all namespaces: each pod
+    ends as on kube-scheduler v1.35.4 (default profile), and the scheduler keeps scheduling."""
+    kube_scheduler({"schedulerName": UPSTREAM})
+    for i, node in enumerate(two_zones):
+        core.create_namespaced_pod(namespace, pod_body(f"web-{i}", APP, nodeName=node))
+    for case, (affinity, _) in ACCEPTED_AFFINITY.items():
+        for who, scheduler_name in (("up", UPSTREAM), ("ours", "spread-scheduler")):
+            core.create_namespaced_pod(
+                namespace, pod_body(f"{case}-{who}", scheduler=scheduler_name, affinity=affinity)
+            )
+    fates = {
+        (case, who): wait_for(lambda c=case, w=who: _fate(core, namespace, f"{c}-{w}"), 60, f"{case}-{who} decided")
+        for case in ACCEPTED_AFFINITY
+        for who in ("up", "ours")
+    }
+    expected = {(case, who): outcome for case, (_, outcome) in ACCEPTED_AFFINITY.items() for who in ("up", "ours")}
+    assert fates == expected
+    assert scheduler.proc is not None and scheduler.proc.poll() is None
+    _a_normal_pod_still_binds(core, namespace)

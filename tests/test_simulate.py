@@ -447,6 +447,71 @@ class TestOtherOutputs:
         )
         assert good["node"] == "n1" and good["nodes"]["n1"] == node()
 
+    def test_bad_pod_affinity_is_named_and_the_other_pods_scheduled(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Pod affinity the API server would refuse, in a file: each bad pod's message names the field,
+        and the pods between them (one with 3000 valid terms) are still scheduled."""
+        req = "requiredDuringSchedulingIgnoredDuringExecution"
+        pref = "preferredDuringSchedulingIgnoredDuringExecution"
+
+        def term(i: int = 0, **fields: Any) -> dict[str, Any]:
+            return {"labelSelector": {"matchLabels": {"app": f"nobody-{i}"}}, "topologyKey": HOSTNAME, **fields}
+
+        bad = {
+            "empty-topology-key": (
+                {"podAffinity": {req: [term(topologyKey="")]}},
+                f"spec.affinity.podAffinity.{req}[0].topologyKey: Required value: can not be empty",
+            ),
+            "namespace-selector-not-an-object": (
+                {"podAntiAffinity": {pref: [{"weight": 5, "podAffinityTerm": term(namespaceSelector="team=a")}]}},
+                f"spec.affinity.podAntiAffinity.{pref}[0].podAffinityTerm.namespaceSelector: ",
+            ),
+            "namespace-selector-in-without-values": (
+                {
+                    "podAffinity": {
+                        req: [term(namespaceSelector={"matchExpressions": [{"key": "t", "operator": "In"}]})]
+                    }
+                },
+                f"spec.affinity.podAffinity.{req}[0].namespaceSelector.matchExpressions[0].values: must be specified",
+            ),
+            "selector-operator-unknown": (
+                {
+                    "podAntiAffinity": {
+                        req: [
+                            term(
+                                labelSelector={"matchExpressions": [{"key": "a", "operator": "Near", "values": ["x"]}]}
+                            )
+                        ]
+                    }
+                },
+                f"spec.affinity.podAntiAffinity.{req}[0].labelSelector.matchExpressions[0].operator: "
+                'Unsupported value: "Near"',
+            ),
+            # 3000 terms, the last one bad: named by its index.
+            "bad-term-2999-of-3000": (
+                {"podAntiAffinity": {req: [term(i) for i in range(2999)] + [term(topologyKey="")]}},
+                f"spec.affinity.podAntiAffinity.{req}[2999].topologyKey: Required value: can not be empty",
+            ),
+        }
+        pods = []
+        for i, (name, (affinity, _)) in enumerate(bad.items()):
+            pods.append(make_pod(name).created(f"2026-01-01T00:00:{2 * i:02d}Z").set("spec.affinity", affinity).dict())
+            pods.append(make_pod(f"good-{i}").created(f"2026-01-01T00:00:{2 * i + 1:02d}Z").dict())
+        many = {"podAntiAffinity": {req: [term(i) for i in range(3000)]}}
+        pods.append(make_pod("good-3000-terms").created("2026-01-01T00:01:00Z").set("spec.affinity", many).dict())
+        results = {
+            r["pod"].removeprefix("default/"): r
+            for r in simulate_json(capsys, self.write(tmp_path, make_node("n1").dict(), *pods))
+        }
+        for name, (_, field) in bad.items():
+            assert results[name]["node"] is None, name
+            assert results[name]["message"].startswith(f"invalid pod: {field}"), results[name]["message"]
+        assert {name: r["node"] for name, r in results.items() if name.startswith("good")} == {
+            **{f"good-{i}": "n1" for i in range(len(bad))},
+            "good-3000-terms": "n1",
+        }
+
     def test_pending_pod_being_deleted_is_skipped(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """Upstream pops a deleting pod and skips it (``skipPodSchedule``): no cycle, no node for it."""
         path = self.write(
