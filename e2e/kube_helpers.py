@@ -94,15 +94,15 @@ def zone_spread(max_skew: int = 1, match: dict[str, str] | None = None, when: st
     }
 
 
-# What kube-scheduler's default PostFilter plugins append to a FitError message, joined by ", ":
-# DynamicResources (on by default since 1.34: "no new claims to deallocate") and DefaultPreemption
-# ("preemption: ..."). We run neither, so comparisons cut them off.
-POST_FILTER_MESSAGES = (" no new claims to deallocate", " preemption: ")
+# What kube-scheduler's DefaultPreemption appends to a FitError message (after DynamicResources'
+# "no new claims to deallocate", which we append too): we do not preempt yet (issue #19), so
+# comparisons cut it off.
+PREEMPTION_MESSAGES = (", preemption: ", " preemption: ")
 
 
-def without_post_filter(message: str) -> str:
-    """A FitError message without what upstream's PostFilter plugins append."""
-    for marker in POST_FILTER_MESSAGES:
+def without_preemption(message: str) -> str:
+    """A FitError message without DefaultPreemption's part."""
+    for marker in PREEMPTION_MESSAGES:
         message = message.split(marker, 1)[0]
     return message
 

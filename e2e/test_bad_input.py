@@ -33,7 +33,7 @@ from e2e.kube_helpers import (
     pod_body,
     scheduled_condition,
     wait_for,
-    without_post_filter,
+    without_preemption,
     zone_spread,
 )
 from scheduler.api.objects import Node, Pod
@@ -588,7 +588,7 @@ def _fate(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
         return "bound"
     cond = scheduled_condition(pod)
     if cond is not None and cond.status == "False" and cond.reason == "Unschedulable":
-        return without_post_filter(cond.message)
+        return without_preemption(cond.message)
     return None
 
 

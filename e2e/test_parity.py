@@ -12,8 +12,8 @@ node, or a node label), and the messages of the Pending pods.
 
 What we cannot do yet is kept out of the inputs: no volumes, no resource claims, and no priorities
 (the Pending pods are all of equal priority, so upstream's preemption finds no victims). Upstream's
-PostFilter plugins then only add `` no new claims to deallocate, preemption: ...`` to the message; that
-part is cut before comparing, as we run neither.
+PostFilter plugins then add `` no new claims to deallocate, preemption: ...`` to the message; we add the
+first part too (DynamicResources), and the `preemption` part is cut before comparing (issue #19).
 
 Phase 1 creates the pods that phase 2's rules are about (a database pod, pods whose anti-affinity
 forbids a zone, cpu- and memory-heavy pods) and waits for them to settle, so phase 2 meets them as
@@ -39,7 +39,7 @@ from e2e.kube_helpers import (
     pods_in,
     scheduled_condition,
     wait_for,
-    without_post_filter,
+    without_preemption,
 )
 
 UPSTREAM = "parity-upstream"
@@ -290,7 +290,7 @@ def _outcome(
         counts = collections.Counter(domains[p.spec.node_name][scenario.domain] for p in group if p.spec.node_name)
         out[app] = {
             "counts": dict(sorted(counts.items())),
-            "pending": sorted(without_post_filter(c.message) for c in conditions),
+            "pending": sorted(without_preemption(c.message) for c in conditions),
         }
     return out
 
