@@ -545,17 +545,17 @@ ACCEPTED_AFFINITY: dict[str, tuple[dict[str, Any], str]] = {
             required=[_nobody(i) for i in range(1000)],
             preferred=[{"weight": 1 + i % 100, "podAffinityTerm": _nobody(i)} for i in range(1000)],
         ),
-        f"0/2 nodes are available: 2 {POD_AFFINITY_REASON}.",
+        f"0/2 nodes are available: 2 {POD_AFFINITY_REASON}. {NO_CLAIMS}",
     ),
     # The web pods match, but on nodes without the key they count for no domain.
     "affinity-topology-key-no-node-has": (
         pod_affinity(required=[affinity_term("example.com/nobody-has-this")]),
-        f"0/2 nodes are available: 2 {POD_AFFINITY_REASON}.",
+        f"0/2 nodes are available: 2 {POD_AFFINITY_REASON}. {NO_CLAIMS}",
     ),
     # No labelSelector: the term selects nothing (nil), so affinity is never met, anti-affinity never bites.
     "affinity-nil-selector": (
         pod_affinity(required=[affinity_term(labelSelector=None)]),
-        f"0/2 nodes are available: 2 {POD_AFFINITY_REASON}.",
+        f"0/2 nodes are available: 2 {POD_AFFINITY_REASON}. {NO_CLAIMS}",
     ),
     "anti-affinity-nil-selector": (
         pod_affinity("podAntiAffinity", required=[affinity_term(labelSelector=None)]),
@@ -569,7 +569,7 @@ ACCEPTED_AFFINITY: dict[str, tuple[dict[str, Any], str]] = {
     # namespaceSelector {}: every namespace, the test's own included.
     "anti-affinity-every-namespace": (
         pod_affinity("podAntiAffinity", required=[affinity_term(namespaceSelector={})]),
-        f"0/2 nodes are available: 2 {POD_ANTI_AFFINITY_REASON}.",
+        f"0/2 nodes are available: 2 {POD_ANTI_AFFINITY_REASON}. {NO_CLAIMS}",
     ),
     # Preferred, selecting every pod of every namespace: a score, never a refusal.
     "preferred-anti-affinity-everything": (

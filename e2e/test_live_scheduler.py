@@ -301,7 +301,11 @@ def test_explain_replays_a_pending_pod_on_the_live_cluster(
     (result,) = json.loads(out.stdout)["results"]
     assert result["node"] is None and result["message"] == cond.message
     for node in zone_of:
-        assert result["nodes"][node]["filter"] == {"plugin": "PodTopologySpread", "reason": SPREAD_REASON}
+        assert result["nodes"][node]["filter"] == {
+            "plugin": "PodTopologySpread",
+            "reason": SPREAD_REASON,
+            "code": "Unschedulable",
+        }
     table = subprocess.run(
         [exe, "explain", "stuck", "-n", namespace, "--kubeconfig", kubeconfig],
         capture_output=True,
