@@ -231,17 +231,25 @@ class SchedulingAlgorithm:
             diagnosis.add_plugin_status(status)
             return None
 
-        # status.nominatedNodeName (set by a preemption) is tried alone first; if it fits, it is the
-        # single feasible node and no other node is evaluated (upstream's evaluateNominatedNode).
+        # status.nominatedNodeName (set by a preemption) is tried alone first, whatever PreFilter
+        # allowed; if it fits, it is the single feasible node and no other node is evaluated
+        # (upstream's evaluateNominatedNode). If it does not, its verdict stays in the diagnosis (the
+        # message counts it, and the rotating start index moves past it) and the full search follows.
+        statuses = diagnosis.node_to_status
         nominated = fwk.handle.current().get(pod.nominated_node_name) if pod.nominated_node_name else None
-        if nominated is not None and fwk.run_filter_plugins(state, pod, nominated) is None:
-            # Upstream runs the extenders on it too, logs (and ignores) their error, and falls back to
-            # the full search when they reject it; their verdicts on it are not kept.
-            passed = yield from find_nodes_that_pass_extenders(fwk.extenders, pod, [nominated], Diagnosis())
-            if not isinstance(passed, Status) and passed:
-                attempt.feasible_nodes.append(nominated)
-                attempt.evaluated_nodes = 1
-                return None
+        if nominated is not None:
+            nominated_status = fwk.run_filter_plugins(state, pod, nominated)
+            if nominated_status is None:
+                # Upstream runs the extenders on it too, logs (and ignores) their error, and falls back
+                # to the full search when they reject it; their verdicts on it are not kept.
+                passed = yield from find_nodes_that_pass_extenders(fwk.extenders, pod, [nominated], Diagnosis())
+                if not isinstance(passed, Status) and passed:
+                    attempt.feasible_nodes.append(nominated)
+                    attempt.evaluated_nodes = 1
+                    return None
+            elif nominated_status.is_rejected():  # an Error is logged and ignored upstream
+                statuses[nominated.name] = nominated_status
+                diagnosis.add_plugin_status(nominated_status)
 
         candidates: list[NodeInfo] = nodes_all
         if result is not None and result.node_names is not None:
@@ -255,12 +263,12 @@ class SchedulingAlgorithm:
 
         num = len(candidates)
         if num == 0:
+            self.next_start_node_index = (self.next_start_node_index + len(statuses)) % len(nodes_all)
             return None
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, num)
         if not fwk.has_extender_filters_or_scoring():
             to_find = 1
         feasible = attempt.feasible_nodes
-        statuses = diagnosis.node_to_status
         start = self.next_start_node_index % num
         processed = 0
         run_filters = fwk.node_filter(state, pod, len(nodes_all))
@@ -279,7 +287,8 @@ class SchedulingAlgorithm:
             if node_status is not recorded:  # plugins reuse status objects; adding one twice is a no-op
                 diagnosis.add_plugin_status(node_status)
                 recorded = node_status
-        self.next_start_node_index = (self.next_start_node_index + processed) % len(nodes_all)
+        # Upstream counts the feasible nodes and every node with a status (a failed nominated node too).
+        self.next_start_node_index = (self.next_start_node_index + len(feasible) + len(statuses)) % len(nodes_all)
         attempt.evaluated_nodes = processed
         if not fwk.extenders or not feasible:
             return None

@@ -415,6 +415,20 @@ def test_failing_nominated_node_falls_back_to_all_nodes() -> None:
     assert r.reasons()["node1"] == (SPREAD, Code.UNSCHEDULABLE, PTS)
 
 
+def test_a_failed_nominated_node_outside_the_prefilter_result_keeps_its_own_verdict() -> None:
+    """evaluateNominatedNode filters the nominated node whatever PreFilter allowed: its verdict stays in
+    the diagnosis instead of the absent nodes' text (found by the differential oracle, seed 11000012)."""
+    nodes = [make_node("n1").taint("k", "v"), make_node("n2"), make_node("n3")]
+    only_n1 = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+    pod = make_pod("p").required_terms(only_n1).set("status.nominatedNodeName", "n2")
+    r = schedule(nodes, [], pod)
+    assert r.host is None
+    assert r.attempt.message == (
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+        "1 node(s) didn't satisfy plugin(s) [NodeAffinity], 1 node(s) had untolerated taint(s)."
+    )
+
+
 # -- plugin metrics sampling ---------------------------------------------------------------------
 
 

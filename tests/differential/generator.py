@@ -75,8 +75,9 @@ PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedalloc
 ORACLE_FEATURES = frozenset({"schedulinggates", "terminatingpods", "nominatednodes", "nodesampling"})
 FEATURES = PLUGIN_FEATURES | ORACLE_FEATURES
 # THE SWITCH: add a feature's name here when its plugin (or the oracle's model) has merged.
-# The plugins landed (InterPodAffinity, BalancedAllocation, ImageLocality); ORACLE_FEATURES wait for the oracle.
-DEFAULT_FEATURES: frozenset[str] = PLUGIN_FEATURES
+# The plugins landed, and the oracle models gates, pods being deleted and node sampling; "nominatednodes"
+# waits for nominated pods counted in Filter on our side (issue #19: upstream's nominator).
+DEFAULT_FEATURES: frozenset[str] = FEATURES - {"nominatednodes"}
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"

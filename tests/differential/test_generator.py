@@ -41,20 +41,26 @@ def test_an_unknown_feature_is_refused() -> None:
         generator.scenario(0, frozenset({"interpodafinity"}))
 
 
-def test_default_features_are_the_plugins_and_not_what_the_oracle_lacks() -> None:
-    """On by default: pod affinity and node images (their plugins landed); off: gates, pending pods
-    being deleted (the oracle does not model upstream's queue for them yet)."""
-    seen_affinity = seen_images = False
+def test_default_features_are_all_but_existing_nominated_nodes() -> None:
+    """On by default: pod affinity, node images, gates, pending pods being deleted; a nominated node
+    that exists waits for nominated pods on our side (issue #19)."""
+    seen: set[str] = set()
     for seed in SEEDS:
         objects, _ = generator.scenario(seed)
+        nodes = {o["metadata"]["name"] for o in objects if o["kind"] == "Node"}
         for obj in objects:
-            seen_images |= "images" in obj.get("status", {})
             spec = obj.get("spec", {})
-            seen_affinity |= bool({"podAffinity", "podAntiAffinity"} & set(spec.get("affinity", {})))
-            assert "schedulingGates" not in spec
+            if "images" in obj.get("status", {}):
+                seen.add("images")
+            if {"podAffinity", "podAntiAffinity"} & set(spec.get("affinity", {})):
+                seen.add("affinity")
+            if "schedulingGates" in spec:
+                seen.add("gates")
             if obj["kind"] == "Pod" and not spec.get("nodeName"):
-                assert "deletionTimestamp" not in obj["metadata"]
-    assert seen_affinity and seen_images
+                if "deletionTimestamp" in obj["metadata"]:
+                    seen.add("terminating")
+                assert obj.get("status", {}).get("nominatedNodeName") not in nodes
+    assert seen == {"images", "affinity", "gates", "terminating"}
 
 
 def test_taints_are_unique_by_key_and_effect() -> None:
