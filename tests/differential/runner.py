@@ -132,6 +132,18 @@ def expected_message(g: dict[str, Any]) -> tuple[str, ...]:
     return (f"{before} {post}" if post else before,)
 
 
+def _verdicts(pod: str, p: dict[str, Any], full: dict[str, Any]) -> list[str]:
+    """A partial search's nodes against upstream's every-node view: what we found feasible passes
+    upstream's filters, and every node we rejected has upstream's verdict."""
+    problems = []
+    if wrong := sorted(set(_feasible(p)) - set(full["feasible"])):
+        problems.append(f"{pod}: {wrong} feasible for us, not for upstream's filters")
+    for node, entry in p["nodes"].items():
+        if entry["filter"] is not None and entry["filter"] != full["nodes"][node]["filter"]:
+            problems.append(f"{pod}/{node}: filter {entry['filter']} vs {full['nodes'][node]['filter']}")
+    return problems
+
+
 def compare_pod(p: dict[str, Any], g: dict[str, Any]) -> list[str]:
     """Differences between our result and upstream's for one pod (the rules in the module docstring)."""
     pod = p["pod"]
@@ -152,6 +164,8 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any]) -> list[str]:
     if g["batched"]:
         if g["node"] not in full["best"]:
             problems.append(f"{pod}: stale batch: upstream's hint {g['node']} is not in its fresh best {full['best']}")
+        if _partial(p):  # our partial search against upstream's full view: only the verdicts compare
+            return problems + _verdicts(pod, p, full)
         if p["node"] not in full["best"]:
             problems.append(f"{pod}: chose {p['node']}, upstream's (unbatched) best: {full['best']}")
         return problems + _compare_nodes(pod, p["nodes"], full["nodes"])
@@ -159,11 +173,7 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any]) -> list[str]:
         ours_feasible = _feasible(p)
         if len(ours_feasible) != len(g["feasible"]):
             problems.append(f"{pod}: found {len(ours_feasible)} feasible nodes, upstream {len(g['feasible'])}")
-        if wrong := sorted(set(ours_feasible) - set(full["feasible"])):
-            problems.append(f"{pod}: {wrong} feasible for us, not for upstream's filters")
-        for node, entry in p["nodes"].items():
-            if entry["filter"] is not None and entry["filter"] != full["nodes"][node]["filter"]:
-                problems.append(f"{pod}/{node}: filter {entry['filter']} vs {full['nodes'][node]['filter']}")
+        problems += _verdicts(pod, p, full)
         if ours_feasible == g["feasible"]:
             if p["node"] not in g["best"]:
                 problems.append(f"{pod}: chose {p['node']}, upstream's best: {g['best']}")

@@ -103,6 +103,15 @@ class TestBatched:
         problems = compare([ours("a", full["nodes"])], [theirs])
         assert problems == ["default/p: stale batch: upstream's hint c is not in its fresh best ['a', 'b']"]
 
+    def test_our_partial_search_is_judged_by_verdicts_only(self) -> None:
+        """Upstream batched, we searched part of the nodes (over 100, percentageOfNodesToScore): the
+        full view's scores are normalized over other nodes, so only filter verdicts compare (seed 12003340)."""
+        full = self.full_view()
+        theirs = upstream("a", {"a": FEASIBLE, "b": SKIPPED, "c": SKIPPED}, full, batched=True, hint="a")
+        assert compare([ours("c", {"a": SKIPPED, "b": SKIPPED, "c": scored(7)})], [theirs]) == []
+        rejected = compare([ours("c", {"a": SKIPPED, "b": {**SKIPPED, "filter": TAINT}, "c": scored(7)})], [theirs])
+        assert rejected == [f"default/p/b: filter {TAINT} vs None"]
+
 
 class TestPartialSearch:
     def test_different_nodes_found_are_no_mismatch(self) -> None:
