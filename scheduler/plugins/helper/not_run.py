@@ -9,12 +9,17 @@ Disabling a stand-in in a profile is disabling the upstream plugin: the field is
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PreFilterResult
 
-__all__ = ["SKIP", "refusal", "volume_field"]
+__all__ = ["SKIP", "VolumeStandIn", "refusal", "volume_field"]
 
 SKIP = Status(Code.SKIP)
 
@@ -33,3 +38,26 @@ def volume_field(pod: Pod, sources: Iterable[str]) -> str | None:
         if used:
             return f'spec.volumes[{i}].{min(used)} (volume "{volume.name}")'
     return None
+
+
+class VolumeStandIn:
+    """A volume plugin's stand-in: refuses a pod with a volume of one of ``SOURCES``, skips the rest."""
+
+    NAME: str
+    SOURCES: frozenset[str]
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # spec.volumes is immutable and nothing else changes this refusal: only the periodic flush
+        # retries such a pod.
+        return []
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        field = volume_field(pod, self.SOURCES)
+        if field is None:
+            return None, SKIP
+        return None, refusal(field, self.NAME)

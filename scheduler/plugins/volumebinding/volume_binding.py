@@ -8,15 +8,6 @@ volume's claim is ``<pod>-<volume>``) and skips every other pod. Its Score is of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from scheduler.api.objects import Pod
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ClusterEventWithHint
-from scheduler.framework.interface import Handle
-from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.helper import not_run
 
@@ -25,22 +16,6 @@ __all__ = ["SOURCES", "VolumeBinding"]
 SOURCES = frozenset({"persistentVolumeClaim", "ephemeral"})
 
 
-class VolumeBinding:
+class VolumeBinding(not_run.VolumeStandIn):
     NAME = names.VOLUME_BINDING
-
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        # VolumeBindingArgs (bindTimeoutSeconds, shape) are accepted and unused.
-        self.handle = handle
-
-    def events_to_register(self) -> list[ClusterEventWithHint]:
-        # spec.volumes is immutable and nothing else changes this refusal: only the periodic flush
-        # retries such a pod.
-        return []
-
-    def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status | None]:
-        field = not_run.volume_field(pod, SOURCES)
-        if field is None:
-            return None, not_run.SKIP
-        return None, not_run.refusal(field, self.NAME)
+    SOURCES = SOURCES
