@@ -13,7 +13,7 @@ from scheduler.api.fields import parse_go_int64
 from scheduler.api.labels import Operator, Requirement
 from scheduler.api.nodeselector import FieldRequirement, NodeSelectorTerm
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Code, Status, StatusError
 from scheduler.framework.types import PreFilterResult
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
 from scheduler.testing import PodBuilder, make_node, make_pod
@@ -887,6 +887,18 @@ def test_pre_score_error_text_is_upstreams(terms: list[tuple[int, list[tuple[str
         builder = builder.preferred_term(weight, term(*(expr(k, op, v) for k, op, v in exprs)))
     status = na.pre_score(CycleState(), builder.build(), cache.node_infos())
     assert status == Status.as_error(message)
+
+
+def test_score_without_pre_score_fails_with_the_same_text() -> None:
+    """PreScore disabled: Score parses the terms itself and fails with PreScore's aggregate, not another
+    wording (the two paths read one helper)."""
+    na, cache = plugin(nodes=[make_node("a")])
+    p = pod().preferred_term(2, term(expr("gen", "Gt", "abc"), expr("gen", "Lt", "x"))).build()
+    expected = na.pre_score(CycleState(), p, cache.node_infos())
+    assert expected is not None and expected.message().startswith("[")
+    with pytest.raises(StatusError) as info:
+        na.score(CycleState(), p, cache.node_infos()[0])
+    assert info.value.status == expected
 
 
 @pytest.mark.parametrize(

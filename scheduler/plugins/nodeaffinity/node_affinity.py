@@ -100,11 +100,13 @@ def _preferred_errors(terms: Sequence[PreferredTerm]) -> list[str]:
     return [t.term.parse_error for t in terms if t.term.parse_error is not None]
 
 
-def _aggregate(terms: Sequence[PreferredTerm]) -> str:
-    """``NewPreferredSchedulingTerms``' error: every term's parse errors, flattened and de-duplicated as
-    an ``errors.Aggregate`` prints them (one alone, several as ``[a, b]``)."""
+def _preferred_error(terms: Sequence[PreferredTerm]) -> Status | None:
+    """``NewPreferredSchedulingTerms``' error as a Status, or None: every term's parse errors, flattened
+    and de-duplicated as an ``errors.Aggregate`` prints them (one alone, several as ``[a, b]``)."""
     unique = list(dict.fromkeys(e for t in terms for e in t.term.parse_errors))
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+    if not unique:
+        return None
+    return Status.as_error(unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]")
 
 
 class NodeAffinity:
@@ -212,8 +214,9 @@ class NodeAffinity:
         # Skipped only when neither the pod nor the args list preferred terms (upstream: both nil).
         if not (pod.preferred_affinity or pod.preferred_affinity_listed or self.added_preferred_listed):
             return Status(Code.SKIP)
-        if _preferred_errors(pod.preferred_affinity):
-            return Status.as_error(_aggregate(pod.preferred_affinity))
+        error = _preferred_error(pod.preferred_affinity)
+        if error is not None:
+            return error
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(pod.preferred_affinity))
         return None
 
@@ -223,9 +226,10 @@ class NodeAffinity:
         if isinstance(stored, PreScoreState):
             preferred = stored.preferred
         else:
-            problems = _preferred_errors(pod.preferred_affinity)
-            if problems:
-                raise StatusError(Status.as_error("; ".join(problems)))
+            # Without PreScore, upstream's Score parses the terms itself: the same error.
+            error = _preferred_error(pod.preferred_affinity)
+            if error is not None:
+                raise StatusError(error)
             preferred = pod.preferred_affinity
         total = 0
         for term in self.added_preferred:
