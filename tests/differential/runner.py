@@ -45,11 +45,11 @@ from scheduler.config import parse_config, upstream_config
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver
 from tests.differential.generator import scenario
+from tests.helpers import NO_CLAIMS
 
 # Upstream's default multiPoint plugins (default_plugins.go, DynamicResources by its GA gate) that
 # spread-scheduler does not run yet: remove a name when its plugin lands on our side.
 UPSTREAM_ONLY_PLUGINS: tuple[str, ...] = ()  # every one runs here now (volumes and claims as refusing stand-ins)
-NO_CLAIMS = "no new claims to deallocate"  # DynamicResources' PostFilter text for a pod without claims
 
 
 def oracle_binary() -> Path:
