@@ -34,6 +34,7 @@ from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
 from scheduler.errors import BindConflictError, PodGoneError
 from scheduler.eventhandlers import EventHandlers
 from scheduler.framework import events as ev
+from scheduler.framework.batch import OpportunisticBatch
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.extender import (
     EXTENDER_NAME,
@@ -137,6 +138,12 @@ class Attempt:
     scores: list[PluginScores] = field(default_factory=list)
     totals: dict[NodeName, int] = field(default_factory=dict)
     evaluated_nodes: int = 0
+    # Opportunistic batching (``scheduler.framework.batch``): the hint offered, whether the pod was
+    # placed on it without scoring, and the scored nodes it did not take, best first (stored for the
+    # next pod when it was signable).
+    hint: NodeName | None = None
+    batched: bool = False
+    other_nodes: list[NodeName] = field(default_factory=list)
     state: CycleState = field(default_factory=CycleState)
 
     @property
@@ -158,9 +165,14 @@ class SchedulingAlgorithm:
         self.plugin_metrics_sample_percent = plugin_metrics_sample_percent
         self._sampler = random.Random(0)  # its own stream: sampling must not change tie-breaking
 
-    def schedule_pod(self, fwk: Framework, snapshot: Snapshot, pod: Pod) -> Attempt:
-        """One cycle without I/O; raises ``ExtendersNeedAsyncError`` if an extender must be asked."""
-        steps = self._schedule(fwk, snapshot, pod)
+    def schedule_pod(self, fwk: Framework, snapshot: Snapshot, pod: Pod, cycle: int | None = None) -> Attempt:
+        """One cycle without I/O; raises ``ExtendersNeedAsyncError`` if an extender must be asked.
+
+        ``cycle`` is the queue's scheduling cycle count: given, and with the profile's batching state
+        set (``Framework.batch``), the cycle takes part in opportunistic batching; without it the pod
+        is computed afresh and no state is read or written.
+        """
+        steps = self._schedule(fwk, snapshot, pod, cycle)
         try:
             call = next(steps)
         except StopIteration as done:
@@ -169,9 +181,11 @@ class SchedulingAlgorithm:
         steps.close()
         raise ExtendersNeedAsyncError(f"extender {call_name(call)} must be called: use schedule_pod_async")
 
-    async def schedule_pod_async(self, fwk: Framework, snapshot: Snapshot, pod: Pod) -> Attempt:
+    async def schedule_pod_async(
+        self, fwk: Framework, snapshot: Snapshot, pod: Pod, cycle: int | None = None
+    ) -> Attempt:
         """One cycle, awaiting the extenders it needs (none: no await happens at all)."""
-        steps = self._schedule(fwk, snapshot, pod)
+        steps = self._schedule(fwk, snapshot, pod, cycle)
         reply: object = None
         while True:
             try:
@@ -181,7 +195,9 @@ class SchedulingAlgorithm:
                 return attempt
             reply = await run_extender_call(call)
 
-    def _schedule(self, fwk: Framework, snapshot: Snapshot, pod: Pod) -> Generator[ExtenderCall, object, Attempt]:
+    def _schedule(
+        self, fwk: Framework, snapshot: Snapshot, pod: Pod, cycle: int | None
+    ) -> Generator[ExtenderCall, object, Attempt]:
         state = CycleState()
         state.record_plugin_metrics = self._sampler.randrange(100) < self.plugin_metrics_sample_percent
         fwk.handle.snapshot = snapshot
@@ -195,10 +211,12 @@ class SchedulingAlgorithm:
             return Attempt(pod, status, message=ERR_NO_NODES_AVAILABLE, state=state)
 
         attempt = Attempt(pod, Status(Code.SUCCESS), state=state)
-        error = yield from self._find_nodes_that_fit(fwk, state, pod, all_nodes, attempt)
-        if error is not None:
-            attempt.status, attempt.message = error, error.message()
+        batch = fwk.batch if cycle is not None else None
+        found = yield from self._find_nodes_that_fit(fwk, state, pod, all_nodes, attempt, batch, cycle)
+        if isinstance(found, Status):
+            attempt.status, attempt.message = found, found.message()
             return attempt
+        signature = found
         if not attempt.feasible_nodes:
             fit = FitError(pod, len(all_nodes), attempt.diagnosis)
             # Upstream wraps every FitError as Unschedulable, whatever the per-node codes were.
@@ -207,6 +225,9 @@ class SchedulingAlgorithm:
             return attempt
         if len(attempt.feasible_nodes) == 1:
             attempt.host = attempt.feasible_nodes[0].name
+            attempt.batched = attempt.host == attempt.hint and not pod.nominated_node_name
+            if batch is not None and cycle is not None:
+                batch.store_schedule_results(signature, attempt.hint, attempt.host, [], cycle)
             return attempt
 
         error = yield from self._prioritize(fwk, state, pod, attempt.feasible_nodes, attempt)
@@ -214,11 +235,23 @@ class SchedulingAlgorithm:
             attempt.status, attempt.message = error, error.message()
             return attempt
         attempt.host = self._select_host(attempt)
+        attempt.other_nodes = self._others_sorted(attempt, attempt.host)
+        if batch is not None and cycle is not None:
+            batch.store_schedule_results(signature, attempt.hint, attempt.host, attempt.other_nodes, cycle)
         return attempt
 
     def _find_nodes_that_fit(
-        self, fwk: Framework, state: CycleState, pod: Pod, all_nodes: Sequence[NodeInfo], attempt: Attempt
-    ) -> Steps:
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        all_nodes: Sequence[NodeInfo],
+        attempt: Attempt,
+        batch: OpportunisticBatch | None,
+        cycle: int | None,
+    ) -> Generator[ExtenderCall, object, Status | bytes | None]:
+        """The feasible nodes go to ``attempt``; returns the error Status, or else the pod's batching
+        signature (None: not signed, or batching not in play)."""
         nodes_all = list(all_nodes)
         diagnosis = attempt.diagnosis
         result, status, plugins = fwk.run_pre_filter_plugins(state, pod, nodes_all)
@@ -231,12 +264,20 @@ class SchedulingAlgorithm:
             diagnosis.add_plugin_status(status)
             return None
 
-        # status.nominatedNodeName (set by a preemption) is tried alone first, whatever PreFilter
-        # allowed; if it fits, it is the single feasible node and no other node is evaluated
-        # (upstream's evaluateNominatedNode). If it does not, its verdict stays in the diagnosis (the
-        # message counts it, and the rotating start index moves past it) and the full search follows.
+        signature: bytes | None = None
+        if batch is not None and cycle is not None:
+            # Asked even when the pod has a nominated node (which then goes first): the hint is
+            # popped either way, as upstream does.
+            attempt.hint, signature = batch.get_node_hint(fwk, state, pod, cycle, fwk.handle.current())
+
+        # status.nominatedNodeName (set by a preemption), else batching's hint, is tried alone first,
+        # whatever PreFilter allowed; if it fits, it is the single feasible node and no other node is
+        # evaluated (upstream's evaluateNominatedNode). If it does not, its verdict stays in the
+        # diagnosis (the message counts it, and the rotating start index moves past it) and the full
+        # search follows.
         statuses = diagnosis.node_to_status
-        nominated = fwk.handle.current().get(pod.nominated_node_name) if pod.nominated_node_name else None
+        first = pod.nominated_node_name or attempt.hint
+        nominated = fwk.handle.current().get(first) if first else None
         if nominated is not None:
             nominated_status = fwk.run_filter_plugins(state, pod, nominated)
             if nominated_status is None:
@@ -246,7 +287,7 @@ class SchedulingAlgorithm:
                 if not isinstance(passed, Status) and passed:
                     attempt.feasible_nodes.append(nominated)
                     attempt.evaluated_nodes = 1
-                    return None
+                    return signature
             elif nominated_status.is_rejected():  # an Error is logged and ignored upstream
                 statuses[nominated.name] = nominated_status
                 diagnosis.add_plugin_status(nominated_status)
@@ -264,7 +305,7 @@ class SchedulingAlgorithm:
         num = len(candidates)
         if num == 0:
             self.next_start_node_index = (self.next_start_node_index + len(statuses)) % len(nodes_all)
-            return None
+            return signature
         to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, num)
         if not fwk.has_extender_filters_or_scoring():
             to_find = 1
@@ -291,7 +332,7 @@ class SchedulingAlgorithm:
         self.next_start_node_index = (self.next_start_node_index + len(feasible) + len(statuses)) % len(nodes_all)
         attempt.evaluated_nodes = processed
         if not fwk.extenders or not feasible:
-            return None
+            return signature
         passed = yield from find_nodes_that_pass_extenders(fwk.extenders, pod, feasible, diagnosis)
         if isinstance(passed, Status):
             return passed
@@ -299,7 +340,7 @@ class SchedulingAlgorithm:
             # Extenders have no queueing hints: any cluster event may help the pod (#122019).
             diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
         attempt.feasible_nodes = passed
-        return None
+        return signature
 
     def _prioritize(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: list[NodeInfo], attempt: Attempt
@@ -332,6 +373,14 @@ class SchedulingAlgorithm:
                 totals[i] += value * weight
         attempt.totals = dict(zip(attempt.scored_nodes, totals, strict=True))
         return None
+
+    @staticmethod
+    def _others_sorted(attempt: Attempt, host: NodeName) -> list[NodeName]:
+        """The scored nodes but ``host``, best total first (``newSortedNodeScores`` after its first
+        Pop). Upstream breaks ties by its heap's layout over a parallel search's order, i.e. in no
+        fixed order; ours keeps the order the nodes were examined in."""
+        totals = attempt.totals
+        return sorted((name for name in attempt.scored_nodes if name != host), key=lambda name: -totals[name])
 
     def _select_host(self, attempt: Attempt) -> NodeName:
         """Uniformly at random among the nodes with the highest total (1.33/1.34 ``selectHost``)."""
@@ -454,6 +503,10 @@ class ScheduleOne:
         self._reported: dict[PodKey, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         handlers.forgotten.append(self._forget_reported)
+        for fwk in frameworks.values():
+            # Consecutive cycles run here, so batching's state lives from here on (upstream creates it
+            # with the framework, OpportunisticBatching being on by default in 1.35).
+            fwk.batch = OpportunisticBatch(clock)
 
     def _forget_reported(self, key: PodKey) -> None:
         self._reported.pop(key, None)
@@ -466,7 +519,7 @@ class ScheduleOne:
         if popped is None:
             return False
         if popped.fwk is not None:
-            attempt = self.algorithm.schedule_pod(popped.fwk, self.cache, popped.qpi.pod)
+            attempt = self.algorithm.schedule_pod(popped.fwk, self.cache, popped.qpi.pod, self.queue.scheduling_cycle)
             self._finish_cycle(popped, attempt)
         return True
 
@@ -483,7 +536,9 @@ class ScheduleOne:
         if popped.fwk is not None:
             self.handlers.held.open()
             try:
-                attempt = await self.algorithm.schedule_pod_async(popped.fwk, self.cache, popped.qpi.pod)
+                attempt = await self.algorithm.schedule_pod_async(
+                    popped.fwk, self.cache, popped.qpi.pod, self.queue.scheduling_cycle
+                )
                 self._finish_cycle(popped, attempt)
             finally:
                 self.handlers.held.close()

@@ -238,6 +238,8 @@ def attempt_to_json(attempt: Attempt, cache: Cache) -> dict[str, Any]:
         # Empty unless the pod fit no node: the rejecting plugins, and those of them that said Pending.
         "unschedulablePlugins": sorted(diagnosis.unschedulable_plugins) if attempt.fit_error else [],
         "pendingPlugins": sorted(diagnosis.pending_plugins) if attempt.fit_error else [],
+        # Opportunistic batching: placed on the previous pod's runner-up without scoring.
+        "batched": attempt.batched,
         "nodes": nodes,
     }
 

@@ -14,6 +14,7 @@ from scheduler.api.labels import Selector
 from scheduler.api.objects import NodeName, Pod, SelectingObject
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 
@@ -27,6 +28,7 @@ __all__ = [
     "Handle",
     "PermitPlugin",
     "Plugin",
+    "PodSigner",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PreBindPlugin",
@@ -195,6 +197,19 @@ class SignPlugin(Plugin, Protocol):
         Implementing it promises that Filter and Score on a node depend on that signature, the
         plugin's own arguments and that one NodeInfo only, so two pods with equal signatures get the
         same result on a node that has not changed (``scheduler.framework.node_results``).
+        """
+        ...
+
+
+@runtime_checkable
+class PodSigner(Plugin, Protocol):
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """The parts of ``pod`` this plugin decides on, for opportunistic batching (upstream's
+        ``SignPlugin.SignPod``); a non-None status means the pod cannot be signed, so no pod is
+        batched with it (``Framework.sign_pod``, ``scheduler.framework.batch``).
+
+        Every PreFilter, Filter, PreScore and Score plugin of a profile must implement it for that
+        profile to batch at all (``computeBatchablePlugins``).
         """
         ...
 

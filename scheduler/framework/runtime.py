@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from scheduler.api.objects import NodeName, Pod
+from scheduler.framework import signers
+from scheduler.framework.batch import OpportunisticBatch
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.framework.extender import EXTENDER_NAME, Extender
@@ -24,6 +26,7 @@ from scheduler.framework.interface import (
     Handle,
     PermitPlugin,
     Plugin,
+    PodSigner,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -140,6 +143,39 @@ class Framework:
         self.node_results = NodeResults()
         self._last_signed: tuple[Pod | None, Hashable | None] = (None, None)
         self.reuse_node_results = True  # off only in tests that compare both ways
+        self.batchable_plugins, self.enable_signatures = self._compute_batchable_plugins()
+        # Opportunistic batching's state between this profile's cycles; set by whoever runs
+        # consecutive cycles with a clock (``ScheduleOne``). None: every pod is computed afresh.
+        self.batch: OpportunisticBatch | None = None
+
+    def _compute_batchable_plugins(self) -> tuple[list[PodSigner], bool]:
+        """``computeBatchablePlugins``: the PreFilter, Filter, PreScore and Score plugins (each once,
+        in that order), and whether they all sign pods and no extender is configured."""
+        enabled = not self.extenders
+        signing: list[PodSigner] = []
+        seen: set[str] = set()
+        for plugin in (*self.pre_filter, *self.filter, *self.pre_score, *self.score):
+            if plugin.NAME in seen:
+                continue
+            seen.add(plugin.NAME)
+            if isinstance(plugin, PodSigner):
+                signing.append(plugin)
+            else:
+                enabled = False
+        return signing, enabled
+
+    def sign_pod(self, pod: Pod) -> bytes | None:
+        """``SignPod``: the pod's batching signature, or None when some plugin cannot sign it (or the
+        profile cannot sign at all: extenders, or a plugin without ``sign_fragments``)."""
+        if not self.enable_signatures:
+            return None
+        fragments: list[signers.SignFragment] = []
+        for plugin in self.batchable_plugins:
+            signed, status = plugin.sign_fragments(pod)
+            if status is not None and not status.is_success():
+                return None
+            fragments.extend(signed)
+        return signers.sign(fragments, pod.scheduler_name)
 
     def _of(self, point: str) -> list[Plugin]:
         return [self.plugins[name] for name in self.points[point]]

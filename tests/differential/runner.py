@@ -17,8 +17,10 @@ What is compared, pod by pod (the oracle's output is described at the top of its
   that our node is in upstream's best set (the top total). Which view of upstream's is used:
   - a full search (the real cycle filtered every node PreFilter allowed): the real cycle's;
   - a batched decision (opportunistic batching reused the previous pod's scores and filtered only
-    the hint): the oracle's unbatched second view of the same snapshot, and the hint itself must be
-    in that view's best set, or batching decided from a stale result;
+    the hint): both sides batched, onto the same node, with the same real-cycle view (the hint's
+    verdict, every other node unevaluated); a fresh scoring may well prefer another node, and that
+    is upstream's decision all the same. Our ranking of each scored pod's other nodes is sent with
+    the placements ("rankings"), so upstream's heap breaks ties among them as we do;
   - a partial search (more than 100 nodes and percentageOfNodesToScore: upstream stops after
     numFeasibleNodesToFind feasible nodes, and which ones its parallel search finds varies): both
     sides found as many feasible nodes; every node we call feasible is feasible in upstream's full
@@ -81,7 +83,14 @@ def python_side(
     for fwk in sim.frameworks.values():
         fwk.reuse_node_results = reuse
     sim.add_objects(objects)
-    return [attempt_to_json(attempt, sim.cache) for attempt in sim.run()]
+    results = []
+    for attempt in sim.run():
+        result = attempt_to_json(attempt, sim.cache)
+        if attempt.host is not None and attempt.other_nodes:
+            # The order batching would offer the rest in; the oracle breaks upstream's ties by it.
+            result["ranking"] = [attempt.host, *attempt.other_nodes]
+        results.append(result)
+    return results
 
 
 def _feasible(result: dict[str, Any]) -> list[str]:
@@ -161,14 +170,13 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any]) -> list[str]:
             problems += _compare_nodes(pod, p["nodes"], g["nodes"])
         return problems
     full = g["full"]
+    if p.get("batched", False) != g["batched"]:
+        side = "we" if p.get("batched") else "upstream"
+        return [*problems, f"{pod}: only {side} batched: ours {p['node']}, upstream's {g['node']}"]
     if g["batched"]:
-        if g["node"] not in full["best"]:
-            problems.append(f"{pod}: stale batch: upstream's hint {g['node']} is not in its fresh best {full['best']}")
-        if _partial(p):  # our partial search against upstream's full view: only the verdicts compare
-            return problems + _verdicts(pod, p, full)
-        if p["node"] not in full["best"]:
-            problems.append(f"{pod}: chose {p['node']}, upstream's (unbatched) best: {full['best']}")
-        return problems + _compare_nodes(pod, p["nodes"], full["nodes"])
+        if p["node"] != g["node"]:
+            problems.append(f"{pod}: batched onto {p['node']}, upstream's hint {g['node']}")
+        return problems + _compare_nodes(pod, p["nodes"], g["nodes"])
     if _partial(g) or _partial(p):
         ours_feasible = _feasible(p)
         if len(ours_feasible) != len(g["feasible"]):
@@ -235,7 +243,9 @@ def run_batch(
         py = python_side(objects, config, seed)
         ours[seed] = py
         placements = {r["pod"]: r["node"] for r in py}
-        lines.append(json.dumps({"id": str(seed), "objects": objects, "config": config, "placements": placements}))
+        rankings = {r["pod"]: r["ranking"] for r in py if r.get("ranking")}
+        scenario_line = {"id": str(seed), "objects": objects, "config": config, "placements": placements}
+        lines.append(json.dumps({**scenario_line, "rankings": rankings}))
     done = subprocess.run(
         [str(oracle)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True, timeout=3600
     )

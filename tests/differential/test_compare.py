@@ -87,21 +87,32 @@ class TestFailures:
 
 
 class TestBatched:
+    """Batched decisions are compared directly: both sides batched, onto the same node."""
+
     def full_view(self) -> dict[str, Any]:
         nodes = {"a": scored(300), "b": scored(300), "c": scored(100)}
         return {"code": "Success", "best": ["a", "b"], "feasible": ["a", "b", "c"], "nodes": nodes}
 
-    def test_ours_is_judged_by_the_unbatched_view(self) -> None:
-        """Upstream filtered only its hint; our choice and nodes are compared with the full view."""
+    def test_the_same_hint_agrees_even_off_the_fresh_best(self) -> None:
+        """Upstream's hint c is not what a fresh scoring would pick; it is upstream's decision, and ours."""
+        view = {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}
+        theirs = upstream("c", view, self.full_view(), batched=True, hint="c")
+        assert compare([ours("c", view, batched=True)], [theirs]) == []
+
+    def test_another_hint_is_reported(self) -> None:
+        theirs = upstream("c", {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}, self.full_view(), batched=True, hint="c")
+        problems = compare([ours("b", {"a": SKIPPED, "b": FEASIBLE, "c": SKIPPED}, batched=True)], [theirs])
+        assert problems[0] == "default/p: batched onto b, upstream's hint c"
+
+    def test_only_one_side_batching_is_reported(self) -> None:
         full = self.full_view()
         theirs = upstream("a", {"a": FEASIBLE, "b": SKIPPED, "c": SKIPPED}, full, batched=True, hint="a")
-        assert compare([ours("b", full["nodes"])], [theirs]) == []
-
-    def test_a_stale_hint_is_reported(self) -> None:
-        full = self.full_view()
-        theirs = upstream("c", {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}, full, batched=True, hint="c")
-        problems = compare([ours("a", full["nodes"])], [theirs])
-        assert problems == ["default/p: stale batch: upstream's hint c is not in its fresh best ['a', 'b']"]
+        assert compare([ours("a", full["nodes"])], [theirs]) == [
+            "default/p: only upstream batched: ours a, upstream's a"
+        ]
+        assert compare([ours("a", full["nodes"], batched=True)], [upstream("a", full["nodes"])]) == [
+            "default/p: only we batched: ours a, upstream's a"
+        ]
 
     def test_our_partial_search_is_judged_by_verdicts_only(self) -> None:
         """Upstream batched, we searched part of the nodes (over 100, percentageOfNodesToScore): the

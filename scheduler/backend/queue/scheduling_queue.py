@@ -66,6 +66,9 @@ class SchedulingQueue:
         self._where: dict[PodKey, str] = {}
         self._infos: dict[PodKey, QueuedPodInfo] = {}
         self._in_flight = InFlightPods()
+        # Pods popped so far (``schedulingCycle``): opportunistic batching reuses a cycle's results
+        # only in the very next one.
+        self.scheduling_cycle = 0
         self.incoming: dict[tuple[str, str], int] = {}  # (queue, event label) -> count, for metrics
 
     # -- bookkeeping ----------------------------------------------------------------------------
@@ -203,6 +206,7 @@ class SchedulingQueue:
             return None
         qpi = self._infos[key]
         self._remove(key)
+        self.scheduling_cycle += 1
         qpi.attempts += 1
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = now

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import NodeName, Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -62,6 +63,12 @@ class DynamicResources:
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         # DynamicResourcesArgs (filterTimeout, bindingTimeout) are accepted and unused.
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        if signers.has_items(signers.spec_field(pod, "resourceClaims")):
+            return (), Status(Code.UNSCHEDULABLE, ("pods with dra resource claims are not signable",))
+        return (), None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         # spec.resourceClaims is immutable; the one thing that can lift the refusal is the pod's own

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import Handle
@@ -48,6 +49,11 @@ class VolumeStandIn:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod``, the same for all four volume plugins (batching:
+        ``scheduler.framework.signers``)."""
+        return [(signers.VOLUMES_SIGNER_NAME, signers.volumes_signer(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         # spec.volumes is immutable and nothing else changes this refusal: only the periodic flush

@@ -2,8 +2,9 @@
 each image has spread (so that one node holding an image does not draw every pod to it).
 
 Upstream: ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go``. Score only: no
-PreScore, no NormalizeScore, no EnqueueExtensions. Unlike upstream it is not a SignPlugin (the
-comment in ``ImageLocality`` says why).
+PreScore, no NormalizeScore, no EnqueueExtensions. It signs pods for batching as upstream does
+(``sign_fragments``) but is not a ``SignPlugin`` for per-node reuse (the comment in ``ImageLocality``
+says why).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
+from scheduler.framework.status import Status
 from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
 from scheduler.plugins import names
 
@@ -76,10 +79,14 @@ class ImageLocality:
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
 
-    # Upstream implements SignPod (the pod's normalized image names). We do not: our SignPlugin
-    # promise is that Score depends on the signature and the one NodeInfo only, and this score also
-    # reads how many nodes hold each image and how many nodes there are, which change when *other*
-    # nodes change. Unsigned, it is computed afresh each cycle; the decisions are the same.
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        return [(signers.IMAGE_NAMES_SIGNER_NAME, signers.image_names_signer(pod, normalized_image_name))], None
+
+    # Not a SignPlugin (per-node result reuse): that promise is that Score depends on the signature
+    # and the one NodeInfo only, and this score also reads how many nodes hold each image and how
+    # many nodes there are, which change when *other* nodes change. Batching's signature
+    # (``sign_fragments``) is upstream's, and is a different promise.
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         return self._scorer(pod)(node_info)

@@ -16,6 +16,7 @@ from typing import Any
 
 from scheduler.api.fields import FieldError, opt_int
 from scheduler.api.objects import Node, Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -91,6 +92,16 @@ class InterPodAffinity:
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.hard_pod_affinity_weight, self.ignore_preferred_terms_of_existing_pods = parse_args(args)
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        if pod.pod_affinity.declared:
+            return (), Status(Code.UNSCHEDULABLE, ("pods with InterPodAffinity are not signable",))
+        # With this option only pods with affinity terms are matched against, so the pod's labels
+        # do not matter when it has no terms itself.
+        if self.ignore_preferred_terms_of_existing_pods:
+            return (), None
+        return [(signers.LABELS_SIGNER_NAME, signers.labels_signer(pod))], None
 
     # -- events -------------------------------------------------------------------------------
 

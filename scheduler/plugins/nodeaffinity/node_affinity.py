@@ -12,6 +12,7 @@ from typing import Any
 from scheduler.api.fields import FieldError, as_mapping
 from scheduler.api.nodeselector import NodeSelector, PreferredTerm, parse_node_selector, parse_preferred_terms
 from scheduler.api.objects import Node, Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -136,6 +137,13 @@ class NodeAffinity:
         if errors:
             raise ValueError("; ".join(str(e) for e in errors))
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        return [
+            (signers.NODE_AFFINITY_SIGNER_NAME, signers.node_affinity_signer(pod)),
+            (signers.NODE_SELECTOR_SIGNER_NAME, signers.node_selector_signer(pod)),
+        ], None
 
     # -- events ----------------------------------------------------------------------------
 

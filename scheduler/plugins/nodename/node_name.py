@@ -5,10 +5,11 @@ Upstream: ``pkg/scheduler/framework/plugins/nodename/node_name.go``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -31,6 +32,10 @@ class NodeName:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        return [(signers.NODE_NAME_SIGNER_NAME, signers.spec_field(pod, "nodeName") or "")], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         # Only the arrival of the named node can help. Upstream registers no hint for it, so the

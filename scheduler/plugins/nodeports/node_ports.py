@@ -7,6 +7,7 @@ from typing import Any
 
 from scheduler.api.objects import Pod
 from scheduler.api.resources import HostPort
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -49,6 +50,10 @@ class NodePorts:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        return [(signers.HOST_PORTS_SIGNER_NAME, signers.host_ports_signer(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

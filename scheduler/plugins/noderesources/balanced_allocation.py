@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -108,6 +109,11 @@ class BalancedAllocation:
         resources = parse_balanced_allocation_args(args)
         self.scorer = ResourceAllocationScorer(resources, balanced_resource_scorer, use_requested=True)
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        # DRAExtendedResource (alpha, off) would refuse every pod here.
+        return [(signers.RESOURCES_SIGNER_NAME, signers.resources_signer(pod))], None
 
     def sign_pod(self, pod: Pod) -> Hashable:
         # Upstream signs the pod's whole request; Score reads only the configured resources of it.

@@ -12,6 +12,7 @@ from typing import Any
 
 from scheduler.api.objects import Node, Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, is_extended_resource_name
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -140,6 +141,11 @@ class Fit:
         self.ignored_resource_groups = parsed.ignored_resource_groups
         self.scorer = ResourceAllocationScorer.for_strategy(parsed)
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        # DRAExtendedResource (alpha, off) would refuse every pod here.
+        return [(signers.RESOURCES_SIGNER_NAME, signers.resources_signer(pod))], None
 
     # -- events ----------------------------------------------------------------------------
 

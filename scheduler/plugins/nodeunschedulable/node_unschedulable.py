@@ -5,11 +5,12 @@ Upstream: ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Node, Pod
 from scheduler.api.taints import Effect, Taint, tolerates_any
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -36,6 +37,10 @@ class NodeUnschedulable:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        return [(signers.TOLERATIONS_SIGNER_NAME, signers.tolerations_signer(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

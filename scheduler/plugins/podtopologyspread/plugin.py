@@ -14,6 +14,7 @@ from scheduler.api.labels import make_selector
 from scheduler.api.names import label_key_errors
 from scheduler.api.objects import Node, Pod
 from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, SpreadConstraint
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -130,6 +131,15 @@ class PodTopologySpread:
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.default_constraints, self.system_defaulted = parse_args(args)
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        if signers.has_items(signers.spec_field(pod, "topologySpreadConstraints")):
+            return (), Status(Code.UNSCHEDULABLE, ("pods with topology constraints are not signable",))
+        # System defaulting always has default constraints, so no pod is signable under it.
+        if self.default_constraints:
+            return (), Status(Code.UNSCHEDULABLE, ("pods with default topology constraints are not signable",))
+        return (), None
 
     def _constraints(self, pod: Pod, action: str) -> list[Constraint]:
         return pod_constraints(pod, action, self.default_constraints, self.handle.current())

@@ -11,6 +11,7 @@ from typing import Any
 
 from scheduler.api.objects import Node, Pod
 from scheduler.api.taints import Effect, Toleration, find_untolerated, tolerates_any
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -67,6 +68,10 @@ class TaintToleration:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
+        return [(signers.TOLERATIONS_SIGNER_NAME, signers.tolerations_signer(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

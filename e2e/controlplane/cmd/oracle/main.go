@@ -5,7 +5,8 @@
 // Input: JSON lines on stdin, one scenario each (unchanged):
 //
 //	{"id": "...", "objects": [<Node|Pod|Service|ReplicaSet|StatefulSet|ReplicationController>...],
-//	 "config": <KubeSchedulerConfiguration v1>, "placements": {"ns/name": "node" | null}}
+//	 "config": <KubeSchedulerConfiguration v1>, "placements": {"ns/name": "node" | null},
+//	 "rankings": {"ns/name": ["node", ...]}}   (optional)
 //
 // Each scenario gets its own scheduler.New (real cache, snapshot, queue, profiles from "config",
 // informers on a fake clientset holding "objects"), and the real ScheduleOne runs once per pod in the
@@ -16,6 +17,9 @@
 // "placements" are spread-scheduler's decisions. Both sides must walk the same sequence of worlds:
 //   - ties: the Score step's NodePluginScores.Randomizer (upstream's own tie-breaker, otherwise 0
 //     without extenders) is set to 1 on our node when it has the top total, so upstream's heap pops it;
+//     with "rankings" (our scored nodes, ours first, the rest in the order our batching would offer
+//     them), every ranked node gets a Randomizer by its rank, so the nodes upstream's heap keeps for
+//     opportunistic batching come out among equal totals in our order too;
 //   - anything else (a batched hint, a partial search, or a real difference): after the cycle, the
 //     pod is moved to our node (or unbound, or bound there) through the fake API, and the result says
 //     "worldFixed". Mismatches in later pods of that scenario may follow from the fix.
@@ -68,6 +72,7 @@ type scenario struct {
 	Objects    []json.RawMessage  `json:"objects"`
 	Config     json.RawMessage    `json:"config"`
 	Placements map[string]*string `json:"placements"`
+	Rankings   map[string][]string `json:"rankings,omitempty"`
 }
 
 type filterJSON struct {

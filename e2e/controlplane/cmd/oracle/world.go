@@ -67,6 +67,7 @@ type world struct {
 	inner      map[string]framework.Framework // the real profiles, before wrapping
 	scorers    map[string][]scorer
 	placements map[string]*string
+	rankings   map[string][]string
 	current    *cycle // the cycle under way: ScheduleOne runs one at a time here
 	late       []string
 }
@@ -134,7 +135,15 @@ func (o *observed) RunScorePlugins(ctx context.Context, state fwk.CycleState, po
 	for _, s := range scores {
 		top = max(top, s.TotalScore)
 	}
-	if ours := o.w.ours(pod); ours != "" {
+	if ranking := o.w.rankings[podKey(pod)]; len(ranking) > 0 {
+		rank := make(map[string]int, len(ranking))
+		for i, name := range ranking {
+			rank[name] = len(ranking) - i
+		}
+		for i := range scores {
+			scores[i].Randomizer = rank[scores[i].Name]
+		}
+	} else if ours := o.w.ours(pod); ours != "" {
 		for i := range scores {
 			if scores[i].Name == ours && scores[i].TotalScore == top {
 				scores[i].Randomizer = 1
@@ -191,7 +200,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 	})
 
 	client := fake.NewSimpleClientset(initial...)
-	w := &world{client: client, placements: sc.Placements, inner: map[string]framework.Framework{}}
+	w := &world{client: client, placements: sc.Placements, rankings: sc.Rankings, inner: map[string]framework.Framework{}}
 	client.PrependReactor("create", "pods", w.bind)
 	client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, nil // preemption victims stay: spread-scheduler does not preempt
