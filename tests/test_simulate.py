@@ -52,7 +52,7 @@ def node(
 def success(pod: str, host: str, nodes: dict[str, Any]) -> dict[str, Any]:
     """A result that placed ``pod`` on ``host``: no rejecting plugins."""
     message = f"Successfully assigned {pod} to {host}"
-    return {"pod": pod, "node": host, "code": "Success", "message": message, **NO_PLUGINS, "nodes": nodes}
+    return {"pod": pod, "node": host, "code": "Success", "message": message, **NO_PLUGINS, **UNBATCHED, "nodes": nodes}
 
 
 def failure(
@@ -66,11 +66,13 @@ def failure(
         "message": message,
         "unschedulablePlugins": sorted(plugins),
         "pendingPlugins": [],
+        **UNBATCHED,
         "nodes": nodes,
     }
 
 
 NO_PLUGINS: dict[str, list[str]] = {"unschedulablePlugins": [], "pendingPlugins": []}
+UNBATCHED = {"batched": False}  # System defaulting (our default) never batches
 GI = 1024**3
 NON_ZERO_CPU, NON_ZERO_MEMORY = 100, 200 * 1024**2  # scoring defaults for pods without requests
 

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -230,7 +230,7 @@ def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
 
 
 def run_batch(
-    seeds: range,
+    seeds: Sequence[int],
     oracle: Path,
     make: Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]] = scenario,
     stats: Counter[str] | None = None,

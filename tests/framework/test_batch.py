@@ -1,0 +1,248 @@
+"""Opportunistic batching's state (``scheduler/framework/batch.py``): upstream's ``TestBatchBasic``
+(batch_test.go), then each engagement condition and each reason the stored results go unused.
+
+The fake profile signs pods with whatever ``signature`` is set to, and its only Filter is upstream's
+``BatchTestPlugin``: a node holds at most one pod whose uid starts with "b" (blocking pods).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+
+from scheduler.api.objects import Node, NodeName, Pod, PodKey
+from scheduler.framework import batch as batching
+from scheduler.framework.batch import OpportunisticBatch
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.runtime import Framework
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo
+from scheduler.testing import make_node, make_pod
+
+BLOCKING = "b"
+NON_BLOCKING = "n"
+
+
+def pod(name: str, uid: str) -> Pod:
+    return make_pod(name).set("metadata.uid", uid).build()
+
+
+@dataclass
+class FakeProfile:
+    """Just what ``OpportunisticBatch`` asks of a profile: ``sign_pod`` and ``run_filter_plugins``."""
+
+    signature: bytes | None = b"sig"
+    filter_error: bool = False
+
+    def sign_pod(self, pod: Pod) -> bytes | None:
+        return self.signature
+
+    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if self.filter_error:
+            return Status.as_error("boom")
+        for other in node_info.pods.values():
+            if pod.uid.startswith(BLOCKING) and other.uid.startswith(BLOCKING):
+                return Status(Code.UNSCHEDULABLE, ("unsched",))
+        return None
+
+
+@dataclass
+class FakeSnapshot:
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self.nodes.get(name)
+
+
+def node_with(name: str, *pods: Pod) -> NodeInfo:
+    info = NodeInfo(Node.from_dict(make_node(name).dict()))
+    for p in pods:
+        info.pods[PodKey(p.key)] = p
+    return info
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def hint_for(
+    b: OpportunisticBatch, profile: FakeProfile, p: Pod, cycle: int, snapshot: Any
+) -> tuple[NodeName | None, bytes | None]:
+    return b.get_node_hint(cast(Framework, profile), CycleState(), p, cycle, snapshot)
+
+
+# -- upstream's TestBatchBasic, case by case ---------------------------------------------------
+
+BASIC = [
+    # (name, first uid, first sig, first succeeded, first others, skip a cycle, second uid, second sig,
+    #  second chosen, expected hint, expected state left)
+    pytest.param(BLOCKING, "sig", True, ["n1"], False, BLOCKING, "sig", "n1", "n1", None,
+                 id="a second pod with the same signature gets a hint"),
+    pytest.param(NON_BLOCKING, "sig", True, ["n1"], False, NON_BLOCKING, "sig2", "n1", None, None,
+                 id="a second pod with a different signature doesn't get a hint"),
+    pytest.param(NON_BLOCKING, "sig", True, ["n1"], False, NON_BLOCKING, "sig", "n1", None, None,
+                 id="a second pod doesn't get a hint if it's not 1-pod-per-node"),
+    pytest.param(BLOCKING, "sig", False, ["n1"], False, BLOCKING, "sig", "n1", None, None,
+                 id="pod doesn't get hint if previous pod didn't scheduled"),
+    pytest.param(BLOCKING, "sig", True, [], False, BLOCKING, "sig", "n4", None, None, id="empty list"),
+    pytest.param(BLOCKING, "sig", True, None, False, BLOCKING, "sig", "n4", None, None, id="nil list"),
+    pytest.param(BLOCKING, "sig", True, ["n1"], True, BLOCKING, "sig", "n1", None, None,
+                 id="pod doesn't get hint because the previous pod is to a different profile"),
+    pytest.param(BLOCKING, "sig", True, ["n1", "n2"], False, BLOCKING, "sig", "n1", "n1", ["n2"],
+                 id="pod uses batch from preceding pod and leaves remaining batch to next pod"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "first_uid,first_sig,first_ok,first_others,skip,second_uid,second_sig,chosen,hint,left",
+    BASIC,
+)
+def test_batch_basic(
+    first_uid: str,
+    first_sig: str,
+    first_ok: bool,
+    first_others: list[str] | None,
+    skip: bool,
+    second_uid: str,
+    second_sig: str,
+    chosen: str,
+    hint: str | None,
+    left: list[str] | None,
+) -> None:
+    b = OpportunisticBatch(Clock())
+    profile = FakeProfile(first_sig.encode())
+    first = pod("pod", first_uid + "1")
+    got, _ = hint_for(b, profile, first, 1, FakeSnapshot())
+    assert got is None
+    if first_ok:
+        others = [NodeName(n) for n in first_others or []]
+        b.store_schedule_results(first_sig.encode(), got, "n3", others, 1)
+    cycle = 3 if skip else 2
+    profile.signature = second_sig.encode()
+    snapshot = FakeSnapshot({"n3": node_with("n3", first)})
+    got, _ = hint_for(b, profile, pod("pod2", second_uid + "2"), cycle, snapshot)
+    assert got == hint
+    b.store_schedule_results(second_sig.encode(), got, chosen, [], cycle)
+    if left is None:
+        assert b.state is None or not b.state.sorted_nodes
+    else:
+        assert b.state is not None
+        assert (b.state.signature, b.state.sorted_nodes) == (second_sig.encode(), left)
+
+
+# -- each condition, and each reason the state goes unused ---------------------------------------
+
+
+class Batched:
+    """A first blocking pod placed on n3 with n1, n2 left, then a second one in the next cycle."""
+
+    def __init__(self) -> None:
+        self.clock = Clock()
+        self.batch = OpportunisticBatch(self.clock)
+        self.profile = FakeProfile()
+        self.first = pod("first", "b1")
+        self.batch.store_schedule_results(b"sig", None, "n3", [NodeName("n1"), NodeName("n2")], 1)
+        self.snapshot = FakeSnapshot({"n3": node_with("n3", self.first)})
+
+    def second(self, cycle: int = 2, uid: str = "b2") -> NodeName | None:
+        got, _ = hint_for(self.batch, self.profile, pod("second", uid), cycle, self.snapshot)
+        return got
+
+
+class TestConditions:
+    def test_every_condition_met_pops_the_next_node(self) -> None:
+        b = Batched()
+        assert b.second() == "n1"
+        assert b.batch.state is not None
+        assert b.batch.state.sorted_nodes == ["n2"]
+
+    def test_a_gap_in_the_cycle_count(self) -> None:
+        """Another profile's pod, or a pod that failed (failures store nothing), came between."""
+        b = Batched()
+        assert b.second(cycle=3) is None
+        assert b.batch.last_flush_reason == batching.FLUSH_POD_SKIPPED
+
+    def test_an_unsigned_pod(self) -> None:
+        b = Batched()
+        b.profile.signature = None
+        assert b.second() is None
+        assert b.batch.last_flush_reason == batching.FLUSH_POD_INCOMPATIBLE
+
+    def test_another_signature(self) -> None:
+        b = Batched()
+        b.profile.signature = b"other"
+        assert b.second() is None
+        assert b.batch.last_flush_reason == batching.FLUSH_POD_INCOMPATIBLE
+
+    def test_expires_after_500ms(self) -> None:
+        b = Batched()
+        b.clock.now += 0.5
+        assert b.second() == "n1"  # exactly 500 ms: not after the limit yet
+        b.batch.store_schedule_results(b"sig", NodeName("n1"), "n1", [], 2)
+        b.snapshot.nodes["n1"] = node_with("n1", pod("second", "b2"))
+        b.clock.now += 0.001
+        b.batch.last_cycle = batching.SchedulingCycle(2, "n1", succeeded=True)
+        assert b.second(cycle=3, uid="b3") is None
+        assert b.batch.last_flush_reason == batching.FLUSH_EXPIRED
+
+    def test_the_chosen_node_is_gone(self) -> None:
+        b = Batched()
+        b.snapshot.nodes.clear()
+        assert b.second() is None
+        assert b.batch.last_flush_reason == batching.FLUSH_NODE_MISSING
+
+    def test_the_pod_still_fits_the_chosen_node(self) -> None:
+        """Not one pod per node: the chosen node might still be the best, the ranking is unknown."""
+        b = Batched()
+        assert b.second(uid="n2") is None
+        assert b.batch.last_flush_reason == batching.FLUSH_NODE_NOT_FULL
+
+    def test_a_filter_error_on_the_chosen_node_is_no_rejection(self) -> None:
+        b = Batched()
+        b.profile.filter_error = True
+        assert b.second() is None
+        assert b.batch.last_flush_reason == batching.FLUSH_NODE_NOT_FULL
+
+    def test_unusable_state_is_kept_until_the_cycle_stores(self) -> None:
+        """Upstream's batchStateCompatible only says no; StoreScheduleResults replaces the state."""
+        b = Batched()
+        b.profile.signature = b"other"
+        assert b.second() is None
+        assert b.batch.state is not None
+        assert b.batch.state.sorted_nodes == ["n1", "n2"]
+
+
+class TestStore:
+    def test_a_used_hint_keeps_the_rest(self) -> None:
+        b = Batched()
+        hint = b.second()
+        b.batch.store_schedule_results(b"sig", hint, "n1", [NodeName("x")], 2)
+        assert b.batch.state is not None
+        assert b.batch.state.sorted_nodes == ["n2"]
+        assert b.batch.batched_pods == 1
+        assert b.batch.last_cycle == batching.SchedulingCycle(2, "n1", succeeded=True)
+
+    def test_an_unused_hint_stores_the_new_ranking(self) -> None:
+        b = Batched()
+        hint = b.second()
+        b.batch.clock = Clock()
+        b.batch.store_schedule_results(b"sig", hint, "n2", [NodeName("n5")], 2)
+        assert b.batch.state == batching.BatchState(b"sig", ["n5"], 100.0)
+
+    def test_an_unsigned_pod_clears(self) -> None:
+        b = Batched()
+        b.batch.store_schedule_results(None, None, "n1", [NodeName("n2")], 2)
+        assert b.batch.state is None
+        assert b.batch.last_flush_reason == batching.FLUSH_POD_NOT_BATCHABLE
+
+    def test_one_feasible_node_clears(self) -> None:
+        b = Batched()
+        b.batch.store_schedule_results(b"sig", None, "n1", [], 2)
+        assert b.batch.state is None
+        assert b.batch.last_flush_reason == batching.FLUSH_EMPTY_LIST
