@@ -21,6 +21,8 @@ What is compared, pod by pod (the oracle's output is described at the top of its
     verdict, every other node unevaluated); a fresh scoring may well prefer another node, and that
     is upstream's decision all the same. Our ranking of each scored pod's other nodes is sent with
     the placements ("rankings"), so upstream's heap breaks ties among them as we do;
+  - the hint batching offered (used or not: it also fails Filter, or loses to a nominated node) is
+    compared for every pod, so each engagement condition is checked, not only the ones that place;
   - a partial search (more than 100 nodes and percentageOfNodesToScore: upstream stops after
     numFeasibleNodesToFind feasible nodes, and which ones its parallel search finds varies): both
     sides found as many feasible nodes; every node we call feasible is feasible in upstream's full
@@ -86,6 +88,8 @@ def python_side(
     results = []
     for attempt in sim.run():
         result = attempt_to_json(attempt, sim.cache)
+        if attempt.hint is not None:
+            result["hint"] = attempt.hint  # offered, used or not (not part of simulate's JSON)
         if attempt.host is not None and attempt.other_nodes:
             # The order batching would offer the rest in; the oracle breaks upstream's ties by it.
             result["ranking"] = [attempt.host, *attempt.other_nodes]
@@ -157,6 +161,8 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any]) -> list[str]:
     """Differences between our result and upstream's for one pod (the rules in the module docstring)."""
     pod = p["pod"]
     problems = [f"{pod}: oracle self-check: {x}" for x in g.get("problems") or []]
+    if (p.get("hint") or "") != (g.get("hint") or ""):
+        problems.append(f"{pod}: batching hint {p.get('hint')} vs upstream's {g.get('hint')}")
     if p["code"] != g["code"]:
         return [*problems, f"{pod}: outcome {p['code']} ({p['message']}) vs upstream {g['code']} ({g['message']})"]
     if p["code"] != "Success":

@@ -97,22 +97,33 @@ class TestBatched:
         """Upstream's hint c is not what a fresh scoring would pick; it is upstream's decision, and ours."""
         view = {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}
         theirs = upstream("c", view, self.full_view(), batched=True, hint="c")
-        assert compare([ours("c", view, batched=True)], [theirs]) == []
+        assert compare([ours("c", view, batched=True, hint="c")], [theirs]) == []
 
     def test_another_hint_is_reported(self) -> None:
         theirs = upstream("c", {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}, self.full_view(), batched=True, hint="c")
-        problems = compare([ours("b", {"a": SKIPPED, "b": FEASIBLE, "c": SKIPPED}, batched=True)], [theirs])
-        assert problems[0] == "default/p: batched onto b, upstream's hint c"
+        problems = compare([ours("b", {"a": SKIPPED, "b": FEASIBLE, "c": SKIPPED}, batched=True, hint="b")], [theirs])
+        assert problems[:2] == [
+            "default/p: batching hint b vs upstream's c",
+            "default/p: batched onto b, upstream's hint c",
+        ]
+
+    def test_a_hint_offered_on_one_side_only_is_reported(self) -> None:
+        """Unused hints count too: the batching state must evolve alike on both sides."""
+        nodes = {"a": scored(300), "b": scored(200)}
+        assert compare([ours("a", nodes, hint="b")], [upstream("a", nodes, hint="b")]) == []
+        assert compare([ours("a", nodes)], [upstream("a", nodes, hint="b")]) == [
+            "default/p: batching hint None vs upstream's b"
+        ]
 
     def test_only_one_side_batching_is_reported(self) -> None:
         full = self.full_view()
         theirs = upstream("a", {"a": FEASIBLE, "b": SKIPPED, "c": SKIPPED}, full, batched=True, hint="a")
-        assert compare([ours("a", full["nodes"])], [theirs]) == [
+        assert compare([ours("a", full["nodes"], hint="a")], [theirs]) == [
             "default/p: only upstream batched: ours a, upstream's a"
         ]
-        assert compare([ours("a", full["nodes"], batched=True)], [upstream("a", full["nodes"])]) == [
-            "default/p: only we batched: ours a, upstream's a"
-        ]
+        assert compare(
+            [ours("a", full["nodes"], batched=True, hint="a")], [upstream("a", full["nodes"], hint="a")]
+        ) == ["default/p: only we batched: ours a, upstream's a"]
 
     def test_our_partial_search_is_judged_by_verdicts_only(self) -> None:
         """Upstream batched, we searched part of the nodes (over 100, percentageOfNodesToScore): the
