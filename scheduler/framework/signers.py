@@ -18,7 +18,7 @@ which keys per-node results of one plugin and must cover everything that plugin 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
@@ -37,8 +37,15 @@ __all__ = [
     "TOLERATIONS_SIGNER_NAME",
     "VOLUMES_SIGNER_NAME",
     "SignFragment",
+    "has_items",
     "host_ports_signer",
+    "image_names_signer",
+    "labels_signer",
     "node_affinity_signer",
+    "node_selector_signer",
+    "resources_signer",
+    "sign",
+    "spec_field",
     "tolerations_signer",
     "volumes_signer",
 ]
@@ -95,7 +102,7 @@ def host_ports_signer(pod: Pod) -> list[int]:
     return sorted(ports)
 
 
-def image_names_signer(pod: Pod, normalize: Any) -> list[str]:
+def image_names_signer(pod: Pod, normalize: Callable[[str], str]) -> list[str]:
     """ImageLocality's ``SignPod``: the distinct normalized image names, sorted."""
     return sorted({normalize(str(c.get("image") or "")) for c in _containers(pod)})
 
