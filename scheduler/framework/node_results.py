@@ -3,11 +3,12 @@
 Upstream 1.35 signs pods (``SignPod``) so that opportunistic batching can hand a pod the previous
 pod's whole result (``scheduler.framework.batch``, with upstream's signatures). Per plugin, we sign
 pods the same way for a narrower reuse that never changes a decision (``SignPlugin.sign_pod``, each
-covering everything its plugin reads): a signed plugin's Filter status and Score on one node depend only on the pod's signature, the
-plugin's arguments and that NodeInfo, so a pod signed like an earlier one reuses those results on
-every node whose generation has not moved since. Pods of one Deployment share a signature; after
-each placement only the chosen node's results are computed again. PodTopologySpread is not signed
-(its answers depend on pods across the cluster) and runs on every node as before.
+covering everything its plugin reads): a signed plugin's Filter status and Score on one node
+depend only on the pod's signature, the plugin's arguments and that NodeInfo, so a pod signed like
+an earlier one reuses those results on every node whose generation has not moved since. Pods of one
+Deployment share a signature; after each placement only the chosen node's results are computed
+again. PodTopologySpread is not signed (its answers depend on pods across the cluster) and runs on
+every node as before.
 """
 
 from __future__ import annotations

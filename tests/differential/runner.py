@@ -27,7 +27,11 @@ What is compared, pod by pod (the oracle's output is described at the top of its
     numFeasibleNodesToFind feasible nodes, and which ones its parallel search finds varies): both
     sides found as many feasible nodes; every node we call feasible is feasible in upstream's full
     view; every node we rejected has the full view's verdict; and when both found the same nodes,
-    scores and best set are the real cycle's.
+    scores and best set are the real cycle's;
+  - batching after a partial search (the ranking batching reuses was stored by a partial search on
+    either side, until both sides score one pod again): each side ranked different nodes, so hints
+    and batched decisions may differ; whatever either side did, only the verdicts compare, as in a
+    partial search (seed 12003340).
 After a pod whose placement differed (the oracle then moves it to ours: "worldFixed"), later
 mismatches of the scenario are marked as such: they may follow from the first.
 """
@@ -157,10 +161,18 @@ def _verdicts(pod: str, p: dict[str, Any], full: dict[str, Any]) -> list[str]:
     return problems
 
 
-def compare_pod(p: dict[str, Any], g: dict[str, Any]) -> list[str]:
-    """Differences between our result and upstream's for one pod (the rules in the module docstring)."""
+def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = False) -> list[str]:
+    """Differences between our result and upstream's for one pod (the rules in the module docstring).
+
+    ``partial_batch``: the batching state either side may use was stored after a partial search.
+    """
     pod = p["pod"]
     problems = [f"{pod}: oracle self-check: {x}" for x in g.get("problems") or []]
+    batching = p.get("batched") or g["batched"] or (p.get("hint") or "") != (g.get("hint") or "")
+    if partial_batch and batching and p["code"] == g["code"] == "Success":
+        # Each side ranks the nodes its own partial search found: hints may differ, and whichever
+        # node is taken must pass upstream's filters.
+        return problems + _verdicts(pod, p, full=g["full"])
     if (p.get("hint") or "") != (g.get("hint") or ""):
         problems.append(f"{pod}: batching hint {p.get('hint')} vs upstream's {g.get('hint')}")
     if p["code"] != g["code"]:
@@ -215,12 +227,24 @@ def compare(py: list[dict[str, Any]], go: list[dict[str, Any]]) -> list[str]:
         p = by_pod.get(name)
         if p is None or (p["code"], p["message"]) != (g["code"], g["message"]):
             problems.append(f"{name}: held back by PreEnqueue upstream ({g['code']}: {g['message']}), ours: {p}")
-    fixed = False
+    fixed = partial_batch = False
     for p, g in zip(ours, popped, strict=True):
-        found = compare_pod(p, g)
+        found = compare_pod(p, g, partial_batch=partial_batch)
         problems += [f"{x} (after a world fix)" for x in found] if fixed else found
         fixed = fixed or bool(g.get("worldFixed"))
+        partial_batch = _partial_batch_after(partial_batch, p, g)
     return problems
+
+
+def _partial_batch_after(before: bool, p: dict[str, Any], g: dict[str, Any]) -> bool:
+    """Whether batching state stored so far may come from a partial search, after this pod: a pod
+    both sides scored stores (or clears) a ranking on both, from a partial search or not; a batched
+    pod on either side keeps what was stored; a pod neither batched nor scored clears it on both."""
+    if p.get("batched") or g["batched"]:
+        return before
+    if p.get("ranking"):
+        return _partial(p) or _partial(g)
+    return False
 
 
 def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:

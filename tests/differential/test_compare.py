@@ -125,14 +125,35 @@ class TestBatched:
             [ours("a", full["nodes"], batched=True, hint="a")], [upstream("a", full["nodes"], hint="a")]
         ) == ["default/p: only we batched: ours a, upstream's a"]
 
-    def test_our_partial_search_is_judged_by_verdicts_only(self) -> None:
-        """Upstream batched, we searched part of the nodes (over 100, percentageOfNodesToScore): the
-        full view's scores are normalized over other nodes, so only filter verdicts compare (seed 12003340)."""
+    def test_after_a_partial_search_only_verdicts_compare(self) -> None:
+        """The first pod's partial search (over 100 nodes) stored different rankings on each side,
+        so the next pod's hints differ: only filter verdicts compare (seed 12003340)."""
         full = self.full_view()
-        theirs = upstream("a", {"a": FEASIBLE, "b": SKIPPED, "c": SKIPPED}, full, batched=True, hint="a")
-        assert compare([ours("c", {"a": SKIPPED, "b": SKIPPED, "c": scored(7)})], [theirs]) == []
-        rejected = compare([ours("c", {"a": SKIPPED, "b": {**SKIPPED, "filter": TAINT}, "c": scored(7)})], [theirs])
-        assert rejected == [f"default/p/b: filter {TAINT} vs None"]
+        partial = {"a": scored(300), "b": scored(300), "c": SKIPPED}
+        first_ours = {**ours("a", partial, ranking=["a", "b"]), "pod": "default/first"}
+        first_theirs = {**upstream("a", partial), "pod": "default/first"}
+        theirs = upstream("c", {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}, full, batched=True, hint="c")
+        mine = ours("b", {"a": SKIPPED, "b": FEASIBLE, "c": SKIPPED}, batched=True, hint="b")
+        assert compare([first_ours, mine], [first_theirs, theirs]) == []
+        rejected = ours("b", {"a": SKIPPED, "b": {**FEASIBLE, "filter": TAINT}, "c": scored(7)}, hint="b")
+        assert compare([first_ours, rejected], [first_theirs, theirs]) == [f"default/p/b: filter {TAINT} vs None"]
+
+    def test_a_full_scoring_on_both_sides_ends_the_relaxation(self) -> None:
+        full = self.full_view()
+        partial = {"a": scored(300), "b": scored(300), "c": SKIPPED}
+        first = (
+            {**ours("a", partial, ranking=["a", "b"]), "pod": "default/1"},
+            {**upstream("a", partial), "pod": "default/1"},
+        )
+        every = {"a": scored(300), "b": scored(200), "c": scored(100)}
+        second = (
+            {**ours("a", every, ranking=["a", "b", "c"]), "pod": "default/2"},
+            {**upstream("a", every), "pod": "default/2"},
+        )
+        theirs = upstream("c", {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}, full, batched=True, hint="c")
+        mine = ours("b", {"a": SKIPPED, "b": FEASIBLE, "c": SKIPPED}, batched=True, hint="b")
+        problems = compare([first[0], second[0], mine], [first[1], second[1], theirs])
+        assert problems[0] == "default/p: batching hint b vs upstream's c"
 
 
 class TestPartialSearch:
