@@ -16,6 +16,7 @@ REGRESSION_SEEDS = {
     1000000: "NodeResourcesFit's scorer ignores pod-level requests (v1.35.4 builds it without feature flags)",
     1000013: "the same, under RequestedToCapacityRatio",
     11000298: "opportunistic batching: a replica takes the previous one's runner-up, not a fresh best (issue #17)",
+    12003340: "batching after a partial search (over 100 nodes): each side ranks the nodes it found; verdicts compare",
 }
 
 
