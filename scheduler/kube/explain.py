@@ -1,8 +1,10 @@
 """``spread-scheduler explain NAMESPACE/POD``: replay one pod's scheduling on the live cluster's state.
 
-Reads nodes, pods and the objects default spreading uses, then runs the same pipeline as the
-scheduler with that pod pending (a bound pod is re-decided as if it were not bound yet), and
-prints every node's verdict and scores. Read-only: it never writes to the cluster.
+Reads nodes, pods, Namespaces (for namespaceSelector) and the objects default spreading uses, then
+runs the same pipeline as the scheduler with that pod pending (a bound pod is re-decided as if it were
+not bound yet), and prints every node's verdict and scores. Only that pod is decided: other pending
+pods stay out of the replay, since placing them first would change the answer (they hold no room
+until they are bound). Read-only: it never writes to the cluster.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from scheduler.kube.app import api_client
 from scheduler.kube.extender import simulate_with_extenders
 from scheduler.simulate import render_table, to_json
 
-__all__ = ["explain"]
+__all__ = ["explain", "replay_objects"]
 
 _LISTS = (
     ("Node", "list_node_without_preload_content", "core"),
+    ("Namespace", "list_namespace_without_preload_content", "core"),
     ("Pod", "list_pod_for_all_namespaces_without_preload_content", "core"),
     ("Service", "list_service_for_all_namespaces_without_preload_content", "core"),
     ("ReplicationController", "list_replication_controller_for_all_namespaces_without_preload_content", "core"),
@@ -53,6 +56,15 @@ async def explain(config: SchedulerConfig, target: str, kubeconfig: str | None, 
         objects = await _objects(api)
     finally:
         await api.close()  # type: ignore[no-untyped-call]
+    attempts, sim = await simulate_with_extenders(config, replay_objects(objects, namespace, name, config), seed)
+    return to_json(attempts, sim.cache) if output == "json" else render_table(attempts, sim.cache)
+
+
+def replay_objects(
+    objects: list[dict[str, Any]], namespace: str, name: str, config: SchedulerConfig
+) -> list[dict[str, Any]]:
+    """The cluster as the scheduler would see it when deciding NAMESPACE/NAME next: that pod pending, every
+    other pod only if it is bound (a pending one holds no room), everything else as listed."""
     pod = next(
         (
             o
@@ -63,9 +75,8 @@ async def explain(config: SchedulerConfig, target: str, kubeconfig: str | None, 
     )
     if pod is None:
         raise LookupError(f"pod {namespace}/{name} not found")
-    others = [o for o in objects if o is not pod]
+    others = [o for o in objects if o is not pod and (o["kind"] != "Pod" or (o.get("spec") or {}).get("nodeName"))]
     pending = {**pod, "spec": {k: v for k, v in pod.get("spec", {}).items() if k != "nodeName"}}
     if pending["spec"].get("schedulerName", DEFAULT_SCHEDULER_NAME) not in {p.scheduler_name for p in config.profiles}:
         pending["spec"]["schedulerName"] = config.profiles[0].scheduler_name  # explain with our profile anyway
-    attempts, sim = await simulate_with_extenders(config, [*others, pending], seed)
-    return to_json(attempts, sim.cache) if output == "json" else render_table(attempts, sim.cache)
+    return [*others, pending]
