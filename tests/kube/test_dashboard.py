@@ -1,4 +1,4 @@
-"""docs/grafana-dashboard.json queries only series the scheduler exports (a renamed metric would leave a panel empty)."""
+"""docs/grafana-dashboard.json queries only series the scheduler exports (a renamed metric leaves a panel empty)."""
 
 from __future__ import annotations
 
