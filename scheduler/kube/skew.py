@@ -6,6 +6,7 @@ one, an unreachable or refusing API server) becomes one ``ListingError`` with a 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,8 +27,11 @@ class ListingError(RuntimeError):
 
 async def cluster_objects(config: SchedulerConfig, kubeconfig: str | None) -> list[Mapping[str, Any]]:
     """Nodes, Namespaces, Pods, Services, ReplicationControllers, ReplicaSets and StatefulSets as listed now."""
+    path = kubeconfig or config.kubeconfig
+    if path and not os.path.isfile(path):
+        raise ListingError(f"cannot load the kubeconfig: {path}: no such file")
     try:
-        api = await api_client(kubeconfig or config.kubeconfig)
+        api = await api_client(path)
     except (ConfigException, OSError, ValueError, TypeError) as exc:
         raise ListingError(f"cannot load the kubeconfig: {exc}") from exc
     try:
