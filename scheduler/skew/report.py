@@ -21,7 +21,7 @@ from typing import Any
 
 from scheduler.api.labels import Operator, Selector
 from scheduler.api.objects import Pod
-from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, SpreadConstraint
+from scheduler.api.spread import DO_NOT_SCHEDULE, HONOR, SCHEDULE_ANYWAY, SpreadConstraint
 from scheduler.backend.cache.cache import Cache
 from scheduler.config import SchedulerConfig
 from scheduler.framework.runtime import Framework
@@ -167,8 +167,8 @@ class _Group:
 def _eligibility(pod: Pod, constraints: Sequence[Constraint]) -> Hashable:
     """What a pod's eligible domains depend on besides the nodes (as the plugin's memo key)."""
     required = required_affinity_or_none(pod)
-    honor_affinity = required is not None and any(c.node_affinity_policy == "Honor" for c in constraints)
-    honor_taints = any(c.node_taints_policy == "Honor" for c in constraints)
+    honor_affinity = required is not None and any(c.node_affinity_policy == HONOR for c in constraints)
+    honor_taints = any(c.node_taints_policy == HONOR for c in constraints)
     return (
         required.key if honor_affinity and required is not None else None,
         pod.tolerations if honor_taints else None,
@@ -222,7 +222,7 @@ def _report_group(group: _Group, cache: Cache) -> list[ConstraintReport]:
             source=group.source,
             domains=dict(sorted(bucket.items())),
             global_minimum=minimum,
-            skew=max(bucket.values(), default=0) - minimum if bucket else 0,
+            skew=max(bucket.values()) - minimum if bucket else 0,
             violated=False if hard else None,
         )
         for pod in sorted(group.pods, key=lambda p: p.key):
