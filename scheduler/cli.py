@@ -74,6 +74,48 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _skew(args: argparse.Namespace) -> int:
+    """``skew``: the spread report of a file of objects (``-f``) or of the live cluster."""
+    from scheduler.skew import render_table, skew_report, to_json  # noqa: PLC0415
+    from scheduler.skew.plot import PlotUnavailableError, plot  # noqa: PLC0415
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    if args.file is not None:
+        try:
+            objects = load_objects(args.file)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
+            return 2
+    else:
+        from scheduler.kube.skew import ListingError, cluster_objects  # noqa: PLC0415
+
+        try:
+            objects = asyncio.run(cluster_objects(config, args.kubeconfig))
+        except ListingError as exc:
+            print(f"spread-scheduler: {exc}", file=sys.stderr)
+            return 1
+    workloads = skew_report(objects, config, args.namespace)
+    print(
+        to_json(workloads) if args.output == "json" else render_table(workloads),
+        end="\n" if args.output == "json" else "",
+    )
+    if args.plot:
+        try:
+            if not plot(workloads, args.plot):
+                print("spread-scheduler: nothing to plot: no workload with spread constraints", file=sys.stderr)
+        except PlotUnavailableError as exc:
+            print(f"spread-scheduler: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"spread-scheduler: cannot write {args.plot}: {exc}", file=sys.stderr)
+            return 2
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spread-scheduler", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -103,6 +145,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     exp.add_argument("--output", "-o", choices=("table", "json"), default="table")
     exp.add_argument("--seed", type=int, default=None)
     exp.set_defaults(func=_explain)
+
+    skew = sub.add_parser(
+        "skew", help="per workload: pods per topology domain, skew against maxSkew, and the pods now in violation"
+    )
+    skew.add_argument("-f", "--file", help="read objects from this file (kubectl get -o yaml) instead of the cluster")
+    skew.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    skew.add_argument("--config", help="a KubeSchedulerConfiguration file (its PodTopologySpread default constraints)")
+    skew.add_argument("-n", "--namespace", default=None, help="only this namespace's workloads (default: all)")
+    skew.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    skew.add_argument("--plot", metavar="FILE.png", help="also draw pods per domain (needs spread-scheduler[plot])")
+    skew.set_defaults(func=_skew)
 
     ver = sub.add_parser("version", help="print the version and the upstream version whose decisions we match")
     ver.set_defaults(func=lambda _a: print(f"spread-scheduler {__version__} (kube-scheduler {UPSTREAM_VERSION})") or 0)

@@ -20,7 +20,7 @@ from scheduler.kube.app import api_client
 from scheduler.kube.extender import simulate_with_extenders
 from scheduler.simulate import render_table, to_json
 
-__all__ = ["explain", "replay_objects"]
+__all__ = ["explain", "list_cluster_objects", "replay_objects"]
 
 _LISTS = (
     ("Node", "list_node_without_preload_content", "core"),
@@ -33,7 +33,8 @@ _LISTS = (
 )
 
 
-async def _objects(api: client.ApiClient) -> list[dict[str, Any]]:
+async def list_cluster_objects(api: client.ApiClient) -> list[dict[str, Any]]:
+    """Nodes, Namespaces, Pods and the objects default spreading reads, each with its ``kind`` set."""
     apis = {"core": client.CoreV1Api(api), "apps": client.AppsV1Api(api)}
     objects: list[dict[str, Any]] = []
     for kind, method, group in _LISTS:
@@ -53,7 +54,7 @@ async def explain(config: SchedulerConfig, target: str, kubeconfig: str | None, 
     namespace = namespace or "default"
     api = await api_client(kubeconfig or config.kubeconfig)
     try:
-        objects = await _objects(api)
+        objects = await list_cluster_objects(api)
     finally:
         await api.close()  # type: ignore[no-untyped-call]
     attempts, sim = await simulate_with_extenders(config, replay_objects(objects, namespace, name, config), seed)
