@@ -53,6 +53,7 @@ type cycle struct {
 	fitErr        *framework.FitError
 	messageBefore string
 	postFilterMsg string
+	postFiltered  bool // RunPostFilterPlugins ran: the failure's NominatingInfo is its answer
 	nominated     string
 	failed        bool
 	failCode      string
@@ -156,7 +157,7 @@ func (o *observed) RunScorePlugins(ctx context.Context, state fwk.CycleState, po
 func (o *observed) RunPostFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	res, status := o.Framework.RunPostFilterPlugins(ctx, state, pod, m)
 	if c := o.w.current; c != nil {
-		c.postFilterMsg = status.Message()
+		c.postFilterMsg, c.postFiltered = status.Message(), true
 	}
 	return res, status
 }
@@ -319,11 +320,14 @@ func (w *world) wrap() {
 		} else {
 			c.failed, c.failCode, c.failMessage = true, status.Code().String(), status.Message()
 		}
-		// A new nomination (DefaultPreemption's PostFilter found victims) is reported and dropped:
-		// a nominated pod counts on its node in every later pod's Filter, and spread-scheduler has
-		// no preemption to make one. Clearing (Override "") and Noop pass through unchanged.
-		if nominating.Mode() == fwk.ModeOverride && nominating.NominatedNodeName != "" {
-			if c != nil && c.pod.UID == info.Pod.UID {
+		// PostFilter's nomination is DefaultPreemption's (DynamicResources' PostFilter never
+		// nominates), and spread-scheduler runs no preemption: a new nomination (victims found) is
+		// reported, and any Override, new or clearing ("": preemption cannot help), is dropped for
+		// Noop, so the pod keeps its status.nominatedNodeName in the nominator as it would without
+		// DefaultPreemption, and counts there in later pods' Filter as on our side. Failures
+		// without PostFilter (errors, Reserve, no PostFilter plugin) clear it, on both sides.
+		if c != nil && c.pod.UID == info.Pod.UID && c.postFiltered {
+			if nominating.Mode() == fwk.ModeOverride && nominating.NominatedNodeName != "" {
 				c.nominated = nominating.NominatedNodeName
 			}
 			nominating = &fwk.NominatingInfo{NominatingMode: fwk.ModeNoop}
