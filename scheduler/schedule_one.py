@@ -299,7 +299,7 @@ class SchedulingAlgorithm:
             candidates = [info for info in nodes_all if info.name in allowed]
             diagnosis.absent_nodes_status = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]",),
+                (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(diagnosis.unschedulable_plugins))}]",),
             )
 
         num = len(candidates)

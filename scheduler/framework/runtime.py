@@ -596,7 +596,7 @@ def _filter_verdict(plugin: str, status: Status) -> Status:
     """A non-Success Filter status as the node's verdict: rejections name their plugin, anything
     else becomes an Error that does."""
     if not status.is_rejected():
-        return Status.as_error(f'running "{plugin}" filter plugin: {status.message()}')
+        return Status.as_error(f'running "{plugin}" filter plugin: {status.message()}').with_plugin(plugin)
     return status if status.plugin == plugin else status.with_plugin(plugin)
 
 

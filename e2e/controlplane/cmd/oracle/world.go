@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -206,6 +207,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 	client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, nil // preemption victims stay: spread-scheduler does not preempt
 	})
+	client.PrependReactor("patch", "pods", w.keepNominations)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clock := testingclock.NewFakeClock(time.Now())
 	sched, err := scheduler.New(ctx, client, factory, nil,
@@ -334,6 +336,23 @@ func (w *world) wrap() {
 		}
 		failed(ctx, f, info, status, nominating, start)
 	}
+}
+
+// keepNominations swallows a status patch that only changes status.nominatedNodeName: preemption's
+// clearing of the lower-priority pods nominated to its candidate node (prepareCandidate), which
+// spread-scheduler, running no preemption, never does. The failure handler's own patch carries the
+// PodScheduled condition too and goes through.
+func (w *world) keepNominations(action clienttesting.Action) (bool, runtime.Object, error) {
+	patch, ok := action.(clienttesting.PatchAction)
+	if !ok || patch.GetSubresource() != "status" {
+		return false, nil, nil
+	}
+	body := string(patch.GetPatch())
+	if !strings.Contains(body, "nominatedNodeName") || strings.Contains(body, "conditions") {
+		return false, nil, nil
+	}
+	obj, err := w.client.Tracker().Get(podsGVR, patch.GetNamespace(), patch.GetName())
+	return true, obj, err
 }
 
 // bind is the fake API's pods/binding: it sets spec.nodeName, as the API server does.
@@ -478,6 +497,19 @@ func (w *world) realNodes(c *cycle, res *resultJSON) {
 	res.NumAllNodes = len(all)
 	res.EvaluatedNodes = c.result.EvaluatedNodes
 	notEvaluated := false
+	// The absent nodes' text lists PreFilter's plugins and, when the nominated node (or batching's
+	// hint) was filtered first and rejected, its rejector: evaluateNominatedNode adds it to the same set
+	// before findNodesThatFitPod prints it.
+	absentPlugins := c.prePlugins
+	nominated := c.pod.Status.NominatedNodeName
+	if nominated == "" {
+		nominated = c.hint
+	}
+	if first := c.filterCalls; nominated != "" && len(first) > 0 && first[0] == nominated {
+		if st := c.filtered[nominated]; st.IsRejected() && st.Plugin() != "" {
+			absentPlugins = absentPlugins.Clone().Insert(st.Plugin())
+		}
+	}
 	for _, n := range all {
 		name := n.Node().Name
 		entry := nodeJSON{Scores: map[string]scoreJSON{}}
@@ -488,7 +520,7 @@ func (w *world) realNodes(c *cycle, res *resultJSON) {
 		} else if c.preRes != nil && !c.preRes.AllNodes() && !c.preRes.NodeNames.Has(name) {
 			// What findNodesThatFitPod sets as the absent nodes' status (not returned on success).
 			entry.Filter = status(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(c.prePlugins))))
+				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(absentPlugins))))
 		} else {
 			entry.Evaluated = &notEvaluated
 		}
