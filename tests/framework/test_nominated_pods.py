@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pytest
 
 from scheduler.api.objects import Node, Pod
+from scheduler.backend.cache.cache import Cache
 from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.config import load_config
 from scheduler.framework.cycle_state import CycleState
@@ -205,8 +206,6 @@ def test_the_search_reuses_results_only_without_nominated_pods() -> None:
     (fwk,) = frameworks.values()
     node = make_node("n1").capacity(cpu="2", memory="4Gi", pods="110").build()
     info = NodeInfo(node)
-    from scheduler.backend.cache.cache import Cache
-
     cache = Cache()
     cache.add_node(node)
     fwk.handle.snapshot = cache
