@@ -45,7 +45,7 @@ from scheduler.framework.extender import (
     HostPriority,
     extenders_binding,
 )
-from scheduler.framework.interface import Recorder, Snapshot
+from scheduler.framework.interface import CLEAR_NOMINATED_NODE, NominatingInfo, Recorder, Snapshot
 from scheduler.framework.runtime import Framework, PluginScores
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, Diagnosis, FitError, NodeInfo
@@ -279,7 +279,7 @@ class SchedulingAlgorithm:
         first = pod.nominated_node_name or attempt.hint
         nominated = fwk.handle.current().get(first) if first else None
         if nominated is not None:
-            nominated_status = fwk.run_filter_plugins(state, pod, nominated)
+            nominated_status = fwk.run_filter_plugins_with_nominated_pods(state, pod, nominated)
             if nominated_status is None:
                 # Upstream runs the extenders on it too, logs (and ignores) their error, and falls back
                 # to the full search when they reject it; their verdicts on it are not kept.
@@ -299,7 +299,7 @@ class SchedulingAlgorithm:
             candidates = [info for info in nodes_all if info.name in allowed]
             diagnosis.absent_nodes_status = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]",),
+                (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(diagnosis.unschedulable_plugins))}]",),
             )
 
         num = len(candidates)
@@ -574,14 +574,19 @@ class ScheduleOne:
         assert fwk is not None
         pod, host = attempt.pod, attempt.host
         if host is None:
+            # Every failure clears the pod's nomination, except where PostFilter ran: then its answer
+            # decides (None, as from every PostFilter of ours until preemption lands: Noop, kept).
+            nominating: NominatingInfo | None = CLEAR_NOMINATED_NODE
             if attempt.fit_error is not None and fwk.post_filter:
-                self._post_filter(fwk, attempt, attempt.fit_error)
-            self._handle_failure(qpi, attempt.status, attempt.message, attempt)
+                nominating = self._post_filter(fwk, attempt, attempt.fit_error)
+            self._handle_failure(qpi, attempt.status, attempt.message, attempt, nominating)
             self._observe(attempt, popped.started)
             return
         # The cache holds a copy with spec.nodeName set, as upstream's assume: whoever sees it later
-        # (the AssignedPodDelete of a forgotten pod, hints) sees a pod on its node.
+        # (the AssignedPodDelete of a forgotten pod, hints) sees a pod on its node. A nominated pod
+        # no longer waits for room anywhere.
         self.cache.assume_pod(dataclasses.replace(pod, node_name=host), host)
+        self.queue.delete_nominated_pod_if_exists(pod)
         status = fwk.run_reserve_plugins_reserve(attempt.state, pod, host)
         if status is None:
             status = fwk.run_permit_plugins(attempt.state, pod, host)
@@ -589,7 +594,7 @@ class ScheduleOne:
             fwk.run_reserve_plugins_unreserve(attempt.state, pod, host)
             self.cache.forget_pod(pod)
             attempt.status, attempt.host, attempt.message = status, None, status.message()
-            self._handle_failure(qpi, status, status.message(), attempt)
+            self._handle_failure(qpi, status, status.message(), attempt, CLEAR_NOMINATED_NODE)
             self._observe(attempt, popped.started)
             return
         self.queue.done(qpi.key)
@@ -597,16 +602,18 @@ class ScheduleOne:
         self._spawn(self._binding_cycle(fwk, attempt, qpi, host))
 
     @staticmethod
-    def _post_filter(fwk: Framework, attempt: Attempt, fit: FitError) -> None:
-        """Run the PostFilter plugins on a pod that fits nowhere; their message ends the FitError's.
+    def _post_filter(fwk: Framework, attempt: Attempt, fit: FitError) -> NominatingInfo | None:
+        """Run the PostFilter plugins on a pod that fits nowhere; their message ends the FitError's,
+        their nomination goes to the failure handler (no plugin of ours nominates yet: issue #19).
 
         As upstream's scheduling cycle: the status stays Unschedulable whatever they answer (an Error
-        is only logged there), and nothing here nominates a node (no plugin of ours preempts).
+        is only logged there).
         """
-        _nominated, status = fwk.run_post_filter_plugins(attempt.state, attempt.pod, fit.diagnosis.node_to_status)
+        nominating, status = fwk.run_post_filter_plugins(attempt.state, attempt.pod, fit.diagnosis.node_to_status)
         fit.diagnosis.post_filter_msg = status.message()
         attempt.message = str(fit)
         attempt.status = Status(Code.UNSCHEDULABLE, (attempt.message,))
+        return nominating
 
     def _observe(self, attempt: Attempt, started: float) -> None:
         result = "scheduled" if attempt.host else ("unschedulable" if attempt.status.is_rejected() else "error")
@@ -648,7 +655,7 @@ class ScheduleOne:
             self._undo_assume(fwk, attempt, host)
             self.stats.bind_failures += 1
             qpi.unschedulable_plugins, qpi.pending_plugins = set(), set()
-            self._handle_failure(qpi, status, status.message(), attempt)
+            self._handle_failure(qpi, status, status.message(), attempt, CLEAR_NOMINATED_NODE)
             return
         fwk.run_post_bind_plugins(state, pod, host)
         if self.cache.get(host) is None:
@@ -684,8 +691,11 @@ class ScheduleOne:
 
     # -- failures ----------------------------------------------------------------------------
 
-    def _handle_failure(self, qpi: QueuedPodInfo, status: Status, message: str, attempt: Attempt) -> None:
-        """``handleSchedulingFailure``: requeue with the rejectors, then report (once per distinct message)."""
+    def _handle_failure(
+        self, qpi: QueuedPodInfo, status: Status, message: str, attempt: Attempt, nominating: NominatingInfo | None
+    ) -> None:
+        """``handleSchedulingFailure``: requeue with the rejectors, hand ``nominating`` to the queue's
+        nominator, then report (once per distinct message)."""
         key = qpi.key
         rejected = status.is_rejected()
         if rejected:
@@ -697,8 +707,11 @@ class ScheduleOne:
         current = self.handlers.pending.get(key)
         if current is None:  # deleted or bound meanwhile: nothing to requeue or report
             self.queue.done(key)
+            self.queue.delete_nominated_pod_if_exists(qpi.pod)  # upstream's AddNominatedPod finds it gone
             return
         self.queue.add_unschedulable_if_not_present(qpi, error=not qpi.rejectors)
+        # Before the next cycle, not when the status patch comes back (upstream: "a race condition").
+        self.queue.add_nominated_pod(current, nominating)
         reason = "Unschedulable" if rejected else "SchedulerError"
         if self._reported.get(key) == message:
             return  # the same message was posted already: do not flood the API

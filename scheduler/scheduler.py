@@ -61,6 +61,11 @@ class Scheduler:
             on_change=self._wakeup.set,
         )
         self.handlers = EventHandlers(self.cache, self.queue, self.frameworks, HeldChanges())
+        # The nominator checks that a pod it nominates still waits unbound (upstream: its podLister),
+        # and Filter counts the nominated pods through each profile's handle.
+        self.queue.nominator.pod_lister = self.handlers.pending.get
+        for fwk in self.frameworks.values():
+            fwk.handle.nominator = self.queue
         self.algorithm = SchedulingAlgorithm(rng)
         self.cycles = ScheduleOne(
             self.frameworks,

@@ -52,6 +52,7 @@ class CycleState:
         for key, value in self._data.items():
             clone = getattr(value, "clone", None)
             copy._data[key] = clone() if callable(clone) else value
+        copy.record_plugin_metrics = self.record_plugin_metrics
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
         return copy

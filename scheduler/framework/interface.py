@@ -7,7 +7,9 @@ the live scheduler plugs in an API client, and ``simulate`` and the tests plug i
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
 from scheduler.api.labels import Selector
@@ -19,6 +21,7 @@ from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 
 __all__ = [
+    "CLEAR_NOMINATED_NODE",
     "BatchFilter",
     "BatchScore",
     "BindPlugin",
@@ -26,8 +29,11 @@ __all__ = [
     "EnqueueExtensions",
     "FilterPlugin",
     "Handle",
+    "NominatingInfo",
+    "NominatingMode",
     "PermitPlugin",
     "Plugin",
+    "PodNominator",
     "PodSigner",
     "PostBindPlugin",
     "PostFilterPlugin",
@@ -43,6 +49,7 @@ __all__ = [
     "ScorePlugin",
     "SignPlugin",
     "Snapshot",
+    "nominating_mode",
 ]
 
 
@@ -99,14 +106,55 @@ class Snapshot(Protocol):
     def get_selecting_object(self, kind: str, namespace: str, name: str) -> SelectingObject | None: ...
 
 
+class NominatingMode(enum.Enum):
+    """What a failed cycle does to the pod's nomination (upstream's ``NominatingMode``)."""
+
+    NOOP = "Noop"  # keep whatever ``status.nominatedNodeName`` says
+    OVERRIDE = "Override"  # nominate ``NominatingInfo.nominated_node_name`` ("" clears)
+
+
+@dataclass(frozen=True, slots=True)
+class NominatingInfo:
+    """Where a PostFilter (preemption, issue #19) wants the pod to wait; the failure handler hands it
+    to the queue's nominator and the status patch (upstream's ``fwk.NominatingInfo``)."""
+
+    nominated_node_name: str = ""
+    mode: NominatingMode = NominatingMode.NOOP
+
+
+# What every failure outside a PostFilter's answer hands on (upstream's ``clearNominatedNode``).
+CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.OVERRIDE)
+
+
+def nominating_mode(info: NominatingInfo | None) -> NominatingMode:
+    """Upstream's ``(*NominatingInfo).Mode``: no info is Noop."""
+    return NominatingMode.NOOP if info is None else info.mode
+
+
+class PodNominator(Protocol):
+    """The pods nominated to a node that Filter must count (upstream's ``PodNominator``, the queue)."""
+
+    def has_nominated_pods(self) -> bool:
+        """Whether any pod is nominated to a node at all (a cycle without any skips the lookups)."""
+        ...
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
+        """The pods nominated to ``node_name``, in nomination order."""
+        ...
+
+
 class Handle:
     """What plugins may reach besides their arguments (upstream's ``framework.Handle``)."""
 
-    __slots__ = ("binder", "snapshot")
+    __slots__ = ("binder", "nominator", "snapshot")
 
-    def __init__(self, snapshot: Snapshot | None = None, binder: Binder | None = None) -> None:
+    def __init__(
+        self, snapshot: Snapshot | None = None, binder: Binder | None = None, nominator: PodNominator | None = None
+    ) -> None:
         self.snapshot: Snapshot | None = snapshot
         self.binder: Binder | None = binder
+        # Set by whoever owns the queue (``Scheduler``); None: no pod is ever nominated (tests).
+        self.nominator: PodNominator | None = nominator
 
     def current(self) -> Snapshot:
         if self.snapshot is None:
@@ -160,7 +208,9 @@ class FilterPlugin(Plugin, Protocol):
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
-    ) -> tuple[str | None, Status]: ...
+    ) -> tuple[NominatingInfo | None, Status]:
+        """The status and, when it moves the pod's nomination, a ``NominatingInfo`` (None: Noop)."""
+        ...
 
 
 @runtime_checkable

@@ -24,6 +24,8 @@ from scheduler.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     Handle,
+    NominatingInfo,
+    NominatingMode,
     PermitPlugin,
     Plugin,
     PodSigner,
@@ -31,6 +33,7 @@ from scheduler.framework.interface import (
     PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
     QueueSortPlugin,
@@ -147,6 +150,8 @@ class Framework:
         # Opportunistic batching's state between this profile's cycles; set by whoever runs
         # consecutive cycles with a clock (``ScheduleOne``). None: every pod is computed afresh.
         self.batch: OpportunisticBatch | None = None
+        # Filter passes that counted nominated pods on a node (tests and the differential runner).
+        self.nominated_pod_passes = 0
 
     def _compute_batchable_plugins(self) -> tuple[list[PodSigner], bool]:
         """``computeBatchablePlugins``: the PreFilter, Filter, PreScore and Score plugins (each once,
@@ -250,6 +255,20 @@ class Framework:
                 return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,)), with_nodes
         return result, unschedulable, with_nodes
 
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """``RunPreFilterExtensionAddPod``: every PreFilter plugin with AddPod (and not skipped)
+        counts ``pod_to_add`` on ``node_info`` in ``state``; the first failure is an Error."""
+        skip = state.skip_filter_plugins
+        for plugin in self.pre_filter:
+            if not isinstance(plugin, PreFilterExtensions) or plugin.NAME in skip:
+                continue
+            status = plugin.add_pod(state, pod, pod_to_add, node_info)
+            if status is not None and not status.is_success():
+                return Status.as_error(f'running AddPod on PreFilter plugin "{plugin.NAME}": {status.message()}')
+        return None
+
     # -- Filter -------------------------------------------------------------------------------
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -258,14 +277,71 @@ class Framework:
         plugins = [p for p in self.filter if p.NAME not in skip] if skip else self.filter
         return _first_rejection(plugins, state, pod, node_info, self._sampled(state))
 
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """``RunFilterPluginsWithNominatedPods``: Filter as if the pods nominated to the node with at
+        least the pod's priority were there (the pod must not take room opened for them), then, if
+        any were and the node passed, again without them (they may still go elsewhere, and
+        affinity may need them absent). The node fits only if both pass."""
+        return self._with_nominated_pods(state, pod, node_info, partial(self.run_filter_plugins, state, pod))
+
+    def _with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, without: NodeFilter
+    ) -> Status | None:
+        """The two passes; ``without`` is the plain Filter of this cycle (the second pass)."""
+        added = self._add_ge_nominated_pods(state, pod, node_info)
+        if added is None:
+            return without(node_info)
+        if isinstance(added, Status):
+            return added
+        self.nominated_pod_passes += 1
+        status = self.run_filter_plugins(added[0], pod, added[1])
+        if status is not None:
+            return status
+        return without(node_info)
+
+    def _add_ge_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> tuple[CycleState, NodeInfo] | Status | None:
+        """``addGENominatedPods``: a copy of the state and the node with the nominated pods of equal
+        or higher priority added (the pod itself excepted); None when there is none; an Error when
+        an AddPod failed."""
+        nominator = self.handle.nominator
+        if nominator is None:
+            return None
+        nominated = nominator.nominated_pods_for_node(node_info.name)
+        if not nominated:
+            return None
+        info_out: NodeInfo | None = None
+        state_out = state
+        for other in nominated:
+            if other.priority < pod.priority or other.key == pod.key:
+                continue
+            if info_out is None:
+                info_out, state_out = node_info.snapshot(), state.clone()
+            info_out.add_pod(other)
+            status = self.run_pre_filter_extension_add_pod(state_out, pod, other, info_out)
+            if status is not None:
+                return status
+        return None if info_out is None else (state_out, info_out)
+
     def _sampled(self, state: CycleState) -> PluginObserver | None:
         """The observer when this cycle's plugin calls are timed (a sample of cycles), else None."""
         return self.plugin_observer if state.record_plugin_metrics else None
 
     def node_filter(self, state: CycleState, pod: Pod, node_count: int) -> NodeFilter:
-        """``run_filter_plugins`` for one cycle, answering signed plugins from earlier pods' results
-        on nodes that have not changed since. A sampled cycle times the calls it makes (a reused
-        result is no plugin call, so it is not observed)."""
+        """``run_filter_plugins_with_nominated_pods`` for one cycle. Without nominated pods anywhere
+        (checked once per cycle), it is ``run_filter_plugins`` answering signed plugins from earlier
+        pods' results on nodes that have not changed since; a node with nominated pods to count runs
+        its first pass in full (a copy of the node, never remembered) and its second one as
+        any other node. A sampled cycle times the calls it makes (a reused result is no plugin
+        call, so it is not observed)."""
+        without = self._node_filter_without_nominated_pods(state, pod, node_count)
+        nominator = self.handle.nominator
+        if nominator is None or not nominator.has_nominated_pods():
+            return without
+        return partial(self._with_nominated_pods, state, pod, without=without)
+
+    def _node_filter_without_nominated_pods(self, state: CycleState, pod: Pod, node_count: int) -> NodeFilter:
         plain = partial(self.run_filter_plugins, state, pod)
         if not self._signed_filters:
             return plain
@@ -422,26 +498,28 @@ class Framework:
 
     def run_post_filter_plugins(
         self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
-    ) -> tuple[str | None, Status]:
+    ) -> tuple[NominatingInfo | None, Status]:
         """``RunPostFilterPlugins``: the first Success, UnschedulableAndUnresolvable or Error answers;
-        otherwise every plugin's reasons, joined, under the first plugin that rejected.
+        otherwise every plugin's reasons, joined, under the first plugin that rejected, with the last
+        nomination that was not a Noop.
 
-        The message of the returned status becomes the FitError's ``PostFilterMsg``.
+        The message of the returned status becomes the FitError's ``PostFilterMsg``; the nomination
+        goes to the failure handler (None: Noop).
         """
-        nominated: str | None = None
+        result: NominatingInfo | None = None
         reasons: list[str] = []
         rejector = ""
         for plugin in self.post_filter:
-            node, status = plugin.post_filter(state, pod, statuses)
+            nominating, status = plugin.post_filter(state, pod, statuses)
             if status.is_success() or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return node, status.with_plugin(plugin.NAME)
+                return nominating, status.with_plugin(plugin.NAME)
             if not status.is_rejected():
                 return None, Status.as_error(status.message()).with_plugin(plugin.NAME)
-            if node is not None:
-                nominated = node
+            if nominating is not None and nominating.mode is not NominatingMode.NOOP:
+                result = nominating
             reasons.extend(status.reasons)
             rejector = rejector or plugin.NAME
-        return nominated, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+        return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     # -- Reserve / Permit ---------------------------------------------------------------------
 
@@ -518,7 +596,7 @@ def _filter_verdict(plugin: str, status: Status) -> Status:
     """A non-Success Filter status as the node's verdict: rejections name their plugin, anything
     else becomes an Error that does."""
     if not status.is_rejected():
-        return Status.as_error(f'running "{plugin}" filter plugin: {status.message()}')
+        return Status.as_error(f'running "{plugin}" filter plugin: {status.message()}').with_plugin(plugin)
     return status if status.plugin == plugin else status.with_plugin(plugin)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections import Counter
 from dataclasses import dataclass, field
@@ -65,6 +66,18 @@ class NodeInfo:
         self.node = node
         self.name = node.name
         self.generation = next(_generations)
+
+    def snapshot(self) -> NodeInfo:
+        """A copy to add pods to without touching this one (upstream's ``NodeInfo.Snapshot``), with
+        a generation of its own: nothing remembered for this node answers for the copy."""
+        clone = copy.copy(self)
+        clone.pods = dict(self.pods)
+        clone.requested_scalar = Counter(self.requested_scalar)
+        clone.used_ports = Counter(self.used_ports)
+        clone.pods_with_affinity = dict(self.pods_with_affinity)
+        clone.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
+        clone.generation = next(_generations)
+        return clone
 
     def add_pod(self, pod: Pod) -> None:
         """Count ``pod`` here (replacing an earlier version of it)."""

@@ -28,6 +28,12 @@ effect), 0-3 spread constraints using every field (1-3 expressions in a selector
 terminating 3% (feature ``terminatingpods``), scheduling gates 4% (``schedulinggates``),
 status.nominatedNodeName 5% (a node that does not exist; 90% of them an existing node with
 ``nominatednodes``).
+Nominees (feature ``nominatednodes``, 30% of clusters): 1-2 pods nominated to one node that they
+fill (its whole allocatable cpu, more than any node has so they stay pending and nominated, or a
+hostPort), some by class at a priority above, equal to or below the others', a few gated or being
+deleted; and 1-3 contenders pinned to that node half the time (matchFields), with small requests,
+the same hostPort sometimes and spread constraints sometimes: whether a nominee counts for a
+contender's Filter there decides whether it fits.
 Containers: 1-2 (+ 20% init containers, 40% of those restartable sidecars), requests on 75%
 (requests and limits 20% of those, limits only 10%), GPU always with equal limits, hostPorts 15%
 (TCP/UDP/SCTP, hostIP sometimes, unique per pod as the API requires; sidecars too), overhead 8%
@@ -68,16 +74,16 @@ from scheduler.config import upstream_config
 # Fields of plugins spread-scheduler does not run yet (InterPodAffinity, ImageLocality,
 # NodeResourcesBalancedAllocation): until each lands, our side ignores or refuses them.
 PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedallocation"})
-# Shapes upstream decides in its queue or node sampling, which the oracle (it runs every pending pod
-# through PreFilter/Filter/Score on every node) does not model yet: gated pods (PreEnqueue), pending
-# pods being deleted (skipPodSchedule), a nominated node that exists (evaluateNominatedNode) and
+# Shapes upstream decides in its queue or node sampling, which once waited for the oracle or for our
+# side: gated pods (PreEnqueue), pending pods being deleted (skipPodSchedule), a nominated node that
+# exists (evaluateNominatedNode, and the nominator's pods counted in Filter) and
 # percentageOfNodesToScore below 100 on more than 100 nodes (numFeasibleNodesToFind).
 ORACLE_FEATURES = frozenset({"schedulinggates", "terminatingpods", "nominatednodes", "nodesampling"})
 FEATURES = PLUGIN_FEATURES | ORACLE_FEATURES
 # THE SWITCH: add a feature's name here when its plugin (or the oracle's model) has merged.
-# The plugins landed, and the oracle models gates, pods being deleted and node sampling; "nominatednodes"
-# waits for nominated pods counted in Filter on our side (issue #19: upstream's nominator).
-DEFAULT_FEATURES: frozenset[str] = FEATURES - {"nominatednodes"}
+# Every one has: the plugins, the oracle's gates, pods being deleted and node sampling, and nominated
+# pods counted in Filter on our side (the queue's nominator).
+DEFAULT_FEATURES: frozenset[str] = FEATURES
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
@@ -684,6 +690,65 @@ def _batch(rng: random.Random, ns: str, app: str, node_names: list[str], first: 
     return out
 
 
+def _nominees(
+    rng: random.Random, node_objs: list[dict[str, Any]], owners: list[tuple[str, str, str]]
+) -> list[dict[str, Any]]:
+    """Feature "nominatednodes": pods nominated to one node that they fill, and pods that may want it.
+
+    A nominee counts in a contender's Filter on that node when its priority is at least the
+    contender's; the contender then fits only if it also fits with the nominee there.
+    """
+    node = rng.choice(node_objs)
+    name = node["metadata"]["name"]
+    port = rng.choice(PORTS)
+    out = []
+
+    def pod(kind: str, i: int, container: dict[str, Any]) -> dict[str, Any]:
+        ns, _, app = rng.choice(owners)
+        labels = {"app": app} if rng.random() < 0.7 else {}
+        meta = {
+            "name": f"{kind}-{i}",
+            "namespace": ns,
+            "labels": labels,
+            "creationTimestamp": f"2026-01-01T00:00:{rng.randint(0, 59):02d}Z",
+        }
+        spec: dict[str, Any] = {"schedulerName": "spread-scheduler", "containers": [container]}
+        if rng.random() < 0.7:
+            _set_priority(spec, rng.choice(PRIORITIES))
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Pending"}}
+
+    for i in range(rng.randint(1, 2)):
+        container: dict[str, Any] = {"name": "c", "image": "x"}
+        roll = rng.random()
+        if roll < 0.5:
+            container["resources"] = {"requests": {"cpu": node["status"]["allocatable"]["cpu"]}}
+        elif roll < 0.75:
+            container["resources"] = {"requests": {"cpu": "64"}}  # fits nowhere: stays pending, nominated
+        else:
+            container["ports"] = [{"containerPort": port, "hostPort": port, "protocol": "TCP"}]
+        nominee = pod("nominee", i, container)
+        nominee["status"]["nominatedNodeName"] = name
+        if rng.random() < 0.1:
+            nominee["spec"]["schedulingGates"] = [{"name": "example.com/gate"}]
+        elif rng.random() < 0.1:
+            nominee["metadata"]["deletionTimestamp"] = "2026-01-01T00:02:00Z"
+        out.append(nominee)
+    for j in range(rng.randint(1, 3)):
+        container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": rng.choice(("100m", "500m", "1"))}}}
+        if rng.random() < 0.3:
+            container["ports"] = [{"containerPort": port, "hostPort": port, "protocol": "TCP"}]
+        contender = pod("contender", j, container)
+        if rng.random() < 0.5:
+            term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
+            contender["spec"]["affinity"] = {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+            }
+        if rng.random() < 0.3 and (constraints := _constraints(rng)):
+            contender["spec"]["topologySpreadConstraints"] = constraints
+        out.append(contender)
+    return out
+
+
 def replicated(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``scenario(seed)`` plus 3-12 replicas of one of its pending pods (a Deployment's pods share a
     signature, so this is where results reused across pods would show a difference)."""
@@ -792,6 +857,8 @@ def scenario(seed: int, features: frozenset[str] = DEFAULT_FEATURES) -> tuple[li
         if constraints:
             spec["topologySpreadConstraints"] = constraints
         pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status})
+    if "nominatednodes" in features and frng.random() < 0.3:
+        pods += _nominees(frng, node_objs, owners)
     if batch:
         ns, _, app = rng.choice(owners)
         pods += _batch(rng, ns, app, names, rng.randint(0, 50))

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.config import parse_config, upstream_config
+from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver
 from tests.differential.generator import scenario
@@ -89,9 +90,22 @@ def python_side(
     for fwk in sim.frameworks.values():
         fwk.reuse_node_results = reuse
     sim.add_objects(objects)
+    # Pods whose Filter counted a nominated pod on some node (the campaign's summary says how many).
+    counted: set[str] = set()
+    passes = [0]
+
+    def count_nominated(attempt: Attempt, _seconds: float) -> None:
+        now = sum(fwk.nominated_pod_passes for fwk in sim.frameworks.values())
+        if now != passes[0]:
+            counted.add(attempt.pod.key)
+        passes[0] = now
+
+    sim.scheduler.attempt_observers.append(count_nominated)
     results = []
     for attempt in sim.run():
         result = attempt_to_json(attempt, sim.cache)
+        if attempt.pod.key in counted:
+            result["nominatedCounted"] = True  # not part of simulate's JSON
         if attempt.hint is not None:
             result["hint"] = attempt.hint  # offered, used or not (not part of simulate's JSON)
         if attempt.host is not None and attempt.other_nodes:
@@ -290,6 +304,7 @@ def run_batch(
             continue
         if stats is not None:
             tally(result["results"] or [], stats)
+            stats["nominated pod counted in Filter (ours)"] += sum(bool(p.get("nominatedCounted")) for p in ours[seed])
         found = compare(ours[seed], result["results"] or [])
         if found:
             mismatches[seed] = found

@@ -41,13 +41,14 @@ def test_an_unknown_feature_is_refused() -> None:
         generator.scenario(0, frozenset({"interpodafinity"}))
 
 
-def test_default_features_are_all_but_existing_nominated_nodes() -> None:
-    """On by default: pod affinity, node images, gates, pending pods being deleted; a nominated node
-    that exists waits for nominated pods on our side (issue #19)."""
+def test_default_features_are_all_of_them() -> None:
+    """On by default: pod affinity, node images, gates, pending pods being deleted, and nominated
+    nodes that exist, with nominees of a higher, equal and lower priority than a contender."""
     seen: set[str] = set()
     for seed in SEEDS:
         objects, _ = generator.scenario(seed)
         nodes = {o["metadata"]["name"] for o in objects if o["kind"] == "Node"}
+        pending = [o for o in objects if o["kind"] == "Pod" and not o.get("spec", {}).get("nodeName")]
         for obj in objects:
             spec = obj.get("spec", {})
             if "images" in obj.get("status", {}):
@@ -56,11 +57,20 @@ def test_default_features_are_all_but_existing_nominated_nodes() -> None:
                 seen.add("affinity")
             if "schedulingGates" in spec:
                 seen.add("gates")
-            if obj["kind"] == "Pod" and not spec.get("nodeName"):
-                if "deletionTimestamp" in obj["metadata"]:
-                    seen.add("terminating")
-                assert obj.get("status", {}).get("nominatedNodeName") not in nodes
-    assert seen == {"images", "affinity", "gates", "terminating"}
+            if obj in pending and "deletionTimestamp" in obj["metadata"]:
+                seen.add("terminating")
+            if obj in pending and obj.get("status", {}).get("nominatedNodeName") in nodes:
+                seen.add("nominated")
+        nominees = [
+            p.get("spec", {}).get("priority", 0) for p in pending if p["metadata"]["name"].startswith("nominee")
+        ]
+        contenders = [
+            p.get("spec", {}).get("priority", 0) for p in pending if p["metadata"]["name"].startswith("contender")
+        ]
+        for nominee in nominees:
+            for contender in contenders:
+                seen.add("higher" if nominee > contender else "equal" if nominee == contender else "lower")
+    assert seen == {"images", "affinity", "gates", "terminating", "nominated", "higher", "equal", "lower"}
 
 
 def test_taints_are_unique_by_key_and_effect() -> None:

@@ -17,6 +17,10 @@ REGRESSION_SEEDS = {
     1000013: "the same, under RequestedToCapacityRatio",
     11000298: "opportunistic batching: a replica takes the previous one's runner-up, not a fresh best (issue #17)",
     12003340: "batching after a partial search (over 100 nodes): each side ranks the nodes it found; verdicts compare",
+    15000532: "a failed nominated node's rejector joins the absent nodes' text ([NodeAffinity TaintToleration])",
+    15001915: "a nominated pod that failed stays nominated and counts for a later pod of no higher priority "
+    "(upstream's preemption cleared it; the oracle keeps it, as we do not preempt)",
+    15002147: "the oracle's every-node view keeps a failed nominated node's own verdict (self-check)",
 }
 
 
@@ -87,3 +91,22 @@ def test_a_batched_replica_keeps_upstreams_hint() -> None:
     batch_2 = results["team-a/batch-2"]
     assert (batch_2["node"], batch_2["batched"]) == ("node-22", True)
     assert [results[f"team-a/batch-{i}"]["batched"] for i in range(4)] == [False, True, True, True]
+
+
+def test_a_failed_nominated_nodes_rejector_is_listed_for_the_absent_nodes() -> None:
+    """Seed 15000532: evaluateNominatedNode filters status.nominatedNodeName before the search and adds
+    its rejector to the very set PreFilter returned, which then names the absent nodes' plugins.
+    n1 (tainted, nominated) fails TaintToleration, n2 (the only node NodeAffinity allows) is
+    cordoned, n3 is absent: [NodeAffinity TaintToleration], not PreFilter's [NodeAffinity]."""
+    objects = [
+        make_node("n1").taint("k", "v").dict(),
+        make_node("n2").unschedulable().dict(),
+        make_node("n3").dict(),
+    ]
+    only_n2 = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}
+    objects.append(make_pod("p").required_terms(only_n2).set("status.nominatedNodeName", "n1").dict())
+    (result,) = python_side(objects, {}, seed=0)
+    assert (
+        result["nodes"]["n3"]["filter"]["reason"] == "node(s) didn't satisfy plugin(s) [NodeAffinity TaintToleration]"
+    )
+    assert result["nodes"]["n1"]["filter"]["plugin"] == "TaintToleration"

@@ -12,6 +12,9 @@ returns Queue from its queueing hint (``queueing_hints``); it then waits out wha
 backoff, unless that plugin only kept it pending. Events that arrive while the pod is being
 scheduled are kept (``in_flight``) and replayed when its attempt fails, so no wake-up is lost.
 Whatever is parked longer than ``max_in_unschedulable`` is tried again (gated pods excepted).
+
+The queue also holds the nominator (``nominator``): pending pods nominated to a node, which Filter
+counts there (``nominated_pods_for_node``, the framework's ``PodNominator``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from scheduler.api.objects import Pod, PodKey
 from scheduler.backend.queue.active_queue import ActiveQueue, SortKey
 from scheduler.backend.queue.backoff_queue import BackoffQueue
 from scheduler.backend.queue.in_flight import InFlightPods
+from scheduler.backend.queue.nominator import Nominator
 from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
 from scheduler.backend.queue.queueing_hints import QueueingHints, QueueingStrategy
 from scheduler.backend.queue.unschedulable_pods import UnschedulablePods
@@ -32,6 +36,7 @@ from scheduler.framework.events import (
     EventResource,
     pod_scheduling_properties_change,
 )
+from scheduler.framework.interface import NominatingInfo
 from scheduler.framework.runtime import Framework
 
 __all__ = ["SchedulingQueue"]
@@ -53,6 +58,7 @@ class SchedulingQueue:
         max_backoff: float = 10.0,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         on_change: Callable[[], None] | None = None,
+        pod_lister: Callable[[PodKey], Pod | None] | None = None,
     ) -> None:
         self._frameworks = frameworks
         self._clock = clock
@@ -66,6 +72,7 @@ class SchedulingQueue:
         self._where: dict[PodKey, str] = {}
         self._infos: dict[PodKey, QueuedPodInfo] = {}
         self._in_flight = InFlightPods()
+        self.nominator = Nominator(pod_lister)
         # Pods popped so far (``schedulingCycle``): opportunistic batching reuses a cycle's results
         # only in the very next one.
         self.scheduling_cycle = 0
@@ -150,9 +157,11 @@ class SchedulingQueue:
             return
         qpi = QueuedPodInfo(pod, self._clock())
         self._count("active", "PodAdd")
-        self._move_to_active(qpi)
+        self._move_to_active(qpi, nominate=True)
 
-    def _move_to_active(self, qpi: QueuedPodInfo) -> None:
+    def _move_to_active(self, qpi: QueuedPodInfo, *, nominate: bool = False) -> None:
+        """``nominate``: the pod arrives from its own Add or Update event, when upstream's
+        ``moveToActiveQ`` nominates it; a gated pod is not (it stays out of activeQ)."""
         fwk = self._frameworks.get(qpi.pod.scheduler_name)
         gate = fwk.run_pre_enqueue_plugins(qpi.pod) if fwk is not None else None
         if gate is not None:
@@ -162,6 +171,8 @@ class SchedulingQueue:
             return
         qpi.gating_plugin = ""
         self._push(qpi, "active")
+        if nominate:
+            self.nominator.add_nominated_pod(qpi.pod, None)
 
     def update(self, old: Pod | None, new: Pod) -> None:
         key = new.key
@@ -178,6 +189,7 @@ class SchedulingQueue:
         qpi = self._infos[key]
         previous = qpi.pod
         qpi.pod = new
+        self.nominator.update_nominated_pod(old or previous, new)
         if where in ("active", "backoff", "error"):
             self._push(qpi, where)  # re-push with the new priority; the old entry goes stale
             return
@@ -189,6 +201,7 @@ class SchedulingQueue:
 
     def delete(self, key: str) -> None:
         pkey = PodKey(key)
+        self.nominator.forget(pkey)
         self._remove(pkey)
         if pkey in self._in_flight:
             self._in_flight.update(pkey, None)  # deleted while in flight: do not requeue
@@ -325,3 +338,26 @@ class SchedulingQueue:
 
     def pending_pods(self) -> Iterable[Pod]:
         return [self._infos[k].pod for k in self._where]
+
+    # -- the nominator (the framework's PodNominator) -------------------------------------------
+
+    def add_nominated_pod(self, pod: Pod, nominating_info: NominatingInfo | None) -> None:
+        """Where a failed cycle's ``NominatingInfo`` lands (upstream's ``AddNominatedPod``)."""
+        self.nominator.add_nominated_pod(pod, nominating_info)
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        """The pod was assumed: it no longer waits for room anywhere."""
+        self.nominator.delete_nominated_pod_if_exists(pod)
+
+    def has_nominated_pods(self) -> bool:
+        return bool(self.nominator)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        """The pods nominated to ``node_name``, as the queue holds them now; one it does not hold
+        (popped: in flight, or skipped because it is being deleted) is only its name and UID, as
+        upstream's ``nominatedPodToInfo`` makes it."""
+        out = []
+        for ref in self.nominator.nominated_pods_for_node(node_name):
+            qpi = self._infos.get(ref.key)
+            out.append(qpi.pod if qpi is not None else ref.bare_pod())
+        return out

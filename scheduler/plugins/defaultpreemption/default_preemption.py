@@ -14,7 +14,7 @@ from typing import Any
 
 from scheduler.api.objects import NodeName, Pod
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle
+from scheduler.framework.interface import Handle, NominatingInfo
 from scheduler.framework.status import Code, Status
 from scheduler.plugins import names
 
@@ -30,5 +30,5 @@ class DefaultPreemption:
 
     def post_filter(
         self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
-    ) -> tuple[str | None, Status]:
+    ) -> tuple[NominatingInfo | None, Status]:
         return None, Status(Code.UNSCHEDULABLE)

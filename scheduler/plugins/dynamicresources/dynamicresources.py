@@ -33,7 +33,7 @@ from scheduler.framework.events import (
     QueueingHint,
     as_objects,
 )
-from scheduler.framework.interface import Handle
+from scheduler.framework.interface import Handle, NominatingInfo
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
@@ -101,7 +101,7 @@ class DynamicResources:
 
     def post_filter(
         self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
-    ) -> tuple[str | None, Status]:
+    ) -> tuple[NominatingInfo | None, Status]:
         """Upstream's answer for a pod without claims, whose message every unschedulable pod's ends with.
 
         A pod with claims was refused in PreFilter: there is no allocation to undo. When an earlier

@@ -25,8 +25,10 @@
 //     "worldFixed". Mismatches in later pods of that scenario may follow from the fix.
 //
 // PostFilter (DefaultPreemption) runs for real, but its API deletes are swallowed by a reactor and any
-// nomination it returns is reported ("nominatedNode") and then cleared before the failure handler sees
-// it, so no victim leaves and no nominated pod counts for later pods: spread-scheduler runs no preemption.
+// nomination it returns is reported ("nominatedNode") and then turned into Noop before the failure
+// handler sees it (a clearing one too), so no victim leaves and a failed pod stays nominated where its
+// status.nominatedNodeName says, as without DefaultPreemption: spread-scheduler runs no preemption.
+// Pending pods with status.nominatedNodeName are in upstream's nominator and count in Filter.
 //
 // Output: one JSON line per scenario, in the order they finish (-workers run at once):
 //

@@ -104,7 +104,8 @@ func (w *world) rawScores(ctx context.Context, profile string, state fwk.CycleSt
 	return out, ""
 }
 
-// fullView decides the pod the way schedulePod does with every node searched and no hint.
+// fullView decides the pod the way schedulePod does with every node searched and no hint (a nominated
+// node that fits does not end the search here).
 func (w *world) fullView(ctx context.Context, profile string, pod *v1.Pod) *viewJSON {
 	f := w.inner[profile]
 	v := &viewJSON{Best: []string{}, Feasible: []string{}, UnschedulablePlugins: []string{}, Nodes: map[string]nodeJSON{}}
@@ -136,12 +137,29 @@ func (w *world) fullView(ctx context.Context, profile string, pod *v1.Pod) *view
 		}
 		return unschedulable()
 	}
+	// status.nominatedNodeName is filtered first, whatever PreFilter allowed (evaluateNominatedNode).
+	// When it fits, the real cycle stops there and this view goes on over every node; when it is
+	// rejected, its verdict and its plugin stay, as in the real cycle, before the absent nodes' text.
+	nominated := ""
+	if nnn := pod.Status.NominatedNodeName; nnn != "" {
+		if n, err := f.SnapshotSharedLister().NodeInfos().Get(nnn); err == nil {
+			if st := f.RunFilterPluginsWithNominatedPods(ctx, state, pod, n); st.IsRejected() {
+				diagnosis.NodeToStatus.Set(nnn, st)
+				diagnosis.AddPluginStatus(st)
+				v.Nodes[nnn] = nodeJSON{Filter: status(st), Scores: map[string]scoreJSON{}}
+				nominated = nnn
+			}
+		}
+	}
 	// Printed before Filter runs: AddPluginStatus below adds Filter's rejectors to the same set.
 	absent := fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 		fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(plugs)))
 	var feasible []fwk.NodeInfo
 	for _, n := range all {
 		name := n.Node().Name
+		if name == nominated && !preRes.AllNodes() && !preRes.NodeNames.Has(name) {
+			continue // its own verdict, not the absent nodes'
+		}
 		if !preRes.AllNodes() && !preRes.NodeNames.Has(name) {
 			diagnosis.NodeToStatus.SetAbsentNodesStatus(absent)
 			v.Nodes[name] = nodeJSON{Filter: status(absent), Scores: map[string]scoreJSON{}}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,7 @@ type cycle struct {
 	fitErr        *framework.FitError
 	messageBefore string
 	postFilterMsg string
+	postFiltered  bool // RunPostFilterPlugins ran: the failure's NominatingInfo is its answer
 	nominated     string
 	failed        bool
 	failCode      string
@@ -156,7 +158,7 @@ func (o *observed) RunScorePlugins(ctx context.Context, state fwk.CycleState, po
 func (o *observed) RunPostFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	res, status := o.Framework.RunPostFilterPlugins(ctx, state, pod, m)
 	if c := o.w.current; c != nil {
-		c.postFilterMsg = status.Message()
+		c.postFilterMsg, c.postFiltered = status.Message(), true
 	}
 	return res, status
 }
@@ -205,6 +207,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 	client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, nil // preemption victims stay: spread-scheduler does not preempt
 	})
+	client.PrependReactor("patch", "pods", w.keepNominations)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clock := testingclock.NewFakeClock(time.Now())
 	sched, err := scheduler.New(ctx, client, factory, nil,
@@ -319,17 +322,37 @@ func (w *world) wrap() {
 		} else {
 			c.failed, c.failCode, c.failMessage = true, status.Code().String(), status.Message()
 		}
-		// A new nomination (DefaultPreemption's PostFilter found victims) is reported and dropped:
-		// a nominated pod counts on its node in every later pod's Filter, and spread-scheduler has
-		// no preemption to make one. Clearing (Override "") and Noop pass through unchanged.
-		if nominating.Mode() == fwk.ModeOverride && nominating.NominatedNodeName != "" {
-			if c != nil && c.pod.UID == info.Pod.UID {
+		// PostFilter's nomination is DefaultPreemption's (DynamicResources' PostFilter never
+		// nominates), and spread-scheduler runs no preemption: a new nomination (victims found) is
+		// reported, and any Override, new or clearing ("": preemption cannot help), is dropped for
+		// Noop, so the pod keeps its status.nominatedNodeName in the nominator as it would without
+		// DefaultPreemption, and counts there in later pods' Filter as on our side. Failures
+		// without PostFilter (errors, Reserve, no PostFilter plugin) clear it, on both sides.
+		if c != nil && c.pod.UID == info.Pod.UID && c.postFiltered {
+			if nominating.Mode() == fwk.ModeOverride && nominating.NominatedNodeName != "" {
 				c.nominated = nominating.NominatedNodeName
 			}
 			nominating = &fwk.NominatingInfo{NominatingMode: fwk.ModeNoop}
 		}
 		failed(ctx, f, info, status, nominating, start)
 	}
+}
+
+// keepNominations swallows a status patch that only changes status.nominatedNodeName: preemption's
+// clearing of the lower-priority pods nominated to its candidate node (prepareCandidate), which
+// spread-scheduler, running no preemption, never does. The failure handler's own patch carries the
+// PodScheduled condition too and goes through.
+func (w *world) keepNominations(action clienttesting.Action) (bool, runtime.Object, error) {
+	patch, ok := action.(clienttesting.PatchAction)
+	if !ok || patch.GetSubresource() != "status" {
+		return false, nil, nil
+	}
+	body := string(patch.GetPatch())
+	if !strings.Contains(body, "nominatedNodeName") || strings.Contains(body, "conditions") {
+		return false, nil, nil
+	}
+	obj, err := w.client.Tracker().Get(podsGVR, patch.GetNamespace(), patch.GetName())
+	return true, obj, err
 }
 
 // bind is the fake API's pods/binding: it sets spec.nodeName, as the API server does.
@@ -474,6 +497,19 @@ func (w *world) realNodes(c *cycle, res *resultJSON) {
 	res.NumAllNodes = len(all)
 	res.EvaluatedNodes = c.result.EvaluatedNodes
 	notEvaluated := false
+	// The absent nodes' text lists PreFilter's plugins and, when the nominated node (or batching's
+	// hint) was filtered first and rejected, its rejector: evaluateNominatedNode adds it to the same set
+	// before findNodesThatFitPod prints it.
+	absentPlugins := c.prePlugins
+	nominated := c.pod.Status.NominatedNodeName
+	if nominated == "" {
+		nominated = c.hint
+	}
+	if first := c.filterCalls; nominated != "" && len(first) > 0 && first[0] == nominated {
+		if st := c.filtered[nominated]; st.IsRejected() && st.Plugin() != "" {
+			absentPlugins = absentPlugins.Clone().Insert(st.Plugin())
+		}
+	}
 	for _, n := range all {
 		name := n.Node().Name
 		entry := nodeJSON{Scores: map[string]scoreJSON{}}
@@ -484,7 +520,7 @@ func (w *world) realNodes(c *cycle, res *resultJSON) {
 		} else if c.preRes != nil && !c.preRes.AllNodes() && !c.preRes.NodeNames.Has(name) {
 			// What findNodesThatFitPod sets as the absent nodes' status (not returned on success).
 			entry.Filter = status(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(c.prePlugins))))
+				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(absentPlugins))))
 		} else {
 			entry.Evaluated = &notEvaluated
 		}
