@@ -26,6 +26,11 @@ __all__ = ["main"]
 UPSTREAM_VERSION = "v1.35.4"
 
 
+def _version() -> str:
+    """What ``version`` and ``--version`` print."""
+    return f"spread-scheduler {__version__} (kube-scheduler {UPSTREAM_VERSION})"
+
+
 # simulate's exit codes (docs/simulate.md): 2 is also argparse's for a bad command line.
 EXIT_NOTHING_TO_SCHEDULE = 1
 EXIT_BAD_INPUT = 2
@@ -131,10 +136,6 @@ def _explain(args: argparse.Namespace) -> int:
         print(f"spread-scheduler: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-def _version() -> str:
-    return f"spread-scheduler {__version__} (kube-scheduler {UPSTREAM_VERSION})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
