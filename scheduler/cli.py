@@ -11,24 +11,58 @@ import yaml
 
 from scheduler import __version__
 from scheduler.config import ConfigError, load_config
-from scheduler.simulate import Simulation, load_objects, render_table, to_json
+from scheduler.simulate import (
+    Simulation,
+    load_objects,
+    parse_objects,
+    rename_scheduler,
+    render_table,
+    replay_objects,
+    to_json,
+)
 
 __all__ = ["main"]
 
 UPSTREAM_VERSION = "v1.35.4"
 
 
+def _version() -> str:
+    """What ``version`` and ``--version`` print."""
+    return f"spread-scheduler {__version__} (kube-scheduler {UPSTREAM_VERSION})"
+
+
+# simulate's exit codes (docs/simulate.md): 2 is also argparse's for a bad command line.
+EXIT_NOTHING_TO_SCHEDULE = 1
+EXIT_BAD_INPUT = 2
+EXIT_UNSCHEDULABLE = 3
+
+
 def _simulate(args: argparse.Namespace) -> int:
+    """Only the result goes to stdout; warnings and errors go to stderr, so ``-o json`` stays parseable."""
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    source = "stdin" if args.file == "-" else args.file
     try:
-        objects = load_objects(args.file)
+        objects = parse_objects(sys.stdin.read()) if args.file == "-" else load_objects(args.file)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
-        return 2
+        print(f"spread-scheduler: cannot read {source}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not objects:
+        print(f"spread-scheduler: no objects in {source}: nothing to simulate", file=sys.stderr)
+        return EXIT_NOTHING_TO_SCHEDULE
+    profile = config.profiles[0].scheduler_name
+    if args.scheduler_name:
+        objects = rename_scheduler(objects, args.scheduler_name, profile)
+    if args.pod:
+        namespace, _, name = args.pod.rpartition("/")
+        try:
+            objects = replay_objects(objects, namespace or "default", name, config)
+        except LookupError as exc:
+            print(f"spread-scheduler: {exc} in {source}", file=sys.stderr)
+            return EXIT_NOTHING_TO_SCHEDULE
     if config.extenders:
         from scheduler.kube.extender import simulate_with_extenders  # noqa: PLC0415 - aiohttp only when needed
 
@@ -37,13 +71,43 @@ def _simulate(args: argparse.Namespace) -> int:
         sim = Simulation(config, seed=args.seed)
         sim.add_objects(objects)
         attempts = sim.run()
+    _warn_skipped(sim, [p.scheduler_name for p in config.profiles])
+    if not attempts:
+        names = ", ".join(p.scheduler_name for p in config.profiles)
+        print(f"spread-scheduler: no pending pod in {source} names a profile ({names})", file=sys.stderr)
+        return EXIT_NOTHING_TO_SCHEDULE
+    if args.output == "json":
+        print(to_json(attempts, sim.cache, args.top))
+    else:
+        print(render_table(attempts, sim.cache, args.top), end="")
+    if args.fail_on_unschedulable and any(attempt.host is None for attempt in attempts):
+        return EXIT_UNSCHEDULABLE
+    return 0
+
+
+def _warn_skipped(sim: Simulation, profiles: list[str]) -> None:
+    """One stderr line per object the simulation left out, and per kind it does not read."""
     for problem in sim.problems:
         print(f"warning: skipped {problem.what}: {problem.message}", file=sys.stderr)
-    if args.output == "json":
-        print(to_json(attempts, sim.cache))
-    else:
-        print(render_table(attempts, sim.cache), end="")
-    return 0
+    for kind, count in sorted(sim.unused_kinds.items()):
+        print(f"warning: skipped {count} {kind} object(s): a kind simulate does not read", file=sys.stderr)
+    seen: set[str] = set()
+    for pod in sim.unmatched:
+        if pod.key in seen:
+            continue
+        seen.add(pod.key)
+        print(
+            f'warning: skipped pending pod {pod.key}: schedulerName "{pod.scheduler_name}" names no profile '
+            f"({', '.join(profiles)}); --scheduler-name {pod.scheduler_name} schedules it with ours",
+            file=sys.stderr,
+        )
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -118,13 +182,33 @@ def _skew(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spread-scheduler", description=__doc__)
+    parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser("simulate", help="schedule the pending pods of a file of objects and explain each decision")
-    sim.add_argument("file", help="Nodes, Pods, Services, ReplicaSets, ... as YAML/JSON (kubectl get -o yaml works)")
+    sim.add_argument(
+        "file", help="Nodes, Pods, Services, ReplicaSets, ... as YAML/JSON (kubectl get -o yaml works); - for stdin"
+    )
     sim.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
     sim.add_argument("--output", "-o", choices=("table", "json"), default="table")
     sim.add_argument("--seed", type=int, default=None, help="seed for the random choice among tied nodes")
+    sim.add_argument(
+        "--pod",
+        metavar="NS/NAME",
+        help="decide only this pod (a bound one as if pending), on the bound pods, as explain does",
+    )
+    sim.add_argument("--top", type=_positive, metavar="N", help="show only the N best nodes per pod")
+    sim.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="schedule pending pods naming NAME as if they named the first profile (repeatable)",
+    )
+    sim.add_argument(
+        "--fail-on-unschedulable",
+        action="store_true",
+        help=f"exit {EXIT_UNSCHEDULABLE} when a reported pod is not placed",
+    )
     sim.set_defaults(func=_simulate)
 
     run = sub.add_parser("run", help="watch the cluster and schedule pods whose schedulerName matches a profile")
@@ -158,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     skew.set_defaults(func=_skew)
 
     ver = sub.add_parser("version", help="print the version and the upstream version whose decisions we match")
-    ver.set_defaults(func=lambda _a: print(f"spread-scheduler {__version__} (kube-scheduler {UPSTREAM_VERSION})") or 0)
+    ver.set_defaults(func=lambda _a: print(_version()) or 0)
 
     args = parser.parse_args(argv)
     result: int = args.func(args)

@@ -12,6 +12,7 @@ import json
 import logging
 import random
 import sys
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 import structlog
 import yaml
 
-from scheduler.api.objects import SELECTING_KINDS, Node, Pod, PodKey
+from scheduler.api.objects import DEFAULT_SCHEDULER_NAME, SELECTING_KINDS, Node, Pod, PodKey
 from scheduler.backend.cache.cache import Cache
 from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
@@ -36,8 +37,15 @@ __all__ = [
     "attempt_to_json",
     "iter_objects",
     "load_objects",
+    "parse_objects",
+    "rank_nodes",
+    "rename_scheduler",
     "render_table",
+    "replay_objects",
 ]
+
+# The kinds ``add_objects`` reads; any other kind is reported as unused.
+USED_KINDS = frozenset({"Node", "Pod", "Namespace", *SELECTING_KINDS})
 
 
 def iter_objects(doc: object) -> Iterator[Mapping[str, Any]]:
@@ -56,8 +64,60 @@ def iter_objects(doc: object) -> Iterator[Mapping[str, Any]]:
 
 def load_objects(path: str | Path) -> list[Mapping[str, Any]]:
     """Every object of a multi-document YAML/JSON file (``kubectl get -o yaml`` output included)."""
-    text = Path(path).read_text()
+    return parse_objects(Path(path).read_text())
+
+
+def parse_objects(text: str) -> list[Mapping[str, Any]]:
+    """Every object of a multi-document YAML/JSON text."""
     return [obj for doc in yaml.safe_load_all(text) if doc is not None for obj in iter_objects(doc)]
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+
+
+def rename_scheduler(
+    objects: Iterable[Mapping[str, Any]], names: Iterable[str], profile: str
+) -> list[Mapping[str, Any]]:
+    """Pending pods whose schedulerName is one of ``names`` as if they named ``profile`` (``--scheduler-name``).
+
+    A bound pod keeps its name: it counts on its node whoever placed it.
+    """
+    renamed = set(names)
+    out: list[Mapping[str, Any]] = []
+    for obj in objects:
+        spec = _spec(obj)
+        pending = obj.get("kind") == "Pod" and not spec.get("nodeName")
+        if pending and spec.get("schedulerName", DEFAULT_SCHEDULER_NAME) in renamed:
+            out.append({**obj, "spec": {**spec, "schedulerName": profile}})
+        else:
+            out.append(obj)
+    return out
+
+
+def replay_objects(
+    objects: Iterable[Mapping[str, Any]], namespace: str, name: str, config: SchedulerConfig
+) -> list[Mapping[str, Any]]:
+    """The cluster as the scheduler would see it when deciding NAMESPACE/NAME next (``explain``, ``simulate
+    --pod``): that pod pending, every other pod only if it is bound (a pending one holds no room), everything
+    else as listed. A bound pod is re-decided as if it were not bound yet; a pod naming no profile is decided
+    with the first one. Raises ``LookupError`` when there is no such pod."""
+    objects = list(objects)
+    pod = next((o for o in objects if o.get("kind") == "Pod" and _key(o) == (namespace, name)), None)
+    if pod is None:
+        raise LookupError(f"pod {namespace}/{name} not found")
+    others = [o for o in objects if o is not pod and (o.get("kind") != "Pod" or _spec(o).get("nodeName"))]
+    spec = {k: v for k, v in _spec(pod).items() if k != "nodeName"}
+    if spec.get("schedulerName", DEFAULT_SCHEDULER_NAME) not in {p.scheduler_name for p in config.profiles}:
+        spec["schedulerName"] = config.profiles[0].scheduler_name  # explain with our profile anyway
+    return [*others, {**pod, "spec": spec}]
 
 
 @dataclass(slots=True)
@@ -124,6 +184,8 @@ class Simulation:
         self.pending: list[Pod] = []
         self._pending_index: dict[PodKey, int] = {}
         self.problems: list[Problem] = []
+        self.unused_kinds: Counter[str] = Counter()  # objects of kinds the scheduler does not read
+        self.unmatched: list[Pod] = []  # pending pods whose schedulerName names no profile
 
     def add_objects(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """Nodes, bound pods, namespaces and spreading inputs go to the cache now; pending pods wait for ``run``."""
@@ -144,10 +206,14 @@ class Simulation:
                     handlers.pod_event(None, pod)
                 elif pod.scheduler_name in self.frameworks:
                     self._add_pending(pod)
+                else:
+                    self.unmatched.append(pod)
             elif isinstance(kind, str) and kind in SELECTING_KINDS:  # a YAML kind may be a list
                 handlers.on_selecting_object(None, obj)
             elif kind == "Namespace":
                 handlers.on_namespace(None, obj)
+            else:
+                self.unused_kinds[kind if isinstance(kind, str) and kind else "(no kind)"] += 1
 
     def _add_pending(self, pod: Pod) -> None:
         """A pod listed twice is one pod: the later object replaces the earlier, as a watch update would."""
@@ -207,9 +273,12 @@ def _filter_json(status: Status | None) -> dict[str, str] | None:
     return {"plugin": status.plugin, "reason": status.message(), "code": str(status.code)}
 
 
-def attempt_to_json(attempt: Attempt, cache: Cache) -> dict[str, Any]:
+def attempt_to_json(attempt: Attempt, cache: Cache, top: int | None = None) -> dict[str, Any]:
     """The documented JSON shape: the outcome, per node the filter verdict (with its status code), per
-    plugin raw/normalized, and the total; the plugins that rejected the pod (``FitError.Diagnosis``)."""
+    plugin raw/normalized, and the total; the plugins that rejected the pod (``FitError.Diagnosis``).
+
+    With ``top``, only the ``top`` best nodes (``rank_nodes``), best first, and ``omittedNodes``.
+    """
     nodes: dict[str, Any] = {}
     diagnosis = attempt.diagnosis
     index = {name: i for i, name in enumerate(attempt.scored_nodes)}
@@ -228,7 +297,12 @@ def attempt_to_json(attempt: Attempt, cache: Cache) -> dict[str, Any]:
             entry["scores"] = {s.plugin: {"raw": s.raw[i], "normalized": s.normalized[i]} for s in attempt.scores}
             entry["total"] = attempt.totals.get(name)
         nodes[name] = entry
-    return {
+    omitted = None
+    if top is not None:
+        ranked = rank_nodes(nodes, attempt.host)
+        omitted = max(0, len(ranked) - top)
+        nodes = {name: nodes[name] for name in ranked[:top]}
+    data: dict[str, Any] = {
         "pod": attempt.pod.key,
         "node": attempt.host,
         "code": "Success" if attempt.host is not None else str(attempt.status.code),
@@ -242,17 +316,43 @@ def attempt_to_json(attempt: Attempt, cache: Cache) -> dict[str, Any]:
         "batched": attempt.batched,
         "nodes": nodes,
     }
+    if omitted is not None:
+        data["omittedNodes"] = omitted
+    return data
 
 
-def to_json(attempts: list[Attempt], cache: Cache) -> str:
-    return json.dumps({"results": [attempt_to_json(a, cache) for a in attempts]}, indent=2, sort_keys=False)
+def rank_nodes(nodes: Mapping[str, Mapping[str, Any]], host: str | None) -> list[str]:
+    """Node names best first (``--top``): the chosen node, the other feasible nodes by total (highest
+    first), then nodes refused as ``Unschedulable`` (preemption could help), then as
+    ``UnschedulableAndUnresolvable``, then the nodes the search did not reach; ties by name."""
+
+    def rank(name: str) -> tuple[int, float, str]:
+        entry = nodes[name]
+        filt = entry["filter"]
+        if name == host:
+            group = 0
+        elif entry.get("evaluated") is False:
+            group = 4
+        elif filt is None:
+            group = 1
+        else:
+            group = 2 if filt["code"] == str(Code.UNSCHEDULABLE) else 3
+        total = entry["total"]
+        return group, -(total if total is not None else float("-inf")), name
+
+    return sorted(nodes, key=rank)
 
 
-def render_table(attempts: list[Attempt], cache: Cache) -> str:
-    """A terminal view: the decision per pod, then one row per node with its verdict and scores."""
+def to_json(attempts: list[Attempt], cache: Cache, top: int | None = None) -> str:
+    return json.dumps({"results": [attempt_to_json(a, cache, top) for a in attempts]}, indent=2, sort_keys=False)
+
+
+def render_table(attempts: list[Attempt], cache: Cache, top: int | None = None) -> str:
+    """A terminal view: the decision per pod, then one row per node with its verdict and scores
+    (with ``top``, the best ``top`` nodes, best first, and a line counting the others)."""
     lines: list[str] = []
     for attempt in attempts:
-        data = attempt_to_json(attempt, cache)
+        data = attempt_to_json(attempt, cache, top)
         head = f"pod {data['pod']}: "
         head += f"-> {attempt.host}" if attempt.host else f"UNSCHEDULABLE: {attempt.message}"
         lines.append(head)
@@ -277,5 +377,7 @@ def render_table(attempts: list[Attempt], cache: Cache) -> str:
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
         for row in rows:
             lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        if data.get("omittedNodes"):
+            lines.append(f"  ... {data['omittedNodes']} more node(s) not shown (--top {top})")
         lines.append("")
     return "\n".join(lines)

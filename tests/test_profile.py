@@ -29,8 +29,10 @@ def test_profiles_with_the_same_queue_sort_share_the_queue_order() -> None:
 
 
 def test_different_queue_sort_args_are_refused_with_upstreams_message() -> None:
+    """PrioritySort has no args type, so strict decoding lets only TypeMeta through; that still differs."""
+    args = {"apiVersion": "kubescheduler.config.k8s.io/v1"}
     with pytest.raises(ConfigError, match=r'^different queue sort plugin args for profile "b"$'):
-        parse_config(two_profiles({"pluginConfig": [{"name": "PrioritySort", "args": {"x": 1}}]}))
+        parse_config(two_profiles({"pluginConfig": [{"name": "PrioritySort", "args": args}]}))
 
 
 def test_different_queue_sort_plugins_are_refused_with_upstreams_message() -> None:

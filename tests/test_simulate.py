@@ -394,10 +394,14 @@ class TestInputFormats:
         assert [r["pod"] for r in simulate_json(capsys, str(path))] == ["default/older", "default/newer"]
 
     def test_file_without_pending_pods(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        """Nothing to schedule is an empty result, not an error; so is a scalar document."""
+        """Nothing to schedule is said on stderr and exits 1, never a silent empty result (issue #20);
+        scalar documents are no objects."""
         path = tmp_path / "nodes.yaml"
         path.write_text(yaml.safe_dump_all([make_node("n1").dict(), "just text", 42]))
-        assert simulate_json(capsys, str(path)) == []
+        assert main(["simulate", str(path), "-o", "json"]) == 1
+        out = capsys.readouterr()
+        assert out.out == ""
+        assert out.err == f"spread-scheduler: no pending pod in {path} names a profile (spread-scheduler)\n"
 
     def test_queue_order_is_priority_then_creation_then_file_order(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -1,8 +1,9 @@
 """The ``extenders:`` list of a KubeSchedulerConfiguration, parsed and validated as kube-scheduler does.
 
 Field names and validation messages are upstream's (``apis/config/validation.validateExtenders``);
-we also refuse what upstream would only discover at the first call (no urlPrefix, unknown fields,
-bad base64 in tlsConfig data). No network: TLS material is loaded here once at start-up, so a bad file names its field.
+we also refuse what upstream would only discover at the first call (no urlPrefix, bad base64 in
+tlsConfig data). Unknown fields were refused before this runs, by the strict decoding in ``scheme``.
+No network: TLS material is loaded here once at start-up, so a bad file names its field.
 """
 
 from __future__ import annotations
@@ -32,22 +33,6 @@ __all__ = [
 ]
 
 DEFAULT_EXTENDER_TIMEOUT = 5.0  # seconds: upstream's DefaultExtenderTimeout, used when httpTimeout is 0/unset
-
-_FIELDS = {
-    "urlPrefix",
-    "filterVerb",
-    "preemptVerb",
-    "prioritizeVerb",
-    "weight",
-    "bindVerb",
-    "enableHTTPS",
-    "tlsConfig",
-    "httpTimeout",
-    "nodeCacheCapable",
-    "managedResources",
-    "ignorable",
-}
-_TLS_FIELDS = {"insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData"}
 
 
 class ExtenderConfigError(ValueError):
@@ -151,9 +136,6 @@ def _tls(value: object, path: str) -> ExtenderTLSConfig | None:
         return None
     if not isinstance(value, Mapping):
         raise ExtenderConfigError(f"{path}: must be an object")
-    for key in value:
-        if key not in _TLS_FIELDS:
-            raise ExtenderConfigError(f'{path}: unknown field "{key}"')
     return ExtenderTLSConfig(
         insecure=_bool(value, "insecure", path),
         server_name=_str(value, "serverName", path),
@@ -169,9 +151,6 @@ def _tls(value: object, path: str) -> ExtenderTLSConfig | None:
 def _one(raw: object, path: str) -> ExtenderConfig:
     if not isinstance(raw, Mapping):
         raise ExtenderConfigError(f"{path}: must be an object")
-    for key in raw:
-        if key not in _FIELDS:
-            raise ExtenderConfigError(f'{path}: unknown field "{key}"')
     url = _str(raw, "urlPrefix", path)
     if not url:
         raise ExtenderConfigError(f"{path}.urlPrefix: Required value")

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from scheduler.config.extenders import ExtenderConfigError, check_tls, parse_extenders
+from scheduler.config.scheme import ArgsKindError, load_yaml_strict, strict_errors
 from scheduler.config.types import (
     API_VERSION,
     SPREAD_SCHEDULER_NAME,
@@ -78,13 +79,7 @@ def _resolve_profile(raw: Mapping[str, Any], path: str) -> ProfileConfig:
     pct = raw.get("percentageOfNodesToScore")
     if pct is not None:
         pct = _int(pct, f"{path}.percentageOfNodesToScore", 0, 100)
-    plugins = _mapping(raw.get("plugins"), f"{path}.plugins")
-    for key in plugins:
-        if key != "multiPoint" and key not in EXTENSION_POINTS:
-            raise ConfigError(
-                f"{path}.plugins.{key}: Invalid value: unknown extension point (known: multiPoint, "
-                f"{', '.join(EXTENSION_POINTS)})"
-            )
+    plugins = _mapping(raw.get("plugins"), f"{path}.plugins")  # unknown points: refused by strict decoding
 
     # multiPoint: upstream defaults, minus what the user disables, plus what the user enables.
     multi_cfg = _mapping(plugins.get("multiPoint"), f"{path}.plugins.multiPoint")
@@ -170,8 +165,19 @@ def _class_implements(cls: object, point: str) -> bool:
     return all(callable(getattr(cls, m, None)) for m in _POINT_METHODS[point])
 
 
-def parse_config(doc: object, source: str = "config") -> SchedulerConfig:
+def parse_config(doc: object, source: str = "config", *, duplicates: Sequence[str] = ()) -> SchedulerConfig:
+    """The typed configuration of a decoded document, after upstream's strict decoding and validation.
+
+    ``duplicates`` are the repeated-key errors the YAML reader found (``load_config``); they are
+    reported together with the unknown fields, in one ``strict decoding error``, as upstream does.
+    """
     root = _mapping(doc, source)
+    try:
+        strict = [*duplicates, *strict_errors(root)]
+    except ArgsKindError as exc:
+        raise ConfigError(str(exc)) from exc
+    if strict:
+        raise ConfigError("strict decoding error: " + ", ".join(strict))
     api_version = root.get("apiVersion", API_VERSION)
     if api_version != API_VERSION:
         raise ConfigError(f'apiVersion: Unsupported value: "{api_version}": supported values: "{API_VERSION}"')
@@ -287,10 +293,10 @@ def load_config(path: str | Path | None) -> SchedulerConfig:
     if path is None:
         return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"})
     try:
-        doc = yaml.safe_load(Path(path).read_text())
+        doc, duplicates = load_yaml_strict(Path(path).read_text())
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read configuration: {exc}") from exc
-    return parse_config(doc, str(path))
+    return parse_config(doc, str(path), duplicates=duplicates)
 
 
 def upstream_config(

@@ -14,11 +14,10 @@ from typing import Any
 
 from kubernetes.aio import client
 
-from scheduler.api.objects import DEFAULT_SCHEDULER_NAME
 from scheduler.config import SchedulerConfig
 from scheduler.kube.app import api_client
 from scheduler.kube.extender import simulate_with_extenders
-from scheduler.simulate import render_table, to_json
+from scheduler.simulate import render_table, replay_objects, to_json
 
 __all__ = ["explain", "list_cluster_objects", "replay_objects"]
 
@@ -59,25 +58,3 @@ async def explain(config: SchedulerConfig, target: str, kubeconfig: str | None, 
         await api.close()  # type: ignore[no-untyped-call]
     attempts, sim = await simulate_with_extenders(config, replay_objects(objects, namespace, name, config), seed)
     return to_json(attempts, sim.cache) if output == "json" else render_table(attempts, sim.cache)
-
-
-def replay_objects(
-    objects: list[dict[str, Any]], namespace: str, name: str, config: SchedulerConfig
-) -> list[dict[str, Any]]:
-    """The cluster as the scheduler would see it when deciding NAMESPACE/NAME next: that pod pending, every
-    other pod only if it is bound (a pending one holds no room), everything else as listed."""
-    pod = next(
-        (
-            o
-            for o in objects
-            if o["kind"] == "Pod" and o["metadata"].get("namespace") == namespace and o["metadata"].get("name") == name
-        ),
-        None,
-    )
-    if pod is None:
-        raise LookupError(f"pod {namespace}/{name} not found")
-    others = [o for o in objects if o is not pod and (o["kind"] != "Pod" or (o.get("spec") or {}).get("nodeName"))]
-    pending = {**pod, "spec": {k: v for k, v in pod.get("spec", {}).items() if k != "nodeName"}}
-    if pending["spec"].get("schedulerName", DEFAULT_SCHEDULER_NAME) not in {p.scheduler_name for p in config.profiles}:
-        pending["spec"]["schedulerName"] = config.profiles[0].scheduler_name  # explain with our profile anyway
-    return [*others, pending]

@@ -327,7 +327,9 @@ class TestConfig:
                 id="bad-url",
             ),
             pytest.param(
-                [{"urlPrefix": "http://a", "filterverb": "f"}], 'extenders[0]: unknown field "filterverb"', id="typo"
+                [{"urlPrefix": "http://a", "filterverb": "f"}],
+                'strict decoding error: unknown field "extenders[0].filterverb"',
+                id="typo",
             ),
             pytest.param(
                 [{"urlPrefix": "http://a", "httpTimeout": "soon"}],
