@@ -17,6 +17,7 @@ import kopf
 
 __all__ = ["WATCHED", "build_registry", "login_in_cluster"]
 
+
 def login_in_cluster(**kwargs: Any) -> kopf.ConnectionInfo | None:
     """The ServiceAccount's files, and the API server client-go's ``InClusterConfig`` uses.
 
