@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: venv lint unit e2e test demo cluster-build cluster-up cluster-down bench bench-full bench-venv conformance differential reliability clean
+.PHONY: venv lint helm unit e2e test demo cluster-build cluster-up cluster-down bench bench-full bench-venv conformance differential reliability clean
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -21,7 +21,11 @@ lint: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-unit: venv
+# helm (for tests/test_helm_chart.py) built from e2e/tools/helm's Go module, cached like the control plane.
+helm: venv
+	$(BIN)/python -m e2e.cluster helm
+
+unit: venv helm
 	$(BIN)/pytest tests
 
 cluster-build: venv

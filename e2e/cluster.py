@@ -5,6 +5,7 @@
     python -m e2e.cluster up [--dir DIR]          # start on 127.0.0.1, write DIR/admin.kubeconfig
     python -m e2e.cluster add-node NAME --label k=v --taint k=v:NoSchedule
     python -m e2e.cluster down [--dir DIR]        # stop everything, leave no process behind
+    python -m e2e.cluster helm                    # build (or reuse) helm from e2e/tools/helm; print its path
 
 Run from the repository root (``e2e`` is a package there, not installed with spread-scheduler).
 
@@ -44,6 +45,7 @@ ETCD_VERSION = "v3.6.16"
 HERE = Path(__file__).resolve().parent
 CONTROLPLANE_MODULE = HERE / "controlplane"
 ETCD_MODULE = HERE / "etcd"
+HELM_MODULE = HERE / "tools" / "helm"  # its own module: helm's k8s.io/* versions never touch the control plane's
 DEFAULT_DIR = Path(os.environ.get("SPREAD_CLUSTER_DIR", Path.cwd() / ".cluster"))
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 COMPONENTS = ("etcd", *K8S_COMMANDS)
@@ -54,10 +56,13 @@ STOP_TIMEOUT = 15.0
 STOP_ORDER = ("kube-controller-manager", "kube-apiserver", "etcd")
 
 
+def _cache_base() -> Path:
+    return Path(os.environ.get("SPREAD_CACHE_DIR", Path.home() / ".cache" / "spread-scheduler"))
+
+
 def cache_dir() -> Path:
     """Where the binaries and their stamp live, per Kubernetes version."""
-    base = Path(os.environ.get("SPREAD_CACHE_DIR", Path.home() / ".cache" / "spread-scheduler"))
-    return base / f"k8s-{K8S_VERSION}"
+    return _cache_base() / f"k8s-{K8S_VERSION}"
 
 
 def bin_dir() -> Path:
@@ -131,10 +136,11 @@ def _read_stamp(stamp: Path) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
+def _build_lock(where: Path | None = None) -> Iterator[None]:
     """Serialize builds between processes (two pytest sessions, a benchmark and a test...)."""
-    cache_dir().mkdir(parents=True, exist_ok=True)
-    with (cache_dir() / "build.lock").open("w") as lock:
+    where = where or cache_dir()
+    where.mkdir(parents=True, exist_ok=True)
+    with (where / "build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -167,9 +173,9 @@ def _go_build(args: Sequence[str], cwd: Path, what: str) -> float:
 
 
 @contextlib.contextmanager
-def _staging_dir() -> Iterator[Path]:
+def _staging_dir(where: Path | None = None) -> Iterator[Path]:
     """A fresh directory next to bin/ for ``go build -o``, removed afterwards."""
-    tmp = cache_dir() / f"bin.tmp-{os.getpid()}"
+    tmp = (where or cache_dir()) / f"bin.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
@@ -242,6 +248,63 @@ def ensure_tool(name: str) -> Path:
             _go_build(["-ldflags", "-s -w", "-o", str(tmp / name), f"./cmd/{name}"], CONTROLPLANE_MODULE, name)
             _install(tmp, (name,))
         stamp.write_text(digest.hexdigest() + "\n")
+    return out
+
+
+def _required_version(go_mod: Path, module: str) -> str:
+    """The version ``go_mod`` requires of ``module`` (direct or ``// indirect``)."""
+    for line in go_mod.read_text().splitlines():
+        fields = line.split()
+        if fields[:1] == ["require"]:
+            fields = fields[1:]
+        if len(fields) >= 2 and fields[0] == module:
+            return fields[1]
+    raise RuntimeError(f"{go_mod}: no requirement on {module}")
+
+
+def helm_version() -> str:
+    """The helm release e2e/tools/helm/go.mod pins (v3.x)."""
+    return _required_version(HELM_MODULE / "go.mod", "helm.sh/helm/v3")
+
+
+def _helm_ldflags() -> str:
+    """As helm's Makefile: its version, and the Kubernetes version its client-go is (chart capabilities, lint)."""
+    client_go = _required_version(HELM_MODULE / "go.mod", "k8s.io/client-go")  # v0.N.x is Kubernetes 1.N
+    minor = client_go.lstrip("v").split(".")[1]
+    flags = ["-s", "-w", f"-X helm.sh/helm/v3/internal/version.version={helm_version()}"]
+    for pkg in ("helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"):
+        flags += [f"-X {pkg}.k8sVersionMajor=1", f"-X {pkg}.k8sVersionMinor={minor}"]
+    return " ".join(flags)
+
+
+def ensure_helm(force: bool = False) -> Path:
+    """The helm CLI built from e2e/tools/helm's go.mod; cached in ``$SPREAD_CACHE_DIR/helm-VERSION/bin``.
+
+    Its stamp (``helm-VERSION/stamp``, JSON) holds ``go version`` and a SHA-256 of the module's
+    go.mod/go.sum and of the ldflags; a build (~2 min on 2 cores with a warm module cache) happens when
+    it differs or the binary is missing. Raises (never skips) when Go or the module proxy fails.
+    """
+    where = _cache_base() / f"helm-{helm_version()}"
+    out = where / "bin" / "helm"
+    digest = hashlib.sha256(_helm_ldflags().encode())
+    for name in ("go.mod", "go.sum"):
+        digest.update(f"{name}\0".encode() + (HELM_MODULE / name).read_bytes())
+    go_version = subprocess.run(["go", "version"], capture_output=True, text=True, check=True, env=_go_env())
+    inputs = {"helm": helm_version(), "go": go_version.stdout.strip(), "sha256": digest.hexdigest()}
+    stamp = where / "stamp"
+    with _build_lock(where):
+        if not force and out.is_file() and _read_stamp(stamp) == inputs:
+            return out
+        stamp.unlink(missing_ok=True)
+        with _staging_dir(where) as tmp:
+            _go_build(
+                ["-ldflags", _helm_ldflags(), "-o", str(tmp / "helm"), "helm.sh/helm/v3/cmd/helm"],
+                HELM_MODULE,
+                f"helm {helm_version()}",
+            )
+            out.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp / "helm", out)
+        stamp.write_text(json.dumps(inputs, indent=2) + "\n")
     return out
 
 
@@ -729,6 +792,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     build = sub.add_parser("build", help="build the binaries unless cached", parents=[common])
     build.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
     build.add_argument("--no-oracle", dest="oracle", action="store_false", help="skip e2e/controlplane/cmd/oracle")
+    helm = sub.add_parser("helm", help="build helm (e2e/tools/helm) unless cached; print its path", parents=[common])
+    helm.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
     up = sub.add_parser("up", help="start the control plane", parents=[common])
     up.add_argument("--with-controller-manager", dest="controller_manager", action="store_true", default=True)
     up.add_argument("--no-controller-manager", dest="controller_manager", action="store_false")
@@ -750,6 +815,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.oracle and (CONTROLPLANE_MODULE / "cmd" / "oracle").is_dir():
             print(ensure_oracle())
         _log(f"build: {time.monotonic() - started:.1f}s")
+    elif args.command == "helm":
+        print(ensure_helm(force=args.force))
     elif args.command == "up":
         cluster.up()
         print(f"export KUBECONFIG={cluster.kubeconfig}")

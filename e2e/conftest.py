@@ -72,10 +72,20 @@ def core(api: client.ApiClient) -> client.CoreV1Api:
 class SchedulerProcess:
     """``spread-scheduler run`` as a child process, with its log in ``.cluster/e2e-logs``."""
 
-    def __init__(self, kubeconfig: str, config: str | None = None, name: str = "scheduler") -> None:
+    def __init__(
+        self,
+        kubeconfig: str | None,
+        config: str | None = None,
+        name: str = "scheduler",
+        env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
+    ) -> None:
+        """``kubeconfig`` None: in-cluster login; ``env`` is added to ours; ``prefix`` wraps the command."""
         self.kubeconfig = kubeconfig
         self.config = config
         self.name = name
+        self.env = env or {}
+        self.prefix = prefix or []
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
         self.log_path = LOGS / f"{name}-0.log"
@@ -85,19 +95,21 @@ class SchedulerProcess:
         self.runs += 1
         self.log_path = LOGS / f"{self.name}-{self.runs}.log"
         extra = ["--config", self.config] if self.config else []
+        login = ["--kubeconfig", self.kubeconfig] if self.kubeconfig else []
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
                 [
+                    *self.prefix,
                     str(Path(sys.executable).parent / "spread-scheduler"),
                     "run",
-                    "--kubeconfig",
-                    self.kubeconfig,
+                    *login,
                     "--health-address",
                     "127.0.0.1:0",
                     *extra,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
             )
         wait_for(lambda: wait_for_line in self.log_path.read_bytes() or self._died(), 60, "scheduler start")
         assert self.proc.poll() is None, self.log_path.read_text()[-3000:]
@@ -138,7 +150,8 @@ def scheduler(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     config = tmp_path_factory.mktemp("config") / "scheduler.yaml"
     config.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        "leaderElection: {leaderElect: true, leaseDuration: 4s, renewDeadline: 3s, retryPeriod: 1s}\n"
+        "leaderElection: {leaderElect: true, leaseDuration: 4s, renewDeadline: 3s, retryPeriod: 1s,"
+        " resourceNamespace: kube-system}\n"
     )
     proc = SchedulerProcess(kubeconfig, str(config))
     proc.start()

@@ -28,6 +28,12 @@ def main() -> int:
     try:
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+        # The leader Lease lives in the install namespace (the scheduler runs outside a pod here).
+        try:
+            core.create_namespace({"metadata": {"name": "spread-scheduler"}})
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
         zones = {"zone-a": 2, "zone-b": 2, "zone-c": 2}
         for zone, count in zones.items():
             for i in range(count):

@@ -8,7 +8,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from kubernetes import client, watch
+import yaml
+from kubernetes import client, utils, watch
 
 T = TypeVar("T")
 
@@ -156,3 +157,33 @@ def watch_bindings(core: client.CoreV1Api, namespace: str, stop: threading.Event
                     w.stop()
         except Exception:  # the server went away mid-stream: watch again once it is back
             stop.wait(0.2)
+
+
+def create_object(api: client.ApiClient, doc: dict[str, Any]) -> None:
+    """Create one manifest object of any built-in kind (``kubectl create`` for a dict); 409 is fine."""
+    try:
+        utils.create_from_dict(api, doc, namespace=doc["metadata"].get("namespace"))
+    except utils.FailToCreateError as failed:
+        refused = [exc for exc in failed.api_exceptions if exc.status != 409]
+        if refused:
+            raise refused[0] from failed
+
+
+def service_account_token(core: client.CoreV1Api, namespace: str, name: str, seconds: int = 3600) -> str:
+    """A bound token from the TokenRequest API, as the kubelet projects it into a pod."""
+    request = {"spec": {"expirationSeconds": seconds}}
+    return str(core.create_namespaced_service_account_token(name, namespace, request).status.token)
+
+
+def token_kubeconfig(admin_kubeconfig: str, token: str) -> dict[str, Any]:
+    """A kubeconfig for the same API server as ``admin_kubeconfig``, logging in with ``token`` only."""
+    with open(admin_kubeconfig) as f:
+        admin = yaml.safe_load(f)
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "sa",
+        "clusters": [{"name": "local", "cluster": admin["clusters"][0]["cluster"]}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "local", "user": "sa"}}],
+    }

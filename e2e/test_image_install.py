@@ -32,3 +32,20 @@ def test_dockerfile_install_steps_work_in_a_fresh_venv(tmp_path: Path) -> None:
     installed = dict(line.split("==") for line in frozen.split() if "==" in line)
     for name in ("kopf", "kubernetes", "structlog", "tenacity", "PyYAML", "prometheus_client"):
         assert installed.get(name) == pins[name], name
+
+
+def test_base_image_is_pinned_by_digest_and_the_context_holds_what_copy_needs() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    base = re.search(r"^ARG PYTHON_IMAGE=(\S+)$", dockerfile, re.M)
+    assert base and re.fullmatch(r"python:3\.11\.\d+-slim-(bookworm|trixie)@sha256:[0-9a-f]{64}", base.group(1))
+    assert re.findall(r"^FROM (\S+)", dockerfile, re.M) == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
+    # .dockerignore excludes everything, then lets back in exactly what the COPY lines read.
+    ignore = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
+    assert ignore[0] == "*"
+    allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
+    copied = {
+        source.rstrip("/")
+        for line in re.findall(r"^COPY (?!--from)(.+)$", dockerfile, re.M)
+        for source in line.split()[:-1]
+    }
+    assert copied == allowed, (copied, allowed)

@@ -21,7 +21,17 @@ import yaml
 from kubernetes import client, config
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import events_for, node_of, pod_body, scheduled_condition, wait_for, watch_bindings
+from e2e.kube_helpers import (
+    create_object,
+    events_for,
+    node_of,
+    pod_body,
+    scheduled_condition,
+    service_account_token,
+    token_kubeconfig,
+    wait_for,
+    watch_bindings,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = "spread-scheduler"
@@ -37,24 +47,9 @@ def _manifest_docs() -> list[dict[str, Any]]:
 
 
 def _apply(api: client.ApiClient, doc: dict[str, Any]) -> None:
-    core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
-    kind, ns = doc["kind"], doc["metadata"].get("namespace")
-    create: dict[str, Callable[[], Any]] = {
-        "Namespace": lambda: core.create_namespace(doc),
-        "ServiceAccount": lambda: core.create_namespaced_service_account(ns, doc),
-        "ConfigMap": lambda: core.create_namespaced_config_map(ns, doc),
-        "ClusterRole": lambda: rbac.create_cluster_role(doc),
-        "ClusterRoleBinding": lambda: rbac.create_cluster_role_binding(doc),
-        "Role": lambda: rbac.create_namespaced_role(ns, doc),
-        "RoleBinding": lambda: rbac.create_namespaced_role_binding(ns, doc),
-    }
-    if kind not in create:
-        return  # Deployment/Service need an image and a kubelet: not on this control plane
-    try:
-        create[kind]()
-    except client.ApiException as exc:
-        if exc.status != 409:
-            raise
+    if doc["kind"] == "Deployment":
+        return  # its pods need an image and a kubelet (e2e/test_helm_install.py applies the chart's, pods stay Pending)
+    create_object(api, doc)
 
 
 @pytest.fixture(scope="module")
@@ -62,21 +57,8 @@ def sa_kubeconfig(api: client.ApiClient, kubeconfig: str, tmp_path_factory: pyte
     docs = _manifest_docs()
     for doc in docs:
         _apply(api, doc)
-    token = (
-        client.CoreV1Api(api)
-        .create_namespaced_service_account_token("spread-scheduler", NS, {"spec": {"expirationSeconds": 3600}})
-        .status.token
-    )
-    admin = yaml.safe_load(Path(kubeconfig).read_text())
-    cluster = admin["clusters"][0]["cluster"]
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "sa",
-        "clusters": [{"name": "local", "cluster": cluster}],
-        "users": [{"name": "sa", "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "local", "user": "sa"}}],
-    }
+    token = service_account_token(client.CoreV1Api(api), NS, "spread-scheduler")
+    config = token_kubeconfig(kubeconfig, token)
     path = tmp_path_factory.mktemp("sa") / "kubeconfig"
     path.write_text(json.dumps(config))
     yield str(path)
@@ -107,8 +89,9 @@ def test_least_privilege_rbac_schedules_and_fails_over(
 ) -> None:
     scheduler.stop()  # the session's admin-credentialed scheduler must not compete here
     config = _config_file(tmp_path, leaseDuration="4s", renewDeadline="3s", retryPeriod="1s")
-    first = SchedulerProcess(sa_kubeconfig, config, name="rbac-a")
-    second = SchedulerProcess(sa_kubeconfig, config, name="rbac-b")
+    pod_env = {"POD_NAMESPACE": NS}  # the Deployment's downward API: the Lease's namespace
+    first = SchedulerProcess(sa_kubeconfig, config, name="rbac-a", env=pod_env)
+    second = SchedulerProcess(sa_kubeconfig, config, name="rbac-b", env=pod_env)
     try:
         node = nodes("n1")
         first.start(wait_for_line=b"became leader")

@@ -215,7 +215,7 @@ def parse_config(doc: object, source: str = "config", *, duplicates: Sequence[st
             lease_duration=_duration(le.get("leaseDuration"), "leaderElection.leaseDuration", 15.0),
             renew_deadline=_duration(le.get("renewDeadline"), "leaderElection.renewDeadline", 10.0),
             retry_period=_duration(le.get("retryPeriod"), "leaderElection.retryPeriod", 2.0),
-            resource_namespace=str(le.get("resourceNamespace") or "kube-system"),
+            resource_namespace=str(le.get("resourceNamespace") or ""),
             resource_name=str(le.get("resourceName") or profiles[0].scheduler_name),
         ),
     )

@@ -50,7 +50,9 @@ class LeaderElection:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
-    resource_namespace: str = "kube-system"
+    # Empty: the pod's own namespace ($POD_NAMESPACE), else "spread-scheduler"; resolved at start-up by
+    # scheduler.kube.leader.with_lease_namespace (upstream defaults to kube-system, see docs/install.md).
+    resource_namespace: str = ""
     resource_name: str = SPREAD_SCHEDULER_NAME
 
 

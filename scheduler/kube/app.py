@@ -20,7 +20,7 @@ from kubernetes.aio import config as kube_config
 from scheduler.config import SchedulerConfig
 from scheduler.kube.extender import close_extenders, http_extenders
 from scheduler.kube.gc_policy import gc_housekeeping
-from scheduler.kube.leader import run_with_leader_election
+from scheduler.kube.leader import run_with_leader_election, with_lease_namespace
 from scheduler.kube.listing import list_objects
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
@@ -180,7 +180,7 @@ async def run_scheduler(
     )
     # A dead watch layer means a blind scheduler: stop scheduling and exit non-zero.
     operator.add_done_callback(lambda _task: stop.set())
-    lease = config.leader_election
+    lease = with_lease_namespace(config.leader_election, os.environ)
     identity = f"{hostname}_{os.getpid()}_{time.time_ns():x}"
     exit_code = 0
     try:

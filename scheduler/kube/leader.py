@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,9 +25,30 @@ from kubernetes.aio import client
 
 from scheduler.config import LeaderElection
 
-__all__ = ["LeadershipLost", "LeaseElector", "run_with_leader_election"]
+__all__ = [
+    "DEFAULT_LEASE_NAMESPACE",
+    "LeadershipLost",
+    "LeaseElector",
+    "run_with_leader_election",
+    "with_lease_namespace",
+]
 
 log = structlog.get_logger("spread-scheduler")
+
+DEFAULT_LEASE_NAMESPACE = "spread-scheduler"  # the manifests' and the chart's default namespace
+
+
+def with_lease_namespace(settings: LeaderElection, environ: Mapping[str, str]) -> LeaderElection:
+    """An unset ``resourceNamespace`` means the pod's own namespace (``POD_NAMESPACE``, downward API).
+
+    The Role for the Lease is granted in the namespace the scheduler is installed into, so the Lease
+    must live there too wherever that is; outside a pod ``spread-scheduler``. Upstream defaults to
+    kube-system, which a secondary scheduler's least-privilege RBAC does not reach.
+    """
+    if settings.resource_namespace:
+        return settings
+    namespace = environ.get("POD_NAMESPACE", "").strip() or DEFAULT_LEASE_NAMESPACE
+    return dataclasses.replace(settings, resource_namespace=namespace)
 
 
 class LeadershipLost(RuntimeError):  # noqa: N818 - upstream's wording: "leaderelection lost"
@@ -35,6 +57,14 @@ class LeadershipLost(RuntimeError):  # noqa: N818 - upstream's wording: "leadere
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _reason(body: bytes) -> str:
+    """The API's message from a Status body (falls back to the raw text)."""
+    try:
+        return str(json.loads(body).get("message") or body.decode(errors="replace"))
+    except (ValueError, AttributeError):
+        return body.decode(errors="replace")[:200]
 
 
 def _parse(ts: str | None) -> float:
@@ -54,6 +84,7 @@ class LeaseElector:
         self.settings = settings
         self.identity = identity
         self.observed_holder: str | None = None
+        self._warned_missing_namespace = False
 
     async def _read(self) -> dict[str, Any] | None:
         s = self.settings
@@ -83,7 +114,16 @@ class LeaseElector:
             )
         response = await request
         try:
-            await response.read()
+            body = await response.read()
+            if create and response.status == 404 and not self._warned_missing_namespace:
+                # A namespace that does not exist: no round can ever succeed, say so once.
+                self._warned_missing_namespace = True
+                log.warning(
+                    "cannot create the leader lease",
+                    lease=f"{s.resource_namespace}/{s.resource_name}",
+                    status=response.status,
+                    reason=_reason(body),
+                )
             return bool(200 <= response.status < 300)  # 409: someone else wrote first
         finally:
             response.release()

@@ -7,6 +7,7 @@ the only writes to the cluster are the scheduler's own (``scheduler.kube.writes`
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -14,7 +15,23 @@ from typing import Any
 
 import kopf
 
-__all__ = ["WATCHED", "build_registry"]
+__all__ = ["WATCHED", "build_registry", "login_in_cluster"]
+
+
+def login_in_cluster(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """The ServiceAccount's files, and the API server client-go's ``InClusterConfig`` uses.
+
+    kopf's own handler connects to ``https://kubernetes.default.svc``, which needs cluster DNS and
+    can differ from where ``kubernetes.aio`` (our writes) goes; client-go and the kubernetes client
+    both take ``KUBERNETES_SERVICE_HOST``/``KUBERNETES_SERVICE_PORT``, set by the kubelet in every pod.
+    """
+    info = kopf.login_with_service_account(**kwargs)
+    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
+    if info is None or not host or not port:
+        return info
+    host = f"[{host}]" if ":" in host else host  # net.JoinHostPort
+    return dataclasses.replace(info, server=f"https://{host}:{port}")
+
 
 # (group/version, plural) of everything the cache reads.
 WATCHED: tuple[tuple[str, str], ...] = (
@@ -74,7 +91,7 @@ def build_registry(on_object: Callable[[str | None, Mapping[str, Any]], None]) -
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
         if os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")):
             return kopf.login_with_kubeconfig(**kwargs)
-        return kopf.login_with_service_account(**kwargs)
+        return login_in_cluster(**kwargs)
 
     for group_version, plural in WATCHED:
         kind = _KINDS[plural]

@@ -164,13 +164,13 @@ class TestDefaultProfile:
             assert names == [n for n in DEFAULT_ORDER if n in names], point
 
     def test_global_defaults(self) -> None:
-        """Backoff 1s/10s, adaptive percentage, leader election 15s/10s/2s in kube-system."""
+        """Backoff 1s/10s, adaptive percentage, leader election 15s/10s/2s in the pod's namespace (resolved later)."""
         cfg = load_config(None)
         assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (1.0, 10.0)
         assert cfg.percentage_of_nodes_to_score is None and cfg.profiles[0].percentage_of_nodes_to_score is None
         le = cfg.leader_election
         assert (le.leader_elect, le.lease_duration, le.renew_deadline, le.retry_period) == (True, 15.0, 10.0, 2.0)
-        assert (le.resource_namespace, le.resource_name) == ("kube-system", NAME)
+        assert (le.resource_namespace, le.resource_name) == ("", NAME)
 
     def test_system_defaulting_for_pod_topology_spread(self) -> None:
         """PodTopologySpreadArgs default to System: soft hostname (3) and zone (5) constraints."""

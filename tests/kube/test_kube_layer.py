@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import types
 
+import kopf
 import pytest
 
 from scheduler.errors import BindConflictError, PodGoneError, SchedulerIOError, TransientAPIError
@@ -122,3 +123,21 @@ def test_cache_sync_does_not_wait_for_objects_deleted_after_the_first_list(monke
             operator.cancel()
 
     assert asyncio.run(main()) is True
+
+
+def test_in_cluster_login_goes_where_kubernetes_service_host_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kopf's handler would connect to kubernetes.default.svc (cluster DNS); client-go uses the env."""
+    from scheduler.kube import watch  # noqa: PLC0415
+
+    files = kopf.ConnectionInfo(server="https://kubernetes.default.svc", token="t", ca_path="/ca.crt")
+    monkeypatch.setattr(watch.kopf, "login_with_service_account", lambda **_: files)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    info = watch.login_in_cluster()
+    assert info is not None and (info.server, info.token, info.ca_path) == ("https://10.96.0.1:443", "t", "/ca.crt")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
+    assert (watch.login_in_cluster() or files).server == "https://[fd00::1]:443"
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
+    assert watch.login_in_cluster() is files  # not in a pod's environment: kopf's own default
+    monkeypatch.setattr(watch.kopf, "login_with_service_account", lambda **_: None)
+    assert watch.login_in_cluster() is None  # no token file: no in-cluster credentials
