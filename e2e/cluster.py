@@ -227,27 +227,38 @@ def ensure_built(force: bool = False) -> Path:
         return out
 
 
+TOOL_BUILDS_KEPT = 6  # per tool: enough for the worktrees of a working day, about 70 MB each
+
+
 def ensure_oracle() -> Path:
     """The differential-test oracle (upstream's scheduler framework as a library), built on demand."""
     return ensure_tool("oracle")
 
 
 def ensure_tool(name: str) -> Path:
-    """A Go main of ours under e2e/controlplane/cmd/NAME (oracle, schedbench), rebuilt when it changes."""
-    out = bin_dir() / name
+    """A Go main of ours under e2e/controlplane/cmd/NAME (oracle, schedbench), built once per version of its source.
+
+    Each build is kept under its own digest (``tools/NAME-<digest>``), so checkouts at different revisions
+    (worktrees, a long campaign beside a branch) never replace each other's binary; the oldest builds
+    beyond ``TOOL_BUILDS_KEPT`` are removed.
+    """
     source_dir = CONTROLPLANE_MODULE / "cmd" / name
     digest = hashlib.sha256(_inputs_digest().encode())
     for source in sorted(source_dir.rglob("*")):
         if source.is_file():
             digest.update(f"{source.relative_to(source_dir)}\0".encode() + source.read_bytes())
-    stamp = cache_dir() / f"{name}.stamp"
+    tools = cache_dir() / "tools"
+    out = tools / f"{name}-{digest.hexdigest()[:16]}"
     with _build_lock():
-        if out.is_file() and stamp.exists() and stamp.read_text().strip() == digest.hexdigest():
-            return out
-        with _staging_dir() as tmp:
-            _go_build(["-ldflags", "-s -w", "-o", str(tmp / name), f"./cmd/{name}"], CONTROLPLANE_MODULE, name)
-            _install(tmp, (name,))
-        stamp.write_text(digest.hexdigest() + "\n")
+        if not out.is_file():
+            with _staging_dir() as tmp:
+                _go_build(["-ldflags", "-s -w", "-o", str(tmp / name), f"./cmd/{name}"], CONTROLPLANE_MODULE, name)
+                tools.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(tmp / name), out)
+        out.touch()  # most recently used: kept by the pruning below
+        builds = sorted(tools.glob(f"{name}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in builds[TOOL_BUILDS_KEPT:]:
+            old.unlink(missing_ok=True)
     return out
 
 
