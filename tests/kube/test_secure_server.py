@@ -87,7 +87,8 @@ def serve(
         async def close() -> None:
             return None
 
-        return ServingAuth(DelegatingAuthenticator(TokenReviews()), DelegatingAuthorizer(AccessReviews({"alice"})), close)
+        authorizer = DelegatingAuthorizer(AccessReviews({"alice"}))
+        return ServingAuth(DelegatingAuthenticator(TokenReviews()), authorizer, close)
 
     async def main() -> Any:
         scheduling.publish()  # as run_scheduler does before serving
