@@ -17,6 +17,6 @@ COPY --from=build /install /usr/local
 # Non-root; nothing is written at run time, so the root filesystem can be read-only.
 USER 65532:65532
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-EXPOSE 10251
+EXPOSE 10259
 ENTRYPOINT ["spread-scheduler", "run"]
 CMD ["--config", "/etc/spread-scheduler/config.yaml"]

@@ -112,8 +112,7 @@ def run_once(which: str, nodes: int, pods: int, qps: int, burst: int, profile: P
                         "run",
                         "--config",
                         str(cfg_path),
-                        "--health-address",
-                        "127.0.0.1:0",
+                        "--secure-port=0",  # as start_kube_scheduler runs upstream: neither serves
                     ],
                     stdout=out,
                     stderr=subprocess.STDOUT,

@@ -6,9 +6,12 @@ The cluster comes from ``e2e/cluster.py`` unless ``SPREAD_E2E_KUBECONFIG`` names
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import urllib.request
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client, config
 
 from e2e.cluster import Cluster
@@ -69,14 +73,65 @@ def core(api: client.ApiClient) -> client.CoreV1Api:
     return client.CoreV1Api(api)
 
 
+def free_port() -> int:
+    """A port nobody listens on right now (``--secure-port=0`` means "do not serve", as upstream)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def insecure_tls() -> ssl.SSLContext:
+    """Like ``curl -k``: the scheduler's certificate is self-signed unless a test gives one."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+@functools.cache
+def scraper_token(kubeconfig: str) -> str:
+    """A ServiceAccount token bound to the shipped ``spread-scheduler-metrics-reader`` ClusterRole.
+
+    ``kubeconfig`` must be allowed to create RBAC objects (the admin one). Cached: one per session.
+    """
+    api = config.new_client_from_config(config_file=kubeconfig)
+    core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
+    docs = yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text())
+    reader = next(d for d in docs if d and d["metadata"]["name"] == "spread-scheduler-metrics-reader")
+    binding = {
+        "metadata": {"name": "e2e-metrics-scraper"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": reader["metadata"]["name"]},
+        "subjects": [{"kind": "ServiceAccount", "name": "e2e-metrics-scraper", "namespace": "default"}],
+    }
+    for create in (
+        lambda: rbac.create_cluster_role(reader),
+        lambda: core.create_namespaced_service_account("default", {"metadata": {"name": "e2e-metrics-scraper"}}),
+        lambda: rbac.create_cluster_role_binding(binding),
+    ):
+        try:
+            create()
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
+    request = {"spec": {"expirationSeconds": 86400}}
+    token: str = core.create_namespaced_service_account_token("e2e-metrics-scraper", "default", request).status.token
+    return token
+
+
 class SchedulerProcess:
-    """``spread-scheduler run`` as a child process, with its log in ``.cluster/e2e-logs``."""
+    """``spread-scheduler run`` as a child process, with its log in ``.cluster/e2e-logs``.
+
+    It serves HTTPS on 127.0.0.1 and a free port (``address``); ``metrics()`` scrapes with a token of
+    the metrics-reader ClusterRole, or anonymously when ``/metrics`` is among ``extra_args``'
+    always-allowed paths (a scrape during an API outage cannot have its token reviewed).
+    """
 
     def __init__(
         self,
         kubeconfig: str | None,
         config: str | None = None,
         name: str = "scheduler",
+        extra_args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
         prefix: list[str] | None = None,
     ) -> None:
@@ -84,11 +139,13 @@ class SchedulerProcess:
         self.kubeconfig = kubeconfig
         self.config = config
         self.name = name
+        self.extra_args = extra_args
         self.env = env or {}
         self.prefix = prefix or []
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
         self.log_path = LOGS / f"{name}-0.log"
+        self.address = ""
 
     def start(self, wait_for_line: bytes = b"cache synced") -> None:
         LOGS.mkdir(parents=True, exist_ok=True)
@@ -96,6 +153,8 @@ class SchedulerProcess:
         self.log_path = LOGS / f"{self.name}-{self.runs}.log"
         extra = ["--config", self.config] if self.config else []
         login = ["--kubeconfig", self.kubeconfig] if self.kubeconfig else []
+        port = free_port()
+        self.address = f"127.0.0.1:{port}"
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
                 [
@@ -103,9 +162,12 @@ class SchedulerProcess:
                     str(Path(sys.executable).parent / "spread-scheduler"),
                     "run",
                     *login,
-                    "--health-address",
-                    "127.0.0.1:0",
+                    "--bind-address",
+                    "127.0.0.1",
+                    "--secure-port",
+                    str(port),
                     *extra,
+                    *self.extra_args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -129,12 +191,10 @@ class SchedulerProcess:
 
     def metrics(self) -> dict[str, float]:
         """``/metrics`` of the running process, as ``{'name{labels}': value}``."""
-        address = next(
-            json.loads(line)["address"]
-            for line in self.log().splitlines()
-            if line.startswith("{") and "serving /healthz" in line
-        )
-        with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
+        request = urllib.request.Request(f"https://{self.address}/metrics")
+        if not any("/metrics" in arg for arg in self.extra_args):
+            request.add_header("Authorization", f"Bearer {scraper_token(self.kubeconfig)}")
+        with urllib.request.urlopen(request, timeout=10, context=insecure_tls()) as response:
             text = response.read().decode()
         values: dict[str, float] = {}
         for line in text.splitlines():

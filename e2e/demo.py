@@ -45,8 +45,7 @@ def main() -> int:
                     "run",
                     "--kubeconfig",
                     str(cluster.kubeconfig),
-                    "--health-address",
-                    "127.0.0.1:0",
+                    "--secure-port=0",  # the demo reads no endpoint
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

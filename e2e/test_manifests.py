@@ -169,12 +169,29 @@ def test_deployment_manifest_is_hardened() -> None:
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
+    assert container["ports"] == [{"name": "https", "containerPort": 10259}]
+    assert "--secure-port=10259" in container["args"]
+    service = next(d for d in _manifest_docs() if d["kind"] == "Service")
+    assert service["spec"]["ports"] == [{"name": "https", "port": 10259, "targetPort": "https"}]
+    policy = next(d for d in _manifest_docs() if d["kind"] == "NetworkPolicy")
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": 10259}]}]
     assert set(container["resources"]) == {"requests", "limits"}
     role = next(d for d in _manifest_docs() if d["kind"] == "ClusterRole")
     verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
     assert verbs[("", "pods")] == {"get", "list", "watch"}  # no writes to pods themselves
     assert verbs[("", "pods/binding")] == {"create"}
+    # Delegated authn/authz of /metrics: exactly create on the two reviews, nothing else in those groups.
+    assert verbs[("authentication.k8s.io", "tokenreviews")] == {"create"}
+    assert verbs[("authorization.k8s.io", "subjectaccessreviews")] == {"create"}
+    review_groups = {"authentication.k8s.io", "authorization.k8s.io"}
+    assert {(g, r) for g, r in verbs if g in review_groups} == {
+        ("authentication.k8s.io", "tokenreviews"),
+        ("authorization.k8s.io", "subjectaccessreviews"),
+    }
+    reader = next(d for d in _manifest_docs() if d["metadata"]["name"] == "spread-scheduler-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     assert all("delete" not in v and "*" not in v for v in verbs.values())
     assert all(d.get("roleRef", {}).get("name") != "system:kube-scheduler" for d in _manifest_docs())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import sys
 from collections.abc import Sequence
 
@@ -111,7 +112,8 @@ def _positive(text: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from scheduler.kube.app import configure_logging, run_scheduler  # noqa: PLC0415
+    from scheduler.kube.app import SecureServing, configure_logging, run_scheduler  # noqa: PLC0415
+    from scheduler.kube.delegated_auth import PathAuthorizer  # noqa: PLC0415
 
     configure_logging()
     try:
@@ -119,7 +121,34 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(run_scheduler(config, args.kubeconfig, health_address=args.health_address))
+    if args.health_address is not None:
+        print(
+            "spread-scheduler: --health-address was removed: /healthz, /livez, /readyz and /metrics are served "
+            "over HTTPS on --bind-address and --secure-port (default 0.0.0.0:10259), as kube-scheduler serves them",
+            file=sys.stderr,
+        )
+        return 2
+    if not 0 <= args.secure_port <= 65535:
+        print(
+            f"spread-scheduler: --secure-port {args.secure_port} must be between 0 and 65535, inclusive. "
+            "0 for turning off secure port",
+            file=sys.stderr,
+        )
+        return 2
+    paths = tuple(p.strip() for p in args.authorization_always_allow_paths.split(",") if p.strip())
+    try:
+        PathAuthorizer(paths)
+    except ValueError as exc:
+        print(f"spread-scheduler: --authorization-always-allow-paths: {exc}", file=sys.stderr)
+        return 2
+    serving = SecureServing(
+        bind_address=args.bind_address,
+        secure_port=args.secure_port,
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
+        always_allow_paths=paths,
+    )
+    return asyncio.run(run_scheduler(config, args.kubeconfig, serving=serving))
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -180,6 +209,13 @@ def _skew(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ip(value: str) -> str:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"failed to parse IP: {value!r}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spread-scheduler", description=__doc__)
     parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
@@ -214,11 +250,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = sub.add_parser("run", help="watch the cluster and schedule pods whose schedulerName matches a profile")
     run.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
     run.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-    run.add_argument(
-        "--health-address",
-        default="0.0.0.0:10251",
-        help="HOST:PORT serving /healthz, /readyz and /metrics (port 0 picks a free one; the log says which)",
+    serving = run.add_argument_group("secure serving (as kube-scheduler: HTTPS, delegated authentication)")
+    serving.add_argument(
+        "--secure-port",
+        type=int,
+        default=10259,
+        help="The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all.",
     )
+    serving.add_argument(
+        "--bind-address",
+        type=_ip,
+        default="0.0.0.0",
+        help="The IP address on which to listen for the --secure-port port (0.0.0.0 or ::: all interfaces).",
+    )
+    serving.add_argument(
+        "--tls-cert-file",
+        help="File containing the default x509 Certificate for HTTPS (CA cert, if any, concatenated after server "
+        "cert). Without it and --tls-private-key-file, a self-signed certificate is generated in memory.",
+    )
+    serving.add_argument(
+        "--tls-private-key-file", help="File containing the default x509 private key matching --tls-cert-file."
+    )
+    serving.add_argument(
+        "--authorization-always-allow-paths",
+        default="/healthz,/readyz,/livez",
+        metavar="PATHS",
+        help="A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting "
+        "the 'core' kubernetes server. (default: /healthz,/readyz,/livez)",
+    )
+    run.add_argument("--health-address", default=None, help=argparse.SUPPRESS)  # removed: refused with a pointer
     run.set_defaults(func=_run)
 
     exp = sub.add_parser("explain", help="replay one pod's scheduling on the live cluster and explain each node")

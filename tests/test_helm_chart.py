@@ -30,13 +30,11 @@ HELM_LABELS = {
 }
 CHECKSUM = "checksum/config"  # the pod template's annotation: a changed ConfigMap rolls the pods
 ONLY_KUSTOMIZE = {("Namespace", NS)}  # helm install --create-namespace makes it
-# The secure-serving interface (HTTPS on 10259, delegated authn/authz) the chart is written for; until
-# manifests/ serves it too, these parts are checked against the interface instead of against manifests/.
+# The secure-serving interface (HTTPS on 10259, delegated authn/authz): the rules it needs.
 SERVING_RULES = [
     {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
     {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
 ]
-SERVING_ONLY_IN_CHART = {("NetworkPolicy", NS), ("ClusterRole", f"{NS}-metrics-reader")}
 
 
 @cache
@@ -117,10 +115,6 @@ def _differences(a: Any, b: Any, path: str = "") -> Iterator[str]:
         yield f"{path}: chart {a!r} != manifests {b!r}"
 
 
-def _manifests_serve_https(objects: dict[tuple[str, str], dict[str, Any]]) -> bool:
-    return any(p.get("name") == "https" for p in _container(objects[("Deployment", NS)]).get("ports", []))
-
-
 def test_helm_lint_strict() -> None:
     done = run_helm("lint", "--strict", str(CHART))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -129,9 +123,7 @@ def test_helm_lint_strict() -> None:
 
 def test_default_values_render_the_kustomize_manifests() -> None:
     chart, kustomize = render(), manifests()
-    serving_landed = _manifests_serve_https(kustomize)
-    only_chart = set() if serving_landed else SERVING_ONLY_IN_CHART
-    assert set(chart) - only_chart == set(kustomize) - ONLY_KUSTOMIZE
+    assert set(chart) == set(kustomize) - ONLY_KUSTOMIZE
     differences: list[str] = []
     for key, ours in kustomize.items():
         if key in ONLY_KUSTOMIZE:
@@ -142,20 +134,12 @@ def test_default_values_render_the_kustomize_manifests() -> None:
             assert set(a["spec"]["template"]["metadata"].pop("annotations")) == {CHECKSUM}
             for c in (_container(a), _container(b)):
                 c["args"] = _args(c["args"])
-                if not serving_landed:
-                    for field in ("args", "ports", "livenessProbe", "readinessProbe"):
-                        c.pop(field)
-        if key[0] == "Service" and not serving_landed:
-            a["spec"].pop("ports"), b["spec"].pop("ports")
-        if key == ("ClusterRole", NS) and not serving_landed:
-            assert a["rules"][-2:] == SERVING_RULES
-            a["rules"] = a["rules"][:-2]
         differences += [f"{key[0]}/{key[1]}{d}" for d in _differences(a, b)]
     assert not differences, "\n".join(differences)
 
 
 def test_the_chart_serves_the_secure_interface() -> None:
-    """What the chart renders for serving, checked even while manifests/ still serve plain HTTP."""
+    """What the chart renders for serving, as kube-scheduler serves: HTTPS on 10259, probes, policy, RBAC."""
     objects = render()
     container = _container(objects[("Deployment", NS)])
     assert "--secure-port=10259" in container["args"]

@@ -8,8 +8,10 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import kopf
@@ -18,18 +20,24 @@ from kubernetes.aio import client
 from kubernetes.aio import config as kube_config
 
 from scheduler.config import SchedulerConfig
+from scheduler.kube.delegated_auth import (
+    DEFAULT_ALWAYS_ALLOW_PATHS,
+    DelegatingAuthenticator,
+    DelegatingAuthorizer,
+    api_reviews,
+)
 from scheduler.kube.extender import close_extenders, http_extenders
 from scheduler.kube.gc_policy import gc_housekeeping
 from scheduler.kube.leader import run_with_leader_election, with_lease_namespace
 from scheduler.kube.listing import list_objects
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
-from scheduler.kube.server import HealthServer
+from scheduler.kube.server import SecureServer, ServingAuth, bind_host, serving_ssl_context
 from scheduler.kube.watch import build_registry
 from scheduler.kube.writes import ApiBinder, ApiRecorder, RateLimiter
 from scheduler.scheduler import Scheduler
 
-__all__ = ["configure_logging", "run_scheduler"]
+__all__ = ["SecureServing", "ServingError", "configure_logging", "run_scheduler"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -107,6 +115,73 @@ async def _wait_for_sync(
         await asyncio.sleep(0.05)
 
 
+@dataclass(frozen=True, slots=True)
+class SecureServing:
+    """``run``'s secure-serving flags, named as kube-scheduler names them; ``secure_port`` 0 serves nothing."""
+
+    bind_address: str = "0.0.0.0"
+    secure_port: int = 10259
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
+
+
+class ServingError(Exception):
+    """The secure port cannot be served (unreadable certificate, port taken): the process exits 1."""
+
+
+def serving_tls(serving: SecureServing) -> ssl.SSLContext | None:
+    """The TLS context of the secure port; None when ``--secure-port=0``. Before any connection is made."""
+    if serving.secure_port == 0:
+        return None
+    try:
+        return serving_ssl_context(serving.tls_cert_file, serving.tls_private_key_file, serving.bind_address)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise ServingError(f"unable to load --tls-cert-file/--tls-private-key-file: {exc}") from exc
+
+
+def _start_server(
+    serving: SecureServing,
+    tls: ssl.SSLContext | None,
+    kubeconfig: str | None,
+    sched: Scheduler,
+    metrics: SchedulerMetrics,
+) -> SecureServer | None:
+    if tls is None:
+        log.info("secure serving disabled (--secure-port=0): no /healthz, /readyz, /livez or /metrics")
+        return None
+
+    async def delegated() -> ServingAuth:
+        # A client of its own, on the server's loop: the scheduling loop's client cannot be shared.
+        api = await api_client(kubeconfig)
+        token_review, access_review = api_reviews(api)
+        return ServingAuth(
+            DelegatingAuthenticator(token_review),
+            DelegatingAuthorizer(access_review, serving.always_allow_paths),
+            api.close,
+        )
+
+    def publish() -> None:  # on the scheduling loop: the only place the queue is read
+        metrics.publish_queue(sched.queue.pending_counts(), sched.queue.incoming)
+
+    publish()
+    server = SecureServer(
+        metrics,
+        lambda: sched.synced,
+        before_scrape=publish,
+        scheduler_loop=asyncio.get_running_loop(),
+        make_auth=delegated,
+        ssl_context=tls,
+    )
+    try:
+        server.start(bind_host(serving.bind_address), serving.secure_port)
+    except OSError as exc:
+        raise ServingError(f"failed to start secure server: {exc}") from exc  # upstream's words
+    address = f"{serving.bind_address}:{server.port}"
+    log.info(f"Serving securely on {address}", address=address)  # upstream's line; tests read the address
+    return server
+
+
 def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
     def on_attempt(attempt: Any, seconds: float) -> None:
         result = "scheduled" if attempt.host else ("unschedulable" if attempt.status.is_rejected() else "error")
@@ -120,7 +195,6 @@ def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
         fwk.plugin_observer = metrics.plugin_duration.observe
     sched.attempt_observers.append(on_attempt)
     sched.bound_observers.append(on_bound)
-    metrics.watch_queue(sched.queue.pending_counts)
 
 
 def _handle_signals(stop: asyncio.Event) -> None:
@@ -131,19 +205,20 @@ def _handle_signals(stop: asyncio.Event) -> None:
             loop.add_signal_handler(sig, stop.set)
 
 
-def _split_address(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    return host or "0.0.0.0", int(port)  # a scheduler pod serves its probes on all interfaces
-
-
 async def run_scheduler(
     config: SchedulerConfig,
     kubeconfig: str | None = None,
     *,
-    health_address: str = "0.0.0.0:10251",
+    serving: SecureServing | None = None,
     stop: asyncio.Event | None = None,
 ) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0."""
+    serving = serving or SecureServing()
+    try:
+        tls = serving_tls(serving)
+    except ServingError as exc:
+        log.error(str(exc))
+        return 1
     kubeconfig = kubeconfig or config.kubeconfig
     if kubeconfig:
         os.environ["KUBECONFIG"] = kubeconfig  # kopf's login handler reads it
@@ -165,10 +240,14 @@ async def run_scheduler(
         extenders=extenders,
     )
     _attach_metrics(sched, metrics)
-    server = HealthServer(metrics, lambda: sched.synced, lambda: metrics.sync_incoming(sched.queue.incoming))
-    host, port = _split_address(health_address)
-    await server.start(host, port)
-    log.info("serving /healthz /readyz /metrics", address=f"{host}:{server.port}")
+    try:
+        server = _start_server(serving, tls, kubeconfig, sched, metrics)
+    except ServingError as exc:
+        log.error(str(exc))
+        logging.getLogger("kopf").removeHandler(kopf_trouble)
+        await close_extenders(extenders)
+        await api.close()  # type: ignore[no-untyped-call]
+        return 1
     stop = stop or asyncio.Event()
     _handle_signals(stop)
 
@@ -216,7 +295,8 @@ async def run_scheduler(
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(operator, timeout=10)
         logging.getLogger("kopf").removeHandler(kopf_trouble)
-        await server.stop()
+        if server is not None:
+            server.stop()
         await close_extenders(extenders)
         await api.close()  # type: ignore[no-untyped-call]
     log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)

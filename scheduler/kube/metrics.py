@@ -1,15 +1,17 @@
 """Prometheus metrics with kube-scheduler's names and labels, fed by the scheduler's observer hooks.
 
-Only ``prometheus_client`` here; the HTTP endpoint lives in ``scheduler.kube.server``.
+Only ``prometheus_client`` here; the HTTP endpoint lives in ``scheduler.kube.server``. Scrapes run on
+the server's own thread: everything it reads is a prometheus_client metric (locked) or a copy the
+scheduling loop published (``publish_queue``), never the queue itself.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -20,26 +22,6 @@ __all__ = ["SchedulerMetrics"]
 ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
 PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))
-
-
-class _PendingPods(Collector):
-    """``scheduler_pending_pods{queue}``, read from the queue at scrape time."""
-
-    def __init__(self, counts: Callable[[], dict[str, int]]) -> None:
-        self._counts = counts
-
-    def collect(self):  # type: ignore[no-untyped-def]  # prometheus_client's Collector is untyped
-        family = GaugeMetricFamily(
-            "scheduler_pending_pods",
-            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
-            "means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods "
-            "that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods "
-            "that the scheduler never attempted to schedule because they are gated.",
-            labels=["queue"],
-        )
-        for queue, value in sorted(self._counts().items()):
-            family.add_metric([queue], value)
-        yield family
 
 
 class PluginDurations(Collector):
@@ -70,7 +52,10 @@ class PluginDurations(Collector):
             "Duration for running a plugin at a specific extension point.",
             labels=["plugin", "extension_point", "status"],
         )
-        for labels, series in sorted(self._series.items()):
+        # Called on the server thread while the scheduling thread observes: list() copies the dict and
+        # each series in one step under the GIL (a new series mid-iteration would otherwise raise).
+        for labels, live in sorted(list(self._series.items())):
+            series = list(live)
             buckets, running = [], 0.0
             for bound, count in zip((*PLUGIN_BUCKETS, float("inf")), series[:-1], strict=True):
                 running += count
@@ -129,10 +114,22 @@ class SchedulerMetrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.pending_pods = Gauge(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
+            "means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods "
+            "that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods "
+            "that the scheduler never attempted to schedule because they are gated.",
+            ["queue"],
+            registry=self.registry,
+        )
         self._incoming_seen: dict[tuple[str, str], int] = {}
 
-    def watch_queue(self, counts: Callable[[], dict[str, int]]) -> None:
-        self.registry.register(_PendingPods(counts))
+    def publish_queue(self, pending: dict[str, int], incoming: dict[tuple[str, str], int]) -> None:
+        """Copy the queue's numbers into the metrics; called on the scheduling loop, before a scrape."""
+        for queue, value in pending.items():
+            self.pending_pods.labels(queue).set(value)
+        self.sync_incoming(incoming)
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
         self.schedule_attempts.labels(result, profile).inc()

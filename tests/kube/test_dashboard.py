@@ -19,7 +19,7 @@ def _exported() -> set[str]:
     metrics.observe_attempt("scheduled", "spread-scheduler", 0.01)
     metrics.observe_bound(1, 0.02)
     metrics.sync_incoming({("active", "PodAdd"): 1})
-    metrics.watch_queue(lambda: {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0})
+    metrics.publish_queue({"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}, {})
     metrics.leader.labels("spread-scheduler").set(1)
     metrics.api_requests.labels("ok").inc()
     metrics.plugin_duration.observe("NodeAffinity", "Filter", "Success", 0.001)
