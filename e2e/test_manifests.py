@@ -177,7 +177,7 @@ def test_deployment_manifest_is_hardened() -> None:
     assert service["spec"]["ports"] == [{"name": "https", "port": 10259, "targetPort": "https"}]
     policy = next(d for d in _manifest_docs() if d["kind"] == "NetworkPolicy")
     assert policy["spec"]["policyTypes"] == ["Ingress"]
-    assert policy["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": 10259}]}]
+    assert policy["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": "https"}]}]
     assert set(container["resources"]) == {"requests", "limits"}
     role = next(d for d in _manifest_docs() if d["kind"] == "ClusterRole")
     verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
