@@ -8,6 +8,7 @@ import ipaddress
 import sys
 from collections.abc import Sequence
 
+import structlog
 import yaml
 
 from scheduler import __version__
@@ -216,6 +217,11 @@ def _ip(value: str) -> str:
         raise argparse.ArgumentTypeError(f"failed to parse IP: {value!r}") from None
 
 
+def _logs_to_stderr() -> None:
+    """Keep stdout for the result: structlog's default writes to stdout, which broke `-o json` with a warning."""
+    structlog.configure(logger_factory=lambda *_: structlog.PrintLogger(sys.stderr))  # stderr as it is at each call
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spread-scheduler", description=__doc__)
     parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
@@ -305,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ver.set_defaults(func=lambda _a: print(_version()) or 0)
 
     args = parser.parse_args(argv)
+    if args.command != "run":  # run configures its own logging (JSON lines, stdlib routed)
+        _logs_to_stderr()
     result: int = args.func(args)
     return result
 

@@ -258,3 +258,19 @@ def test_version_flag_prints_what_the_subcommand_prints(capsys: pytest.CaptureFi
     assert info.value.code == 0
     assert capsys.readouterr().out == subcommand
     assert subcommand.startswith("spread-scheduler ") and "(kube-scheduler v1.35.4)" in subcommand
+
+
+def test_json_stays_parseable_when_an_ignorable_extender_is_down(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The skipped extender is logged on stderr; stdout holds only the JSON (a log line used to come first)."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "extenders:\n- {urlPrefix: 'http://127.0.0.1:1/scheduler', filterVerb: filter, ignorable: true}\n"
+    )
+    example = Path(__file__).resolve().parent.parent / "examples" / "two-zones.yaml"
+    assert main(["simulate", str(example), "--config", str(config), "-o", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["results"]
+    assert "skipping ignorable extender" in err
