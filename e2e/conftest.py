@@ -118,6 +118,10 @@ def scraper_token(kubeconfig: str) -> str:
     return token
 
 
+# JSON lines, so tests read fields; -v 3 has every pod's cycle and Binding in upstream's words.
+LOG_FLAGS = ("--logging-format", "json", "-v", "3")
+
+
 class SchedulerProcess:
     """``spread-scheduler run`` as a child process, with its log in ``.cluster/e2e-logs``.
 
@@ -166,6 +170,7 @@ class SchedulerProcess:
                     "127.0.0.1",
                     "--secure-port",
                     str(port),
+                    *LOG_FLAGS,
                     *extra,
                     *self.extra_args,
                 ],

@@ -46,6 +46,7 @@ def main() -> int:
                     "--kubeconfig",
                     str(cluster.kubeconfig),
                     "--secure-port=0",  # the demo reads no endpoint
+                    "--v=2",  # a line per bound pod, in kube-scheduler's words
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -149,7 +149,7 @@ def test_scheduler_with_the_charts_service_account_and_configmap(
     )
     try:
         node = nodes("n1")
-        proc.start(wait_for_line=b"became leader")
+        proc.start(wait_for_line=b"Successfully acquired lease")
         assert f"{NS}/spread-scheduler" in proc.log()  # the Lease in the release namespace
         assert _lease_holder(api)
         _opted_in_pod_is_bound(proc, core, namespace, node, "via-token")
@@ -201,7 +201,7 @@ def test_in_cluster_login_with_no_kubeconfig(
     )
     try:
         node = nodes("n1")
-        proc.start(wait_for_line=b"became leader")
+        proc.start(wait_for_line=b"Successfully acquired lease")
         _opted_in_pod_is_bound(proc, core, namespace, node, "via-in-cluster")
         assert proc.stop() == 0
         assert not Path(SA_DIR).exists()  # the host's /run was never touched
@@ -225,6 +225,6 @@ def test_without_the_files_in_cluster_login_fails(
     }
     proc = SchedulerProcess(None, _config_file(installed, tmp_path), name="helm-no-files", env=env)
     with pytest.raises(AssertionError):  # start() asserts the process is still running
-        proc.start(wait_for_line=b"became leader")
+        proc.start(wait_for_line=b"Successfully acquired lease")
     assert proc.proc is not None and proc.proc.wait(timeout=30) != 0
     assert "token" in proc.log().lower() or "serviceaccount" in proc.log().lower(), proc.log()[-2000:]

@@ -79,6 +79,30 @@ def test_deployment_spreads_evenly_over_zones(
         assert [e["note"] for e in scheduled] == [
             f"Successfully assigned {namespace}/{pod.metadata.name} to {pod.spec.node_name}"
         ]
+    # The log says so in upstream's words (JSON at -v 3, LOG_FLAGS): one bound line per pod, with its node.
+    entries = _log_entries(scheduler)
+    for pod in pods:
+        ref = {"name": pod.metadata.name, "namespace": namespace}
+        bound = [e for e in entries if e["msg"] == "Successfully bound pod to node" and e["pod"] == ref]
+        assert len(bound) == 1, bound
+        assert bound[0]["node"] == pod.spec.node_name and bound[0]["v"] == 2
+        assert 1 <= bound[0]["feasibleNodes"] <= bound[0]["evaluatedNodes"] <= 6, bound[0]
+
+
+def _log_entries(scheduler: SchedulerProcess) -> list[dict[str, Any]]:
+    """Every complete line of the scheduler's log, each of which must be one JSON object with
+    component-base's keys: kopf's, aiohttp's and the client's lines included, no traceback."""
+    text = scheduler.log()
+    complete = text[: text.rfind("\n") + 1]
+    entries = []
+    for line in complete.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"not a JSON log line: {line!r}") from None
+        assert isinstance(entry, dict) and {"ts", "caller", "msg"} <= entry.keys(), line
+        entries.append(entry)
+    return entries
 
 
 def _existing(core: client.CoreV1Api, namespace: str, name: str, node: str, labels: dict[str, str]) -> None:
@@ -112,6 +136,9 @@ def test_unmet_spread_waits_then_a_new_zone_binds_it(
     )
     assert len(failed) == 1 and SPREAD_REASON in failed[0]["note"] and failed[0]["type"] == "Warning"
     assert node_of(core, namespace, "new") is None
+    ref = {"name": "new", "namespace": namespace}
+    waiting = [e for e in _log_entries(scheduler) if e.get("pod") == ref]
+    assert waiting[-1]["msg"] == "Unable to schedule pod; no fit; waiting" and waiting[-1]["err"] == cond.message
 
     started = time.monotonic()
     zone_c = nodes("zone-c-0", labels={ZONE: "zone-c"})

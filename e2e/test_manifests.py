@@ -94,7 +94,7 @@ def test_least_privilege_rbac_schedules_and_fails_over(
     second = SchedulerProcess(sa_kubeconfig, config, name="rbac-b", env=pod_env)
     try:
         node = nodes("n1")
-        first.start(wait_for_line=b"became leader")
+        first.start(wait_for_line=b"Successfully acquired lease")
         second.start()
         core.create_namespaced_pod(namespace, pod_body("one"))
         wait_for(lambda: node_of(core, namespace, "one") == node, 30, "bound by the leader")
@@ -108,7 +108,7 @@ def test_least_privilege_rbac_schedules_and_fails_over(
         )
         wait_for(lambda: [e for e in events_for(core, namespace, "one") if e["reason"] == "Scheduled"], 30, "event")
         assert not RBAC_DENIED.search(first.log()), first.log()[-2000:]
-        assert b"became leader" not in second.log_path.read_bytes()
+        assert b"Successfully acquired lease" not in second.log_path.read_bytes()
         leader = wait_for(lambda: _holder(api), 10, "lease holder")
         assert first.proc is not None and f"_{first.proc.pid}_" in leader  # the identity carries the pid
 
@@ -125,7 +125,11 @@ def test_least_privilege_rbac_schedules_and_fails_over(
             core.create_namespaced_pod(namespace, pod_body(f"burst-{i:02d}"))
         # Lease 4 s + one retry period (1 s) + slack for a 2-core machine.
         budget = 4 + 1 + 3 - (time.monotonic() - killed_at)
-        wait_for(lambda: b"became leader" in second.log_path.read_bytes(), budget, "follower takes over in time")
+        wait_for(
+            lambda: b"Successfully acquired lease" in second.log_path.read_bytes(),
+            budget,
+            "follower takes over in time",
+        )
         assert _holder(api) != leader
         burst = [f"burst-{i:02d}" for i in range(60)]
         wait_for(lambda: all(seen.get(n) for n in burst), 60, "every burst pod bound")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import structlog
 import yaml
 
-from scheduler import __version__
+from scheduler import __version__, logs
 from scheduler.config import ConfigError, load_config
 from scheduler.simulate import (
     Simulation,
@@ -24,6 +24,8 @@ from scheduler.simulate import (
 )
 
 __all__ = ["main"]
+
+log = structlog.get_logger("spread-scheduler")
 
 UPSTREAM_VERSION = "v1.35.4"
 
@@ -112,36 +114,34 @@ def _positive(text: str) -> int:
     return value
 
 
+def _refuse(err: str) -> int:
+    """``run``'s way out before it starts: one "command failed" line, as kube-scheduler's, and exit 2."""
+    log.error("command failed", err=err)
+    return 2
+
+
 def _run(args: argparse.Namespace) -> int:
-    from scheduler.kube.app import SecureServing, configure_logging, run_scheduler  # noqa: PLC0415
+    from scheduler.kube.app import SecureServing, run_scheduler  # noqa: PLC0415
     from scheduler.kube.delegated_auth import PathAuthorizer  # noqa: PLC0415
 
-    configure_logging()
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
-        return 2
+        return _refuse(str(exc))
     if args.health_address is not None:
-        print(
-            "spread-scheduler: --health-address was removed: /healthz, /livez, /readyz and /metrics are served "
-            "over HTTPS on --bind-address and --secure-port (default 0.0.0.0:10259), as kube-scheduler serves them",
-            file=sys.stderr,
+        return _refuse(
+            "--health-address was removed: /healthz, /livez, /readyz and /metrics are served over HTTPS on "
+            "--bind-address and --secure-port (default 0.0.0.0:10259), as kube-scheduler serves them"
         )
-        return 2
     if not 0 <= args.secure_port <= 65535:
-        print(
-            f"spread-scheduler: --secure-port {args.secure_port} must be between 0 and 65535, inclusive. "
-            "0 for turning off secure port",
-            file=sys.stderr,
+        return _refuse(
+            f"--secure-port {args.secure_port} must be between 0 and 65535, inclusive. 0 for turning off secure port"
         )
-        return 2
     paths = tuple(p.strip() for p in args.authorization_always_allow_paths.split(",") if p.strip())
     try:
         PathAuthorizer(paths)
     except ValueError as exc:
-        print(f"spread-scheduler: --authorization-always-allow-paths: {exc}", file=sys.stderr)
-        return 2
+        return _refuse(f"--authorization-always-allow-paths: {exc}")
     serving = SecureServing(
         bind_address=args.bind_address,
         secure_port=args.secure_port,
@@ -153,6 +153,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    from scheduler.kube.dump import ListingError  # noqa: PLC0415
     from scheduler.kube.explain import explain  # noqa: PLC0415
 
     try:
@@ -162,7 +163,7 @@ def _explain(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    except LookupError as exc:
+    except (LookupError, ListingError) as exc:
         print(f"spread-scheduler: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -185,7 +186,7 @@ def _skew(args: argparse.Namespace) -> int:
             print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
             return 2
     else:
-        from scheduler.kube.skew import ListingError, cluster_objects  # noqa: PLC0415
+        from scheduler.kube.dump import ListingError, cluster_objects  # noqa: PLC0415
 
         try:
             objects = asyncio.run(cluster_objects(config, args.kubeconfig))
@@ -217,17 +218,38 @@ def _ip(value: str) -> str:
         raise argparse.ArgumentTypeError(f"failed to parse IP: {value!r}") from None
 
 
-def _logs_to_stderr() -> None:
-    """Keep stdout for the result: structlog's default writes to stdout, which broke `-o json` with a warning."""
-    structlog.configure(logger_factory=lambda *_: structlog.PrintLogger(sys.stderr))  # stderr as it is at each call
+def _verbosity(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _logging_flags() -> argparse.ArgumentParser:
+    """kube-scheduler's logging flags, on every subcommand; logs always go to stderr."""
+    flags = argparse.ArgumentParser(add_help=False)
+    group = flags.add_argument_group("logging (as kube-scheduler's)")
+    group.add_argument(
+        "--logging-format",
+        choices=logs.FORMATS,
+        default="text",
+        help='Sets the log format. Permitted formats: "json", "text". (default "text")',
+    )
+    group.add_argument(
+        "-v", "--v", dest="v", type=_verbosity, default=0, metavar="LEVEL", help="number for the log level verbosity"
+    )
+    return flags
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spread-scheduler", description=__doc__)
     parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
+    common = [_logging_flags()]
 
-    sim = sub.add_parser("simulate", help="schedule the pending pods of a file of objects and explain each decision")
+    sim = sub.add_parser(
+        "simulate", parents=common, help="schedule the pending pods of a file of objects and explain each decision"
+    )
     sim.add_argument(
         "file", help="Nodes, Pods, Services, ReplicaSets, ... as YAML/JSON (kubectl get -o yaml works); - for stdin"
     )
@@ -253,7 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     sim.set_defaults(func=_simulate)
 
-    run = sub.add_parser("run", help="watch the cluster and schedule pods whose schedulerName matches a profile")
+    run = sub.add_parser(
+        "run", parents=common, help="watch the cluster and schedule pods whose schedulerName matches a profile"
+    )
     run.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
     run.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
     serving = run.add_argument_group("secure serving (as kube-scheduler: HTTPS, delegated authentication)")
@@ -287,7 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--health-address", default=None, help=argparse.SUPPRESS)  # removed: refused with a pointer
     run.set_defaults(func=_run)
 
-    exp = sub.add_parser("explain", help="replay one pod's scheduling on the live cluster and explain each node")
+    exp = sub.add_parser(
+        "explain", parents=common, help="replay one pod's scheduling on the live cluster and explain each node"
+    )
     exp.add_argument("pod", help="NAME or NAMESPACE/NAME (a pending or a bound pod)")
     exp.add_argument("-n", "--namespace", default="default", help="the pod's namespace when POD has none")
     exp.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
@@ -297,7 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     exp.set_defaults(func=_explain)
 
     skew = sub.add_parser(
-        "skew", help="per workload: pods per topology domain, skew against maxSkew, and the pods now in violation"
+        "skew",
+        parents=common,
+        help="per workload: pods per topology domain, skew against maxSkew, and the pods now in violation",
     )
     skew.add_argument("-f", "--file", help="read objects from this file (kubectl get -o yaml) instead of the cluster")
     skew.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
@@ -307,12 +335,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     skew.add_argument("--plot", metavar="FILE.png", help="also draw pods per domain (needs spread-scheduler[plot])")
     skew.set_defaults(func=_skew)
 
-    ver = sub.add_parser("version", help="print the version and the upstream version whose decisions we match")
+    ver = sub.add_parser(
+        "version", parents=common, help="print the version and the upstream version whose decisions we match"
+    )
     ver.set_defaults(func=lambda _a: print(_version()) or 0)
 
     args = parser.parse_args(argv)
-    if args.command != "run":  # run configures its own logging (JSON lines, stdlib routed)
-        _logs_to_stderr()
+    logs.configure(args.logging_format, args.v)
     result: int = args.func(args)
     return result
 

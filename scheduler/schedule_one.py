@@ -49,6 +49,7 @@ from scheduler.framework.interface import CLEAR_NOMINATED_NODE, NominatingInfo, 
 from scheduler.framework.runtime import Framework, PluginScores
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, Diagnosis, FitError, NodeInfo
+from scheduler.logs import kobj
 
 __all__ = [
     "Attempt",
@@ -364,7 +365,13 @@ class SchedulingAlgorithm:
             for extender, reply in zip(prioritizers, replies, strict=True):
                 if isinstance(reply, BaseException) or not isinstance(reply, list):
                     # Upstream ignores every Prioritize error, ignorable or not: others decide.
-                    log.info("extender prioritize failed, no score from it", extender=extender.name, error=str(reply))
+                    log.info(
+                        "Failed to run extender's priority function. No score given by this extender.",
+                        v=5,
+                        error=str(reply),
+                        pod=kobj(pod.key),
+                        extender=extender.name,
+                    )
                     continue
                 scores.append(extender_scores(extender, reply, attempt.scored_nodes))
         for plugin_scores in scores:
@@ -421,7 +428,11 @@ def find_nodes_that_pass_extenders(
         if not isinstance(reply, ExtenderFilterResult):
             message = str(reply) or type(reply).__name__
             if extender.is_ignorable():
-                log.info("skipping ignorable extender after its error", extender=extender.name, error=message)
+                log.info(
+                    "Skipping extender as it returned error and has ignorable flag set",
+                    extender=extender.name,
+                    err=message,
+                )
                 continue
             return Status.as_error(message)
         statuses = diagnosis.node_to_status
@@ -566,6 +577,7 @@ class ScheduleOne:
                 observer(pod, message)
             self._spawn(self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message))
             return Popped(qpi, None, 0.0)
+        self.log.info("Attempting to schedule pod", v=3, pod=kobj(key))
         return Popped(qpi, self.frameworks[pod.scheduler_name], time.perf_counter())
 
     def _finish_cycle(self, popped: Popped, attempt: Attempt) -> None:
@@ -621,15 +633,6 @@ class ScheduleOne:
         duration = time.perf_counter() - started
         for observer in self.attempt_observers:
             observer(attempt, duration)
-        self.log.info(
-            "scheduling attempt",
-            pod=attempt.pod.key,
-            result=result,
-            node=attempt.host,
-            feasible=len(attempt.feasible_nodes),
-            duration_ms=round(duration * 1000, 3),
-            message=None if attempt.host else attempt.message,
-        )
 
     # -- the binding cycle -------------------------------------------------------------------
 
@@ -647,19 +650,30 @@ class ScheduleOne:
             # The pod is gone or someone else bound it: the watch will tell the truth, never retry.
             self._undo_assume(fwk, attempt, host)
             self.stats.bind_failures += 1
-            self.log.info("binding abandoned", pod=pod.key, node=host, reason=str(exc))
+            self.log.info("Failed to bind pod", v=1, pod=kobj(pod.key), node=host, err=str(exc), retry=False)
             return
         except Exception as exc:  # any other failure of the binding cycle is retried with backoff
             status = Status.as_error(f"binding rejected: {exc}")
         if status is not None:
             self._undo_assume(fwk, attempt, host)
             self.stats.bind_failures += 1
+            self.log.info("Failed to bind pod", v=1, pod=kobj(pod.key), node=host)
             qpi.unschedulable_plugins, qpi.pending_plugins = set(), set()
             self._handle_failure(qpi, status, status.message(), attempt, CLEAR_NOMINATED_NODE)
             return
+        self.log.info(
+            "Successfully bound pod to node",
+            v=2,
+            pod=kobj(pod.key),
+            node=host,
+            evaluatedNodes=attempt.evaluated_nodes,
+            feasibleNodes=len(attempt.feasible_nodes),
+        )
         fwk.run_post_bind_plugins(state, pod, host)
         if self.cache.get(host) is None:
-            self.log.warning("bound to a node that was deleted while the binding was in flight", pod=pod.key, node=host)
+            self.log.warning(
+                "bound to a node that was deleted while the binding was in flight", pod=kobj(pod.key), node=host
+            )
         self.stats.bound += 1
         bound_at = self.clock()
         for observer in self.bound_observers:
@@ -698,6 +712,7 @@ class ScheduleOne:
         nominator, then report (once per distinct message)."""
         key = qpi.key
         rejected = status.is_rejected()
+        self._log_failure(attempt, message)
         if rejected:
             qpi.unschedulable_plugins = set(attempt.diagnosis.unschedulable_plugins)
             qpi.pending_plugins = set(attempt.diagnosis.pending_plugins)
@@ -718,6 +733,16 @@ class ScheduleOne:
         self._reported[key] = message
         self._spawn(self._report_failure(current, reason, message))
 
+    def _log_failure(self, attempt: Attempt, message: str) -> None:
+        """Upstream's lines: a pod that fits nowhere waits (V(2)); any other failure is an error, retried."""
+        pod = kobj(attempt.pod.key)
+        if message == ERR_NO_NODES_AVAILABLE:
+            self.log.info("Unable to schedule pod; no nodes are registered to the cluster; waiting", v=2, pod=pod)
+        elif attempt.fit_error is not None or (attempt.pod.errors and attempt.host is None):
+            self.log.info("Unable to schedule pod; no fit; waiting", v=2, pod=pod, err=message)
+        else:
+            self.log.error("Error scheduling pod; retrying", pod=pod, err=message)
+
     async def _report_failure(self, pod: Pod, reason: str, message: str) -> None:
         await self.recorder.set_unschedulable(pod, reason, message)
         await self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message))
@@ -732,7 +757,7 @@ class ScheduleOne:
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            self.log.error("background write failed", error=repr(task.exception()))
+            self.log.error("background write failed", err=str(task.exception()))
 
     async def drain(self) -> None:
         """Wait for every binding cycle and write in flight."""

@@ -8,7 +8,9 @@ drift of a reason string in the scheduler makes the tests fail.
 from __future__ import annotations
 
 import copy
+import json
 import random
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -284,3 +286,18 @@ def score_nodes(plugin: Any, cache: Cache, pod: Pod, candidates: Sequence[str]) 
     status = plugin.normalize_score(state, pod, normalized, nodes)
     assert status is None or status.is_success(), message_of(status)
     return raw, normalized
+
+
+def command_failed(stderr: str) -> str:
+    """The ``err`` of the one klog ``"command failed"`` line in ``stderr`` (kube-scheduler's and ours):
+    quoted on one line, or in an ``err=<`` block when it has several lines."""
+    block = re.search(r'"command failed" err=<\n(.*)\n >', stderr, re.S)
+    if block:
+        return "\n".join(line.removeprefix("\t") for line in block.group(1).split("\n"))
+    line = re.search(r'^E\d{4} [\d:.]+ +\d+ [^]]+\] "command failed" err=(".*")$', stderr, re.M)
+    assert line, stderr
+    try:
+        text: str = json.loads(line.group(1))  # our quoting; Go's %q agrees with it on what configs hold
+    except ValueError:
+        text = line.group(1)[1:-1].encode().decode("unicode_escape")
+    return text

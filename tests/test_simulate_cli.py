@@ -273,4 +273,4 @@ def test_json_stays_parseable_when_an_ignorable_extender_is_down(
     assert main(["simulate", str(example), "--config", str(config), "-o", "json"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["results"]
-    assert "skipping ignorable extender" in err
+    assert "Skipping extender as it returned error and has ignorable flag set" in err

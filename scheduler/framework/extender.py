@@ -105,7 +105,11 @@ async def extenders_binding(extenders: Sequence[Extender], pod: Pod, node_name: 
             await extender.bind(pod, node_name)
         except Exception as exc:  # an extender's failure must never crash the binding cycle
             if extender.is_ignorable():
-                log.info("skipping ignorable extender in bind", extender=extender.name, pod=pod.key, error=str(exc))
+                log.info(
+                    "Skipping extender in bind as it returned error and has ignorable flag set",
+                    extender=extender.name,
+                    err=str(exc),
+                )
                 continue
             return True, str(exc)
         return True, None

@@ -173,7 +173,7 @@ class DelegatingAuthenticator:
         try:
             user = await self._review(token)
         except Exception as exc:  # the API server away: upstream answers 401 and does not cache
-            log.error("Unable to authenticate the request", error=str(exc))
+            log.error("Unable to authenticate the request", err=str(exc))
             raise AuthenticationError(str(exc)) from exc
         if user is not None and AUTHENTICATED_GROUP not in user.groups:
             # upstream's AuthenticatedGroupAdder
@@ -258,7 +258,7 @@ def api_reviews(
         status = review.status
         if status is None or not status.authenticated or status.user is None:
             if status is not None and status.error:
-                log.info("token refused by TokenReview", error=status.error)
+                log.info("token refused by TokenReview", err=status.error)
             return None
         user = status.user
         extra = tuple(sorted((k, tuple(v)) for k, v in (user.extra or {}).items()))
@@ -277,7 +277,7 @@ def api_reviews(
         if status is None:
             return Decision(allowed=False)
         if status.evaluation_error and not status.allowed:
-            log.info("SubjectAccessReview evaluation error", error=status.evaluation_error)
+            log.info("SubjectAccessReview evaluation error", err=status.evaluation_error)
         # Denied or no opinion: both forbid (the last authorizer in upstream's union).
         return Decision(allowed=bool(status.allowed and not status.denied), reason=status.reason or "")
 

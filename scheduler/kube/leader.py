@@ -174,7 +174,7 @@ async def _safely(elector: LeaseElector, on_outage: Callable[[], None]) -> bool:
     try:
         return await elector.try_acquire_or_renew()
     except Exception as exc:  # an unreachable API server is a failed round, not a crash
-        log.warning("lease round failed", error=str(exc))
+        log.warning("lease round failed", err=str(exc))
         on_outage()
         return False
 
@@ -195,13 +195,16 @@ async def run_with_leader_election(
         return
     elector = LeaseElector(api, settings, identity)
     on_leading(False)
+    log.info("Attempting to acquire leader lease...", lock=f"{settings.resource_namespace}/{settings.resource_name}")
     while not await _safely(elector, on_outage):
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), settings.retry_period)
         if stop.is_set():
             return
     on_leading(True)
-    log.info("became leader", identity=identity, lease=f"{settings.resource_namespace}/{settings.resource_name}")
+    log.info(
+        "Successfully acquired lease", lock=f"{settings.resource_namespace}/{settings.resource_name}", identity=identity
+    )
     lost = asyncio.Event()
     inner_stop = asyncio.Event()
 

@@ -95,7 +95,7 @@ async def resync_loop(
                 result = await resync_once(api, sched)
             except Exception as exc:  # the API is still away: wait and try again, boundedly
                 delay = RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
-                log.info("resync waiting for the API server", error=str(exc) or type(exc).__name__, retry_in=delay)
+                log.info("resync waiting for the API server", err=str(exc) or type(exc).__name__, retry_in=delay)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), delay)
                 if stop.is_set():

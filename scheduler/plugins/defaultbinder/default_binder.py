@@ -8,13 +8,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import structlog
+
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
+from scheduler.logs import kobj
 from scheduler.plugins import names
 
 __all__ = ["DefaultBinder"]
+
+log = structlog.get_logger("spread-scheduler")
 
 
 class DefaultBinder:
@@ -27,6 +32,7 @@ class DefaultBinder:
         binder = self.handle.binder
         if binder is None:
             return Status(Code.SKIP)
+        log.info("Attempting to bind pod to node", v=3, pod=kobj(pod.key), node=node_name)
         # Errors propagate: the binding cycle tells "pod gone" and "already bound" from retriable ones.
         await binder.bind(pod, node_name)
         return None
