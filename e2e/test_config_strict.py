@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from e2e.cluster import ensure_built
+from tests.helpers import command_failed
 
 SPREAD_CLI = str(Path(sys.executable).parent / "spread-scheduler")
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -86,12 +87,7 @@ def _upstream_error(config: Path) -> str:
         [str(binary), f"--config={config}", "--secure-port=0"], capture_output=True, text=True, timeout=60, check=False
     )
     assert out.returncode == 1, out.stderr
-    block = re.search(r'"command failed" err=<\n(.*)\n >', out.stderr, re.S)
-    if block:
-        return "\n".join(line.removeprefix("\t") for line in block.group(1).split("\n"))
-    line = re.search(r'"command failed" err="(.*)"$', out.stderr, re.M)
-    assert line, out.stderr
-    return line.group(1).encode().decode("unicode_escape")
+    return command_failed(out.stderr)
 
 
 def _our_error(config: Path, tmp_path: Path) -> str:
@@ -103,9 +99,8 @@ def _our_error(config: Path, tmp_path: Path) -> str:
         check=False,
     )
     assert out.returncode == 2, out.stderr
-    prefix = "spread-scheduler: invalid configuration: "
-    assert out.stderr.startswith(prefix), out.stderr
-    return out.stderr.removeprefix(prefix).removesuffix("\n")
+    assert len(re.findall(r"^[IWE]\d{4} ", out.stderr, re.M)) == 1, out.stderr  # one line (or one err=< block)
+    return command_failed(out.stderr)
 
 
 @pytest.mark.parametrize("text", CASES)

@@ -9,17 +9,18 @@ import os
 import signal
 import socket
 import ssl
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import kopf
 import structlog
 from kubernetes.aio import client
-from kubernetes.aio import config as kube_config
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
 from scheduler.config import SchedulerConfig
+from scheduler.kube.client import KubeconfigError, api_client
 from scheduler.kube.delegated_auth import (
     DEFAULT_ALWAYS_ALLOW_PATHS,
     DelegatingAuthenticator,
@@ -28,7 +29,7 @@ from scheduler.kube.delegated_auth import (
 )
 from scheduler.kube.extender import close_extenders, http_extenders
 from scheduler.kube.gc_policy import gc_housekeeping
-from scheduler.kube.leader import run_with_leader_election, with_lease_namespace
+from scheduler.kube.leader import LeadershipLost, run_with_leader_election, with_lease_namespace
 from scheduler.kube.listing import list_objects
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
@@ -37,44 +38,12 @@ from scheduler.kube.watch import build_registry
 from scheduler.kube.writes import ApiBinder, ApiRecorder, RateLimiter
 from scheduler.scheduler import Scheduler
 
-__all__ = ["SecureServing", "ServingError", "configure_logging", "run_scheduler"]
+__all__ = ["SecureServing", "ServingError", "run_scheduler"]
 
 log = structlog.get_logger("spread-scheduler")
 
 SYNC_WARNING_AFTER = 30.0
 RELIST_EVERY = 5.0
-
-
-def configure_logging(level: int = logging.INFO) -> None:
-    """One line per event; JSON unless a person is watching a terminal."""
-    renderer: Any = structlog.dev.ConsoleRenderer() if sys.stderr.isatty() else structlog.processors.JSONRenderer()
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True,
-    )
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-
-
-PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
-
-
-async def api_client(kubeconfig: str | None) -> client.ApiClient:
-    if kubeconfig or os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")):
-        api: client.ApiClient = await kube_config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    else:
-        kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
-        api = client.ApiClient()
-    if not any(os.environ.get(name) for name in PROXY_VARIABLES):
-        # aiohttp's trust_env reads ~/.netrc in a worker thread on every request: with no proxy to
-        # honour, that is pure cost (it showed in the profile of a 1,000-pod burst).
-        api.configuration.client_session_kwargs = {"trust_env": False}
-    return api
 
 
 async def _list_uids(api: client.ApiClient) -> set[str]:
@@ -86,8 +55,58 @@ async def _list_uids(api: client.ApiClient) -> set[str]:
     return uids
 
 
+# client-go's reflector backs a failed list off from 800 ms to 30 s and never gives up: nor do we.
+LIST_RETRY_INITIAL = 0.8
+LIST_RETRY_MAX = 30.0
+_UNANSWERED = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
+
+
+def _log_list_retry(state: RetryCallState) -> None:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    delay = state.next_action.sleep if state.next_action is not None else 0.0
+    log.error(
+        "Failed to list the cluster; retrying",
+        err=_one_line(exc),
+        attempt=state.attempt_number,
+        retry_in=round(delay, 1),
+    )
+
+
+def _one_line(exc: BaseException | None) -> str:
+    text = str(exc) if exc is not None else ""
+    return " ".join(text.split()) or type(exc).__name__
+
+
+async def _first_list(api: client.ApiClient, stop: asyncio.Event) -> set[str] | None:
+    """The UIDs the cache must see before deciding, listed as soon as the API server answers; None if stopped.
+
+    kube-scheduler starts with an unreachable (or refusing) API server and its informers retry for
+    as long as it takes; so does this list, one line per failure, before kopf starts (kopf gives up
+    after nine tries and would take the process down).
+    """
+
+    async def listing() -> set[str]:
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type(_UNANSWERED),
+            wait=wait_exponential_jitter(multiplier=LIST_RETRY_INITIAL, max=LIST_RETRY_MAX, jitter=LIST_RETRY_INITIAL),
+            before_sleep=_log_list_retry,
+            reraise=True,
+        ):
+            with attempt:
+                return await _list_uids(api)
+        raise AssertionError("unreachable: the retrying loop either returns or raises")
+
+    listed, stopping = asyncio.ensure_future(listing()), asyncio.ensure_future(stop.wait())
+    await asyncio.wait({listed, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (listed, stopping):
+        task.cancel()
+    if not listed.done() or listed.cancelled():
+        return None
+    return listed.result()
+
+
 async def _wait_for_sync(
-    api: client.ApiClient, sched: Scheduler, operator: asyncio.Task[None], stop: asyncio.Event
+    api: client.ApiClient, sched: Scheduler, operator: asyncio.Task[None], stop: asyncio.Event, wanted: set[str]
 ) -> bool:
     """Like ``WaitForCacheSync``: no decision is made on a cache that misses objects that exist.
 
@@ -95,7 +114,6 @@ async def _wait_for_sync(
     taken again and only what still exists stays wanted (a namespace being emptied cannot stall the
     start). Waits as long as it takes (with a warning now and then); False if kopf died or we were stopped.
     """
-    wanted = await _list_uids(api)
     warn_at = time.monotonic() + SYNC_WARNING_AFTER
     relist_at = time.monotonic() + RELIST_EVERY
     while True:
@@ -217,12 +235,16 @@ async def run_scheduler(
     try:
         tls = serving_tls(serving)
     except ServingError as exc:
-        log.error(str(exc))
+        log.error("command failed", err=str(exc))
         return 1
     kubeconfig = kubeconfig or config.kubeconfig
     if kubeconfig:
         os.environ["KUBECONFIG"] = kubeconfig  # kopf's login handler reads it
-    api = await api_client(kubeconfig)
+    try:
+        api = await api_client(kubeconfig)
+    except KubeconfigError as exc:
+        log.error("command failed", err=str(exc))
+        return 1
     limiter = RateLimiter(config.qps, config.burst)
     name = config.profiles[0].scheduler_name
     hostname = socket.gethostname()
@@ -243,13 +265,22 @@ async def run_scheduler(
     try:
         server = _start_server(serving, tls, kubeconfig, sched, metrics)
     except ServingError as exc:
-        log.error(str(exc))
+        log.error("command failed", err=str(exc))
         logging.getLogger("kopf").removeHandler(kopf_trouble)
         await close_extenders(extenders)
         await api.close()  # type: ignore[no-untyped-call]
         return 1
     stop = stop or asyncio.Event()
     _handle_signals(stop)
+    wanted = await _first_list(api, stop)
+    if wanted is None:  # stopped before the API server ever answered
+        logging.getLogger("kopf").removeHandler(kopf_trouble)
+        if server is not None:
+            server.stop()
+        await close_extenders(extenders)
+        await api.close()  # type: ignore[no-untyped-call]
+        log.info("stopped", bound=0, attempts={})
+        return 0
 
     kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
     registry = build_registry(sched.on_object)
@@ -267,7 +298,7 @@ async def run_scheduler(
         await asyncio.wait({ready_wait, operator}, return_when=asyncio.FIRST_COMPLETED)
         ready_wait.cancel()
         _handle_signals(stop)  # kopf installed its own handlers on start: ours must decide the shutdown
-        if await _wait_for_sync(api, sched, operator, stop):
+        if await _wait_for_sync(api, sched, operator, stop, wanted):
             sched.synced = True
             log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
             resync = asyncio.create_task(resync_loop(api, sched, trouble, stop), name="resync")
@@ -282,6 +313,10 @@ async def run_scheduler(
                     lambda leading: metrics.leader.labels(lease.resource_name).set(1 if leading else 0),
                     trouble.report,
                 )
+            except LeadershipLost as exc:
+                # Upstream exits 1 on "Leaderelection lost": a restarted replica rejoins as a follower.
+                log.error("Leaderelection lost", err=str(exc))
+                exit_code = 1
             finally:
                 for task in (resync, housekeeping):
                     task.cancel()
@@ -291,7 +326,7 @@ async def run_scheduler(
         kopf_stop.set()
         if operator.done() and not kopf_stop_requested(operator):
             exit_code = 1
-            log.error("the watch layer (kopf) stopped; exiting", error=repr(operator.exception()))
+            log.error("the watch layer (kopf) stopped; exiting", err=repr(operator.exception()))
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(operator, timeout=10)
         logging.getLogger("kopf").removeHandler(kopf_trouble)

@@ -1,4 +1,4 @@
-"""``spread-scheduler skew`` on the live cluster: LIST what the report reads (explain's listing).
+"""The live cluster as a file of objects would hold it, for ``explain`` and ``skew``.
 
 Read-only: it never writes to the cluster. Every way the listing can fail (no kubeconfig, a broken
 one, an unreachable or refusing API server) becomes one ``ListingError`` with a one-line message.
@@ -6,19 +6,45 @@ one, an unreachable or refusing API server) becomes one ``ListingError`` with a 
 
 from __future__ import annotations
 
-import os
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
+from kubernetes.aio import client
 from kubernetes.aio.client.exceptions import ApiException
-from kubernetes.aio.config.config_exception import ConfigException
 
 from scheduler.config import SchedulerConfig
-from scheduler.kube.app import api_client
-from scheduler.kube.explain import list_cluster_objects
+from scheduler.kube.client import KubeconfigError, api_client
 
-__all__ = ["ListingError", "cluster_objects"]
+__all__ = ["ListingError", "cluster_objects", "list_cluster_objects"]
+
+
+_LISTS = (
+    ("Node", "list_node_without_preload_content", "core"),
+    ("Namespace", "list_namespace_without_preload_content", "core"),
+    ("Pod", "list_pod_for_all_namespaces_without_preload_content", "core"),
+    ("Service", "list_service_for_all_namespaces_without_preload_content", "core"),
+    ("ReplicationController", "list_replication_controller_for_all_namespaces_without_preload_content", "core"),
+    ("ReplicaSet", "list_replica_set_for_all_namespaces_without_preload_content", "apps"),
+    ("StatefulSet", "list_stateful_set_for_all_namespaces_without_preload_content", "apps"),
+)
+
+
+async def list_cluster_objects(api: client.ApiClient) -> list[dict[str, Any]]:
+    """Nodes, Namespaces, Pods and the objects default spreading reads, each with its ``kind`` set."""
+    apis = {"core": client.CoreV1Api(api), "apps": client.AppsV1Api(api)}
+    objects: list[dict[str, Any]] = []
+    for kind, method, group in _LISTS:
+        response = await getattr(apis[group], method)()
+        try:
+            data = json.loads(await response.read())
+        finally:
+            response.release()
+        if response.status != 200:
+            raise RuntimeError(f"listing {kind}: HTTP {response.status}: {data.get('message')}")
+        objects += [{**item, "kind": kind} for item in data.get("items", [])]
+    return objects
 
 
 class ListingError(RuntimeError):
@@ -27,13 +53,10 @@ class ListingError(RuntimeError):
 
 async def cluster_objects(config: SchedulerConfig, kubeconfig: str | None) -> list[Mapping[str, Any]]:
     """Nodes, Namespaces, Pods, Services, ReplicationControllers, ReplicaSets and StatefulSets as listed now."""
-    path = kubeconfig or config.kubeconfig
-    if path and not os.path.isfile(path):
-        raise ListingError(f"cannot load the kubeconfig: {path}: no such file")
     try:
-        api = await api_client(path)
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
-        raise ListingError(f"cannot load the kubeconfig: {exc}") from exc
+        api = await api_client(kubeconfig or config.kubeconfig)
+    except KubeconfigError as exc:
+        raise ListingError(str(exc)) from exc
     try:
         return list(await list_cluster_objects(api))
     except (aiohttp.ClientError, OSError, ApiException, RuntimeError) as exc:

@@ -64,11 +64,14 @@ def map_status(status: int, body: bytes, what: str) -> Exception | None:
     """The error of ours for an HTTP status, or None for 2xx. Every handled code is listed here."""
     if 200 <= status < 300:
         return None
+    reason = ""
     try:
-        message = str(json.loads(body).get("message", ""))
+        status_body = json.loads(body)
+        message, reason = str(status_body.get("message", "")), str(status_body.get("reason", ""))
     except (ValueError, AttributeError):
         message = body[:200].decode(errors="replace")
-    text = f"{what}: HTTP {status}: {message}"
+    # The API's Status reason too (Forbidden, Invalid, Conflict): what an operator greps the log for.
+    text = f"{what}: HTTP {status}{' ' + reason if reason else ''}: {message}"
     if status == 404:
         return PodGoneError(text)
     if status == 409:

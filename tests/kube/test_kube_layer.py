@@ -7,6 +7,7 @@ import types
 
 import kopf
 import pytest
+import structlog
 
 from scheduler.errors import BindConflictError, PodGoneError, SchedulerIOError, TransientAPIError
 from scheduler.kube.watch import WATCHED, build_registry
@@ -40,6 +41,8 @@ def test_mapped_errors_share_one_base_and_keep_the_server_message() -> None:
     error = map_status(409, b'{"message": "pod p is already assigned to node \\"n1\\""}', "binding ns/p to n2")
     assert isinstance(error, SchedulerIOError)
     assert str(error) == 'binding ns/p to n2: HTTP 409: pod p is already assigned to node "n1"'
+    forbidden = map_status(403, b'{"reason": "Forbidden", "message": "pods \\"p\\" is forbidden"}', "binding ns/p")
+    assert str(forbidden) == 'binding ns/p: HTTP 403 Forbidden: pods "p" is forbidden'
     garbled = map_status(500, b"<html>oops</html>", "x")
     assert str(garbled) == "x: HTTP 500: <html>oops</html>"
 
@@ -104,7 +107,7 @@ def test_cache_sync_does_not_wait_for_objects_deleted_after_the_first_list(monke
     """A pod listed at start and deleted before the watch delivered it must not stall the start."""
     from scheduler.kube import app  # noqa: PLC0415 - the module under test, patched below
 
-    lists = iter([{"node", "deleted-pod"}, {"node"}])
+    lists = iter([{"node"}])
 
     async def list_uids(_api: object) -> set[str]:
         return set(next(lists, {"node"}))
@@ -118,11 +121,55 @@ def test_cache_sync_does_not_wait_for_objects_deleted_after_the_first_list(monke
     async def main() -> bool:
         operator = asyncio.get_running_loop().create_future()
         try:
-            return await asyncio.wait_for(app._wait_for_sync(object(), seen, operator, asyncio.Event()), 5)  # type: ignore[arg-type]
+            return await asyncio.wait_for(
+                app._wait_for_sync(object(), seen, operator, asyncio.Event(), {"node", "deleted-pod"}), 5
+            )  # type: ignore[arg-type]
         finally:
             operator.cancel()
 
     assert asyncio.run(main()) is True
+
+
+def test_start_up_retries_an_unreachable_api_server_until_it_answers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kube-scheduler's informers retry a failed list for as long as it takes: one line per failure, no traceback."""
+    from scheduler import logs  # noqa: PLC0415
+    from scheduler.kube import app  # noqa: PLC0415
+
+    failures = [ConnectionError("Cannot connect to host 127.0.0.1:1"), OSError("Unauthorized")]
+
+    async def list_uids(_api: object) -> set[str]:
+        if failures:
+            raise failures.pop(0)
+        return {"node"}
+
+    monkeypatch.setattr(app, "_list_uids", list_uids)
+    monkeypatch.setattr(app, "LIST_RETRY_INITIAL", 0.001)
+    logs.configure("text", 0)
+    try:
+        assert asyncio.run(app._first_list(object(), asyncio.Event())) == {"node"}  # type: ignore[arg-type]
+    finally:
+        structlog.reset_defaults()
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all('"Failed to list the cluster; retrying"' in line for line in lines), lines
+    assert 'err="Cannot connect to host 127.0.0.1:1" attempt=1' in lines[0] and "attempt=2" in lines[1]
+
+
+def test_start_up_waiting_for_the_api_server_ends_on_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduler.kube import app  # noqa: PLC0415
+
+    async def never(_api: object) -> set[str]:
+        raise ConnectionError("refused")
+
+    monkeypatch.setattr(app, "_list_uids", never)
+
+    async def main() -> set[str] | None:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.2, stop.set)
+        return await asyncio.wait_for(app._first_list(object(), stop), 5)  # type: ignore[arg-type]
+
+    assert asyncio.run(main()) is None
 
 
 def test_in_cluster_login_goes_where_kubernetes_service_host_points(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import structlog
 
 from scheduler import cli
-from scheduler.kube import app
-
-
-@pytest.fixture(autouse=True)
-def no_logging_setup(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``run`` configures structlog globally; these tests read its events with ``capture_logs`` instead."""
-    monkeypatch.setattr(app, "configure_logging", lambda: None)
+from tests.helpers import command_failed
 
 
 @pytest.mark.parametrize(
@@ -40,7 +33,7 @@ def test_bad_serving_flags_exit_2_naming_the_flag(
     args: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cli.main(["run", *args]) == 2
-    assert message in capsys.readouterr().err
+    assert message in command_failed(capsys.readouterr().err)
 
 
 def test_bind_address_must_be_an_ip(capsys: pytest.CaptureFixture[str]) -> None:
@@ -61,9 +54,10 @@ def test_bind_address_must_be_an_ip(capsys: pytest.CaptureFixture[str]) -> None:
         ),
     ],
 )
-def test_an_unusable_certificate_exits_1_before_connecting(args: list[str], error: str) -> None:
+def test_an_unusable_certificate_exits_1_before_connecting(
+    args: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """No kubeconfig exists here: reaching the API client would fail differently."""
-    with structlog.testing.capture_logs() as logs:
-        assert cli.main(["run", "--kubeconfig", "/no/such/kubeconfig", *args]) == 1
-    (event,) = [e["event"] for e in logs if e["log_level"] == "error"]
-    assert event.startswith("unable to load --tls-cert-file/--tls-private-key-file: ") and error in event
+    assert cli.main(["run", "--kubeconfig", "/no/such/kubeconfig", *args]) == 1
+    err = command_failed(capsys.readouterr().err)
+    assert err.startswith("unable to load --tls-cert-file/--tls-private-key-file: ") and error in err

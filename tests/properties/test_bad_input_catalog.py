@@ -52,7 +52,7 @@ from scheduler import cli
 from scheduler.api.objects import Node, Pod, parse_selecting_object
 from scheduler.backend.cache.cache import Cache
 from scheduler.testing import PodBuilder, make_node, make_pod, spread_constraint
-from tests.helpers import NO_CLAIMS
+from tests.helpers import NO_CLAIMS, command_failed
 
 ZONE = "topology.kubernetes.io/zone"
 APP = {"app": "web"}
@@ -605,5 +605,5 @@ def test_bad_configuration_stops_run_at_start_up_naming_the_field(text: str, mes
         check=False,
     )
     assert out.returncode == 2, (out.returncode, out.stderr)
-    assert out.stderr.endswith(f"spread-scheduler: invalid configuration: {message}\n"), out.stderr
+    assert command_failed(out.stderr).endswith(message), out.stderr
     assert "Traceback" not in out.stderr

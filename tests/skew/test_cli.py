@@ -128,7 +128,7 @@ def test_plot_writes_a_png(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
         pytest.param(
             ["--kubeconfig", "/nonexistent"],
             1,
-            "spread-scheduler: cannot load the kubeconfig: /nonexistent: no such file",
+            "spread-scheduler: stat /nonexistent: no such file or directory",
             id="no-kubeconfig",
         ),
         pytest.param(
