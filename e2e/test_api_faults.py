@@ -14,6 +14,8 @@ import json
 import os
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,7 +23,7 @@ import pytest
 from kubernetes import client
 
 from e2e.cluster import Cluster
-from e2e.conftest import LOGS, SchedulerProcess
+from e2e.conftest import LOGS, SchedulerProcess, insecure_tls
 from e2e.kube_helpers import pod_body, pods_in, wait_for, watch_bindings, zone_spread, zoned_nodes
 
 OUTAGE_SECONDS = 5.0
@@ -186,3 +188,53 @@ def test_etcd_stopped_for_seconds(
     # No flood: each write gives up after 5 tries spread by tenacity's backoff (0.2 s doubling), and the
     # pod goes back to the queue with its own backoff; far below the client's 20 requests a second.
     assert measured["requests"] <= 10 * measured["seconds"], measured
+
+
+def _status(address: str, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"https://{address}{path}", timeout=5, context=insecure_tls()) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_start_with_the_apiserver_down_waits_for_it_then_schedules(
+    kubeconfig: str,
+    core: client.CoreV1Api,
+    namespace: str,
+    nodes: Callable[..., str],
+    control_plane: Cluster,
+    scheduler: SchedulerProcess,
+    tmp_path: Path,
+) -> None:
+    """kube-scheduler starts with its API server away and its informers retry until it answers: so do we,
+    one JSON line per failed list, /healthz served meanwhile, /readyz not ready; then it schedules."""
+    node = nodes("n0")
+    scheduler.stop()
+    config = tmp_path / "no-leader.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "leaderElection: {leaderElect: false}\n"
+    )
+    waiting = SchedulerProcess(kubeconfig, str(config), name="starts-while-down")
+    control_plane.stop_component("kube-apiserver")
+    try:
+        waiting.start(wait_for_line=b'"Failed to list the cluster; retrying"')
+        wait_for(lambda: waiting.log().count('"Failed to list the cluster; retrying"') >= 2, 30, "a second retry")
+        assert _status(waiting.address, "/healthz") == 200
+        assert _status(waiting.address, "/readyz") != 200
+    finally:
+        control_plane.start_component("kube-apiserver")
+    try:
+        wait_for(lambda: '"cache synced"' in waiting.log(), 60, "the start once the API server answers")
+        core.create_namespaced_pod(namespace, pod_body("after-the-wait"))
+        wait_for(lambda: pods_in(core, namespace)[0].spec.node_name == node, 30, "the pod bound")
+        entries = [json.loads(line) for line in waiting.log().splitlines()]  # every line JSON: no traceback
+        retries = [e for e in entries if e["msg"] == "Failed to list the cluster; retrying"]
+        assert [e["attempt"] for e in retries] == list(range(1, len(retries) + 1)) and "err" in retries[0]
+        assert waiting.proc is not None and waiting.proc.poll() is None
+        assert waiting.stop() == 0
+    finally:
+        if waiting.proc is not None:
+            waiting.stop()
+        scheduler.start()
