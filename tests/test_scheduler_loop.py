@@ -8,7 +8,9 @@ that follow upstream ``schedule_one_test.go`` keep the upstream case name in the
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
+import weakref
 from collections import Counter
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -21,6 +23,7 @@ from scheduler.api.objects import Pod
 from scheduler.config import load_config
 from scheduler.errors import BindConflictError, PodGoneError, TransientAPIError
 from scheduler.plugins import names
+from scheduler.schedule_one import Attempt
 from scheduler.scheduler import Scheduler
 from scheduler.testing import HOSTNAME, ZONE, NodeBuilder, PodBuilder, make_node, make_pod
 from tests.fakes import Condition, Event, FakeBinder, FakeClock, FakeRecorder
@@ -419,6 +422,66 @@ def test_the_assumed_pod_counts_for_the_next_decision_before_any_confirmation() 
         c.binder.hold.set()
         await c.sched.drain()
         assert sorted(c.binder.binds) == sorted(c.binder.calls)
+
+    run(body)
+
+
+def test_a_binding_in_flight_does_not_keep_its_scheduling_cycles_scores() -> None:
+    """Bindings wait on the API, by thousands while the loop places a burst faster than they land:
+    each kept its whole Attempt, a score row per plugin for every scored node (about 100 KiB a pod at
+    2,000 nodes; the 10,000-pod load test peaked over 1 GiB). The cycle's Attempt must die with the
+    cycle; the binding keeps the CycleState, the host and the counts, and still binds and unreserves."""
+
+    async def body() -> None:
+        c = Cluster(hold=True)
+        assert c.binder.hold is not None
+        for i in range(12):
+            c.add(make_node(f"n{i}").zone(f"zone-{i % 3}"))
+        seen: list[weakref.ref[Attempt]] = []
+        scored: list[int] = []
+
+        def observe(attempt: Attempt, _seconds: float) -> None:
+            seen.append(weakref.ref(attempt))
+            scored.append(len(attempt.scores))
+
+        c.sched.attempt_observers.append(observe)
+        for j in range(4):
+            c.add(make_pod(f"web-{j}").labels(WEB).spread(ZONE, 1, match=WEB, whenUnsatisfiable="ScheduleAnyway"))
+        while c.sched.schedule_one():
+            pass
+        await c.binder.wait_for_calls(4)  # all four in flight, none landed
+        gc.collect()
+        assert len(seen) == 4 and all(scored), scored  # the cycles did score nodes
+        assert [ref() for ref in seen] == [None] * 4  # and nothing in flight keeps those attempts
+        c.binder.hold.set()
+        await c.sched.drain()
+        assert sorted(c.binder.binds) == sorted(c.binder.calls) and len(c.binder.binds) == 4
+
+    run(body)
+
+
+def test_for_binding_keeps_what_the_binding_cycle_reads_and_drops_the_scores() -> None:
+    async def body() -> None:
+        c = Cluster()
+        for i in range(3):
+            c.add(make_node(f"n{i}"))
+        kept: list[Attempt] = []
+        c.sched.attempt_observers.append(lambda attempt, _s: kept.append(attempt))
+        c.add(make_pod("p"))
+        assert c.sched.schedule_one()
+        await c.sched.drain()
+        full = kept[0]
+        slim = full.for_binding()
+        assert full.scores and full.totals and full.scored_nodes and full.other_nodes
+        assert (slim.scores, slim.totals, slim.scored_nodes, slim.other_nodes) == ([], {}, [], [])
+        assert slim.state is full.state and slim.diagnosis is full.diagnosis and slim.pod is full.pod
+        assert (slim.status, slim.host, slim.message, slim.fit_error) == (full.status, full.host, full.message, None)
+        assert (slim.evaluated_nodes, slim.feasible, slim.hint, slim.batched) == (
+            full.evaluated_nodes,
+            full.feasible,
+            full.hint,
+            full.batched,
+        )
 
     run(body)
 
