@@ -46,9 +46,10 @@ from scheduler.framework.extender import (
     extenders_binding,
 )
 from scheduler.framework.interface import CLEAR_NOMINATED_NODE, NominatingInfo, Recorder, Snapshot
+from scheduler.framework.preemption import PREEMPTION_OUTCOME_KEY, PreemptionOutcome
 from scheduler.framework.runtime import Framework, PluginScores
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, Diagnosis, FitError, NodeInfo
+from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, Diagnosis, FitError, NodeInfo, NodeToStatus
 from scheduler.logs import kobj
 
 __all__ = [
@@ -146,6 +147,8 @@ class Attempt:
     batched: bool = False
     other_nodes: list[NodeName] = field(default_factory=list)
     state: CycleState = field(default_factory=CycleState)
+    # What a preemption PostFilter decided (the nominated node and its victims), when one ran.
+    preemption: PreemptionOutcome | None = None
 
     @property
     def feasible(self) -> list[NodeName]:
@@ -640,12 +643,17 @@ class ScheduleOne:
     @staticmethod
     def _post_filter(fwk: Framework, attempt: Attempt, fit: FitError) -> NominatingInfo | None:
         """Run the PostFilter plugins on a pod that fits nowhere; their message ends the FitError's,
-        their nomination goes to the failure handler (no plugin of ours nominates yet: issue #19).
+        their nomination goes to the failure handler (DefaultPreemption's, where its decisions are
+        carried out: ``simulate``).
 
         As upstream's scheduling cycle: the status stays Unschedulable whatever they answer (an Error
         is only logged there).
         """
-        nominating, status = fwk.run_post_filter_plugins(attempt.state, attempt.pod, fit.diagnosis.node_to_status)
+        diagnosis = fit.diagnosis
+        statuses = NodeToStatus(diagnosis.node_to_status, diagnosis.absent_nodes_status)
+        nominating, status = fwk.run_post_filter_plugins(attempt.state, attempt.pod, statuses)
+        outcome = attempt.state.get(PREEMPTION_OUTCOME_KEY)
+        attempt.preemption = outcome if isinstance(outcome, PreemptionOutcome) else None
         fit.diagnosis.post_filter_msg = status.message()
         attempt.message = str(fit)
         attempt.status = Status(Code.UNSCHEDULABLE, (attempt.message,))

@@ -26,12 +26,15 @@ from scheduler.backend.cache.cache import Cache
 from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
 from scheduler.framework.status import Code, Status
+from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
+from scheduler.plugins.names import DEFAULT_PREEMPTION
 from scheduler.profile import queue_sort_key
 from scheduler.schedule_one import Attempt
 from scheduler.scheduler import Scheduler
 
 __all__ = [
     "MemoryBinder",
+    "MemoryPreemption",
     "MemoryRecorder",
     "Simulation",
     "attempt_to_json",
@@ -45,7 +48,7 @@ __all__ = [
 ]
 
 # The kinds ``add_objects`` reads; any other kind is reported as unused.
-USED_KINDS = frozenset({"Node", "Pod", "Namespace", *SELECTING_KINDS})
+USED_KINDS = frozenset({"Node", "Pod", "Namespace", "PodDisruptionBudget", *SELECTING_KINDS})
 
 
 def iter_objects(doc: object) -> Iterator[Mapping[str, Any]]:
@@ -152,6 +155,18 @@ class MemoryRecorder:
         self.events.append((pod.key, event_type, reason, note))
 
 
+class MemoryPreemption:
+    """The PreemptionSink of a dry run: remembers each decision (preemptor -> node and victims)
+    instead of deleting the victims; the preemptor is not placed afterwards (issue #19)."""
+
+    def __init__(self) -> None:
+        self.decisions: dict[PodKey, tuple[str, list[PodKey]]] = {}
+
+    def prepare_candidate(self, preemptor: Pod, node_name: str, victims: Sequence[Pod]) -> Status | None:
+        self.decisions[preemptor.key] = (node_name, [v.key for v in victims])
+        return None
+
+
 class Simulation:
     """The live ``Scheduler`` on objects from a file, with an in-memory Binder and Recorder.
 
@@ -180,6 +195,14 @@ class Simulation:
         )
         self.cache = self.scheduler.cache
         self.frameworks = self.scheduler.frameworks
+        # DefaultPreemption decides where its decision has somewhere to go; its random offset is seeded.
+        self.preemption = MemoryPreemption()
+        offsets = random.Random(seed)
+        for fwk in self.frameworks.values():
+            fwk.handle.preemption = self.preemption
+            plugin = fwk.plugins.get(DEFAULT_PREEMPTION)
+            if isinstance(plugin, DefaultPreemption):
+                plugin.offset_rand = offsets.randrange
         self.algorithm = self.scheduler.algorithm
         self.pending: list[Pod] = []
         self._pending_index: dict[PodKey, int] = {}
@@ -212,6 +235,8 @@ class Simulation:
                 handlers.on_selecting_object(None, obj)
             elif kind == "Namespace":
                 handlers.on_namespace(None, obj)
+            elif kind == "PodDisruptionBudget":
+                handlers.on_pdb(None, obj)
             else:
                 self.unused_kinds[kind if isinstance(kind, str) and kind else "(no kind)"] += 1
 
@@ -318,6 +343,10 @@ def attempt_to_json(attempt: Attempt, cache: Cache, top: int | None = None) -> d
     }
     if omitted is not None:
         data["omittedNodes"] = omitted
+    if attempt.preemption is not None:
+        # DefaultPreemption ran: where the pod would wait, and whom it would evict (issue #19).
+        data["nominatedNode"] = attempt.preemption.nominated_node
+        data["victims"] = [victim.key for victim in attempt.preemption.victims]
     return data
 
 
@@ -347,6 +376,13 @@ def to_json(attempts: list[Attempt], cache: Cache, top: int | None = None) -> st
     return json.dumps({"results": [attempt_to_json(a, cache, top) for a in attempts]}, indent=2, sort_keys=False)
 
 
+def preemption_line(node: str | None, victims: Sequence[str]) -> str:
+    """The table's line for DefaultPreemption's decision."""
+    if node is None:
+        return "preemption: no node (preemption would not help)"
+    return f"preemption: nominated to {node}, evicting {', '.join(victims)}"
+
+
 def render_table(attempts: list[Attempt], cache: Cache, top: int | None = None) -> str:
     """A terminal view: the decision per pod, then one row per node with its verdict and scores
     (with ``top``, the best ``top`` nodes, best first, and a line counting the others)."""
@@ -356,6 +392,8 @@ def render_table(attempts: list[Attempt], cache: Cache, top: int | None = None) 
         head = f"pod {data['pod']}: "
         head += f"-> {attempt.host}" if attempt.host else f"UNSCHEDULABLE: {attempt.message}"
         lines.append(head)
+        if attempt.preemption is not None:
+            lines.append("  " + preemption_line(attempt.preemption.nominated_node, data["victims"]))
         plugins = [s.plugin for s in attempt.scores]
         header = ["NODE", "FILTER"] + [f"{p} (x{s.weight})" for p, s in zip(plugins, attempt.scores, strict=True)]
         header.append("TOTAL")

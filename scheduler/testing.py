@@ -74,6 +74,20 @@ class PodBuilder:
         self.obj["status"]["phase"] = phase
         return self
 
+    def start_time(self, timestamp: str) -> Self:
+        """``status.startTime`` (RFC 3339): preemption prefers to evict the pods that started last."""
+        self.obj["status"]["startTime"] = timestamp
+        return self
+
+    def preemption_policy(self, policy: str) -> Self:
+        self.spec["preemptionPolicy"] = policy
+        return self
+
+    def condition(self, type_: str, status: str, reason: str = "") -> Self:
+        """A ``status.conditions`` entry (``DisruptionTarget`` / ``PreemptionByScheduler`` for a victim)."""
+        self.obj["status"].setdefault("conditions", []).append({"type": type_, "status": status, "reason": reason})
+        return self
+
     def node_selector(self, selector: dict[str, str]) -> Self:
         self.spec["nodeSelector"] = dict(selector)
         return self

@@ -44,6 +44,9 @@ NodeName = NewType("NodeName", str)
 PodKey = NewType("PodKey", str)
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
+_PREEMPTION_POLICIES = (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER)
 
 
 def _timestamp(value: object) -> float | None:
@@ -99,6 +102,13 @@ class Pod:
     # A preferred node-affinity list is present, even if every term in it is empty or weighs 0:
     # upstream's NodeAffinity then scores (0 everywhere) instead of skipping (getPodPreferredNodeAffinity).
     preferred_affinity_listed: bool = False
+    # Preemption (DefaultPreemption): ``spec.preemptionPolicy`` (unset is PreemptLowerPriority),
+    # ``status.startTime`` (None until the kubelet starts it), and whether a DisruptionTarget
+    # condition says the scheduler preempted it (upstream's ``podTerminatingByPreemption``, with
+    # ``terminating``).
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+    start_time: float | None = None
+    preempted_by_scheduler: bool = False
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -197,9 +207,31 @@ class Pod:
                 status.get("resourceClaimStatuses"), "status.resourceClaimStatuses", errors
             ),
             preferred_affinity_listed=node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") is not None,
+            preemption_policy=_preemption_policy(spec.get("preemptionPolicy"), errors),
+            start_time=_timestamp(status.get("startTime")),
+            preempted_by_scheduler=_preempted_by_scheduler(status.get("conditions"), errors),
             errors=tuple(errors),
             raw=root,
         )
+
+
+def _preemption_policy(value: object, errors: list[FieldError]) -> str:
+    """``spec.preemptionPolicy``: unset is PreemptLowerPriority (the API server's default)."""
+    policy = opt_str(value, "spec.preemptionPolicy", errors) or PREEMPT_LOWER_PRIORITY
+    if policy not in _PREEMPTION_POLICIES:
+        supported = ", ".join(f'"{p}"' for p in _PREEMPTION_POLICIES)
+        message = f'Unsupported value: "{policy}": supported values: {supported}'
+        errors.append(FieldError("spec.preemptionPolicy", message))
+    return policy
+
+
+def _preempted_by_scheduler(value: object, errors: list[FieldError]) -> bool:
+    """The first DisruptionTarget condition is True with reason PreemptionByScheduler."""
+    for i, raw in enumerate(as_list(value, "status.conditions", errors)):
+        condition = as_mapping(raw, f"status.conditions[{i}]", errors)
+        if condition.get("type") == "DisruptionTarget":
+            return condition.get("status") == "True" and condition.get("reason") == "PreemptionByScheduler"
+    return False
 
 
 @dataclass(frozen=True, slots=True, eq=False)

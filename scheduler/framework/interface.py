@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
+from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.labels import Selector
 from scheduler.api.objects import NodeName, Pod, SelectingObject
 from scheduler.framework.cycle_state import CycleState
@@ -33,6 +34,7 @@ __all__ = [
     "NominatingMode",
     "PermitPlugin",
     "Plugin",
+    "PluginRunner",
     "PodNominator",
     "PodSigner",
     "PostBindPlugin",
@@ -42,6 +44,7 @@ __all__ = [
     "PreFilterExtensions",
     "PreFilterPlugin",
     "PreScorePlugin",
+    "PreemptionSink",
     "QueueSortPlugin",
     "Recorder",
     "ReservePlugin",
@@ -105,6 +108,11 @@ class Snapshot(Protocol):
 
     def get_selecting_object(self, kind: str, namespace: str, name: str) -> SelectingObject | None: ...
 
+    def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
+        """Every PodDisruptionBudget (upstream's PDB lister, ``List(labels.Everything())``), in the order
+        they arrived; preemption counts them against victims."""
+        ...
+
 
 class NominatingMode(enum.Enum):
     """What a failed cycle does to the pod's nomination (upstream's ``NominatingMode``)."""
@@ -143,23 +151,61 @@ class PodNominator(Protocol):
         ...
 
 
+class PluginRunner(Protocol):
+    """The profile's own extension points, as a plugin may run them (upstream's Handle embeds the
+    framework): preemption dry-runs Filter on nodes with victims removed."""
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
 class Handle:
     """What plugins may reach besides their arguments (upstream's ``framework.Handle``)."""
 
-    __slots__ = ("binder", "nominator", "snapshot")
+    __slots__ = ("binder", "framework", "nominator", "preemption", "snapshot")
 
     def __init__(
-        self, snapshot: Snapshot | None = None, binder: Binder | None = None, nominator: PodNominator | None = None
+        self,
+        snapshot: Snapshot | None = None,
+        binder: Binder | None = None,
+        nominator: PodNominator | None = None,
+        preemption: PreemptionSink | None = None,
     ) -> None:
         self.snapshot: Snapshot | None = snapshot
         self.binder: Binder | None = binder
         # Set by whoever owns the queue (``Scheduler``); None: no pod is ever nominated (tests).
         self.nominator: PodNominator | None = nominator
+        # Set by the Framework this handle serves.
+        self.framework: PluginRunner | None = None
+        # Where a preemption decision goes to be carried out (``simulate``'s memory). None: the live
+        # scheduler, which does not delete victims yet (issue #19), so DefaultPreemption decides nothing.
+        self.preemption: PreemptionSink | None = preemption
+
+    def runner(self) -> PluginRunner:
+        if self.framework is None:
+            raise RuntimeError("no framework: the handle is not a profile's yet")
+        return self.framework
 
     def current(self) -> Snapshot:
         if self.snapshot is None:
             raise RuntimeError("no snapshot: the framework sets one at the start of each cycle")
         return self.snapshot
+
+
+class PreemptionSink(Protocol):
+    """Carries out a preemption decision (upstream's ``prepareCandidate``: the victims' deletion, the
+    lower-priority nominations cleared); the seam where the writes will plug in."""
+
+    def prepare_candidate(self, preemptor: Pod, node_name: str, victims: Sequence[Pod]) -> Status | None: ...
 
 
 class Plugin(Protocol):

@@ -152,6 +152,8 @@ class Framework:
         self.batch: OpportunisticBatch | None = None
         # Filter passes that counted nominated pods on a node (tests and the differential runner).
         self.nominated_pod_passes = 0
+        # Plugins that run the other plugins (preemption's dry runs) reach them through the handle.
+        handle.framework = self
 
     def _compute_batchable_plugins(self) -> tuple[list[PodSigner], bool]:
         """``computeBatchablePlugins``: the PreFilter, Filter, PreScore and Score plugins (each once,
@@ -267,6 +269,20 @@ class Framework:
             status = plugin.add_pod(state, pod, pod_to_add, node_info)
             if status is not None and not status.is_success():
                 return Status.as_error(f'running AddPod on PreFilter plugin "{plugin.NAME}": {status.message()}')
+        return None
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """``RunPreFilterExtensionRemovePod``: every PreFilter plugin with RemovePod (and not skipped)
+        forgets ``pod_to_remove`` on ``node_info`` in ``state``; the first failure is an Error."""
+        skip = state.skip_filter_plugins
+        for plugin in self.pre_filter:
+            if not isinstance(plugin, PreFilterExtensions) or plugin.NAME in skip:
+                continue
+            status = plugin.remove_pod(state, pod, pod_to_remove, node_info)
+            if status is not None and not status.is_success():
+                return Status.as_error(f'running RemovePod on PreFilter plugin "{plugin.NAME}": {status.message()}')
         return None
 
     # -- Filter -------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.api.objects import Node, NodeName, Pod, PodKey
@@ -18,6 +19,7 @@ __all__ = [
     "Diagnosis",
     "FitError",
     "NodeInfo",
+    "NodeToStatus",
     "PreFilterResult",
 ]
 
@@ -153,6 +155,41 @@ class Diagnosis:
             self.unschedulable_plugins.add(status.plugin)
             if status.code is Code.PENDING:
                 self.pending_plugins.add(status.plugin)
+
+
+class NodeToStatus(Mapping[NodeName, Status]):
+    """The Filter verdicts PostFilter reads (upstream's ``NodeToStatus``): the nodes with a status of
+    their own, and one status for every other node (by default UnschedulableAndUnresolvable: a node
+    the search never judged is one preemption cannot help)."""
+
+    __slots__ = ("_statuses", "absent_nodes_status")
+
+    def __init__(self, statuses: Mapping[NodeName, Status] | None = None, absent: Status | None = None) -> None:
+        self._statuses: dict[NodeName, Status] = dict(statuses or {})
+        self.absent_nodes_status = absent if absent is not None else Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def __getitem__(self, name: NodeName) -> Status:
+        return self._statuses[name]
+
+    def __iter__(self) -> Iterator[NodeName]:
+        return iter(self._statuses)
+
+    def __len__(self) -> int:
+        return len(self._statuses)
+
+    def set(self, name: NodeName, status: Status) -> None:
+        self._statuses[name] = status
+
+    def get_status(self, name: str) -> Status:
+        """The node's own status, else the absent nodes' (upstream's ``Get``)."""
+        return self._statuses.get(NodeName(name), self.absent_nodes_status)
+
+    def nodes_for_status_code(self, nodes: Sequence[NodeInfo], code: Code) -> list[NodeInfo]:
+        """``NodesForStatusCode``: the nodes whose status has ``code``, in ``nodes``' order (upstream
+        walks its map, in no fixed order, when the absent status does not match)."""
+        if self.absent_nodes_status.code is code and not self._statuses:
+            return list(nodes)
+        return [info for info in nodes if self.get_status(info.name).code is code]
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.labels import Selector
 from scheduler.api.objects import Namespace, Node, NodeName, Pod, PodKey, SelectingObject
 from scheduler.backend.cache.image_states import ImageStates
@@ -49,6 +50,7 @@ class Cache:
         self._node_generation = 0
         self._memo: OrderedDict[Hashable, tuple[int, object]] = OrderedDict()
         self._namespaces: dict[str, Namespace] = {}
+        self._pdbs: dict[str, PodDisruptionBudget] = {}
         # Nodes (in the cache, not orphans) with at least one pod on the matching NodeInfo list.
         self._have_affinity: dict[NodeName, NodeInfo] = {}
         self._have_required_anti_affinity: dict[NodeName, NodeInfo] = {}
@@ -184,6 +186,14 @@ class Cache:
     def remove_selecting_object(self, kind: str, namespace: str, name: str) -> None:
         self._selecting.get(kind, {}).get(namespace, {}).pop(name, None)
 
+    # -- PodDisruptionBudgets (preemption) ----------------------------------------------------
+
+    def upsert_pdb(self, pdb: PodDisruptionBudget) -> None:
+        self._pdbs[pdb.key] = pdb
+
+    def remove_pdb(self, namespace: str, name: str) -> None:
+        self._pdbs.pop(f"{namespace}/{name}", None)
+
     # -- namespaces ---------------------------------------------------------------------------
 
     def upsert_namespace(self, namespace: Namespace) -> None:
@@ -239,6 +249,9 @@ class Cache:
 
     def namespaces_matching(self, selector: Selector) -> frozenset[str]:
         return frozenset(name for name, ns in self._namespaces.items() if selector.matches(ns.labels))
+
+    def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
+        return list(self._pdbs.values())
 
     def selecting_objects(self, kind: str, namespace: str) -> Iterable[SelectingObject]:
         return self._selecting.get(kind, {}).get(namespace, {}).values()
