@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from e2e.ledger import AUDIT_POLICY, Ledger
+
 K8S_VERSION = "v1.35.4"
 K8S_BUILD_DATE = "2026-04-15T18:01:22Z"  # the tag's time, from the Go proxy's k8s.io/kubernetes@v1.35.4.info
 ETCD_VERSION = "v3.6.16"
@@ -334,9 +336,8 @@ def _make_pki(pki: Path) -> None:
     pki.mkdir(parents=True, exist_ok=True)
     if all((pki / f).exists() for f in ("ca.crt", "apiserver.crt", "admin.crt", "sa.key", "sa.pub")):
         return
-    days = "3650"
     _openssl(
-        *("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", days),
+        *("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", "3650"),
         *("-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=spread-scheduler-local-ca"),
         cwd=pki,
     )
@@ -345,20 +346,8 @@ def _make_pki(pki: Path) -> None:
         "DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n"
     )
     (pki / "client.ext").write_text("extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n")
-    for name, subject, ext in (
-        ("apiserver", "/CN=kube-apiserver", "serving.ext"),
-        ("admin", "/O=system:masters/CN=admin", "client.ext"),
-    ):
-        _openssl(
-            *("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject),
-            *("-keyout", f"{name}.key", "-out", f"{name}.csr"),
-            cwd=pki,
-        )
-        _openssl(
-            *("x509", "-req", "-sha256", "-days", days, "-in", f"{name}.csr", "-extfile", ext),
-            *("-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", f"{name}.crt"),
-            cwd=pki,
-        )
+    _signed_cert(pki, "apiserver", "/CN=kube-apiserver", "serving.ext")
+    _client_cert(pki, "admin", "/O=system:masters/CN=admin")
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
 
@@ -389,13 +378,33 @@ def parse_taint(text: str) -> tuple[str, str, str]:
     return key, value, effect
 
 
+def _client_cert(pki: Path, name: str, subject: str) -> None:
+    """``pki/NAME.crt`` and ``.key``, a client certificate for ``subject``, unless it exists."""
+    if not (pki / f"{name}.crt").exists():
+        _signed_cert(pki, name, subject, "client.ext")
+
+
+def _signed_cert(pki: Path, name: str, subject: str, ext: str) -> None:
+    _openssl(
+        *("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject),
+        *("-keyout", f"{name}.key", "-out", f"{name}.csr"),
+        cwd=pki,
+    )
+    _openssl(
+        *("x509", "-req", "-sha256", "-days", "3650", "-in", f"{name}.csr", "-extfile", ext),
+        *("-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", f"{name}.crt"),
+        cwd=pki,
+    )
+
+
 # -- the cluster -------------------------------------------------------------------------------
 
 
 class Cluster:
     """etcd + kube-apiserver (+ kube-controller-manager) as child processes, state under ``directory``.
 
-    Layout: ``pki/`` (certificates, kept), ``logs/<component>.log`` (kept), ``pids/<component>.pid``,
+    Layout: ``pki/`` (certificates, kept), ``logs/<component>.log`` and ``logs/audit.log`` (the
+    ledger, ``e2e/ledger.py``; kept), ``pids/<component>.pid``,
     ``etcd-data/`` and ``state.json`` (removed by ``down``), ``admin.kubeconfig``.
     """
 
@@ -407,6 +416,7 @@ class Cluster:
         self.pids = self.dir / "pids"
         self.kubeconfig = self.dir / "admin.kubeconfig"
         self.state_file = self.dir / "state.json"
+        self.audit_log = self.logs / "audit.log"
         self._procs: dict[str, subprocess.Popen[bytes]] = {}  # kept so they are reaped, not garbage-collected
         self._args: dict[str, list[str]] = {}  # how each component was started, for restart()
 
@@ -517,6 +527,8 @@ class Cluster:
         # node at create time, and nothing would remove it. ServiceAccount admission needs the
         # `default` SA in a namespace before any pod; only the controller-manager creates it.
         disabled = ["TaintNodesByCondition"] + ([] if self.controller_manager else ["ServiceAccount"])
+        policy = self.dir / "audit-policy.json"
+        policy.write_text(json.dumps(AUDIT_POLICY, indent=1) + "\n")
         api = self._start(
             "kube-apiserver",
             [
@@ -542,6 +554,11 @@ class Cluster:
                 "--enable-priority-and-fairness=false",
                 "--max-requests-inflight=0",
                 "--max-mutating-requests-inflight=0",
+                # The ledger (e2e/ledger.py): every Binding, pod status write, pod deletion and Lease
+                # write, with its user and response code; never rotated within a run.
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-maxsize=100000",
                 "--v=1",
             ],
         )
@@ -673,7 +690,21 @@ class Cluster:
             time.sleep(0.2)
         raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
 
-    def _write_kubeconfig(self, server: str) -> None:
+    @property
+    def ledger(self) -> Ledger:
+        """What the API server recorded of the writes (Bindings, pod status, deletions, Leases)."""
+        return Ledger(self.audit_log)
+
+    def user_kubeconfig(self, user: str) -> Path:
+        """A kubeconfig of this cluster for ``user`` (a client certificate of ``system:masters``), so
+        the ledger tells one scheduler process from another."""
+        _client_cert(self.pki, user, f"/O=system:masters/CN={user}")
+        path = self.dir / "users" / f"{user}.kubeconfig"
+        path.parent.mkdir(exist_ok=True)
+        self._write_kubeconfig(self.server, user=user, path=path)
+        return path
+
+    def _write_kubeconfig(self, server: str, user: str = "admin", path: Path | None = None) -> None:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -685,18 +716,19 @@ class Cluster:
             ],
             "users": [
                 {
-                    "name": "admin",
+                    "name": user,
                     "user": {
-                        "client-certificate-data": _b64(self.pki / "admin.crt"),
-                        "client-key-data": _b64(self.pki / "admin.key"),
+                        "client-certificate-data": _b64(self.pki / f"{user}.crt"),
+                        "client-key-data": _b64(self.pki / f"{user}.key"),
                     },
                 }
             ],
-            "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
             "current-context": "local",
         }
-        self.kubeconfig.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML: any client reads it
-        self.kubeconfig.chmod(0o600)
+        path = path or self.kubeconfig
+        path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML: any client reads it
+        path.chmod(0o600)
 
     # -- objects
     def add_node(

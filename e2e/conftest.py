@@ -7,6 +7,7 @@ The cluster comes from ``e2e/cluster.py`` unless ``SPREAD_E2E_KUBECONFIG`` names
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ import sys
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from kubernetes import client, config
 
 from e2e.cluster import Cluster
 from e2e.kube_helpers import create_node, wait_for
+from e2e.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = (
@@ -44,10 +47,20 @@ def local_cluster() -> Iterator[Cluster | None]:
     # SPREAD_E2E_DIR lets two runs (say, the suite and a full-size fault run) keep separate clusters.
     cluster = Cluster(os.environ.get("SPREAD_E2E_DIR") or ROOT / ".cluster" / "e2e")
     cluster.up()
+    _LOCAL.append(cluster)
     try:
         yield cluster
     finally:
+        _LOCAL.clear()
         cluster.down()
+
+
+@pytest.fixture
+def ledger(local_cluster: Cluster | None) -> Ledger:
+    """The API server's audit log (needs our control plane: it is started with the audit policy)."""
+    if local_cluster is None:
+        pytest.skip("reads the API server's audit log: needs the local control plane")
+    return local_cluster.ledger
 
 
 @pytest.fixture(scope="session")
@@ -122,6 +135,12 @@ def scraper_token(kubeconfig: str) -> str:
 LOG_FLAGS = ("--logging-format", "json", "-v", "3")
 
 
+# The session scheduler's Lease (e2e/ledger.py judges who held it when from the server's record).
+LEASE_NAMESPACE, LEASE_NAME, LEASE_DURATION = "kube-system", "spread-scheduler", timedelta(seconds=4)
+_LOCAL: list[Cluster] = []  # the session's local control plane, once up
+_SERIAL = itertools.count(1)
+
+
 class SchedulerProcess:
     """``spread-scheduler run`` as a child process, with its log in ``.cluster/e2e-logs``.
 
@@ -150,13 +169,16 @@ class SchedulerProcess:
         self.runs = 0
         self.log_path = LOGS / f"{name}-0.log"
         self.address = ""
+        # The user each incarnation logged in as, when it used the local cluster's admin kubeconfig:
+        # a client certificate of its own, so the ledger (e2e/ledger.py) attributes every write.
+        self.users: list[str] = []
 
     def start(self, wait_for_line: bytes = b"cache synced") -> None:
         LOGS.mkdir(parents=True, exist_ok=True)
         self.runs += 1
         self.log_path = LOGS / f"{self.name}-{self.runs}.log"
         extra = ["--config", self.config] if self.config else []
-        login = ["--kubeconfig", self.kubeconfig] if self.kubeconfig else []
+        login = ["--kubeconfig", self._login_kubeconfig()] if self.kubeconfig else []
         port = free_port()
         self.address = f"127.0.0.1:{port}"
         with self.log_path.open("wb") as log:
@@ -180,6 +202,15 @@ class SchedulerProcess:
             )
         wait_for(lambda: wait_for_line in self.log_path.read_bytes() or self._died(), 60, "scheduler start")
         assert self.proc.poll() is None, self.log_path.read_text()[-3000:]
+
+    def _login_kubeconfig(self) -> str:
+        assert self.kubeconfig
+        local = _LOCAL[0] if _LOCAL else None
+        if local is None or Path(self.kubeconfig) != local.kubeconfig:
+            return self.kubeconfig
+        user = f"{self.name}-{self.runs}-{next(_SERIAL)}"
+        self.users.append(user)
+        return str(local.user_kubeconfig(user))
 
     def _died(self) -> bool:
         return self.proc is not None and self.proc.poll() is not None
@@ -215,8 +246,8 @@ def scheduler(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     config = tmp_path_factory.mktemp("config") / "scheduler.yaml"
     config.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-        "leaderElection: {leaderElect: true, leaseDuration: 4s, renewDeadline: 3s, retryPeriod: 1s,"
-        " resourceNamespace: kube-system}\n"
+        f"leaderElection: {{leaderElect: true, leaseDuration: {LEASE_DURATION.seconds}s, renewDeadline: 3s,"
+        f" retryPeriod: 1s, resourceNamespace: {LEASE_NAMESPACE}, resourceName: {LEASE_NAME}}}\n"
     )
     proc = SchedulerProcess(kubeconfig, str(config))
     proc.start()
