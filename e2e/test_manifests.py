@@ -123,8 +123,10 @@ def test_least_privilege_rbac_schedules_and_fails_over(
                 first.stop(signal.SIGKILL)  # a crash: no lease release, the follower waits for expiry
                 killed_at = time.monotonic()
             core.create_namespaced_pod(namespace, pod_body(f"burst-{i:02d}"))
-        # Lease 4 s + one retry period (1 s) + slack for a 2-core machine.
-        budget = 4 + 1 + 3 - (time.monotonic() - killed_at)
+        # The follower saw the record change at most one jittered retry period (1 s x 2.2, client-go's
+        # JitterFactor) after the leader's last renewal, waits a lease (4 s) from then, and notices at
+        # its next poll (another 2.2 s at most); plus slack for a 2-core machine.
+        budget = 2.2 + 4 + 2.2 + 3 - (time.monotonic() - killed_at)
         wait_for(
             lambda: b"Successfully acquired lease" in second.log_path.read_bytes(),
             budget,

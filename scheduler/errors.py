@@ -4,11 +4,12 @@ SchedulerIOError
 ├── PodGoneError            the pod no longer exists (404): never requeue it
 ├── BindConflictError       someone else bound it, or it is terminating (409): never requeue it
 └── TransientAPIError  429, 5xx, connection trouble, after retries: requeue with backoff
+    └── NotLeadingError  not sent: the leader is no longer sure of its lease (fencing)
 """
 
 from __future__ import annotations
 
-__all__ = ["BindConflictError", "PodGoneError", "SchedulerIOError", "TransientAPIError"]
+__all__ = ["BindConflictError", "NotLeadingError", "PodGoneError", "SchedulerIOError", "TransientAPIError"]
 
 
 class SchedulerIOError(Exception):
@@ -25,3 +26,8 @@ class BindConflictError(SchedulerIOError):
 
 class TransientAPIError(SchedulerIOError):
     """The API could not be reached or refused for now; retried already, worth another attempt later."""
+
+
+class NotLeadingError(TransientAPIError):
+    """A write not sent because this process may have lost the leader lease: the pod goes back to
+    the queue (for whichever replica leads next), and the process is about to step down."""

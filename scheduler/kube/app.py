@@ -29,7 +29,7 @@ from scheduler.kube.delegated_auth import (
 )
 from scheduler.kube.extender import close_extenders, http_extenders
 from scheduler.kube.gc_policy import gc_housekeeping
-from scheduler.kube.leader import LeadershipLost, run_with_leader_election, with_lease_namespace
+from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_election, with_lease_namespace
 from scheduler.kube.listing import list_objects
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
@@ -255,10 +255,13 @@ async def run_scheduler(
     kopf_trouble = KopfOutageHandler(trouble)
     logging.getLogger("kopf").addHandler(kopf_trouble)
     extenders = http_extenders(config.extenders)
+    # The fence every write asks first: with leader election, only a leader sure of its lease writes.
+    leader_election = config.leader_election
+    leadership = Leadership(leader_election.renew_deadline if leader_election.leader_elect else None)
     sched = Scheduler(
         config,
-        ApiBinder(api, limiter, trouble.observe),
-        ApiRecorder(api, limiter, name, instance, event_limiter, trouble.observe),
+        ApiBinder(api, limiter, trouble.observe, leadership.sure),
+        ApiRecorder(api, limiter, name, instance, event_limiter, trouble.observe, leadership.sure),
         extenders=extenders,
     )
     _attach_metrics(sched, metrics)
@@ -312,6 +315,7 @@ async def run_scheduler(
                     stop,
                     lambda leading: metrics.leader.labels(lease.resource_name).set(1 if leading else 0),
                     trouble.report,
+                    leadership,
                 )
             except LeadershipLost as exc:
                 # Upstream exits 1 on "Leaderelection lost": a restarted replica rejoins as a follower.

@@ -5,6 +5,13 @@ leader runs the scheduling loop. A leader that cannot renew within ``renewDeadli
 ``LeadershipLost`` (upstream exits: "leaderelection lost"), so a restarted replica rejoins as a
 follower. A graceful stop releases the lease so a follower takes over at once.
 
+As client-go, a follower judges expiry by its own monotonic clock from the moment it *observed* the
+lease record change, never by the holder's ``renewTime`` against its wall clock (a clock 30 s fast
+would otherwise take a live lease). Every lease request is bounded by the time left before
+``renewDeadline``. And the writers ask ``Leadership.sure()`` before each request (fencing): a leader
+is sure for ``renewDeadline`` after *sending* its last successful renewal, so a process paused longer
+than that (SIGSTOP, a VM freeze) wakes up and writes nothing before it learns it lost.
+
 Our own small implementation over the Lease API: the one in ``kubernetes.aio.leaderelection`` sends
 invalid requests (``pretty=True``, a float lease duration) against current API servers.
 """
@@ -15,6 +22,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -27,6 +35,7 @@ from scheduler.config import LeaderElection
 
 __all__ = [
     "DEFAULT_LEASE_NAMESPACE",
+    "Leadership",
     "LeadershipLost",
     "LeaseElector",
     "run_with_leader_election",
@@ -34,6 +43,8 @@ __all__ = [
 ]
 
 log = structlog.get_logger("spread-scheduler")
+
+JITTER_FACTOR = 1.2  # client-go's leaderelection.JitterFactor
 
 DEFAULT_LEASE_NAMESPACE = "spread-scheduler"  # the manifests' and the chart's default namespace
 
@@ -59,6 +70,31 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+class Leadership:
+    """Whether this process may write now: the fence the writers check before every request.
+
+    Without leader election it always may. With it, only while leading and within ``renew_deadline``
+    of sending the last renewal the server accepted: past that, a follower may take the lease
+    ``lease_duration`` after it observed that renewal, and a write could land after it did.
+    """
+
+    def __init__(self, renew_deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._deadline = renew_deadline
+        self._clock = clock
+        self._renewed_at: float | None = None
+
+    def renewed(self, sent_at: float) -> None:
+        self._renewed_at = sent_at
+
+    def stepped_down(self) -> None:
+        self._renewed_at = None
+
+    def sure(self) -> bool:
+        if self._deadline is None:
+            return True
+        return self._renewed_at is not None and self._clock() - self._renewed_at < self._deadline
+
+
 def _reason(body: bytes) -> str:
     """The API's message from a Status body (falls back to the raw text)."""
     try:
@@ -67,24 +103,36 @@ def _reason(body: bytes) -> str:
         return body.decode(errors="replace")[:200]
 
 
-def _parse(ts: str | None) -> float:
-    if not ts:
-        return 0.0
-    try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
-
-
 class LeaseElector:
     """Acquire/renew/release one Lease; every write carries the resourceVersion it read."""
 
-    def __init__(self, api: client.ApiClient, settings: LeaderElection, identity: str) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        settings: LeaderElection,
+        identity: str,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], str] = _now,
+    ) -> None:
         self._leases = client.CoordinationV1Api(api)
         self.settings = settings
         self.identity = identity
         self.observed_holder: str | None = None
+        self._clock = clock
+        self._wall = wall
+        # client-go's observedRecord/observedTime: the last record read, and when (our monotonic
+        # clock) it last changed. Expiry is judged from that, whatever the holder's clock wrote.
+        self._observed: tuple[Any, ...] | None = None
+        self._observed_at = 0.0
         self._warned_missing_namespace = False
+
+    def _observe(self, spec: Mapping[str, Any]) -> None:
+        record = tuple(
+            spec.get(k)
+            for k in ("holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions")
+        )
+        if record != self._observed:
+            self._observed, self._observed_at = record, self._clock()
 
     async def _read(self) -> dict[str, Any] | None:
         s = self.settings
@@ -131,7 +179,7 @@ class LeaseElector:
     async def try_acquire_or_renew(self) -> bool:
         """One round of client-go's ``tryAcquireOrRenew``."""
         s = self.settings
-        now = _now()
+        now = self._wall()
         lease = await self._read()
         spec_mine = {
             "holderIdentity": self.identity,
@@ -145,18 +193,25 @@ class LeaseElector:
                 "metadata": {"name": s.resource_name, "namespace": s.resource_namespace},
                 "spec": {**spec_mine, "acquireTime": now, "leaseTransitions": 0},
             }
-            return await self._write(body, create=True)
+            return await self._written(body, create=True)
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         self.observed_holder = holder or None
-        expires = _parse(spec.get("renewTime")) + float(spec.get("leaseDurationSeconds") or 0)
-        if holder and holder != self.identity and expires > time.time():
-            return False  # held by someone else and not expired
+        self._observe(spec)
+        duration = float(spec.get("leaseDurationSeconds") or 0)
+        if holder and holder != self.identity and self._observed_at + duration > self._clock():
+            return False  # held by someone else, and not silent for a whole lease duration since we saw it change
         if holder != self.identity:
             spec_mine["acquireTime"] = now
             spec_mine["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         lease["spec"] = {**spec, **spec_mine}
-        return await self._write(lease, create=False)
+        return await self._written(lease, create=False)
+
+    async def _written(self, lease: dict[str, Any], create: bool) -> bool:
+        if not await self._write(lease, create):
+            return False
+        self._observe(lease["spec"])
+        return True
 
     async def release(self) -> None:
         with contextlib.suppress(Exception):
@@ -170,13 +225,23 @@ class LeaseElector:
                 )
 
 
-async def _safely(elector: LeaseElector, on_outage: Callable[[], None]) -> bool:
+async def _safely(elector: LeaseElector, on_outage: Callable[[], None], timeout: float) -> bool:
+    """One round, bounded by ``timeout`` (client-go bounds its renewals by renewDeadline)."""
     try:
-        return await elector.try_acquire_or_renew()
+        return await asyncio.wait_for(elector.try_acquire_or_renew(), max(timeout, 0.001))
+    except TimeoutError:
+        log.warning("lease round failed", err=f"no answer within {timeout:.1f}s")
+        on_outage()
+        return False
     except Exception as exc:  # an unreachable API server is a failed round, not a crash
         log.warning("lease round failed", err=str(exc))
         on_outage()
         return False
+
+
+def _jittered(period: float) -> float:
+    """client-go's acquire loop: ``wait.JitterUntil(..., RetryPeriod, JitterFactor 1.2, ...)``."""
+    return period * (1 + random.random() * JITTER_FACTOR)
 
 
 async def run_with_leader_election(
@@ -187,37 +252,52 @@ async def run_with_leader_election(
     stop: asyncio.Event,
     on_leading: Callable[[bool], None] = lambda _leading: None,
     on_outage: Callable[[], None] = lambda: None,
+    leadership: Leadership | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Run ``lead(stop)`` while holding the lease; raise ``LeadershipLost`` if renewal fails."""
+    """Run ``lead(stop)`` while holding the lease; raise ``LeadershipLost`` if renewal fails.
+
+    ``leadership`` (the writers' fence) learns of every renewal the server accepted and of the end.
+    """
+    fence = leadership or Leadership(settings.renew_deadline, clock)
     if not settings.leader_elect:
         on_leading(True)
         await lead(stop)
         return
-    elector = LeaseElector(api, settings, identity)
+    elector = LeaseElector(api, settings, identity, clock)
+    lock = f"{settings.resource_namespace}/{settings.resource_name}"
     on_leading(False)
-    log.info("Attempting to acquire leader lease...", lock=f"{settings.resource_namespace}/{settings.resource_name}")
-    while not await _safely(elector, on_outage):
+    log.info("Attempting to acquire leader lease...", lock=lock)
+    while True:
+        sent = clock()
+        if await _safely(elector, on_outage, settings.renew_deadline):
+            fence.renewed(sent)
+            break
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stop.wait(), settings.retry_period)
+            await asyncio.wait_for(stop.wait(), _jittered(settings.retry_period))
         if stop.is_set():
             return
     on_leading(True)
-    log.info(
-        "Successfully acquired lease", lock=f"{settings.resource_namespace}/{settings.resource_name}", identity=identity
-    )
+    log.info("Successfully acquired lease", lock=lock, identity=identity)
     lost = asyncio.Event()
     inner_stop = asyncio.Event()
 
     async def renew() -> None:
-        last_ok = time.monotonic()
+        # client-go's renew loop: every retryPeriod, each try bounded by what is left of renewDeadline
+        # since the last renewal the server accepted (counted from when that request was sent).
+        last_ok = sent
         while not stop.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), settings.retry_period)
             if stop.is_set():
                 return
-            if await _safely(elector, on_outage):
-                last_ok = time.monotonic()
-            elif time.monotonic() - last_ok > settings.renew_deadline:
+            attempt = clock()
+            left = settings.renew_deadline - (attempt - last_ok)
+            if left > 0 and await _safely(elector, on_outage, left):
+                last_ok = attempt
+                fence.renewed(attempt)
+            elif clock() - last_ok >= settings.renew_deadline:
+                fence.stepped_down()
                 lost.set()
                 inner_stop.set()
                 return
@@ -235,5 +315,6 @@ async def run_with_leader_election(
         relay.cancel()
         on_leading(False)
     if lost.is_set():
-        raise LeadershipLost(f"leaderelection lost: lease {settings.resource_namespace}/{settings.resource_name}")
+        raise LeadershipLost(f"leaderelection lost: lease {lock}")
+    fence.stepped_down()
     await elector.release()

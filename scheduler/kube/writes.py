@@ -19,10 +19,16 @@ from typing import Any
 import aiohttp
 import structlog
 from kubernetes.aio import client
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    retry_if_not_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from scheduler.api.objects import Pod
-from scheduler.errors import BindConflictError, PodGoneError, TransientAPIError
+from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, TransientAPIError
 
 __all__ = ["ApiBinder", "ApiRecorder", "RateLimiter", "map_status"]
 
@@ -89,26 +95,36 @@ def _ignore(_outcome: str) -> None:
     return None
 
 
+def _always() -> bool:
+    return True
+
+
 async def _call(
     limiter: RateLimiter,
     what: str,
     request: Callable[[], Awaitable[Any]],
     observe: Callable[[str], None] = _ignore,
+    fence: Callable[[], bool] = _always,
 ) -> bytes:
     """One API request with rate limiting, status mapping and retries of transient failures.
+
+    ``fence`` is asked right before every try, after the rate limiter's wait: a leader that is no
+    longer sure of its lease (``Leadership.sure``) sends nothing and raises ``NotLeadingError``.
 
     ``observe`` hears the outcome of every attempt: ``ok``, ``outage`` (no connection, a timeout, a
     5xx: the cache is re-listed once the server is back), ``throttled`` (429) or ``refused`` (other
     4xx); the counts are how the fault tests prove bounded retries.
     """
     async for attempt in AsyncRetrying(
-        retry=retry_if_exception_type(_TRANSIENT),
+        retry=retry_if_exception_type(_TRANSIENT) & retry_if_not_exception_type(NotLeadingError),
         wait=wait_exponential(multiplier=0.2, max=5),
         stop=stop_after_attempt(MAX_TRIES),
         reraise=True,
     ):
         with attempt:
             await limiter.acquire()
+            if not fence():
+                raise NotLeadingError(f"{what}: not sent, this process is not sure it still holds the leader lease")
             try:
                 response = await request()
             except aiohttp.ClientResponseError as exc:  # raised by some client paths instead of a response
@@ -161,10 +177,17 @@ def _outcome(status: int) -> str:
 class ApiBinder:
     """``POST pods/<name>/binding`` as DefaultBinder does it."""
 
-    def __init__(self, api: client.ApiClient, limiter: RateLimiter, observe: Callable[[str], None] = _ignore) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        limiter: RateLimiter,
+        observe: Callable[[str], None] = _ignore,
+        fence: Callable[[], bool] = _always,
+    ) -> None:
         self._api = api
         self._limiter = limiter
         self._observe = observe
+        self._fence = fence
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         metadata = {"name": pod.name, "namespace": pod.namespace} | ({"uid": pod.uid} if pod.uid else {})
@@ -186,6 +209,7 @@ class ApiBinder:
                 "application/json",
             ),
             self._observe,
+            self._fence,
         )
 
 
@@ -204,8 +228,10 @@ class ApiRecorder:
         instance: str,
         event_limiter: RateLimiter | None = None,
         observe: Callable[[str], None] = _ignore,
+        fence: Callable[[], bool] = _always,
     ) -> None:
         self._observe = observe
+        self._fence = fence
         self._api = api
         self._limiter = limiter
         # Events get their own budget, as kube-scheduler's event client has its own rate limiter:
@@ -246,6 +272,7 @@ class ApiRecorder:
                     "application/strategic-merge-patch+json",
                 ),
                 self._observe,
+                self._fence,
             )
         except PodGoneError:
             return
@@ -285,6 +312,7 @@ class ApiRecorder:
                     "application/json",
                 ),
                 self._observe,
+                self._fence,
             )
         except (PodGoneError, BindConflictError):
             return  # namespace gone, or a duplicate name: an event is best effort

@@ -1,0 +1,190 @@
+"""Leader election as client-go does it: expiry from the moment a follower observed the record change
+(not the holder's renewTime against our clock), renewals bounded by renewDeadline, and the fence the
+writers ask before every request."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from scheduler.config import LeaderElection
+from scheduler.errors import NotLeadingError
+from scheduler.kube import leader as leader_module
+from scheduler.kube.leader import Leadership, LeadershipLost, LeaseElector, run_with_leader_election
+from scheduler.kube.writes import RateLimiter, _call
+
+SETTINGS = LeaderElection(
+    leader_elect=True,
+    lease_duration=15.0,
+    renew_deadline=10.0,
+    retry_period=2.0,
+    resource_namespace="ns",
+    resource_name="lease",
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class LeaseServer:
+    """One Lease with resourceVersion checks, as the API server keeps it."""
+
+    def __init__(self) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.version = 0
+        self.hang = False
+
+    def read(self) -> dict[str, Any] | None:
+        return copy.deepcopy(self.lease)
+
+    def write(self, lease: dict[str, Any], create: bool) -> bool:
+        if create != (self.lease is None):
+            return False
+        if not create and lease["metadata"].get("resourceVersion") != str(self.version):
+            return False  # 409: written since it was read
+        self.version += 1
+        self.lease = copy.deepcopy(lease)
+        self.lease["metadata"]["resourceVersion"] = str(self.version)
+        return True
+
+
+class Elector(LeaseElector):
+    def __init__(self, server: LeaseServer, identity: str, clock: Clock, skew: float = 0.0) -> None:
+        def wall() -> str:
+            return (datetime.now(UTC) + timedelta(seconds=skew)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+        super().__init__(None, SETTINGS, identity, clock, wall)  # type: ignore[arg-type]
+        self.server = server
+
+    async def _read(self) -> dict[str, Any] | None:
+        if self.server.hang:
+            await asyncio.sleep(3600)
+        return self.server.read()
+
+    async def _write(self, lease: dict[str, Any], create: bool) -> bool:
+        return self.server.write(lease, create)
+
+
+def rounds(elector: Elector) -> bool:
+    return asyncio.run(elector.try_acquire_or_renew())
+
+
+@pytest.mark.parametrize("skew", [-30.0, 30.0])
+def test_a_skewed_clock_never_takes_a_live_lease_and_takes_a_dead_one_after_a_lease_duration(skew: float) -> None:
+    """The holder's clock is 30 s off (behind: its renewTime looks 30 s old; ahead: 30 s in the
+    future). The follower judges from what it saw change, on its own monotonic clock."""
+    server, clock = LeaseServer(), Clock()
+    holder = Elector(server, "a", clock, skew=skew)
+    follower = Elector(server, "b", clock)
+    assert rounds(holder)
+    for _ in range(20):  # a minute of renewals every 2 s (retryPeriod), the follower polling between
+        clock.now += 1
+        assert not rounds(follower)
+        clock.now += 1
+        assert rounds(holder)
+    assert server.lease is not None and server.lease["spec"]["holderIdentity"] == "a"
+    # The holder dies. The follower saw the record last change now: it waits a whole lease duration.
+    assert not rounds(follower)
+    clock.now += 14.9
+    assert not rounds(follower)
+    clock.now += 0.2
+    assert rounds(follower)
+    assert server.lease["spec"]["holderIdentity"] == "b" and server.lease["spec"]["leaseTransitions"] == 1
+
+
+def test_the_old_rule_would_have_taken_the_lease() -> None:
+    """What the test above guards against: the holder's renewTime 30 s behind our wall clock looks
+    expired by any renewTime-based rule (leaseDurationSeconds 15)."""
+    server, clock = LeaseServer(), Clock()
+    assert rounds(Elector(server, "a", clock, skew=-30))
+    assert server.lease is not None
+    renewed = datetime.fromisoformat(server.lease["spec"]["renewTime"].replace("Z", "+00:00"))
+    assert renewed + timedelta(seconds=15) < datetime.now(UTC)
+
+
+def test_a_released_lease_is_taken_at_once() -> None:
+    server, clock = LeaseServer(), Clock()
+    assert rounds(Elector(server, "a", clock))
+    assert server.lease is not None
+    server.lease["spec"]["holderIdentity"] = None  # what release() writes
+    server.version += 1
+    server.lease["metadata"]["resourceVersion"] = str(server.version)
+    assert rounds(Elector(server, "b", clock))
+
+
+def test_leadership_is_sure_only_within_renew_deadline_of_the_last_accepted_renewal() -> None:
+    clock = Clock()
+    fence = Leadership(10.0, clock)
+    assert not fence.sure()  # never renewed
+    fence.renewed(clock.now)
+    clock.now += 9.99
+    assert fence.sure()
+    clock.now += 0.01
+    assert not fence.sure()  # a process paused here wakes up unsure
+    fence.renewed(clock.now)
+    assert fence.sure()
+    fence.stepped_down()
+    assert not fence.sure()
+    assert Leadership(None).sure()  # no leader election: always
+
+
+def test_a_fenced_write_is_never_sent_nor_retried() -> None:
+    sent: list[int] = []
+
+    async def request() -> Any:
+        sent.append(1)
+        raise AssertionError("must not be sent")
+
+    async def body() -> None:
+        with pytest.raises(NotLeadingError, match="binding ns/p to n1: not sent"):
+            await _call(RateLimiter(0, 1), "binding ns/p to n1", request, fence=lambda: False)
+
+    asyncio.run(body())
+    assert sent == []
+
+
+def test_a_hanging_renewal_loses_the_lease_within_renew_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each lease request is bounded by what is left of renewDeadline: an API server that accepts
+    the connection and never answers must not keep a leader leading."""
+    server = LeaseServer()
+    settings = LeaderElection(
+        leader_elect=True,
+        lease_duration=1.5,
+        renew_deadline=0.6,
+        retry_period=0.1,
+        resource_namespace="ns",
+        resource_name="lease",
+    )
+    monkeypatch.setattr(
+        leader_module,
+        "LeaseElector",
+        lambda _api, _s, identity, clock: Elector(server, identity, Clock()),
+    )
+    fence = Leadership(settings.renew_deadline)
+    seen: list[bool] = []
+
+    async def lead(stop: asyncio.Event) -> None:
+        seen.append(fence.sure())
+        server.hang = True
+        await stop.wait()
+        seen.append(fence.sure())
+
+    async def body() -> float:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(LeadershipLost):
+            await run_with_leader_election(None, settings, "a", lead, asyncio.Event(), leadership=fence)  # type: ignore[arg-type]
+        return loop.time() - started
+
+    took = asyncio.run(body())
+    assert seen == [True, False]
+    assert took < settings.renew_deadline + 2 * settings.retry_period + 0.3, took
