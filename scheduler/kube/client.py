@@ -15,6 +15,8 @@ from kubernetes.aio import client
 from kubernetes.aio import config as kube_config
 from kubernetes.aio.config.config_exception import ConfigException
 
+from scheduler.kube.writes import FencedRequest, fence_trace
+
 __all__ = ["KubeconfigError", "api_client"]
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
@@ -63,4 +65,11 @@ async def api_client(kubeconfig: str | None) -> client.ApiClient:
         # aiohttp's trust_env reads ~/.netrc in a worker thread on every request: with no proxy to
         # honour, that is pure cost (it showed in the profile of a 1,000-pod burst).
         api.configuration.client_session_kwargs = {"trust_env": False}
+    # The session is made at the first request: every write it carries asks its fence once more when
+    # it has a connection and right before its body (scheduler.kube.writes.fence_trace, FencedRequest).
+    api.configuration.trace_configs = [fence_trace()]
+    api.configuration.client_session_kwargs = {
+        **(getattr(api.configuration, "client_session_kwargs", None) or {}),
+        "request_class": FencedRequest,
+    }
     return api

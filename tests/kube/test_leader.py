@@ -9,13 +9,16 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aiohttp
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from scheduler.config import LeaderElection
 from scheduler.errors import NotLeadingError
 from scheduler.kube import leader as leader_module
 from scheduler.kube.leader import Leadership, LeadershipLost, LeaseElector, run_with_leader_election
-from scheduler.kube.writes import RateLimiter, _call
+from scheduler.kube.writes import FencedRequest, RateLimiter, _call, fence_trace
 
 SETTINGS = LeaderElection(
     leader_elect=True,
@@ -188,3 +191,83 @@ def test_a_hanging_renewal_loses_the_lease_within_renew_deadline(monkeypatch: py
     took = asyncio.run(body())
     assert seen == [True, False]
     assert took < settings.renew_deadline + 2 * settings.retry_period + 0.3, took
+
+
+def test_a_write_waiting_for_a_connection_is_not_sent_if_the_fence_closes_meanwhile() -> None:
+    """The first check passes; the request then waits for the only pooled connection (busy with
+    another request), and the lease is lost meanwhile. It must not go out when the connection frees."""
+
+    async def body() -> list[str]:
+        received: list[str] = []
+        release = asyncio.Event()
+
+        async def handler(request: web.Request) -> web.Response:
+            received.append(request.path)
+            if request.path == "/slow":
+                await release.wait()
+            return web.Response(text="{}")
+
+        app = web.Application()
+        app.router.add_route("*", "/{name}", handler)
+        server = TestServer(app)
+        await server.start_server()
+        sure = True
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=1), trace_configs=[fence_trace()]
+        ) as session:
+            slow = asyncio.create_task(session.get(server.make_url("/slow")))
+            while not received:
+                await asyncio.sleep(0.01)
+
+            async def bind() -> Any:
+                return await session.post(server.make_url("/binding"))
+
+            write = asyncio.create_task(_call(RateLimiter(0, 1), "binding ns/p to n1", bind, fence=lambda: sure))
+            await asyncio.sleep(0.1)  # the write passed the first check and waits for the connection
+            sure = False
+            release.set()
+            with pytest.raises(NotLeadingError, match="binding ns/p to n1: not sent"):
+                await write
+            (await slow).release()
+        await server.close()
+        return received
+
+    assert asyncio.run(body()) == ["/slow"]
+
+
+def test_a_write_whose_body_waits_a_loop_step_is_not_sent_if_the_fence_closes_meanwhile() -> None:
+    """aiohttp holds the headers back and sends them with the body, from a task of its own: a step of
+    the event loop after the connection hooks. The lease lost in that step: nothing may leave."""
+
+    async def body() -> list[str]:
+        received: list[str] = []
+
+        async def handler(request: web.Request) -> web.Response:
+            received.append(request.path)
+            return web.Response(text="{}")
+
+        app = web.Application()
+        app.router.add_route("*", "/{name}", handler)
+        server = TestServer(app)
+        await server.start_server()
+        sure, armed = [True], [True]
+
+        async def lose(*_args: object) -> None:
+            if armed[0]:
+                sure[0] = False  # after the headers were buffered, before the body task runs
+
+        trace = aiohttp.TraceConfig()
+        trace.on_request_headers_sent.append(lose)
+        async with aiohttp.ClientSession(trace_configs=[fence_trace(), trace], request_class=FencedRequest) as session:
+
+            async def bind() -> Any:
+                return await session.post(server.make_url("/binding"), data=b'{"kind": "Binding"}')
+
+            with pytest.raises(NotLeadingError, match="binding ns/p to n1: not sent"):
+                await _call(RateLimiter(0, 1), "binding ns/p to n1", bind, fence=lambda: sure[0])
+            sure[0], armed[0] = True, False
+            await _call(RateLimiter(0, 1), "binding ns/p to n2", bind, fence=lambda: sure[0])  # still usable
+        await server.close()
+        return received
+
+    assert asyncio.run(body()) == ["/binding"]  # only the second
