@@ -16,6 +16,7 @@ import collections
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,8 +46,9 @@ NODE_CPU = 2  # 20 pods a node by CPU: room for every pod, with 20 % to spare
 
 
 @pytest.fixture
-def pair(scheduler: SchedulerProcess, kubeconfig: str, tmp_path: Path) -> Iterator[tuple[SchedulerProcess, ...]]:
-    """Two replicas on their own Lease; the session's scheduler is stopped so it competes for nothing."""
+def replicas(scheduler: SchedulerProcess, kubeconfig: str, tmp_path: Path) -> Iterator[Callable[..., SchedulerProcess]]:
+    """Replicas on a Lease of their own (``make(name, skew=SECONDS)``: a wall clock that far off);
+    the session's scheduler is stopped meanwhile so it competes for nothing."""
     scheduler.stop()
     lease, renew, retry = DURATIONS
     config = tmp_path / "pair.yaml"
@@ -55,16 +57,26 @@ def pair(scheduler: SchedulerProcess, kubeconfig: str, tmp_path: Path) -> Iterat
         f"leaderElection: {{leaderElect: true, leaseDuration: {lease}s, renewDeadline: {renew}s,"
         f" retryPeriod: {retry}s, resourceNamespace: {LEASE_NS}, resourceName: {LEASE_NAME}}}\n"
     )
-    first = SchedulerProcess(kubeconfig, str(config), name="pair-a")
-    second = SchedulerProcess(kubeconfig, str(config), name="pair-b")
+    made: list[SchedulerProcess] = []
+
+    def make(name: str, skew: float = 0) -> SchedulerProcess:
+        prefix = [sys.executable, "-m", "e2e.skewed_clock", str(skew)] if skew else []
+        made.append(SchedulerProcess(kubeconfig, str(config), name=name, prefix=prefix))
+        return made[-1]
+
     try:
-        yield first, second
+        yield make
     finally:
-        for proc in (first, second):
+        for proc in made:
             if proc.proc is not None:
                 proc.proc.send_signal(signal.SIGCONT)
                 proc.stop()
         scheduler.start()
+
+
+@pytest.fixture
+def pair(replicas: Callable[..., SchedulerProcess]) -> tuple[SchedulerProcess, SchedulerProcess]:
+    return replicas("pair-a"), replicas("pair-b")
 
 
 def test_a_leader_paused_past_its_lease_writes_nothing_after_the_takeover(
@@ -146,3 +158,54 @@ def test_a_leader_paused_past_its_lease_writes_nothing_after_the_takeover(
     assert not unleased, "\n".join(map(str, unleased[:20]))
     assert not after, "\n".join(map(str, after[:20]))
     assert not again, "\n".join(map(str, again[:20]))
+
+
+@pytest.mark.parametrize(
+    ("holder_skew", "follower_skew"), [(-30, 0), (0, 30)], ids=["holder-30s-behind", "follower-30s-ahead"]
+)
+def test_a_skewed_clock_never_takes_a_live_lease(
+    core: client.CoreV1Api,
+    replicas: Callable[..., SchedulerProcess],
+    namespace: str,
+    nodes: Callable[..., str],
+    ledger: Ledger,
+    holder_skew: float,
+    follower_skew: float,
+) -> None:
+    """A holder 30 s behind writes a renewTime that looks expired to anyone comparing it with their own
+    clock; a follower 30 s ahead sees every renewTime as old. Neither may hand the follower a live
+    lease: expiry counts from when the follower saw the record change (client-go's observedTime).
+    The rule this replaced (the holder's renewTime against the follower's clock) fails the first case;
+    the second guards any rule that would read the follower's wall clock."""
+    lease, _renew, retry = DURATIONS
+    nodes("n1")
+    holder, follower = replicas("skew-holder", holder_skew), replicas("skew-follower", follower_skew)
+    mark = ledger.mark()
+    holder.start(wait_for_line=b"Successfully acquired lease")
+    follower.start()
+    # Three lease durations with both alive, pods arriving all along: only the holder may bind them.
+    deadline = time.monotonic() + 3 * lease
+    created = 0
+    while time.monotonic() < deadline:
+        core.create_namespaced_pod(namespace, pod_body(f"s-{created:03d}"))
+        created += 1
+        time.sleep(0.5)
+    wait_for(lambda: all(p.spec.node_name for p in pods_in(core, namespace)), 30, "every pod bound")
+    assert b"Successfully acquired lease" not in follower.log_path.read_bytes(), follower.log()[-2000:]
+    # The follower can lead: kill the holder and it takes over once the lease has gone silent.
+    assert holder.proc is not None
+    holder.proc.kill()
+    holder.proc.wait()
+    holder.proc = None
+    wait_for(
+        lambda: b"Successfully acquired lease" in follower.log_path.read_bytes(),
+        lease + 2 * retry * 2.2 + 5,
+        "the follower takes a dead lease",
+    )
+    writes = ledger.writes(mark)
+    terms = lease_terms(writes, LEASE_NS, LEASE_NAME, timedelta(seconds=lease))
+    assert [t.user for t in terms] == [holder.users[0], follower.users[0]], terms
+    assert terms[1].start >= terms[0].end, terms  # taken after the last renewal's lease ran out, not before
+    users = holder.users + follower.users
+    assert not writes_without_lease(writes, terms, users)
+    assert summary(writes, namespace, holder.users)["pods_bound"] == created

@@ -112,14 +112,14 @@ class LeaseElector:
         settings: LeaderElection,
         identity: str,
         clock: Callable[[], float] = time.monotonic,
-        wall: Callable[[], str] = _now,
+        wall: Callable[[], str] | None = None,
     ) -> None:
         self._leases = client.CoordinationV1Api(api)
         self.settings = settings
         self.identity = identity
         self.observed_holder: str | None = None
         self._clock = clock
-        self._wall = wall
+        self._wall = wall or _now  # the module's, looked up now: e2e's skewed-clock runs replace it
         # client-go's observedRecord/observedTime: the last record read, and when (our monotonic
         # clock) it last changed. Expiry is judged from that, whatever the holder's clock wrote.
         self._observed: tuple[Any, ...] | None = None
