@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from e2e.cluster import Cluster
 from e2e.conftest import LOGS, SchedulerProcess
 from e2e.kube_helpers import pod_body, pods_in, wait_for, watch_bindings
 from e2e.ledger import (
@@ -209,3 +210,82 @@ def test_a_skewed_clock_never_takes_a_live_lease(
     users = holder.users + follower.users
     assert not writes_without_lease(writes, terms, users)
     assert summary(writes, namespace, holder.users)["pods_bound"] == created
+
+
+def test_etcd_away_longer_than_renew_deadline_the_leader_steps_down_and_nothing_is_lost(
+    core: client.CoreV1Api,
+    pair: tuple[SchedulerProcess, SchedulerProcess],
+    namespace: str,
+    nodes: Callable[..., str],
+    control_plane: Cluster,
+    ledger: Ledger,
+) -> None:
+    """etcd stopped for longer than renewDeadline while the leader binds a burst: the leader cannot
+    renew, stops writing and exits 1 (as kube-scheduler: "leaderelection lost"); it is started again as
+    its Deployment would. Once etcd is back one replica leads, every pod is bound once, and the ledger
+    shows no write without the lease."""
+    first, second = pair
+    lease, renew, retry = DURATIONS
+    outage = renew + 2 * retry + 3
+    for i in range(6):
+        nodes(f"n{i}")
+    mark = ledger.mark()
+    first.start(wait_for_line=b"Successfully acquired lease")
+    second.start()
+    total = 90
+    for i in range(total // 3):
+        core.create_namespaced_pod(namespace, pod_body(f"e-{i:03d}"))
+    stopped, stopped_wall = time.monotonic(), time.time()
+    control_plane.stop_component("etcd")
+    # The leader's renewals fail from now on: it must step down within renewDeadline (and a retry).
+    assert first.proc is not None
+    code = first.proc.wait(timeout=renew + 2 * retry + 30)
+    exited = time.monotonic() - stopped
+    assert code == 1 and "Leaderelection lost" in first.log(), first.log()[-2000:]
+    lost_line = next(json.loads(line) for line in first.log().splitlines() if '"Leaderelection lost"' in line)
+    stepped_down = lost_line["ts"] / 1000 - stopped_wall
+    first.proc = None
+    time.sleep(max(0.0, outage - (time.monotonic() - stopped)))
+    control_plane.start_component("etcd")
+    first.start(wait_for_line=b"cache synced")  # restarted, as the Deployment's kubelet would
+    for i in range(total // 3, total):
+        wait_for(lambda i=i: _create(core, namespace, pod_body(f"e-{i:03d}")), 60, f"pod {i} created")
+
+    def all_bound() -> list[client.V1Pod]:
+        pods = [p for p in pods_in(core, namespace) if p.spec.node_name]
+        return pods if len(pods) == total else []
+
+    wait_for(all_bound, 120, f"all {total} pods bound")
+    users = first.users + second.users
+    writes = ledger.writes(mark)
+    terms = lease_terms(writes, LEASE_NS, LEASE_NAME, timedelta(seconds=lease))
+    unleased = writes_without_lease(writes, terms, users)
+    attempts = binding_attempts((w for w in writes if w.user in users), namespace)
+    report = {
+        "pods": total,
+        "outage_seconds": outage,
+        "leader_stepped_down_after_seconds": round(stepped_down, 1),
+        "leader_exited_after_seconds": round(exited, 1),
+        "lease_terms": [t.user for t in terms],
+        **summary(writes, namespace, users),
+        "binding_requests_failed_5xx": sum(n for c in attempts.values() for code, n in c.items() if code >= 500),
+        "writes_without_lease": len(unleased),
+    }
+    (LOGS / "etcd-outage-leader.json").write_text(json.dumps(report, indent=1))
+    # renewDeadline after the last renewal it sent (at most a retry period before etcd went), plus slack.
+    assert stepped_down <= renew + 2 * retry + 1, report
+    assert not unleased, "\n".join(map(str, unleased[:20]))
+    assert all(c[201] == 1 for c in attempts.values()) and len(attempts) == total, attempts
+
+
+def _create(core: client.CoreV1Api, namespace: str, body: dict[str, object]) -> bool:
+    """Create, or find it already created by an earlier try whose answer was lost."""
+    try:
+        core.create_namespaced_pod(namespace, body)
+    except client.ApiException as exc:
+        if exc.status == 409:
+            return True
+        if exc.status in (429, 500, 503, 504):
+            return False
+        raise
+    return True

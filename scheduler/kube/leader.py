@@ -45,6 +45,7 @@ __all__ = [
 log = structlog.get_logger("spread-scheduler")
 
 JITTER_FACTOR = 1.2  # client-go's leaderelection.JitterFactor
+LOST_GRACE_SECONDS = 1.0  # how long a leader that lost its lease lets the loop unwind before it goes
 
 DEFAULT_LEASE_NAMESPACE = "spread-scheduler"  # the manifests' and the chart's default namespace
 
@@ -226,17 +227,32 @@ class LeaseElector:
 
 
 async def _safely(elector: LeaseElector, on_outage: Callable[[], None], timeout: float) -> bool:
-    """One round, bounded by ``timeout`` (client-go bounds its renewals by renewDeadline)."""
-    try:
-        return await asyncio.wait_for(elector.try_acquire_or_renew(), max(timeout, 0.001))
-    except TimeoutError:
+    """One round, bounded by ``timeout`` (client-go bounds its renewals by renewDeadline).
+
+    The round runs as a task of its own and is abandoned, not awaited, when the time is up: a request
+    the client does not give up on when cancelled (found with etcd stopped: a renewal held the loop
+    32 s past its timeout under ``asyncio.wait_for``) must not decide when this process steps down.
+    """
+    task = asyncio.ensure_future(elector.try_acquire_or_renew())
+    done, _pending = await asyncio.wait({task}, timeout=max(timeout, 0.001))
+    if not done:
+        task.cancel()
+        task.add_done_callback(_retrieve)
         log.warning("lease round failed", err=f"no answer within {timeout:.1f}s")
         on_outage()
         return False
+    try:
+        return task.result()
     except Exception as exc:  # an unreachable API server is a failed round, not a crash
         log.warning("lease round failed", err=str(exc))
         on_outage()
         return False
+
+
+def _retrieve(task: asyncio.Future[bool]) -> None:
+    """An abandoned round's outcome is read so asyncio does not report it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _jittered(period: float) -> float:
@@ -308,11 +324,21 @@ async def run_with_leader_election(
 
     renewer = asyncio.create_task(renew(), name="lease-renew")
     relay = asyncio.create_task(relay_stop(), name="stop-relay")
+    leading: asyncio.Future[object] = asyncio.ensure_future(lead(inner_stop))
+    losing: asyncio.Future[object] = asyncio.ensure_future(lost.wait())
     try:
-        await lead(inner_stop)
+        await asyncio.wait([leading, losing], return_when=asyncio.FIRST_COMPLETED)
+        if leading.done():
+            leading.result()  # its error, if any, is ours
+        else:
+            # Lost: upstream exits at once (klog.FlushAndExit). A graceful stop lets Bindings in flight
+            # finish; a lost lease must not wait for them (with etcd away, 30 s for the server to
+            # give up on each): they were sent while sure, the next leader sees what landed.
+            leading.cancel()
+            await asyncio.wait({leading}, timeout=LOST_GRACE_SECONDS)
     finally:
-        renewer.cancel()
-        relay.cancel()
+        for task in (renewer, relay, losing):
+            task.cancel()
         on_leading(False)
     if lost.is_set():
         raise LeadershipLost(f"leaderelection lost: lease {lock}")

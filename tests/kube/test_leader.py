@@ -5,6 +5,7 @@ writers ask before every request."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -271,3 +272,75 @@ def test_a_write_whose_body_waits_a_loop_step_is_not_sent_if_the_fence_closes_me
         return received
 
     assert asyncio.run(body()) == ["/binding"]  # only the second
+
+
+def test_a_renewal_that_ignores_cancellation_still_loses_the_lease_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request the client keeps waiting on when cancelled (seen with etcd stopped) must not hold the
+    decision: the round is abandoned at its deadline, not awaited."""
+    server = LeaseServer()
+    settings = LeaderElection(
+        leader_elect=True,
+        lease_duration=1.5,
+        renew_deadline=0.6,
+        retry_period=0.1,
+        resource_namespace="ns",
+        resource_name="lease",
+    )
+
+    class Stubborn(Elector):
+        async def _read(self) -> dict[str, Any] | None:
+            if self.server.hang:
+                for _ in range(30):  # swallows cancellation, as a client retrying a request would
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.sleep(0.1)
+            return self.server.read()
+
+    monkeypatch.setattr(
+        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Stubborn(server, identity, Clock())
+    )
+
+    async def lead(stop: asyncio.Event) -> None:
+        server.hang = True
+        await stop.wait()
+
+    async def body() -> float:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(LeadershipLost):
+            await run_with_leader_election(None, settings, "a", lead, asyncio.Event())  # type: ignore[arg-type]
+        return loop.time() - started
+
+    took = asyncio.run(body())
+    assert took < settings.renew_deadline + 2 * settings.retry_period + 0.3, took  # not the 3 s the read takes
+
+
+def test_a_lost_leader_does_not_wait_for_its_writes_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graceful stop drains Bindings in flight; a lost lease does not (upstream exits at once): with
+    etcd away each would take the API server's 30 s to give up."""
+    server = LeaseServer()
+    settings = LeaderElection(
+        leader_elect=True,
+        lease_duration=1.5,
+        renew_deadline=0.6,
+        retry_period=0.1,
+        resource_namespace="ns",
+        resource_name="lease",
+    )
+    monkeypatch.setattr(
+        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Elector(server, identity, Clock())
+    )
+
+    async def lead(stop: asyncio.Event) -> None:
+        server.hang = True
+        await stop.wait()
+        await asyncio.sleep(30)  # draining a Binding the server never answers
+
+    async def body() -> float:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(LeadershipLost):
+            await run_with_leader_election(None, settings, "a", lead, asyncio.Event())  # type: ignore[arg-type]
+        return loop.time() - started
+
+    took = asyncio.run(body())
+    assert took < settings.renew_deadline + 2 * settings.retry_period + leader_module.LOST_GRACE_SECONDS, took
