@@ -378,6 +378,12 @@ def parse_taint(text: str) -> tuple[str, str, str]:
     return key, value, effect
 
 
+def _with_flags(args: list[str], overrides: Mapping[str, str]) -> list[str]:
+    """``args`` with each ``--flag=value`` in ``overrides`` replaced (or added)."""
+    kept = [a for a in args if a.split("=", 1)[0] not in overrides]
+    return kept + [f"{flag}={value}" for flag, value in overrides.items()]
+
+
 def _client_cert(pki: Path, name: str, subject: str) -> None:
     """``pki/NAME.crt`` and ``.key``, a client certificate for ``subject``, unless it exists."""
     if not (pki / f"{name}.crt").exists():
@@ -408,9 +414,17 @@ class Cluster:
     ``etcd-data/`` and ``state.json`` (removed by ``down``), ``admin.kubeconfig``.
     """
 
-    def __init__(self, directory: Path | str = DEFAULT_DIR, *, controller_manager: bool = True) -> None:
+    def __init__(
+        self,
+        directory: Path | str = DEFAULT_DIR,
+        *,
+        controller_manager: bool = True,
+        api_flags: Mapping[str, str] | None = None,
+    ) -> None:
+        """``api_flags`` override kube-apiserver's flags by name (``{"--max-requests-inflight": "10"}``)."""
         self.dir = Path(directory).resolve()
         self.controller_manager = controller_manager
+        self.api_flags = dict(api_flags or {})
         self.pki = self.dir / "pki"
         self.logs = self.dir / "logs"
         self.pids = self.dir / "pids"
@@ -531,36 +545,39 @@ class Cluster:
         policy.write_text(json.dumps(AUDIT_POLICY, indent=1) + "\n")
         api = self._start(
             "kube-apiserver",
-            [
-                f"--etcd-servers=http://127.0.0.1:{etcd_client}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",  # else it fails on hosts without a default route
-                f"--secure-port={api_port}",
-                f"--tls-cert-file={pki / 'apiserver.crt'}",
-                f"--tls-private-key-file={pki / 'apiserver.key'}",
-                f"--client-ca-file={pki / 'ca.crt'}",
-                "--authorization-mode=Node,RBAC",
-                "--service-account-issuer=https://kubernetes.default.svc",
-                f"--service-account-key-file={pki / 'sa.pub'}",
-                f"--service-account-signing-key-file={pki / 'sa.key'}",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--allow-privileged=true",
-                "--endpoint-reconciler-type=none",  # no loopback IP written into the kubernetes Endpoints
-                f"--disable-admission-plugins={','.join(disabled)}",  # Priority stays on
-                # On SIGTERM, end open watches cleanly (clients see the stream end, not a reset) and exit in
-                # seconds; otherwise it waits up to --request-timeout (60 s) for watch connections.
-                "--shutdown-watch-termination-grace-period=5s",
-                # Throughput: no API priority & fairness queueing, no in-flight caps.
-                "--enable-priority-and-fairness=false",
-                "--max-requests-inflight=0",
-                "--max-mutating-requests-inflight=0",
-                # The ledger (e2e/ledger.py): every Binding, pod status write, pod deletion and Lease
-                # write, with its user and response code; never rotated within a run.
-                f"--audit-policy-file={policy}",
-                f"--audit-log-path={self.audit_log}",
-                "--audit-log-maxsize=100000",
-                "--v=1",
-            ],
+            _with_flags(
+                [
+                    f"--etcd-servers=http://127.0.0.1:{etcd_client}",
+                    "--bind-address=127.0.0.1",
+                    "--advertise-address=127.0.0.1",  # else it fails on hosts without a default route
+                    f"--secure-port={api_port}",
+                    f"--tls-cert-file={pki / 'apiserver.crt'}",
+                    f"--tls-private-key-file={pki / 'apiserver.key'}",
+                    f"--client-ca-file={pki / 'ca.crt'}",
+                    "--authorization-mode=Node,RBAC",
+                    "--service-account-issuer=https://kubernetes.default.svc",
+                    f"--service-account-key-file={pki / 'sa.pub'}",
+                    f"--service-account-signing-key-file={pki / 'sa.key'}",
+                    "--service-cluster-ip-range=10.0.0.0/24",
+                    "--allow-privileged=true",
+                    "--endpoint-reconciler-type=none",  # no loopback IP written into the kubernetes Endpoints
+                    f"--disable-admission-plugins={','.join(disabled)}",  # Priority stays on
+                    # On SIGTERM, end open watches cleanly (clients see the stream end, not a reset) and exit in
+                    # seconds; otherwise it waits up to --request-timeout (60 s) for watch connections.
+                    "--shutdown-watch-termination-grace-period=5s",
+                    # Throughput: no API priority & fairness queueing, no in-flight caps.
+                    "--enable-priority-and-fairness=false",
+                    "--max-requests-inflight=0",
+                    "--max-mutating-requests-inflight=0",
+                    # The ledger (e2e/ledger.py): every Binding, pod status write, pod deletion and Lease
+                    # write, with its user and response code; never rotated within a run.
+                    f"--audit-policy-file={policy}",
+                    f"--audit-log-path={self.audit_log}",
+                    "--audit-log-maxsize=100000",
+                    "--v=1",
+                ],
+                self.api_flags,
+            ),
         )
         server = f"https://127.0.0.1:{api_port}"
         self._write_kubeconfig(server)
@@ -695,10 +712,10 @@ class Cluster:
         """What the API server recorded of the writes (Bindings, pod status, deletions, Leases)."""
         return Ledger(self.audit_log)
 
-    def user_kubeconfig(self, user: str) -> Path:
-        """A kubeconfig of this cluster for ``user`` (a client certificate of ``system:masters``), so
-        the ledger tells one scheduler process from another."""
-        _client_cert(self.pki, user, f"/O=system:masters/CN={user}")
+    def user_kubeconfig(self, user: str, group: str = "system:masters") -> Path:
+        """A kubeconfig of this cluster for ``user`` (a client certificate, in ``group``), so the
+        ledger tells one scheduler process from another."""
+        _client_cert(self.pki, user, f"/O={group}/CN={user}")
         path = self.dir / "users" / f"{user}.kubeconfig"
         path.parent.mkdir(exist_ok=True)
         self._write_kubeconfig(self.server, user=user, path=path)

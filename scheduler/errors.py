@@ -27,6 +27,11 @@ class BindConflictError(SchedulerIOError):
 class TransientAPIError(SchedulerIOError):
     """The API could not be reached or refused for now; retried already, worth another attempt later."""
 
+    def __init__(self, message: str = "", retry_after: float | None = None) -> None:
+        super().__init__(message)
+        # The server's Retry-After (seconds): API Priority and Fairness sends it with its 429s.
+        self.retry_after = retry_after
+
 
 class NotLeadingError(TransientAPIError):
     """A write not sent because this process may have lost the leader lease: the pod goes back to

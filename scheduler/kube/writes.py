@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import random
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -24,10 +25,11 @@ from aiohttp.connector import Connection
 from kubernetes.aio import client
 from tenacity import (
     AsyncRetrying,
+    RetryCallState,
     retry_if_exception_type,
     retry_if_not_exception_type,
     stop_after_attempt,
-    wait_exponential,
+    wait_exponential_jitter,
 )
 
 from scheduler.api.objects import Pod
@@ -69,7 +71,7 @@ class RateLimiter:
         self._last = now
 
 
-def map_status(status: int, body: bytes, what: str) -> Exception | None:
+def map_status(status: int, body: bytes, what: str, retry_after: float | None = None) -> Exception | None:
     """The error of ours for an HTTP status, or None for 2xx. Every handled code is listed here."""
     if 200 <= status < 300:
         return None
@@ -86,8 +88,35 @@ def map_status(status: int, body: bytes, what: str) -> Exception | None:
     if status == 409:
         return BindConflictError(text)
     if status == 429 or status >= 500:
-        return TransientAPIError(text)
+        return TransientAPIError(text, retry_after)
     return RuntimeError(text)  # 400/403/422: a bug or missing RBAC; not retried, reported
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """``Retry-After`` in seconds, as client-go reads it (a whole number of seconds; a date is ignored)."""
+    if value is None:
+        return None
+    try:
+        seconds = int(value.strip())
+    except ValueError:
+        return None
+    return float(seconds) if seconds > 0 else None
+
+
+_BACKOFF = wait_exponential_jitter(multiplier=0.2, max=5, jitter=0.2)
+RETRY_AFTER_JITTER = 0.2  # up to 20 % more than the server asked: retries of one burst spread out
+
+
+def _wait(retry_state: RetryCallState) -> float:
+    """Exponential backoff with jitter (0.2 s doubling to 5 s, +0-0.2 s), and never sooner than the
+    server's Retry-After (client-go waits exactly that; we add up to 20 % so a throttled burst does not
+    come back in one instant)."""
+    backoff = float(_BACKOFF(retry_state))
+    error = retry_state.outcome.exception() if retry_state.outcome is not None else None
+    after = getattr(error, "retry_after", None)
+    if isinstance(after, float):
+        return max(backoff, after * (1 + random.random() * RETRY_AFTER_JITTER))
+    return backoff
 
 
 _TRANSIENT = (TransientAPIError, aiohttp.ClientError, asyncio.TimeoutError, socket.gaierror, ConnectionError)
@@ -160,7 +189,7 @@ async def _call(
     """
     async for attempt in AsyncRetrying(
         retry=retry_if_exception_type(_TRANSIENT) & retry_if_not_exception_type(NotLeadingError),
-        wait=wait_exponential(multiplier=0.2, max=5),
+        wait=_wait,
         stop=stop_after_attempt(MAX_TRIES),
         reraise=True,
     ):
@@ -189,7 +218,9 @@ async def _call(
                 _FENCE.reset(token)
             try:
                 body: bytes = await response.read()
-                error = map_status(response.status, body, what)
+                error = map_status(
+                    response.status, body, what, retry_after_seconds(response.headers.get("Retry-After"))
+                )
             finally:
                 response.release()
             observe(_outcome(response.status))

@@ -11,7 +11,7 @@ import structlog
 
 from scheduler.errors import BindConflictError, PodGoneError, SchedulerIOError, TransientAPIError
 from scheduler.kube.watch import WATCHED, build_registry
-from scheduler.kube.writes import RateLimiter, map_status
+from scheduler.kube.writes import RateLimiter, _call, map_status, retry_after_seconds
 
 
 @pytest.mark.parametrize(
@@ -188,3 +188,48 @@ def test_in_cluster_login_goes_where_kubernetes_service_host_points(monkeypatch:
     assert watch.login_in_cluster() is files  # not in a pod's environment: kopf's own default
     monkeypatch.setattr(watch.kopf, "login_with_service_account", lambda **_: None)
     assert watch.login_in_cluster() is None  # no token file: no in-cluster credentials
+
+
+class _Response:
+    def __init__(self, status: int, headers: dict[str, str]) -> None:
+        self.status, self.headers = status, headers
+
+    async def read(self) -> bytes:
+        return b'{"message": "Too many requests, please try again later."}'
+
+    def release(self) -> None:
+        return None
+
+
+def test_a_429_with_retry_after_waits_at_least_that_long_with_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """API Priority and Fairness answers 429 with Retry-After: 1. client-go waits that long before the
+    next try; so do we (plus up to 20 %, so a throttled burst does not return in one instant), where
+    the plain backoff would have come back after 0.2-0.4 s."""
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(seconds: float, *args: object) -> None:
+        slept.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    answers = [_Response(429, {"Retry-After": "1"}), _Response(429, {"Retry-After": "1"}), _Response(201, {})]
+    outcomes: list[str] = []
+
+    async def request() -> _Response:
+        return answers.pop(0)
+
+    asyncio.run(_call(RateLimiter(0, 1), "binding ns/p to n1", request, outcomes.append))
+    assert outcomes == ["throttled", "throttled", "ok"]
+    assert len(slept) == 2 and all(1.0 <= s <= 1.2 for s in slept), slept
+    assert len(set(slept)) == 2  # jittered
+
+
+def test_retry_after_is_read_as_client_go_reads_it() -> None:
+    assert retry_after_seconds("3") == 3.0
+    assert retry_after_seconds(" 1 ") == 1.0
+    assert retry_after_seconds("0") is None  # no wait asked
+    assert retry_after_seconds("Wed, 21 Oct 2026 07:28:00 GMT") is None  # a date: client-go ignores it too
+    assert retry_after_seconds(None) is None
+    error = map_status(429, b"{}", "binding ns/p", retry_after=2.0)
+    assert isinstance(error, TransientAPIError) and error.retry_after == 2.0
