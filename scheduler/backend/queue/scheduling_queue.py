@@ -31,6 +31,7 @@ from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
 from scheduler.backend.queue.queueing_hints import QueueingHints, QueueingStrategy
 from scheduler.backend.queue.unschedulable_pods import UnschedulablePods
 from scheduler.framework.events import (
+    FORCE_ACTIVATE,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
@@ -165,8 +166,10 @@ class SchedulingQueue:
         fwk = self._frameworks.get(qpi.pod.scheduler_name)
         gate = fwk.run_pre_enqueue_plugins(qpi.pod) if fwk is not None else None
         if gate is not None:
+            # Added to the rejectors of its last cycle, as upstream's runPreEnqueuePlugin does: a pod
+            # gated while its preemption runs is woken by the events its Filter rejectors wait for.
             qpi.gating_plugin = gate.plugin
-            qpi.unschedulable_plugins = {gate.plugin}
+            qpi.unschedulable_plugins.add(gate.plugin)
             self._push(qpi, "unschedulable")
             return
         qpi.gating_plugin = ""
@@ -307,12 +310,34 @@ class SchedulingQueue:
         for qpi in self._unschedulable.snapshot():
             if precheck is not None and not precheck(qpi):
                 continue
+            if qpi.gating_plugin and matching is not None:
+                # An event the gating plugin did not register for never moves a gated pod.
+                registered = matching.get(qpi.pod.scheduler_name, ())
+                if not any(plugin == qpi.gating_plugin for plugin, _ in registered):
+                    continue
             strategy = self.is_pod_worth_requeuing(qpi, event, old, new, matching)
             if strategy is QueueingStrategy.QUEUE_SKIP:
                 continue
             self._requeue(qpi, strategy, str(event), now)
             moved += 1
         return moved
+
+    def activate(self, pod: Pod) -> None:
+        """Into activeQ now, through PreEnqueue (upstream's ``Activate``): a pod whose asynchronous
+        preemption failed must not wait in the unschedulable pool for an event that may never come.
+        A pod in its scheduling cycle gets the ForceActivate event replayed when the cycle fails."""
+        key = pod.key
+        where = self._where.get(key)
+        if where is None:
+            if key in self._in_flight:
+                self._in_flight.record(FORCE_ACTIVATE, None, pod)
+            return
+        if where == "active":
+            return
+        qpi = self._infos[key]
+        self._remove(key)
+        self._count("active", str(FORCE_ACTIVATE))
+        self._move_to_active(qpi)
 
     # -- periodic flushes -----------------------------------------------------------------------
 
