@@ -164,7 +164,7 @@ class MemoryRecorder:
 
 class MemoryPreemption:
     """The PreemptionSink of a dry run: remembers each decision (preemptor -> node and victims)
-    instead of deleting the victims; the preemptor is not placed afterwards (issue #19)."""
+    instead of deleting the victims; the preemptor is not placed afterwards."""
 
     def __init__(self) -> None:
         self.decisions: dict[PodKey, tuple[str, list[PodKey]]] = {}
@@ -354,7 +354,7 @@ def attempt_to_json(attempt: Attempt, cache: Cache, top: int | None = None) -> d
     if omitted is not None:
         data["omittedNodes"] = omitted
     if attempt.preemption is not None:
-        # DefaultPreemption ran: where the pod would wait, and whom it would evict (issue #19).
+        # DefaultPreemption ran: where the pod would wait, and whom it would evict.
         data["nominatedNode"] = attempt.preemption.nominated_node
         data["victims"] = [victim.key for victim in attempt.preemption.victims]
     return data

@@ -123,7 +123,7 @@ class NominatingMode(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class NominatingInfo:
-    """Where a PostFilter (preemption, issue #19) wants the pod to wait; the failure handler hands it
+    """Where a PostFilter (preemption) wants the pod to wait; the failure handler hands it
     to the queue's nominator and the status patch (upstream's ``fwk.NominatingInfo``)."""
 
     nominated_node_name: str = ""

@@ -315,7 +315,7 @@ def test_a_pod_none_of_them_acts_on_is_decided_as_before() -> None:
 
 
 class TestDefaultPreemption:
-    """kube-scheduler configurations name it; it loads and preempts nothing."""
+    """kube-scheduler configurations name it; it loads with its args, in upstream's order."""
 
     @pytest.mark.parametrize(
         ("plugins", "post_filter"),

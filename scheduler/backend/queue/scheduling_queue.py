@@ -163,19 +163,25 @@ class SchedulingQueue:
     def _move_to_active(self, qpi: QueuedPodInfo, *, nominate: bool = False) -> None:
         """``nominate``: the pod arrives from its own Add or Update event, when upstream's
         ``moveToActiveQ`` nominates it; a gated pod is not (it stays out of activeQ)."""
-        fwk = self._frameworks.get(qpi.pod.scheduler_name)
-        gate = fwk.run_pre_enqueue_plugins(qpi.pod) if fwk is not None else None
-        if gate is not None:
-            # Added to the rejectors of its last cycle, as upstream's runPreEnqueuePlugin does: a pod
-            # gated while its preemption runs is woken by the events its Filter rejectors wait for.
-            qpi.gating_plugin = gate.plugin
-            qpi.unschedulable_plugins.add(gate.plugin)
-            self._push(qpi, "unschedulable")
+        if self._gate(qpi):
             return
-        qpi.gating_plugin = ""
         self._push(qpi, "active")
         if nominate:
             self.nominator.add_nominated_pod(qpi.pod, None)
+
+    def _gate(self, qpi: QueuedPodInfo) -> bool:
+        """Run PreEnqueue; a pod it refuses goes to the unschedulable pool, gated (True)."""
+        fwk = self._frameworks.get(qpi.pod.scheduler_name)
+        gate = fwk.run_pre_enqueue_plugins(qpi.pod) if fwk is not None else None
+        if gate is None:
+            qpi.gating_plugin = ""
+            return False
+        # Added to the rejectors of its last cycle, as upstream's runPreEnqueuePlugin does: a pod
+        # gated while its preemption runs is woken by the events its Filter rejectors wait for.
+        qpi.gating_plugin = gate.plugin
+        qpi.unschedulable_plugins.add(gate.plugin)
+        self._push(qpi, "unschedulable")
+        return True
 
     def update(self, old: Pod | None, new: Pod) -> None:
         key = new.key
@@ -273,6 +279,10 @@ class SchedulingQueue:
         call's one reading of the clock), else to activeQ."""
         self._remove(qpi.key)
         if strategy is QueueingStrategy.QUEUE_AFTER_BACKOFF and self._backoffq.is_backing_off(qpi, now):
+            # PreEnqueue runs on the way into backoffQ (SchedulerPopFromBackoffQ, on since 1.33): a
+            # backing-off pod may be popped early, so a gated one must not wait there.
+            if self._gate(qpi):
+                return
             where = "backoff" if qpi.rejectors else "error"
             self._count("backoff", event)
             self._push(qpi, where)
