@@ -7,6 +7,7 @@ from manifests/config.yaml, exactly as the Deployment would run it.
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 import signal
@@ -186,7 +187,11 @@ def test_deployment_manifest_is_hardened() -> None:
     assert policy["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": "https"}]}]
     assert set(container["resources"]) == {"requests", "limits"}
     role = next(d for d in _manifest_docs() if d["kind"] == "ClusterRole")
-    verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    verbs: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
+    for rule in role["rules"]:
+        for g in rule["apiGroups"]:
+            for r in rule["resources"]:
+                verbs[(g, r)] |= set(rule["verbs"])
     assert verbs[("", "pods")] == {"get", "list", "watch", "delete"}  # delete: preemption's victims, no other write
     assert verbs[("policy", "poddisruptionbudgets")] == {"list", "watch"}
     assert verbs[("", "pods/binding")] == {"create"}
