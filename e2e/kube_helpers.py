@@ -95,9 +95,9 @@ def zone_spread(max_skew: int = 1, match: dict[str, str] | None = None, when: st
     }
 
 
-# What kube-scheduler's DefaultPreemption appends to a FitError message (after DynamicResources'
-# "no new claims to deallocate", which we append too): we do not preempt yet (issue #19), so
-# comparisons cut it off.
+# What DefaultPreemption appends to a FitError message (after DynamicResources' "no new claims to
+# deallocate"). Both schedulers append it now; the comparisons written before we preempted still
+# cut it off (e2e/test_preemption.py is where preemption itself is compared).
 PREEMPTION_MESSAGES = (", preemption: ", " preemption: ")
 
 

@@ -40,7 +40,7 @@ from scheduler.api.objects import Node, Pod
 from scheduler.config import load_config
 from scheduler.simulate import Simulation
 from scheduler.testing import spread_constraint
-from tests.helpers import NO_CLAIMS
+from tests.helpers import NO_CLAIMS, preemption_not_helpful
 
 APP = {"app": "web"}
 QUANTITY = "quantities must match the regular expression"
@@ -321,7 +321,7 @@ REFUSED_NODES = [
         400,
         QUANTITY,
         f'status.allocatable[cpu]: Invalid value: "1.5.5": {QUANTITY}',
-        f"0/1 nodes are available: 1 Insufficient cpu. {NO_CLAIMS}",  # the unreadable cpu counts as none
+        f"0/1 nodes are available: 1 Insufficient cpu. {NO_CLAIMS}, {preemption_not_helpful(1)}",  # cpu counts as none
         id="node-allocatable-two-dots",
     ),
     pytest.param(
@@ -329,7 +329,7 @@ REFUSED_NODES = [
         422,
         'status.allocatable.cpu: Invalid value: "-1": must be greater than or equal to 0',
         None,  # not an error of ours (nodes are not validated): the node just fits nothing
-        f"0/1 nodes are available: 1 Insufficient cpu. {NO_CLAIMS}",
+        f"0/1 nodes are available: 1 Insufficient cpu. {NO_CLAIMS}, {preemption_not_helpful(1)}",
         id="node-allocatable-negative",
     ),
 ]
@@ -393,7 +393,9 @@ def test_gt_with_a_non_integer_matches_no_node(
     """``Gt ["abc"]`` is valid to the API; the term matches no node, as upstream's selector says."""
     affinity = required_affinity({"key": "cores", "operator": "Gt", "values": ["abc"]})
     core.create_namespaced_pod(namespace, pod_body("gt", affinity=affinity))
-    _failed(core, namespace, "gt", f"0/2 nodes are available: 2 {AFFINITY_REASON}. {NO_CLAIMS}")
+    _failed(
+        core, namespace, "gt", f"0/2 nodes are available: 2 {AFFINITY_REASON}. {NO_CLAIMS}, {preemption_not_helpful(2)}"
+    )
     _a_normal_pod_still_binds(core, namespace)
 
 
@@ -402,7 +404,12 @@ def test_topology_key_no_node_has(
 ) -> None:
     spread = constraint(topologyKey="example.com/nobody-has-this")
     core.create_namespaced_pod(namespace, pod_body("nokey", APP, topologySpreadConstraints=[spread]))
-    _failed(core, namespace, "nokey", f"0/2 nodes are available: 2 {MISSING_LABEL}. {NO_CLAIMS}")
+    _failed(
+        core,
+        namespace,
+        "nokey",
+        f"0/2 nodes are available: 2 {MISSING_LABEL}. {NO_CLAIMS}, {preemption_not_helpful(2)}",
+    )
     _a_normal_pod_still_binds(core, namespace)
 
 
@@ -413,7 +420,12 @@ def test_request_no_node_can_hold(
     huge = requests_pod(cpu="1000000")
     huge["metadata"]["name"] = "huge"
     core.create_namespaced_pod(namespace, huge)
-    _failed(core, namespace, "huge", f"0/2 nodes are available: 2 Insufficient cpu. {NO_CLAIMS}")
+    _failed(
+        core,
+        namespace,
+        "huge",
+        f"0/2 nodes are available: 2 Insufficient cpu. {NO_CLAIMS}, {preemption_not_helpful(2)}",
+    )
     _a_normal_pod_still_binds(core, namespace)
 
 
@@ -445,7 +457,12 @@ def test_selector_with_1000_expressions_and_pod_with_100_constraints(
     # 100 constraints on keys no node carries: refused, naming the missing label.
     absent = [constraint(topologyKey=f"example.com/k{i}") for i in range(100, 200)]
     core.create_namespaced_pod(namespace, pod_body("many-absent", APP, topologySpreadConstraints=absent))
-    _failed(core, namespace, "many-absent", f"0/2 nodes are available: 2 {MISSING_LABEL}. {NO_CLAIMS}")
+    _failed(
+        core,
+        namespace,
+        "many-absent",
+        f"0/2 nodes are available: 2 {MISSING_LABEL}. {NO_CLAIMS}, {preemption_not_helpful(2)}",
+    )
     _a_normal_pod_still_binds(core, namespace)
 
 
@@ -462,7 +479,8 @@ def test_node_with_500_labels_and_node_with_500_taints(
         core,
         namespace,
         "to-taints",
-        f"0/2 nodes are available: 1 {AFFINITY_REASON}, 1 node(s) had untolerated taint(s). {NO_CLAIMS}",
+        f"0/2 nodes are available: 1 {AFFINITY_REASON}, 1 node(s) had untolerated taint(s). {NO_CLAIMS}, "
+        + preemption_not_helpful(2),
     )
     tolerate_all = [{"operator": "Exists"}]
     core.create_namespaced_pod(
@@ -480,7 +498,9 @@ def test_node_with_null_spec_and_no_status_fits_no_pod(
     core.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {"name": bare, "labels": None}, "spec": None})
     try:
         core.create_namespaced_pod(namespace, pod_body("to-bare"))
-        _failed(core, namespace, "to-bare", f"0/1 nodes are available: 1 Too many pods. {NO_CLAIMS}")
+        # No pod there to preempt (the node holds none): no victims.
+        message = f"0/1 nodes are available: 1 Too many pods. {NO_CLAIMS}, {preemption_not_helpful(1, no_victims=1)}"
+        _failed(core, namespace, "to-bare", message)
         healthy = nodes("healthy")
         assert _a_normal_pod_still_binds(core, namespace) == healthy
     finally:
@@ -503,7 +523,8 @@ def test_shared_host_port_of_a_sidecar_and_a_container(
         core,
         namespace,
         "hp-2",
-        f"0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. {NO_CLAIMS}",
+        f"0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. {NO_CLAIMS}, "
+        + preemption_not_helpful(2, no_victims=2),  # the port holders have the same priority
     )
     _a_normal_pod_still_binds(core, namespace)
 

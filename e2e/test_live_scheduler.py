@@ -31,7 +31,7 @@ from e2e.kube_helpers import (
     zone_spread,
     zoned_nodes,
 )
-from tests.helpers import NO_CLAIMS
+from tests.helpers import NO_CLAIMS, preemption_not_helpful
 
 SPREAD_REASON = "node(s) didn't match pod topology spread constraints"
 
@@ -130,7 +130,9 @@ def test_unmet_spread_waits_then_a_new_zone_binds_it(
 
     cond = _unschedulable(core, namespace, "new")
     assert cond.reason == "Unschedulable"
-    assert cond.message == f"0/2 nodes are available: 2 {SPREAD_REASON}. {NO_CLAIMS}"
+    assert cond.message == (
+        f"0/2 nodes are available: 2 {SPREAD_REASON}. {NO_CLAIMS}, {preemption_not_helpful(2, no_victims=2)}"
+    )
     failed = wait_for(
         lambda: [e for e in events_for(core, namespace, "new") if e["reason"] == "FailedScheduling"], 30, "event"
     )

@@ -7,6 +7,7 @@ from manifests/config.yaml, exactly as the Deployment would run it.
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 import signal
@@ -152,7 +153,7 @@ def test_writes_outside_the_grant_are_forbidden(sa_kubeconfig: str, core: client
     core.create_namespaced_secret(namespace, {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
     as_sa = client.CoreV1Api(config.new_client_from_config(config_file=sa_kubeconfig))
     attempts: dict[str, Callable[[], Any]] = {
-        "delete a pod": lambda: as_sa.delete_namespaced_pod("victim", namespace),
+        "delete a secret": lambda: as_sa.delete_namespaced_secret("s", namespace),
         "read a secret": lambda: as_sa.read_namespaced_secret("s", namespace),
         "patch a pod": lambda: as_sa.patch_namespaced_pod("victim", namespace, {"metadata": {"labels": {"x": "y"}}}),
         "create a node": lambda: as_sa.create_node({"metadata": {"name": "intruder"}}),
@@ -186,8 +187,13 @@ def test_deployment_manifest_is_hardened() -> None:
     assert policy["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": "https"}]}]
     assert set(container["resources"]) == {"requests", "limits"}
     role = next(d for d in _manifest_docs() if d["kind"] == "ClusterRole")
-    verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
-    assert verbs[("", "pods")] == {"get", "list", "watch"}  # no writes to pods themselves
+    verbs: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
+    for rule in role["rules"]:
+        for g in rule["apiGroups"]:
+            for r in rule["resources"]:
+                verbs[(g, r)] |= set(rule["verbs"])
+    assert verbs[("", "pods")] == {"get", "list", "watch", "delete"}  # delete: preemption's victims, no other write
+    assert verbs[("policy", "poddisruptionbudgets")] == {"list", "watch"}
     assert verbs[("", "pods/binding")] == {"create"}
     # Delegated authn/authz of /metrics: exactly create on the two reviews, nothing else in those groups.
     assert verbs[("authentication.k8s.io", "tokenreviews")] == {"create"}
@@ -199,5 +205,6 @@ def test_deployment_manifest_is_hardened() -> None:
     }
     reader = next(d for d in _manifest_docs() if d["metadata"]["name"] == "spread-scheduler-metrics-reader")
     assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
-    assert all("delete" not in v and "*" not in v for v in verbs.values())
+    assert all("*" not in v for v in verbs.values())
+    assert [key for key, v in verbs.items() if "delete" in v] == [("", "pods")]
     assert all(d.get("roleRef", {}).get("name") != "system:kube-scheduler" for d in _manifest_docs())

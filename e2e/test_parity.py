@@ -13,7 +13,8 @@ node, or a node label), and the messages of the Pending pods.
 What we cannot do yet is kept out of the inputs: no volumes, no resource claims, and no priorities
 (the Pending pods are all of equal priority, so upstream's preemption finds no victims). Upstream's
 PostFilter plugins then add `` no new claims to deallocate, preemption: ...`` to the message; we add the
-first part too (DynamicResources), and the `preemption` part is cut before comparing (issue #19).
+first part too (DynamicResources); the `preemption` part is cut before comparing (preemption has
+its own comparison, e2e/test_preemption.py).
 
 Phase 1 creates the pods that phase 2's rules are about (a database pod, pods whose anti-affinity
 forbids a zone, cpu- and memory-heavy pods) and waits for them to settle, so phase 2 meets them as

@@ -17,14 +17,17 @@ from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import SCHEDULER, events_for, node_of, pod_body, scheduled_condition, wait_for
+from tests.helpers import preemption_not_helpful
 
+# PostFilter then runs as upstream's does on any FitError: DefaultPreemption finds every node
+# UnschedulableAndUnresolvable (DynamicResources' own PostFilter adds nothing here).
 PVC_MESSAGE = (
     '0/1 nodes are available: spec.volumes[0].persistentVolumeClaim (volume "data") needs the '
-    "VolumeRestrictions plugin, which spread-scheduler does not run yet."
+    "VolumeRestrictions plugin, which spread-scheduler does not run yet. " + preemption_not_helpful(1)
 )
 CLAIM_MESSAGE = (
     '0/1 nodes are available: spec.resourceClaims[0] (claim "gpu") needs the DynamicResources plugin: '
-    "spread-scheduler does not allocate resource claims."
+    "spread-scheduler does not allocate resource claims. " + preemption_not_helpful(1)
 )
 
 

@@ -45,7 +45,14 @@ from scheduler.framework.extender import (
     HostPriority,
     extenders_binding,
 )
-from scheduler.framework.interface import CLEAR_NOMINATED_NODE, NominatingInfo, Recorder, Snapshot
+from scheduler.framework.interface import (
+    CLEAR_NOMINATED_NODE,
+    NominatingInfo,
+    NominatingMode,
+    Recorder,
+    Snapshot,
+    nominating_mode,
+)
 from scheduler.framework.preemption import PREEMPTION_OUTCOME_KEY, PreemptionOutcome
 from scheduler.framework.runtime import Framework, PluginScores
 from scheduler.framework.status import Code, Status
@@ -614,7 +621,7 @@ class ScheduleOne:
         pod, host = attempt.pod, attempt.host
         if host is None:
             # Every failure clears the pod's nomination, except where PostFilter ran: then its answer
-            # decides (None, as from every PostFilter of ours until preemption lands: Noop, kept).
+            # decides (DefaultPreemption's node, Override "" when preemption cannot help, None: kept).
             nominating: NominatingInfo | None = CLEAR_NOMINATED_NODE
             if attempt.fit_error is not None and fwk.post_filter:
                 nominating = self._post_filter(fwk, attempt, attempt.fit_error)
@@ -643,8 +650,8 @@ class ScheduleOne:
     @staticmethod
     def _post_filter(fwk: Framework, attempt: Attempt, fit: FitError) -> NominatingInfo | None:
         """Run the PostFilter plugins on a pod that fits nowhere; their message ends the FitError's,
-        their nomination goes to the failure handler (DefaultPreemption's, where its decisions are
-        carried out: ``simulate``).
+        their nomination goes to the failure handler (DefaultPreemption's, where the handle has a
+        ``PreemptionSink`` to carry its decisions out: the API in ``run``, memory in ``simulate``).
 
         As upstream's scheduling cycle: the status stays Unschedulable whatever they answer (an Error
         is only logged there).
@@ -760,10 +767,18 @@ class ScheduleOne:
         # Before the next cycle, not when the status patch comes back (upstream: "a race condition").
         self.queue.add_nominated_pod(current, nominating)
         reason = "Unschedulable" if rejected else "SchedulerError"
-        if self._reported.get(key) == message:
+        # status.nominatedNodeName goes in the same patch, only when Override changes it (updatePod).
+        nominated: str | None = None
+        if (
+            nominating is not None
+            and nominating_mode(nominating) is NominatingMode.OVERRIDE
+            and current.nominated_node_name != nominating.nominated_node_name
+        ):
+            nominated = nominating.nominated_node_name
+        if self._reported.get(key) == message and nominated is None:
             return  # the same message was posted already: do not flood the API
         self._reported[key] = message
-        self._spawn(self._report_failure(current, reason, message))
+        self._spawn(self._report_failure(current, reason, message, nominated))
 
     def _log_failure(self, attempt: Attempt, message: str) -> None:
         """Upstream's lines: a pod that fits nowhere waits (V(2)); any other failure is an error, retried."""
@@ -775,8 +790,8 @@ class ScheduleOne:
         else:
             self.log.error("Error scheduling pod; retrying", pod=pod, err=message)
 
-    async def _report_failure(self, pod: Pod, reason: str, message: str) -> None:
-        await self.recorder.set_unschedulable(pod, reason, message)
+    async def _report_failure(self, pod: Pod, reason: str, message: str, nominated: str | None = None) -> None:
+        await self.recorder.set_unschedulable(pod, reason, message, nominated)
         await self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message))
 
     # -- background writes -------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from scheduler.api.objects import Pod, PodKey
 from scheduler.backend.cache.cache import Cache
@@ -18,7 +18,7 @@ from scheduler.backend.queue.scheduling_queue import UNSCHEDULABLE_FLUSH_PERIOD,
 from scheduler.config import SchedulerConfig
 from scheduler.eventhandlers import EventHandlers, HeldChanges
 from scheduler.framework.extender import Extender
-from scheduler.framework.interface import Binder, Recorder
+from scheduler.framework.interface import Binder, PreemptionSink, Recorder
 from scheduler.framework.runtime import Framework
 from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.schedule_one import ScheduleOne, SchedulerStats, SchedulingAlgorithm
@@ -76,6 +76,7 @@ class Scheduler:
             bind_through_extenders=bind_through_extenders,
         )
         self.recorder = recorder
+        self._drain_preemption: Callable[[], Awaitable[None]] | None = None
         # The faces the kube layer and the tests use.
         self.on_object = self.handlers.on_object
         self.reconcile = self.handlers.reconcile
@@ -84,6 +85,13 @@ class Scheduler:
         self.stats = self.cycles.stats
         self.attempt_observers = self.cycles.attempt_observers
         self.bound_observers = self.cycles.bound_observers
+
+    def use_preemption(self, sink: PreemptionSink, drain: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Where DefaultPreemption's decisions go (``scheduler.kube.preemption`` in ``run``);
+        ``drain`` waits for the writes in flight when the loop stops."""
+        for fwk in self.frameworks.values():
+            fwk.handle.preemption = sink
+        self._drain_preemption = drain
 
     @property
     def pending(self) -> Mapping[PodKey, Pod]:
@@ -123,3 +131,5 @@ class Scheduler:
     async def drain(self) -> None:
         """Let every binding cycle and write in flight finish."""
         await self.cycles.drain()
+        if self._drain_preemption is not None:
+            await self._drain_preemption()

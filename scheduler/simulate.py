@@ -146,18 +146,25 @@ class MemoryRecorder:
 
     def __init__(self) -> None:
         self.conditions: dict[PodKey, tuple[str, str]] = {}
+        self.nominations: dict[PodKey, str] = {}  # status.nominatedNodeName writes ("": cleared)
         self.events: list[tuple[PodKey, str, str, str]] = []  # (pod, type, reason, note)
 
-    async def set_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
+    async def set_unschedulable(
+        self, pod: Pod, reason: str, message: str, nominated_node_name: str | None = None
+    ) -> None:
         self.conditions[pod.key] = (reason, message)
+        if nominated_node_name is not None:
+            self.nominations[pod.key] = nominated_node_name
 
-    async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None:
+    async def event(
+        self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
+    ) -> None:
         self.events.append((pod.key, event_type, reason, note))
 
 
 class MemoryPreemption:
     """The PreemptionSink of a dry run: remembers each decision (preemptor -> node and victims)
-    instead of deleting the victims; the preemptor is not placed afterwards (issue #19)."""
+    instead of deleting the victims; the preemptor is not placed afterwards."""
 
     def __init__(self) -> None:
         self.decisions: dict[PodKey, tuple[str, list[PodKey]]] = {}
@@ -165,6 +172,9 @@ class MemoryPreemption:
     def prepare_candidate(self, preemptor: Pod, node_name: str, victims: Sequence[Pod]) -> Status | None:
         self.decisions[preemptor.key] = (node_name, [v.key for v in victims])
         return None
+
+    def is_pod_running_preemption(self, pod: Pod) -> bool:
+        return False  # nothing is evicted in a dry run, so nothing is ever still running
 
 
 class Simulation:
@@ -344,7 +354,7 @@ def attempt_to_json(attempt: Attempt, cache: Cache, top: int | None = None) -> d
     if omitted is not None:
         data["omittedNodes"] = omitted
     if attempt.preemption is not None:
-        # DefaultPreemption ran: where the pod would wait, and whom it would evict (issue #19).
+        # DefaultPreemption ran: where the pod would wait, and whom it would evict.
         data["nominatedNode"] = attempt.preemption.nominated_node
         data["victims"] = [victim.key for victim in attempt.preemption.victims]
     return data

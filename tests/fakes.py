@@ -75,6 +75,7 @@ class Condition:
     pod: str
     reason: str
     message: str
+    nominated: str | None = None  # status.nominatedNodeName written with it (None: untouched)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +94,14 @@ class FakeRecorder:
     conditions: list[Condition] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
-    async def set_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
-        self.conditions.append(Condition(pod.key, reason, message))
+    async def set_unschedulable(
+        self, pod: Pod, reason: str, message: str, nominated_node_name: str | None = None
+    ) -> None:
+        self.conditions.append(Condition(pod.key, reason, message, nominated_node_name))
 
-    async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None:
+    async def event(
+        self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
+    ) -> None:
         self.events.append(Event(pod.key, event_type, reason, action, note))
 
     def conditions_for(self, key: str) -> list[Condition]:

@@ -120,6 +120,18 @@ def config_with(plugin_config: Sequence[Mapping[str, Any]] = (), **profile: Any)
 # (upstream's too) for a pod without resource claims.
 NO_CLAIMS = "no new claims to deallocate"
 
+
+def preemption_not_helpful(num_nodes: int, *, no_victims: int = 0) -> str:
+    """DefaultPreemption's part of the message (it follows ``NO_CLAIMS`` after ", ") when no node
+    can help: ``no_victims`` nodes have no lower-priority pod, the rest are UnschedulableAndUnresolvable."""
+    counts = []
+    if no_victims:
+        counts.append(f"{no_victims} No preemption victims found for incoming pod")
+    if num_nodes - no_victims:
+        counts.append(f"{num_nodes - no_victims} Preemption is not helpful for scheduling")
+    return f"preemption: 0/{num_nodes} nodes are available: {', '.join(counts)}."
+
+
 # Default-profile plugins the spec's worked vectors (section 10) leave out: they give totals of the
 # three mission plugins only, on nodes without capacity to speak of and pods whose images no node
 # holds (ImageLocality is not a resource plugin, but is left out for the same reason), and

@@ -37,8 +37,22 @@ def cluster() -> list[Any]:
 
 
 def test_a_failed_pod_stays_nominated_when_postfilter_says_noop() -> None:
-    """The default profile's PostFilter (DynamicResources) nominates nothing: Noop keeps the nomination."""
-    assert placements(cluster()) == {"waiting": None, "small": None}
+    """DynamicResources' PostFilter alone nominates nothing: Noop keeps the nomination."""
+    config = {
+        "profiles": [
+            {
+                "schedulerName": "spread-scheduler",
+                "plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}},
+            }
+        ]
+    }
+    assert placements(cluster(), config) == {"waiting": None, "small": None}
+
+
+def test_a_failed_pod_is_no_longer_nominated_where_preemption_cannot_help() -> None:
+    """The default profile's DefaultPreemption finds no node (2 cpu never fit on n1): it answers
+    Override "", so "waiting" no longer keeps room and "small" takes n1, as upstream."""
+    assert placements(cluster()) == {"waiting": None, "small": "n1"}
 
 
 def test_a_failed_pod_is_no_longer_nominated_in_a_profile_without_postfilter() -> None:

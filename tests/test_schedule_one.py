@@ -372,7 +372,7 @@ def test_default_profile_plugin_order() -> None:
     assert [p.NAME for p in fwk.pre_filter] == [NA, *stand_ins, PTS, IPA]  # DynamicResources: disabled by framework()
     assert [p.NAME for p in fwk.score] == [TT, NA, PTS, IPA]
     assert fwk.weights == {TT: 3, NA: 2, PTS: 2, IPA: 2}
-    assert fwk.post_filter == []
+    assert [p.NAME for p in fwk.post_filter] == ["DefaultPreemption"]  # DynamicResources' is disabled
 
 
 def test_search_stops_after_num_feasible_nodes_to_find_and_rotates() -> None:

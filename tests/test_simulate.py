@@ -23,7 +23,7 @@ import yaml
 
 from scheduler.cli import main
 from scheduler.testing import make_node, make_pod
-from tests.helpers import NO_CLAIMS
+from tests.helpers import NO_CLAIMS, preemption_not_helpful
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -58,7 +58,9 @@ def success(pod: str, host: str, nodes: dict[str, Any]) -> dict[str, Any]:
 def failure(
     pod: str, message: str, nodes: dict[str, Any], *, code: str = "Unschedulable", plugins: tuple[str, ...] = ()
 ) -> dict[str, Any]:
-    """A result that placed nothing: the status code, the message and the plugins that rejected the pod."""
+    """A result that placed nothing: the status code, the message and the plugins that rejected the pod;
+    with a FitError (Unschedulable), DefaultPreemption ran and found no node (null, no victims)."""
+    preempted = {"nominatedNode": None, "victims": []} if code == "Unschedulable" else {}
     return {
         "pod": pod,
         "node": None,
@@ -68,6 +70,7 @@ def failure(
         "pendingPlugins": [],
         **UNBATCHED,
         "nodes": nodes,
+        **preempted,
     }
 
 
@@ -171,7 +174,7 @@ class TestMinDomainsExample:
         (result,) = simulate_json(capsys, str(EXAMPLES / "min-domains.yaml"))
         assert result == failure(
             "default/db-4",
-            f"0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}",
+            f"0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}, {preemption_not_helpful(3, no_victims=3)}",
             {"n1": node(PTS_SKEW), "n2": node(PTS_SKEW), "n3": node(PTS_SKEW)},
             plugins=("PodTopologySpread",),
         )
@@ -180,9 +183,13 @@ class TestMinDomainsExample:
         """UNSCHEDULABLE with the message, then one row per node with its reason."""
         assert main(["simulate", str(EXAMPLES / "min-domains.yaml")]) == 0
         lines = capsys.readouterr().out.splitlines()
-        assert lines[0] == f"pod default/db-4: UNSCHEDULABLE: 0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}"
-        assert lines[1].split() == ["NODE", "FILTER", "TOTAL"]
-        assert [line.split(maxsplit=1) for line in lines[2:5]] == [
+        assert lines[0] == (
+            f"pod default/db-4: UNSCHEDULABLE: 0/3 nodes are available: 3 {SPREAD}. "
+            f"{NO_CLAIMS}, {preemption_not_helpful(3, no_victims=3)}"
+        )
+        assert lines[1] == "  preemption: no node (preemption would not help)"
+        assert lines[2].split() == ["NODE", "FILTER", "TOTAL"]
+        assert [line.split(maxsplit=1) for line in lines[3:6]] == [
             ["n1", f"PodTopologySpread: {SPREAD}"],
             ["n2", f"PodTopologySpread: {SPREAD}"],
             ["n3", f"PodTopologySpread: {SPREAD}"],
@@ -223,7 +230,11 @@ class TestMinDomainsExample:
         assert done.returncode == 0, done.stderr
         assert done.stderr == ""
         (result,) = json.loads(done.stdout)["results"]
-        assert result["node"] is None and result["message"] == f"0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}"
+        assert result["node"] is None
+        assert (
+            result["message"]
+            == f"0/3 nodes are available: 3 {SPREAD}. {NO_CLAIMS}, {preemption_not_helpful(3, no_victims=3)}"
+        )
 
     def test_console_script_runs(self) -> None:
         """The entry point's default table output carries the message too."""
@@ -566,7 +577,7 @@ class TestOtherOutputs:
         assert result == failure(
             "default/p",
             "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
-            f"2 node(s) didn't satisfy plugin(s) [NodeAffinity]. {NO_CLAIMS}",
+            f"2 node(s) didn't satisfy plugin(s) [NodeAffinity]. {NO_CLAIMS}, {preemption_not_helpful(3)}",
             {"node1": node(absent), "node2": node(taint), "node3": node(absent)},
             plugins=("NodeAffinity", "TaintToleration"),
         )
@@ -597,7 +608,9 @@ class TestOtherOutputs:
         (result,) = simulate_json(capsys, path, "--config", str(config))
         assert result["node"] == "tainted"
         (default,) = simulate_json(capsys, path)
-        assert default["message"] == f"0/1 nodes are available: 1 node(s) had untolerated taint(s). {NO_CLAIMS}"
+        assert default["message"] == (
+            f"0/1 nodes are available: 1 node(s) had untolerated taint(s). {NO_CLAIMS}, {preemption_not_helpful(1)}"
+        )
 
 
 class TestErrors:
@@ -710,7 +723,8 @@ class TestInterPodAffinity:
         assert web["node"] is None
         assert web["message"] == (
             "0/2 nodes are available: 1 node(s) didn't match pod affinity rules, "
-            f"1 node(s) didn't satisfy existing pods anti-affinity rules. {NO_CLAIMS}"
+            f"1 node(s) didn't satisfy existing pods anti-affinity rules. {NO_CLAIMS}, "
+            + preemption_not_helpful(2, no_victims=1)
         )
         assert web["nodes"]["n1"]["filter"] == {
             "plugin": "InterPodAffinity",

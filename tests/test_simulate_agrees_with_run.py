@@ -21,8 +21,9 @@ import pytest
 from scheduler.api.objects import Pod
 from scheduler.backend.cache.cache import Cache
 from scheduler.config import SchedulerConfig, load_config, parse_config
+from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.scheduler import Scheduler
-from scheduler.simulate import Simulation, load_objects
+from scheduler.simulate import MemoryPreemption, Simulation, load_objects
 from tests.differential import generator
 from tests.fakes import FakeBinder, FakeClock, FakeRecorder
 
@@ -52,6 +53,13 @@ async def _live(
 ) -> tuple[Scheduler, FakeBinder, FakeRecorder]:
     binder, recorder = FakeBinder(), FakeRecorder()
     sched = Scheduler(config, binder, recorder, clock=FakeClock(), rng=random.Random(seed))
+    # DefaultPreemption decides as in run (whose sink is the API's), from the same random offset.
+    sched.use_preemption(MemoryPreemption())
+    offsets = random.Random(seed)
+    for fwk in sched.frameworks.values():
+        plugin = fwk.plugins.get(DefaultPreemption.NAME)
+        if isinstance(plugin, DefaultPreemption):
+            plugin.offset_rand = offsets.randrange
     for obj in _arrival_order(objects, config):
         sched.on_object("ADDED", obj)
     stop = asyncio.Event()

@@ -1,18 +1,26 @@
-"""``simulate`` shows DefaultPreemption's decision (issue #19, first increment): the example in
-docs/preemption.md, JSON and table."""
+"""``simulate`` shows DefaultPreemption's decision (in the default profile, as upstream's): the
+example in docs/preemption.md, JSON and table."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from scheduler.config import load_config
+from scheduler.config import load_config, parse_config
 from scheduler.simulate import Simulation, attempt_to_json, load_objects, render_table
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
-def run(config: str | None = "preemption-config.yaml", seed: int = 1) -> Simulation:
-    sim = Simulation(load_config(str(EXAMPLES / config) if config else None), seed=seed)
+WITHOUT_PREEMPTION = {
+    "profiles": [
+        {"schedulerName": "spread-scheduler", "plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}}
+    ]
+}
+
+
+def run(seed: int = 1, *, preemption: bool = True) -> Simulation:
+    config = load_config(None) if preemption else parse_config(WITHOUT_PREEMPTION)
+    sim = Simulation(config, seed=seed)
     sim.add_objects(load_objects(EXAMPLES / "preemption.yaml"))
     return sim
 
@@ -36,14 +44,14 @@ def test_the_table_names_the_node_and_the_victims() -> None:
 
 
 def test_without_default_preemption_the_result_has_no_preemption_keys() -> None:
-    sim = run(config=None)
+    sim = run(preemption=False)
     (attempt,) = sim.run()
     data = attempt_to_json(attempt, sim.cache)
     assert "nominatedNode" not in data and "victims" not in data
 
 
 def test_a_pod_that_may_not_preempt_gets_null_and_the_reason() -> None:
-    sim = Simulation(load_config(str(EXAMPLES / "preemption-config.yaml")), seed=0)
+    sim = Simulation(load_config(None), seed=0)
     objects = load_objects(EXAMPLES / "preemption.yaml")
     web = next(o for o in objects if o["metadata"]["name"] == "web")
     web["spec"]["preemptionPolicy"] = "Never"

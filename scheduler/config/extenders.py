@@ -63,7 +63,7 @@ class ExtenderConfig:
 
     url_prefix: str
     filter_verb: str = ""
-    preempt_verb: str = ""  # accepted and ignored: we run no preemption
+    preempt_verb: str = ""  # accepted and ignored: DefaultPreemption does not call extenders
     prioritize_verb: str = ""
     bind_verb: str = ""
     weight: int = 0

@@ -123,7 +123,7 @@ class NominatingMode(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class NominatingInfo:
-    """Where a PostFilter (preemption, issue #19) wants the pod to wait; the failure handler hands it
+    """Where a PostFilter (preemption) wants the pod to wait; the failure handler hands it
     to the queue's nominator and the status patch (upstream's ``fwk.NominatingInfo``)."""
 
     nominated_node_name: str = ""
@@ -186,8 +186,9 @@ class Handle:
         self.nominator: PodNominator | None = nominator
         # Set by the Framework this handle serves.
         self.framework: PluginRunner | None = None
-        # Where a preemption decision goes to be carried out (``simulate``'s memory). None: the live
-        # scheduler, which does not delete victims yet (issue #19), so DefaultPreemption decides nothing.
+        # Where a preemption decision goes to be carried out: the API (``run``) or ``simulate``'s
+        # memory. None (tests of other plugins): nobody would evict the victims, so DefaultPreemption
+        # decides nothing.
         self.preemption: PreemptionSink | None = preemption
 
     def runner(self) -> PluginRunner:
@@ -202,10 +203,17 @@ class Handle:
 
 
 class PreemptionSink(Protocol):
-    """Carries out a preemption decision (upstream's ``prepareCandidate``: the victims' deletion, the
-    lower-priority nominations cleared); the seam where the writes will plug in."""
+    """Carries out a preemption decision (upstream's ``prepareCandidate``/``prepareCandidateAsync``:
+    the victims' DisruptionTarget condition and deletion, lower-priority nominations cleared)."""
 
-    def prepare_candidate(self, preemptor: Pod, node_name: str, victims: Sequence[Pod]) -> Status | None: ...
+    def prepare_candidate(self, preemptor: Pod, node_name: str, victims: Sequence[Pod]) -> Status | None:
+        """Start (or make) the writes; a failure Status keeps the pod's nomination unchanged."""
+        ...
+
+    def is_pod_running_preemption(self, pod: Pod) -> bool:
+        """Whether ``pod``'s victims are still being evicted (upstream's ``IsPodRunningPreemption``):
+        DefaultPreemption's PreEnqueue keeps the pod out of activeQ meanwhile."""
+        ...
 
 
 class Plugin(Protocol):
@@ -364,6 +372,13 @@ class Binder(Protocol):
 class Recorder(Protocol):
     """The writes besides the Binding: the PodScheduled condition and Events."""
 
-    async def set_unschedulable(self, pod: Pod, reason: str, message: str) -> None: ...
+    async def set_unschedulable(
+        self, pod: Pod, reason: str, message: str, nominated_node_name: str | None = None
+    ) -> None:
+        """PodScheduled=False; ``nominated_node_name`` (not None) goes to ``status.nominatedNodeName``
+        in the same patch ("" clears it), as upstream's ``updatePod``."""
+        ...
 
-    async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None: ...
+    async def event(
+        self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
+    ) -> None: ...

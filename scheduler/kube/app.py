@@ -32,10 +32,11 @@ from scheduler.kube.gc_policy import gc_housekeeping
 from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_election, with_lease_namespace
 from scheduler.kube.listing import list_objects
 from scheduler.kube.metrics import SchedulerMetrics
+from scheduler.kube.preemption import AsyncPreemption
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
 from scheduler.kube.server import SecureServer, ServingAuth, bind_host, serving_ssl_context
 from scheduler.kube.watch import build_registry
-from scheduler.kube.writes import ApiBinder, ApiRecorder, RateLimiter
+from scheduler.kube.writes import ApiBinder, ApiPodWriter, ApiRecorder, RateLimiter
 from scheduler.scheduler import Scheduler
 
 __all__ = ["SecureServing", "ServingError", "run_scheduler"]
@@ -258,12 +259,16 @@ async def run_scheduler(
     # The fence every write asks first: with leader election, only a leader sure of its lease writes.
     leader_election = config.leader_election
     leadership = Leadership(leader_election.renew_deadline if leader_election.leader_elect else None)
-    sched = Scheduler(
-        config,
-        ApiBinder(api, limiter, trouble.observe, leadership.sure),
-        ApiRecorder(api, limiter, name, instance, event_limiter, trouble.observe, leadership.sure),
-        extenders=extenders,
+    recorder = ApiRecorder(api, limiter, name, instance, event_limiter, trouble.observe, leadership.sure)
+    sched = Scheduler(config, ApiBinder(api, limiter, trouble.observe, leadership.sure), recorder, extenders=extenders)
+    preemption = AsyncPreemption(
+        ApiPodWriter(api, limiter, trouble.observe, leadership.sure),
+        recorder,
+        sched.queue,
+        sched.cache.pod,
+        sched.queue.activate,
     )
+    sched.use_preemption(preemption, preemption.drain)
     _attach_metrics(sched, metrics)
     try:
         server = _start_server(serving, tls, kubeconfig, sched, metrics)

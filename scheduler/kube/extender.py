@@ -97,7 +97,9 @@ class HTTPExtender:
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         if config.preempt_verb:
-            log.warning("extender preemptVerb ignored: this scheduler runs no preemption", extender=config.url_prefix)
+            log.warning(
+                "extender preemptVerb ignored: DefaultPreemption does not call extenders", extender=config.url_prefix
+            )
 
     # -- what the algorithm asks -------------------------------------------------------------
 

@@ -42,6 +42,7 @@ WATCHED: tuple[tuple[str, str], ...] = (
     ("apps/v1", "replicasets"),
     ("apps/v1", "statefulsets"),
     ("v1", "namespaces"),
+    ("policy/v1", "poddisruptionbudgets"),
 )
 
 _KINDS = {
@@ -52,6 +53,7 @@ _KINDS = {
     "replicasets": "ReplicaSet",
     "statefulsets": "StatefulSet",
     "namespaces": "Namespace",
+    "poddisruptionbudgets": "PodDisruptionBudget",
 }
 
 

@@ -1,4 +1,6 @@
-"""The scheduler's only writes: Binding, the PodScheduled=False condition, and Events.
+"""The scheduler's only writes: Binding, the PodScheduled=False condition (with
+``status.nominatedNodeName``), Events, and preemption's: a victim's DisruptionTarget condition and
+deletion, a lower-priority pod's nomination cleared.
 
 Built on ``kubernetes.aio`` (the official client's asyncio package, on kopf's loop). API errors
 are mapped once, here, to the few errors the core understands (``scheduler.errors``); transient
@@ -35,7 +37,7 @@ from tenacity import (
 from scheduler.api.objects import Pod
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, TransientAPIError
 
-__all__ = ["ApiBinder", "ApiRecorder", "FencedRequest", "RateLimiter", "fence_trace", "map_status"]
+__all__ = ["ApiBinder", "ApiPodWriter", "ApiRecorder", "FencedRequest", "RateLimiter", "fence_trace", "map_status"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -325,25 +327,33 @@ class ApiRecorder:
         self._controller = scheduler_name
         self._instance = instance
 
-    async def set_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
+    async def set_unschedulable(
+        self, pod: Pod, reason: str, message: str, nominated_node_name: str | None = None
+    ) -> None:
         current = _pod_scheduled_condition(pod)
-        if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
+        same = current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
             "False",
             reason,
             message,
-        ):
+        )
+        status: dict[str, Any] = {}
+        if nominated_node_name is not None and nominated_node_name != pod.nominated_node_name:
+            status["nominatedNodeName"] = nominated_node_name or None  # null removes it (omitempty)
+        if same and not status:
             return  # nothing changed: upstream sends no patch either
-        now = datetime.now(UTC)
-        condition: dict[str, Any] = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": reason,
-            "message": message,
-            "lastProbeTime": None,
-        }
-        if current is None or current.get("status") != "False":
-            condition["lastTransitionTime"] = _rfc3339(now)
-        body = {"status": {"conditions": [condition]}}
+        if not same:
+            now = datetime.now(UTC)
+            condition: dict[str, Any] = {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": None,
+            }
+            if current is None or current.get("status") != "False":
+                condition["lastTransitionTime"] = _rfc3339(now)
+            status["conditions"] = [condition]
+        body = {"status": status}
         try:
             await _call(
                 self._limiter,
@@ -362,7 +372,9 @@ class ApiRecorder:
         except PodGoneError:
             return
 
-    async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None:
+    async def event(
+        self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
+    ) -> None:
         now = datetime.now(UTC)
         body = {
             "apiVersion": "events.k8s.io/v1",
@@ -384,6 +396,8 @@ class ApiRecorder:
                 "resourceVersion": pod.resource_version,
             },
         }
+        if related is not None:
+            body["related"] = _object_reference(related)
         try:
             await _call(
                 self._event_limiter,
@@ -401,6 +415,75 @@ class ApiRecorder:
             )
         except (PodGoneError, BindConflictError):
             return  # namespace gone, or a duplicate name: an event is best effort
+
+
+def _object_reference(pod: Pod) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": pod.uid,
+        "resourceVersion": pod.resource_version,
+    }
+
+
+class ApiPodWriter:
+    """Preemption's writes to other pods (upstream's ``PreemptPod`` and ``clearNominatedNodeName``):
+    strategic-merge patches of ``pods/status`` and ``DELETE pods``. A 404 raises ``PodGoneError``:
+    the caller decides that a victim already gone is fine."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        limiter: RateLimiter,
+        observe: Callable[[str], None] = _ignore,
+        fence: Callable[[], bool] = _always,
+    ) -> None:
+        self._api = api
+        self._limiter = limiter
+        self._observe = observe
+        self._fence = fence
+
+    async def _patch_status(self, pod: Pod, status: dict[str, Any], what: str) -> None:
+        await _call(
+            self._limiter,
+            f"{what} of {pod.key}",
+            lambda: _send(
+                self._api,
+                "PATCH",
+                "/api/v1/namespaces/{namespace}/pods/{name}/status",
+                {"namespace": pod.namespace, "name": pod.name},
+                {"status": status},
+                "application/strategic-merge-patch+json",
+            ),
+            self._observe,
+            self._fence,
+        )
+
+    async def add_condition(self, pod: Pod, condition: dict[str, Any]) -> None:
+        """One condition, merged by type into ``status.conditions``."""
+        await self._patch_status(pod, {"conditions": [condition]}, "patching status")
+
+    async def clear_nominated_node_name(self, pod: Pod) -> None:
+        await self._patch_status(pod, {"nominatedNodeName": None}, "clearing nominatedNodeName")
+
+    async def delete_pod(self, pod: Pod) -> None:
+        """``util.DeletePod``: default DeleteOptions (the pod's own grace period, no preconditions)."""
+        await _call(
+            self._limiter,
+            f"deleting {pod.key}",
+            lambda: _send(
+                self._api,
+                "DELETE",
+                "/api/v1/namespaces/{namespace}/pods/{name}",
+                {"namespace": pod.namespace, "name": pod.name},
+                {},
+                "application/json",
+            ),
+            self._observe,
+            self._fence,
+        )
 
 
 def _pod_scheduled_condition(pod: Pod) -> dict[str, Any] | None:

@@ -51,7 +51,6 @@ REGISTRY: dict[str, PluginFactory] = {
     names.NODE_RESOURCES_BALANCED_ALLOCATION: BalancedAllocation,
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
-    # Known so that configurations written for kube-scheduler load; never preempts (README).
     names.DEFAULT_PREEMPTION: DefaultPreemption,
     # Opt-in, not in DEFAULT_MULTI_POINT: enable it in a profile's plugins (see README).
     names.SELECTOR_SPREAD: SelectorSpread,
@@ -59,7 +58,7 @@ REGISTRY: dict[str, PluginFactory] = {
 
 # Upstream's default multiPoint order (default_plugins.go) restricted to the plugins we ship,
 # with upstream's score weights. The order decides which Filter reason a node shows, and which
-# refusing stand-in names itself first. DefaultPreemption is left out: nothing here preempts.
+# refusing stand-in names itself first.
 DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     (names.SCHEDULING_GATES, 0),
     (names.PRIORITY_SORT, 0),
@@ -78,6 +77,7 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     # applyDynamicResources inserts it (DynamicResourceAllocation is locked on in 1.35) right before
     # DefaultPreemption, with weight 2; our stand-in has no Score, so the weight is unused.
     (names.DYNAMIC_RESOURCES, 2),
+    (names.DEFAULT_PREEMPTION, 0),
     (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names.IMAGE_LOCALITY, 1),
     (names.DEFAULT_BINDER, 0),

@@ -19,7 +19,7 @@ from scheduler.framework.status import Code
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation
 from scheduler.testing import PodBuilder, make_node, make_pod, spread_constraint
-from tests.helpers import NO_CLAIMS
+from tests.helpers import NO_CLAIMS, preemption_not_helpful
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -872,7 +872,9 @@ class TestLargeObjects:
             big.dict(), make_pod("plain").dict(), make_pod("tolerant").toleration(operator="Exists").dict()
         )
         assert attempts["plain"].host is None
-        assert attempts["plain"].message == f"0/1 nodes are available: 1 node(s) had untolerated taint(s). {NO_CLAIMS}"
+        assert attempts["plain"].message == (
+            f"0/1 nodes are available: 1 node(s) had untolerated taint(s). {NO_CLAIMS}, {preemption_not_helpful(1)}"
+        )
         assert attempts["tolerant"].host == "big"
 
     def test_huge_but_valid_objects_are_handled(self) -> None:
@@ -988,7 +990,8 @@ class TestGtLtWithoutAnInteger:
         )
         assert attempts["p"].status.code is Code.UNSCHEDULABLE
         assert attempts["p"].message == (
-            f"0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. {NO_CLAIMS}"
+            f"0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. {NO_CLAIMS}, "
+            + preemption_not_helpful(2)
         )
 
     def test_preferred_term_with_it_fails_pre_score_when_two_nodes_fit(self) -> None:

@@ -1256,3 +1256,74 @@ def test_re_adding_a_queued_pod_updates_it_instead_of_duplicating_it(clock: Fake
 def test_queueing_strategy_order() -> None:
     """The replay keeps the best result: immediately > after backoff > skip."""
     assert QueueingStrategy.QUEUE_IMMEDIATELY > QueueingStrategy.QUEUE_AFTER_BACKOFF > QueueingStrategy.QUEUE_SKIP
+
+
+# -- a pod gated after a failed cycle (DefaultPreemption's PreEnqueue while its victims go) ----------
+
+POD_DELETE = ClusterEvent(EventResource.POD, ActionType.DELETE, "PodDelete")
+
+
+def gated_after_failing(clock: FakeClock) -> tuple[SchedulingQueue, GatingPlugin, ScriptedPlugin]:
+    """ "fit" rejected the pod; on its way back to activeQ the "wait" gate (Pod/Delete, Skip) holds it."""
+    gate = GatingPlugin("wait", POD_DELETE, answer=SKIP)
+    gate.closed = False
+    fit = foo("fit", ev.NODE_ADD, ev.ASSIGNED_POD_DELETE)
+    q = make_queue(gate, fit, clock=clock)
+    parked(q, "pod1", "fit")
+    gate.closed = True
+    clock.now += 20  # past its backoff
+    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None) == 1
+    return q, gate, fit
+
+
+def test_a_gated_pod_keeps_the_rejectors_of_its_cycle(clock: FakeClock) -> None:
+    """upstream's runPreEnqueuePlugin inserts the gate into UnschedulablePlugins, it does not replace them."""
+    q, _gate, _fit = gated_after_failing(clock)
+    info = q.info(key("pod1"))
+    assert info is not None and info.gating_plugin == "wait" and info.rejectors == {"fit", "wait"}
+    assert q.location(key("pod1")) == "unschedulable"
+
+
+def test_only_the_gating_plugins_events_move_a_gated_pod(clock: FakeClock) -> None:
+    """movePodsToActiveOrBackoffQueue skips a gated pod for an event its gate did not register; for
+    one it did, every rejector's hint is asked (the gate's Skip does not hold it back)."""
+    q, gate, fit = gated_after_failing(clock)
+    fit.asked.clear()
+    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None) == 0
+    assert fit.asked == []
+    gate.closed = False
+    assert q.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, None, None) == 1
+    assert [name for name, _ in gate.asked] == ["pod1"] and [name for name, _ in fit.asked] == ["pod1"]
+    assert q.location(key("pod1")) == "active"
+
+
+def test_preenqueue_runs_on_the_way_into_backoff(clock: FakeClock) -> None:
+    """SchedulerPopFromBackoffQ: a backing-off pod may be popped early, so the gate is asked first."""
+    gate = GatingPlugin("wait", POD_DELETE)
+    gate.closed = False
+    q = make_queue(gate, foo("fit", ev.NODE_ADD), clock=clock)
+    parked(q, "pod1", "fit")
+    gate.closed = True
+    assert q.move_all_to_active_or_backoff(ev.NODE_ADD, None, None) == 1  # still backing off
+    assert q.location(key("pod1")) == "unschedulable"
+    assert q.pop() is None
+
+
+def test_activate_moves_a_parked_pod_through_preenqueue(clock: FakeClock) -> None:
+    """upstream's Activate: the pod goes to activeQ now (an async preemption failed for it)."""
+    q = make_queue(foo("fit", ev.NODE_ADD), clock=clock)
+    qpi = parked(q, "pod1", "fit")
+    q.activate(qpi.pod)
+    assert q.location(key("pod1")) == "active"
+    q.activate(qpi.pod)  # already active: nothing changes
+    assert pop_all(q) == ["pod1"]
+
+
+def test_activate_during_the_cycle_requeues_the_pod_when_it_fails(clock: FakeClock) -> None:
+    """A pod in flight gets the ForceActivate event replayed: its failure does not park it."""
+    q = make_queue(foo("fit", ev.NODE_ADD), clock=clock)
+    q.add(pod("pod1"))
+    qpi = pop(q, "pod1")
+    q.activate(qpi.pod)
+    fail(q, qpi, "fit")
+    assert q.location(key("pod1")) in ("active", "backoff")

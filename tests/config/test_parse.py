@@ -49,6 +49,7 @@ DEFAULT_ORDER = [
     "PodTopologySpread",
     "InterPodAffinity",
     "DynamicResources",
+    "DefaultPreemption",
     "NodeResourcesBalancedAllocation",
     "ImageLocality",
     "DefaultBinder",
@@ -142,10 +143,10 @@ class TestDefaultProfile:
         assert fwk.profile_name == NAME
         expected = {
             "queueSort": ["PrioritySort"],
-            "preEnqueue": ["SchedulingGates"],
+            "preEnqueue": ["SchedulingGates", "DefaultPreemption"],
             "preFilter": DEFAULT_PRE_FILTER,
             "filter": DEFAULT_FILTER,
-            "postFilter": ["DynamicResources"],
+            "postFilter": ["DynamicResources", "DefaultPreemption"],
             "preScore": DEFAULT_PRE_SCORE,
             "score": DEFAULT_SCORE,
             "reserve": [],

@@ -6,9 +6,8 @@ difference.
     SPREAD_ORACLE=/path/to/oracle ...                                          # a locally built oracle
 
 The profile sent to both sides is upstream's default profile minus ``UPSTREAM_ONLY_PLUGINS`` (the one
-list to shrink as our plugins land; empty now). DefaultPreemption stays: its PostFilter runs upstream, so
-our message is compared with upstream's without DefaultPreemption's ``preemption: ...`` text
-(``expected_message``); DynamicResources' PostFilter text is compared as it is.
+list to shrink as our plugins land; empty now). DefaultPreemption runs on both sides: the whole
+PostFilter text is compared, its ``preemption: ...`` part included (``expected_message``).
 
 What is compared, pod by pod (the oracle's output is described at the top of its main.go):
 - the order pods were popped (pods a PreEnqueue plugin held back are compared apart, by name);
@@ -50,6 +49,10 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.config import parse_config, upstream_config
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import NominatingInfo
+from scheduler.framework.status import Status
+from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver
@@ -82,6 +85,21 @@ def upstream_default_profile(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "profiles": profiles}
 
 
+def _without_nomination(
+    plugin: DefaultPreemption,
+) -> Callable[[CycleState, Any, Any], tuple[NominatingInfo | None, Status]]:
+    """DefaultPreemption as the oracle runs it: it decides (the outcome and the message stand), but
+    its nomination, new or clearing, becomes Noop, since the oracle's victims never leave (its
+    world.go turns every PostFilter Override into Noop the same way)."""
+    decide = plugin.post_filter
+
+    def post_filter(state: CycleState, pod: Any, statuses: Any) -> tuple[NominatingInfo | None, Status]:
+        _nominating, status = decide(state, pod, statuses)
+        return None, status
+
+    return post_filter
+
+
 def python_side(
     objects: list[dict[str, Any]], config: dict[str, Any], seed: int, *, reuse: bool = True
 ) -> list[dict[str, Any]]:
@@ -89,6 +107,9 @@ def python_side(
     sim = Simulation(parse_config(config), seed=seed)
     for fwk in sim.frameworks.values():
         fwk.reuse_node_results = reuse
+        plugin = fwk.plugins.get(DefaultPreemption.NAME)
+        if isinstance(plugin, DefaultPreemption):
+            plugin.post_filter = _without_nomination(plugin)  # type: ignore[method-assign]
     sim.add_objects(objects)
     # Pods whose Filter counted a nominated pod on some node (the campaign's summary says how many).
     counted: set[str] = set()
@@ -145,11 +166,11 @@ PREEMPTION = "preemption: "
 
 
 def expected_message(g: dict[str, Any]) -> tuple[str, ...]:
-    """Upstream's message as ours must read it: PostFilter's text without DefaultPreemption's part,
-    since we do not preempt yet (issue #19; DefaultPreemption is the last PostFilter plugin).
+    """Upstream's message as ours must read it: the FitError's text and PostFilter's, DefaultPreemption's
+    ``preemption: ...`` part included (both sides preempt now, issue #19).
 
-    When preemption would succeed upstream (``nominatedNode``), its PostFilter status is Success and
-    adds no text at all, while ours still carries the other PostFilter plugins' text: both are accepted.
+    When preemption succeeds upstream (``nominatedNode``), its PostFilter status is Success and
+    adds no text at all, while ours may still carry the other PostFilter plugins' text: both are accepted.
     """
     before = g.get("messageBeforePostFilter")
     if not before:
@@ -157,9 +178,6 @@ def expected_message(g: dict[str, Any]) -> tuple[str, ...]:
     post = g.get("postFilterMessage") or ""
     if g.get("nominatedNode"):
         return (before, f"{before} {NO_CLAIMS}")
-    cut = post.find(PREEMPTION)
-    if cut >= 0:
-        post = post[:cut].rstrip(", ")
     return (f"{before} {post}" if post else before,)
 
 

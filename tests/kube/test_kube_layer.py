@@ -100,6 +100,7 @@ def test_registry_watches_every_resource_the_cache_reads_and_nothing_writes() ->
         "replicasets",
         "statefulsets",
         "namespaces",
+        "poddisruptionbudgets",
     }
 
 

@@ -315,7 +315,7 @@ def test_a_pod_none_of_them_acts_on_is_decided_as_before() -> None:
 
 
 class TestDefaultPreemption:
-    """kube-scheduler configurations name it; it loads and preempts nothing."""
+    """kube-scheduler configurations name it; it loads with its args, in upstream's order."""
 
     @pytest.mark.parametrize(
         ("plugins", "post_filter"),
@@ -327,7 +327,9 @@ class TestDefaultPreemption:
             ),
             pytest.param(
                 {"postFilter": {"enabled": [{"name": "DefaultPreemption"}]}},
-                [names.DYNAMIC_RESOURCES, names.DEFAULT_PREEMPTION],  # not in our multiPoint: after it
+                # Named at the point itself, it comes before the multiPoint plugins (upstream's
+                # expandMultiPointPlugins: the overriding plugins first).
+                [names.DEFAULT_PREEMPTION, names.DYNAMIC_RESOURCES],
                 id="postfilter-enabled",
             ),
             pytest.param(
@@ -346,9 +348,11 @@ class TestDefaultPreemption:
         ]
         assert default_framework(doc).points["postFilter"] == post_filter
 
-    def test_not_in_the_default_profile(self) -> None:
-        """PostFilter is DynamicResources' alone, as upstream's default profile minus DefaultPreemption."""
-        assert default_framework().points["postFilter"] == [names.DYNAMIC_RESOURCES]
+    def test_in_the_default_profile_after_dynamic_resources(self) -> None:
+        """As upstream's default profile: applyDynamicResources puts DynamicResources right before it."""
+        fwk = default_framework()
+        assert fwk.points["postFilter"] == [names.DYNAMIC_RESOURCES, names.DEFAULT_PREEMPTION]
+        assert fwk.points["preEnqueue"] == [names.SCHEDULING_GATES, names.DEFAULT_PREEMPTION]
 
     def test_answers_no_victims(self) -> None:
         plugin = DefaultPreemption({}, Handle())
@@ -384,8 +388,9 @@ class TestPostFilter:
         sim = Simulation(load_config(None), seed=0)
         sim.add_objects([make_node("n1").taint("k", "v", "NoSchedule").dict(), make_pod("p").dict()])
         (result,) = sim.run()
-        assert (
-            result.message == "0/1 nodes are available: 1 node(s) had untolerated taint(s). no new claims to deallocate"
+        assert result.message == (
+            "0/1 nodes are available: 1 node(s) had untolerated taint(s). no new claims to deallocate, "
+            "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
         )
         assert attempt(make_pod("p").node_selector({"x": "y"})).message.endswith("selector.")  # the algorithm alone
 

@@ -665,10 +665,14 @@ class Binder:
 
 
 class Recorder:
-    async def set_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
+    async def set_unschedulable(
+        self, pod: Pod, reason: str, message: str, nominated_node_name: str | None = None
+    ) -> None:
         return None
 
-    async def event(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None:
+    async def event(
+        self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
+    ) -> None:
         return None
 
 

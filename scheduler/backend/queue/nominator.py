@@ -1,6 +1,6 @@
 """Pods nominated to nodes (upstream ``pkg/scheduler/backend/queue/nominator.go``). Pure.
 
-A pending pod with ``status.nominatedNodeName`` (set by a preemption, ours in issue #19, or by
+A pending pod with ``status.nominatedNodeName`` (set by a preemption, ours or by
 another scheduler before) waits for room on that node; Filter counts it there for every pod of no
 higher priority (``Framework.run_filter_plugins_with_nominated_pods``). The queue feeds this from
 its events and the failure handler from a PostFilter's ``NominatingInfo``; the pod leaves when it is

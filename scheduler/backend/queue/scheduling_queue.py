@@ -31,6 +31,7 @@ from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
 from scheduler.backend.queue.queueing_hints import QueueingHints, QueueingStrategy
 from scheduler.backend.queue.unschedulable_pods import UnschedulablePods
 from scheduler.framework.events import (
+    FORCE_ACTIVATE,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
@@ -162,17 +163,25 @@ class SchedulingQueue:
     def _move_to_active(self, qpi: QueuedPodInfo, *, nominate: bool = False) -> None:
         """``nominate``: the pod arrives from its own Add or Update event, when upstream's
         ``moveToActiveQ`` nominates it; a gated pod is not (it stays out of activeQ)."""
-        fwk = self._frameworks.get(qpi.pod.scheduler_name)
-        gate = fwk.run_pre_enqueue_plugins(qpi.pod) if fwk is not None else None
-        if gate is not None:
-            qpi.gating_plugin = gate.plugin
-            qpi.unschedulable_plugins = {gate.plugin}
-            self._push(qpi, "unschedulable")
+        if self._gate(qpi):
             return
-        qpi.gating_plugin = ""
         self._push(qpi, "active")
         if nominate:
             self.nominator.add_nominated_pod(qpi.pod, None)
+
+    def _gate(self, qpi: QueuedPodInfo) -> bool:
+        """Run PreEnqueue; a pod it refuses goes to the unschedulable pool, gated (True)."""
+        fwk = self._frameworks.get(qpi.pod.scheduler_name)
+        gate = fwk.run_pre_enqueue_plugins(qpi.pod) if fwk is not None else None
+        if gate is None:
+            qpi.gating_plugin = ""
+            return False
+        # Added to the rejectors of its last cycle, as upstream's runPreEnqueuePlugin does: a pod
+        # gated while its preemption runs is woken by the events its Filter rejectors wait for.
+        qpi.gating_plugin = gate.plugin
+        qpi.unschedulable_plugins.add(gate.plugin)
+        self._push(qpi, "unschedulable")
+        return True
 
     def update(self, old: Pod | None, new: Pod) -> None:
         key = new.key
@@ -270,6 +279,10 @@ class SchedulingQueue:
         call's one reading of the clock), else to activeQ."""
         self._remove(qpi.key)
         if strategy is QueueingStrategy.QUEUE_AFTER_BACKOFF and self._backoffq.is_backing_off(qpi, now):
+            # PreEnqueue runs on the way into backoffQ (SchedulerPopFromBackoffQ, on since 1.33): a
+            # backing-off pod may be popped early, so a gated one must not wait there.
+            if self._gate(qpi):
+                return
             where = "backoff" if qpi.rejectors else "error"
             self._count("backoff", event)
             self._push(qpi, where)
@@ -307,12 +320,34 @@ class SchedulingQueue:
         for qpi in self._unschedulable.snapshot():
             if precheck is not None and not precheck(qpi):
                 continue
+            if qpi.gating_plugin and matching is not None:
+                # An event the gating plugin did not register for never moves a gated pod.
+                registered = matching.get(qpi.pod.scheduler_name, ())
+                if not any(plugin == qpi.gating_plugin for plugin, _ in registered):
+                    continue
             strategy = self.is_pod_worth_requeuing(qpi, event, old, new, matching)
             if strategy is QueueingStrategy.QUEUE_SKIP:
                 continue
             self._requeue(qpi, strategy, str(event), now)
             moved += 1
         return moved
+
+    def activate(self, pod: Pod) -> None:
+        """Into activeQ now, through PreEnqueue (upstream's ``Activate``): a pod whose asynchronous
+        preemption failed must not wait in the unschedulable pool for an event that may never come.
+        A pod in its scheduling cycle gets the ForceActivate event replayed when the cycle fails."""
+        key = pod.key
+        where = self._where.get(key)
+        if where is None:
+            if key in self._in_flight:
+                self._in_flight.record(FORCE_ACTIVATE, None, pod)
+            return
+        if where == "active":
+            return
+        qpi = self._infos[key]
+        self._remove(key)
+        self._count("active", str(FORCE_ACTIVATE))
+        self._move_to_active(qpi)
 
     # -- periodic flushes -----------------------------------------------------------------------
 

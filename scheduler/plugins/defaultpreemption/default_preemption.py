@@ -1,11 +1,14 @@
 """DefaultPreemption: a PostFilter that finds lower-priority pods whose removal lets the pod fit.
 
-Upstream: ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``. It is not in
-our default profile; a configuration enables it (with ``DefaultPreemptionArgs``). The decision is
-upstream's (``scheduler.framework.preemption``); the writes are not made yet (issue #19), so the
-plugin decides only where the handle has a ``PreemptionSink`` to carry the decision out
-(``simulate``). The live scheduler has none: there it finds nothing to do and adds nothing to the
-message, as before, so no pod is nominated to a node whose victims nobody deletes.
+Upstream: ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``, in the
+default profile. The decision is upstream's (``scheduler.framework.preemption``); the handle's
+``PreemptionSink`` carries it out: the API in ``run`` (``scheduler.kube.preemption``, asynchronous
+as upstream's SchedulerAsyncPreemption, on by default in 1.35), memory in ``simulate``. Without a
+sink (tests of other plugins) it finds nothing to do and adds nothing to the message.
+
+Its PreEnqueue keeps a pod out of activeQ while its victims are still being evicted, as upstream's
+does with async preemption; the Pod/Delete event it registers only lets such a gated pod be asked
+about again: its other rejectors' hints decide (upstream's ``isPodSchedulableAfterPodDeletion``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.fields import FieldError, opt_int
 from scheduler.api.objects import PREEMPT_NEVER, NodeName, Pod
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
 from scheduler.framework.interface import Handle, NominatingInfo
 from scheduler.framework.preemption import Evaluator, Victims, more_important_order
 from scheduler.framework.status import Code, Status
@@ -32,6 +36,7 @@ DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
 ERR_NO_VICTIMS = "No preemption victims found for incoming pod"
 ERR_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 ERR_TERMINATING_ON_NOMINATED_NODE = "not eligible due to a terminating pod on the nominated node."
+ERR_WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 
 
 def parse_args(args: Mapping[str, Any]) -> tuple[int, int]:
@@ -80,7 +85,7 @@ def filter_pods_with_pdb_violation(
 
 
 class DefaultPreemption:
-    """PostFilter; the Evaluator's ``Interface`` (upstream's plugin is both)."""
+    """PreEnqueue and PostFilter; the Evaluator's ``Interface`` (upstream's plugin is all three)."""
 
     NAME = names.DEFAULT_PREEMPTION
 
@@ -94,6 +99,25 @@ class DefaultPreemption:
         # "Now", for pods without status.startTime (upstream's ``GetPodStartTime``): read once per cycle.
         self.clock: Callable[[], float] = time.time
         self._now: float | None = None
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        """Not into activeQ while the pod's own preemption still evicts its victims."""
+        sink = self.handle.preemption
+        if sink is not None and sink.is_pod_running_preemption(pod):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_WAITING_FOR_PREEMPTION,))
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # A victim's deletion may end the wait; the pod's other rejectors decide whether it fits now.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.DELETE), self.is_pod_schedulable_after_pod_deletion
+            )
+        ]
+
+    def is_pod_schedulable_after_pod_deletion(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        """Always Skip: the plugins whose failure the preemption resolves decide when to requeue."""
+        return QueueingHint.QUEUE_SKIP
 
     def post_filter(
         self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]

@@ -1,0 +1,382 @@
+"""Preemption on the real control plane: run evicts the victims kube-scheduler v1.35.4 would evict.
+
+Four nodes of 2 cpu in two zones, each full with two 1-cpu pods of a low PriorityClass: on a1 and
+b1 they belong to ReplicaSets covered by a PodDisruptionBudget with ``maxUnavailable: 0`` (the
+controller-manager's disruption controller fills its status: no disruption allowed); on a2 and b2
+they are bare pods whose ``status.startTime`` the test sets (b2's the latest). Then a Deployment of
+two 1-cpu replicas of a high PriorityClass, spread over the zones (maxSkew 1), opts in.
+
+Upstream's choice, worked out: every node needs one victim; a1 and b1 would violate the PDB, so
+a2 and b2 are the candidates; on each, the reprieve keeps the earlier-started pod, so the victim is
+the later one; between the two nodes every criterion ties but the last, the latest start among the
+victims: b2. The second replica may not join zone-b (skew), so it preempts on a2. So: victims
+``a2-late`` and ``b2-late``, the replicas nominated to and bound on b2 and a2.
+
+There are no kubelets: victims have a 30 s grace period, so their deletion leaves them
+terminating; a thread of the test plays the kubelet and removes each terminating pod half a second
+later. What the scheduler attempted comes from kube-apiserver's audit log (``e2e/ledger.py``).
+The same scenario runs under kube-scheduler v1.35.4 on nodes of its own, with the same result.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client, watch
+
+from e2e.conftest import LOGS, SchedulerProcess
+from e2e.kube_helpers import ZONE, create_object, events_for, pod_body, wait_for
+from e2e.ledger import Ledger, binding_attempts, rebinds_by_one_process
+from scheduler.config import upstream_config
+
+UPSTREAM = "preempt-upstream"
+START = "2026-01-01T00:00:{:02d}Z"
+
+
+@dataclass
+class Observed:
+    """What a watch on the namespace saw: every nominatedNodeName and nodeName per pod, and each
+    victim as it was when its deletion started (its conditions)."""
+
+    nominated: dict[str, list[str]] = field(default_factory=lambda: collections.defaultdict(list))
+    bound: dict[str, list[str]] = field(default_factory=lambda: collections.defaultdict(list))
+    terminating: dict[str, Any] = field(default_factory=dict)
+
+
+def _kubelet_and_observer(core: client.CoreV1Api, namespace: str, stop: threading.Event, seen: Observed) -> None:
+    while not stop.is_set():
+        w = watch.Watch()
+        try:
+            for event in w.stream(core.list_namespaced_pod, namespace, timeout_seconds=30):
+                pod = event["object"]
+                name = pod.metadata.name
+                nominated = pod.status.nominated_node_name
+                if nominated and (not seen.nominated[name] or seen.nominated[name][-1] != nominated):
+                    seen.nominated[name].append(nominated)
+                if pod.spec.node_name and (not seen.bound[name] or seen.bound[name][-1] != pod.spec.node_name):
+                    seen.bound[name].append(pod.spec.node_name)
+                if pod.metadata.deletion_timestamp and name not in seen.terminating:
+                    seen.terminating[name] = pod
+                    # The kubelet: the containers stop, the pod object goes.
+                    threading.Timer(0.5, _remove, (core, namespace, name)).start()
+                if stop.is_set():
+                    w.stop()
+        except Exception:  # the stream ended: watch again
+            stop.wait(0.2)
+
+
+def _remove(core: client.CoreV1Api, namespace: str, name: str) -> None:
+    try:
+        core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+@dataclass
+class Outcome:
+    victims: list[str]  # names relative to the node prefix
+    nominated: dict[str, str]  # replica -> node (short name)
+    bound: dict[str, str]
+    deletes: collections.Counter[str]  # what the scheduler's user(s) tried to delete
+    bindings: dict[str, collections.Counter[int]]
+    seen: Observed
+    preempted: dict[str, list[dict[str, Any]]]  # victim -> its Preempted events
+
+
+def _scenario(
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    nodes: Callable[..., str],
+    scheduler_name: str,
+    writers: Callable[[], set[str]],
+    ledger: Ledger,
+) -> Outcome:
+    tag = uuid.uuid4().hex[:5]
+    namespace = f"preempt-{tag}"
+    core.create_namespace({"metadata": {"name": namespace}})
+    wait_for(
+        lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items),
+        30,
+        "default ServiceAccount",
+    )
+    scheduling = client.SchedulingV1Api(api)
+    low, high = f"low-{tag}", f"high-{tag}"
+    for name, value in ((low, 100), (high, 1000)):
+        scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
+    stop = threading.Event()
+    seen = Observed()
+    observer = threading.Thread(target=_kubelet_and_observer, args=(core, namespace, stop, seen), daemon=True)
+    observer.start()
+    try:
+        short = {nodes(n, labels={ZONE: f"{tag}-{n[0]}", "run": tag}, cpu="2"): n for n in ("a1", "a2", "b1", "b2")}
+        full = {v: k for k, v in short.items()}
+        # a1, b1: two pods each of a ReplicaSet, covered by the PDB.
+        for node in ("a1", "b1"):
+            template = pod_body("x", {"app": "protected", "rs": node}, priorityClassName=low, nodeName=full[node])
+            template["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+            create_object(
+                api,
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {"name": f"protected-{node}", "namespace": namespace},
+                    "spec": {
+                        "replicas": 2,
+                        "selector": {"matchLabels": {"rs": node}},
+                        "template": {"metadata": template["metadata"], "spec": template["spec"]},
+                    },
+                },
+            )
+        create_object(
+            api,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "protected", "namespace": namespace},
+                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "protected"}}},
+            },
+        )
+        # a2, b2: bare pods, started at known times (b2's later than a2's), grace 30 s.
+        for node, (early, late) in (("a2", (10, 20)), ("b2", (30, 40))):
+            for which, second in (("early", early), ("late", late)):
+                body = pod_body(
+                    f"{node}-{which}",
+                    {"app": "batch"},
+                    priorityClassName=low,
+                    nodeName=full[node],
+                    terminationGracePeriodSeconds=30,
+                )
+                body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+                core.create_namespaced_pod(namespace, body)
+                core.patch_namespaced_pod_status(
+                    body["metadata"]["name"], namespace, {"status": {"startTime": START.format(second)}}
+                )
+
+        def pdb_settled() -> bool:
+            pdb = client.PolicyV1Api(api).read_namespaced_pod_disruption_budget("protected", namespace)
+            status = pdb.status
+            return bool(status and status.observed_generation == pdb.metadata.generation and status.expected_pods == 4)
+
+        wait_for(pdb_settled, 60, "the disruption controller's PDB status")
+        wait_for(lambda: len([p for p in core.list_namespaced_pod(namespace).items]) == 8, 60, "8 low pods")
+        mark = ledger.mark()
+
+        labels = {"app": "web"}
+        web = pod_body("web", labels, scheduler=scheduler_name, priorityClassName=high, nodeSelector={"run": tag})
+        web["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+        web["spec"]["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": labels},
+            }
+        ]
+        web["spec"]["terminationGracePeriodSeconds"] = 0
+        create_object(
+            api,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": namespace},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": web["spec"]},
+                },
+            },
+        )
+
+        def replicas_bound() -> list[Any]:
+            pods = [p for p in core.list_namespaced_pod(namespace, label_selector="app=web").items]
+            return pods if len(pods) == 2 and all(p.spec.node_name for p in pods) else []
+
+        replicas = wait_for(replicas_bound, 120, "both web replicas bound")
+        victims = sorted(seen.terminating)
+        writes = [w for w in ledger.writes(mark) if w.namespace == namespace and w.user in writers()]
+        deletes = collections.Counter(w.name for w in writes if w.kind == "delete")
+        bindings = binding_attempts(writes, namespace)
+        preempted = wait_for(
+            lambda: (
+                {v: [e for e in events_for(core, namespace, v) if e.get("reason") == "Preempted"] for v in victims}
+                if all(any(e.get("reason") == "Preempted" for e in events_for(core, namespace, v)) for v in victims)
+                else None
+            ),
+            30,
+            "the Preempted events",
+        )
+        return Outcome(
+            victims=victims,
+            nominated={p.metadata.name: short[seen.nominated[p.metadata.name][-1]] for p in replicas},
+            bound={p.metadata.name: short[p.spec.node_name] for p in replicas},
+            deletes=deletes,
+            bindings=bindings,
+            seen=seen,
+            preempted=preempted,
+        )
+    finally:
+        stop.set()
+        core.delete_namespace(namespace, grace_period_seconds=0)
+        for name in (low, high):
+            scheduling.delete_priority_class(name)
+
+
+def _check(outcome: Outcome) -> None:
+    # The victims upstream chooses (PDB pods last: none of them), each deleted exactly once.
+    assert outcome.victims == ["a2-late", "b2-late"], outcome.victims
+    assert outcome.deletes == collections.Counter({"a2-late": 1, "b2-late": 1}), outcome.deletes
+    # Each replica was nominated once, to the node it is bound to; the nodes are b2 and a2.
+    for name, node in outcome.bound.items():
+        assert outcome.seen.nominated[name] and outcome.nominated[name] == node, (name, outcome.seen.nominated)
+        assert len(outcome.seen.bound[name]) == 1
+    assert sorted(outcome.bound.values()) == ["a2", "b2"]
+    # No pod bound twice: one Binding each, answered 201.
+    assert {name: dict(codes) for name, codes in outcome.bindings.items()} == {n: {201: 1} for n in outcome.bound}
+
+
+def test_run_preempts_the_victims_upstream_would_and_binds_on_the_nominated_nodes(
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    scheduler: SchedulerProcess,
+    nodes: Callable[..., str],
+    ledger: Ledger,
+) -> None:
+    outcome = _scenario(api, core, nodes, "spread-scheduler", lambda: set(scheduler.users), ledger)
+    _check(outcome)
+    # Each victim carried upstream's condition when its deletion started.
+    for name in outcome.victims:
+        conditions = {c.type: c for c in outcome.seen.terminating[name].status.conditions or []}
+        target = conditions["DisruptionTarget"]
+        assert (target.status, target.reason, target.message) == (
+            "True",
+            "PreemptionByScheduler",
+            "spread-scheduler: preempting to accommodate a higher priority pod",
+        )
+        (event,) = outcome.preempted[name]
+        assert (event["type"], event["action"], event["related"]["kind"]) == ("Normal", "Preempting", "Pod")
+        preemptor = event["related"]["name"]
+        node = next(node for pod, node in outcome.bound.items() if pod == preemptor)
+        # Node names carry the test's prefix ("<prefix>-b2").
+        assert event["note"].startswith(f"Preempted by pod {event['related']['uid']} on node ")
+        assert event["note"].endswith(f"-{node}")
+
+
+def test_kube_scheduler_preempts_the_same_victims(
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    nodes: Callable[..., str],
+    ledger: Ledger,
+    kube_scheduler: Callable[[dict[str, Any]], subprocess.Popen[bytes]],
+) -> None:
+    """The same scenario under kube-scheduler v1.35.4 (our default profile spelled out for it)."""
+    (profile,) = upstream_config()["profiles"]
+    kube_scheduler({**profile, "schedulerName": UPSTREAM})
+    # kube-scheduler logs in as the admin, like the test's "kubelet": its deletes are not told apart.
+    outcome = _scenario(api, core, nodes, UPSTREAM, set, ledger)
+    assert outcome.victims == ["a2-late", "b2-late"], outcome.victims
+    assert sorted(outcome.bound.values()) == ["a2", "b2"]
+    for name, node in outcome.bound.items():
+        assert outcome.nominated[name] == node, (name, outcome.seen.nominated)
+
+
+KILL_ROUNDS = int(os.environ.get("SPREAD_E2E_PREEMPT_KILLS", "6"))
+
+
+def test_sigkill_between_the_victims_deletion_and_the_binding(
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    scheduler: SchedulerProcess,
+    namespace: str,
+    nodes: Callable[..., str],
+    ledger: Ledger,
+) -> None:
+    """Each round: a 3-cpu node with three 1-cpu low-priority pods (known start times) and a 2-cpu
+    high-priority pod for it. As soon as the first victim is terminating (even rounds), or 0-50 ms
+    after the preemptor is created (odd rounds), the scheduler is SIGKILLed and started again. The
+    preemptor still lands on its node, the two later-started pods are the only ones deleted, each
+    once, and nothing is bound twice."""
+    mark = ledger.mark()
+    tag = uuid.uuid4().hex[:5]
+    scheduling = client.SchedulingV1Api(api)
+    low, high = f"low-{tag}", f"high-{tag}"
+    for name, value in ((low, 100), (high, 1000)):
+        scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
+    stop = threading.Event()
+    seen = Observed()
+    observer = threading.Thread(target=_kubelet_and_observer, args=(core, namespace, stop, seen), daemon=True)
+    observer.start()
+    kills = 0
+    rng = random.Random(19)
+    try:
+        for round_ in range(KILL_ROUNDS):
+            node = nodes(f"k{round_}", labels={"round": f"{tag}-{round_}"}, cpu="3")
+            for i in range(3):
+                body = pod_body(
+                    f"r{round_}-low-{i}",
+                    {"app": "batch"},
+                    priorityClassName=low,
+                    nodeName=node,
+                    terminationGracePeriodSeconds=30,
+                )
+                body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+                core.create_namespaced_pod(namespace, body)
+                core.patch_namespaced_pod_status(
+                    body["metadata"]["name"], namespace, {"status": {"startTime": START.format(10 + i)}}
+                )
+            preemptor = pod_body(
+                f"r{round_}-web", {"app": "web"}, priorityClassName=high, nodeSelector={"round": f"{tag}-{round_}"}
+            )
+            preemptor["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2"}}
+            core.create_namespaced_pod(namespace, preemptor)
+            if round_ % 2:
+                # Somewhere in the few milliseconds of the decision and the victims' writes: before
+                # them, between them, or after. Which one each round hit is in the audit log.
+                time.sleep(rng.uniform(0.0, 0.05))
+            else:
+                wait_for(
+                    lambda r=round_: any(n.startswith(f"r{r}-low-") for n in seen.terminating),
+                    60,
+                    "a victim terminating",
+                )
+            scheduler.stop(signal.SIGKILL)
+            kills += 1
+            scheduler.start()
+
+        def all_bound() -> bool:
+            return all(seen.bound.get(f"r{r}-web") for r in range(KILL_ROUNDS))
+
+        wait_for(all_bound, 120, "every preemptor bound")
+        writes = [w for w in ledger.writes(mark) if w.namespace == namespace and w.user in scheduler.users]
+    finally:
+        stop.set()
+        for name in (low, high):
+            scheduling.delete_priority_class(name)
+    assert kills == KILL_ROUNDS
+    deletes = collections.Counter(w.name for w in writes if w.kind == "delete")
+    expected = {f"r{r}-low-{i}": 1 for r in range(KILL_ROUNDS) for i in (1, 2)}
+    assert deletes == collections.Counter(expected), deletes
+    for r in range(KILL_ROUNDS):
+        assert seen.bound[f"r{r}-web"] and len(seen.bound[f"r{r}-web"]) == 1, seen.bound
+        assert f"r{r}-low-0" not in seen.terminating
+    again = rebinds_by_one_process(writes, namespace)
+    assert not again, "Bindings sent again by the process that had its answer:\n" + "\n".join(map(str, again))
+    attempts = binding_attempts(writes, namespace)
+    assert all(codes[201] == 1 and set(codes) <= {201, 409} for codes in attempts.values()), attempts
+    # Which incarnations wrote what, per round (the kill points actually hit), for the report.
+    story = {
+        r: [(w.user.rsplit("-", 2)[-2], w.kind, w.name) for w in writes if w.name.startswith(f"r{r}-")]
+        for r in range(KILL_ROUNDS)
+    }
+    (LOGS / "preemption-kills.json").write_text(json.dumps(story, indent=1))

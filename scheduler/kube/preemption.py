@@ -1,0 +1,286 @@
+"""Preemption's writes in ``run``: upstream's ``prepareCandidateAsync`` and ``PreemptPod``.
+
+DefaultPreemption decides (pure, ``scheduler.framework.preemption``) and hands the decision to this
+``PreemptionSink``. As kube-scheduler v1.35.4, where SchedulerAsyncPreemption is on by default, the
+writes run in a task of their own, after the scheduling cycle, while the preemptor is already
+nominated (its ``status.nominatedNodeName`` goes out with the failure handler's status patch):
+
+1. lower-priority pods nominated to the node get their ``status.nominatedNodeName`` cleared (an error
+   is logged, and the rest goes on: "not critical");
+2. every victim but the last, concurrently: the ``DisruptionTarget`` condition (reason
+   ``PreemptionByScheduler``) through ``pods/status``, then ``DELETE``, then the ``Preempted`` Event;
+   the first error cancels the others and the last victim is left alone;
+3. the last victim the same way, once the preemptor is recorded as waiting for it.
+
+Until then the preemptor "is running preemption" and DefaultPreemption's PreEnqueue keeps it out of
+activeQ; once the last victim is terminating or gone, it may go back (the victims' deletions wake it
+through its Filter rejectors' hints). A victim already gone (404) is fine; any other error ends the
+preemption and activates the preemptor at once, so it does not wait for an event that never comes.
+A victim already terminating gets no second deletion. No Permit plugin of ours waits, so no victim
+is ever a waiting pod to reject instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import structlog
+
+from scheduler.api.objects import Pod, PodKey
+from scheduler.errors import PodGoneError
+from scheduler.framework.interface import PodNominator, Recorder
+from scheduler.framework.status import Status
+from scheduler.logs import kobj
+
+__all__ = [
+    "DISRUPTION_TARGET",
+    "PREEMPTION_BY_SCHEDULER",
+    "AsyncPreemption",
+    "PodWriter",
+    "disruption_target_condition",
+    "preempted_note",
+]
+
+log = structlog.get_logger("spread-scheduler")
+
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+class PodWriter(Protocol):
+    """The API calls a preemption makes (``scheduler.kube.writes.ApiPodWriter``); 404 raises
+    ``PodGoneError``."""
+
+    async def add_condition(self, pod: Pod, condition: dict[str, Any]) -> None: ...
+
+    async def clear_nominated_node_name(self, pod: Pod) -> None: ...
+
+    async def delete_pod(self, pod: Pod) -> None: ...
+
+
+def disruption_target_condition(preemptor: Pod, victim: Pod, now: datetime) -> dict[str, Any]:
+    """The condition upstream's ``PreemptPod`` puts on a victim (observedGeneration: the victim's
+    generation, PodObservedGenerationTracking being locked on in 1.35)."""
+    condition: dict[str, Any] = {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": PREEMPTION_BY_SCHEDULER,
+        "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+        "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if victim.generation:
+        condition["observedGeneration"] = victim.generation
+    return condition
+
+
+def condition_needs_update(victim: Pod, condition: Mapping[str, Any]) -> bool:
+    """``UpdatePodCondition``'s answer: False when the victim already has this condition with the
+    same status, reason and message (the transition time is then kept, so nothing changes)."""
+    status = victim.raw.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for existing in conditions or ():
+        if isinstance(existing, dict) and existing.get("type") == condition["type"]:
+            same = (existing.get("status"), existing.get("reason"), existing.get("message"))
+            return same != (condition["status"], condition["reason"], condition["message"])
+    return True
+
+
+def preempted_note(preemptor: Pod, node_name: str) -> str:
+    """The ``Preempted`` Event's message (upstream: ``Preempted by pod %v on node %v``, the UID)."""
+    return f"Preempted by pod {preemptor.uid} on node {node_name}"
+
+
+class AsyncPreemption:
+    """The PreemptionSink of ``run``: each decision's writes in a task, as ``prepareCandidateAsync``.
+
+    ``nominator`` is the queue (the pods nominated to a node), ``pod_lister`` the cache's assigned
+    pods (is the last victim gone or terminating?), ``activate`` the queue's ``activate``.
+    """
+
+    def __init__(
+        self,
+        writer: PodWriter,
+        recorder: Recorder,
+        nominator: PodNominator,
+        pod_lister: Callable[[PodKey], Pod | None],
+        activate: Callable[[Pod], None],
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._writer = writer
+        self._recorder = recorder
+        self._nominator = nominator
+        self._pod_lister = pod_lister
+        self._activate = activate
+        self._clock = clock
+        self._preempting: set[str] = set()  # preemptors' UIDs (upstream keys by UID too)
+        self._last_victims: dict[str, PodKey] = {}  # preemptor UID -> the last victim it waits for
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.attempted: list[tuple[str, PodKey]] = []  # (what, pod): every write tried, for tests
+
+    # -- PreemptionSink -----------------------------------------------------------------------
+
+    def prepare_candidate(self, preemptor: Pod, node_name: str, victims: Sequence[Pod]) -> Status | None:
+        to_delete = []
+        for victim in victims:
+            if victim.terminating:
+                # Graceful deletion has started already: another call is unnecessary.
+                log.info(
+                    "Victim Pod is already being deleted, skipping the API call for it",
+                    v=2,
+                    preemptor=kobj(preemptor.key),
+                    node=node_name,
+                    victim=kobj(victim.key),
+                )
+                continue
+            to_delete.append(victim)
+        if not to_delete:
+            return None
+        self._preempting.add(preemptor.uid)
+        task = asyncio.get_running_loop().create_task(self._preempt(preemptor, node_name, to_delete, len(victims)))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return None
+
+    def is_pod_running_preemption(self, pod: Pod) -> bool:
+        if pod.uid not in self._preempting:
+            return False
+        last = self._last_victims.get(pod.uid)
+        if last is None:
+            return True  # the victims but the last are still being evicted
+        victim = self._pod_lister(last)
+        # The last victim's deletion has started (or it is gone): the preemption is done.
+        return victim is not None and not victim.terminating
+
+    async def drain(self) -> None:
+        """Wait for every preemption in flight."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- the task ------------------------------------------------------------------------------
+
+    async def _preempt(self, preemptor: Pod, node_name: str, victims: list[Pod], num_victims: int) -> None:
+        failed = False
+        log.info(
+            "Start the preemption asynchronously",
+            v=2,
+            preemptor=kobj(preemptor.key),
+            node=node_name,
+            numVictims=num_victims,
+            numVictimsToDelete=len(victims),
+        )
+        try:
+            if not await self._clear_lower_priority_nominations(preemptor, node_name):
+                failed = True
+            *others, last = victims
+            if others and not await self._preempt_concurrently(preemptor, node_name, others):
+                failed = True
+            else:
+                self._last_victims[preemptor.uid] = last.key
+                try:
+                    await self._preempt_pod(preemptor, node_name, last)
+                except Exception as exc:  # logged in _preempt_pod; the pod is activated below
+                    log.error("Error occurred during async preemption", err=str(exc) or type(exc).__name__)
+                    failed = True
+        finally:
+            self._preempting.discard(preemptor.uid)
+            self._last_victims.pop(preemptor.uid, None)
+            result = "error" if failed else "success"
+            log.info(
+                "Async Preemption finished completely",
+                v=2,
+                preemptor=kobj(preemptor.key),
+                node=node_name,
+                result=result,
+            )
+            if failed:
+                # The pod could be stuck among the unschedulable pods otherwise.
+                self._activate(preemptor)
+
+    async def _clear_lower_priority_nominations(self, preemptor: Pod, node_name: str) -> bool:
+        """``getLowerPriorityNominatedPods`` + ``clearNominatedNodeName``; False if a patch failed."""
+        ok = True
+        for pod in self._nominator.nominated_pods_for_node(node_name):
+            if pod.priority >= preemptor.priority or not pod.nominated_node_name:
+                continue
+            self.attempted.append(("clear-nomination", pod.key))
+            try:
+                await self._writer.clear_nominated_node_name(pod)
+            except Exception as exc:
+                log.error(
+                    "Cannot clear 'NominatedNodeName' field from lower priority pods on the same target node",
+                    node=node_name,
+                    pod=kobj(pod.key),
+                    err=str(exc) or type(exc).__name__,
+                )
+                ok = False
+        return ok
+
+    async def _preempt_concurrently(self, preemptor: Pod, node_name: str, victims: list[Pod]) -> bool:
+        """All at once; the first error cancels the rest (upstream's ``SendErrorWithCancel``)."""
+        tasks = [asyncio.ensure_future(self._preempt_pod(preemptor, node_name, victim)) for victim in victims]
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        errors = [task.exception() for task in done if not task.cancelled() and task.exception() is not None]
+        if errors:
+            log.error("Error occurred during async preemption", err=str(errors[0]) or type(errors[0]).__name__)
+        return not errors
+
+    async def _preempt_pod(self, preemptor: Pod, node_name: str, victim: Pod) -> None:
+        """``PreemptPod``: condition, deletion, Event. A victim already gone returns quietly (no
+        Event); any other API error is logged and raised."""
+        condition = disruption_target_condition(preemptor, victim, self._clock())
+        try:
+            if condition_needs_update(victim, condition):
+                self.attempted.append(("condition", victim.key))
+                try:
+                    await self._writer.add_condition(victim, condition)
+                except PodGoneError:
+                    raise
+                except Exception as exc:
+                    log.error(
+                        "Could not add DisruptionTarget condition due to preemption",
+                        preemptor=kobj(preemptor.key),
+                        victim=kobj(victim.key),
+                        err=str(exc) or type(exc).__name__,
+                    )
+                    raise
+            self.attempted.append(("delete", victim.key))
+            try:
+                await self._writer.delete_pod(victim)
+            except PodGoneError:
+                raise
+            except Exception as exc:
+                log.error(
+                    "Tried to preempted pod",
+                    pod=kobj(victim.key),
+                    preemptor=kobj(preemptor.key),
+                    err=str(exc) or type(exc).__name__,
+                )
+                raise
+        except PodGoneError:
+            log.info(
+                "Victim Pod is already deleted",
+                v=2,
+                preemptor=kobj(preemptor.key),
+                victim=kobj(victim.key),
+                node=node_name,
+            )
+            return
+        log.info(
+            "Preemptor Pod preempted victim Pod",
+            v=2,
+            preemptor=kobj(preemptor.key),
+            victim=kobj(victim.key),
+            node=node_name,
+        )
+        try:
+            await self._recorder.event(
+                victim, "Normal", "Preempted", "Preempting", preempted_note(preemptor, node_name), related=preemptor
+            )
+        except Exception as exc:  # an Event is best effort, as upstream's broadcaster
+            log.warning("could not post the Preempted event", pod=kobj(victim.key), err=str(exc))

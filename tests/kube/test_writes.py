@@ -1,0 +1,91 @@
+"""The bodies ``scheduler.kube.writes`` sends for preemption: the requests are captured at ``_send``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from scheduler.errors import PodGoneError
+from scheduler.kube import writes
+from scheduler.kube.writes import ApiPodWriter, ApiRecorder, RateLimiter
+from scheduler.testing import make_pod
+
+
+class Reply:
+    def __init__(self, status: int = 200, body: bytes = b"{}") -> None:
+        self.status, self._body = status, body
+
+    async def read(self) -> bytes:
+        return self._body
+
+    def release(self) -> None:
+        return None
+
+
+class Sent(list[tuple[str, str, dict[str, Any], str]]):
+    """(method, path with its parameters, body, content type) of every request; ``status`` answers."""
+
+    status = 200
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> Sent:
+    requests = Sent()
+
+    async def send(
+        api: object, method: str, path: str, params: dict[str, str], body: dict[str, Any], content_type: str
+    ) -> Reply:
+        requests.append((method, path.format(**params), body, content_type))
+        return Reply(requests.status, b'{"message": "not found"}' if requests.status == 404 else b"{}")
+
+    monkeypatch.setattr(writes, "_send", send)
+    return requests
+
+
+LIMITER = RateLimiter(qps=0, burst=1)
+SMP = "application/strategic-merge-patch+json"
+
+
+def test_the_nomination_goes_with_the_condition(sent: Sent) -> None:
+    recorder = ApiRecorder(None, LIMITER, "spread-scheduler", "x")  # type: ignore[arg-type]
+    pod = make_pod("web", "shop").build()
+    asyncio.run(recorder.set_unschedulable(pod, "Unschedulable", "0/2 nodes", nominated_node_name="n1"))
+    ((method, path, body, content_type),) = sent
+    assert (method, path, content_type) == ("PATCH", "/api/v1/namespaces/shop/pods/web/status", SMP)
+    assert body["status"]["nominatedNodeName"] == "n1"
+    assert body["status"]["conditions"][0]["type"] == "PodScheduled"
+
+
+def test_an_unchanged_condition_still_sends_a_new_nomination_alone(sent: Sent) -> None:
+    recorder = ApiRecorder(None, LIMITER, "spread-scheduler", "x")  # type: ignore[arg-type]
+    cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}
+    pod = make_pod("web", "shop").set("status.conditions", [cond]).set("status.nominatedNodeName", "n1").build()
+    asyncio.run(recorder.set_unschedulable(pod, "Unschedulable", "m", nominated_node_name=""))
+    asyncio.run(recorder.set_unschedulable(pod, "Unschedulable", "m", nominated_node_name="n1"))  # no change
+    assert [body for _, _, body, _ in sent] == [{"status": {"nominatedNodeName": None}}]
+
+
+def test_the_preemption_writes(sent: Sent) -> None:
+    writer = ApiPodWriter(None, LIMITER)  # type: ignore[arg-type]
+    victim = make_pod("low", "batch").build()
+    asyncio.run(writer.add_condition(victim, {"type": "DisruptionTarget"}))
+    asyncio.run(writer.delete_pod(victim))
+    asyncio.run(writer.clear_nominated_node_name(victim))
+    assert [(m, p, b) for m, p, b, _ in sent] == [
+        (
+            "PATCH",
+            "/api/v1/namespaces/batch/pods/low/status",
+            {"status": {"conditions": [{"type": "DisruptionTarget"}]}},
+        ),
+        ("DELETE", "/api/v1/namespaces/batch/pods/low", {}),
+        ("PATCH", "/api/v1/namespaces/batch/pods/low/status", {"status": {"nominatedNodeName": None}}),
+    ]
+
+
+def test_a_victim_already_gone_raises_pod_gone(sent: Sent) -> None:
+    sent.status = 404
+    writer = ApiPodWriter(None, LIMITER)  # type: ignore[arg-type]
+    with pytest.raises(PodGoneError):
+        asyncio.run(writer.delete_pod(make_pod("low", "batch").build()))
