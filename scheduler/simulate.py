@@ -8,13 +8,14 @@ reading the file and the extenders the caller passes in.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import random
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from scheduler.api.objects import DEFAULT_SCHEDULER_NAME, SELECTING_KINDS, Node,
 from scheduler.backend.cache.cache import Cache
 from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
+from scheduler.framework.interface import PodNominator
+from scheduler.framework.preemption import PreemptionOutcome
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.plugins.names import DEFAULT_PREEMPTION
@@ -33,9 +36,11 @@ from scheduler.schedule_one import Attempt
 from scheduler.scheduler import Scheduler
 
 __all__ = [
+    "History",
     "MemoryBinder",
     "MemoryPreemption",
     "MemoryRecorder",
+    "Preemption",
     "Simulation",
     "attempt_to_json",
     "iter_objects",
@@ -155,16 +160,64 @@ class MemoryRecorder:
         self.events.append((pod.key, event_type, reason, note))
 
 
-class MemoryPreemption:
-    """The PreemptionSink of a dry run: remembers each decision (preemptor -> node and victims)
-    instead of deleting the victims; the preemptor is not placed afterwards (issue #19)."""
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """One decision to carry out: ``victims`` leave, the pods of lower priority nominated to ``node``
+    lose their nomination (upstream's ``prepareCandidate``), and ``preemptor`` is nominated there."""
 
-    def __init__(self) -> None:
+    preemptor: Pod
+    node: str
+    victims: tuple[Pod, ...]
+    lower_nominated: tuple[Pod, ...] = ()
+
+
+class MemoryPreemption:
+    """The PreemptionSink of a dry run: remembers each decision (preemptor -> node and victims) and
+    keeps it for ``Simulation`` to carry out after the round, as the watch would report the writes."""
+
+    def __init__(self, nominator: PodNominator | None = None) -> None:
         self.decisions: dict[PodKey, tuple[str, list[PodKey]]] = {}
+        self.nominator = nominator
+        self.pending: list[Preemption] = []
 
     def prepare_candidate(self, preemptor: Pod, node_name: str, victims: Sequence[Pod]) -> Status | None:
         self.decisions[preemptor.key] = (node_name, [v.key for v in victims])
+        nominated = self.nominator.nominated_pods_for_node(node_name) if self.nominator is not None else ()
+        lower = tuple(p for p in nominated if p.priority < preemptor.priority)  # getLowerPriorityNominatedPods
+        self.pending.append(Preemption(preemptor, node_name, tuple(victims), lower))
         return None
+
+    def take(self) -> list[Preemption]:
+        """The decisions not carried out yet, oldest first; they are forgotten here."""
+        pending, self.pending = self.pending, []
+        return pending
+
+
+@dataclass(slots=True)
+class History:
+    """What a pod's last cycle does not show once preemption is applied: the cycles before it, and
+    which preemptor evicted each victim. Empty without ``apply_preemption``."""
+
+    earlier: dict[PodKey, list[Attempt]] = field(default_factory=dict)
+    preempted_by: dict[PodKey, PodKey] = field(default_factory=dict)
+
+
+class _SimulatedClock:
+    """The queue's clock: frozen within a round (no backoff expires, so each pod gets one attempt),
+    moved past the longest backoff between rounds."""
+
+    __slots__ = ("now",)
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _next_version(version: str) -> str:
+    """The resourceVersion a write would give: a newer integer; otherwise "" (always an update)."""
+    return str(int(version) + 1) if version.isdigit() else ""
 
 
 class Simulation:
@@ -174,16 +227,33 @@ class Simulation:
     with creation time as the arrival time (then file order). Each placement is assumed, so it
     counts for the pods after it, exactly as in the live loop before the watch confirms it.
     Extenders are called for real (filter, prioritize), but a dry run never binds through them.
+
+    With ``apply_preemption`` (the ``simulate`` and ``explain`` commands), DefaultPreemption's
+    decisions are carried out after each round as the live writes would be: the victims are deleted,
+    lower-priority nominations on the node cleared, the preemptor's ``status.nominatedNodeName`` set;
+    then the pods those changes requeue (the queue's hints decide, as upstream) get one more attempt
+    in a new round, once their backoff is over. Each round deletes at least one pod, so it ends.
+    Without it, a decision is only shown (one cycle per pod: what the differential oracle compares).
     """
 
-    def __init__(self, config: SchedulerConfig, seed: int | None = None, extenders: Sequence[Extender] = ()) -> None:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        seed: int | None = None,
+        extenders: Sequence[Extender] = (),
+        *,
+        apply_preemption: bool = False,
+    ) -> None:
         self.binder = MemoryBinder()
         self.recorder = MemoryRecorder()
+        self.clock = _SimulatedClock()
+        self.apply_preemption = apply_preemption
+        self.max_backoff = config.pod_max_backoff_seconds
         self.scheduler = Scheduler(
             config,
             self.binder,
             self.recorder,
-            clock=_frozen_clock,  # no backoff ever expires: each pod gets its one attempt
+            clock=self.clock,
             rng=random.Random(seed),
             extenders=extenders,
             bind_through_extenders=False,
@@ -196,7 +266,7 @@ class Simulation:
         self.cache = self.scheduler.cache
         self.frameworks = self.scheduler.frameworks
         # DefaultPreemption decides where its decision has somewhere to go; its random offset is seeded.
-        self.preemption = MemoryPreemption()
+        self.preemption = MemoryPreemption(self.scheduler.queue)
         offsets = random.Random(seed)
         for fwk in self.frameworks.values():
             fwk.handle.preemption = self.preemption
@@ -209,6 +279,7 @@ class Simulation:
         self.problems: list[Problem] = []
         self.unused_kinds: Counter[str] = Counter()  # objects of kinds the scheduler does not read
         self.unmatched: list[Pod] = []  # pending pods whose schedulerName names no profile
+        self.history = History()
 
     def add_objects(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """Nodes, bound pods, namespaces and spreading inputs go to the cache now; pending pods wait for ``run``."""
@@ -263,33 +334,65 @@ class Simulation:
         """``run`` inside a running event loop (``explain``)."""
         sched = self.scheduler
         order = self.queue_order()
-        results: dict[PodKey, Attempt] = {}
+        results: dict[PodKey, list[Attempt]] = {}
 
         def attempted(attempt: Attempt, _seconds: float) -> None:
-            results.setdefault(attempt.pod.key, attempt)
+            results.setdefault(attempt.pod.key, []).append(attempt)
 
         def skipped(pod: Pod, message: str) -> None:
-            results.setdefault(pod.key, Attempt(pod, Status(Code.SKIP, (message,)), message=message))
+            results.setdefault(pod.key, []).append(Attempt(pod, Status(Code.SKIP, (message,)), message=message))
 
         sched.attempt_observers.append(attempted)
         sched.cycles.skip_observers.append(skipped)
         for pod in order:  # arrival order: equal queue timestamps keep it among equal priorities
             sched.handlers.pod_event(None, pod)
-        while await sched.schedule_one_async() if sched.extenders else sched.schedule_one():
-            pass
-        await sched.drain()
+        rounds = 1
+        while True:
+            while await sched.schedule_one_async() if sched.extenders else sched.schedule_one():
+                pass
+            await sched.drain()
+            preemptions = self.preemption.take()
+            if not (self.apply_preemption and preemptions):
+                break
+            # A later round: backoffs are over, and each pod may be tried once more.
+            rounds += 1
+            sched.cycles.max_attempts = rounds
+            self.clock.now += self.max_backoff + 1.0
+            for preemption in preemptions:
+                self._carry_out(preemption)
         sched.attempt_observers.remove(attempted)
         sched.cycles.skip_observers.remove(skipped)
         for pod in order:
             if pod.key not in results:  # never popped: held back by a PreEnqueue plugin
                 gate = self.frameworks[pod.scheduler_name].run_pre_enqueue_plugins(pod)
                 status = gate if gate is not None else Status(Code.UNSCHEDULABLE, ("not attempted",))
-                results[pod.key] = Attempt(pod, status, message=status.message())
-        return [results[pod.key] for pod in order]
+                results[pod.key] = [Attempt(pod, status, message=status.message())]
+        for pod in order:
+            if len(results[pod.key]) > 1:
+                self.history.earlier[pod.key] = results[pod.key][:-1]
+        return [results[pod.key][-1] for pod in order]
+
+    def _carry_out(self, preemption: Preemption) -> None:
+        """The writes of one decision, in upstream's order, as watch events: each victim deleted, each
+        lower-priority nomination cleared (only a written one: upstream patches no other), then the
+        preemptor's ``status.nominatedNodeName`` (the failure handler's patch)."""
+        handlers = self.scheduler.handlers
+        preemptor = preemption.preemptor.key
+        for victim in preemption.victims:
+            self.history.preempted_by.setdefault(victim.key, preemptor)
+            handlers.pod_event("DELETED", victim)
+        for nominated in preemption.lower_nominated:
+            latest = handlers.pending.get(nominated.key)
+            if latest is not None and latest.nominated_node_name:
+                handlers.pod_event(None, _with_nomination(latest, ""))
+        latest = handlers.pending.get(preemptor)
+        if latest is not None and not latest.node_name and latest.nominated_node_name != preemption.node:
+            handlers.pod_event(None, _with_nomination(latest, preemption.node))
 
 
-def _frozen_clock() -> float:
-    return 0.0
+def _with_nomination(pod: Pod, node: str) -> Pod:
+    """``pod`` as the watch reports it after a status patch of ``nominatedNodeName``."""
+    return dataclasses.replace(pod, nominated_node_name=node, resource_version=_next_version(pod.resource_version))
 
 
 def _filter_json(status: Status | None) -> dict[str, str] | None:
@@ -298,11 +401,15 @@ def _filter_json(status: Status | None) -> dict[str, str] | None:
     return {"plugin": status.plugin, "reason": status.message(), "code": str(status.code)}
 
 
-def attempt_to_json(attempt: Attempt, cache: Cache, top: int | None = None) -> dict[str, Any]:
+def attempt_to_json(
+    attempt: Attempt, cache: Cache, top: int | None = None, history: History | None = None
+) -> dict[str, Any]:
     """The documented JSON shape: the outcome, per node the filter verdict (with its status code), per
     plugin raw/normalized, and the total; the plugins that rejected the pod (``FitError.Diagnosis``).
 
     With ``top``, only the ``top`` best nodes (``rank_nodes``), best first, and ``omittedNodes``.
+    With ``history`` (preemption applied), the pod's earlier cycles (``earlierCycles``), the latest
+    preemption decision among all its cycles, and who evicted it (``preemptedBy``).
     """
     nodes: dict[str, Any] = {}
     diagnosis = attempt.diagnosis
@@ -343,11 +450,25 @@ def attempt_to_json(attempt: Attempt, cache: Cache, top: int | None = None) -> d
     }
     if omitted is not None:
         data["omittedNodes"] = omitted
-    if attempt.preemption is not None:
+    earlier = history.earlier.get(attempt.pod.key, []) if history is not None else []
+    preemption = latest_preemption([*earlier, attempt])
+    if preemption is not None:
         # DefaultPreemption ran: where the pod would wait, and whom it would evict (issue #19).
-        data["nominatedNode"] = attempt.preemption.nominated_node
-        data["victims"] = [victim.key for victim in attempt.preemption.victims]
+        data["nominatedNode"] = preemption.nominated_node
+        data["victims"] = [victim.key for victim in preemption.victims]
+    if earlier:
+        # Applied preemption: the cycles before this last one, oldest first, in the same shape.
+        data["earlierCycles"] = [
+            {k: v for k, v in attempt_to_json(a, cache, top).items() if k != "pod"} for a in earlier
+        ]
+    if history is not None and attempt.pod.key in history.preempted_by:
+        data["preemptedBy"] = history.preempted_by[attempt.pod.key]
     return data
+
+
+def latest_preemption(attempts: Sequence[Attempt]) -> PreemptionOutcome | None:
+    """DefaultPreemption's decision in the latest of ``attempts`` where it ran."""
+    return next((a.preemption for a in reversed(attempts) if a.preemption is not None), None)
 
 
 def rank_nodes(nodes: Mapping[str, Mapping[str, Any]], host: str | None) -> list[str]:
@@ -372,8 +493,9 @@ def rank_nodes(nodes: Mapping[str, Mapping[str, Any]], host: str | None) -> list
     return sorted(nodes, key=rank)
 
 
-def to_json(attempts: list[Attempt], cache: Cache, top: int | None = None) -> str:
-    return json.dumps({"results": [attempt_to_json(a, cache, top) for a in attempts]}, indent=2, sort_keys=False)
+def to_json(attempts: list[Attempt], cache: Cache, top: int | None = None, history: History | None = None) -> str:
+    results = [attempt_to_json(a, cache, top, history) for a in attempts]
+    return json.dumps({"results": results}, indent=2, sort_keys=False)
 
 
 def preemption_line(node: str | None, victims: Sequence[str]) -> str:
@@ -383,17 +505,29 @@ def preemption_line(node: str | None, victims: Sequence[str]) -> str:
     return f"preemption: nominated to {node}, evicting {', '.join(victims)}"
 
 
-def render_table(attempts: list[Attempt], cache: Cache, top: int | None = None) -> str:
+def _outcome(data: Mapping[str, Any]) -> str:
+    return f"-> {data['node']}" if data["node"] else f"UNSCHEDULABLE: {data['message']}"
+
+
+def render_table(attempts: list[Attempt], cache: Cache, top: int | None = None, history: History | None = None) -> str:
     """A terminal view: the decision per pod, then one row per node with its verdict and scores
-    (with ``top``, the best ``top`` nodes, best first, and a line counting the others)."""
+    (with ``top``, the best ``top`` nodes, best first, and a line counting the others). With applied
+    preemption, a line per earlier cycle (its outcome and decision) and a line for an evicted pod."""
     lines: list[str] = []
     for attempt in attempts:
-        data = attempt_to_json(attempt, cache, top)
-        head = f"pod {data['pod']}: "
-        head += f"-> {attempt.host}" if attempt.host else f"UNSCHEDULABLE: {attempt.message}"
-        lines.append(head)
+        data = attempt_to_json(attempt, cache, top, history)
+        lines.append(f"pod {data['pod']}: {_outcome(data)}")
+        earlier = data.get("earlierCycles", [])
+        for i, cycle in enumerate(earlier, start=1):
+            lines.append(f"  cycle {i}: {_outcome(cycle)}")
+            if "nominatedNode" in cycle:
+                lines.append("    " + preemption_line(cycle["nominatedNode"], cycle["victims"]))
+        if earlier:
+            lines.append(f"  cycle {len(earlier) + 1}: {_outcome(data)}")
         if attempt.preemption is not None:
             lines.append("  " + preemption_line(attempt.preemption.nominated_node, data["victims"]))
+        if "preemptedBy" in data:
+            lines.append(f"  preempted by {data['preemptedBy']}: deleted from {data['node']}")
         plugins = [s.plugin for s in attempt.scores]
         header = ["NODE", "FILTER"] + [f"{p} (x{s.weight})" for p, s in zip(plugins, attempt.scores, strict=True)]
         header.append("TOTAL")

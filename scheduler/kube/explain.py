@@ -21,5 +21,8 @@ async def explain(config: SchedulerConfig, target: str, kubeconfig: str | None, 
     namespace, _, name = target.rpartition("/")
     namespace = namespace or "default"
     objects = await cluster_objects(config, kubeconfig)
-    attempts, sim = await simulate_with_extenders(config, replay_objects(objects, namespace, name, config), seed)
-    return to_json(attempts, sim.cache) if output == "json" else render_table(attempts, sim.cache)
+    replay = replay_objects(objects, namespace, name, config)
+    attempts, sim = await simulate_with_extenders(config, replay, seed, apply_preemption=True)
+    if output == "json":
+        return to_json(attempts, sim.cache, history=sim.history)
+    return render_table(attempts, sim.cache, history=sim.history)
