@@ -94,7 +94,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _warn_skipped(sim: Simulation, profiles: list[str]) -> None:
     """One stderr line per object the simulation left out, and per kind it does not read."""
     for problem in sim.problems:
-        print(f"warning: skipped {problem.what}: {problem.message}", file=sys.stderr)
+        print(f"warning: {'skipped ' if problem.skipped else ''}{problem.what}: {problem.message}", file=sys.stderr)
     for kind, count in sorted(sim.unused_kinds.items()):
         print(f"warning: skipped {count} {kind} object(s): a kind simulate does not read", file=sys.stderr)
     seen: set[str] = set()

@@ -22,7 +22,9 @@ from typing import Any
 import structlog
 import yaml
 
+from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import DEFAULT_SCHEDULER_NAME, SELECTING_KINDS, Node, Pod, PodKey
+from scheduler.api.priorityclass import PriorityClass, PriorityClasses, admit_pod
 from scheduler.backend.cache.cache import Cache
 from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
@@ -53,7 +55,7 @@ __all__ = [
 ]
 
 # The kinds ``add_objects`` reads; any other kind is reported as unused.
-USED_KINDS = frozenset({"Node", "Pod", "Namespace", "PodDisruptionBudget", *SELECTING_KINDS})
+USED_KINDS = frozenset({"Node", "Pod", "Namespace", "PodDisruptionBudget", "PriorityClass", *SELECTING_KINDS})
 
 
 def iter_objects(doc: object) -> Iterator[Mapping[str, Any]]:
@@ -130,10 +132,12 @@ def replay_objects(
 
 @dataclass(slots=True)
 class Problem:
-    """An object the simulation could not use, with the reason (printed, never fatal)."""
+    """An object the simulation could not use (``skipped``) or uses in a way worth a warning, with the
+    reason (printed, never fatal)."""
 
     what: str
     message: str
+    skipped: bool = True
 
 
 class MemoryBinder:
@@ -280,10 +284,24 @@ class Simulation:
         self.unused_kinds: Counter[str] = Counter()  # objects of kinds the scheduler does not read
         self.unmatched: list[Pod] = []  # pending pods whose schedulerName names no profile
         self.history = History()
+        self.priority_classes: list[PriorityClass] = []
 
     def add_objects(self, objects: Iterable[Mapping[str, Any]]) -> None:
-        """Nodes, bound pods, namespaces and spreading inputs go to the cache now; pending pods wait for ``run``."""
+        """Nodes, bound pods, namespaces and spreading inputs go to the cache now; pending pods wait for ``run``.
+
+        PriorityClasses come first, wherever they are listed: each pod is admitted with them.
+        """
+        objects = list(objects)
         handlers = self.scheduler.handlers
+        for obj in objects:
+            if obj.get("kind") == "PriorityClass":
+                pc = PriorityClass.from_dict(obj)
+                if pc.errors:
+                    what = f"PriorityClass {pc.name}" if pc.name else "PriorityClass"
+                    self.problems.append(Problem(what, "; ".join(str(e) for e in pc.errors)))
+                else:
+                    self.priority_classes.append(pc)
+        classes = PriorityClasses(self.priority_classes)
         for obj in objects:
             kind = obj.get("kind")
             if kind == "Node":
@@ -293,23 +311,51 @@ class Simulation:
                     continue
                 handlers.node_event(None, node)
             elif kind == "Pod":
-                pod = Pod.from_dict(obj)
-                if pod.terminal:
-                    continue
-                if pod.assigned:
-                    handlers.pod_event(None, pod)
-                elif pod.scheduler_name in self.frameworks:
-                    self._add_pending(pod)
-                else:
-                    self.unmatched.append(pod)
+                self._add_pod(obj, classes)
             elif isinstance(kind, str) and kind in SELECTING_KINDS:  # a YAML kind may be a list
                 handlers.on_selecting_object(None, obj)
             elif kind == "Namespace":
                 handlers.on_namespace(None, obj)
             elif kind == "PodDisruptionBudget":
-                handlers.on_pdb(None, obj)
-            else:
+                self._add_pdb(obj)
+            elif kind != "PriorityClass":
                 self.unused_kinds[kind if isinstance(kind, str) and kind else "(no kind)"] += 1
+
+    def _add_pod(self, obj: Mapping[str, Any], classes: PriorityClasses) -> None:
+        """A pod as the API server holds it: its priority from its PriorityClass (admission). A pending
+        pod admission refuses gets the reason as an invalid field (its result says it); a bound one
+        is left out with a warning, as is one whose priority is not an int32."""
+        admitted, refusal = admit_pod(obj, classes)
+        pod = Pod.from_dict(admitted)
+        if pod.terminal:
+            return
+        if pod.assigned:
+            errors = [refusal] if refusal else [e for e in pod.errors if e.path == "spec.priority"]
+            if errors:
+                self.problems.append(Problem(f"Pod {pod.key}", "; ".join(str(e) for e in errors)))
+                return
+            self.scheduler.handlers.pod_event(None, pod)
+        elif pod.scheduler_name in self.frameworks:
+            if refusal is not None:
+                pod = dataclasses.replace(pod, errors=(*pod.errors, refusal))
+            self._add_pending(pod)
+        else:
+            self.unmatched.append(pod)
+
+    def _add_pdb(self, obj: Mapping[str, Any]) -> None:
+        """A PDB with invalid fields is kept as the live scheduler keeps it, with a warning here
+        instead of the log line; a malformed selector makes it cover no pod, which kube-controller-
+        manager reports in a ``NoPods`` event ("Failed to get pods: ...")."""
+        pdb = PodDisruptionBudget.from_dict(obj)
+        if not (pdb.name and pdb.errors):
+            self.scheduler.handlers.on_pdb(None, obj)
+            return
+        selector = [str(e) for e in pdb.errors if e.path.startswith("spec.selector")]
+        others = [str(e) for e in pdb.errors if not e.path.startswith("spec.selector")]
+        parts = [f"Failed to get pods: {'; '.join(selector)} (it covers no pod)"] if selector else []
+        parts += others
+        self.problems.append(Problem(f"PodDisruptionBudget {pdb.key}", "; ".join(parts), skipped=False))
+        self.cache.upsert_pdb(pdb)
 
     def _add_pending(self, pod: Pod) -> None:
         """A pod listed twice is one pod: the later object replaces the earlier, as a watch update would."""
