@@ -6,6 +6,10 @@ a quantity it cannot decode) is asserted as refused, and the same object then go
 scheduler, which must either bind it correctly or leave it ``PodScheduled=False`` with upstream's
 message and a ``FailedScheduling`` Event, and then still bind a normal pod created right after.
 
+Priorities and PDBs (issue #19): a missing PriorityClass (admission's 403), a priority beyond int32
+(the decoder's 400), PriorityClasses above 1e9 or misusing a system name and a PDB with a malformed
+selector (422) are refused, and named alike by our parsers; a negative class is admitted and binds.
+
 Measured on v1.35.4: refused 25 kinds (22 pods in ``REFUSED``, 6 of them inter-pod affinity; 3 nodes in
 ``REFUSED_NODES``), accepted 22 (the tests after them; the 8 inter-pod affinity cases also go through
 kube-scheduler with its default profile, which must end each the same way).
@@ -36,7 +40,9 @@ from e2e.kube_helpers import (
     without_preemption,
     zone_spread,
 )
+from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import Node, Pod
+from scheduler.api.priorityclass import PriorityClass
 from scheduler.config import load_config
 from scheduler.simulate import Simulation
 from scheduler.testing import spread_constraint
@@ -639,3 +645,97 @@ def test_pod_affinity_the_api_accepts_ends_as_on_kube_scheduler(
     assert fates == expected
     assert scheduler.proc is not None and scheduler.proc.poll() is None
     _a_normal_pod_still_binds(core, namespace)
+
+
+# -- priorities and PodDisruptionBudgets (issue #19) ------------------------------------------------
+
+INT32_TEXT = "cannot unmarshal number {} into Go struct field PodSpec.spec.priority of type int32"
+
+
+def _refused(create: Callable[[], object]) -> tuple[int, str]:
+    with pytest.raises(client.ApiException) as refused:
+        create()
+    return refused.value.status, json.loads(refused.value.body)["message"]
+
+
+def test_a_pod_naming_a_missing_priority_class_is_refused_as_simulate_refuses_it(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    """The Priority admission plugin's 403; ``simulate`` gives the pod the same words, naming the field."""
+    missing = f"absent-{uuid.uuid4().hex[:6]}"
+    obj = pod_body("bad", priorityClassName=missing)
+    status, message = _refused(lambda: core.create_namespaced_pod(namespace, obj))
+    assert (status, message.split(": ", 1)[1]) == (403, f"no PriorityClass with name {missing} was found")
+    assert _simulate(obj) == f"invalid pod: spec.priorityClassName: no PriorityClass with name {missing} was found"
+
+
+@pytest.mark.parametrize("value", [2**31, -(2**31) - 1])
+def test_a_priority_beyond_int32_is_refused_by_the_decoder_and_named_by_simulate(
+    core: client.CoreV1Api, namespace: str, value: int
+) -> None:
+    obj = pod_body("bad", priority=value)
+    status, message = _refused(lambda: core.create_namespaced_pod(namespace, obj))
+    assert status == 400 and INT32_TEXT.format(value) in message, message
+    assert _simulate(obj) == f"invalid pod: spec.priority: {INT32_TEXT.format(value)}"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "text"),
+    [
+        pytest.param(
+            "user",
+            1_000_000_001,
+            "value: Forbidden: maximum allowed value of a user defined priority is 1000000000",
+            id="user-class-above-one-billion",
+        ),
+        pytest.param(
+            "system-node-critical",
+            5,
+            "metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. "
+            "error: value of system-node-critical PriorityClass must be 2000001000",
+            id="system-class-wrong-value",
+        ),
+    ],
+)
+def test_a_priority_class_the_api_refuses_is_named_by_our_parser(
+    api: client.ApiClient, name: str, value: int, text: str
+) -> None:
+    body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+    if name == "user":
+        body["metadata"]["name"] = f"user-{uuid.uuid4().hex[:6]}"
+    status, message = _refused(lambda: client.SchedulingV1Api(api).create_priority_class(body))
+    assert status == 422 and text in message, message
+    assert text in [str(e) for e in PriorityClass.from_dict(body).errors]
+
+
+def test_a_pdb_with_a_malformed_selector_is_refused_and_named_by_our_parser(
+    api: client.ApiClient, namespace: str
+) -> None:
+    """It never reaches the live scheduler; in a file, ``simulate`` warns that it covers no pod."""
+    body = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "guard", "namespace": namespace},
+        "spec": {"maxUnavailable": 0, "selector": {"matchExpressions": [{"key": "app", "operator": "Sometimes"}]}},
+    }
+    status, message = _refused(lambda: client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(namespace, body))
+    assert status == 422 and "spec.selector.matchExpressions[0].operator" in message, message
+    errors = [str(e) for e in PodDisruptionBudget.from_dict(body).errors]
+    assert any(e.startswith("spec.selector.matchExpressions[0].operator") for e in errors), errors
+
+
+def test_a_negative_priority_class_is_admitted_and_its_pod_binds(
+    api: client.ApiClient, core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, two_zones: list[str]
+) -> None:
+    """A negative value is valid: admission gives it to the pod, which the live scheduler binds."""
+    name = f"negative-{uuid.uuid4().hex[:6]}"
+    scheduling = client.SchedulingV1Api(api)
+    body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": -10}
+    scheduling.create_priority_class(body)
+    try:
+        core.create_namespaced_pod(namespace, pod_body("negative", priorityClassName=name))
+        assert core.read_namespaced_pod("negative", namespace).spec.priority == -10
+        assert _bound(core, namespace, "negative") in two_zones
+        _a_normal_pod_still_binds(core, namespace)
+    finally:
+        scheduling.delete_priority_class(name)

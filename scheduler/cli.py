@@ -70,9 +70,9 @@ def _simulate(args: argparse.Namespace) -> int:
     if config.extenders:
         from scheduler.kube.extender import simulate_with_extenders  # noqa: PLC0415 - aiohttp only when needed
 
-        attempts, sim = asyncio.run(simulate_with_extenders(config, objects, args.seed))
+        attempts, sim = asyncio.run(simulate_with_extenders(config, objects, args.seed, apply_preemption=True))
     else:
-        sim = Simulation(config, seed=args.seed)
+        sim = Simulation(config, seed=args.seed, apply_preemption=True)
         sim.add_objects(objects)
         attempts = sim.run()
     _warn_skipped(sim, [p.scheduler_name for p in config.profiles])
@@ -81,10 +81,12 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"spread-scheduler: no pending pod in {source} names a profile ({names})", file=sys.stderr)
         return EXIT_NOTHING_TO_SCHEDULE
     if args.output == "json":
-        print(to_json(attempts, sim.cache, args.top))
+        print(to_json(attempts, sim.cache, args.top, sim.history))
     else:
-        print(render_table(attempts, sim.cache, args.top), end="")
-    if args.fail_on_unschedulable and any(attempt.host is None for attempt in attempts):
+        print(render_table(attempts, sim.cache, args.top, sim.history), end="")
+    # A pod another pod preempted is no longer placed either.
+    placed = [a.host is not None and a.pod.key not in sim.history.preempted_by for a in attempts]
+    if args.fail_on_unschedulable and not all(placed):
         return EXIT_UNSCHEDULABLE
     return 0
 
@@ -92,7 +94,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _warn_skipped(sim: Simulation, profiles: list[str]) -> None:
     """One stderr line per object the simulation left out, and per kind it does not read."""
     for problem in sim.problems:
-        print(f"warning: skipped {problem.what}: {problem.message}", file=sys.stderr)
+        print(f"warning: {'skipped ' if problem.skipped else ''}{problem.what}: {problem.message}", file=sys.stderr)
     for kind, count in sorted(sim.unused_kinds.items()):
         print(f"warning: skipped {count} {kind} object(s): a kind simulate does not read", file=sys.stderr)
     seen: set[str] = set()

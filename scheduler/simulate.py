@@ -8,23 +8,28 @@ reading the file and the extenders the caller passes in.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import random
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import structlog
 import yaml
 
+from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import DEFAULT_SCHEDULER_NAME, SELECTING_KINDS, Node, Pod, PodKey
+from scheduler.api.priorityclass import PriorityClass, PriorityClasses, admit_pod
 from scheduler.backend.cache.cache import Cache
 from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
+from scheduler.framework.interface import PodNominator
+from scheduler.framework.preemption import PreemptionOutcome
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.plugins.names import DEFAULT_PREEMPTION
@@ -33,9 +38,11 @@ from scheduler.schedule_one import Attempt
 from scheduler.scheduler import Scheduler
 
 __all__ = [
+    "History",
     "MemoryBinder",
     "MemoryPreemption",
     "MemoryRecorder",
+    "Preemption",
     "Simulation",
     "attempt_to_json",
     "iter_objects",
@@ -48,7 +55,7 @@ __all__ = [
 ]
 
 # The kinds ``add_objects`` reads; any other kind is reported as unused.
-USED_KINDS = frozenset({"Node", "Pod", "Namespace", "PodDisruptionBudget", *SELECTING_KINDS})
+USED_KINDS = frozenset({"Node", "Pod", "Namespace", "PodDisruptionBudget", "PriorityClass", *SELECTING_KINDS})
 
 
 def iter_objects(doc: object) -> Iterator[Mapping[str, Any]]:
@@ -125,10 +132,12 @@ def replay_objects(
 
 @dataclass(slots=True)
 class Problem:
-    """An object the simulation could not use, with the reason (printed, never fatal)."""
+    """An object the simulation could not use (``skipped``) or uses in a way worth a warning, with the
+    reason (printed, never fatal)."""
 
     what: str
     message: str
+    skipped: bool = True
 
 
 class MemoryBinder:
@@ -162,19 +171,67 @@ class MemoryRecorder:
         self.events.append((pod.key, event_type, reason, note))
 
 
-class MemoryPreemption:
-    """The PreemptionSink of a dry run: remembers each decision (preemptor -> node and victims)
-    instead of deleting the victims; the preemptor is not placed afterwards."""
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """One decision to carry out: ``victims`` leave, the pods of lower priority nominated to ``node``
+    lose their nomination (upstream's ``prepareCandidate``), and ``preemptor`` is nominated there."""
 
-    def __init__(self) -> None:
+    preemptor: Pod
+    node: str
+    victims: tuple[Pod, ...]
+    lower_nominated: tuple[Pod, ...] = ()
+
+
+class MemoryPreemption:
+    """The PreemptionSink of a dry run: remembers each decision (preemptor -> node and victims) and
+    keeps it for ``Simulation`` to carry out after the round, as the watch would report the writes."""
+
+    def __init__(self, nominator: PodNominator | None = None) -> None:
         self.decisions: dict[PodKey, tuple[str, list[PodKey]]] = {}
+        self.nominator = nominator
+        self.pending: list[Preemption] = []
 
     def prepare_candidate(self, preemptor: Pod, node_name: str, victims: Sequence[Pod]) -> Status | None:
         self.decisions[preemptor.key] = (node_name, [v.key for v in victims])
+        nominated = self.nominator.nominated_pods_for_node(node_name) if self.nominator is not None else ()
+        lower = tuple(p for p in nominated if p.priority < preemptor.priority)  # getLowerPriorityNominatedPods
+        self.pending.append(Preemption(preemptor, node_name, tuple(victims), lower))
         return None
 
     def is_pod_running_preemption(self, pod: Pod) -> bool:
-        return False  # nothing is evicted in a dry run, so nothing is ever still running
+        return False  # decisions are carried out between rounds, before any retry of the preemptor
+
+    def take(self) -> list[Preemption]:
+        """The decisions not carried out yet, oldest first; they are forgotten here."""
+        pending, self.pending = self.pending, []
+        return pending
+
+
+@dataclass(slots=True)
+class History:
+    """What a pod's last cycle does not show once preemption is applied: the cycles before it, and
+    which preemptor evicted each victim. Empty without ``apply_preemption``."""
+
+    earlier: dict[PodKey, list[Attempt]] = field(default_factory=dict)
+    preempted_by: dict[PodKey, PodKey] = field(default_factory=dict)
+
+
+class _SimulatedClock:
+    """The queue's clock: frozen within a round (no backoff expires, so each pod gets one attempt),
+    moved past the longest backoff between rounds."""
+
+    __slots__ = ("now",)
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _next_version(version: str) -> str:
+    """The resourceVersion a write would give: a newer integer; otherwise "" (always an update)."""
+    return str(int(version) + 1) if version.isdigit() else ""
 
 
 class Simulation:
@@ -184,16 +241,33 @@ class Simulation:
     with creation time as the arrival time (then file order). Each placement is assumed, so it
     counts for the pods after it, exactly as in the live loop before the watch confirms it.
     Extenders are called for real (filter, prioritize), but a dry run never binds through them.
+
+    With ``apply_preemption`` (the ``simulate`` and ``explain`` commands), DefaultPreemption's
+    decisions are carried out after each round as the live writes would be: the victims are deleted,
+    lower-priority nominations on the node cleared, the preemptor's ``status.nominatedNodeName`` set;
+    then the pods those changes requeue (the queue's hints decide, as upstream) get one more attempt
+    in a new round, once their backoff is over. Each round deletes at least one pod, so it ends.
+    Without it, a decision is only shown (one cycle per pod: what the differential oracle compares).
     """
 
-    def __init__(self, config: SchedulerConfig, seed: int | None = None, extenders: Sequence[Extender] = ()) -> None:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        seed: int | None = None,
+        extenders: Sequence[Extender] = (),
+        *,
+        apply_preemption: bool = False,
+    ) -> None:
         self.binder = MemoryBinder()
         self.recorder = MemoryRecorder()
+        self.clock = _SimulatedClock()
+        self.apply_preemption = apply_preemption
+        self.max_backoff = config.pod_max_backoff_seconds
         self.scheduler = Scheduler(
             config,
             self.binder,
             self.recorder,
-            clock=_frozen_clock,  # no backoff ever expires: each pod gets its one attempt
+            clock=self.clock,
             rng=random.Random(seed),
             extenders=extenders,
             bind_through_extenders=False,
@@ -206,7 +280,7 @@ class Simulation:
         self.cache = self.scheduler.cache
         self.frameworks = self.scheduler.frameworks
         # DefaultPreemption decides where its decision has somewhere to go; its random offset is seeded.
-        self.preemption = MemoryPreemption()
+        self.preemption = MemoryPreemption(self.scheduler.queue)
         offsets = random.Random(seed)
         for fwk in self.frameworks.values():
             fwk.handle.preemption = self.preemption
@@ -219,10 +293,25 @@ class Simulation:
         self.problems: list[Problem] = []
         self.unused_kinds: Counter[str] = Counter()  # objects of kinds the scheduler does not read
         self.unmatched: list[Pod] = []  # pending pods whose schedulerName names no profile
+        self.history = History()
+        self.priority_classes: list[PriorityClass] = []
 
     def add_objects(self, objects: Iterable[Mapping[str, Any]]) -> None:
-        """Nodes, bound pods, namespaces and spreading inputs go to the cache now; pending pods wait for ``run``."""
+        """Nodes, bound pods, namespaces and spreading inputs go to the cache now; pending pods wait for ``run``.
+
+        PriorityClasses come first, wherever they are listed: each pod is admitted with them.
+        """
+        objects = list(objects)
         handlers = self.scheduler.handlers
+        for obj in objects:
+            if obj.get("kind") == "PriorityClass":
+                pc = PriorityClass.from_dict(obj)
+                if pc.errors:
+                    what = f"PriorityClass {pc.name}" if pc.name else "PriorityClass"
+                    self.problems.append(Problem(what, "; ".join(str(e) for e in pc.errors)))
+                else:
+                    self.priority_classes.append(pc)
+        classes = PriorityClasses(self.priority_classes)
         for obj in objects:
             kind = obj.get("kind")
             if kind == "Node":
@@ -232,23 +321,51 @@ class Simulation:
                     continue
                 handlers.node_event(None, node)
             elif kind == "Pod":
-                pod = Pod.from_dict(obj)
-                if pod.terminal:
-                    continue
-                if pod.assigned:
-                    handlers.pod_event(None, pod)
-                elif pod.scheduler_name in self.frameworks:
-                    self._add_pending(pod)
-                else:
-                    self.unmatched.append(pod)
+                self._add_pod(obj, classes)
             elif isinstance(kind, str) and kind in SELECTING_KINDS:  # a YAML kind may be a list
                 handlers.on_selecting_object(None, obj)
             elif kind == "Namespace":
                 handlers.on_namespace(None, obj)
             elif kind == "PodDisruptionBudget":
-                handlers.on_pdb(None, obj)
-            else:
+                self._add_pdb(obj)
+            elif kind != "PriorityClass":
                 self.unused_kinds[kind if isinstance(kind, str) and kind else "(no kind)"] += 1
+
+    def _add_pod(self, obj: Mapping[str, Any], classes: PriorityClasses) -> None:
+        """A pod as the API server holds it: its priority from its PriorityClass (admission). A pending
+        pod admission refuses gets the reason as an invalid field (its result says it); a bound one
+        is left out with a warning, as is one whose priority is not an int32."""
+        admitted, refusal = admit_pod(obj, classes)
+        pod = Pod.from_dict(admitted)
+        if pod.terminal:
+            return
+        if pod.assigned:
+            errors = [refusal] if refusal else [e for e in pod.errors if e.path == "spec.priority"]
+            if errors:
+                self.problems.append(Problem(f"Pod {pod.key}", "; ".join(str(e) for e in errors)))
+                return
+            self.scheduler.handlers.pod_event(None, pod)
+        elif pod.scheduler_name in self.frameworks:
+            if refusal is not None:
+                pod = dataclasses.replace(pod, errors=(*pod.errors, refusal))
+            self._add_pending(pod)
+        else:
+            self.unmatched.append(pod)
+
+    def _add_pdb(self, obj: Mapping[str, Any]) -> None:
+        """A PDB with invalid fields is kept as the live scheduler keeps it, with a warning here
+        instead of the log line; a malformed selector makes it cover no pod, which kube-controller-
+        manager reports in a ``NoPods`` event ("Failed to get pods: ...")."""
+        pdb = PodDisruptionBudget.from_dict(obj)
+        if not (pdb.name and pdb.errors):
+            self.scheduler.handlers.on_pdb(None, obj)
+            return
+        selector = [str(e) for e in pdb.errors if e.path.startswith("spec.selector")]
+        others = [str(e) for e in pdb.errors if not e.path.startswith("spec.selector")]
+        parts = [f"Failed to get pods: {'; '.join(selector)} (it covers no pod)"] if selector else []
+        parts += others
+        self.problems.append(Problem(f"PodDisruptionBudget {pdb.key}", "; ".join(parts), skipped=False))
+        self.cache.upsert_pdb(pdb)
 
     def _add_pending(self, pod: Pod) -> None:
         """A pod listed twice is one pod: the later object replaces the earlier, as a watch update would."""
@@ -273,33 +390,65 @@ class Simulation:
         """``run`` inside a running event loop (``explain``)."""
         sched = self.scheduler
         order = self.queue_order()
-        results: dict[PodKey, Attempt] = {}
+        results: dict[PodKey, list[Attempt]] = {}
 
         def attempted(attempt: Attempt, _seconds: float) -> None:
-            results.setdefault(attempt.pod.key, attempt)
+            results.setdefault(attempt.pod.key, []).append(attempt)
 
         def skipped(pod: Pod, message: str) -> None:
-            results.setdefault(pod.key, Attempt(pod, Status(Code.SKIP, (message,)), message=message))
+            results.setdefault(pod.key, []).append(Attempt(pod, Status(Code.SKIP, (message,)), message=message))
 
         sched.attempt_observers.append(attempted)
         sched.cycles.skip_observers.append(skipped)
         for pod in order:  # arrival order: equal queue timestamps keep it among equal priorities
             sched.handlers.pod_event(None, pod)
-        while await sched.schedule_one_async() if sched.extenders else sched.schedule_one():
-            pass
-        await sched.drain()
+        rounds = 1
+        while True:
+            while await sched.schedule_one_async() if sched.extenders else sched.schedule_one():
+                pass
+            await sched.drain()
+            preemptions = self.preemption.take()
+            if not (self.apply_preemption and preemptions):
+                break
+            # A later round: backoffs are over, and each pod may be tried once more.
+            rounds += 1
+            sched.cycles.max_attempts = rounds
+            self.clock.now += self.max_backoff + 1.0
+            for preemption in preemptions:
+                self._carry_out(preemption)
         sched.attempt_observers.remove(attempted)
         sched.cycles.skip_observers.remove(skipped)
         for pod in order:
             if pod.key not in results:  # never popped: held back by a PreEnqueue plugin
                 gate = self.frameworks[pod.scheduler_name].run_pre_enqueue_plugins(pod)
                 status = gate if gate is not None else Status(Code.UNSCHEDULABLE, ("not attempted",))
-                results[pod.key] = Attempt(pod, status, message=status.message())
-        return [results[pod.key] for pod in order]
+                results[pod.key] = [Attempt(pod, status, message=status.message())]
+        for pod in order:
+            if len(results[pod.key]) > 1:
+                self.history.earlier[pod.key] = results[pod.key][:-1]
+        return [results[pod.key][-1] for pod in order]
+
+    def _carry_out(self, preemption: Preemption) -> None:
+        """The writes of one decision, in upstream's order, as watch events: each victim deleted, each
+        lower-priority nomination cleared (only a written one: upstream patches no other), then the
+        preemptor's ``status.nominatedNodeName`` (the failure handler's patch)."""
+        handlers = self.scheduler.handlers
+        preemptor = preemption.preemptor.key
+        for victim in preemption.victims:
+            self.history.preempted_by.setdefault(victim.key, preemptor)
+            handlers.pod_event("DELETED", victim)
+        for nominated in preemption.lower_nominated:
+            latest = handlers.pending.get(nominated.key)
+            if latest is not None and latest.nominated_node_name:
+                handlers.pod_event(None, _with_nomination(latest, ""))
+        latest = handlers.pending.get(preemptor)
+        if latest is not None and not latest.node_name and latest.nominated_node_name != preemption.node:
+            handlers.pod_event(None, _with_nomination(latest, preemption.node))
 
 
-def _frozen_clock() -> float:
-    return 0.0
+def _with_nomination(pod: Pod, node: str) -> Pod:
+    """``pod`` as the watch reports it after a status patch of ``nominatedNodeName``."""
+    return dataclasses.replace(pod, nominated_node_name=node, resource_version=_next_version(pod.resource_version))
 
 
 def _filter_json(status: Status | None) -> dict[str, str] | None:
@@ -308,11 +457,15 @@ def _filter_json(status: Status | None) -> dict[str, str] | None:
     return {"plugin": status.plugin, "reason": status.message(), "code": str(status.code)}
 
 
-def attempt_to_json(attempt: Attempt, cache: Cache, top: int | None = None) -> dict[str, Any]:
+def attempt_to_json(
+    attempt: Attempt, cache: Cache, top: int | None = None, history: History | None = None
+) -> dict[str, Any]:
     """The documented JSON shape: the outcome, per node the filter verdict (with its status code), per
     plugin raw/normalized, and the total; the plugins that rejected the pod (``FitError.Diagnosis``).
 
     With ``top``, only the ``top`` best nodes (``rank_nodes``), best first, and ``omittedNodes``.
+    With ``history`` (preemption applied), the pod's earlier cycles (``earlierCycles``), the latest
+    preemption decision among all its cycles, and who evicted it (``preemptedBy``).
     """
     nodes: dict[str, Any] = {}
     diagnosis = attempt.diagnosis
@@ -353,11 +506,25 @@ def attempt_to_json(attempt: Attempt, cache: Cache, top: int | None = None) -> d
     }
     if omitted is not None:
         data["omittedNodes"] = omitted
-    if attempt.preemption is not None:
-        # DefaultPreemption ran: where the pod would wait, and whom it would evict.
-        data["nominatedNode"] = attempt.preemption.nominated_node
-        data["victims"] = [victim.key for victim in attempt.preemption.victims]
+    earlier = history.earlier.get(attempt.pod.key, []) if history is not None else []
+    preemption = latest_preemption([*earlier, attempt])
+    if preemption is not None:
+        # DefaultPreemption ran: where the pod would wait, and whom it would evict (issue #19).
+        data["nominatedNode"] = preemption.nominated_node
+        data["victims"] = [victim.key for victim in preemption.victims]
+    if earlier:
+        # Applied preemption: the cycles before this last one, oldest first, in the same shape.
+        data["earlierCycles"] = [
+            {k: v for k, v in attempt_to_json(a, cache, top).items() if k != "pod"} for a in earlier
+        ]
+    if history is not None and attempt.pod.key in history.preempted_by:
+        data["preemptedBy"] = history.preempted_by[attempt.pod.key]
     return data
+
+
+def latest_preemption(attempts: Sequence[Attempt]) -> PreemptionOutcome | None:
+    """DefaultPreemption's decision in the latest of ``attempts`` where it ran."""
+    return next((a.preemption for a in reversed(attempts) if a.preemption is not None), None)
 
 
 def rank_nodes(nodes: Mapping[str, Mapping[str, Any]], host: str | None) -> list[str]:
@@ -382,8 +549,9 @@ def rank_nodes(nodes: Mapping[str, Mapping[str, Any]], host: str | None) -> list
     return sorted(nodes, key=rank)
 
 
-def to_json(attempts: list[Attempt], cache: Cache, top: int | None = None) -> str:
-    return json.dumps({"results": [attempt_to_json(a, cache, top) for a in attempts]}, indent=2, sort_keys=False)
+def to_json(attempts: list[Attempt], cache: Cache, top: int | None = None, history: History | None = None) -> str:
+    results = [attempt_to_json(a, cache, top, history) for a in attempts]
+    return json.dumps({"results": results}, indent=2, sort_keys=False)
 
 
 def preemption_line(node: str | None, victims: Sequence[str]) -> str:
@@ -393,17 +561,29 @@ def preemption_line(node: str | None, victims: Sequence[str]) -> str:
     return f"preemption: nominated to {node}, evicting {', '.join(victims)}"
 
 
-def render_table(attempts: list[Attempt], cache: Cache, top: int | None = None) -> str:
+def _outcome(data: Mapping[str, Any]) -> str:
+    return f"-> {data['node']}" if data["node"] else f"UNSCHEDULABLE: {data['message']}"
+
+
+def render_table(attempts: list[Attempt], cache: Cache, top: int | None = None, history: History | None = None) -> str:
     """A terminal view: the decision per pod, then one row per node with its verdict and scores
-    (with ``top``, the best ``top`` nodes, best first, and a line counting the others)."""
+    (with ``top``, the best ``top`` nodes, best first, and a line counting the others). With applied
+    preemption, a line per earlier cycle (its outcome and decision) and a line for an evicted pod."""
     lines: list[str] = []
     for attempt in attempts:
-        data = attempt_to_json(attempt, cache, top)
-        head = f"pod {data['pod']}: "
-        head += f"-> {attempt.host}" if attempt.host else f"UNSCHEDULABLE: {attempt.message}"
-        lines.append(head)
+        data = attempt_to_json(attempt, cache, top, history)
+        lines.append(f"pod {data['pod']}: {_outcome(data)}")
+        earlier = data.get("earlierCycles", [])
+        for i, cycle in enumerate(earlier, start=1):
+            lines.append(f"  cycle {i}: {_outcome(cycle)}")
+            if "nominatedNode" in cycle:
+                lines.append("    " + preemption_line(cycle["nominatedNode"], cycle["victims"]))
+        if earlier:
+            lines.append(f"  cycle {len(earlier) + 1}: {_outcome(data)}")
         if attempt.preemption is not None:
             lines.append("  " + preemption_line(attempt.preemption.nominated_node, data["victims"]))
+        if "preemptedBy" in data:
+            lines.append(f"  preempted by {data['preemptedBy']}: deleted from {data['node']}")
         plugins = [s.plugin for s in attempt.scores]
         header = ["NODE", "FILTER"] + [f"{p} (x{s.weight})" for p, s in zip(plugins, attempt.scores, strict=True)]
         header.append("TOTAL")

@@ -1,12 +1,20 @@
-"""``simulate`` shows DefaultPreemption's decision (in the default profile, as upstream's): the
-example in docs/preemption.md, JSON and table."""
+"""``simulate`` shows DefaultPreemption's decision (issue #19, first increment): the example in
+docs/preemption.md, JSON and table."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from scheduler.api.objects import Pod, PodKey
+from scheduler.cli import main
 from scheduler.config import load_config, parse_config
+from scheduler.framework.status import Code, Status
+from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json, load_objects, render_table
+from scheduler.testing import make_node, make_pod
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -62,3 +70,131 @@ def test_a_pod_that_may_not_preempt_gets_null_and_the_reason() -> None:
     assert data["message"].endswith(
         "2 Insufficient cpu. no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
     )
+
+
+# -- applied preemption (the ``simulate`` and ``explain`` commands) ---------------------------------
+
+
+def applied(objects: list[dict[str, Any]], seed: int = 1) -> tuple[Simulation, dict[str, dict[str, Any]]]:
+    """Run with the preemption carried out; every result's JSON by pod."""
+    sim = Simulation(load_config(None), seed=seed, apply_preemption=True)
+    sim.add_objects(objects)
+    attempts = sim.run()
+    return sim, {a.pod.key: attempt_to_json(a, sim.cache, history=sim.history) for a in attempts}
+
+
+def test_the_victim_leaves_and_the_preemptor_lands_on_its_nominated_node() -> None:
+    """The end state of the example: batch-1 gone, web on node-b, nothing else deleted; the first
+    cycle (the decision) is kept in ``earlierCycles``."""
+    for seed in range(4):
+        sim, results = applied([dict(o) for o in load_objects(EXAMPLES / "preemption.yaml")], seed)
+        web = results["shop/web"]
+        assert (web["node"], web["code"]) == ("node-b", "Success")
+        assert (web["nominatedNode"], web["victims"]) == ("node-b", ["shop/batch-1"])
+        (first,) = web["earlierCycles"]
+        assert (first["node"], first["message"]) == (None, "0/2 nodes are available: 2 Insufficient cpu.")
+        assert (first["nominatedNode"], first["victims"]) == ("node-b", ["shop/batch-1"])
+        assert "pod" not in first
+        on_nodes = {pod.key for pod in sim.cache.pods()}
+        assert on_nodes == {"shop/db-0", "shop/db-1", "shop/batch-0", "shop/web"}
+        assert sim.history.preempted_by == {"shop/batch-1": "shop/web"}
+        assert sim.binder.bindings == {"shop/web": "node-b"}
+
+
+def test_the_table_shows_each_cycle_and_the_last_cycles_nodes() -> None:
+    sim = Simulation(load_config(None), seed=1, apply_preemption=True)
+    sim.add_objects(load_objects(EXAMPLES / "preemption.yaml"))
+    lines = render_table(sim.run(), sim.cache, history=sim.history).splitlines()
+    assert lines[:4] == [
+        "pod shop/web: -> node-b",
+        "  cycle 1: UNSCHEDULABLE: 0/2 nodes are available: 2 Insufficient cpu.",
+        "    preemption: nominated to node-b, evicting shop/batch-1",
+        "  cycle 2: -> node-b",
+    ]
+    assert lines[5].split() == ["node-a", "not", "evaluated"]  # tried on its nominated node alone
+
+
+def big_victim_cluster(*extra: dict[str, Any]) -> list[dict[str, Any]]:
+    """node-b holds one 2-cpu pod of priority 100; web (1000, 1 cpu) evicts it and leaves 1 cpu free."""
+    return [
+        make_node("node-b").allocatable(cpu="2", memory="4Gi", pods="110").dict(),
+        make_pod("big").node("node-b").priority(100).requests(cpu="2").dict(),
+        make_pod("web").priority(1000).requests(cpu="1").created("2026-01-01T00:00:00Z").dict(),
+        *extra,
+    ]
+
+
+def test_room_the_victims_free_beyond_the_preemptors_goes_to_a_requeued_pod() -> None:
+    """``small`` (priority 50) fits nowhere in the first round and may not preempt; the victim's
+    deletion requeues it (NodeResourcesFit's hint), and it takes the cpu web left, as upstream."""
+    small = make_pod("small").priority(50).requests(cpu="1").created("2026-01-01T00:00:01Z").dict()
+    sim, results = applied(big_victim_cluster(small))
+    assert (results["default/web"]["node"], results["default/small"]["node"]) == ("node-b", "node-b")
+    assert results["default/small"]["earlierCycles"][0]["code"] == "Unschedulable"
+    assert {pod.key for pod in sim.cache.pods()} == {"default/web", "default/small"}
+
+
+def test_without_apply_preemption_each_pod_has_one_cycle() -> None:
+    """The library default (what the differential oracle compares): the decision only."""
+    sim = Simulation(load_config(None), seed=1)
+    sim.add_objects(big_victim_cluster())
+    (attempt,) = sim.run()
+    data = attempt_to_json(attempt, sim.cache, history=sim.history)
+    assert (data["node"], data["nominatedNode"], "earlierCycles" in data) == (None, "node-b", False)
+    assert sim.cache.pod("default/big") is not None
+
+
+def test_a_lower_priority_nomination_on_the_node_is_cleared() -> None:
+    """``waiting`` (priority 10) was nominated to node-b; web's preemption there clears it
+    (``prepareCandidate``), as a status patch the watch reports."""
+    waiting = (
+        make_pod("waiting")
+        .priority(10)
+        .requests(cpu="2")
+        .set("status.nominatedNodeName", "node-b")
+        .created("2026-01-01T00:00:01Z")
+        .dict()
+    )
+    sim, results = applied(big_victim_cluster(waiting))
+    assert results["default/web"]["node"] == "node-b"
+    assert sim.scheduler.pending["default/waiting"].nominated_node_name == ""
+    assert sim.scheduler.queue.nominator.nominated_node("default/waiting") is None
+
+
+def test_a_victim_the_simulation_placed_says_who_preempted_it() -> None:
+    """``preemptedBy`` in JSON and a line in the table for a pod evicted after it was placed; the
+    command's exit code counts it as not placed."""
+    sim, _ = applied(big_victim_cluster())
+    attempt = Attempt(Pod.from_dict(make_pod("big").dict()), Status(Code.SUCCESS), host="node-b")
+    sim.history.preempted_by["default/big"] = PodKey("default/web")
+    data = attempt_to_json(attempt, sim.cache, history=sim.history)
+    assert data["preemptedBy"] == "default/web"
+    table = render_table([attempt], sim.cache, history=sim.history).splitlines()
+    assert table[:2] == ["pod default/big: -> node-b", "  preempted by default/web: deleted from node-b"]
+
+
+def test_every_round_deletes_a_pod_so_many_preemptors_end() -> None:
+    """Ten nodes full of priority-0 pods, twenty pending pods of rising priority: the run ends, and
+    every pod either landed or says why not."""
+    objects: list[dict[str, Any]] = []
+    for i in range(10):
+        objects.append(make_node(f"n{i}").allocatable(cpu="2", memory="4Gi", pods="110").dict())
+        objects += [make_pod(f"low-{i}-{j}").node(f"n{i}").requests(cpu="1").dict() for j in range(2)]
+    objects += [
+        make_pod(f"p{k}").priority(100 + k).requests(cpu="1").created(f"2026-01-01T00:00:{k:02d}Z").dict()
+        for k in range(20)
+    ]
+    sim, results = applied(objects)
+    placed = [key for key, data in results.items() if data["node"]]
+    assert len(placed) == 20
+    assert len(sim.history.preempted_by) == 20
+    assert {pod.key for pod in sim.cache.pods()} == set(placed)
+
+
+def test_the_documented_output_is_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/preemption.md shows what ``simulate`` prints for the example, byte for byte."""
+    command = "$ spread-scheduler simulate examples/preemption.yaml\n"
+    doc = (EXAMPLES.parent / "docs" / "preemption.md").read_text()
+    shown = doc[doc.index(command) + len(command) :].split("```")[0]
+    assert main(["simulate", str(EXAMPLES / "preemption.yaml")]) == 0
+    assert capsys.readouterr().out.rstrip("\n") == shown.rstrip("\n")

@@ -16,11 +16,13 @@ __all__ = [
     "as_list",
     "as_mapping",
     "as_str_map",
+    "int32_errors",
     "opt_int",
     "opt_str",
     "parse_go_int64",
 ]
 
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
@@ -91,6 +93,14 @@ def opt_int(value: object, path: str, errors: list[FieldError]) -> int | None:
         return int(value)
     errors.append(FieldError(path, f"must be an integer, got {value!r}"))
     return None
+
+
+def int32_errors(value: int, path: str, go_field: str) -> list[FieldError]:
+    """The API's decoder refuses a number outside int32 for an int32 field (``go_field`` as Go names
+    it, e.g. ``PodSpec.spec.priority``), with this text."""
+    if INT32_MIN <= value <= INT32_MAX:
+        return []
+    return [FieldError(path, f"cannot unmarshal number {value} into Go struct field {go_field} of type int32")]
 
 
 def parse_go_int64(text: str) -> int | None:

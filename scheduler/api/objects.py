@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NewType
 
-from scheduler.api.fields import FieldError, as_list, as_mapping, as_str_map, opt_int, opt_str
+from scheduler.api.fields import FieldError, as_list, as_mapping, as_str_map, int32_errors, opt_int, opt_str
 from scheduler.api.images import parse_node_images, parse_pod_images
 from scheduler.api.labels import NOTHING, Selector, parse_label_selector, selector_from_map
 from scheduler.api.names import label_key_errors, label_value_errors
@@ -182,7 +182,7 @@ class Pod:
             labels=labels,
             node_name=opt_str(spec.get("nodeName"), "spec.nodeName", errors) or "",
             scheduler_name=opt_str(spec.get("schedulerName"), "spec.schedulerName", errors) or DEFAULT_SCHEDULER_NAME,
-            priority=opt_int(spec.get("priority"), "spec.priority", errors) or 0,
+            priority=_priority(spec.get("priority"), errors),
             created=_timestamp(meta.get("creationTimestamp")) or 0.0,
             terminating=meta.get("deletionTimestamp") is not None,
             phase=opt_str(status.get("phase"), "status.phase", errors) or "",
@@ -213,6 +213,16 @@ class Pod:
             errors=tuple(errors),
             raw=root,
         )
+
+
+def _priority(value: object, errors: list[FieldError]) -> int:
+    """``spec.priority``: an int32 (admission fills it in; unset, 0 as upstream's ``PodPriority``)."""
+    priority = opt_int(value, "spec.priority", errors)
+    if priority is None:
+        return 0
+    range_errors = int32_errors(priority, "spec.priority", "PodSpec.spec.priority")
+    errors.extend(range_errors)
+    return 0 if range_errors else priority
 
 
 def _preemption_policy(value: object, errors: list[FieldError]) -> str:

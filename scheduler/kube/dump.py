@@ -29,18 +29,36 @@ _LISTS = (
     ("ReplicaSet", "list_replica_set_for_all_namespaces_without_preload_content", "apps"),
     ("StatefulSet", "list_stateful_set_for_all_namespaces_without_preload_content", "apps"),
 )
+# What preemption reads besides (``explain``): listed when the caller may list them, else left out
+# (forbidden or not served: the replay then counts no PDB, and the pods' own priorities).
+_PREEMPTION_LISTS = (
+    ("PodDisruptionBudget", "list_pod_disruption_budget_for_all_namespaces_without_preload_content", "policy"),
+    ("PriorityClass", "list_priority_class_without_preload_content", "scheduling"),
+)
+_OPTIONAL_STATUSES = (403, 404)
 
 
-async def list_cluster_objects(api: client.ApiClient) -> list[dict[str, Any]]:
-    """Nodes, Namespaces, Pods and the objects default spreading reads, each with its ``kind`` set."""
-    apis = {"core": client.CoreV1Api(api), "apps": client.AppsV1Api(api)}
+async def list_cluster_objects(api: client.ApiClient, *, preemption: bool = False) -> list[dict[str, Any]]:
+    """Nodes, Namespaces, Pods and the objects default spreading reads, each with its ``kind`` set;
+    with ``preemption``, also the PodDisruptionBudgets and PriorityClasses the caller may list."""
+    apis = {
+        "core": client.CoreV1Api(api),
+        "apps": client.AppsV1Api(api),
+        "policy": client.PolicyV1Api(api),
+        "scheduling": client.SchedulingV1Api(api),
+    }
     objects: list[dict[str, Any]] = []
-    for kind, method, group in _LISTS:
+    lists = [(*entry, False) for entry in _LISTS]
+    if preemption:
+        lists += [(*entry, True) for entry in _PREEMPTION_LISTS]
+    for kind, method, group, optional in lists:
         response = await getattr(apis[group], method)()
         try:
             data = json.loads(await response.read())
         finally:
             response.release()
+        if optional and response.status in _OPTIONAL_STATUSES:
+            continue
         if response.status != 200:
             raise RuntimeError(f"listing {kind}: HTTP {response.status}: {data.get('message')}")
         objects += [{**item, "kind": kind} for item in data.get("items", [])]
@@ -51,14 +69,17 @@ class ListingError(RuntimeError):
     """The cluster could not be listed; the message says why in one line."""
 
 
-async def cluster_objects(config: SchedulerConfig, kubeconfig: str | None) -> list[Mapping[str, Any]]:
-    """Nodes, Namespaces, Pods, Services, ReplicationControllers, ReplicaSets and StatefulSets as listed now."""
+async def cluster_objects(
+    config: SchedulerConfig, kubeconfig: str | None, *, preemption: bool = False
+) -> list[Mapping[str, Any]]:
+    """Nodes, Namespaces, Pods, Services, ReplicationControllers, ReplicaSets and StatefulSets as listed
+    now (with ``preemption``, PodDisruptionBudgets and PriorityClasses too, where allowed)."""
     try:
         api = await api_client(kubeconfig or config.kubeconfig)
     except KubeconfigError as exc:
         raise ListingError(str(exc)) from exc
     try:
-        return list(await list_cluster_objects(api))
+        return list(await list_cluster_objects(api, preemption=preemption))
     except (aiohttp.ClientError, OSError, ApiException, RuntimeError) as exc:
         raise ListingError(
             f"cannot list the cluster: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"

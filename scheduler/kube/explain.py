@@ -1,10 +1,12 @@
 """``spread-scheduler explain NAMESPACE/POD``: replay one pod's scheduling on the live cluster's state.
 
-Reads nodes, pods, Namespaces (for namespaceSelector) and the objects default spreading uses, then
+Reads nodes, pods, Namespaces (for namespaceSelector), the objects default spreading uses and, where
+the caller may list them, PodDisruptionBudgets and PriorityClasses (for preemption), then
 runs the same pipeline as the scheduler with that pod pending (a bound pod is re-decided as if it were
 not bound yet), and prints every node's verdict and scores. Only that pod is decided: other pending
 pods stay out of the replay, since placing them first would change the answer (they hold no room
-until they are bound). Read-only: it never writes to the cluster.
+until they are bound). A preemption is carried out in memory, as ``simulate`` does. Read-only: it
+never writes to the cluster.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ __all__ = ["explain", "replay_objects"]
 async def explain(config: SchedulerConfig, target: str, kubeconfig: str | None, output: str, seed: int | None) -> str:
     namespace, _, name = target.rpartition("/")
     namespace = namespace or "default"
-    objects = await cluster_objects(config, kubeconfig)
-    attempts, sim = await simulate_with_extenders(config, replay_objects(objects, namespace, name, config), seed)
-    return to_json(attempts, sim.cache) if output == "json" else render_table(attempts, sim.cache)
+    objects = await cluster_objects(config, kubeconfig, preemption=True)
+    replay = replay_objects(objects, namespace, name, config)
+    attempts, sim = await simulate_with_extenders(config, replay, seed, apply_preemption=True)
+    if output == "json":
+        return to_json(attempts, sim.cache, history=sim.history)
+    return render_table(attempts, sim.cache, history=sim.history)

@@ -237,13 +237,13 @@ async def close_extenders(extenders: Iterable[object]) -> None:
 
 
 async def simulate_with_extenders(
-    config: SchedulerConfig, objects: Iterable[Mapping[str, Any]], seed: int | None
+    config: SchedulerConfig, objects: Iterable[Mapping[str, Any]], seed: int | None, *, apply_preemption: bool = False
 ) -> tuple[list[Attempt], Simulation]:
     """``simulate`` asking the configured extenders for real (filter, prioritize), as the live scheduler
     would; their clients are closed afterwards."""
     extenders = http_extenders(config.extenders)
     try:
-        sim = Simulation(config, seed=seed, extenders=extenders)
+        sim = Simulation(config, seed=seed, extenders=extenders, apply_preemption=apply_preemption)
         sim.add_objects(objects)
         return await sim.run_async(), sim
     finally:

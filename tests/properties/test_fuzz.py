@@ -1,12 +1,14 @@
 """Fuzz (hypothesis): thousands of random objects through the pipeline and the cache, which never raise.
 
-Objects are realistic Pods, Nodes, Services, ReplicaSets, StatefulSets and ReplicationControllers
-(every field the scheduler reads is present in a template) with random mutations: any value anywhere
-replaced by junk of another type (None, bools, huge ints, floats, NaN, strings that look like
-quantities, operators or label values, lists, nested dicts with non-string keys), deleted or nulled;
-plus objects that are junk from the top. ``simulate`` must schedule every pending pod of a known
-profile once (an invalid one as ``invalid pod: ...``), and the cache must keep each node's totals
-equal to a recount of the pods it holds, whatever sequence of add/update/remove/assume/forget it sees.
+Objects are realistic Pods, Nodes, Services, ReplicaSets, StatefulSets, ReplicationControllers,
+PriorityClasses and PodDisruptionBudgets (every field the scheduler reads is present in a template)
+with random mutations: any value anywhere replaced by junk of another type (None, bools, huge ints,
+floats, NaN, strings that look like quantities, operators or label values, lists, nested dicts with
+non-string keys), deleted or nulled; plus objects that are junk from the top. ``simulate`` must
+decide every pending pod of a known profile (an invalid one as ``invalid pod: ...``), preempting
+with DefaultPreemption and carrying the preemption out (a node-filling pod of priority 0 is there to
+be evicted), and the cache must keep each node's totals equal to a recount of the pods it holds,
+whatever sequence of add/update/remove/assume/forget it sees.
 """
 
 from __future__ import annotations
@@ -145,6 +147,14 @@ def _pod_template(name: str, node: str = "") -> dict[str, Any]:
     return builder.dict()
 
 
+def _class_pod_template(name: str) -> dict[str, Any]:
+    """A pending pod whose priority comes from a PriorityClass (admission)."""
+    pod = _pod_template(name)
+    del pod["spec"]["priority"]
+    pod["spec"]["priorityClassName"] = "gold"
+    return pod
+
+
 def _node_template(name: str, zone: str) -> dict[str, Any]:
     return make_node(name).zone(zone).label("cores", "4").taint("k", "v", "NoSchedule").dict()
 
@@ -162,6 +172,21 @@ TEMPLATES: tuple[dict[str, Any], ...] = (
     },
     {"kind": "StatefulSet", "metadata": {"name": "ss"}, "spec": {"selector": {"matchLabels": {"app": "web"}}}},
     {"kind": "ReplicationController", "metadata": {"name": "rc"}, "spec": {"selector": {"tier": "a"}}},
+    _class_pod_template("p2"),
+    make_pod("big", "default").node("n1").priority(0).requests(cpu="8").label("app", "web").dict(),
+    {
+        "kind": "PriorityClass",
+        "metadata": {"name": "gold"},
+        "value": 1000,
+        "globalDefault": True,
+        "preemptionPolicy": "PreemptLowerPriority",
+    },
+    {
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pdb", "namespace": "default"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}},
+        "status": {"disruptionsAllowed": 0, "disruptedPods": {"p1": "2024-01-01T00:00:00Z"}},
+    },
 )
 
 
@@ -178,10 +203,10 @@ def _slots(obj: Any) -> Iterator[tuple[Any, Any]]:
 
 
 @st.composite
-def mutated(draw: st.DrawFn, templates: tuple[dict[str, Any], ...] = TEMPLATES) -> dict[str, Any]:
-    """A template with 0-5 fields replaced by junk, deleted or nulled (``kind`` may change too)."""
+def mutated(draw: st.DrawFn, templates: tuple[dict[str, Any], ...] = TEMPLATES, most: int = 5) -> dict[str, Any]:
+    """A template with 0-``most`` fields replaced by junk, deleted or nulled (``kind`` may change too)."""
     obj = copy.deepcopy(draw(st.sampled_from(templates)))
-    for _ in range(draw(st.integers(0, 5))):
+    for _ in range(draw(st.integers(0, most))):
         slots = list(_slots(obj))
         if not slots:
             break
@@ -196,10 +221,28 @@ def mutated(draw: st.DrawFn, templates: tuple[dict[str, Any], ...] = TEMPLATES) 
 
 top_level_junk = st.builds(
     lambda kind, body: {"kind": kind, **body} if isinstance(body, dict) else {"kind": kind, "spec": body},
-    st.sampled_from(("Pod", "Node", "Service", "ReplicaSet", "StatefulSet", "ReplicationController", None, 5)),
+    st.sampled_from(
+        (
+            "Pod",
+            "Node",
+            "Service",
+            "ReplicaSet",
+            "StatefulSet",
+            "ReplicationController",
+            "PriorityClass",
+            "PodDisruptionBudget",
+            None,
+            5,
+        )
+    ),
     junk,
 )
 objects_st = st.lists(mutated() | top_level_junk, min_size=1, max_size=8)
+# Half of simulate's examples start from a full n1, the class-priority pod that preempts there and its
+# class (each with at most one mutation), so that preemption runs and is carried out often.
+PREEMPTION_SCENE = tuple(t for t in TEMPLATES if t["metadata"]["name"] in ("n1", "big", "gold", "p2"))
+scene_st = st.tuples(*(mutated((t,), most=1) for t in PREEMPTION_SCENE)).map(list)
+simulate_objects_st = objects_st | st.tuples(scene_st, objects_st).map(lambda both: both[0] + both[1])
 
 
 def _recount(cache: Cache) -> None:
@@ -214,10 +257,10 @@ def _recount(cache: Cache) -> None:
 
 
 @SETTINGS
-@given(objects_st)
+@given(simulate_objects_st)
 def test_simulate_never_raises_on_random_objects(objects: list[dict[str, Any]]) -> None:
-    """Every pending pod of a known profile gets exactly one attempt; an invalid one is said to be."""
-    sim = Simulation(load_config(None), seed=0)
+    """Every pending pod of a known profile gets a result; an invalid one is said to be."""
+    sim = Simulation(load_config(None), seed=0, apply_preemption=True)
     sim.add_objects(iter_objects(objects))
     attempts = sim.run()
     assert len(attempts) == len(sim.pending)
@@ -225,7 +268,7 @@ def test_simulate_never_raises_on_random_objects(objects: list[dict[str, Any]]) 
         assert isinstance(attempt.message, str)
         if attempt.pod.errors and not attempt.pod.scheduling_gates:
             assert attempt.host is None and attempt.message.startswith("invalid pod: ")
-        if attempt.host is not None:
+        if attempt.host is not None and attempt.pod.key not in sim.history.preempted_by:
             assert sim.cache.pod_node(attempt.pod.key) == attempt.host
             assert all(math.isfinite(total) for total in attempt.totals.values())
     _recount(sim.cache)
