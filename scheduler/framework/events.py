@@ -140,7 +140,7 @@ def match_cluster_events(registered: ClusterEvent, incoming: ClusterEvent) -> bo
 def _condition_statuses(node: Node) -> dict[str, str]:
     conds = node.raw.get("status", {}).get("conditions") if isinstance(node.raw.get("status"), dict) else None
     out: dict[str, str] = {}
-    for cond in conds or ():
+    for cond in conds if isinstance(conds, list) else ():  # a malformed file may hold anything here
         if isinstance(cond, dict):
             out[str(cond.get("type"))] = str(cond.get("status"))
     return out

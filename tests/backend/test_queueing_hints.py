@@ -1622,3 +1622,13 @@ class TestPodSchedulingPropertiesChange:
         hint_map = build_hint_map(build_frameworks(parse_config({})))["spread-scheduler"]
         generic = ClusterEvent(UNSCHED, A.UPDATE)
         assert [p for p, reg in hint_map if ev.match_cluster_events(reg.event, generic)] == []
+
+
+def test_malformed_conditions_in_an_update_are_no_conditions() -> None:
+    """A file may hold ``status.conditions: true`` (the API server refuses it, simulate must not
+    crash): the update compares as one with no conditions. Found by the fuzz test."""
+    old = make_node("n").build()
+    raw = old.raw | {"status": {**old.raw.get("status", {}), "conditions": True}}
+    new = Node.from_dict(raw)
+    assert isinstance(ev.node_scheduling_properties_change(new, old), list)
+    assert isinstance(ev.node_scheduling_properties_change(old, new), list)

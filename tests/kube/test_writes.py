@@ -16,6 +16,7 @@ from scheduler.testing import make_pod
 class Reply:
     def __init__(self, status: int = 200, body: bytes = b"{}") -> None:
         self.status, self._body = status, body
+        self.headers: dict[str, str] = {}
 
     async def read(self) -> bytes:
         return self._body
