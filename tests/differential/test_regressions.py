@@ -19,7 +19,7 @@ REGRESSION_SEEDS = {
     12003340: "batching after a partial search (over 100 nodes): each side ranks the nodes it found; verdicts compare",
     15000532: "a failed nominated node's rejector joins the absent nodes' text ([NodeAffinity TaintToleration])",
     15001915: "a nominated pod that failed stays nominated and counts for a later pod of no higher priority "
-    "(upstream's preemption cleared it; the oracle keeps it, as we do not preempt)",
+    "(PostFilter's answer decides on both sides; DefaultPreemption clears it only when it finds no candidate)",
     15002147: "the oracle's every-node view keeps a failed nominated node's own verdict (self-check)",
 }
 
