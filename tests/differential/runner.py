@@ -67,7 +67,7 @@ from scheduler.plugins.registry import DEFAULT_MULTI_POINT
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver
-from tests.differential.generator import scenario
+from tests.differential.generator import crowded, scenario
 
 # Upstream's default multiPoint plugins (default_plugins.go, DynamicResources by its GA gate) that
 # spread-scheduler does not run yet: remove a name when its plugin lands on our side.
@@ -406,6 +406,11 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument(
+        "--crowded",
+        action="store_true",
+        help="every cluster with nodes filled by low-priority pods and later higher-priority pods (preemption-heavy)",
+    )
+    parser.add_argument(
         "--through-apiserver",
         type=float,
         default=0.0,
@@ -415,7 +420,8 @@ def main() -> int:
     args = parser.parse_args()
     oracle = oracle_binary()
     trip = apiserver.start(args.through_apiserver)
-    make = trip.wrap(scenario, args.through_apiserver) if trip else scenario
+    base = crowded if args.crowded else scenario
+    make = trip.wrap(base, args.through_apiserver) if trip else base
     last = args.start + args.count - 1
     header = f"seeds {args.start}..{last} ({args.count} clusters) at revision {revision()}, oracle {oracle}"
     print(header, flush=True)

@@ -1,7 +1,8 @@
 package main
 
 // DefaultPreemption's decision, made reproducible. Upstream's PostFilter draws a random offset into
-// the potential nodes (getOffsetRand), runs its dry runs in parallel (so with fewer candidates wanted
+// the potential nodes (getOffsetRand), lists them in a map's order when other nodes were filtered
+// with another code (NodeToStatus.NodesForStatusCode), runs its dry runs in parallel (so with fewer candidates wanted
 // than potential nodes, which ones it finds varies), and breaks ties between equal candidates in map
 // order (pickOneNodeForPreemption, "sort of randomly"; its last criterion reads time.Now() for every
 // victim without status.startTime, so two such nodes tie too). The oracle therefore:
@@ -10,7 +11,8 @@ package main
 //     whole PostFilter, since scenarios run in parallel;
 //   - computes a second, deterministic view ("preemption" in the result): a second DefaultPreemption
 //     instance on a handle whose Parallelizer runs one piece at a time, so DryRunPreemption visits the
-//     potential nodes from that offset in order, as spread-scheduler does; every candidate it found
+//     potential nodes in the snapshot's order from that offset, as spread-scheduler does (with fewer
+//     candidates wanted than potential nodes, upstream's own order and so its candidates are random); every candidate it found
 //     with its victims, PDB violations and pickOneNodeForPreemption's criteria (unstarted victims all
 //     at one "now"), and "best", the candidates that rank equal at the top;
 //   - reports the real nomination and its victims, then hands the failure handler spread-scheduler's
@@ -131,10 +133,18 @@ func (w *world) preemptionView(ctx context.Context, profile string, state fwk.Cy
 		return v, ""
 	}
 	v.Eligible = true
-	lister := w.inner[profile].SnapshotSharedLister().NodeInfos()
-	potential, err := m.NodesForStatusCode(lister, fwk.Unschedulable)
+	// NodesForStatusCode lists the explicitly filtered nodes in its map's order (random) unless the
+	// absent nodes are Unschedulable too; the view takes them in the snapshot's order, as upstream does
+	// in that case (and as we do always).
+	all, err := w.inner[profile].SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return v, err.Error()
+	}
+	var potential []fwk.NodeInfo
+	for _, n := range all {
+		if m.Get(n.Node().Name).Code() == fwk.Unschedulable {
+			potential = append(potential, n)
+		}
 	}
 	v.PotentialNodes = len(potential)
 	if len(potential) == 0 {
