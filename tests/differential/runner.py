@@ -18,8 +18,9 @@ e2e/controlplane/cmd/oracle/preemption.go). Compared: no nomination where upstre
 candidate; else our node among its best-ranked candidates (a tie is upstream's randomness), with the
 same victims in the same order; and the full message, ``preemption: ...`` part included. Our
 nomination is then the one upstream's nominator gets ("nominations"), so later pods see the same
-nominated pods; the victims stay on both sides (simulate does not apply preemption). Bound pods reach
-our side in (namespace, name) order, as the oracle's fake API lists them (``informer_order``).
+nominated pods; the victims stay on both sides (simulate does not apply preemption). Nodes (by name)
+and bound pods (by namespace and name) reach our side in the order the oracle's fake API lists them
+(``informer_order``).
 
 What is compared, pod by pod (the oracle's output is described at the top of its main.go):
 - the order pods were popped (pods a PreEnqueue plugin held back are compared apart, by name);
@@ -104,19 +105,27 @@ def upstream_default_profile(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def informer_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``objects`` with the bound pods in (namespace, name) order, the rest as they are.
+    """``objects`` with the Nodes first, by name, and the bound pods last, by (namespace, name); the
+    rest as they are.
 
-    The order pods join a node decides which of two victims of equal priority without
-    ``status.startTime`` goes first (upstream's sort reads the clock for each, so its result follows
-    the node's pod order). The oracle's fake API lists objects sorted by namespace and name, as a real
-    informer's initial list from etcd does; our side gets the bound pods in the same order.
+    The oracle's fake API lists objects sorted by namespace and name, as a real informer's initial
+    list from etcd does, so that is the order upstream's cache meets nodes and bound pods in. Our
+    side gets them in the same order: the node order is the snapshot's (preemption's random offset
+    indexes into it), and the order pods join a node decides which of two victims of equal priority
+    without ``status.startTime`` goes first (upstream's sort reads the clock for each, so its result
+    follows the node's pod order).
     """
-    bound = sorted(
-        (o for o in objects if o.get("kind") == "Pod" and (o.get("spec") or {}).get("nodeName")),
+
+    def bound(o: dict[str, Any]) -> bool:
+        return o.get("kind") == "Pod" and bool((o.get("spec") or {}).get("nodeName"))
+
+    nodes = sorted((o for o in objects if o.get("kind") == "Node"), key=lambda o: str(o["metadata"]["name"]))
+    pods = sorted(
+        (o for o in objects if bound(o)),
         key=lambda o: (o["metadata"].get("namespace", "default"), o["metadata"]["name"]),
     )
-    rest = (o for o in objects if not (o.get("kind") == "Pod" and (o.get("spec") or {}).get("nodeName")))
-    return [*rest, *bound]
+    rest = [o for o in objects if o.get("kind") != "Node" and not bound(o)]
+    return [*nodes, *rest, *pods]
 
 
 def python_side(

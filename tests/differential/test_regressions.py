@@ -33,6 +33,9 @@ REGRESSION_SEEDS = {
 CROWDED_REGRESSION_SEEDS = {
     1000820: "with fewer candidates wanted than potential nodes, upstream lists them in a map's order: the "
     "oracle's view takes the snapshot's order from our offset (as we do)",
+    20002023: "the snapshot's node order is the informer's (nodes listed by name: node-10 before node-2); our "
+    "side met the nodes in file order, so the offset indexed another node (campaign of 20,000: 20 such)",
+    20016558: "the same, where the node we missed wins on its unstarted victims' start time",
 }
 
 
@@ -64,6 +67,8 @@ def test_unstarted_victims_of_equal_priority_follow_the_informers_pod_order() ->
     (result,) = python_side([node, big, small, preemptor], config, seed=0)
     assert (result["nominatedNode"], result["victims"]) == ("n", ["default/small"])
     assert informer_order([node, big, small, preemptor]) == [node, preemptor, small, big]
+    nodes = [make_node(name).dict() for name in ("node-2", "node-10", "node-1")]
+    assert [o["metadata"]["name"] for o in informer_order([preemptor, *nodes])] == ["node-1", "node-10", "node-2", "p"]
 
 
 def fit_score(pending: dict[str, Any]) -> int:
