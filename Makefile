@@ -77,12 +77,15 @@ reliability: cluster-build
 	SPREAD_E2E_STOP_PODS=1000 SPREAD_E2E_LEASE=shipped SPREAD_E2E_DIR=$(CURDIR)/.cluster/reliability \
 		$(BIN)/pytest e2e/test_leader_election.py -p no:cacheprovider -s
 
-# A long differential campaign against upstream's framework (the test command runs 400 clusters);
-# SHARE of the clusters go through a real kube-apiserver first (any refusal fails the run):
+# A long differential campaign against upstream's framework (the test command runs 400 clusters and
+# 100 crowded ones); SHARE of the clusters go through a real kube-apiserver first (any refusal fails
+# the run); CROWDED=--crowded fills nodes with low-priority pods in every cluster (preemption-heavy):
 #   make conformance N=100000 SEED=3000000 SHARE=0.05
+#   make conformance N=20000 SEED=20000000 CROWDED=--crowded
 N     ?= 100000
 SEED  ?= 3000000
 SHARE ?= 0.05
+CROWDED ?=
 conformance: cluster-build
-	$(BIN)/python -m tests.differential.runner --count $(N) --start $(SEED) --batch 2000 --through-apiserver $(SHARE)
+	$(BIN)/python -m tests.differential.runner --count $(N) --start $(SEED) --batch 2000 --through-apiserver $(SHARE) $(CROWDED)
 differential: conformance

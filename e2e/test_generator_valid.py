@@ -44,6 +44,16 @@ def test_replicated_clusters_are_accepted_by_the_api_server(trip: RoundTrip) -> 
     assert not trip.refusals, trip.report()
 
 
+def test_crowded_clusters_are_accepted_by_the_api_server(trip: RoundTrip) -> None:
+    """Feature "preemption" in every cluster: fillers, preemptors, Never classes, PodDisruptionBudgets."""
+    kinds: set[str] = set()
+    for seed in range(START, START + COUNT // 4):
+        objects, _ = generator.crowded(seed)
+        kinds |= {o["kind"] for o in trip.send(seed, objects)}
+    assert not trip.refusals, trip.report()
+    assert "PodDisruptionBudget" in kinds
+
+
 def test_the_api_server_merges_match_label_keys_into_the_spread_selector(trip: RoundTrip) -> None:
     """What a round trip changes, on one pod: matchLabelKeys become a selector requirement, and the
     DefaultTolerationSeconds admission plugin adds its two tolerations."""

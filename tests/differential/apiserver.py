@@ -51,6 +51,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "ReplicationController": ("/api/v1", "replicationcontrollers", True),
     "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
     "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
 }
 CREATED_FOR_REAL = ("Namespace", "PriorityClass", "RuntimeClass")
 # Set by the server on create, at random or from the clock: dropped so a seed stays one cluster.

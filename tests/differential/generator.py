@@ -48,6 +48,19 @@ Config: PodTopologySpread System (64%), List with 0-2 constraints (28%) or with 
 NodeResourcesFit args (30%:
 every strategy, weights, ignored resources), NodeAffinity ``addedAffinity`` (10%).
 
+Preemption (feature ``preemption``, its own stream; issue #19): priorities by class on 40% of existing
+pods (0/10/100), ``status.startTime`` on 90% of running ones; pending pods with a priority get
+``preemptionPolicy: Never`` through a ``prio-<value>-never`` class (15%) or PreemptLowerPriority
+spelled out (10%); 0-2 policy/v1 PodDisruptionBudgets per namespace (selectors on app/tier,
+minAvailable or maxUnavailable as an integer or a percentage, status as the disruption controller
+writes it: healthy = running and not being deleted, ``disruptionsAllowed = max(0, healthy -
+desired)``, a ``disruptedPods`` entry now and then); DefaultPreemptionArgs asking for 0-3 candidates
+or 0-100% (20%). Full clusters (25%; every cluster with ``crowded(seed)``, ``runner --crowded``):
+1-8 nodes whose whole cpu is taken by 1-4 lower-priority "filler" pods (most started, 5% terminating
+with a PreemptionByScheduler DisruptionTarget condition), then 1-5 "preemptor" pods of priority
+10-1000 that arrive after every other pod, ask for 1/4 to all of a filled node's cpu, some pinned to
+it, some already nominated there.
+
 Optional features (``FEATURES``); ``DEFAULT_FEATURES`` says which are on. Switching one on keeps the
 rest of a seed's cluster as it was (they draw from their own stream, or their rolls are drawn anyway).
 ``ORACLE_FEATURES`` wait for the oracle to model upstream's queue and node sampling (see above);
@@ -79,7 +92,10 @@ PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedalloc
 # exists (evaluateNominatedNode, and the nominator's pods counted in Filter) and
 # percentageOfNodesToScore below 100 on more than 100 nodes (numFeasibleNodesToFind).
 ORACLE_FEATURES = frozenset({"schedulinggates", "terminatingpods", "nominatednodes", "nodesampling"})
-FEATURES = PLUGIN_FEATURES | ORACLE_FEATURES
+# DefaultPreemption's inputs (issue #19): priorities everywhere, preemptionPolicy, PodDisruptionBudgets,
+# status.startTime, DefaultPreemptionArgs and clusters filled by low-priority pods.
+PREEMPTION_FEATURES = frozenset({"preemption"})
+FEATURES = PLUGIN_FEATURES | ORACLE_FEATURES | PREEMPTION_FEATURES
 # THE SWITCH: add a feature's name here when its plugin (or the oracle's model) has merged.
 # Every one has: the plugins, the oracle's gates, pods being deleted and node sampling, and nominated
 # pods counted in Filter on our side (the queue's nominator).
@@ -611,13 +627,16 @@ def _namespace(rng: random.Random, name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 
-def _priority_class(value: int) -> dict[str, Any]:
-    return {
+def _priority_class(value: int, never: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
-        "metadata": {"name": f"prio-{value}"},
+        "metadata": {"name": f"prio-{value}-never" if never else f"prio-{value}"},
         "value": value,
     }
+    if never:
+        out["preemptionPolicy"] = "Never"
+    return out
 
 
 def _runtime_class(cpu: str, memory: str) -> dict[str, Any]:
@@ -630,10 +649,19 @@ def _runtime_class(cpu: str, memory: str) -> dict[str, Any]:
     }
 
 
-def _set_priority(spec: dict[str, Any], value: int) -> None:
-    """By class, as the Priority admission plugin wants it (it refuses a bare spec.priority)."""
-    spec["priorityClassName"] = f"prio-{value}"
+def _set_priority(spec: dict[str, Any], value: int, never: bool = False) -> None:
+    """By class, as the Priority admission plugin wants it (it refuses a bare spec.priority); a class
+    with ``preemptionPolicy: Never`` gives the pod the same policy (admission refuses another)."""
+    spec["priorityClassName"] = f"prio-{value}-never" if never else f"prio-{value}"
     spec["priority"] = value
+    if never:
+        spec["preemptionPolicy"] = "Never"
+
+
+def _classes(pods: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The PriorityClasses the pods name (``prio-<value>``, ``prio-<value>-never``)."""
+    named = {(p["spec"]["priorityClassName"], p["spec"]["priority"]) for p in pods if "priorityClassName" in p["spec"]}
+    return [_priority_class(value, never=name.endswith("-never")) for name, value in sorted(named)]
 
 
 def _lopsided(rng: random.Random, spec: dict[str, Any]) -> None:
@@ -749,6 +777,182 @@ def _nominees(
     return out
 
 
+# -- DefaultPreemption's inputs (feature "preemption") --------------------------------------------
+
+FILLER_PRIORITIES = (0, 10, 100)
+PREEMPTOR_PRIORITIES = (10, 100, 1000, 1000)
+
+
+def _start_time(rng: random.Random) -> str:
+    """A kubelet's status.startTime (second precision, like every API timestamp), before any pod's creation here."""
+    return f"2025-12-31T23:{rng.randint(0, 59):02d}:{rng.choice((0, 0, 30, rng.randint(0, 59))):02d}Z"
+
+
+def _preemption_args(rng: random.Random) -> dict[str, Any]:
+    """DefaultPreemptionArgs asking for fewer candidates than there are nodes, so the offset matters."""
+    percentage, absolute = rng.choice(((0, 1), (0, 2), (10, 1), (20, 0), (5, 3), (100, 0)))
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "DefaultPreemptionArgs",
+        "minCandidateNodesPercentage": percentage,
+        "minCandidateNodesAbsolute": absolute,
+    }
+
+
+def _pdb(rng: random.Random, ns: str, i: int, pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """A policy/v1 PodDisruptionBudget with the status the disruption controller would write: the
+    matching pods (running, not being deleted: healthy), minAvailable or maxUnavailable (an integer or
+    a percentage), ``disruptionsAllowed = max(0, healthy - desired)``, now and then a pod in
+    ``disruptedPods`` (evicted, not yet gone)."""
+    selector = rng.choice(
+        (
+            {"matchLabels": {"app": rng.choice(("a", "b"))}},
+            {"matchLabels": {"tier": rng.choice(("a", "b"))}},
+            {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]},
+            {"matchLabels": {"app": rng.choice(("a", "b")), "tier": "a"}},
+        )
+    )
+    matching = [
+        p for p in pods if p["metadata"]["namespace"] == ns and _selects(selector, p["metadata"].get("labels", {}))
+    ]
+    healthy = [
+        p for p in matching if p["status"].get("phase") == "Running" and "deletionTimestamp" not in p["metadata"]
+    ]
+    expected = len(matching)
+    spec: dict[str, Any] = {"selector": selector}
+    roll = rng.random()
+    if roll < 0.4:
+        spec["minAvailable"] = rng.randint(0, max(expected, 1))
+        desired = spec["minAvailable"]
+    elif roll < 0.6:
+        percent = rng.choice((0, 50, 100))
+        spec["minAvailable"] = f"{percent}%"
+        desired = -(-expected * percent // 100)
+    elif roll < 0.85:
+        spec["maxUnavailable"] = rng.randint(0, 2)
+        desired = max(expected - spec["maxUnavailable"], 0)
+    else:
+        percent = rng.choice((0, 50))
+        spec["maxUnavailable"] = f"{percent}%"
+        desired = expected - (-(-expected * percent // 100))
+    status: dict[str, Any] = {
+        "observedGeneration": 1,
+        "disruptionsAllowed": max(len(healthy) - desired, 0),
+        "currentHealthy": len(healthy),
+        "desiredHealthy": desired,
+        "expectedPods": expected,
+    }
+    if healthy and rng.random() < 0.15:
+        status["disruptedPods"] = {rng.choice(healthy)["metadata"]["name"]: "2026-01-01T00:00:00Z"}
+    meta = {"name": f"pdb-{i}", "namespace": ns}
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta, "spec": spec, "status": status}
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """matchLabels and In expressions, the only forms ``_pdb`` writes."""
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    return all(labels.get(e["key"]) in e["values"] for e in selector.get("matchExpressions", []))
+
+
+def _fill(
+    rng: random.Random, node_objs: list[dict[str, Any]], owners: list[tuple[str, str, str]]
+) -> list[dict[str, Any]]:
+    """Low-priority pods that take each chosen node's whole cpu (1-4 of them, most started, a few
+    preempted earlier and terminating), then 1-5 higher-priority pods that arrive after them and fit
+    only where some leave: the shape DefaultPreemption acts on."""
+    chosen = rng.sample(node_objs, rng.randint(1, min(len(node_objs), 8)))
+    out = []
+    for node in chosen:
+        cpu = milli_value(parse_quantity(node["status"]["allocatable"]["cpu"]))
+        count = rng.randint(1, 4)
+        cuts = sorted(rng.sample(range(1, cpu), count - 1)) if cpu > count else []
+        shares = [b - a for a, b in zip([0, *cuts], [*cuts, cpu], strict=True)]
+        for share in shares:
+            ns, kind, app = rng.choice(owners)
+            labels = {"app": app, "tier": rng.choice(("a", "b"))}
+            meta: dict[str, Any] = {"name": f"filler-{len(out)}", "namespace": ns, "labels": labels}
+            if rng.random() < 0.5:
+                meta["ownerReferences"] = _owned_by(kind, ns, app)
+            container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": f"{share}m"}}}
+            spec: dict[str, Any] = {"nodeName": node["metadata"]["name"], "containers": [container]}
+            if rng.random() < 0.8:
+                _set_priority(spec, rng.choice(FILLER_PRIORITIES))
+            status: dict[str, Any] = {"phase": "Running"}
+            if rng.random() < 0.85:
+                status["startTime"] = _start_time(rng)
+            else:
+                status["phase"] = rng.choice(("Running", "Pending"))
+            if rng.random() < 0.05:
+                meta["deletionTimestamp"] = "2026-01-01T00:00:30Z"
+                status["conditions"] = [
+                    {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+                ]
+            out.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status})
+    for i in range(rng.randint(1, 5)):
+        ns, _, app = rng.choice(owners)
+        node = rng.choice(chosen)
+        cpu = milli_value(parse_quantity(node["status"]["allocatable"]["cpu"]))
+        request = max(cpu * rng.choice((1, 2, 3, 4)) // 4, 1)
+        container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": f"{request}m"}}}
+        meta = {
+            "name": f"preemptor-{i}",
+            "namespace": ns,
+            "labels": {"app": app},
+            "creationTimestamp": f"2026-01-01T00:01:{i:02d}Z",  # after every other pending pod
+        }
+        spec = {"schedulerName": "spread-scheduler", "containers": [container]}
+        _set_priority(spec, rng.choice(PREEMPTOR_PRIORITIES), never=rng.random() < 0.1)
+        if rng.random() < 0.3:
+            term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node["metadata"]["name"]]}]}
+            spec["affinity"] = {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+            }
+        if rng.random() < 0.5:
+            spec["tolerations"] = [{"operator": "Exists"}]  # taints do not hide the filled nodes
+        status = {"phase": "Pending"}
+        if rng.random() < 0.1:
+            status["nominatedNodeName"] = node["metadata"]["name"]  # an earlier preemption's
+        out.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status})
+    return out
+
+
+def preemption_inputs(
+    rng: random.Random,
+    pods: list[dict[str, Any]],
+    node_objs: list[dict[str, Any]],
+    owners: list[tuple[str, str, str]],
+    *,
+    full: bool | None = None,
+) -> list[dict[str, Any]]:
+    """Feature "preemption": priorities on existing pods (40%, by class), status.startTime on running
+    ones (90%), ``preemptionPolicy`` on pending pods with a priority (Never 15%, through its class;
+    PreemptLowerPriority spelled out 10%), filled nodes and late preemptors (25% of clusters, or as
+    ``full`` says; appended to ``pods``) and 0-2 PDBs per namespace (returned)."""
+    for pod in pods:
+        spec, status = pod["spec"], pod["status"]
+        if spec.get("nodeName"):
+            if rng.random() < 0.4:
+                _set_priority(spec, rng.choice(FILLER_PRIORITIES))
+            if status.get("phase") == "Running" and rng.random() < 0.9:
+                status["startTime"] = _start_time(rng)
+        elif "priorityClassName" in spec:
+            roll = rng.random()
+            if roll < 0.15:
+                _set_priority(spec, spec["priority"], never=True)
+            elif roll < 0.25:
+                spec["preemptionPolicy"] = "PreemptLowerPriority"
+    if full if full is not None else rng.random() < 0.25:
+        pods += _fill(rng, node_objs, owners)
+    namespaces = sorted({ns for ns, _, _ in owners})
+    return [_pdb(rng, ns, i, pods) for ns in namespaces for i in range(rng.choice((0, 1, 1, 2)))]
+
+
+def crowded(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``scenario(seed)`` with filled nodes and late higher-priority pods always: preemption-heavy."""
+    return scenario(seed, full=True)
+
+
 def replicated(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``scenario(seed)`` plus 3-12 replicas of one of its pending pods (a Deployment's pods share a
     signature, so this is where results reused across pods would show a difference)."""
@@ -764,14 +968,18 @@ def replicated(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return objects, config
 
 
-def scenario(seed: int, features: frozenset[str] = DEFAULT_FEATURES) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def scenario(
+    seed: int, features: frozenset[str] = DEFAULT_FEATURES, *, full: bool | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Objects (namespaces, classes, nodes, workloads, services, existing and pending pods) and the
-    config, from one seed; ``features`` adds fields of plugins that are optional (``FEATURES``)."""
+    config, from one seed; ``features`` adds fields of plugins that are optional (``FEATURES``);
+    ``full`` forces (or forbids) the filled nodes and late preemptors of feature "preemption"."""
     unknown = set(features) - FEATURES
     if unknown:
         raise ValueError(f"unknown generator features {sorted(unknown)}; known: {sorted(FEATURES)}")
     rng = random.Random(seed)
     frng = random.Random(seed * 1_000_003 + 1)  # the optional features' own stream
+    prng = random.Random(seed * 1_000_003 + 2)  # feature "preemption"'s own stream
     ipa = "interpodaffinity" in features
     many_nodes = rng.random() < 0.03
     batch = rng.random() < 0.08
@@ -869,12 +1077,17 @@ def scenario(seed: int, features: frozenset[str] = DEFAULT_FEATURES) -> tuple[li
             _lopsided(frng, pod["spec"])
         if "imagelocality" in features and frng.random() < 0.6:
             _use_images(frng, pod["spec"])
-    classes = sorted({p["spec"]["priority"] for p in pods if "priorityClassName" in p["spec"]})
-    objects += [_priority_class(v) for v in classes]
+    if "preemption" in features:
+        objects += preemption_inputs(prng, pods, node_objs, owners, full=full)
+    objects += _classes(pods)
     overheads = sorted({tuple(p["spec"]["overhead"].values()) for p in pods if "overhead" in p["spec"]})
     objects += [_runtime_class(cpu, memory) for cpu, memory in overheads]
     objects += pods
     out = config(rng, batch=batch, many_nodes=many_nodes, sampling="nodesampling" in features)
+    if "preemption" in features and prng.random() < 0.2:
+        out["profiles"][0].setdefault("pluginConfig", []).append(
+            {"name": "DefaultPreemption", "args": _preemption_args(prng)}
+        )
     if "balancedallocation" in features and frng.random() < 0.25:
         out["profiles"][0].setdefault("pluginConfig", []).append(
             {"name": "NodeResourcesBalancedAllocation", "args": _balanced_allocation_args(frng)}

@@ -6,8 +6,21 @@ difference.
     SPREAD_ORACLE=/path/to/oracle ...                                          # a locally built oracle
 
 The profile sent to both sides is upstream's default profile minus ``UPSTREAM_ONLY_PLUGINS`` (the one
-list to shrink as our plugins land; empty now). DefaultPreemption runs on both sides: the whole
-PostFilter text is compared, its ``preemption: ...`` part included (``expected_message``).
+list to shrink as our plugins land; empty now), DefaultPreemption included, spelled out for both.
+
+Preemption (DefaultPreemption's PostFilter, issue #19): upstream draws a random offset into the
+potential nodes, dry-runs them in parallel and breaks ties between equal candidates in map order.
+Our side records the offset its seeded DefaultPreemption drew for each pod ("offsets" in the oracle's
+input); the oracle hands the same offset to upstream's real PostFilter (its getOffsetRand replaced)
+and to a second, sequential DryRunPreemption from that offset, which lists every candidate with its
+victims and pickOneNodeForPreemption's criteria ("preemption" in its result, described in
+e2e/controlplane/cmd/oracle/preemption.go). Compared: no nomination where upstream's view has no
+candidate; else our node among its best-ranked candidates (a tie is upstream's randomness), with the
+same victims in the same order; and the full message, ``preemption: ...`` part included. Our
+nomination is then the one upstream's nominator gets ("nominations"), so later pods see the same
+nominated pods; the victims stay on both sides (the runner does not apply preemption, the oracle does not evict). Nodes (by name)
+and bound pods (by namespace and name) reach our side in the order the oracle's fake API lists them
+(``informer_order``).
 
 What is compared, pod by pod (the oracle's output is described at the top of its main.go):
 - the order pods were popped (pods a PreEnqueue plugin held back are compared apart, by name);
@@ -49,15 +62,13 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.config import parse_config, upstream_config
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import NominatingInfo
-from scheduler.framework.status import Status
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
+from scheduler.plugins.names import DEFAULT_PREEMPTION
+from scheduler.plugins.registry import DEFAULT_MULTI_POINT
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver
-from tests.differential.generator import scenario
-from tests.helpers import NO_CLAIMS
+from tests.differential.generator import crowded, scenario
 
 # Upstream's default multiPoint plugins (default_plugins.go, DynamicResources by its GA gate) that
 # spread-scheduler does not run yet: remove a name when its plugin lands on our side.
@@ -75,9 +86,14 @@ def oracle_binary() -> Path:
 
 def upstream_default_profile(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` with each profile that spells out our plugins (``upstream_config``'s form) turned into
-    upstream's default profile minus ``UPSTREAM_ONLY_PLUGINS``; other plugin sets are left as written."""
+    upstream's default profile minus ``UPSTREAM_ONLY_PLUGINS``, spelled out for both sides: our default
+    multiPoint, DefaultPreemption included. Other plugin sets are left as written."""
     ours = upstream_config()["profiles"][0]["plugins"]
-    default = {"multiPoint": {"disabled": [{"name": name} for name in UPSTREAM_ONLY_PLUGINS]}}
+    enabled = []
+    for name, weight in DEFAULT_MULTI_POINT:
+        if name not in UPSTREAM_ONLY_PLUGINS:
+            enabled.append({"name": name, "weight": weight} if weight else {"name": name})
+    default = {"multiPoint": {"disabled": [{"name": "*"}], "enabled": enabled}}
     profiles = [
         {**profile, "plugins": default} if profile.get("plugins") == ours else profile
         for profile in config.get("profiles", [])
@@ -85,19 +101,28 @@ def upstream_default_profile(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "profiles": profiles}
 
 
-def _without_nomination(
-    plugin: DefaultPreemption,
-) -> Callable[[CycleState, Any, Any], tuple[NominatingInfo | None, Status]]:
-    """DefaultPreemption as the oracle runs it: it decides (the outcome and the message stand), but
-    its nomination, new or clearing, becomes Noop, since the oracle's victims never leave (its
-    world.go turns every PostFilter Override into Noop the same way)."""
-    decide = plugin.post_filter
+def informer_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``objects`` with the Nodes first, by name, and the bound pods last, by (namespace, name); the
+    rest as they are.
 
-    def post_filter(state: CycleState, pod: Any, statuses: Any) -> tuple[NominatingInfo | None, Status]:
-        _nominating, status = decide(state, pod, statuses)
-        return None, status
+    The oracle's fake API lists objects sorted by namespace and name, as a real informer's initial
+    list from etcd does, so that is the order upstream's cache meets nodes and bound pods in. Our
+    side gets them in the same order: the node order is the snapshot's (preemption's random offset
+    indexes into it), and the order pods join a node decides which of two victims of equal priority
+    without ``status.startTime`` goes first (upstream's sort reads the clock for each, so its result
+    follows the node's pod order).
+    """
 
-    return post_filter
+    def bound(o: dict[str, Any]) -> bool:
+        return o.get("kind") == "Pod" and bool((o.get("spec") or {}).get("nodeName"))
+
+    nodes = sorted((o for o in objects if o.get("kind") == "Node"), key=lambda o: str(o["metadata"]["name"]))
+    pods = sorted(
+        (o for o in objects if bound(o)),
+        key=lambda o: (o["metadata"].get("namespace", "default"), o["metadata"]["name"]),
+    )
+    rest = [o for o in objects if o.get("kind") != "Node" and not bound(o)]
+    return [*nodes, *rest, *pods]
 
 
 def python_side(
@@ -107,15 +132,21 @@ def python_side(
     sim = Simulation(parse_config(config), seed=seed)
     for fwk in sim.frameworks.values():
         fwk.reuse_node_results = reuse
-        plugin = fwk.plugins.get(DefaultPreemption.NAME)
+    sim.add_objects(informer_order(objects))
+    # DefaultPreemption's random offsets, as drawn (the oracle gives each pod's to upstream's PostFilter).
+    drawn: list[int] = []
+    for fwk in sim.frameworks.values():
+        plugin = fwk.plugins.get(DEFAULT_PREEMPTION)
         if isinstance(plugin, DefaultPreemption):
-            plugin.post_filter = _without_nomination(plugin)  # type: ignore[method-assign]
-    sim.add_objects(objects)
+            plugin.offset_rand = _recording(plugin.offset_rand, drawn)
+    offsets: dict[str, int] = {}
     # Pods whose Filter counted a nominated pod on some node (the campaign's summary says how many).
     counted: set[str] = set()
     passes = [0]
 
     def count_nominated(attempt: Attempt, _seconds: float) -> None:
+        if drawn:
+            offsets[attempt.pod.key] = drawn.pop()
         now = sum(fwk.nominated_pod_passes for fwk in sim.frameworks.values())
         if now != passes[0]:
             counted.add(attempt.pod.key)
@@ -129,11 +160,21 @@ def python_side(
             result["nominatedCounted"] = True  # not part of simulate's JSON
         if attempt.hint is not None:
             result["hint"] = attempt.hint  # offered, used or not (not part of simulate's JSON)
+        if attempt.pod.key in offsets:
+            result["offset"] = offsets[attempt.pod.key]  # not part of simulate's JSON
         if attempt.host is not None and attempt.other_nodes:
             # The order batching would offer the rest in; the oracle breaks upstream's ties by it.
             result["ranking"] = [attempt.host, *attempt.other_nodes]
         results.append(result)
     return results
+
+
+def _recording(draw: Callable[[int], int], drawn: list[int]) -> Callable[[int], int]:
+    def record(n: int) -> int:
+        drawn.append(draw(n))
+        return drawn[-1]
+
+    return record
 
 
 def _feasible(result: dict[str, Any]) -> list[str]:
@@ -162,23 +203,29 @@ def _partial(result: dict[str, Any]) -> bool:
     return any(entry.get("evaluated") is False for entry in result["nodes"].values())
 
 
-PREEMPTION = "preemption: "
-
-
-def expected_message(g: dict[str, Any]) -> tuple[str, ...]:
-    """Upstream's message as ours must read it: the FitError's text and PostFilter's, DefaultPreemption's
-    ``preemption: ...`` part included (both sides preempt now, issue #19).
-
-    When preemption succeeds upstream (``nominatedNode``), its PostFilter status is Success and
-    adds no text at all, while ours may still carry the other PostFilter plugins' text: both are accepted.
-    """
-    before = g.get("messageBeforePostFilter")
-    if not before:
-        return (g["message"],)
-    post = g.get("postFilterMessage") or ""
-    if g.get("nominatedNode"):
-        return (before, f"{before} {NO_CLAIMS}")
-    return (f"{before} {post}" if post else before,)
+def compare_preemption(pod: str, p: dict[str, Any], g: dict[str, Any]) -> list[str]:
+    """Our DefaultPreemption's decision against upstream's deterministic view (the oracle's
+    "preemption": every candidate from our offset, dry-run in order, and the best-ranked ones): no
+    nomination where upstream finds no candidate; else our node among upstream's best, with the same
+    victims in the same order."""
+    view = g.get("preemption")
+    ours = p.get("nominatedNode")
+    if view is None:
+        return [f"{pod}: we nominated {ours}, upstream ran no DefaultPreemption"] if ours else []
+    if "nominatedNode" not in p:
+        return [f"{pod}: our DefaultPreemption decided nothing, upstream's view: {view['best']}"]
+    if not view["candidates"]:
+        return [f"{pod}: nominated to {ours}, upstream found no candidate"] if ours else []
+    if ours is None:
+        return [f"{pod}: no nomination, upstream's best: {view['best']}"]
+    problems = []
+    if ours not in view["best"]:
+        ranks = {c["node"]: c["criteria"] for c in view["candidates"]}
+        problems.append(f"{pod}: nominated to {ours} {ranks.get(ours)}, upstream's best: {view['best']} {ranks}")
+    victims = {c["node"]: c["victims"] for c in view["candidates"]}.get(ours)
+    if victims is not None and p["victims"] != victims:
+        problems.append(f"{pod}: victims on {ours} {p['victims']}, upstream's {victims}")
+    return problems
 
 
 def _verdicts(pod: str, p: dict[str, Any], full: dict[str, Any]) -> list[str]:
@@ -210,9 +257,9 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
     if p["code"] != g["code"]:
         return [*problems, f"{pod}: outcome {p['code']} ({p['message']}) vs upstream {g['code']} ({g['message']})"]
     if p["code"] != "Success":
-        theirs = expected_message(g)
-        if p["message"] not in theirs:
-            problems.append(f"{pod}: message\n  ours:     {p['message']}\n  upstream: {theirs}")
+        if p["message"] != g["message"]:
+            problems.append(f"{pod}: message\n  ours:     {p['message']}\n  upstream: {g['message']}")
+        problems += compare_preemption(pod, p, g)
         for key in ("unschedulablePlugins", "pendingPlugins"):
             if p[key] != g[key]:
                 problems.append(f"{pod}: {key} {p[key]} vs {g[key]}")
@@ -287,6 +334,12 @@ def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
         stats["hint offered, not used"] += bool(g.get("hint")) and not g.get("batched")
         stats["partial search"] += not g.get("gated") and _partial(g) and not g.get("batched")
         stats["nominated by PostFilter"] += bool(g.get("nominatedNode"))
+        view = g.get("preemption") or {}
+        stats["preemption: candidates"] += len(view.get("candidates") or ())
+        stats["preemption: ties at the top"] += len(view.get("best") or ()) > 1
+        stats["preemption: fewer candidates wanted than nodes"] += view.get("numCandidates", 0) < view.get(
+            "potentialNodes", 0
+        )
         stats["gated"] += bool(g.get("gated"))
         stats["world fixed"] += bool(g.get("worldFixed"))
 
@@ -306,8 +359,11 @@ def run_batch(
         ours[seed] = py
         placements = {r["pod"]: r["node"] for r in py}
         rankings = {r["pod"]: r["ranking"] for r in py if r.get("ranking")}
+        offsets = {r["pod"]: r["offset"] for r in py if "offset" in r}
+        nominations = {r["pod"]: r["nominatedNode"] for r in py if r.get("nominatedNode")}
         scenario_line = {"id": str(seed), "objects": objects, "config": config, "placements": placements}
-        lines.append(json.dumps({**scenario_line, "rankings": rankings}))
+        extra = {"rankings": rankings, "offsets": offsets, "nominations": nominations}
+        lines.append(json.dumps({**scenario_line, **extra}))
     done = subprocess.run(
         [str(oracle)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True, timeout=3600
     )
@@ -356,6 +412,11 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument(
+        "--crowded",
+        action="store_true",
+        help="every cluster with nodes filled by low-priority pods and later higher-priority pods (preemption-heavy)",
+    )
+    parser.add_argument(
         "--through-apiserver",
         type=float,
         default=0.0,
@@ -365,7 +426,8 @@ def main() -> int:
     args = parser.parse_args()
     oracle = oracle_binary()
     trip = apiserver.start(args.through_apiserver)
-    make = trip.wrap(scenario, args.through_apiserver) if trip else scenario
+    base = crowded if args.crowded else scenario
+    make = trip.wrap(base, args.through_apiserver) if trip else base
     last = args.start + args.count - 1
     header = f"seeds {args.start}..{last} ({args.count} clusters) at revision {revision()}, oracle {oracle}"
     print(header, flush=True)

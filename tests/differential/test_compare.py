@@ -66,16 +66,11 @@ class TestFullSearch:
 
 class TestFailures:
     def test_message_before_post_filter_and_plugins(self) -> None:
-        """DefaultPreemption's text is not ours to print; the unschedulable plugins are compared."""
+        """The whole message, DefaultPreemption's text included; the unschedulable plugins are compared."""
         msg = "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
+        msg += " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
         nodes = {"a": {**FEASIBLE, "filter": TAINT}}
-        theirs = upstream(
-            None,
-            nodes,
-            message=msg + " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
-            messageBeforePostFilter=msg,
-            unschedulablePlugins=["TaintToleration"],
-        )
+        theirs = upstream(None, nodes, message=msg, unschedulablePlugins=["TaintToleration"])
         assert compare([ours(None, nodes, message=msg, unschedulablePlugins=["TaintToleration"])], [theirs]) == []
         (problem,) = compare([ours(None, nodes, message=msg)], [theirs])
         assert problem == "default/p: unschedulablePlugins [] vs ['TaintToleration']"
@@ -182,8 +177,70 @@ def test_gated_pods_are_compared_by_name_not_position() -> None:
 
 
 def test_the_profile_sent_is_upstreams_default_minus_one_list() -> None:
-    """Our spelled-out profile becomes upstream's defaults minus UPSTREAM_ONLY_PLUGINS; args stay."""
+    """Our spelled-out profile becomes upstream's default list, DefaultPreemption right after
+    DynamicResources (applyDynamicResources' place), minus UPSTREAM_ONLY_PLUGINS; args stay."""
     args = [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}]
     (profile,) = upstream_default_profile(upstream_config(args))["profiles"]
-    assert profile["plugins"] == {"multiPoint": {"disabled": [{"name": n} for n in UPSTREAM_ONLY_PLUGINS]}}
+    multi = profile["plugins"]["multiPoint"]
+    assert multi["disabled"] == [{"name": "*"}]
+    names = [p["name"] for p in multi["enabled"]]
+    assert names[names.index("InterPodAffinity") :][:3] == ["InterPodAffinity", "DynamicResources", "DefaultPreemption"]
+    assert not set(UPSTREAM_ONLY_PLUGINS) & set(names)
+    assert {"name": "TaintToleration", "weight": 3} in multi["enabled"]
     assert profile["pluginConfig"] == args
+
+
+def candidate(node: str, victims: list[str], criteria: list[int]) -> dict[str, Any]:
+    return {"node": node, "victims": victims, "pdbViolations": -criteria[0], "criteria": criteria}
+
+
+def preempting(nominated: str | None, victims: list[str]) -> dict[str, Any]:
+    return ours(None, {}, message="m", nominatedNode=nominated, victims=victims)
+
+
+def view(*candidates: dict[str, Any]) -> dict[str, Any]:
+    top = max((c["criteria"] for c in candidates), default=None)
+    best = sorted(c["node"] for c in candidates if c["criteria"] == top)
+    return {"eligible": True, "candidates": list(candidates), "best": best, "victims": []}
+
+
+class TestPreemption:
+    A = candidate("a", ["default/x"], [0, 0, -(2**31), -1, 5])
+    B = candidate("b", ["default/y"], [0, 0, -(2**31), -1, 5])  # ties with a
+    C = candidate("c", ["default/z", "default/w"], [0, 0, -(2**32), -2, 5])  # two victims: worse
+
+    def test_a_node_upstream_ranks_equal_is_no_mismatch(self) -> None:
+        g = upstream(None, {}, message="m", nominatedNode="a", preemption=view(self.A, self.B, self.C))
+        assert compare([preempting("b", ["default/y"])], [g]) == []
+
+    def test_a_node_ranked_lower_is(self) -> None:
+        g = upstream(None, {}, message="m", nominatedNode="a", preemption=view(self.A, self.C))
+        (problem,) = compare([preempting("c", ["default/z", "default/w"])], [g])
+        assert problem.startswith("default/p: nominated to c [0, 0, -4294967296, -2, 5], upstream's best: ['a']")
+
+    def test_victims_are_compared_in_order(self) -> None:
+        g = upstream(None, {}, message="m", nominatedNode="c", preemption=view(self.C))
+        assert compare([preempting("c", ["default/w", "default/z"])], [g]) == [
+            "default/p: victims on c ['default/w', 'default/z'], upstream's ['default/z', 'default/w']"
+        ]
+
+    def test_no_candidate_upstream_means_no_nomination_here(self) -> None:
+        g = upstream(None, {}, message="m", preemption=view())
+        assert compare([preempting(None, [])], [g]) == []
+        assert compare([preempting("a", ["default/x"])], [g]) == [
+            "default/p: nominated to a, upstream found no candidate"
+        ]
+
+    def test_the_preemption_text_is_compared_as_it_is(self) -> None:
+        """No stripping: a message without upstream's "preemption: ..." part is a mismatch."""
+        text = "0/1 nodes are available: 1 Insufficient cpu."
+        full = f"{text} preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        g = upstream(None, {}, message=full, preemption=view())
+        (problem,) = compare([ours(None, {}, message=text, nominatedNode=None, victims=[])], [g])
+        assert problem.startswith("default/p: message")
+
+    def test_a_nomination_where_upstream_ran_no_preemption_is_a_mismatch(self) -> None:
+        g = upstream(None, {}, message="m")
+        assert compare([preempting("a", ["default/x"])], [g]) == [
+            "default/p: we nominated a, upstream ran no DefaultPreemption"
+        ]

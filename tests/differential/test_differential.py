@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from tests.differential.generator import replicated
+from tests.differential.generator import crowded, replicated
 from tests.differential.runner import oracle_binary, run_batch
 
 COUNT = int(os.environ.get("SPREAD_DIFF_COUNT", "400"))
@@ -26,5 +26,14 @@ def test_replicas_of_one_pod_decide_exactly_like_upstream() -> None:
     decisions must still be upstream's, replica after replica."""
     count = max(COUNT // 4, 1)
     mismatches = run_batch(range(START, START + count), oracle_binary(), make=replicated)
+    report = "\n".join(f"seed {seed}: " + "; ".join(problems[:3]) for seed, problems in sorted(mismatches.items())[:10])
+    assert not mismatches, f"{len(mismatches)}/{count} clusters differ from upstream:\n{report}"
+
+
+def test_crowded_clusters_preempt_exactly_like_upstream() -> None:
+    """Nodes filled by lower-priority pods, then higher-priority pods (issue #19): the nominated node
+    among upstream's best-ranked candidates, the same victims, the full ``preemption: ...`` message."""
+    count = max(COUNT // 4, 1)
+    mismatches = run_batch(range(START, START + count), oracle_binary(), make=crowded)
     report = "\n".join(f"seed {seed}: " + "; ".join(problems[:3]) for seed, problems in sorted(mismatches.items())[:10])
     assert not mismatches, f"{len(mismatches)}/{count} clusters differ from upstream:\n{report}"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.quantity import milli_value, parse_quantity
 from tests.differential import generator
 
 SEEDS = range(9_100_000, 9_100_150)
@@ -121,3 +122,58 @@ def test_batch_replicas_are_identical_under_a_list_profile_without_default_const
         assert spread["args"]["defaultingType"] == "List"
         assert spread["args"]["defaultConstraints"] == []
     assert batches
+
+
+def test_preemption_inputs_are_what_the_api_and_the_disruption_controller_would_hold() -> None:
+    """Feature "preemption" (``crowded``): fillers take exactly their node's cpu; preemptors arrive
+    after every other pending pod; each class a pod names exists with the pod's policy; each PDB's
+    disruptionsAllowed is its healthy matching pods minus the desired count, never below 0."""
+    seen: set[str] = set()
+    for seed in SEEDS[:60]:
+        objects, config = generator.crowded(seed)
+        pods = _pods(objects)
+        classes = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PriorityClass"}
+        for pod in pods:
+            spec = pod["spec"]
+            if "priorityClassName" in spec:
+                cls = classes[spec["priorityClassName"]]
+                assert cls["value"] == spec["priority"]
+                assert cls.get("preemptionPolicy", "PreemptLowerPriority") == spec.get(
+                    "preemptionPolicy", "PreemptLowerPriority"
+                )
+                seen.add(spec.get("preemptionPolicy", "class"))
+        nodes = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Node"}
+        fillers: dict[str, int] = {}
+        for pod in pods:
+            if pod["metadata"]["name"].startswith("filler-"):
+                request = generator.milli_value(
+                    generator.parse_quantity(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"])
+                )
+                fillers[pod["spec"]["nodeName"]] = fillers.get(pod["spec"]["nodeName"], 0) + request
+        for node, total in fillers.items():
+            assert total == milli_value(parse_quantity(nodes[node]["status"]["allocatable"]["cpu"]))
+        pending = [p for p in pods if not p["spec"].get("nodeName")]
+        late = [p["metadata"]["creationTimestamp"] for p in pending if p["metadata"]["name"].startswith("preemptor-")]
+        early = [
+            p["metadata"]["creationTimestamp"] for p in pending if not p["metadata"]["name"].startswith("preemptor-")
+        ]
+        assert late and (not early or min(late) > max(early))
+        for pdb in (o for o in objects if o["kind"] == "PodDisruptionBudget"):
+            status, ns = pdb["status"], pdb["metadata"]["namespace"]
+            assert ("minAvailable" in pdb["spec"]) != ("maxUnavailable" in pdb["spec"])
+            healthy = [
+                p
+                for p in pods
+                if p["metadata"]["namespace"] == ns
+                and generator._selects(pdb["spec"]["selector"], p["metadata"].get("labels", {}))
+                and p["status"].get("phase") == "Running"
+                and "deletionTimestamp" not in p["metadata"]
+            ]
+            assert status["currentHealthy"] == len(healthy)
+            assert status["disruptionsAllowed"] == max(len(healthy) - status["desiredHealthy"], 0)
+            seen.add("pdb allows" if status["disruptionsAllowed"] else "pdb blocks")
+        if any(pc["name"] == "DefaultPreemption" for pc in config["profiles"][0].get("pluginConfig", [])):
+            seen.add("args")
+        if any("startTime" in p["status"] for p in pods):
+            seen.add("startTime")
+    assert seen >= {"Never", "PreemptLowerPriority", "class", "pdb allows", "pdb blocks", "args", "startTime"}

@@ -8,8 +8,14 @@ from typing import Any
 
 from scheduler.config import upstream_config
 from scheduler.testing import make_node, make_pod
-from tests.differential.generator import scenario
-from tests.differential.runner import oracle_binary, python_side, run_batch, upstream_default_profile
+from tests.differential.generator import crowded, scenario
+from tests.differential.runner import (
+    informer_order,
+    oracle_binary,
+    python_side,
+    run_batch,
+    upstream_default_profile,
+)
 
 # seed -> what it uncovered
 REGRESSION_SEEDS = {
@@ -19,14 +25,50 @@ REGRESSION_SEEDS = {
     12003340: "batching after a partial search (over 100 nodes): each side ranks the nodes it found; verdicts compare",
     15000532: "a failed nominated node's rejector joins the absent nodes' text ([NodeAffinity TaintToleration])",
     15001915: "a nominated pod that failed stays nominated and counts for a later pod of no higher priority "
-    "(upstream's preemption cleared it; the oracle keeps it, as we do not preempt)",
+    "(PostFilter's answer decides on both sides; DefaultPreemption clears it only when it finds no candidate)",
     15002147: "the oracle's every-node view keeps a failed nominated node's own verdict (self-check)",
+}
+
+# Preemption (issue #19), clusters from ``crowded(seed)``: seed -> what it uncovered
+CROWDED_REGRESSION_SEEDS = {
+    1000820: "with fewer candidates wanted than potential nodes, upstream lists them in a map's order: the "
+    "oracle's view takes the snapshot's order from our offset (as we do)",
+    20002023: "the snapshot's node order is the informer's (nodes listed by name: node-10 before node-2); our "
+    "side met the nodes in file order, so the offset indexed another node (campaign of 20,000: 20 such)",
+    20016558: "the same, where the node we missed wins on its unstarted victims' start time",
 }
 
 
 def test_seeds_that_once_differed_agree_with_upstream() -> None:
     mismatches = run_batch(sorted(REGRESSION_SEEDS), oracle_binary())
     assert not {seed: found for seed, found in mismatches.items() if seed in REGRESSION_SEEDS}
+
+
+def test_crowded_seeds_that_once_differed_agree_with_upstream() -> None:
+    mismatches = run_batch(sorted(CROWDED_REGRESSION_SEEDS), oracle_binary(), make=crowded)
+    assert not mismatches
+
+
+def test_unstarted_victims_of_equal_priority_follow_the_informers_pod_order() -> None:
+    """Seed 1000966 (before the generator set startTimes): upstream's sort of victims reads the clock
+    for each pod without status.startTime, so of two such pods of equal priority the later one in the
+    node's pod order is tried first; that order is the informer's (namespace, name) list, not the file's.
+
+    Node cpu 4; team-a/big (2) and default/small (1.5), priority 0, unstarted; the preemptor (1, priority
+    100). Upstream's node order: default/small, team-a/big -> sorted team-a/big, default/small: big is
+    reprieved (2 + 1 <= 4), small is not (2 + 1.5 + 1 > 4): the victim is default/small. Taken in file
+    order (big first) the victim would be team-a/big.
+    """
+    node = make_node("n").capacity(cpu="4", memory="4Gi", pods="110").dict()
+    big = make_pod("big", "team-a").node("n").requests(cpu="2").phase("Running").dict()
+    small = make_pod("small").node("n").requests(cpu="1500m").phase("Running").dict()
+    preemptor = make_pod("p").requests(cpu="1").priority(100).dict()
+    config = upstream_default_profile(upstream_config())
+    (result,) = python_side([node, big, small, preemptor], config, seed=0)
+    assert (result["nominatedNode"], result["victims"]) == ("n", ["default/small"])
+    assert informer_order([node, big, small, preemptor]) == [node, preemptor, small, big]
+    nodes = [make_node(name).dict() for name in ("node-2", "node-10", "node-1")]
+    assert [o["metadata"]["name"] for o in informer_order([preemptor, *nodes])] == ["node-1", "node-10", "node-2", "p"]
 
 
 def fit_score(pending: dict[str, Any]) -> int:

@@ -6,7 +6,8 @@
 //
 //	{"id": "...", "objects": [<Node|Pod|Service|ReplicaSet|StatefulSet|ReplicationController>...],
 //	 "config": <KubeSchedulerConfiguration v1>, "placements": {"ns/name": "node" | null},
-//	 "rankings": {"ns/name": ["node", ...]}}   (optional)
+//	 "rankings": {"ns/name": ["node", ...]},   (optional)
+//	 "offsets": {"ns/name": 3}, "nominations": {"ns/name": "node"}}   (optional, preemption.go)
 //
 // Each scenario gets its own scheduler.New (real cache, snapshot, queue, profiles from "config",
 // informers on a fake clientset holding "objects"), and the real ScheduleOne runs once per pod in the
@@ -24,10 +25,11 @@
 //     pod is moved to our node (or unbound, or bound there) through the fake API, and the result says
 //     "worldFixed". Mismatches in later pods of that scenario may follow from the fix.
 //
-// PostFilter (DefaultPreemption) runs for real, but its API deletes are swallowed by a reactor and any
-// nomination it returns is reported ("nominatedNode") and then turned into Noop before the failure
-// handler sees it (a clearing one too), so no victim leaves and a failed pod stays nominated where its
-// status.nominatedNodeName says, as without DefaultPreemption: spread-scheduler runs no preemption.
+// PostFilter (DefaultPreemption) runs for real with spread-scheduler's random offset ("offsets"), and a
+// second, deterministic view of its decision is reported ("preemption"; preemption.go says how). Its
+// API deletes (and the victims' DisruptionTarget patches) are swallowed, so no victim leaves, as in
+// `simulate`; the nomination it returns is reported ("nominatedNode") and the failure handler gets
+// spread-scheduler's ("nominations"), so both nominators hold the same pods afterwards.
 // Pending pods with status.nominatedNodeName are in upstream's nominator and count in Filter.
 //
 // Output: one JSON line per scenario, in the order they finish (-workers run at once):
@@ -50,6 +52,9 @@
 //	nodes                    the real cycle's view: per node filter {plugin, reason, code} or null,
 //	                         scores {Plugin: {raw, normalized}}, total; "evaluated": false when the
 //	                         real cycle never looked at the node (a hint, or enough feasible nodes found),
+//	+preemption              DefaultPreemption's deterministic view (preemption.go): eligible, offset,
+//	                         numCandidates, potentialNodes, candidates [{node, victims, pdbViolations,
+//	                         criteria}], best (equal top), victims (of the real nominatedNode),
 //	+full                    a second, unbatched every-node view on the same snapshot: {code, message,
 //	                         best, feasible, nodes, unschedulablePlugins},
 //	+problems                the oracle's self-checks that failed (real vs second view, raw vs real scores).
@@ -70,11 +75,14 @@ import (
 )
 
 type scenario struct {
-	ID         string             `json:"id"`
-	Objects    []json.RawMessage  `json:"objects"`
-	Config     json.RawMessage    `json:"config"`
-	Placements map[string]*string `json:"placements"`
+	ID         string              `json:"id"`
+	Objects    []json.RawMessage   `json:"objects"`
+	Config     json.RawMessage     `json:"config"`
+	Placements map[string]*string  `json:"placements"`
 	Rankings   map[string][]string `json:"rankings,omitempty"`
+	// Our DefaultPreemption's random offset and nomination, per pod that ran it (preemption.go).
+	Offsets     map[string]int32  `json:"offsets,omitempty"`
+	Nominations map[string]string `json:"nominations,omitempty"`
 }
 
 type filterJSON struct {
@@ -125,6 +133,7 @@ type resultJSON struct {
 	PendingPlugins          []string            `json:"pendingPlugins"`
 	Nodes                   map[string]nodeJSON `json:"nodes"`
 	Full                    *viewJSON           `json:"full,omitempty"`
+	Preemption              *preemptionJSON     `json:"preemption,omitempty"`
 	Problems                []string            `json:"problems,omitempty"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler"
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -49,18 +51,21 @@ type cycle struct {
 	scores []fwk.NodePluginScores // the real Score step, weighted
 	raw    map[string]map[string]scoreJSON
 
-	scheduled     bool // SchedulePod returned a host
-	result        scheduler.ScheduleResult
-	fitErr        *framework.FitError
-	messageBefore string
-	postFilterMsg string
-	postFiltered  bool // RunPostFilterPlugins ran: the failure's NominatingInfo is its answer
-	nominated     string
-	failed        bool
-	failCode      string
-	failMessage   string
-	full          *viewJSON
-	problems      []string
+	scheduled       bool // SchedulePod returned a host
+	result          scheduler.ScheduleResult
+	fitErr          *framework.FitError
+	messageBefore   string
+	postFilterMsg   string
+	postFiltered    bool // RunPostFilterPlugins ran: the failure's NominatingInfo is its answer
+	nominated       string
+	failed          bool
+	failCode        string
+	failMessage     string
+	full            *viewJSON
+	problems        []string
+	nominationFixed bool            // the nominator got our nomination, which upstream's view does not rank best
+	preemption      *preemptionJSON // the deterministic view of DefaultPreemption's decision (preemption.go)
+	postState       fwk.CycleState  // PostFilter's state, for the real nomination's victims
 }
 
 type world struct {
@@ -68,9 +73,12 @@ type world struct {
 	sched      *scheduler.Scheduler
 	inner      map[string]framework.Framework // the real profiles, before wrapping
 	scorers    map[string][]scorer
+	preemptors map[string]*defaultpreemption.DefaultPreemption // second instances (preemption.go)
 	placements map[string]*string
 	rankings   map[string][]string
-	current    *cycle // the cycle under way: ScheduleOne runs one at a time here
+	offsets    map[string]int32  // our DefaultPreemption's offset per pod
+	nominated  map[string]string // our DefaultPreemption's nomination per pod
+	current    *cycle            // the cycle under way: ScheduleOne runs one at a time here
 	late       []string
 }
 
@@ -155,10 +163,19 @@ func (o *observed) RunScorePlugins(ctx context.Context, state fwk.CycleState, po
 	return scores, status
 }
 
+// RunPostFilterPlugins gives DefaultPreemption our offset and records the deterministic view first.
 func (o *observed) RunPostFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	offsetMu.Lock()
+	defer offsetMu.Unlock()
+	nextOffset = o.w.offsets[podKey(pod)]
+	view, problem := o.w.preemptionView(ctx, o.ProfileName(), state, pod, m)
 	res, status := o.Framework.RunPostFilterPlugins(ctx, state, pod, m)
 	if c := o.w.current; c != nil {
 		c.postFilterMsg, c.postFiltered = status.Message(), true
+		c.preemption, c.postState = view, state
+		if problem != "" {
+			c.problems = append(c.problems, "preemption view: "+problem)
+		}
 	}
 	return res, status
 }
@@ -202,10 +219,11 @@ func run(sc *scenario) ([]resultJSON, error) {
 	})
 
 	client := fake.NewSimpleClientset(initial...)
-	w := &world{client: client, placements: sc.Placements, rankings: sc.Rankings, inner: map[string]framework.Framework{}}
+	w := &world{client: client, placements: sc.Placements, rankings: sc.Rankings, inner: map[string]framework.Framework{},
+		offsets: sc.Offsets, nominated: sc.Nominations}
 	client.PrependReactor("create", "pods", w.bind)
 	client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, nil // preemption victims stay: spread-scheduler does not preempt
+		return true, nil, nil // preemption victims stay: simulate does not apply preemption
 	})
 	client.PrependReactor("patch", "pods", w.keepNominations)
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -229,6 +247,9 @@ func run(sc *scenario) ([]resultJSON, error) {
 		sched.Profiles[name] = &observed{Framework: f, w: w}
 	}
 	if w.scorers, err = buildScorers(ctx, cfg.Profiles, w.inner); err != nil {
+		return nil, err
+	}
+	if w.preemptors, err = buildPreemptors(ctx, cfg.Profiles, w.inner); err != nil {
 		return nil, err
 	}
 	w.wrap()
@@ -323,16 +344,21 @@ func (w *world) wrap() {
 			c.failed, c.failCode, c.failMessage = true, status.Code().String(), status.Message()
 		}
 		// PostFilter's nomination is DefaultPreemption's (DynamicResources' PostFilter never
-		// nominates), and spread-scheduler runs no preemption: a new nomination (victims found) is
-		// reported, and any Override, new or clearing ("": preemption cannot help), is dropped for
-		// Noop, so the pod keeps its status.nominatedNodeName in the nominator as it would without
-		// DefaultPreemption, and counts there in later pods' Filter as on our side. Failures
-		// without PostFilter (errors, Reserve, no PostFilter plugin) clear it, on both sides.
+		// nominates): a new one (victims found) is reported; where ours differs (a tie upstream
+		// breaks at random, or a real difference), the nominator gets ours, so both sides walk the
+		// same world (a real difference also says "worldFixed"). A clearing Override ("":
+		// preemption cannot help) and Noop go through as they are, as on our side.
 		if c != nil && c.pod.UID == info.Pod.UID && c.postFiltered {
 			if nominating.Mode() == fwk.ModeOverride && nominating.NominatedNodeName != "" {
 				c.nominated = nominating.NominatedNodeName
 			}
-			nominating = &fwk.NominatingInfo{NominatingMode: fwk.ModeNoop}
+			if ours, ok := w.nominated[podKey(info.Pod)]; ok && ours != c.nominated {
+				nominating = &fwk.NominatingInfo{NominatingMode: fwk.ModeOverride, NominatedNodeName: ours}
+				c.nominationFixed = c.preemption == nil || !slices.Contains(c.preemption.Best, ours)
+			} else if !ok && c.nominated != "" {
+				nominating = &fwk.NominatingInfo{NominatingMode: fwk.ModeNoop}
+				c.nominationFixed = true
+			}
 		}
 		failed(ctx, f, info, status, nominating, start)
 	}
@@ -348,6 +374,10 @@ func (w *world) keepNominations(action clienttesting.Action) (bool, runtime.Obje
 		return false, nil, nil
 	}
 	body := string(patch.GetPatch())
+	if strings.Contains(body, string(v1.DisruptionTarget)) { // a victim's condition: it stays as it was
+		obj, err := w.client.Tracker().Get(podsGVR, patch.GetNamespace(), patch.GetName())
+		return true, obj, err
+	}
 	if !strings.Contains(body, "nominatedNodeName") || strings.Contains(body, "conditions") {
 		return false, nil, nil
 	}
@@ -429,6 +459,7 @@ func (w *world) finish(ctx context.Context, c *cycle) (resultJSON, error) {
 	}
 	res.Node = placed
 	res.MessageBeforePostFilter, res.PostFilterMessage, res.NominatedNode = c.messageBefore, c.postFilterMsg, c.nominated
+	w.preemptionResult(ctx, c, &res)
 	if c.fitErr != nil {
 		res.UnschedulablePlugins = sortedSet(c.fitErr.Diagnosis.UnschedulablePlugins)
 		res.PendingPlugins = sortedSet(c.fitErr.Diagnosis.PendingPlugins)
@@ -446,6 +477,7 @@ func (w *world) finish(ctx context.Context, c *cycle) (resultJSON, error) {
 		}
 		res.WorldFixed = true
 	}
+	res.WorldFixed = res.WorldFixed || c.nominationFixed
 	return res, nil
 }
 
