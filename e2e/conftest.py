@@ -28,7 +28,7 @@ from kubernetes import client, config
 
 from e2e.cluster import Cluster
 from e2e.kube_helpers import create_node, wait_for
-from e2e.ledger import Ledger
+from e2e.ledger import Ledger, lease_terms, summary, writes_after_losing, writes_without_lease
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = (
@@ -138,6 +138,22 @@ LOG_FLAGS = ("--logging-format", "json", "-v", "3")
 # The session scheduler's Lease (e2e/ledger.py judges who held it when from the server's record).
 LEASE_NAMESPACE, LEASE_NAME, LEASE_DURATION = "kube-system", "spread-scheduler", timedelta(seconds=4)
 _LOCAL: list[Cluster] = []  # the session's local control plane, once up
+
+
+def session_counts(ledger: Ledger, mark: int, namespace: str, users: list[str]) -> dict[str, int]:
+    """What the session scheduler's processes (``users``) attempted since ``mark`` in ``namespace``,
+    from the server's record, and their writes at a moment they did not hold the session's Lease
+    (its story read from the start of the log: the first incarnation took it before any test)."""
+    writes = ledger.writes(mark)
+    terms = lease_terms(ledger.writes(), LEASE_NAMESPACE, LEASE_NAME, LEASE_DURATION)
+    mine = [w for w in writes if w.user in users]
+    return {
+        **summary(writes, namespace, users),
+        "writes_without_lease": len(writes_without_lease(writes, terms, users)),
+        "writes_after_losing_lease": len(writes_after_losing(mine, terms)),
+    }
+
+
 _SERIAL = itertools.count(1)
 
 

@@ -24,6 +24,7 @@ from kubernetes import client, config
 from e2e.cluster import Cluster
 from e2e.conftest import LOGS, ROOT, SchedulerProcess
 from e2e.kube_helpers import create_node, pod_body, pods_in, wait_for
+from e2e.ledger import summary
 
 PODS = int(os.environ.get("SPREAD_E2E_THROTTLED_PODS", "120"))
 USER = "spread-throttled"
@@ -141,9 +142,14 @@ def test_429s_are_waited_out_as_retry_after_asks_and_every_pod_binds(apf_cluster
         "writes_per_second_mean": round(len(writes) / seconds, 1),
         "writes_per_second_peak": max(per_second.values()),
         "seconds": round(seconds, 1),
+        # A pod throttled once has two Binding requests (the 429 and the retry); none after its answer.
+        **summary(writes, namespace, [USER]),
     }
     (LOGS / "throttled.json").write_text(json.dumps(report, indent=1))
     assert report["bound"] == PODS, report
-    assert len(throttled) >= PODS // 4, f"the test throttled too little to show anything: {report}"
+    assert report["rebinds_by_one_process"] == 0, report
+    # How many 429s a burst meets depends on how many writes are in flight at once (a busy machine
+    # sends fewer): ten are enough to measure the waits; runs here gave 20-53.
+    assert len(throttled) >= 10, f"the test throttled too little to show anything: {report}"
     # Retry-After is at least 1 s (API Priority and Fairness); the plain backoff would be 0.2-0.4 s.
     assert gaps and min(gaps) >= 0.95, report

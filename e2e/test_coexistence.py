@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from e2e.conftest import LOGS
+from e2e.cluster import Cluster
+from e2e.conftest import LOGS, session_counts
 from e2e.kube_helpers import pod_body, pods_in, scheduled_condition, wait_for
+from e2e.ledger import binding_attempts
 
 NODE_CPU_MILLI, NODE_MEMORY_MI = 2000, 4096
 POD_CPU_MILLI, POD_MEMORY_MI = 250, 256
@@ -112,6 +114,7 @@ def test_two_schedulers_at_once_race_only_with_each_other(
     nodes: Callable[..., str],
     scheduler: Any,
     upstream_scheduler: subprocess.Popen[bytes],
+    local_cluster: Cluster | None,
 ) -> None:
     """40 pods of 250m/256Mi, half per scheduler, created interleaved onto 3 nodes of 2 CPU (24 slots).
 
@@ -119,6 +122,7 @@ def test_two_schedulers_at_once_race_only_with_each_other(
     before either saw the other's binding. Each scheduler alone never overcommits.
     """
     names = [nodes(f"shared-{i}", cpu="2", memory=f"{NODE_MEMORY_MI}Mi") for i in range(3)]
+    mark = local_cluster.ledger.mark() if local_cluster is not None else 0
     for i in range(PODS_PER_SCHEDULER):
         for who in (OURS, THEIRS):
             _create(core, namespace, who, i)
@@ -135,6 +139,17 @@ def test_two_schedulers_at_once_race_only_with_each_other(
         "cpu_milli_per_node": {n: used[n] for n in names},
         "races": races,
     }
+    if local_cluster is not None:
+        # From the server's record: one Binding per pod of ours, none for upstream's pods, no 409
+        # (only we bind our pods), nothing written without the Lease.
+        writes = local_cluster.ledger.writes(mark)
+        ours = {p.metadata.name for p in pods if p.spec.scheduler_name == OURS}
+        attempts = binding_attempts((w for w in writes if w.user in scheduler.users), namespace)
+        counts = session_counts(local_cluster.ledger, mark, namespace, scheduler.users)
+        report |= counts
+        assert set(attempts) <= ours, f"Bindings we sent for pods that are not ours: {set(attempts) - ours}"
+        assert counts["binding_requests"] == counts["pods_bound"] == report["bound_by_us"], counts
+        assert counts["binding_conflicts_409"] == counts["writes_without_lease"] == 0, counts
     (LOGS / "coexistence.json").write_text(json.dumps(report, indent=1))
     print(f"coexistence: {report}")
 

@@ -208,8 +208,21 @@ def test_a_skewed_clock_never_takes_a_live_lease(
     assert [t.user for t in terms] == [holder.users[0], follower.users[0]], terms
     assert terms[1].start >= terms[0].end, terms  # taken after the last renewal's lease ran out, not before
     users = holder.users + follower.users
-    assert not writes_without_lease(writes, terms, users)
+    unleased = writes_without_lease(writes, terms, users)
+    assert not unleased, "\n".join(map(str, unleased[:20]))
+    counts = summary(writes, namespace, users)
     assert summary(writes, namespace, holder.users)["pods_bound"] == created
+    skewed = "holder" if holder_skew else "follower"
+    report = {
+        "skewed": skewed,
+        "skew_seconds": holder_skew or follower_skew,
+        "pods": created,
+        "lease_terms": [t.user for t in terms],
+        "follower_acquired_after_holder_died_seconds": round((terms[1].start - terms[0].end).total_seconds(), 1),
+        **counts,
+        "writes_without_lease": len(unleased),
+    }
+    (LOGS / f"skew-{skewed}.json").write_text(json.dumps(report, indent=1))
 
 
 def test_etcd_away_longer_than_renew_deadline_the_leader_steps_down_and_nothing_is_lost(
@@ -270,6 +283,7 @@ def test_etcd_away_longer_than_renew_deadline_the_leader_steps_down_and_nothing_
         **summary(writes, namespace, users),
         "binding_requests_failed_5xx": sum(n for c in attempts.values() for code, n in c.items() if code >= 500),
         "writes_without_lease": len(unleased),
+        "writes_after_losing_lease": len(writes_after_losing([w for w in writes if w.user in users], terms)),
     }
     (LOGS / "etcd-outage-leader.json").write_text(json.dumps(report, indent=1))
     # renewDeadline after the last renewal it sent (at most a retry period before etcd went), plus slack.

@@ -379,4 +379,17 @@ def test_sigkill_between_the_victims_deletion_and_the_binding(
         r: [(w.user.rsplit("-", 2)[-2], w.kind, w.name) for w in writes if w.name.startswith(f"r{r}-")]
         for r in range(KILL_ROUNDS)
     }
-    (LOGS / "preemption-kills.json").write_text(json.dumps(story, indent=1))
+    report = {
+        "rounds": KILL_ROUNDS,
+        "kills": kills,
+        "preemptors_bound": sum(1 for r in range(KILL_ROUNDS) if seen.bound.get(f"r{r}-web")),
+        "binding_requests": sum(sum(codes.values()) for codes in attempts.values()),
+        "binding_conflicts_409": sum(codes[409] for codes in attempts.values()),
+        "pods_bound_twice": sum(1 for names in seen.bound.values() if len(names) > 1),
+        "rebinds_by_one_process": len(again),
+        "victim_deletions": sum(deletes.values()),
+        # Rounds whose writes came from two incarnations: the second finished what the first began.
+        "rounds_written_by_two_incarnations": sum(1 for entries in story.values() if len({e[0] for e in entries}) > 1),
+        "story": story,
+    }
+    (LOGS / "preemption-kills.json").write_text(json.dumps(report, indent=1))

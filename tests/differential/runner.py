@@ -18,9 +18,9 @@ e2e/controlplane/cmd/oracle/preemption.go). Compared: no nomination where upstre
 candidate; else our node among its best-ranked candidates (a tie is upstream's randomness), with the
 same victims in the same order; and the full message, ``preemption: ...`` part included. Our
 nomination is then the one upstream's nominator gets ("nominations"), so later pods see the same
-nominated pods; the victims stay on both sides (the runner does not apply preemption, the oracle does not evict). Nodes (by name)
-and bound pods (by namespace and name) reach our side in the order the oracle's fake API lists them
-(``informer_order``).
+nominated pods; the victims stay on both sides (the runner does not apply preemption, the oracle
+does not evict). Nodes (by name) and bound pods (by namespace and name) reach our side in the order
+the oracle's fake API lists them (``informer_order``).
 
 What is compared, pod by pod (the oracle's output is described at the top of its main.go):
 - the order pods were popped (pods a PreEnqueue plugin held back are compared apart, by name);
