@@ -107,10 +107,9 @@ def _throttled(r: Report) -> list[str]:
 
 
 def _preemption(r: Report) -> list[str]:
-    report = {**r, "pods_bound": r["preemptors_bound"], "pods_with_more_than_one_binding_request": None}
     return _row(
         f"SIGKILL during a preemption, {r['rounds']} rounds (`test_preemption.py`)",
-        report,
+        r,
         f"{r['victim_deletions']} victim deletions (2 a round, each once); {r['pods_bound_twice']} pods bound "
         f"twice; {r['rounds_written_by_two_incarnations']} rounds finished by the next incarnation",
     )

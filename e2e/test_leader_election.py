@@ -221,6 +221,7 @@ def test_a_skewed_clock_never_takes_a_live_lease(
         "follower_acquired_after_holder_died_seconds": round((terms[1].start - terms[0].end).total_seconds(), 1),
         **counts,
         "writes_without_lease": len(unleased),
+        "writes_after_losing_lease": len(writes_after_losing([w for w in writes if w.user in users], terms)),
     }
     (LOGS / f"skew-{skewed}.json").write_text(json.dumps(report, indent=1))
 

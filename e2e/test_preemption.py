@@ -35,7 +35,7 @@ from typing import Any
 
 from kubernetes import client, watch
 
-from e2e.conftest import LOGS, SchedulerProcess
+from e2e.conftest import LOGS, SchedulerProcess, session_counts
 from e2e.kube_helpers import ZONE, create_object, events_for, pod_body, wait_for
 from e2e.ledger import Ledger, binding_attempts, rebinds_by_one_process
 from scheduler.config import upstream_config
@@ -379,12 +379,13 @@ def test_sigkill_between_the_victims_deletion_and_the_binding(
         r: [(w.user.rsplit("-", 2)[-2], w.kind, w.name) for w in writes if w.name.startswith(f"r{r}-")]
         for r in range(KILL_ROUNDS)
     }
+    counts = session_counts(ledger, mark, namespace, scheduler.users)
+    assert counts["writes_without_lease"] == 0, counts
     report = {
         "rounds": KILL_ROUNDS,
         "kills": kills,
         "preemptors_bound": sum(1 for r in range(KILL_ROUNDS) if seen.bound.get(f"r{r}-web")),
-        "binding_requests": sum(sum(codes.values()) for codes in attempts.values()),
-        "binding_conflicts_409": sum(codes[409] for codes in attempts.values()),
+        **counts,
         "pods_bound_twice": sum(1 for names in seen.bound.values() if len(names) > 1),
         "rebinds_by_one_process": len(again),
         "victim_deletions": sum(deletes.values()),
