@@ -30,6 +30,7 @@ __all__ = [
     "EnqueueExtensions",
     "FilterPlugin",
     "Handle",
+    "NodeIndex",
     "NominatingInfo",
     "NominatingMode",
     "PermitPlugin",
@@ -56,7 +57,21 @@ __all__ = [
 ]
 
 
-T = TypeVar("T")
+class NodeIndex(Protocol):
+    """Facts about single nodes that many pods share (which match an affinity, which carry an
+    untolerated taint, which domain each is in). The cache keeps every index current per node, so a
+    node update costs the same at 500 nodes as at 5,000 (upstream re-clones the one node)."""
+
+    def put(self, info: NodeInfo) -> None:
+        """Record (or replace) what this index holds about ``info``'s node."""
+        ...
+
+    def drop(self, name: NodeName) -> None:
+        """Forget the node ``name``; nothing happens if the index does not hold it."""
+        ...
+
+
+IndexT = TypeVar("IndexT", bound=NodeIndex)
 
 
 class Snapshot(Protocol):
@@ -82,8 +97,9 @@ class Snapshot(Protocol):
         """
         ...
 
-    def node_memo(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """A value derived from nodes only, computed once per version of the node set."""
+    def node_index(self, key: Hashable, build: Callable[[], IndexT]) -> IndexT:
+        """The index under ``key``, built by ``build()`` and filled with every node on first use;
+        from then on kept by the cache one node at a time as nodes come, change and go."""
         ...
 
     def have_pods_with_affinity_node_infos(self) -> Sequence[NodeInfo]:

@@ -179,16 +179,15 @@ def _counts(group: _Group, cache: Cache) -> tuple[list[dict[str, int]], list[int
     """Per constraint: counts per domain, the global minimum, and node -> domain for the eligible nodes."""
     pod = group.pods[0]
     constraints = list(group.constraints)
-    nodes = cache.node_infos()
     if group.action == DO_NOT_SCHEDULE:
         # The Filter's own state: the same domains, counts and minDomains rule as a new replica sees.
-        state = cal_pre_filter_state(pod, constraints, nodes, cache)
-        domain_of = eligible_domains(pod, constraints, nodes, cache, require_all_keys=True)
+        state = cal_pre_filter_state(pod, constraints, cache)
+        domain_of = eligible_domains(pod, constraints, cache, require_all_keys=True)
         minima = [min_match_num(state, i, c.min_domains) for i, c in enumerate(constraints)]
         return [dict(m) for m in state.tp_value_to_match_num], minima, domain_of
     # ScheduleAnyway: Score's counting over every node rather than the feasible ones of one cycle; a
     # node without the key is in no domain (Score gives such nodes the domain "" under System defaulting).
-    all_domains = eligible_domains(pod, constraints, nodes, cache, require_all_keys=group.require_all_keys)
+    all_domains = eligible_domains(pod, constraints, cache, require_all_keys=group.require_all_keys)
     domain_of = [
         {n: v for n, v in d.items() if (info := cache.get(n)) is not None and c.topology_key in info.node.labels}
         for c, d in zip(constraints, all_domains, strict=True)

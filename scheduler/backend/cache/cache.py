@@ -25,12 +25,14 @@ from scheduler.api.objects import Namespace, Node, NodeName, Pod, PodKey, Select
 from scheduler.backend.cache.image_states import ImageStates
 from scheduler.backend.cache.node_tree import NodeTree
 from scheduler.backend.cache.pod_counts import PodCountIndex
+from scheduler.framework.interface import NodeIndex
 from scheduler.framework.types import NodeInfo
 
 __all__ = ["Cache"]
 
-T = TypeVar("T")
-MEMO_ENTRIES = 256
+IndexT = TypeVar("IndexT", bound=NodeIndex)
+# Indexes kept (least recently used dropped beyond): each node change visits every one of them.
+NODE_INDEXES = 256
 
 
 class Cache:
@@ -47,8 +49,7 @@ class Cache:
         self._index = PodCountIndex()
         self._images = ImageStates()
         self._selecting: dict[str, dict[str, dict[str, SelectingObject]]] = {}
-        self._node_generation = 0
-        self._memo: OrderedDict[Hashable, tuple[int, object]] = OrderedDict()
+        self._indexes: OrderedDict[Hashable, NodeIndex] = OrderedDict()
         self._namespaces: dict[str, Namespace] = {}
         self._pdbs: dict[str, PodDisruptionBudget] = {}
         # Nodes (in the cache, not orphans) with at least one pod on the matching NodeInfo list.
@@ -68,18 +69,21 @@ class Cache:
         self._tree.add(node)
         self._images.add_node(node)
         self._infos = None
-        self._node_generation += 1
+        for index in self._indexes.values():
+            index.put(info)
 
     def update_node(self, old: Node, new: Node) -> None:
         info = self._nodes.get(new.name)
         if info is None:
             self.add_node(new)
             return
-        self._images.update_node(info.node, new)  # the node as counted, whatever ``old`` says
+        counted = info.node  # the node as counted, whatever ``old`` says
+        self._images.update_node(counted, new)
         info.set_node(new)
-        self._tree.update(old, new)
-        self._infos = None
-        self._node_generation += 1
+        if self._tree.update(counted, new):
+            self._infos = None  # the zone changed: the order changes; otherwise the list stays valid
+        for index in self._indexes.values():
+            index.put(info)
 
     def remove_node(self, name: str) -> None:
         info = self._nodes.pop(NodeName(name), None)
@@ -92,7 +96,8 @@ class Cache:
         self._have_affinity.pop(info.name, None)
         self._have_required_anti_affinity.pop(info.name, None)
         self._infos = None
-        self._node_generation += 1
+        for index in self._indexes.values():
+            index.drop(info.name)
 
     def _track(self, info: NodeInfo) -> None:
         """Keep ``info`` on (or off) the two affinity lists after its pods changed: O(1)."""
@@ -222,20 +227,20 @@ class Cache:
         """Every image name on some node -> on how many (a copy; for tests and debugging)."""
         return self._images.counts()
 
-    def node_memo(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """``compute()`` once per node-set version: facts about nodes alone (which match an affinity,
-        which carry an untolerated taint, which domain each is in) are shared by every pod that asks
-        the same question, until a node is added, changed or removed."""
-        hit = self._memo.get(key)
-        if hit is not None and hit[0] == self._node_generation:
-            self._memo.move_to_end(key)
-            return hit[1]  # type: ignore[return-value]
-        value = compute()
-        self._memo[key] = (self._node_generation, value)
-        self._memo.move_to_end(key)
-        if len(self._memo) > MEMO_ENTRIES:
-            self._memo.popitem(last=False)
-        return value
+    def node_index(self, key: Hashable, build: Callable[[], IndexT]) -> IndexT:
+        """The index under ``key``, filled from every node on first use and kept current per node
+        change after that: facts about nodes alone, shared by every pod that asks the same question."""
+        hit = self._indexes.get(key)
+        if hit is not None:
+            self._indexes.move_to_end(key)
+            return hit  # type: ignore[return-value]
+        index = build()
+        for info in self.node_infos():
+            index.put(info)
+        self._indexes[key] = index
+        if len(self._indexes) > NODE_INDEXES:
+            self._indexes.popitem(last=False)
+        return index
 
     def have_pods_with_affinity_node_infos(self) -> Sequence[NodeInfo]:
         return list(self._have_affinity.values())

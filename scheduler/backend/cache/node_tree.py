@@ -34,10 +34,13 @@ class NodeTree:
             del self._zones[zone]
         self._ordered = None
 
-    def update(self, old: Node, new: Node) -> None:
-        if zone_key(old) != zone_key(new):
-            self.remove(old.name)
-            self.add(new)
+    def update(self, old: Node, new: Node) -> bool:
+        """Move the node if its zone changed; True when that changed the order."""
+        if zone_key(old) == zone_key(new):
+            return False
+        self.remove(old.name)
+        self.add(new)
+        return True
 
     def ordered(self) -> list[NodeName]:
         if self._ordered is None:

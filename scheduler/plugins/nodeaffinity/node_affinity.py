@@ -63,10 +63,6 @@ class RequiredNodeAffinity:
         """Hashable identity: pods with equal keys match exactly the same nodes."""
         return (tuple(sorted(self.node_selector.items())) if self.node_selector else None, self.required)
 
-    def matching_nodes(self, nodes: Sequence[NodeInfo]) -> dict[str, tuple[Node, bool]]:
-        """Per node name: the node object the answer is about, and whether it matches."""
-        return {info.name: (info.node, self.matches(info.node)) for info in nodes}
-
     def matches(self, node: Node) -> bool:
         if self.node_selector:
             labels = node.labels
@@ -76,6 +72,21 @@ class RequiredNodeAffinity:
         if self.required is not None:
             return self.required.matches(node.name, node.labels)
         return True
+
+
+class AffinityIndex:
+    """Per node name: the node object the answer is about, and whether it matches ``affinity``; a
+    node index, so one node update costs one match."""
+
+    def __init__(self, affinity: RequiredNodeAffinity) -> None:
+        self.affinity = affinity
+        self.matches: dict[str, tuple[Node, bool]] = {}
+
+    def put(self, info: NodeInfo) -> None:
+        self.matches[info.name] = (info.node, self.affinity.matches(info.node))
+
+    def drop(self, name: str) -> None:
+        self.matches.pop(name, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +197,7 @@ class NodeAffinity:
         affinity = RequiredNodeAffinity.of(pod)
         snapshot = self.handle.snapshot
         matches: Mapping[str, tuple[Node, bool]] = (
-            snapshot.node_memo(("NodeAffinity", affinity.key), lambda: affinity.matching_nodes(nodes))
+            snapshot.node_index(("NodeAffinity", affinity.key), lambda: AffinityIndex(affinity)).matches
             if snapshot is not None
             else {}
         )

@@ -5,12 +5,10 @@ Upstream: ``pkg/scheduler/framework/plugins/podtopologyspread/filtering.go``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scheduler.api.objects import Pod
 from scheduler.framework.interface import Snapshot
-from scheduler.framework.types import NodeInfo
 from scheduler.plugins.podtopologyspread.common import Constraint, eligible_domains, zero_counts
 
 __all__ = [
@@ -82,16 +80,14 @@ def min_match_num(state: PreFilterState, i: int, min_domains: int) -> int:
     return state.min_counts[i]
 
 
-def cal_pre_filter_state(
-    pod: Pod, constraints: list[Constraint], nodes: Sequence[NodeInfo], snapshot: Snapshot
-) -> PreFilterState:
+def cal_pre_filter_state(pod: Pod, constraints: list[Constraint], snapshot: Snapshot) -> PreFilterState:
     """Count matching pods per domain over every snapshot node that carries all the keys.
 
-    Domains come from the memoized node eligibility, counts from the cache's incremental index:
+    Domains come from the cache's node index of eligibility, counts from its incremental pod index:
     the work is O(domains + nodes holding matching pods), never a scan of every pod.
     """
-    eligible = eligible_domains(pod, constraints, nodes, snapshot, require_all_keys=True)
-    zeros = zero_counts(pod, constraints, nodes, snapshot)
+    eligible = eligible_domains(pod, constraints, snapshot, require_all_keys=True)
+    zeros = zero_counts(pod, constraints, snapshot)
     matches: list[dict[str, int]] = []
     for c, domain_of, zero in zip(constraints, eligible, zeros, strict=True):
         bucket = zero.copy()

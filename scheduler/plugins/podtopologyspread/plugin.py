@@ -237,7 +237,7 @@ class PodTopologySpread:
         constraints = self._constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
             return None, Status(Code.SKIP)
-        state.write(PRE_FILTER_STATE_KEY, cal_pre_filter_state(pod, constraints, nodes, self.handle.current()))
+        state.write(PRE_FILTER_STATE_KEY, cal_pre_filter_state(pod, constraints, self.handle.current()))
         return None, None
 
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None:
@@ -286,7 +286,7 @@ class PodTopologySpread:
         require_all = bool(pod.spread_constraints) or not self.system_defaulted
         state.write(
             PRE_SCORE_STATE_KEY,
-            scoring.init_pre_score_state(pod, constraints, nodes, all_nodes, snapshot, require_all),
+            scoring.init_pre_score_state(pod, constraints, nodes, snapshot, require_all),
         )
         return None
 

@@ -74,7 +74,6 @@ def init_pre_score_state(
     pod: Pod,
     constraints: list[Constraint],
     filtered: Sequence[NodeInfo],
-    all_nodes: Sequence[NodeInfo],
     snapshot: Snapshot,
     require_all_topologies: bool,
 ) -> PreScoreState:
@@ -98,10 +97,10 @@ def init_pre_score_state(
         None if c.selector.empty else snapshot.count_matching(pod.namespace, c.selector) for c in constraints
     ]
     if any(c.topology_key != HOSTNAME_KEY for c in constraints):
-        # Which node counts for which domain is memoized per node-set version; only nodes that hold
-        # matching pods are visited here (the index is sparse), not every node.
+        # Which node counts for which domain is a node index the cache keeps; only nodes that hold
+        # matching pods are visited here (the pod index is sparse), not every node.
         eligible = eligible_domains(
-            pod, constraints, all_nodes, snapshot, require_all_keys=require_all_topologies, skip_hostname=True
+            pod, constraints, snapshot, require_all_keys=require_all_topologies, skip_hostname=True
         )
         for i, c in enumerate(constraints):
             per_node = state.per_node_counts[i]

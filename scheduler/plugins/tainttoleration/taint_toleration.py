@@ -51,6 +51,26 @@ class PreScoreState:
         return self
 
 
+class UntoleratedIndex:
+    """Per tainted node: (the node, whether ``tolerations`` leave a NoSchedule/NoExecute taint
+    untolerated); a node index, so one node update costs one ``find_untolerated``."""
+
+    def __init__(self, tolerations: tuple[Toleration, ...]) -> None:
+        self.tolerations = tolerations
+        self.verdicts: dict[str, tuple[Node, bool]] = {}
+
+    def put(self, info: NodeInfo) -> None:
+        node = info.node
+        if node.taints:
+            untolerated = find_untolerated(node.taints, self.tolerations, FILTER_EFFECTS) is not None
+            self.verdicts[info.name] = (node, untolerated)
+        else:
+            self.verdicts.pop(info.name, None)
+
+    def drop(self, name: str) -> None:
+        self.verdicts.pop(name, None)
+
+
 def _prefer_no_schedule_tolerations(pod: Pod) -> tuple[Toleration, ...]:
     return tuple(t for t in pod.tolerations if t.effect in ("", Effect.PREFER_NO_SCHEDULE.value))
 
@@ -120,19 +140,12 @@ class TaintToleration:
 
     def _verdicts(self, pod: Pod) -> dict[str, tuple[Node, bool]]:
         """Per tainted snapshot node: whether these tolerations leave a NoSchedule/NoExecute taint
-        untolerated. Shared by every pod with the same tolerations until the node set changes."""
+        untolerated. Shared by every pod with the same tolerations, kept per node by the cache."""
         snapshot = self.handle.snapshot
         if snapshot is None:
             return {}
-
-        def compute() -> dict[str, tuple[Node, bool]]:
-            return {
-                info.name: (info.node, find_untolerated(info.node.taints, pod.tolerations, FILTER_EFFECTS) is not None)
-                for info in snapshot.node_infos()
-                if info.node.taints
-            }
-
-        return snapshot.node_memo(("TaintToleration", pod.tolerations), compute)
+        tolerations = pod.tolerations
+        return snapshot.node_index(("TaintToleration", tolerations), lambda: UntoleratedIndex(tolerations)).verdicts
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(_prefer_no_schedule_tolerations(pod)))
