@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.churn import Churn, status_rate
 from bench.workloads import UNMEASURED, WORKLOADS
 from e2e.cluster import ensure_tool
 from scheduler.api.objects import Pod
@@ -32,7 +33,7 @@ from scheduler.simulate import Simulation
 PROFILE = upstream_config()
 
 
-def run_upstream(objects: list[dict[str, object]], workdir: Path) -> dict[str, float]:
+def run_upstream(objects: list[dict[str, object]], workdir: Path, churn: tuple[float, float]) -> dict[str, float]:
     """The same workload through upstream's scheduler.New + SchedulePod + AssumePod (cmd/schedbench)."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "objects.json").write_text(json.dumps(objects))
@@ -44,6 +45,8 @@ def run_upstream(objects: list[dict[str, object]], workdir: Path) -> dict[str, f
             str(workdir / "config.json"),
             "-objects",
             str(workdir / "objects.json"),
+            f"-status-per-s={churn[0]}",
+            f"-changes-per-s={churn[1]}",
         ],
         capture_output=True,
         text=True,
@@ -55,16 +58,23 @@ def run_upstream(objects: list[dict[str, object]], workdir: Path) -> dict[str, f
 
 
 def run_one(
-    name: str, nodes: int, pods: int | None, existing: int | None = None, runs: int = 1
-) -> dict[str, float | int | str]:
+    name: str,
+    nodes: int,
+    pods: int | None,
+    existing: int | None = None,
+    runs: int = 1,
+    changes_per_s: float | None = None,
+) -> dict[str, Any]:
     """One row: the medians of ``runs`` runs of each side on the same objects (``pods``/``existing``:
-    None keeps the workload's own counts)."""
+    None keeps the workload's own counts). With ``changes_per_s``, node churn (bench/churn.py) runs
+    on both sides: status updates at 17/s per 5,000 nodes and that many label/taint changes a second."""
     kwargs = {"measured": pods} if pods is not None else {}
     objects = WORKLOADS[name](nodes, existing=existing, **kwargs)
+    churn = (0.0, 0.0) if changes_per_s is None else (status_rate(nodes), changes_per_s)
     ours, upstream = [], []
     for _ in range(runs):  # alternated, so both sides share the machine's drift
-        ours.append(_schedule_all(objects))
-        upstream.append(run_upstream(objects, Path("bench/results/work")))
+        ours.append(_schedule_all(objects, churn))
+        upstream.append(run_upstream(objects, Path("bench/results/work"), churn))
     total = statistics.median(r[0] for r in ours)
     count, scheduled = ours[0][3], ours[0][2]
     ours_rate = count / total
@@ -92,13 +102,19 @@ def run_one(
         "p50_ms": round(p50 * 1000, 3),
         "p99_ms": round(p99 * 1000, 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "churn": changes_per_s is not None,
+        "node_updates": statistics.median(r[5] for r in ours),
+        "upstream_node_updates": statistics.median(u.get("node_updates", 0) for u in upstream),
     }
 
 
-def _schedule_all(objects: list[dict[str, object]]) -> tuple[float, list[float], int, int, int]:
+def _schedule_all(
+    objects: list[dict[str, object]], churn_rates: tuple[float, float]
+) -> tuple[float, list[float], int, int, int, int]:
     """Every pending pod in queue order, each placement assumed before the next: (seconds, sorted
-    per-pod durations, pods placed, pods tried, unmeasured pods) of the measured pods. The unmeasured
-    ones come first in the queue and are scheduled the same way before the clock starts."""
+    per-pod durations, pods placed, pods tried, unmeasured pods, node updates applied) of the measured
+    pods. The unmeasured ones come first in the queue and are scheduled the same way before the clock
+    starts. The node updates due are applied before each pod, inside the total, outside its duration."""
     sim = Simulation(parse_config(PROFILE), seed=1)
     sim.add_objects(objects)
     order = sim.queue_order()
@@ -107,16 +123,54 @@ def _schedule_all(objects: list[dict[str, object]]) -> tuple[float, list[float],
     assert order[: len(unmeasured)] == unmeasured, "unmeasured pods must be queued before measured ones"
     for pod in unmeasured:
         _schedule(sim, pod)
+    names = [str(o["metadata"]["name"]) for o in objects if o.get("kind") == "Node"]  # type: ignore[index]
+    churn = Churn(names, *churn_rates)
     durations: list[float] = []
     scheduled = 0
     start = time.perf_counter()
     for pod in measured:
         t0 = time.perf_counter()
+        churn.apply_due(sim.cache, t0 - start)
+        t0 = time.perf_counter()
         scheduled += _schedule(sim, pod)
         durations.append(time.perf_counter() - t0)
     total = time.perf_counter() - start
     durations.sort()
-    return total, durations, scheduled, len(measured), len(unmeasured)
+    return total, durations, scheduled, len(measured), len(unmeasured), churn.status_updates + churn.changes
+
+
+def node_update_cost(nodes: int, pods: int = 1000, rounds: int = 6) -> dict[str, float]:
+    """What one node label change costs us, the next cycle's extra work included: the same
+    TopologySpreading pods scheduled without changes and with a change before every pod, alternated;
+    the cost is the difference of the totals over the pods (medians over ``rounds``). Label changes
+    only, so both runs make the same decisions."""
+    objects = WORKLOADS["TopologySpreading"](nodes, measured=pods)
+    names = [str(o["metadata"]["name"]) for o in objects if o.get("kind") == "Node"]  # type: ignore[index]
+    costs: list[float] = []
+    calls: list[float] = []
+    for r in range(rounds):
+        totals = {}
+        for changing in (False, True) if r % 2 else (True, False):  # neither always runs on the older heap
+            gc.collect()
+            sim = Simulation(parse_config(PROFILE), seed=1)
+            sim.add_objects(objects)
+            churn = Churn(names, 0.0, 0.0)
+            in_update = 0.0
+            start = time.perf_counter()
+            for i, pod in enumerate(sim.queue_order()):
+                if changing:
+                    t0 = time.perf_counter()
+                    churn.update(sim.cache, names[i * 104729 % len(names)], 2 * i)
+                    in_update += time.perf_counter() - t0
+                _schedule(sim, pod)
+            totals[changing] = time.perf_counter() - start
+        costs.append((totals[True] - totals[False]) / pods)
+        calls.append(in_update / pods)
+    return {
+        "nodes": nodes,
+        "update_cost_us": round(statistics.median(costs) * 1e6, 1),
+        "update_call_us": round(statistics.median(calls) * 1e6, 1),
+    }
 
 
 def _unmeasured(obj: Mapping[str, Any]) -> bool:
@@ -147,7 +201,33 @@ def main() -> int:
     parser.add_argument(
         "--scaling", action="store_true", help="also: existing pods x10 at fixed N (per-pod cost must stay flat)"
     )
+    parser.add_argument(
+        "--churn",
+        type=float,
+        nargs="?",
+        const=1.0,
+        default=None,
+        metavar="CHANGES_PER_S",
+        help="node churn on both sides: status updates at 17/s per 5,000 nodes and CHANGES_PER_S (default 1) "
+        "label/taint changes a second (bench/churn.py)",
+    )
+    parser.add_argument(
+        "--update-cost",
+        action="store_true",
+        help="only: what one node label/taint change costs us at each --nodes, and the ratio to the smallest",
+    )
     args = parser.parse_args()
+    if args.update_cost:
+        costs = [node_update_cost(n) for n in args.nodes]
+        for cost in costs:
+            ratio = cost["update_cost_us"] / costs[0]["update_cost_us"]
+            print(
+                f"node update at {cost['nodes']:>6} nodes: {cost['update_cost_us']:>7} us with the next cycle's "
+                f"extra work ({ratio:.2f}x); the cache update alone {cost['update_call_us']} us",
+                flush=True,
+            )
+        Path(args.out).write_text(json.dumps(costs, indent=2))
+        return 0
     rows = []
     print(
         f"{'workload':<28} {'nodes':>6} {'pods':>6} {'pods/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'RSS MB':>7} "
@@ -155,13 +235,14 @@ def main() -> int:
     )
     for name in args.workloads:
         for n in args.nodes:
-            row = run_one(name, n, args.pods, runs=args.runs)
+            row = run_one(name, n, args.pods, runs=args.runs, changes_per_s=args.churn)
             rows.append(row)
             print(
                 f"{name:<28} {n:>6} {row['pods']:>6} {row['pods_per_s']:>9} {row['p50_ms']:>8} "
                 f"{row['p99_ms']:>8} {row['peak_rss_mb']:>7} {row['upstream_pods_per_s']:>10} "
                 f"{row['upstream_p50_ms']:>8} {row['upstream_p99_ms']:>8} {row['upstream_peak_rss_mb']:>7} "
-                f"{row['ratio']:>6}",
+                f"{row['ratio']:>6}"
+                + (f"  node updates {row['node_updates']} / {row['upstream_node_updates']}" if args.churn else ""),
                 flush=True,
             )
     if args.scaling:

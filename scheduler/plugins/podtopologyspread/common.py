@@ -135,34 +135,43 @@ class DomainIndex:
         self._members: list[dict[str, int]] = [{} for _ in constraints]
 
     def put(self, info: NodeInfo) -> None:
-        self.drop(info.name)
         node = info.node
         labels = node.labels
-        if self._require_all_keys and not node_has_all_keys(labels, self._constraints):
-            return
+        has_keys = not self._require_all_keys or node_has_all_keys(labels, self._constraints)
         for i, c in enumerate(self._constraints):
-            if self._skip_hostname and c.topology_key == HOSTNAME_KEY:
-                continue
-            if not c.match_node_inclusion_policies(self._pod, node, self._required):
-                continue
-            value = labels.get(c.topology_key, "")
-            self.domain_of[i][info.name] = value
-            members = self._members[i]
-            if value not in members:
-                members[value] = 0
-                self.zeros[i][value] = 0
-            members[value] += 1
+            value: str | None = None
+            if (
+                has_keys
+                and not (self._skip_hostname and c.topology_key == HOSTNAME_KEY)
+                and c.match_node_inclusion_policies(self._pod, node, self._required)
+            ):
+                value = labels.get(c.topology_key, "")
+            old = self.domain_of[i].get(info.name)
+            if value == old:
+                continue  # most updates (a heartbeat, another label) leave the node where it was
+            if old is not None:
+                self._leave(i, info.name, old)
+            if value is not None:
+                self.domain_of[i][info.name] = value
+                members = self._members[i]
+                if value not in members:
+                    members[value] = 0
+                    self.zeros[i][value] = 0
+                members[value] += 1
+
+    def _leave(self, i: int, name: str, value: str) -> None:
+        del self.domain_of[i][name]
+        members = self._members[i]
+        members[value] -= 1
+        if not members[value]:
+            del members[value]
+            del self.zeros[i][value]
 
     def drop(self, name: str) -> None:
         for i, domain_of in enumerate(self.domain_of):
-            value = domain_of.pop(name, None)
-            if value is None:
-                continue
-            members = self._members[i]
-            members[value] -= 1
-            if not members[value]:
-                del members[value]
-                del self.zeros[i][value]
+            value = domain_of.get(name)
+            if value is not None:
+                self._leave(i, name, value)
 
 
 def domain_index(

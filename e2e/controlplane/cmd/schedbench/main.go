@@ -5,6 +5,9 @@
 // Pending pods annotated bench.spread-scheduler.io/unmeasured=true (scheduler_perf's init pods) are
 // scheduled the same way first, before the clock starts, and are not counted.
 //
+// With -status-per-s / -changes-per-s, node churn as bench/churn.py describes it is applied through
+// the scheduler's cache before each measured pod, by elapsed time (the same rules as our side).
+//
 //	schedbench -config profile.yaml -objects workload.json  ->  JSON: pods, seconds, p50/p99, peak RSS
 package main
 
@@ -15,10 +18,12 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -35,14 +40,75 @@ import (
 // unmeasuredAnnotation marks the pods scheduled before the clock starts (bench/workloads.py UNMEASURED).
 const unmeasuredAnnotation = "bench.spread-scheduler.io/unmeasured"
 
+// Node churn (bench/churn.py): the key of the changed label and taint, and the strides over nodes.
+const (
+	churnKey     = "bench.spread-scheduler.io/churn"
+	statusStride = 7919
+	changeStride = 104729
+)
+
 func main() {
 	configPath := flag.String("config", "", "KubeSchedulerConfiguration (v1) file")
 	objectsPath := flag.String("objects", "", "JSON list of Nodes, Pods and Services")
+	flag.Float64Var(&statusPerS, "status-per-s", 0, "node status updates per second (bench/churn.py)")
+	flag.Float64Var(&changesPerS, "changes-per-s", 0, "node label/taint changes per second (bench/churn.py)")
 	flag.Parse()
 	if err := run(*configPath, *objectsPath); err != nil {
 		fmt.Fprintln(os.Stderr, "schedbench:", err)
 		os.Exit(1)
 	}
+}
+
+var statusPerS, changesPerS float64
+
+// churn applies bench/churn.py's updates due at elapsed to the scheduler's cache.
+type churn struct {
+	nodes             []*v1.Node // current objects, in the workload's order
+	statuses, changes int
+	version           int
+}
+
+func (c *churn) applyDue(update func(old, new *v1.Node), elapsed time.Duration) {
+	s := elapsed.Seconds()
+	for c.statuses < int(s*statusPerS) {
+		c.update(update, c.statuses*statusStride%len(c.nodes), -1)
+		c.statuses++
+	}
+	for c.changes < int(s*changesPerS) {
+		c.update(update, c.changes*changeStride%len(c.nodes), c.changes)
+		c.changes++
+	}
+}
+
+func (c *churn) update(update func(old, new *v1.Node), i, change int) {
+	old := c.nodes[i]
+	n := old.DeepCopy()
+	c.version++
+	n.ResourceVersion = strconv.Itoa(1_000_000_000 + c.version)
+	switch {
+	case change < 0: // kubelet's heartbeat: nothing the scheduler reads
+		for j := range n.Status.Conditions {
+			n.Status.Conditions[j].LastHeartbeatTime = metav1.Now()
+		}
+	case change%2 == 0:
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[churnKey] = strconv.Itoa(change)
+	default:
+		kept := n.Spec.Taints[:0:0]
+		for _, t := range n.Spec.Taints {
+			if t.Key != churnKey {
+				kept = append(kept, t)
+			}
+		}
+		if len(kept) == len(n.Spec.Taints) {
+			kept = append(kept, v1.Taint{Key: churnKey, Effect: v1.TaintEffectPreferNoSchedule})
+		}
+		n.Spec.Taints = kept
+	}
+	update(old, n)
+	c.nodes[i] = n
 }
 
 func run(configPath, objectsPath string) error {
@@ -139,8 +205,13 @@ func run(configPath, objectsPath string) error {
 	measured := pending[unmeasured:]
 	durations := make([]time.Duration, 0, len(measured))
 	scheduled := 0
+	// As the informer's update handler does for a node: the cache takes the new object; the next
+	// SchedulePod's UpdateSnapshot re-clones that node only.
+	updateNode := func(old, new *v1.Node) { sched.Cache.UpdateNode(logger, old, new) }
+	nodeChurn := &churn{nodes: append([]*v1.Node(nil), nodes...)}
 	start := time.Now()
 	for _, pod := range measured {
+		nodeChurn.applyDue(updateNode, time.Since(start))
 		t0 := time.Now()
 		placed, err := scheduleOne(pod)
 		if err != nil {
@@ -166,7 +237,7 @@ func run(configPath, objectsPath string) error {
 	out := map[string]any{
 		"pods": len(measured), "unmeasured": unmeasured, "scheduled": scheduled, "seconds": total.Seconds(),
 		"pods_per_s": float64(len(measured)) / total.Seconds(), "p50_ms": p(0.5), "p99_ms": p(0.99),
-		"peak_rss_mb": peakRSS(),
+		"peak_rss_mb": peakRSS(), "node_updates": nodeChurn.statuses + nodeChurn.changes,
 	}
 	return json.NewEncoder(os.Stdout).Encode(out)
 }
