@@ -1,21 +1,34 @@
-"""End-to-end benchmark: spread-scheduler and the upstream kube-scheduler, one after the other, on the
-same local control plane, with the same profile (our plugins, our weights) and the same client QPS.
+"""End-to-end benchmark: spread-scheduler, the upstream kube-scheduler and a null binder, one after
+the other on the same local control plane, with the same profile (our plugins, our weights) and the
+same client QPS/burst.
 
-    .venv/bin/python -m bench.e2e --nodes 500 2000 --pods 1000 --qps 5000 50
+    .venv/bin/python -m bench.e2e --nodes 500 2000 --pods 1000 --qps 5000 50 --repeat 3
 
-Measures the time from the first Deployment create to the last bound pod, pods/s, the ratio
-ours/upstream, and each scheduler's peak RSS. Writes bench/results/e2e.json.
+Each contestant's clock starts once it is ready (its caches synced: kube-scheduler's /readyz, our
+"cache synced" line, the null binder's "caches synced" line) and runs from the first Deployment
+create to the last bound pod. Node churn runs throughout, the same for every contestant (a status
+write per node at 17/s per 5,000 nodes and one label/taint change a second, ``--no-churn`` to turn it
+off). The null binder (e2e/controlplane/cmd/nullbinder) decides nothing: it binds each pending pod
+round-robin over Ready nodes and records the Scheduled event, the least any scheduler must do here.
+Rows are medians of ``--repeat`` runs per contestant, alternated; the ratio columns compare medians.
+Writes bench/results/e2e.json (medians) and e2e-runs.json (every run).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import random
 import signal
+import ssl
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +36,8 @@ import yaml
 from kubernetes import client, config
 from kubernetes.watch.watch import iter_resp_lines
 
-from e2e.cluster import Cluster, start_kube_scheduler
+from bench.churn import CHANGE_STRIDE, CHURN_KEY, STATUS_STRIDE, status_rate
+from e2e.cluster import Cluster, _free_port, ensure_tool, start_kube_scheduler
 from e2e.kube_helpers import HOSTNAME, ZONE, node_body, pod_body, wait_for
 from scheduler.config import upstream_config
 
@@ -91,7 +105,192 @@ def start_profiler(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def run_once(which: str, nodes: int, pods: int, qps: int, burst: int, profile: Path | None = None) -> dict[str, Any]:
+class NodeChurn:
+    """Node updates while a contestant runs, the same for all (bench/churn.py's rules, through the API):
+    a status write (the Ready condition's heartbeat, as a kubelet does) at ``status_rate(nodes)`` per
+    second, and label/taint changes at ``changes_per_s``, from one thread with its own client."""
+
+    def __init__(self, kubeconfig: Path, names: list[str], changes_per_s: float) -> None:
+        self._core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+        self._names = names
+        self._status_per_s = status_rate(len(names))
+        self._changes_per_s = changes_per_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="node-churn", daemon=True)
+        self._tainted: set[str] = set()
+        self.writes = 0
+        self.errors = 0
+
+    def __enter__(self) -> NodeChurn:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        statuses = changes = 0
+        while not self._stop.is_set():
+            elapsed = time.monotonic() - started
+            if statuses < int(elapsed * self._status_per_s):
+                self._write(self._status, self._names[statuses * STATUS_STRIDE % len(self._names)])
+                statuses += 1
+            elif changes < int(elapsed * self._changes_per_s):
+                self._write(self._change, self._names[changes * CHANGE_STRIDE % len(self._names)], changes)
+                changes += 1
+            else:
+                self._stop.wait(0.01)
+
+    def _write(self, how: Any, *args: Any) -> None:
+        try:
+            how(*args)
+            self.writes += 1
+        except client.ApiException:
+            self.errors += 1
+
+    def _status(self, name: str) -> None:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        condition = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "fake"}
+        body = {"status": {"conditions": [condition | {"lastHeartbeatTime": now}]}}
+        self._core.patch_node_status(name, body)
+
+    def _change(self, name: str, change: int) -> None:
+        if change % 2 == 0:
+            self._core.patch_node(name, {"metadata": {"labels": {CHURN_KEY: str(change)}}})
+            return
+        node = self._core.read_node(name)
+        taints = [
+            {"key": t.key, "value": t.value, "effect": t.effect} for t in (node.spec.taints or []) if t.key != CHURN_KEY
+        ]
+        if name not in self._tainted:
+            taints.append({"key": CHURN_KEY, "effect": "PreferNoSchedule"})
+            self._tainted.add(name)
+        else:
+            self._tainted.discard(name)
+        self._core.patch_node(name, {"spec": {"taints": taints}})
+
+
+def _readyz(port: int) -> bool:
+    """kube-scheduler's /readyz: ok once its informers have synced and its handlers run."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=context, timeout=2) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False
+
+
+def start_contestant(which: str, cluster: Cluster, cfg_path: Path, qps: int, burst: int) -> subprocess.Popen[bytes]:
+    """Start one contestant and wait until it is ready to schedule (its caches synced)."""
+    log = cluster.dir / f"{which}.log"
+    if which == "spread-scheduler":
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [
+                    str(Path(sys.executable).parent / "spread-scheduler"),
+                    "run",
+                    "--config",
+                    str(cfg_path),
+                    "--secure-port=0",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        wait_for(lambda: b"cache synced" in log.read_bytes(), 120, "spread-scheduler ready")
+    elif which == "null-binder":
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [
+                    str(ensure_tool("nullbinder")),
+                    f"-kubeconfig={cluster.kubeconfig}",
+                    "-scheduler-name=spread-scheduler",
+                    f"-qps={qps}",
+                    f"-burst={burst}",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        wait_for(lambda: b"caches synced" in log.read_bytes(), 120, "null binder ready")
+    else:
+        port = _free_port()
+        cores = which.partition("@")[2]
+        env = {"GOMAXPROCS": cores} if cores else {}
+        args = [f"--secure-port={port}", f"--cert-dir={cluster.dir / 'kube-scheduler-certs'}"]
+        with _environment(env):
+            proc = start_kube_scheduler(cluster, cfg_path, log, extra_args=args)
+        wait_for(lambda: _readyz(port), 120, "kube-scheduler /readyz")
+    return proc
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """Environment variables set for a child started inside the block."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _deployment(d: int) -> dict[str, Any]:
+    lab = {"app": f"web-{d}"}
+    spec = pod_body(
+        "x",
+        lab,
+        topologySpreadConstraints=[
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": lab},
+            },
+            {
+                "maxSkew": 1,
+                "topologyKey": HOSTNAME,
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": lab},
+            },
+        ],
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["general"]}]}
+                    ]
+                }
+            }
+        },
+    )["spec"]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": f"web-{d}"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": lab},
+            "template": {"metadata": {"labels": lab}, "spec": spec},
+        },
+    }
+
+
+def run_once(
+    which: str,
+    nodes: int,
+    pods: int,
+    qps: int,
+    burst: int,
+    profile: Path | None = None,
+    changes_per_s: float | None = 1.0,
+) -> dict[str, Any]:
     cluster = Cluster(ROOT / ".cluster" / "bench")
     cluster.down(quiet=True)  # every run starts from an empty etcd
     cluster.up()
@@ -99,88 +298,30 @@ def run_once(which: str, nodes: int, pods: int, qps: int, burst: int, profile: P
     try:
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
-        for i in range(nodes):
-            core.create_node(node_body(f"node-{i:05d}", labels={ZONE: f"zone-{i % 3}", "pool": "general"}))
+        names = [f"node-{i:05d}" for i in range(nodes)]
+        for i, name in enumerate(names):
+            core.create_node(node_body(name, labels={ZONE: f"zone-{i % 3}", "pool": "general"}))
+        per_deployment = pods // 4
+        for d in range(4):  # created at 0 replicas before the contestant starts; scaled up on the clock
+            apps.create_namespaced_deployment("default", _deployment(d))
         cfg_path = cluster.dir / f"{which}-config.yaml"
         cfg_path.write_text(yaml.safe_dump(scheduler_config(cluster.kubeconfig, qps, burst)))
-        log = cluster.dir / f"{which}.log"
-        if which == "spread-scheduler":
-            with log.open("wb") as out:
-                proc = subprocess.Popen(
-                    [
-                        str(Path(sys.executable).parent / "spread-scheduler"),
-                        "run",
-                        "--config",
-                        str(cfg_path),
-                        "--secure-port=0",  # as start_kube_scheduler runs upstream: neither serves
-                    ],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
-            wait_for(lambda: b"cache synced" in log.read_bytes(), 60, "spread-scheduler ready")
-        else:
-            proc = start_kube_scheduler(cluster, cfg_path, log)
-            wait_for(
-                lambda: (
-                    b"Successfully acquired" in log.read_bytes() or b"Starting Kubernetes Scheduler" in log.read_bytes()
-                ),
-                60,
-                "kube-scheduler ready",
-            )
+        proc = start_contestant(which, cluster, cfg_path, qps, burst)
         spy = None
-        if profile is not None and which == "spread-scheduler" and proc is not None:
+        if profile is not None and which == "spread-scheduler":
             spy = start_profiler(proc.pid, profile / f"spread-scheduler-{nodes}-{qps}.txt")
-        per_deployment = pods // 4
-        labels = [{"app": f"web-{d}"} for d in range(4)]
-        started = time.monotonic()
-        for d, lab in enumerate(labels):
-            spec = pod_body(
-                "x",
-                lab,
-                topologySpreadConstraints=[
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": ZONE,
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": lab},
-                    },
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": HOSTNAME,
-                        "whenUnsatisfiable": "ScheduleAnyway",
-                        "labelSelector": {"matchLabels": lab},
-                    },
-                ],
-                affinity={
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [
-                                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["general"]}]}
-                            ]
-                        }
-                    }
-                },
-            )["spec"]
-            apps.create_namespaced_deployment(
-                "default",
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "metadata": {"name": f"web-{d}"},
-                    "spec": {
-                        "replicas": per_deployment,
-                        "selector": {"matchLabels": lab},
-                        "template": {"metadata": {"labels": lab}, "spec": spec},
-                    },
-                },
-            )
-
-        bound_at, created_at = _watch_until_bound(core, pods, started, which)
+        churn = NodeChurn(cluster.kubeconfig, names, changes_per_s or 0.0) if changes_per_s is not None else None
+        cpu_before = cpu_seconds(proc.pid)
+        with churn if churn is not None else contextlib.nullcontext():
+            started = time.monotonic()
+            for d in range(4):
+                apps.patch_namespaced_deployment_scale(f"web-{d}", "default", {"spec": {"replicas": per_deployment}})
+            bound_at, created_at = _watch_until_bound(core, pods, started, which)
         elapsed = bound_at - started
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=60)
-        assert proc is not None
+        cpu = cpu_seconds(proc.pid) - cpu_before
         return {
             "scheduler": which,
             "nodes": nodes,
@@ -188,9 +329,12 @@ def run_once(which: str, nodes: int, pods: int, qps: int, burst: int, profile: P
             "qps": qps,
             "seconds": round(elapsed, 2),
             "all_created_s": round(created_at - started, 2),
-            "cpu_s": round(cpu_seconds(proc.pid), 2),
+            "cpu_s": round(cpu, 2),
+            "cpu_ms_per_pod": round(cpu * 1000 / pods, 2),
             "pods_per_s": round(pods / elapsed, 1),
             "peak_rss_mb": round(peak_rss_mb(proc.pid), 1),
+            "node_writes": churn.writes if churn is not None else 0,
+            "node_write_errors": churn.errors if churn is not None else 0,
         }
     finally:
         try:
@@ -207,10 +351,26 @@ def run_once(which: str, nodes: int, pods: int, qps: int, burst: int, profile: P
 
 def _print(row: dict[str, Any]) -> None:
     print(
-        f"{row['nodes']:>6} {row['pods']:>6} {row['qps']:>6} {row['scheduler']:<18} {row['seconds']:>8} "
-        f"{row['pods_per_s']:>8} {row['cpu_s']:>7} {row['peak_rss_mb']:>7} {row.get('ratio', ''):>6}",
+        f"{row['nodes']:>6} {row['pods']:>6} {row['qps']:>6} {row['scheduler']:<22} {row['seconds']:>8} "
+        f"{row['all_created_s']:>8} {row['pods_per_s']:>8} {row['cpu_ms_per_pod']:>7} {row['peak_rss_mb']:>7}",
         flush=True,
     )
+
+
+def _ratios(medians: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Ours against each other contestant: pods/s (higher is better), CPU per pod and peak RSS (lower)."""
+    ours = medians.get("spread-scheduler")
+    out: dict[str, float] = {}
+    if ours is None:
+        return out
+    for which, row in medians.items():
+        if which == "spread-scheduler":
+            continue
+        out[f"pods_per_s ours/{which}"] = round(ours["pods_per_s"] / row["pods_per_s"], 2)
+        if which != "null-binder":
+            out[f"cpu_per_pod ours/{which}"] = round(ours["cpu_ms_per_pod"] / max(row["cpu_ms_per_pod"], 1e-9), 2)
+            out[f"peak_rss ours/{which}"] = round(ours["peak_rss_mb"] / row["peak_rss_mb"], 2)
+    return out
 
 
 def main() -> int:
@@ -220,40 +380,43 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, nargs="+", default=[500])
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--qps", type=int, nargs="+", default=[5000])
-    parser.add_argument(
-        "--repeat", type=int, default=1, help="runs per scheduler, alternating; the table adds the medians"
-    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs per contestant, alternated; rows are medians")
     parser.add_argument("--out", default="bench/results/e2e.json")
-    parser.add_argument("--ours-only", action="store_true", help="skip kube-scheduler (for profiling runs)")
+    parser.add_argument(
+        "--contestants",
+        nargs="+",
+        default=["kube-scheduler", "spread-scheduler", "null-binder"],
+        help="kube-scheduler, kube-scheduler@N (GOMAXPROCS=N), spread-scheduler, null-binder",
+    )
+    parser.add_argument("--no-churn", action="store_true", help="no node status writes or label/taint changes")
     parser.add_argument("--profile", type=Path, help="py-spy our scheduler during each run; stacks go here")
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     print(
-        f"{'nodes':>6} {'pods':>6} {'qps':>6} {'scheduler':<18} {'seconds':>8} {'pods/s':>8} {'CPU s':>7} "
-        f"{'RSS MB':>7} {'ratio':>6}"
+        f"{'nodes':>6} {'pods':>6} {'qps':>6} {'contestant':<22} {'seconds':>8} {'created':>8} {'pods/s':>8} "
+        f"{'CPU ms/pod':>7} {'RSS MB':>7}"
     )
-    which = ["spread-scheduler"] if args.ours_only else ["kube-scheduler", "spread-scheduler"]
+    changes = None if args.no_churn else 1.0
     for nodes in args.nodes:
         for qps in args.qps:
             burst = qps if qps >= 1000 else qps * 2
-            mine: dict[str, list[dict[str, Any]]] = {w: [] for w in which}
+            mine: dict[str, list[dict[str, Any]]] = {w: [] for w in args.contestants}
             for run in range(args.repeat):
-                for w in which:
-                    row = run_once(w, nodes, args.pods, qps, burst, args.profile) | {"run": run}
+                order = list(args.contestants)
+                random.Random(run).shuffle(order)  # no contestant always runs first on a cold machine
+                for w in order:
+                    row = run_once(w, nodes, args.pods, qps, burst, args.profile, changes) | {"run": run}
                     mine[w].append(row)
                     runs.append(row)
                     _print(row)
-            medians = {w: _median_row(mine[w]) for w in which}
-            if not args.ours_only:
-                ours, upstream = medians["spread-scheduler"], medians["kube-scheduler"]
-                ours["ratio"] = round(ours["pods_per_s"] / upstream["pods_per_s"], 2)
-            for w in which:
-                rows.append(medians[w])
-                if args.repeat > 1:
-                    _print(medians[w] | {"scheduler": f"{w} (median)"})
-            if not args.ours_only:
-                print(f"{'':>21} ratio ours/upstream {medians['spread-scheduler']['ratio']}", flush=True)
+            medians = {w: _median_row(mine[w]) for w in args.contestants}
+            ratios = _ratios(medians)
+            for w in args.contestants:
+                rows.append(medians[w] | ({"ratios": ratios} if w == "spread-scheduler" else {}))
+                _print(medians[w] | {"scheduler": f"{w} (median of {args.repeat})"})
+            for name, value in ratios.items():
+                print(f"{'':>21} {name} {value}", flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
