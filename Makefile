@@ -49,8 +49,9 @@ clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .import_linter_cache
 
 # Benchmarks (not tests), side by side with kube-scheduler v1.35.4 on this machine; tables on stdout,
-# JSON and a plot (pods_per_s.png) in bench/results/. `bench` is the short set (under 10 minutes);
-# `bench-full` adds 1000 nodes in-process, 500 nodes end to end, and three runs per end-to-end row.
+# JSON and a plot (pods_per_s.png) in bench/results/. Node churn runs on both sides in every row.
+# `bench` is the short set (under 10 minutes); `bench-full` adds 1000 nodes in-process, three runs
+# per in-process row, 500 and 5000 nodes end to end, QPS 50/100, and kube-scheduler at GOMAXPROCS=1.
 BENCH_STAMP := $(VENV)/.bench-$(shell sha1sum pyproject.toml | cut -c1-12)
 bench-venv: $(BENCH_STAMP)
 $(BENCH_STAMP): $(STAMP)
@@ -58,13 +59,16 @@ $(BENCH_STAMP): $(STAMP)
 	rm -f $(VENV)/.bench-* && touch $@
 
 bench: cluster-build bench-venv
-	$(BIN)/python -m bench.inprocess --nodes 500 5000 --pods 2000 --scaling
-	$(BIN)/python -m bench.e2e --nodes 2000 --pods 1000 --qps 5000 50
+	$(BIN)/python -m bench.inprocess --nodes 500 5000 --pods 2000 --churn --scaling
+	$(BIN)/python -m bench.inprocess --nodes 500 5000 --update-cost --out bench/results/update-cost.json
+	$(BIN)/python -m bench.e2e --nodes 2000 --pods 1000 --qps 5000 --repeat 3
 	$(BIN)/python -m bench.plot
 
 bench-full: cluster-build bench-venv
-	$(BIN)/python -m bench.inprocess --nodes 500 1000 5000 --pods 2000 --scaling
-	$(BIN)/python -m bench.e2e --nodes 500 2000 --pods 1000 --qps 5000 50 --repeat 3
+	$(BIN)/python -m bench.inprocess --nodes 500 1000 5000 --pods 2000 --churn --runs 3 --scaling
+	$(BIN)/python -m bench.inprocess --nodes 500 5000 --update-cost --out bench/results/update-cost.json
+	$(BIN)/python -m bench.e2e --nodes 500 2000 5000 --pods 1000 --qps 5000 50 --repeat 3 \
+		--contestants kube-scheduler kube-scheduler@1 spread-scheduler null-binder
 	$(BIN)/python -m bench.plot
 
 # The fault, load and leader tests at full size (the test command runs 5 kills in a 300-pod burst,

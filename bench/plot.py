@@ -50,7 +50,7 @@ def plot(inprocess: list[dict[str, Any]], e2e: list[dict[str, Any]], out: Path) 
         by_qps[(row["qps"], row["scheduler"])].append((row["nodes"], row["pods_per_s"]))
     for (qps, scheduler), points in sorted(by_qps.items()):
         points.sort()
-        style = "o-" if scheduler == "spread-scheduler" else "s--"
+        style = {"spread-scheduler": "o-", "null-binder": "x:"}.get(scheduler, "s--" if "@" not in scheduler else "^-.")
         color = "tab:blue" if qps >= 1000 else "tab:red"
         right.plot([p[0] for p in points], [p[1] for p in points], style, color=color, label=f"{scheduler}, QPS {qps}")
     right.set(title="End to end: local control plane, 1000 pods", xlabel="nodes", ylabel="pods/s", ylim=(0, None))
