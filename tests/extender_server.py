@@ -10,6 +10,7 @@ own (``start_in_thread``) next to a scheduler subprocess.
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 import threading
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ class ExtenderServer:
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     port: int = 0
     ssl_context: ssl.SSLContext | None = None  # serve https
+    padding: int = 0  # bytes of filler in filter answers (the client's size limit is under test)
+    stream: bool = False  # send filter answers chunked, without a Content-Length
     _runner: web.AppRunner | None = None
     _release: asyncio.Event | None = None
     _loop: asyncio.AbstractEventLoop | None = None
@@ -44,7 +47,17 @@ class ExtenderServer:
         if self.status != 200:
             return web.Response(status=self.status, text="nope")
         if verb == "filter":
-            return web.json_response(self._filter(body))
+            answer = self._filter(body) | ({"Padding": "x" * self.padding} if self.padding else {})
+            if not self.stream:
+                return web.json_response(answer)
+            response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            data = json.dumps(answer).encode()
+            for start in range(0, len(data), 4096):
+                await response.write(data[start : start + 4096])
+            await response.write_eof()
+            return response
         if verb == "prioritize":
             return web.json_response([{"Host": n, "Score": self.scores.get(n, 0)} for n in _names(body)])
         if verb == "bind":

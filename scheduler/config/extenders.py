@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import os
 import re
 import ssl
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -218,26 +220,41 @@ def parse_extenders(value: object, path: str = "extenders") -> list[ExtenderConf
     return extenders
 
 
+# client-go refuses this combination in ``TLSConfigFor`` (the scheduler does not start).
+ERR_INSECURE_WITH_CA = "specifying a root certificates file with the insecure flag is not allowed"
+
+
 def ssl_context(enable_https: bool, tls: ExtenderTLSConfig | None) -> ssl.SSLContext | bool | None:
-    """``makeTransport``: the TLS settings of the config; enableHTTPS without a CA skips verification.
+    """``makeTransport`` + client-go's ``TLSConfigFor``: enableHTTPS without a CA skips verification;
+    with caData/caFile only that CA is trusted (not the system roots); TLS 1.2 at least; a CA
+    together with ``insecure`` is refused.
 
     None means aiohttp's defaults (system roots), as Go's default transport for an https URL.
     """
     tls = tls or ExtenderTLSConfig()
     has_ca = bool(tls.ca_file or tls.ca_data)
+    if tls.insecure and has_ca:
+        raise ExtenderConfigError(f"tlsConfig: Invalid value: {ERR_INSECURE_WITH_CA}")
     insecure = tls.insecure or (enable_https and not has_ca)
     has_cert = bool(tls.cert_file or tls.cert_data)
     if not (insecure or has_ca or has_cert or tls.server_name):
         return None
-    context = ssl.create_default_context()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies peer and hostname; trusts nothing yet
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
     if insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     try:
         if tls.ca_data:
-            context.load_verify_locations(cadata=tls.ca_data.decode())
+            context.load_verify_locations(cadata=tls.ca_data.decode(errors="replace"))
         elif tls.ca_file:
             context.load_verify_locations(cafile=tls.ca_file)
+        elif not insecure:
+            context.load_default_certs()  # no CA given: the system roots, as Go's nil RootCAs
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        field = "caData" if tls.ca_data else "caFile"
+        raise ExtenderConfigError(f"tlsConfig.{field}: Invalid value: unable to load root certificates: {exc}") from exc
+    try:
         if has_cert:
             _load_cert_chain(context, tls)
     except (OSError, ssl.SSLError, ValueError) as exc:
@@ -254,14 +271,34 @@ def check_tls(config: ExtenderConfig, path: str) -> None:
 
 
 def _load_cert_chain(context: ssl.SSLContext, tls: ExtenderTLSConfig) -> None:
-    """certData/keyData take precedence over the files; ``ssl`` loads chains from files only."""
+    """certData/keyData take precedence over the files. ``ssl`` loads chains from paths only, so the
+    PEM goes into anonymous memory files (``memfd_create``) read through ``/proc/self/fd``: nothing is
+    written to disk, which a read-only root filesystem would refuse. Where memfd does not exist
+    (not Linux: ``simulate`` on a laptop) a private temporary directory is used instead."""
     if not tls.cert_data and not tls.key_data:
         context.load_cert_chain(tls.cert_file, tls.key_file or None)
         return
     cert = tls.cert_data or Path(tls.cert_file).read_bytes()
     key = tls.key_data or (Path(tls.key_file).read_bytes() if tls.key_file else b"")
+    if hasattr(os, "memfd_create") and Path("/proc/self/fd").is_dir():
+        with _memory_file("cert.pem", cert) as cert_fd, _memory_file("key.pem", key) as key_fd:
+            context.load_cert_chain(cert_fd, key_fd if key else None)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         cert_path, key_path = Path(tmp, "cert.pem"), Path(tmp, "key.pem")
         cert_path.write_bytes(cert)
         key_path.write_bytes(key)
         context.load_cert_chain(cert_path, key_path if key else None)
+
+
+@contextlib.contextmanager
+def _memory_file(name: str, data: bytes) -> Iterator[str]:
+    """A path to ``data`` that lives in memory only, valid inside the block."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)

@@ -343,8 +343,19 @@ class TestConfig:
             ),
             pytest.param(
                 [{"urlPrefix": "https://a", "tlsConfig": {"caFile": "/nonexistent/ca.pem"}}],
-                "extenders[0].tlsConfig: Invalid value: cannot load certificates",
+                "extenders[0].tlsConfig.caFile: Invalid value: unable to load root certificates",
                 id="missing-ca-file",
+            ),
+            pytest.param(
+                [{"urlPrefix": "https://a", "tlsConfig": {"caData": "bm90IGEgY2VydGlmaWNhdGU="}}],
+                "extenders[0].tlsConfig.caData: Invalid value: unable to load root certificates",
+                id="ca-data-not-pem",
+            ),
+            pytest.param(
+                [{"urlPrefix": "https://a", "tlsConfig": {"insecure": True, "caFile": "/nonexistent/ca.pem"}}],
+                "extenders[0].tlsConfig: Invalid value: specifying a root certificates file with the insecure flag"
+                " is not allowed",
+                id="insecure-with-ca-refused-as-client-go",
             ),
             pytest.param([{"urlPrefix": "http://a", "ignorable": "yes"}], "extenders[0].ignorable", id="not-bool"),
         ],

@@ -189,19 +189,120 @@ def test_simulate_calls_the_configured_extender() -> None:
     assert dict(zip(attempt.scored_nodes, row.normalized, strict=True)) == {"node2": 0, "node3": 100}
 
 
-@pytest.fixture
-def self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 made with the openssl CLI (skipped where there is none)."""
+def make_self_signed(directory: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate (its own CA) for 127.0.0.1, made with the openssl CLI."""
     if shutil.which("openssl") is None:
         pytest.skip("no openssl CLI")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert, key = directory / f"{name}-cert.pem", directory / f"{name}-key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN=127.0.0.1 {name}",
          "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
         check=True,
         capture_output=True,
     )  # fmt: skip
     return cert, key
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 made with the openssl CLI (skipped where there is none)."""
+    return make_self_signed(tmp_path, "server")
+
+
+def serving(cert: Path, key: Path, client_ca: Path | None = None) -> ssl.SSLContext:
+    """The extender server's TLS; with ``client_ca`` it requires a client certificate signed by it."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    if client_ca is not None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(cafile=client_ca)
+    return context
+
+
+def test_a_ca_in_the_config_is_the_only_ca_trusted(
+    tmp_path: Path, self_signed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """client-go's rootCertPool: with caData, RootCAs holds that CA only. The server's CA is made a
+    system root here (SSL_CERT_FILE); a client given another CA must still refuse the server (adding
+    the CA to the default context, as before, accepted it). Control: with no CA (serverName only),
+    the system roots apply and the same server is accepted."""
+    cert, key = self_signed
+    other, _ = make_self_signed(tmp_path, "other")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    server = ExtenderServer(ssl_context=serving(cert, key))
+
+    async def body(url: str, nodes: list[Any]) -> None:
+        system = client(url, tls_config=ExtenderTLSConfig(server_name="127.0.0.1"))
+        only_other = client(url, tls_config=ExtenderTLSConfig(ca_data=other.read_bytes()))
+        try:
+            assert len((await system.filter(POD, nodes)).node_names) == 3
+            with pytest.raises(ExtenderError, match=r"certificate verify failed"):
+                await only_other.filter(POD, nodes)
+        finally:
+            await close_extenders([system, only_other])
+
+    with_server(server, body)
+
+
+def test_client_certificate_from_data_writes_no_file(
+    tmp_path: Path, self_signed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """certData/keyData reach a server that requires a client certificate, and no file is written
+    for them (a read-only root filesystem refuses temporary files): every tempfile entry fails."""
+    cert, key = self_signed
+    client_cert, client_key = make_self_signed(tmp_path, "client")
+    server = ExtenderServer(ssl_context=serving(cert, key, client_ca=client_cert))
+
+    def no_files(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a temporary file was created for the client certificate")
+
+    for name in ("TemporaryDirectory", "NamedTemporaryFile", "mkstemp", "mkdtemp"):
+        monkeypatch.setattr(f"tempfile.{name}", no_files)
+
+    async def body(url: str, nodes: list[Any]) -> None:
+        with_cert = client(
+            url,
+            tls_config=ExtenderTLSConfig(
+                ca_data=cert.read_bytes(), cert_data=client_cert.read_bytes(), key_data=client_key.read_bytes()
+            ),
+        )
+        without = client(url, tls_config=ExtenderTLSConfig(ca_data=cert.read_bytes()))
+        try:
+            assert len((await with_cert.filter(POD, nodes)).node_names) == 3
+            with pytest.raises(ExtenderError):  # the server does require one
+                await without.filter(POD, nodes)
+        finally:
+            await close_extenders([with_cert, without])
+
+    with_server(server, body)
+
+
+@pytest.mark.parametrize("stream", [pytest.param(False, id="content-length"), pytest.param(True, id="chunked")])
+def test_an_answer_over_the_size_limit_is_refused(stream: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runaway extender cannot fill the scheduler's memory: past the limit the answer is dropped
+    with an error naming the URL (announced by Content-Length or not)."""
+    monkeypatch.setattr("scheduler.kube.extender.MAX_RESPONSE_BYTES", 4096)
+    server = ExtenderServer(padding=10_000, stream=stream)
+    small = ExtenderServer(padding=1_000, stream=stream)
+
+    async def body(url: str, nodes: list[Any]) -> None:
+        ext = client(url)
+        try:
+            with pytest.raises(ExtenderError, match=r'^Post "http://127.0.0.1:\d+/filter": answer .*over the limit'):
+                await ext.filter(POD, nodes)
+        finally:
+            await ext.close()
+
+    async def fits(url: str, nodes: list[Any]) -> None:
+        ext = client(url)
+        try:
+            assert len((await ext.filter(POD, nodes)).node_names) == 3
+        finally:
+            await ext.close()
+
+    with_server(server, body)
+    with_server(small, fits)
 
 
 @pytest.mark.parametrize(
