@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 
 from scheduler.api.objects import Pod
 
-__all__ = ["Condition", "Event", "FakeBinder", "FakeClock", "FakeRecorder"]
+# How long a test waits for something the code under test should do at once: a bug fails in seconds.
+WAIT_SECONDS = 5.0
+
+__all__ = ["WAIT_SECONDS", "Condition", "Event", "FakeBinder", "FakeClock", "FakeRecorder"]
 
 
 class FakeClock:
@@ -63,11 +66,16 @@ class FakeBinder:
     def calls_for(self, key: str) -> list[str]:
         return [node for k, node in self.calls if k == key]
 
-    async def wait_for_calls(self, count: int) -> None:
-        """Until ``bind`` has been entered ``count`` times (woken by each call, no polling)."""
-        while len(self.calls) < count:
-            self._called.clear()
-            await self._called.wait()
+    async def wait_for_calls(self, count: int, timeout: float = WAIT_SECONDS) -> None:
+        """Until ``bind`` has been entered ``count`` times (woken by each call, no polling); a call
+        that never comes fails the test after ``timeout`` seconds, not at pytest's global limit."""
+        try:
+            async with asyncio.timeout(timeout):
+                while len(self.calls) < count:
+                    self._called.clear()
+                    await self._called.wait()
+        except TimeoutError:
+            raise AssertionError(f"bind was entered {len(self.calls)} times, not {count}, within {timeout}s") from None
 
 
 @dataclass(frozen=True, slots=True)

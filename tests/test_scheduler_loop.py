@@ -88,8 +88,19 @@ class Cluster:
         return self.sched.stats.attempts.get(result, 0)
 
 
+# A whole test's own deadline: a cycle that never binds what a test waits for fails here in seconds,
+# not at pytest's global timeout (a deliberate bug in the skew check hung three tests for 600 s).
+TEST_SECONDS = 20.0
+
+
 def run(body: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    asyncio.run(body())
+    async def bounded() -> None:
+        try:
+            await asyncio.wait_for(body(), TEST_SECONDS)
+        except TimeoutError:
+            raise AssertionError(f"the test did not finish within {TEST_SECONDS}s") from None
+
+    asyncio.run(bounded())
 
 
 # -- TV-10 / TV-25: an unmet hard spread, reported once, then requeued by the right events only ----------

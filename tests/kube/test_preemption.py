@@ -16,7 +16,7 @@ from scheduler.api.objects import Pod, PodKey
 from scheduler.errors import PodGoneError, TransientAPIError
 from scheduler.kube.preemption import AsyncPreemption, disruption_target_condition, preempted_note
 from scheduler.testing import make_pod
-from tests.fakes import FakeRecorder
+from tests.fakes import WAIT_SECONDS, FakeRecorder
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -210,8 +210,9 @@ def test_the_preemptor_runs_preemption_until_its_last_victim_is_terminating() ->
     async def go() -> None:
         h.sink.prepare_candidate(PREEMPTOR, "n1", [a, b])
         seen.append(h.sink.is_pod_running_preemption(PREEMPTOR))  # nothing sent yet
-        while ("condition", "batch/b") not in h.writer.calls:
-            await asyncio.sleep(0)
+        async with asyncio.timeout(WAIT_SECONDS):  # a condition never written fails in seconds
+            while ("condition", "batch/b") not in h.writer.calls:
+                await asyncio.sleep(0)
         seen.append(h.sink.is_pod_running_preemption(PREEMPTOR))  # b still there, not terminating...
         h.assigned[b.key] = make_pod("b", "batch").node("n1").terminating().build()
         seen.append(h.sink.is_pod_running_preemption(PREEMPTOR))  # ...now it is
