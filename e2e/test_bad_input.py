@@ -19,6 +19,7 @@ Nothing sleeps to synchronise: every wait is ``wait_for`` on a condition with a 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -373,6 +374,9 @@ def _failed(core: client.CoreV1Api, namespace: str, name: str, message: str) -> 
     events = wait_for(
         lambda: [e for e in events_for(core, namespace, name) if e["reason"] == "FailedScheduling"], 30, "event"
     )
+    assert [(e["type"], e["note"]) for e in events] == [("Warning", message)]
+    time.sleep(1.5)  # a retry (backoff 1 s) would have posted a second one by now
+    events = [e for e in events_for(core, namespace, name) if e["reason"] == "FailedScheduling"]
     assert [(e["type"], e["note"]) for e in events] == [("Warning", message)]
     assert node_of(core, namespace, name) is None
 

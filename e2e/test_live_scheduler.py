@@ -281,7 +281,7 @@ def _metrics(scheduler: SchedulerProcess) -> dict[str, float]:
 def test_metrics_and_health_endpoints(
     core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
 ) -> None:
-    nodes("n1")
+    node_name = nodes("n1")
     core.create_namespaced_pod(namespace, pod_body("counted"))
     wait_for(lambda: node_of(core, namespace, "counted"), 30, "bound")
     metrics = wait_for(
@@ -295,7 +295,15 @@ def test_metrics_and_health_endpoints(
         10,
         "attempts counted",
     )
-    assert metrics['scheduler_pending_pods{queue="active"}'] >= 0
+    # The queue gauge moves with a pod: one that fits nowhere is counted unschedulable, and no longer
+    # once a node change lets it bind (other tests' leftovers may be counted too: compare with before).
+    unschedulable = 'scheduler_pending_pods{queue="unschedulable"}'
+    before = metrics.get(unschedulable, 0)
+    core.create_namespaced_pod(namespace, pod_body("stuck", nodeSelector={"metrics-test": "fits"}))
+    wait_for(lambda: _metrics(scheduler).get(unschedulable, 0) == before + 1, 20, "the stuck pod counted")
+    core.patch_node(node_name, {"metadata": {"labels": {"metrics-test": "fits"}}})
+    wait_for(lambda: node_of(core, namespace, "stuck"), 30, "the stuck pod bound after the label")
+    wait_for(lambda: _metrics(scheduler).get(unschedulable, 0) == before, 20, "the stuck pod no longer counted")
     assert any(
         k.startswith("scheduler_scheduling_attempt_duration_seconds_count") and v > 0 for k, v in metrics.items()
     )
@@ -304,8 +312,60 @@ def test_metrics_and_health_endpoints(
     )
     assert any(k.startswith("scheduler_queue_incoming_pods_total") and v > 0 for k, v in metrics.items())
     assert metrics.get("process_resident_memory_bytes", 0) > 0
-    assert any(k.startswith("scheduler_plugin_execution_duration_seconds_count") and v > 0 for k, v in metrics.items())
+
+    # Plugin durations come from sampled cycles (10 %, as upstream; the sampler's stream is seeded):
+    # a few more cycles always include one.
+    def plugin_samples() -> float:
+        prefix = "scheduler_plugin_execution_duration_seconds_count"
+        return sum(v for k, v in _metrics(scheduler).items() if k.startswith(prefix))
+
+    for i in range(20):
+        if plugin_samples() > 0:
+            break
+        core.create_namespaced_pod(namespace, pod_body(f"sampled-{i}"))
+        wait_for(lambda i=i: node_of(core, namespace, f"sampled-{i}"), 30, "bound")
+    assert plugin_samples() > 0, "20 more cycles and none sampled"
     assert metrics.get('leader_election_master_status{name="spread-scheduler"}') == 1
+
+
+def test_retries_of_an_unschedulable_pod_post_no_new_event(
+    core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
+) -> None:
+    """One FailedScheduling per pod and message, however often it is retried. Upstream records an
+    event on every failed attempt and its events broadcaster folds repeats into the first Event's
+    ``series`` (written minutes later); we post the first and drop repeats of the same message.
+    Either way a watcher sees one Event object; ours also never grows a series. The retries are real:
+    deleting a pod with CPU requests from the node is an event NodeResourcesFit's hint requeues the
+    pod for, and the attempts metric must count at least three more of them."""
+    node = nodes("n1")
+    unschedulable = 'scheduler_schedule_attempts_total{profile="spread-scheduler",result="unschedulable"}'
+    assert _metrics(scheduler).get('scheduler_pending_pods{queue="unschedulable"}', 0) == 0, "another pod is stuck"
+    before = _metrics(scheduler).get(unschedulable, 0)
+    resources = {"requests": {"cpu": "100"}}
+    huge = pod_body("huge", containers=[{"name": "c", "image": "registry.invalid/pause:3.10", "resources": resources}])
+    core.create_namespaced_pod(namespace, huge)
+    failed = wait_for(
+        lambda: [e for e in events_for(core, namespace, "huge") if e["reason"] == "FailedScheduling"], 30, "event"
+    )
+    deadline = time.monotonic() + 60
+    fillers = 0
+    while _metrics(scheduler).get(unschedulable, 0) - before < 4:  # the first attempt and three retries
+        assert time.monotonic() < deadline, f"retries: {_metrics(scheduler).get(unschedulable, 0) - before - 1}"
+        small = {"requests": {"cpu": "100m"}}
+        name = f"filler-{fillers}"
+        filler = pod_body(
+            name, nodeName=node, containers=[{"name": "c", "image": "registry.invalid/p", "resources": small}]
+        )
+        core.create_namespaced_pod(namespace, filler)
+        time.sleep(0.3)  # the cache counts it before it goes
+        core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        fillers += 1
+        time.sleep(1.0)
+    time.sleep(1.5)  # anything posted by the last retry has arrived by now
+    events = [e for e in events_for(core, namespace, "huge") if e["reason"] == "FailedScheduling"]
+    assert len(events) == 1, events
+    assert events[0]["note"] == failed[0]["note"] and not events[0].get("series"), events[0]
+    assert node_of(core, namespace, "huge") is None
 
 
 def test_explain_replays_a_pending_pod_on_the_live_cluster(
