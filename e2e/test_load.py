@@ -2,7 +2,9 @@
 
 Throughout: ``/healthz`` answers over HTTPS within 1 s (polled every 0.25 s; p50/p99 recorded), every
 feasible pod is bound, every infeasible one carries PodScheduled=False and exactly one FailedScheduling
-Event (retries with the same message post nothing new), and the scheduler's peak RSS is recorded.
+Event (retries with the same message post nothing new). The scheduler's peak RSS stays under the memory
+limit manifests/deployment.yaml gives it, every hard-spread ReplicaSet holds its maxSkew over the zones,
+and the API server's audit log shows one Binding request per bound pod and none without the Lease.
 Sizes: SPREAD_E2E_LOAD_PODS and SPREAD_E2E_LOAD_NODES (CI 1,000 over 200; ``make reliability`` 10,000 over 2,000).
 """
 
@@ -19,15 +21,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
-from e2e.conftest import LOGS, SchedulerProcess
+from e2e.conftest import LOGS, SchedulerProcess, session_counts
 from e2e.kube_helpers import ZONE, pod_body, wait_for
+from e2e.ledger import Ledger
+from scheduler.api.quantity import parse_quantity
 
 PODS = int(os.environ.get("SPREAD_E2E_LOAD_PODS", "1000"))
 NODES = int(os.environ.get("SPREAD_E2E_LOAD_NODES", "200"))
 REPLICA_SETS = 10  # 8 feasible (zone spread, soft and hard), 2 infeasible (a pool no node has)
 INFEASIBLE = ("stuck-0", "stuck-1")
+MAX_SKEW = 5
+DEPLOYMENT = Path(__file__).resolve().parent.parent / "manifests" / "deployment.yaml"
+
+
+def memory_limit_mib() -> float:
+    """The scheduler container's ``resources.limits.memory`` in the shipped Deployment, in MiB."""
+    for doc in yaml.safe_load_all(DEPLOYMENT.read_text()):
+        if doc and doc.get("kind") == "Deployment":
+            container = doc["spec"]["template"]["spec"]["containers"][0]
+            return float(parse_quantity(container["resources"]["limits"]["memory"])) / 2**20
+    raise AssertionError(f"no Deployment in {DEPLOYMENT}")
 
 
 PROBE = """
@@ -95,8 +111,19 @@ def _spec(name: str, index: int) -> dict[str, Any]:
         return {"nodeSelector": {"pool": "does-not-exist"}}
     when = "DoNotSchedule" if index % 2 else "ScheduleAnyway"
     selector = {"matchLabels": {"app": name}}
-    spread = {"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": when, "labelSelector": selector}
+    spread = {"maxSkew": MAX_SKEW, "topologyKey": ZONE, "whenUnsatisfiable": when, "labelSelector": selector}
     return {"topologySpreadConstraints": [spread]}
+
+
+def _zone_skews(core: client.CoreV1Api, namespace: str, zone_of: dict[str, str], names: list[str]) -> dict[str, int]:
+    """Per ReplicaSet: the most pods in a zone minus the fewest (zones without a pod count 0)."""
+    response = core.list_namespaced_pod(namespace, _preload_content=False)
+    per_zone: dict[str, dict[str, int]] = {name: dict.fromkeys(set(zone_of.values()), 0) for name in names}
+    for pod in json.loads(response.data)["items"]:
+        app, node = (pod["metadata"].get("labels") or {}).get("app"), pod["spec"].get("nodeName")
+        if app in per_zone and node:
+            per_zone[app][zone_of[node]] += 1
+    return {name: max(zones.values()) - min(zones.values()) for name, zones in per_zone.items()}
 
 
 def _count(core: client.CoreV1Api, namespace: str) -> tuple[int, int, int]:
@@ -124,10 +151,13 @@ def test_thousands_of_pending_pods(
     namespace: str,
     nodes: Callable[..., str],
     tmp_path: Path,
+    ledger: Ledger,
 ) -> None:
+    mark = ledger.mark()
     zones = ("zone-a", "zone-b", "zone-c", "zone-d")
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: nodes(f"load-{i:05d}", labels={ZONE: zones[i % len(zones)]}), range(NODES)))
+        made = list(pool.map(lambda i: nodes(f"load-{i:05d}", labels={ZONE: zones[i % len(zones)]}), range(NODES)))
+    zone_of = {name: zones[i % len(zones)] for i, name in enumerate(made)}
     probe = HealthProbe(scheduler.address, tmp_path)
     started = time.monotonic()
     apps = client.AppsV1Api(api)
@@ -148,6 +178,10 @@ def test_thousands_of_pending_pods(
     health = probe.finish()
     assert scheduler.proc is not None
     rss = _peak_rss_mib(scheduler.proc.pid)
+    limit = memory_limit_mib()
+    hard = [name for i, name in enumerate(names) if name not in INFEASIBLE and i % 2]
+    skews = _zone_skews(core, namespace, zone_of, hard)
+    counts = session_counts(ledger, mark, namespace, scheduler.users)
 
     response = client.EventsV1Api(api).list_namespaced_event(namespace, _preload_content=False)
     events = json.loads(response.data)["items"]
@@ -167,12 +201,21 @@ def test_thousands_of_pending_pods(
         "healthz_p99_seconds": round(health["p99"], 4),
         "healthz_slowest_seconds": round(health["slowest"], 3),
         "peak_rss_mib": round(rss, 1),
+        "memory_limit_mib": limit,
+        "max_zone_skew": max(skews.values()),
+        "zone_skews": skews,
         "failed_scheduling_events": len(failed),
+        **counts,
     }
     (LOGS / f"load-{PODS}.json").write_text(json.dumps(report, indent=1))
     print(f"load: {report}")
 
     assert not health["failures"], health["failures"][:5]
     assert health["slowest"] < 1.0
+    assert rss < limit, f"peak RSS {rss:.0f} MiB over the Deployment's limit of {limit:g} MiB"
+    assert len(hard) == 4 and max(skews.values()) <= MAX_SKEW, skews
+    # From the server's record: one Binding request per feasible pod, each answered 201, all leased.
+    assert (counts["binding_requests"], counts["pods_bound"]) == (feasible, feasible), counts
+    assert counts["writes_without_lease"] == 0 and counts["rebinds_by_one_process"] == 0, counts
     # Deduplicated: one FailedScheduling per refused pod, however often it was retried.
     assert len(per_pod) == infeasible and set(per_pod.values()) == {1}, sorted(per_pod.values())[-5:]
