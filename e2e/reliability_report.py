@@ -124,7 +124,7 @@ def _load(r: Report) -> list[str]:
     if "memory_limit_mib" in r:
         also += f" (limit {r['memory_limit_mib']:g} MiB)"
     if "max_zone_skew" in r:
-        also += f"; zone skew at most {r['max_zone_skew']}"
+        also += f"; zone skew at most {r['max_zone_skew']} (maxSkew 5)"
     also += f"; `/healthz` p99 {r['healthz_p99_seconds']} s"
     return _row(f"{r['pods']:,} pods over {r['nodes']:,} nodes (`test_load.py`)", r, also)
 
