@@ -321,6 +321,7 @@ async def run_scheduler(
                     lambda leading: metrics.leader.labels(lease.resource_name).set(1 if leading else 0),
                     trouble.report,
                     leadership,
+                    renew_api=lambda: client.ApiClient(api.configuration),
                 )
             except LeadershipLost as exc:
                 # Upstream exits 1 on "Leaderelection lost": a restarted replica rejoins as a follower.

@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import json
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -126,6 +127,11 @@ class LeaseElector:
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self._warned_missing_namespace = False
+
+    def adopt(self, other: LeaseElector) -> None:
+        """Take over what ``other`` observed (a renewal thread's elector continues the acquirer's)."""
+        self.observed_holder = other.observed_holder
+        self._observed, self._observed_at = other._observed, other._observed_at
 
     def _observe(self, spec: Mapping[str, Any]) -> None:
         record = tuple(
@@ -260,6 +266,90 @@ def _jittered(period: float) -> float:
     return period * (1 + random.random() * JITTER_FACTOR)
 
 
+class _Renewal:
+    """client-go's renew loop: every retryPeriod, each try bounded by what is left of renewDeadline
+    since the last renewal the server accepted (counted from when that request was sent)."""
+
+    def __init__(self, settings: LeaderElection, fence: Leadership, clock: Callable[[], float], sent: float) -> None:
+        self.settings = settings
+        self.fence = fence
+        self.clock = clock
+        self.last_ok = sent
+
+    async def run(
+        self,
+        elector: LeaseElector,
+        halted: Callable[[], bool],
+        stop: asyncio.Event | None,
+        on_outage: Callable[[], None],
+        lose: Callable[[], None],
+    ) -> None:
+        s = self.settings
+        while not halted():
+            await _pause(s.retry_period, halted, stop)
+            if halted():
+                return
+            attempt = self.clock()
+            left = s.renew_deadline - (attempt - self.last_ok)
+            if left > 0 and await _safely(elector, on_outage, left):
+                self.last_ok = attempt
+                self.fence.renewed(attempt)
+            elif self.clock() - self.last_ok >= s.renew_deadline:
+                lose()
+                return
+
+    async def on_thread(
+        self,
+        renew_api: Callable[[], client.ApiClient],
+        identity: str,
+        elector: LeaseElector,
+        stop: asyncio.Event,
+        on_outage: Callable[[], None],
+        lose: Callable[[], None],
+    ) -> None:
+        """``run`` on a thread with its own event loop and client, as upstream renews from a goroutine
+        of its own: a 10,000-pod burst kept this process's loop busy for longer than a 3 s
+        renewDeadline, and the leader lost a lease it could have kept. The writers' fence is the same
+        object (it holds one float); what the main loop must do is handed to it thread-safely."""
+        loop = asyncio.get_running_loop()
+        halt = threading.Event()
+
+        def outage() -> None:
+            loop.call_soon_threadsafe(on_outage)
+
+        def lost() -> None:
+            loop.call_soon_threadsafe(lose)
+
+        async def renewing() -> None:
+            api = renew_api()
+            own = LeaseElector(api, self.settings, identity, self.clock)
+            own.adopt(elector)
+            try:
+                await self.run(own, halt.is_set, None, outage, lost)
+            finally:
+                await api.close()  # type: ignore[no-untyped-call]
+
+        thread = threading.Thread(target=asyncio.run, args=(renewing(),), name="lease-renew", daemon=True)
+        thread.start()
+        try:
+            while thread.is_alive() and not stop.is_set():
+                await asyncio.sleep(0.05)
+        finally:
+            halt.set()
+            await asyncio.to_thread(thread.join, self.settings.renew_deadline)
+
+
+async def _pause(seconds: float, halted: Callable[[], bool], stop: asyncio.Event | None) -> None:
+    """Wait ``seconds`` or until halted (woken at once by ``stop`` when there is one)."""
+    if stop is not None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
+        return
+    deadline = time.monotonic() + seconds
+    while not halted() and time.monotonic() < deadline:
+        await asyncio.sleep(min(0.05, max(deadline - time.monotonic(), 0)))
+
+
 async def run_with_leader_election(
     api: client.ApiClient,
     settings: LeaderElection,
@@ -270,10 +360,12 @@ async def run_with_leader_election(
     on_outage: Callable[[], None] = lambda: None,
     leadership: Leadership | None = None,
     clock: Callable[[], float] = time.monotonic,
+    renew_api: Callable[[], client.ApiClient] | None = None,
 ) -> None:
     """Run ``lead(stop)`` while holding the lease; raise ``LeadershipLost`` if renewal fails.
 
     ``leadership`` (the writers' fence) learns of every renewal the server accepted and of the end.
+    With ``renew_api`` (a client factory), renewals run on a thread of their own (``_Renewal``).
     """
     fence = leadership or Leadership(settings.renew_deadline, clock)
     if not settings.leader_elect:
@@ -298,31 +390,23 @@ async def run_with_leader_election(
     lost = asyncio.Event()
     inner_stop = asyncio.Event()
 
-    async def renew() -> None:
-        # client-go's renew loop: every retryPeriod, each try bounded by what is left of renewDeadline
-        # since the last renewal the server accepted (counted from when that request was sent).
-        last_ok = sent
-        while not stop.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), settings.retry_period)
-            if stop.is_set():
-                return
-            attempt = clock()
-            left = settings.renew_deadline - (attempt - last_ok)
-            if left > 0 and await _safely(elector, on_outage, left):
-                last_ok = attempt
-                fence.renewed(attempt)
-            elif clock() - last_ok >= settings.renew_deadline:
-                fence.stepped_down()
-                lost.set()
-                inner_stop.set()
-                return
+    def lose() -> None:
+        fence.stepped_down()
+        lost.set()
+        inner_stop.set()
+
+    renewal = _Renewal(settings, fence, clock, sent)
+    if renew_api is not None:
+        renewer: asyncio.Future[object] = asyncio.ensure_future(
+            renewal.on_thread(renew_api, identity, elector, stop, on_outage, lose)
+        )
+    else:
+        renewer = asyncio.ensure_future(renewal.run(elector, stop.is_set, stop, on_outage, lose))
 
     async def relay_stop() -> None:
         await stop.wait()
         inner_stop.set()
 
-    renewer = asyncio.create_task(renew(), name="lease-renew")
     relay = asyncio.create_task(relay_stop(), name="stop-relay")
     leading: asyncio.Future[object] = asyncio.ensure_future(lead(inner_stop))
     losing: asyncio.Future[object] = asyncio.ensure_future(lost.wait())
@@ -339,6 +423,9 @@ async def run_with_leader_election(
     finally:
         for task in (renewer, relay, losing):
             task.cancel()
+        # The renewal thread finishes its round before the lease is released below: a renewal landing
+        # after the release would hold the lease for a process that is gone.
+        await asyncio.wait({renewer}, timeout=settings.renew_deadline + 1)
         on_leading(False)
     if lost.is_set():
         raise LeadershipLost(f"leaderelection lost: lease {lock}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -344,3 +345,52 @@ def test_a_lost_leader_does_not_wait_for_its_writes_in_flight(monkeypatch: pytes
 
     took = asyncio.run(body())
     assert took < settings.renew_deadline + 2 * settings.retry_period + leader_module.LOST_GRACE_SECONDS, took
+
+
+class _ClosableApi:
+    async def close(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    "threaded", [pytest.param(True, id="renewals-on-their-own-thread"), pytest.param(False, id="in-loop")]
+)
+def test_a_busy_event_loop_does_not_starve_renewals(monkeypatch: pytest.MonkeyPatch, threaded: bool) -> None:
+    """A burst can keep the event loop busy for longer than renewDeadline (10,000 pods: more than
+    3 s). Renewals on their own thread (as upstream's goroutine) keep the lease through a 1.5 s block
+    of the loop with a 0.6 s renewDeadline; renewals on the loop itself lose it (the reason for the
+    thread)."""
+    server = LeaseServer()
+    settings = LeaderElection(
+        leader_elect=True,
+        lease_duration=1.5,
+        renew_deadline=0.6,
+        retry_period=0.1,
+        resource_namespace="ns",
+        resource_name="lease",
+    )
+    monkeypatch.setattr(
+        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Elector(server, identity, Clock())
+    )
+    fence = Leadership(settings.renew_deadline)
+    seen: list[bool] = []
+
+    async def lead(stop: asyncio.Event) -> None:
+        await asyncio.sleep(0.3)
+        time.sleep(1.5)  # the loop is busy: nothing else on it runs
+        seen.append(fence.sure())
+
+    async def body() -> None:
+        renew_api = _ClosableApi if threaded else None
+        await run_with_leader_election(
+            None, settings, "a", lead, asyncio.Event(), leadership=fence, renew_api=renew_api
+        )  # type: ignore[arg-type]
+
+    if threaded:
+        asyncio.run(body())
+        assert seen == [True]
+        assert server.version > 10, "renewals kept going while the loop was blocked"
+    else:
+        with contextlib.suppress(LeadershipLost):
+            asyncio.run(body())
+        assert seen == [False]  # the fence closed: the lease may be gone
