@@ -38,7 +38,7 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from bench.churn import CHANGE_STRIDE, CHURN_KEY, STATUS_STRIDE, status_rate
 from e2e.cluster import Cluster, _free_port, ensure_tool, start_kube_scheduler
-from e2e.kube_helpers import HOSTNAME, ZONE, node_body, pod_body, wait_for
+from e2e.kube_helpers import ZONE, node_body, pod_body, wait_for, zone_and_host_spread
 from scheduler.config import upstream_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,20 +246,7 @@ def _deployment(d: int) -> dict[str, Any]:
     spec = pod_body(
         "x",
         lab,
-        topologySpreadConstraints=[
-            {
-                "maxSkew": 1,
-                "topologyKey": ZONE,
-                "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": lab},
-            },
-            {
-                "maxSkew": 1,
-                "topologyKey": HOSTNAME,
-                "whenUnsatisfiable": "ScheduleAnyway",
-                "labelSelector": {"matchLabels": lab},
-            },
-        ],
+        topologySpreadConstraints=zone_and_host_spread(lab),
         affinity={
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {

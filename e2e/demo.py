@@ -14,7 +14,7 @@ from pathlib import Path
 from kubernetes import client, config
 
 from e2e.cluster import Cluster
-from e2e.kube_helpers import HOSTNAME, ZONE, create_node, pod_body, wait_for
+from e2e.kube_helpers import ZONE, create_node, pod_body, wait_for, zone_and_host_spread
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLICAS = 12
@@ -52,20 +52,7 @@ def main() -> int:
                 stderr=subprocess.STDOUT,
             )
         labels = {"app": "demo"}
-        spread = [
-            {
-                "maxSkew": 1,
-                "topologyKey": ZONE,
-                "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": labels},
-            },
-            {
-                "maxSkew": 1,
-                "topologyKey": HOSTNAME,
-                "whenUnsatisfiable": "ScheduleAnyway",
-                "labelSelector": {"matchLabels": labels},
-            },
-        ]
+        spread = zone_and_host_spread(labels)
         template = pod_body("demo", labels, topologySpreadConstraints=spread)
         apps.create_namespaced_deployment(
             "default",

@@ -86,6 +86,19 @@ def pod_body(
     }
 
 
+def zone_and_host_spread(match: dict[str, str]) -> list[dict[str, Any]]:
+    """The flagship spread: hard over zones, soft over hosts (maxSkew 1 each), for pods matching ``match``."""
+    return [
+        zone_spread(1, match),
+        {
+            "maxSkew": 1,
+            "topologyKey": HOSTNAME,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": match},
+        },
+    ]
+
+
 def zone_spread(max_skew: int = 1, match: dict[str, str] | None = None, when: str = "DoNotSchedule") -> dict[str, Any]:
     return {
         "maxSkew": max_skew,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -77,6 +78,17 @@ class Elector(LeaseElector):
 
     async def _write(self, lease: dict[str, Any], create: bool) -> bool:
         return self.server.write(lease, create)
+
+
+# Sub-second durations for the tests that run the renew loop for real.
+FAST = dataclasses.replace(SETTINGS, lease_duration=1.5, renew_deadline=0.6, retry_period=0.1)
+
+
+def use_fake_electors(monkeypatch: pytest.MonkeyPatch, server: LeaseServer) -> None:
+    """``run_with_leader_election`` builds its electors over ``server`` instead of the API."""
+    monkeypatch.setattr(
+        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Elector(server, identity, Clock())
+    )
 
 
 def rounds(elector: Elector) -> bool:
@@ -161,19 +173,8 @@ def test_a_hanging_renewal_loses_the_lease_within_renew_deadline(monkeypatch: py
     """Each lease request is bounded by what is left of renewDeadline: an API server that accepts
     the connection and never answers must not keep a leader leading."""
     server = LeaseServer()
-    settings = LeaderElection(
-        leader_elect=True,
-        lease_duration=1.5,
-        renew_deadline=0.6,
-        retry_period=0.1,
-        resource_namespace="ns",
-        resource_name="lease",
-    )
-    monkeypatch.setattr(
-        leader_module,
-        "LeaseElector",
-        lambda _api, _s, identity, clock: Elector(server, identity, Clock()),
-    )
+    settings = FAST
+    use_fake_electors(monkeypatch, server)
     fence = Leadership(settings.renew_deadline)
     seen: list[bool] = []
 
@@ -279,14 +280,7 @@ def test_a_renewal_that_ignores_cancellation_still_loses_the_lease_in_time(monke
     """A request the client keeps waiting on when cancelled (seen with etcd stopped) must not hold the
     decision: the round is abandoned at its deadline, not awaited."""
     server = LeaseServer()
-    settings = LeaderElection(
-        leader_elect=True,
-        lease_duration=1.5,
-        renew_deadline=0.6,
-        retry_period=0.1,
-        resource_namespace="ns",
-        resource_name="lease",
-    )
+    settings = FAST
 
     class Stubborn(Elector):
         async def _read(self) -> dict[str, Any] | None:
@@ -319,17 +313,8 @@ def test_a_lost_leader_does_not_wait_for_its_writes_in_flight(monkeypatch: pytes
     """A graceful stop drains Bindings in flight; a lost lease does not (upstream exits at once): with
     etcd away each would take the API server's 30 s to give up."""
     server = LeaseServer()
-    settings = LeaderElection(
-        leader_elect=True,
-        lease_duration=1.5,
-        renew_deadline=0.6,
-        retry_period=0.1,
-        resource_namespace="ns",
-        resource_name="lease",
-    )
-    monkeypatch.setattr(
-        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Elector(server, identity, Clock())
-    )
+    settings = FAST
+    use_fake_electors(monkeypatch, server)
 
     async def lead(stop: asyncio.Event) -> None:
         server.hang = True
@@ -361,17 +346,8 @@ def test_a_busy_event_loop_does_not_starve_renewals(monkeypatch: pytest.MonkeyPa
     of the loop with a 0.6 s renewDeadline; renewals on the loop itself lose it (the reason for the
     thread)."""
     server = LeaseServer()
-    settings = LeaderElection(
-        leader_elect=True,
-        lease_duration=1.5,
-        renew_deadline=0.6,
-        retry_period=0.1,
-        resource_namespace="ns",
-        resource_name="lease",
-    )
-    monkeypatch.setattr(
-        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Elector(server, identity, Clock())
-    )
+    settings = FAST
+    use_fake_electors(monkeypatch, server)
     fence = Leadership(settings.renew_deadline)
     seen: list[bool] = []
 
