@@ -17,6 +17,7 @@ import structlog
 from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import SELECTING_KINDS, Namespace, Node, Pod, PodKey, parse_selecting_object
 from scheduler.backend.cache.cache import Cache
+from scheduler.backend.cache.storage_objects import STORAGE_KINDS, key_of
 from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.framework import events as ev
 
@@ -90,6 +91,8 @@ class EventHandlers:
             self.on_namespace(event_type, obj)
         elif kind == "PodDisruptionBudget":
             self.on_pdb(event_type, obj)
+        elif kind in STORAGE_KINDS:
+            self.on_storage_object(event_type, obj)
 
     def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         self.node_event(event_type, Node.from_dict(obj))
@@ -221,6 +224,36 @@ class EventHandlers:
             log.warning("PodDisruptionBudget has invalid fields", pdb=pdb.key, errors=[str(e) for e in pdb.errors])
         self.cache.upsert_pdb(pdb)
 
+    def on_storage_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        """PersistentVolumes, claims, StorageClasses and the CSI objects: what the volume plugins look
+        up, and events their queueing hints judge (upstream's ``buildEvtResHandler``: Add, Update,
+        Delete with the old and new objects). An object the API server would refuse is kept, with a
+        warning naming its fields; the plugins that read it say so in the pod's status."""
+        if self.held.hold(functools.partial(self.on_storage_object, event_type, obj)):
+            return
+        kind = str(obj.get("kind"))
+        parsed = STORAGE_KINDS[kind].from_dict(obj)
+        if not parsed.name:
+            log.warning("ignoring a storage object without a name", kind=kind)
+            return
+        resource = _STORAGE_RESOURCES[kind]
+        if event_type == "DELETED":
+            old = self.cache.storage.remove(parsed)
+            if old is not None:
+                self.queue.move_all_to_active_or_backoff(ev.object_event(resource, ev.ActionType.DELETE), old, None)
+            return
+        meta = obj.get("metadata")
+        version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+        version = version if isinstance(version, str) else ""
+        key = key_of(parsed)
+        if version and version == self.cache.storage.resource_version(kind, key):
+            return  # the same version again (a relist): nothing changed
+        if parsed.errors:
+            log.warning(f"{kind} has invalid fields", name=key, errors=[str(e) for e in parsed.errors])
+        old = self.cache.storage.upsert(parsed, version)
+        action = ev.ActionType.ADD if old is None else ev.ActionType.UPDATE
+        self.queue.move_all_to_active_or_backoff(ev.object_event(resource, action), old, parsed)
+
     def reconcile(self, kind: str, listed: Mapping[str, str], list_version: str) -> int:
         """Drop what a fresh LIST of ``kind`` (Pod or Node), taken at ``list_version``, no longer has.
 
@@ -244,6 +277,17 @@ class EventHandlers:
             else:
                 self.node_event("DELETED", obj)
         return len(gone)
+
+
+_STORAGE_RESOURCES = {
+    "PersistentVolume": ev.EventResource.PERSISTENT_VOLUME,
+    "PersistentVolumeClaim": ev.EventResource.PERSISTENT_VOLUME_CLAIM,
+    "StorageClass": ev.EventResource.STORAGE_CLASS,
+    "CSINode": ev.EventResource.CSI_NODE,
+    "CSIDriver": ev.EventResource.CSI_DRIVER,
+    "CSIStorageCapacity": ev.EventResource.CSI_STORAGE_CAPACITY,
+    "VolumeAttachment": ev.EventResource.VOLUME_ATTACHMENT,
+}
 
 
 def _older(version: str, than: str) -> bool:

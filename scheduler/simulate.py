@@ -26,6 +26,7 @@ from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import DEFAULT_SCHEDULER_NAME, SELECTING_KINDS, Node, Pod, PodKey
 from scheduler.api.priorityclass import PriorityClass, PriorityClasses, admit_pod
 from scheduler.backend.cache.cache import Cache
+from scheduler.backend.cache.storage_objects import STORAGE_KINDS, key_of
 from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import PodNominator
@@ -55,7 +56,9 @@ __all__ = [
 ]
 
 # The kinds ``add_objects`` reads; any other kind is reported as unused.
-USED_KINDS = frozenset({"Node", "Pod", "Namespace", "PodDisruptionBudget", "PriorityClass", *SELECTING_KINDS})
+USED_KINDS = frozenset(
+    {"Node", "Pod", "Namespace", "PodDisruptionBudget", "PriorityClass", *SELECTING_KINDS, *STORAGE_KINDS}
+)
 
 
 def iter_objects(doc: object) -> Iterator[Mapping[str, Any]]:
@@ -328,6 +331,8 @@ class Simulation:
                 handlers.on_namespace(None, obj)
             elif kind == "PodDisruptionBudget":
                 self._add_pdb(obj)
+            elif isinstance(kind, str) and kind in STORAGE_KINDS:
+                self._add_storage_object(kind, obj)
             elif kind != "PriorityClass":
                 self.unused_kinds[kind if isinstance(kind, str) and kind else "(no kind)"] += 1
 
@@ -366,6 +371,18 @@ class Simulation:
         parts += others
         self.problems.append(Problem(f"PodDisruptionBudget {pdb.key}", "; ".join(parts), skipped=False))
         self.cache.upsert_pdb(pdb)
+
+    def _add_storage_object(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """A storage object the API server would refuse is kept as the live scheduler keeps it (the
+        volume plugins name its fields in the pods' results), with a warning here; one without a
+        name cannot be looked up and is left out."""
+        parsed = STORAGE_KINDS[kind].from_dict(obj)
+        if parsed.errors:
+            what = f"{kind} {key_of(parsed)}" if parsed.name else kind
+            problems = "; ".join(str(e) for e in parsed.errors)
+            self.problems.append(Problem(what, problems, skipped=not parsed.name))
+        if parsed.name:
+            self.scheduler.handlers.on_storage_object(None, obj)
 
     def _add_pending(self, pod: Pod) -> None:
         """A pod listed twice is one pod: the later object replaces the earlier, as a watch update would."""

@@ -24,6 +24,7 @@ __all__ = [
     "ACCESS_MODES",
     "BETA_STORAGE_CLASS_ANNOTATION",
     "BINDING_MODES",
+    "MIGRATED_PLUGINS_ANNOTATION",
     "VOLUME_BINDING_IMMEDIATE",
     "VOLUME_BINDING_WAIT",
     "CSIDriver",
@@ -34,14 +35,35 @@ __all__ = [
     "PersistentVolume",
     "PersistentVolumeClaim",
     "StorageClass",
+    "VolumeAttachment",
+    "not_found",
 ]
 
 BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
 ACCESS_MODES = frozenset({"ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"})
 VOLUME_BINDING_IMMEDIATE = "Immediate"
 VOLUME_BINDING_WAIT = "WaitForFirstConsumer"
 BINDING_MODES = (VOLUME_BINDING_IMMEDIATE, VOLUME_BINDING_WAIT)
 VOLUME_MODES = ("Filesystem", "Block")
+
+
+# The GroupResource each kind's lister names in a NotFound error (``<group>.Resource("<kind>")``).
+_LISTER_RESOURCES = {
+    "PersistentVolume": "persistentvolume",
+    "PersistentVolumeClaim": "persistentvolumeclaim",
+    "StorageClass": "storageclass.storage.k8s.io",
+    "CSINode": "csinode.storage.k8s.io",
+    "CSIDriver": "csidriver.storage.k8s.io",
+    "CSIStorageCapacity": "csistoragecapacity.storage.k8s.io",
+    "VolumeAttachment": "volumeattachment.storage.k8s.io",
+}
+
+
+def not_found(kind: str, name: str) -> str:
+    """``apierrors.NewNotFound(<resource>, name).Error()`` as a lister returns it; upstream's volume
+    plugins put it in their statuses verbatim."""
+    return f'{_LISTER_RESOURCES[kind]} "{name}" not found'
 
 
 def _meta(
@@ -117,6 +139,7 @@ class PersistentVolume:
     phase: str = ""
     deleting: bool = False
     csi_driver: str = ""
+    csi_volume_handle: str = ""
     # The in-tree source fields set on the PV (``gcePersistentDisk``, ``awsElasticBlockStore``, ...).
     sources: frozenset[str] = frozenset()
     resource_version: str = ""
@@ -163,6 +186,7 @@ class PersistentVolume:
             phase=opt_str(status.get("phase"), "status.phase", errors) or "",
             deleting=deleting,
             csi_driver=opt_str(csi.get("driver"), "spec.csi.driver", errors) or "",
+            csi_volume_handle=opt_str(csi.get("volumeHandle"), "spec.csi.volumeHandle", errors) or "",
             sources=frozenset(k for k, v in spec.items() if k not in known and v is not None),
             resource_version=str(as_mapping(root.get("metadata"), "metadata", []).get("resourceVersion") or ""),
             errors=tuple(errors),
@@ -184,6 +208,9 @@ class PersistentVolumeClaim:
     volume_mode: str = "Filesystem"
     phase: str = ""
     deleting: bool = False
+    # The UID of the ``ownerReferences`` entry with ``controller: true`` (a generic ephemeral
+    # volume's claim names its pod there), None without one.
+    controller_uid: str | None = None
     resource_version: str = ""
     errors: tuple[FieldError, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -224,10 +251,21 @@ class PersistentVolumeClaim:
             volume_mode=_volume_mode(spec.get("volumeMode"), "spec.volumeMode", errors),
             phase=opt_str(status.get("phase"), "status.phase", errors) or "",
             deleting=deleting,
+            controller_uid=_controller_uid(root, errors),
             resource_version=str(as_mapping(root.get("metadata"), "metadata", []).get("resourceVersion") or ""),
             errors=tuple(errors),
             raw=root,
         )
+
+
+def _controller_uid(root: Mapping[str, Any], errors: list[FieldError]) -> str | None:
+    """``metav1.GetControllerOf``: the UID of the owner reference marked ``controller: true``."""
+    meta = as_mapping(root.get("metadata"), "metadata", [])
+    for i, ref in enumerate(as_list(meta.get("ownerReferences"), "metadata.ownerReferences", errors)):
+        owner = as_mapping(ref, f"metadata.ownerReferences[{i}]", errors)
+        if owner.get("controller") is True:
+            return opt_str(owner.get("uid"), f"metadata.ownerReferences[{i}].uid", errors) or ""
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,13 +327,17 @@ class CSINodeDriver:
 class CSINode:
     name: str
     drivers: tuple[CSINodeDriver, ...] = ()
+    # The in-tree plugins the node's kubelet migrated to CSI (the ``storage.alpha.kubernetes.io/
+    # migrated-plugins`` annotation, comma-separated).
+    migrated_plugins: frozenset[str] = frozenset()
     errors: tuple[FieldError, ...] = ()
 
     @classmethod
     def from_dict(cls, obj: object) -> CSINode:
         errors: list[FieldError] = []
         root = as_mapping(obj, "csiNode", errors)
-        name, *_ = _meta(root, errors)
+        name, _ns, _uid, _labels, annotations, _deleting = _meta(root, errors)
+        migrated = annotations.get(MIGRATED_PLUGINS_ANNOTATION, "")
         spec = as_mapping(root.get("spec"), "spec", errors)
         drivers: list[CSINodeDriver] = []
         for i, raw in enumerate(as_list(spec.get("drivers"), "spec.drivers", errors)):
@@ -311,7 +353,8 @@ class CSINode:
                     allocatable_count=opt_int(allocatable.get("count"), f"{dpath}.allocatable.count", errors),
                 )
             )
-        return cls(name=name, drivers=tuple(drivers), errors=tuple(errors))
+        plugins = frozenset(migrated.split(",")) if migrated else frozenset()
+        return cls(name=name, drivers=tuple(drivers), migrated_plugins=plugins, errors=tuple(errors))
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,5 +403,34 @@ class CSIStorageCapacity:
             node_topology=topology,
             capacity=_storage(root.get("capacity"), "capacity", errors),
             maximum_volume_size=_storage(root.get("maximumVolumeSize"), "maximumVolumeSize", errors),
+            errors=tuple(errors),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeAttachment:
+    """A volume the attach/detach controller attached (or is attaching) to a node: NodeVolumeLimits
+    counts those of a PersistentVolume against the node's limit even when no pod there uses it."""
+
+    name: str
+    attacher: str = ""
+    node_name: str = ""
+    persistent_volume_name: str | None = None  # ``spec.source.persistentVolumeName``
+    errors: tuple[FieldError, ...] = ()
+
+    @classmethod
+    def from_dict(cls, obj: object) -> VolumeAttachment:
+        errors: list[FieldError] = []
+        root = as_mapping(obj, "volumeAttachment", errors)
+        name, *_ = _meta(root, errors)
+        spec = as_mapping(root.get("spec"), "spec", errors)
+        source = as_mapping(spec.get("source"), "spec.source", errors)
+        return cls(
+            name=name,
+            attacher=opt_str(spec.get("attacher"), "spec.attacher", errors) or "",
+            node_name=opt_str(spec.get("nodeName"), "spec.nodeName", errors) or "",
+            persistent_volume_name=opt_str(
+                source.get("persistentVolumeName"), "spec.source.persistentVolumeName", errors
+            ),
             errors=tuple(errors),
         )

@@ -21,6 +21,7 @@ __all__ = [
     "match_cluster_events",
     "node_scheduling_properties_change",
     "node_taints_changed",
+    "object_event",
     "pod_generated_resource_claim_changed",
     "pod_scheduling_properties_change",
     "pod_tolerations_changed",
@@ -56,6 +57,13 @@ class EventResource(enum.StrEnum):
     REPLICA_SET = "ReplicaSet"
     STATEFUL_SET = "StatefulSet"
     REPLICATION_CONTROLLER = "ReplicationController"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    CSI_NODE = "storage.k8s.io/CSINode"
+    CSI_DRIVER = "storage.k8s.io/CSIDriver"
+    CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
+    STORAGE_CLASS = "storage.k8s.io/StorageClass"
+    VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
     WILDCARD = "*"
 
 
@@ -79,6 +87,14 @@ NODE_ADD = ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd")
 NODE_DELETE = ClusterEvent(EventResource.NODE, ActionType.DELETE, "NodeDelete")
 ASSIGNED_POD_ADD = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
 ASSIGNED_POD_DELETE = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+
+_ACTION_LABELS = {ActionType.ADD: "Add", ActionType.UPDATE: "Update", ActionType.DELETE: "Delete"}
+
+
+def object_event(resource: EventResource, action: ActionType) -> ClusterEvent:
+    """The event upstream's generic handlers send for a watched object other than a Node or Pod
+    (``buildEvtResHandler``: Add, Update or Delete), labelled as ``ClusterEvent.Label`` does."""
+    return ClusterEvent(resource, action, f"{resource}{_ACTION_LABELS[action]}")
 
 
 class QueueingHint(enum.Enum):

@@ -15,6 +15,15 @@ from typing import Protocol, TypeVar, runtime_checkable
 from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.labels import Selector
 from scheduler.api.objects import NodeName, Pod, SelectingObject
+from scheduler.api.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+)
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.signers import SignFragment
@@ -53,6 +62,7 @@ __all__ = [
     "ScorePlugin",
     "SignPlugin",
     "Snapshot",
+    "StorageLister",
     "nominating_mode",
 ]
 
@@ -128,6 +138,35 @@ class Snapshot(Protocol):
         """Every PodDisruptionBudget (upstream's PDB lister, ``List(labels.Everything())``), in the order
         they arrived; preemption counts them against victims."""
         ...
+
+    @property
+    def storage(self) -> StorageLister:
+        """PersistentVolumes, claims, StorageClasses and CSI objects (upstream's informer listers)."""
+        ...
+
+    def is_pvc_used_by_pods(self, key: str) -> bool:
+        """Whether a pod on a node uses claim ``namespace/name`` (the snapshot's ``IsPVCUsedByPods``)."""
+        ...
+
+
+class StorageLister(Protocol):
+    """The volume plugins' lookups; None: the lister would answer NotFound."""
+
+    def persistent_volume_claim(self, namespace: str, name: str) -> PersistentVolumeClaim | None: ...
+
+    def persistent_volume(self, name: str) -> PersistentVolume | None: ...
+
+    def storage_class(self, name: str) -> StorageClass | None: ...
+
+    def csi_node(self, name: str) -> CSINode | None: ...
+
+    def csi_driver(self, name: str) -> CSIDriver | None: ...
+
+    def persistent_volumes(self) -> Iterable[PersistentVolume]: ...
+
+    def csi_storage_capacities(self) -> Iterable[CSIStorageCapacity]: ...
+
+    def volume_attachments_on(self, node_name: str) -> Iterable[VolumeAttachment]: ...
 
 
 class NominatingMode(enum.Enum):

@@ -52,6 +52,9 @@ class NodeInfo:
     # incoming pod has no terms of its own, so a cycle never walks every pod of the cluster.
     pods_with_affinity: dict[PodKey, Pod] = field(default_factory=dict)
     pods_with_required_anti_affinity: dict[PodKey, Pod] = field(default_factory=dict)
+    # Upstream's ``PVCRefCounts``: ``namespace/claim`` -> how many of ``pods`` use that claim through a
+    # ``persistentVolumeClaim`` volume (VolumeRestrictions' ReadWriteOncePod check reads the union).
+    pvc_ref_counts: Counter[str] = field(default_factory=Counter)
     # Changes whenever anything above does (upstream's NodeInfo.Generation): results memoized per
     # node (``scheduler.framework.node_results``) are valid while it stays the same.
     generation: int = field(default_factory=lambda: next(_generations))
@@ -78,6 +81,7 @@ class NodeInfo:
         clone.used_ports = Counter(self.used_ports)
         clone.pods_with_affinity = dict(self.pods_with_affinity)
         clone.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
+        clone.pvc_ref_counts = Counter(self.pvc_ref_counts)
         clone.generation = next(_generations)
         return clone
 
@@ -106,6 +110,12 @@ class NodeInfo:
                 self.pods_with_required_anti_affinity[pod.key] = pod
             else:
                 self.pods_with_required_anti_affinity.pop(pod.key, None)
+        for volume in pod.volumes:
+            if "persistentVolumeClaim" in volume.sources:
+                key = f"{pod.namespace}/{volume.claim_name}"
+                self.pvc_ref_counts[key] += sign
+                if self.pvc_ref_counts[key] <= 0:
+                    del self.pvc_ref_counts[key]
         res = pod.resources
         usage = res.usage
         self.requested_milli_cpu += sign * usage.milli_cpu

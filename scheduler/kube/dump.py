@@ -35,20 +35,33 @@ _PREEMPTION_LISTS = (
     ("PodDisruptionBudget", "list_pod_disruption_budget_for_all_namespaces_without_preload_content", "policy"),
     ("PriorityClass", "list_priority_class_without_preload_content", "scheduling"),
 )
+# What the volume plugins look up: listed when the caller may list them, else left out (a pod with a
+# claim is then replayed as if its claim were missing, and says so).
+_STORAGE_LISTS = (
+    ("PersistentVolume", "list_persistent_volume_without_preload_content", "core"),
+    ("PersistentVolumeClaim", "list_persistent_volume_claim_for_all_namespaces_without_preload_content", "core"),
+    ("StorageClass", "list_storage_class_without_preload_content", "storage"),
+    ("CSINode", "list_csi_node_without_preload_content", "storage"),
+    ("CSIDriver", "list_csi_driver_without_preload_content", "storage"),
+    ("CSIStorageCapacity", "list_csi_storage_capacity_for_all_namespaces_without_preload_content", "storage"),
+    ("VolumeAttachment", "list_volume_attachment_without_preload_content", "storage"),
+)
 _OPTIONAL_STATUSES = (403, 404)
 
 
 async def list_cluster_objects(api: client.ApiClient, *, preemption: bool = False) -> list[dict[str, Any]]:
-    """Nodes, Namespaces, Pods and the objects default spreading reads, each with its ``kind`` set;
-    with ``preemption``, also the PodDisruptionBudgets and PriorityClasses the caller may list."""
+    """Nodes, Namespaces, Pods, the objects default spreading reads and the storage objects the
+    caller may list, each with its ``kind`` set; with ``preemption``, also the PodDisruptionBudgets
+    and PriorityClasses the caller may list."""
     apis = {
         "core": client.CoreV1Api(api),
         "apps": client.AppsV1Api(api),
         "policy": client.PolicyV1Api(api),
         "scheduling": client.SchedulingV1Api(api),
+        "storage": client.StorageV1Api(api),
     }
     objects: list[dict[str, Any]] = []
-    lists = [(*entry, False) for entry in _LISTS]
+    lists = [(*entry, False) for entry in _LISTS] + [(*entry, True) for entry in _STORAGE_LISTS]
     if preemption:
         lists += [(*entry, True) for entry in _PREEMPTION_LISTS]
     for kind, method, group, optional in lists:
@@ -72,8 +85,9 @@ class ListingError(RuntimeError):
 async def cluster_objects(
     config: SchedulerConfig, kubeconfig: str | None, *, preemption: bool = False
 ) -> list[Mapping[str, Any]]:
-    """Nodes, Namespaces, Pods, Services, ReplicationControllers, ReplicaSets and StatefulSets as listed
-    now (with ``preemption``, PodDisruptionBudgets and PriorityClasses too, where allowed)."""
+    """Nodes, Namespaces, Pods, Services, ReplicationControllers, ReplicaSets, StatefulSets and the
+    storage objects as listed now (with ``preemption``, PodDisruptionBudgets and PriorityClasses too,
+    where allowed)."""
     try:
         api = await api_client(kubeconfig or config.kubeconfig)
     except KubeconfigError as exc:

@@ -43,6 +43,13 @@ WATCHED: tuple[tuple[str, str], ...] = (
     ("apps/v1", "statefulsets"),
     ("v1", "namespaces"),
     ("policy/v1", "poddisruptionbudgets"),
+    ("v1", "persistentvolumes"),
+    ("v1", "persistentvolumeclaims"),
+    ("storage.k8s.io/v1", "storageclasses"),
+    ("storage.k8s.io/v1", "csinodes"),
+    ("storage.k8s.io/v1", "csidrivers"),
+    ("storage.k8s.io/v1", "csistoragecapacities"),
+    ("storage.k8s.io/v1", "volumeattachments"),
 )
 
 _KINDS = {
@@ -54,6 +61,13 @@ _KINDS = {
     "statefulsets": "StatefulSet",
     "namespaces": "Namespace",
     "poddisruptionbudgets": "PodDisruptionBudget",
+    "persistentvolumes": "PersistentVolume",
+    "persistentvolumeclaims": "PersistentVolumeClaim",
+    "storageclasses": "StorageClass",
+    "csinodes": "CSINode",
+    "csidrivers": "CSIDriver",
+    "csistoragecapacities": "CSIStorageCapacity",
+    "volumeattachments": "VolumeAttachment",
 }
 
 

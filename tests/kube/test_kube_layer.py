@@ -101,6 +101,13 @@ def test_registry_watches_every_resource_the_cache_reads_and_nothing_writes() ->
         "statefulsets",
         "namespaces",
         "poddisruptionbudgets",
+        "persistentvolumes",
+        "persistentvolumeclaims",
+        "storageclasses",
+        "csinodes",
+        "csidrivers",
+        "csistoragecapacities",
+        "volumeattachments",
     }
 
 

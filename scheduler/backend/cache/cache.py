@@ -15,7 +15,7 @@ and ``havePodsWithRequiredAntiAffinityNodeInfoList``). Likewise ImageLocality's
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
@@ -25,6 +25,7 @@ from scheduler.api.objects import Namespace, Node, NodeName, Pod, PodKey, Select
 from scheduler.backend.cache.image_states import ImageStates
 from scheduler.backend.cache.node_tree import NodeTree
 from scheduler.backend.cache.pod_counts import PodCountIndex
+from scheduler.backend.cache.storage_objects import StorageObjects
 from scheduler.framework.interface import NodeIndex
 from scheduler.framework.types import NodeInfo
 
@@ -55,6 +56,11 @@ class Cache:
         # Nodes (in the cache, not orphans) with at least one pod on the matching NodeInfo list.
         self._have_affinity: dict[NodeName, NodeInfo] = {}
         self._have_required_anti_affinity: dict[NodeName, NodeInfo] = {}
+        # PersistentVolumes, claims, StorageClasses and the CSI objects, as the volume plugins look them up.
+        self.storage = StorageObjects()
+        # ``namespace/claim`` -> uses by pods on nodes in the cache (upstream's snapshot ``usedPVCSet``
+        # is the union of the nodes' PVCRefCounts; pods of a node not seen yet are not in it).
+        self._used_pvcs: Counter[str] = Counter()
 
     # -- nodes ----------------------------------------------------------------------------
 
@@ -65,6 +71,7 @@ class Cache:
             return
         info = NodeInfo(node, self._orphans.pop(node.name, {}))
         self._nodes[node.name] = info
+        self._used_pvcs.update(info.pvc_ref_counts)
         self._track(info)
         self._tree.add(node)
         self._images.add_node(node)
@@ -93,6 +100,8 @@ class Cache:
         self._images.remove_node(info.node)
         if info.pods:  # pods outlive their node in the cache until their own delete arrives
             self._orphans[info.name] = info.pods
+        self._used_pvcs.subtract(info.pvc_ref_counts)
+        self._used_pvcs = +self._used_pvcs
         self._have_affinity.pop(info.name, None)
         self._have_required_anti_affinity.pop(info.name, None)
         self._infos = None
@@ -110,6 +119,18 @@ class Cache:
             else:
                 have.pop(info.name, None)
 
+    def _count_pvcs(self, pod: Pod, sign: int) -> None:
+        for volume in pod.volumes:
+            if "persistentVolumeClaim" in volume.sources:
+                key = f"{pod.namespace}/{volume.claim_name}"
+                self._used_pvcs[key] += sign
+                if self._used_pvcs[key] <= 0:
+                    del self._used_pvcs[key]
+
+    def is_pvc_used_by_pods(self, key: str) -> bool:
+        """Whether a pod on a node of the cache uses claim ``namespace/name`` (``IsPVCUsedByPods``)."""
+        return key in self._used_pvcs
+
     # -- pods -----------------------------------------------------------------------------
 
     def _place(self, pod: Pod, node: NodeName) -> None:
@@ -119,6 +140,7 @@ class Cache:
         if info is not None:
             info.add_pod(pod)
             self._track(info)
+            self._count_pvcs(pod, 1)
         else:
             self._orphans.setdefault(node, {})[pod.key] = pod
         if not pod.terminating:
@@ -133,6 +155,7 @@ class Cache:
         if info is not None:
             info.remove_pod(key)
             self._track(info)
+            self._count_pvcs(pod, -1)
         else:
             self._orphans.get(node, {}).pop(key, None)
         self._index.remove(pod)

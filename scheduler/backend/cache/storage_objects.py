@@ -1,0 +1,134 @@
+"""The storage objects the volume plugins look up, as upstream's informer listers hold them. No I/O.
+
+Upstream's VolumeBinding, VolumeZone, VolumeRestrictions and NodeVolumeLimits read PersistentVolumes,
+PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers and CSIStorageCapacities from the
+shared informers' listers; here the watch fills one store per kind and a lookup that finds nothing
+returns None (the plugins then say what the lister's NotFound says: ``scheduler.api.storage.not_found``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TypeAlias
+
+from scheduler.api.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+)
+
+__all__ = ["STORAGE_KINDS", "StorageObject", "StorageObjects", "key_of"]
+
+StorageObject: TypeAlias = (
+    PersistentVolume
+    | PersistentVolumeClaim
+    | StorageClass
+    | CSINode
+    | CSIDriver
+    | CSIStorageCapacity
+    | VolumeAttachment
+)
+
+# kind -> its parser
+STORAGE_KINDS: dict[str, type[StorageObject]] = {
+    kind.__name__: kind
+    for kind in (
+        PersistentVolume,
+        PersistentVolumeClaim,
+        StorageClass,
+        CSINode,
+        CSIDriver,
+        CSIStorageCapacity,
+        VolumeAttachment,
+    )
+}
+
+
+def key_of(obj: StorageObject) -> str:
+    """The lister's key: ``namespace/name``, or ``name`` for a cluster-scoped object."""
+    namespace = getattr(obj, "namespace", "")
+    return f"{namespace}/{obj.name}" if namespace else obj.name
+
+
+class StorageObjects:
+    """One store per kind, keyed like a lister (``namespace/name`` for namespaced kinds)."""
+
+    __slots__ = ("_attachments", "_by_kind", "_versions")
+
+    def __init__(self) -> None:
+        self._by_kind: dict[str, dict[str, StorageObject]] = {kind: {} for kind in STORAGE_KINDS}
+        self._versions: dict[tuple[str, str], str] = {}  # (kind, key) -> metadata.resourceVersion
+        # node name -> its VolumeAttachments by name: NodeVolumeLimits reads one node's per Filter
+        # call, which must not cost a walk over every attachment of the cluster (upstream lists all).
+        self._attachments: dict[str, dict[str, VolumeAttachment]] = {}
+
+    def upsert(self, obj: StorageObject, resource_version: str = "") -> StorageObject | None:
+        """Store ``obj``; the object it replaces (None: it is new)."""
+        kind, key = type(obj).__name__, key_of(obj)
+        store = self._by_kind[kind]
+        old = store.get(key)
+        store[key] = obj
+        self._versions[kind, key] = resource_version
+        self._index(old, None)
+        if isinstance(obj, VolumeAttachment):
+            self._index(obj, obj)
+        return old
+
+    def remove(self, obj: StorageObject) -> StorageObject | None:
+        kind, key = type(obj).__name__, key_of(obj)
+        self._versions.pop((kind, key), None)
+        old = self._by_kind[kind].pop(key, None)
+        self._index(old, None)
+        return old
+
+    def _index(self, obj: StorageObject | None, value: VolumeAttachment | None) -> None:
+        if not isinstance(obj, VolumeAttachment):
+            return
+        on_node = self._attachments.setdefault(obj.node_name, {})
+        if value is None:
+            on_node.pop(obj.name, None)
+            if not on_node:
+                del self._attachments[obj.node_name]
+        else:
+            on_node[obj.name] = value
+
+    def volume_attachments_on(self, node_name: str) -> Iterable[VolumeAttachment]:
+        """The VolumeAttachments whose ``spec.nodeName`` is ``node_name``."""
+        return self._attachments.get(node_name, {}).values()
+
+    def resource_version(self, kind: str, key: str) -> str | None:
+        """The resourceVersion ``upsert`` was given for the object held (None: none is held)."""
+        return self._versions.get((kind, key))
+
+    def get(self, kind: str, key: str) -> StorageObject | None:
+        return self._by_kind[kind].get(key)
+
+    def persistent_volume_claim(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
+        obj = self._by_kind["PersistentVolumeClaim"].get(f"{namespace}/{name}")
+        return obj if isinstance(obj, PersistentVolumeClaim) else None
+
+    def persistent_volume(self, name: str) -> PersistentVolume | None:
+        obj = self._by_kind["PersistentVolume"].get(name)
+        return obj if isinstance(obj, PersistentVolume) else None
+
+    def storage_class(self, name: str) -> StorageClass | None:
+        obj = self._by_kind["StorageClass"].get(name)
+        return obj if isinstance(obj, StorageClass) else None
+
+    def csi_node(self, name: str) -> CSINode | None:
+        obj = self._by_kind["CSINode"].get(name)
+        return obj if isinstance(obj, CSINode) else None
+
+    def csi_driver(self, name: str) -> CSIDriver | None:
+        obj = self._by_kind["CSIDriver"].get(name)
+        return obj if isinstance(obj, CSIDriver) else None
+
+    def persistent_volumes(self) -> Iterable[PersistentVolume]:
+        return (pv for pv in self._by_kind["PersistentVolume"].values() if isinstance(pv, PersistentVolume))
+
+    def csi_storage_capacities(self) -> Iterable[CSIStorageCapacity]:
+        return (c for c in self._by_kind["CSIStorageCapacity"].values() if isinstance(c, CSIStorageCapacity))
