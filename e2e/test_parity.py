@@ -10,7 +10,10 @@ requests), a hard one-per-node spread that takes system default spreading out of
 margin no other plugin's score can close. Compared per Deployment: bound pods per domain (zone,
 node, or a node label), and the messages of the Pending pods.
 
-What we cannot do yet is kept out of the inputs: no volumes, no resource claims, and no priorities
+Issue #18 adds in-tree disks: an rbd image a node can attach once (VolumeRestrictions) and EBS volumes
+counted against CSINodes' limits (NodeVolumeLimits); the CSINodes are created by the test.
+
+What we cannot do yet is kept out of the inputs: no claims, no resource claims, and no priorities
 (the Pending pods are all of equal priority, so upstream's preemption finds no victims). Upstream's
 PostFilter plugins then add `` no new claims to deallocate, preemption: ...`` to the message; we add the
 first part too (DynamicResources); the `preemption` part is cut before comparing (preemption has
@@ -96,6 +99,15 @@ class Scenario:
     image: str | None = None
 
 
+RBD_DISK = {"rbd": {"monitors": ["10.0.0.1:6789"], "pool": "rbd", "image": "parity"}}
+EBS_FIRST = {"awsElasticBlockStore": {"volumeID": "vol-parity-first"}}
+EBS_SECOND = {"awsElasticBlockStore": {"volumeID": "vol-parity-second"}}
+
+
+def _volume(name: str, source: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, **source}
+
+
 def _hosts(*names: str) -> dict[str, int]:
     return dict.fromkeys(names, 1)
 
@@ -171,6 +183,21 @@ WORKLOAD: dict[str, Scenario] = {
         spec={"nodeSelector": {"balance": "mem"}, "tolerations": _tolerate("balance")},
         resources={"requests": {"memory": "12Gi"}},
     ),
+    # -- phase 1 (issue #18): in-tree disks ---------------------------------------------------------------
+    # One rbd image, written by every replica: one pod per node of zone a, the fourth Pending with
+    # "had no available disk" (VolumeRestrictions).
+    "rbd": Scenario(
+        4,
+        1,
+        "node",
+        _hosts("a-0", "a-1", "a-2"),
+        pending=1,
+        spec={"nodeSelector": {ZONE: "a"}, "volumes": [_volume("rbd", RBD_DISK)]},
+    ),
+    # An EBS volume on b-0, whose CSINode allows one EBS volume.
+    "ebs-a": Scenario(
+        1, 1, "node", {"b-0": 1}, spec={"nodeSelector": {"ebs": "first"}, "volumes": [_volume("ebs", EBS_FIRST)]}
+    ),
     # -- phase 2 (issue #17) ----------------------------------------------------------------------------
     # Required anti-affinity to itself per hostname, 12 replicas over the 8 untainted nodes: one each,
     # 4 Pending (4 tainted nodes, 8 that already hold one).
@@ -237,8 +264,20 @@ WORKLOAD: dict[str, Scenario] = {
         spec={"nodeSelector": {"pool": "balance"}, "tolerations": _tolerate("balance")},
         resources={"requests": {"memory": "8Gi"}},
     ),
+    # -- phase 2 (issue #18) ----------------------------------------------------------------------------
+    # Another EBS volume in zone b, shared by the replicas: b-0 is at its CSINode's limit of one
+    # (NodeVolumeLimits), b-1 and b-2 take one each, and the third finds the volume attached there.
+    "ebs-b": Scenario(
+        3,
+        2,
+        "node",
+        _hosts("b-1", "b-2"),
+        pending=1,
+        spec={"nodeSelector": {ZONE: "b"}, "volumes": [_volume("ebs", EBS_SECOND)]},
+    ),
 }
 NODES = {"a": 3, "b": 3, "c": 2}  # plus two tainted infra nodes and two tainted balance nodes in zone c
+EBS_NODES = ("b-0", "b-1", "b-2")  # each with a CSINode allowing one ebs.csi.aws.com volume
 IMAGE_NODES = ("b-0", "b-1", "c-0")
 
 
@@ -338,7 +377,8 @@ def _make_nodes(nodes: Callable[..., str]) -> dict[str, dict[str, str]]:
     for zone, count in NODES.items():
         for i in range(count):
             short = f"{zone}-{i}"
-            add(short, zone, images=[BIG_IMAGE] if short in IMAGE_NODES else [])
+            labels = {"ebs": "first"} if short == "b-0" else {}
+            add(short, zone, labels, images=[BIG_IMAGE] if short in IMAGE_NODES else [])
     for i in range(2):
         add(
             f"infra-{i}",
@@ -360,6 +400,24 @@ def test_same_workload_same_outcome_as_kube_scheduler(
     kube_scheduler: Callable[[dict[str, Any]], subprocess.Popen[bytes]],
 ) -> None:
     domains = _make_nodes(nodes)
+    storage = client.StorageV1Api(api)
+    csi_nodes = [name for name, d in domains.items() if d["node"] in EBS_NODES]
+    for name in csi_nodes:
+        driver = {"name": "ebs.csi.aws.com", "nodeID": name, "allocatable": {"count": 1}}
+        storage.create_csi_node({"metadata": {"name": name}, "spec": {"drivers": [driver]}})
+    try:
+        _compare(api, core, domains, kube_scheduler)
+    finally:
+        for name in csi_nodes:
+            storage.delete_csi_node(name)
+
+
+def _compare(
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    domains: dict[str, dict[str, str]],
+    kube_scheduler: Callable[[dict[str, Any]], subprocess.Popen[bytes]],
+) -> None:
     # Upstream's default profile as it ships: no plugins restricted, only the name changed.
     kube_scheduler({"schedulerName": UPSTREAM})
     outcomes = {}

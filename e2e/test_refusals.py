@@ -2,9 +2,11 @@
 
 A pod with a PersistentVolumeClaim and a pod with ``spec.resourceClaims`` (the ResourceClaim created
 through ``resource.k8s.io/v1``, which 1.35 serves by default) get PodScheduled=False with the
-stand-in's message and exactly one FailedScheduling event from spread-scheduler; the scheduler's
+stand-in's message and one FailedScheduling event from spread-scheduler per verdict; the scheduler's
 own log shows that it never decided to bind them (what we attempted, not what the API shows),
-while a plain pod next to them binds.
+while a plain pod next to them binds. The PVC pod comes before its claim: VolumeRestrictions (ported,
+issue #18) refuses it with the lister's NotFound text, as upstream does, and the claim's creation
+requeues it at once (its queueing hint) to meet the VolumeBinding stand-in.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from tests.helpers import preemption_not_helpful
 
 # PostFilter then runs as upstream's does on any FitError: DefaultPreemption finds every node
 # UnschedulableAndUnresolvable (DynamicResources' own PostFilter adds nothing here).
+MISSING_CLAIM_MESSAGE = '0/1 nodes are available: persistentvolumeclaim "data-0" not found. ' + preemption_not_helpful(
+    1
+)
 PVC_MESSAGE = (
     '0/1 nodes are available: spec.volumes[0].persistentVolumeClaim (volume "data") needs the '
-    "VolumeRestrictions plugin, which spread-scheduler does not run yet. " + preemption_not_helpful(1)
+    "VolumeBinding plugin, which spread-scheduler does not run yet. " + preemption_not_helpful(1)
 )
 CLAIM_MESSAGE = (
     '0/1 nodes are available: spec.resourceClaims[0] (claim "gpu") needs the DynamicResources plugin: '
@@ -69,13 +74,6 @@ def test_pvc_and_resource_claim_pods_are_refused_with_one_event_and_no_binding(
     served = {g.name: [v.version for v in g.versions] for g in client.ApisApi(api).get_api_versions().groups}
     assert "v1" in served.get("resource.k8s.io", []), served.get("resource.k8s.io")
     nodes("n0")
-    core.create_namespaced_persistent_volume_claim(
-        namespace,
-        {
-            "metadata": {"name": "data-0"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
-        },
-    )
     client.CustomObjectsApi(api).create_namespaced_custom_object(
         "resource.k8s.io",
         "v1",
@@ -96,15 +94,38 @@ def test_pvc_and_resource_claim_pods_are_refused_with_one_event_and_no_binding(
     core.create_namespaced_pod(namespace, pod_body("plain"))
 
     wait_for(lambda: node_of(core, namespace, "plain"), 30, "the plain pod bound")
-    for name, message in (("pvc", PVC_MESSAGE), ("claim", CLAIM_MESSAGE)):
-        cond = _refused(core, namespace, name)
-        assert (cond.reason, cond.message) == ("Unschedulable", message)
-        failed = wait_for(
-            lambda n=name: [e for e in events_for(core, namespace, n) if e["reason"] == "FailedScheduling"],
+
+    def failed_scheduling(name: str, count: int) -> list[Any]:
+        return wait_for(
+            lambda: [e for e in events_for(core, namespace, name) if e["reason"] == "FailedScheduling"][count - 1 :],
             30,
-            f"{name}'s FailedScheduling event",
+            f"{name}'s FailedScheduling event #{count}",
         )
-        assert [(e["type"], e["note"], e["reportingController"]) for e in failed] == [("Warning", message, SCHEDULER)]
+
+    cond = _refused(core, namespace, "pvc")
+    assert (cond.reason, cond.message) == ("Unschedulable", MISSING_CLAIM_MESSAGE)
+    failed_scheduling("pvc", 1)
+    core.create_namespaced_persistent_volume_claim(
+        namespace,
+        {
+            "metadata": {"name": "data-0"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
+    )
+    wait_for(
+        lambda: (c := scheduled_condition(core.read_namespaced_pod("pvc", namespace))) and c.message == PVC_MESSAGE,
+        5,
+        "the pvc pod retried within 5 s of its claim's creation (VolumeRestrictions' hint)",
+    )
+    for name, messages in (("pvc", [MISSING_CLAIM_MESSAGE, PVC_MESSAGE]), ("claim", [CLAIM_MESSAGE])):
+        cond = _refused(core, namespace, name)
+        assert (cond.reason, cond.message) == ("Unschedulable", messages[-1])
+        failed_scheduling(name, len(messages))
+        failed = [e for e in events_for(core, namespace, name) if e["reason"] == "FailedScheduling"]
+        failed.sort(key=lambda e: e.get("eventTime") or e["metadata"]["creationTimestamp"])
+        assert [(e["type"], e["note"], e["reportingController"]) for e in failed] == [
+            ("Warning", m, SCHEDULER) for m in messages
+        ]
         assert node_of(core, namespace, name) is None
         key = f"{namespace}/{name}"
         results = wait_for(lambda k=key: _attempts(scheduler, k), 10, f"{key}'s attempt in the log")

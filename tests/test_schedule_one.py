@@ -367,9 +367,11 @@ def test_with_scoring_every_node_is_evaluated_below_100_nodes() -> None:
 
 def test_default_profile_plugin_order() -> None:
     fwk = framework()
-    assert [p.NAME for p in fwk.filter] == [NU, "NodeName", TT, NA, PTS, IPA]
-    stand_ins = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
-    assert [p.NAME for p in fwk.pre_filter] == [NA, *stand_ins, PTS, IPA]  # DynamicResources: disabled by framework()
+    # framework() leaves out NodePorts and NodeResourcesFit (and DynamicResources).
+    volume_filters = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeZone"]
+    assert [p.NAME for p in fwk.filter] == [NU, "NodeName", TT, NA, *volume_filters, PTS, IPA]
+    volumes = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
+    assert [p.NAME for p in fwk.pre_filter] == [NA, *volumes, PTS, IPA]  # DynamicResources: disabled by framework()
     assert [p.NAME for p in fwk.score] == [TT, NA, PTS, IPA]
     assert fwk.weights == {TT: 3, NA: 2, PTS: 2, IPA: 2}
     assert [p.NAME for p in fwk.post_filter] == ["DefaultPreemption"]  # DynamicResources' is disabled

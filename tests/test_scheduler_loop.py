@@ -927,9 +927,10 @@ def test_two_hundred_pods_bind_exactly_once_and_the_spread_holds() -> None:
 
 # -- issue #17: pods that need a plugin we do not run are refused, visibly and once ----------------
 
-PVC_MESSAGE = (
+PVC_MESSAGE = '0/2 nodes are available: persistentvolumeclaim "data-0" not found.'  # VolumeRestrictions' (ported)
+NEXT_MESSAGE = (  # the next refusal after VolumeRestrictions and NodeVolumeLimits (both ported)
     '0/2 nodes are available: spec.volumes[0].persistentVolumeClaim (volume "data") needs the '
-    "VolumeRestrictions plugin, which spread-scheduler does not run yet."
+    "VolumeBinding plugin, which spread-scheduler does not run yet."
 )
 CLAIM_MESSAGE = (
     '0/2 nodes are available: spec.resourceClaims[0] (claim "gpu") needs the DynamicResources plugin: '
@@ -967,6 +968,33 @@ def test_pvc_and_resource_claim_pods_are_refused_once_while_a_plain_pod_binds() 
         assert c.attempts("unschedulable") == 4
         assert c.recorder.writes_for("default/pvc") == c.recorder.writes_for("default/claim") == 2
         assert [key for key, _ in c.binder.calls] == ["default/plain"]
+
+    run(body)
+
+
+def test_the_missing_claim_created_requeues_the_pod_and_other_claims_do_not() -> None:
+    """VolumeRestrictions' hint on PersistentVolumeClaim Add: the pod's own claim (same namespace)
+    moves it to retry at once, where it meets the next refusal; another claim leaves it waiting."""
+
+    def pvc(name: str, namespace: str = "default") -> dict[str, object]:
+        meta = {"name": name, "namespace": namespace, "resourceVersion": "1"}
+        return {"kind": "PersistentVolumeClaim", "metadata": meta, "spec": {"accessModes": ["ReadWriteOnce"]}}
+
+    async def body() -> None:
+        c = Cluster()
+        c.add(make_node("n1"), make_node("n2"), make_pod("pvc").pvc("data", "data-0"))
+        await c.settle()
+        assert c.recorder.conditions_for("default/pvc") == [Condition("default/pvc", "Unschedulable", PVC_MESSAGE)]
+        c.sched.on_object("ADDED", pvc("data-1"))
+        c.sched.on_object("ADDED", pvc("data-0", namespace="other"))
+        assert c.sched.queue.location("default/pvc") == "unschedulable"
+        c.sched.on_object("ADDED", pvc("data-0"))
+        c.sched.on_object("MODIFIED", pvc("data-0"))  # the same version again: nothing happens
+        assert c.sched.queue.location("default/pvc") in ("active", "backoff")
+        c.clock.advance(11)
+        await c.settle()
+        assert c.recorder.conditions_for("default/pvc")[-1] == Condition("default/pvc", "Unschedulable", NEXT_MESSAGE)
+        assert c.binder.calls == []
 
     run(body)
 

@@ -6,11 +6,14 @@ read these fields decide from them whether they act on the pod at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from scheduler.api.fields import FieldError, as_list, as_mapping, opt_str
 
 __all__ = [
+    "Disk",
     "PodResourceClaim",
     "ResourceClaimStatus",
     "Volume",
@@ -21,6 +24,50 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+class Disk:
+    """A disk an in-tree volume attaches, as VolumeRestrictions compares two (``isVolumeConflict``)."""
+
+    source: str  # gcePersistentDisk, awsElasticBlockStore, iscsi or rbd
+    id: tuple[str, ...]  # (pdName,), (volumeID,), (iqn,) or (pool, image)
+    read_only: bool = False
+    monitors: frozenset[str] = frozenset()  # rbd's cephMonitors
+
+    def conflicts(self, other: Disk) -> bool:
+        """The same disk, both users not read-only: an EBS volume conflicts even read-only, an RBD
+        image only where the two name a monitor in common."""
+        if self.source != other.source or self.id != other.id:
+            return False
+        if self.source == "awsElasticBlockStore":
+            return True
+        if self.source == "rbd" and not self.monitors & other.monitors:
+            return False
+        return not (self.read_only and other.read_only)
+
+
+# source -> the fields that name its disk (rbd's pool defaults to "rbd", as the API server sets it).
+_DISK_IDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "gcePersistentDisk": (("pdName", ""),),
+    "awsElasticBlockStore": (("volumeID", ""),),
+    "iscsi": (("iqn", ""),),
+    "rbd": (("pool", "rbd"), ("image", "")),
+}
+
+
+def _disks(obj: Mapping[str, Any], path: str, errors: list[FieldError]) -> tuple[Disk, ...]:
+    out: list[Disk] = []
+    for source, fields in _DISK_IDS.items():
+        if obj.get(source) is None:
+            continue
+        spec = as_mapping(obj.get(source), f"{path}.{source}", errors)
+        ids = tuple(opt_str(spec.get(f), f"{path}.{source}.{f}", errors) or default for f, default in fields)
+        monitors = as_list(spec.get("monitors"), f"{path}.{source}.monitors", errors) if source == "rbd" else ()
+        out.append(
+            Disk(source, ids, spec.get("readOnly") is True, frozenset(m for m in monitors if isinstance(m, str)))
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class Volume:
     """One ``spec.volumes[i]``. ``sources`` are the volume-source fields set on it (``"emptyDir"``,
     ``"persistentVolumeClaim"``, ...): the API server allows exactly one, a file may hold more."""
@@ -28,6 +75,9 @@ class Volume:
     name: str
     sources: frozenset[str]
     claim_name: str = ""  # persistentVolumeClaim.claimName
+    disks: tuple[Disk, ...] = ()  # the gcePersistentDisk/awsElasticBlockStore/iscsi/rbd it attaches
+    # The volume as written (NodeVolumeLimits translates in-tree sources to CSI from their fields).
+    spec: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def uses(self, source: str) -> bool:
         return source in self.sources
@@ -60,7 +110,7 @@ def parse_volumes(raw: object, path: str, errors: list[FieldError]) -> tuple[Vol
         sources = frozenset(k for k, v in obj.items() if k != "name" and v is not None)
         claim = as_mapping(obj.get("persistentVolumeClaim"), f"{ipath}.persistentVolumeClaim", errors)
         claim_name = opt_str(claim.get("claimName"), f"{ipath}.persistentVolumeClaim.claimName", errors) or ""
-        out.append(Volume(name, sources, claim_name))
+        out.append(Volume(name, sources, claim_name, _disks(obj, ipath, errors), obj))
     return tuple(out)
 
 

@@ -147,7 +147,15 @@ class TestRegistrations:
             for plugin, reg in hint_map
             if reg.event.resource is EventResource.NODE and reg.event.action == A.UPDATE_NODE_TAINT
         ]
-        assert sorted(taint_only) == ["InterPodAffinity", "NodeAffinity", "NodeName", "NodePorts", "NodeResourcesFit"]
+        assert sorted(taint_only) == [
+            "InterPodAffinity",
+            "NodeAffinity",
+            "NodeName",
+            "NodePorts",
+            "NodeResourcesFit",
+            "VolumeRestrictions",
+            "VolumeZone",
+        ]
         extra = [
             reg for plugin, reg in hint_map if plugin == "NodeAffinity" and reg.event.action == A.UPDATE_NODE_TAINT
         ]

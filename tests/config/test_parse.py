@@ -61,6 +61,9 @@ DEFAULT_FILTER = [
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
 ]

@@ -52,6 +52,9 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
     "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+    "CSINode": ("/apis/storage.k8s.io/v1", "csinodes", False),
+    "PersistentVolume": ("/api/v1", "persistentvolumes", False),
+    "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments", False),
 }
 CREATED_FOR_REAL = ("Namespace", "PriorityClass", "RuntimeClass")
 # Set by the server on create, at random or from the clock: dropped so a seed stays one cluster.

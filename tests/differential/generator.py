@@ -70,8 +70,17 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   (empty: all; or by label), ``matchLabelKeys``/``mismatchLabelKeys``, self-affinity, weights 1-100.
 - ``imagelocality``: ``node.status.images`` with sizes on 70% of nodes, containers using those images.
 - ``balancedallocation``: 30% of pods with lopsided cpu/memory requests.
+- ``disks`` (VolumeRestrictions and NodeVolumeLimits, issue #18; its own stream): in 30% of
+  clusters 40% of the pods, existing and pending, attach 1-2 in-tree disks from a small pool:
+  ``rbd`` or ``iscsi`` (monitors that overlap or not, the rbd pool spelled out as the API server
+  defaults it) and ``gcePersistentDisk`` or ``awsElasticBlockStore`` (which CSI migration counts),
+  read-only half the time, so pods meet the disks of pods already on a node, and preemption the pods
+  holding them. Half the nodes get a CSINode: the EBS and/or GCE PD CSI drivers with an
+  ``allocatable.count`` of 1-3 (or none), the in-tree plugins marked migrated or not; and some of
+  those nodes VolumeAttachments of CSI PersistentVolumes, which count against the limit too.
 
-Not generated: volumes and resourceClaims (spread-scheduler refuses such pods on purpose).
+Not generated: claims, other volume sources and resourceClaims (spread-scheduler refuses pods with
+a claim on purpose until VolumeBinding lands).
 """
 
 from __future__ import annotations
@@ -86,7 +95,7 @@ from scheduler.config import upstream_config
 
 # Fields of plugins spread-scheduler does not run yet (InterPodAffinity, ImageLocality,
 # NodeResourcesBalancedAllocation): until each lands, our side ignores or refuses them.
-PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedallocation"})
+PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedallocation", "disks"})
 # Shapes upstream decides in its queue or node sampling, which once waited for the oracle or for our
 # side: gated pods (PreEnqueue), pending pods being deleted (skipPodSchedule), a nominated node that
 # exists (evaluateNominatedNode, and the nominator's pods counted in Filter) and
@@ -679,6 +688,84 @@ def _use_images(rng: random.Random, spec: dict[str, Any]) -> None:
         container["image"] = rng.choice(IMAGES)[0]
 
 
+def _use_disks(rng: random.Random, spec: dict[str, Any]) -> None:
+    """Feature "disks": 1-2 in-tree disks from a small pool, as VolumeRestrictions compares them."""
+    volumes = spec.setdefault("volumes", [])
+    for _ in range(rng.randint(1, 2)):
+        if rng.random() < 0.5:
+            # The pool spelled out, as the API server returns it (it defaults an unset one to "rbd";
+            # the oracle decodes without defaulting).
+            source: dict[str, Any] = {
+                "monitors": rng.sample(["m1:6789", "m2:6789", "m3:6789"], rng.randint(1, 2)),
+                "image": rng.choice(("img-a", "img-b")),
+                "pool": rng.choice(("rbd", "rbd", "fast")),
+            }
+            kind = "rbd"
+        elif rng.random() < 0.4:
+            iqn = rng.choice(("iqn.2026-01.com.example:disk-a", "iqn.2026-01.com.example:disk-b"))
+            source = {"targetPortal": "10.0.0.1:3260", "iqn": iqn, "lun": 0}
+            kind = "iscsi"
+        elif rng.random() < 0.5:
+            source, kind = {"pdName": rng.choice(("pd-a", "pd-b", "pd-c"))}, "gcePersistentDisk"
+        else:
+            source, kind = {"volumeID": rng.choice(("vol-a", "vol-b", "vol-c"))}, "awsElasticBlockStore"
+        if rng.random() < 0.5:
+            source["readOnly"] = True
+        volumes.append({"name": f"disk-{len(volumes)}", kind: source})
+
+
+EBS_CSI, GCE_CSI = "ebs.csi.aws.com", "pd.csi.storage.gke.io"
+MIGRATED_PLUGINS = ("kubernetes.io/aws-ebs", "kubernetes.io/gce-pd")
+
+
+def _csi_objects(rng: random.Random, node_names: list[str]) -> list[dict[str, Any]]:
+    """Feature "disks": CSINodes on half the nodes (drivers with or without a volume limit, in-tree
+    plugins migrated or not) and VolumeAttachments of CSI PersistentVolumes to some of them."""
+    out: list[dict[str, Any]] = []
+    attached = 0
+    for node in node_names:
+        if rng.random() < 0.5:
+            continue
+        drivers = []
+        for driver in rng.sample([EBS_CSI, GCE_CSI], rng.randint(1, 2)):
+            entry: dict[str, Any] = {"name": driver, "nodeID": node}
+            if rng.random() < 0.8:
+                entry["allocatable"] = {"count": rng.randint(1, 3)}
+            drivers.append(entry)
+        meta: dict[str, Any] = {"name": node}
+        migrated = [p for p in MIGRATED_PLUGINS if rng.random() < 0.7]
+        if migrated:
+            meta["annotations"] = {"storage.alpha.kubernetes.io/migrated-plugins": ",".join(migrated)}
+        out.append(
+            {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": meta, "spec": {"drivers": drivers}}
+        )
+        for _ in range(rng.choice((0, 0, 1, 2))):
+            pv = f"pv-attached-{attached}"
+            handle = rng.choice(("vol-a", "vol-b", f"vol-attached-{attached}"))
+            out.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": pv},
+                    "spec": {
+                        "capacity": {"storage": "1Gi"},
+                        "accessModes": ["ReadWriteOnce"],
+                        "csi": {"driver": EBS_CSI, "volumeHandle": handle},
+                    },
+                }
+            )
+            out.append(
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "VolumeAttachment",
+                    "metadata": {"name": f"va-{attached}"},
+                    "spec": {"attacher": EBS_CSI, "nodeName": node, "source": {"persistentVolumeName": pv}},
+                }
+            )
+            attached += 1
+    return out
+
+
 def _batch(rng: random.Random, ns: str, app: str, node_names: list[str], first: int) -> list[dict[str, Any]]:
     """4-10 identical replicas (no constraints, preferred node affinity, half with a hostPort): each
     finds the node the one before it took fuller, until that node stops fitting (pods limit, port)."""
@@ -980,6 +1067,8 @@ def scenario(
     rng = random.Random(seed)
     frng = random.Random(seed * 1_000_003 + 1)  # the optional features' own stream
     prng = random.Random(seed * 1_000_003 + 2)  # feature "preemption"'s own stream
+    drng = random.Random(seed * 1_000_003 + 3)  # feature "disks"'s own stream
+    disks = "disks" in features and drng.random() < 0.3
     ipa = "interpodaffinity" in features
     many_nodes = rng.random() < 0.03
     batch = rng.random() < 0.08
@@ -1077,6 +1166,10 @@ def scenario(
             _lopsided(frng, pod["spec"])
         if "imagelocality" in features and frng.random() < 0.6:
             _use_images(frng, pod["spec"])
+        if disks and drng.random() < 0.4:
+            _use_disks(drng, pod["spec"])
+    if disks:
+        objects += _csi_objects(drng, names)
     if "preemption" in features:
         objects += preemption_inputs(prng, pods, node_objs, owners, full=full)
     objects += _classes(pods)

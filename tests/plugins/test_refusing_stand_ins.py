@@ -1,7 +1,8 @@
-"""The refusing stand-ins for VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone and
-DynamicResources: which pod fields make each refuse (those its upstream PreFilter acts on), which
-leave the pod alone (Skip, the decision made without it), the exact messages, and how a profile
-that disables them behaves. Plus DefaultPreemption, accepted in configurations and never run.
+"""The refusing stand-ins for VolumeBinding and DynamicResources (VolumeRestrictions, NodeVolumeLimits
+and VolumeZone are ported: tests/plugins/test_{volume_restrictions,node_volume_limits,volume_zone}.py):
+which pod fields make each refuse (those its upstream PreFilter acts on), which leave the pod alone (Skip, the decision
+made without it), the exact messages, and how a profile that disables them behaves. Plus
+DefaultPreemption, accepted in configurations and never run.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.storage import PersistentVolumeClaim
 from scheduler.config import load_config, parse_config
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, EventResource, QueueingHint
@@ -22,29 +24,23 @@ from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
-from scheduler.plugins.nodevolumelimits.csi import NodeVolumeLimits
 from scheduler.plugins.volumebinding.volume_binding import VolumeBinding
-from scheduler.plugins.volumerestrictions.volume_restrictions import VolumeRestrictions
-from scheduler.plugins.volumezone.volume_zone import VolumeZone
 from scheduler.profile import build_frameworks
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
 from scheduler.simulate import Simulation
 from scheduler.testing import PodBuilder, make_node, make_pod
 from tests.helpers import make_cache
 
-StandIn = VolumeRestrictions | NodeVolumeLimits | VolumeBinding | VolumeZone | DynamicResources
-VR, NVL, VB, VZ, DRA = (
-    names.VOLUME_RESTRICTIONS,
-    names.NODE_VOLUME_LIMITS,
+# Ported: VolumeRestrictions, NodeVolumeLimits (the first two in upstream's order of the four) and
+# VolumeZone (the last).
+VR, NVL, VZ = names.VOLUME_RESTRICTIONS, names.NODE_VOLUME_LIMITS, names.VOLUME_ZONE
+StandIn = VolumeBinding | DynamicResources
+VB, DRA = (
     names.VOLUME_BINDING,
-    names.VOLUME_ZONE,
     names.DYNAMIC_RESOURCES,
 )
 STAND_INS: dict[str, type[StandIn]] = {
-    VR: VolumeRestrictions,
-    NVL: NodeVolumeLimits,
     VB: VolumeBinding,
-    VZ: VolumeZone,
     DRA: DynamicResources,
 }
 ALL = frozenset(STAND_INS)
@@ -63,23 +59,20 @@ def with_volume(source: str, value: object | None = None) -> PodBuilder:
 
 
 # Which stand-ins act on a pod whose only non-projected volume uses this source (upstream 1.35.4):
-#   VolumeRestrictions: needsRestrictionsCheck (gce/aws/rbd/iscsi) + readWriteOncePodPVCsForPod (PVCs)
-#   NodeVolumeLimits:   PreFilter: PVC, ephemeral, or translator.IsInlineMigratable (7 in-tree types)
 #   VolumeBinding:      podHasPVCs: PVC or ephemeral
-#   VolumeZone:         getPersistentVolumeClaimNameFromPod: PVC only
 VOLUME_CASES = [
-    ("persistentVolumeClaim", {VR, NVL, VB, VZ}),
-    ("ephemeral", {NVL, VB}),
-    ("gcePersistentDisk", {VR, NVL}),
-    ("awsElasticBlockStore", {VR, NVL}),
-    ("rbd", {VR}),
-    ("iscsi", {VR}),
-    ("cinder", {NVL}),
-    ("azureDisk", {NVL}),
-    ("azureFile", {NVL}),
-    ("vsphereVolume", {NVL}),
-    ("portworxVolume", {NVL}),
-    # Sources none of them reads: inline CSI volumes are not inline-migratable, so not counted.
+    ("persistentVolumeClaim", {VB}),
+    ("ephemeral", {VB}),
+    ("gcePersistentDisk", set()),
+    ("awsElasticBlockStore", set()),
+    ("rbd", set()),
+    ("iscsi", set()),
+    ("cinder", set()),
+    ("azureDisk", set()),
+    ("azureFile", set()),
+    ("vsphereVolume", set()),
+    ("portworxVolume", set()),
+    # Sources no stand-in reads (inline-migratable disks are NodeVolumeLimits', ported).
     ("csi", set()),
     ("emptyDir", set()),
     ("hostPath", set()),
@@ -115,28 +108,10 @@ def test_a_pod_without_volumes_or_claims_is_skipped_by_all(plugin: str) -> None:
     ("plugin", "message"),
     [
         pytest.param(
-            VR,
-            'spec.volumes[0].persistentVolumeClaim (volume "data") needs the VolumeRestrictions plugin, '
-            "which spread-scheduler does not run yet",
-            id="volume-restrictions",
-        ),
-        pytest.param(
-            NVL,
-            'spec.volumes[0].persistentVolumeClaim (volume "data") needs the NodeVolumeLimits plugin, '
-            "which spread-scheduler does not run yet",
-            id="node-volume-limits",
-        ),
-        pytest.param(
             VB,
             'spec.volumes[0].persistentVolumeClaim (volume "data") needs the VolumeBinding plugin, '
             "which spread-scheduler does not run yet",
             id="volume-binding",
-        ),
-        pytest.param(
-            VZ,
-            'spec.volumes[0].persistentVolumeClaim (volume "data") needs the VolumeZone plugin, '
-            "which spread-scheduler does not run yet",
-            id="volume-zone",
         ),
     ],
 )
@@ -198,7 +173,7 @@ def test_dynamic_resources(pod: PodBuilder, message: str | None) -> None:
     assert status == expected
 
 
-@pytest.mark.parametrize("plugin", [VR, NVL, VB, VZ])
+@pytest.mark.parametrize("plugin", [VB])
 def test_volume_stand_ins_register_no_events(plugin: str) -> None:
     """spec.volumes is immutable: nothing requeues such a pod but the periodic flush."""
     assert STAND_INS[plugin]({}, Handle()).events_to_register() == []
@@ -268,14 +243,22 @@ def disabling(*plugins: str) -> dict[str, Any]:
 
 
 def test_fit_error_is_upstreams_prefilter_format() -> None:
-    """``0/N nodes are available: <PreFilter message>.``; the stand-in is the one rejector."""
+    """``0/N nodes are available: <PreFilter message>.``; the stand-in is the one rejector. A missing
+    claim is VolumeRestrictions' (ported) refusal first, with the lister's text, as upstream."""
     a = attempt(make_pod("p").pvc("data", "d"))
     assert a.host is None and a.status.code is Code.UNSCHEDULABLE
+    assert a.message == '0/3 nodes are available: persistentvolumeclaim "d" not found.'
+    assert a.diagnosis.unschedulable_plugins == {VR}
+    cache = make_cache([make_node(f"n{i}") for i in range(3)], [])
+    cache.storage.upsert(PersistentVolumeClaim("default", "d", access_modes=frozenset({"ReadWriteOnce"})))
+    a = SchedulingAlgorithm(random.Random(0)).schedule_pod(
+        default_framework(), cache, make_pod("p").pvc("data", "d").build()
+    )
     assert a.message == (
         '0/3 nodes are available: spec.volumes[0].persistentVolumeClaim (volume "data") needs the '
-        "VolumeRestrictions plugin, which spread-scheduler does not run yet."
+        "VolumeBinding plugin, which spread-scheduler does not run yet."
     )
-    assert a.diagnosis.unschedulable_plugins == {VR}
+    assert a.diagnosis.unschedulable_plugins == {VB}
 
 
 def test_resource_claims_fit_error() -> None:
@@ -288,7 +271,8 @@ def test_resource_claims_fit_error() -> None:
     ("disabled", "rejector"),
     [
         pytest.param((), VR, id="default-profile"),
-        pytest.param((VR,), NVL, id="without-volume-restrictions"),
+        # NodeVolumeLimits (ported) acts in Filter, after every PreFilter: VolumeBinding's refuses first.
+        pytest.param((VR,), VB, id="without-volume-restrictions"),
         pytest.param((VR, NVL), VB, id="without-two"),
         pytest.param((VR, NVL, VB), VZ, id="without-three"),
         pytest.param((VR, NVL, VB, VZ), None, id="all-four-disabled-places-it-ignoring-volumes"),

@@ -19,6 +19,7 @@ from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.plugins.helper.volumes import sign_volumes
 
 __all__ = ["SKIP", "VolumeStandIn", "refusal", "volume_field"]
 
@@ -51,9 +52,7 @@ class VolumeStandIn:
         self.handle = handle
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
-        """Upstream's ``SignPod``, the same for all four volume plugins (batching:
-        ``scheduler.framework.signers``)."""
-        return [(signers.VOLUMES_SIGNER_NAME, signers.volumes_signer(pod))], None
+        return sign_volumes(pod)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         # spec.volumes is immutable and nothing else changes this refusal: only the periodic flush
