@@ -244,3 +244,13 @@ class TestPreemption:
         assert compare([preempting("a", ["default/x"])], [g]) == [
             "default/p: we nominated a, upstream ran no DefaultPreemption"
         ]
+
+    def test_a_prefilter_that_ended_the_cycle_differs_only_in_the_tail(self) -> None:
+        """docs/differences.md: upstream's message ends with DynamicResources' internal "not found",
+        ours with the FitError; any other difference is still one."""
+        fit = '0/1 nodes are available: persistentvolumeclaim "c" not found.'
+        g = upstream(None, {}, message=f"{fit} not found")
+        assert compare([ours(None, {}, message=fit, nominatedNode=None, victims=[])], [g]) == []
+        other = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+        (problem,) = compare([ours(None, {}, message=other, nominatedNode=None, victims=[])], [g])
+        assert problem.startswith("default/p: message")

@@ -105,11 +105,16 @@ class DynamicResources:
         """Upstream's answer for a pod without claims, whose message every unschedulable pod's ends with.
 
         A pod with claims was refused in PreFilter: there is no allocation to undo. When an earlier
-        PreFilter ended the cycle, no state was written and upstream's PostFilter fails with its
-        internal "not found", which then ends the pod's message; we add nothing instead (README:
-        deliberate differences).
+        PreFilter ended the cycle, no state was written and upstream's PostFilter fails: its Error
+        ends the PostFilter run (DefaultPreemption does not run, the pod's nomination stays as it
+        is) and its internal "not found" ends the pod's message. We fail the same way, with no text
+        (docs/differences.md): a nomination other pods count on must not be cleared where upstream
+        keeps it.
         """
-        if state.get(STATE_KEY) is False:
+        stored = state.get(STATE_KEY)
+        if stored is None:
+            return None, Status(Code.ERROR, (), "", "")
+        if stored is False:
             return None, Status(Code.UNSCHEDULABLE, (NO_CLAIMS_TO_DEALLOCATE,))
         return None, Status(Code.UNSCHEDULABLE)
 
