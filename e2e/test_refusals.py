@@ -6,7 +6,7 @@ stand-in's message and one FailedScheduling event from spread-scheduler per verd
 own log shows that it never decided to bind them (what we attempted, not what the API shows),
 while a plain pod next to them binds. The PVC pod comes before its claim: VolumeRestrictions (ported,
 issue #18) refuses it with the lister's NotFound text, as upstream does, and the claim's creation
-requeues it at once (its queueing hint) to meet the VolumeBinding stand-in.
+requeues it at once (its queueing hint) to meet VolumeBinding's refusal of an unbound Immediate claim.
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import SCHEDULER, events_for, node_of, pod_body, scheduled_condition, wait_for
 from tests.helpers import preemption_not_helpful
 
-# PostFilter then runs as upstream's does on any FitError: DefaultPreemption finds every node
-# UnschedulableAndUnresolvable (DynamicResources' own PostFilter adds nothing here).
-MISSING_CLAIM_MESSAGE = '0/1 nodes are available: persistentvolumeclaim "data-0" not found. ' + preemption_not_helpful(
-    1
-)
-PVC_MESSAGE = (
-    '0/1 nodes are available: spec.volumes[0].persistentVolumeClaim (volume "data") needs the '
-    "VolumeBinding plugin, which spread-scheduler does not run yet. " + preemption_not_helpful(1)
-)
+# A PreFilter refusal before DynamicResources' (VolumeRestrictions', VolumeBinding's) ends the
+# PostFilter run as upstream's does, with no preemption; upstream's message then ends with its
+# internal "not found", ours with the reason (docs/differences.md).
+MISSING_CLAIM_MESSAGE = '0/1 nodes are available: persistentvolumeclaim "data-0" not found.'
+# The claim names no class and the control plane has no default one: Immediate binding, which only
+# the PV controller does (upstream's VolumeBinding text).
+PVC_MESSAGE = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+# DynamicResources' own refusal: its PostFilter adds nothing, DefaultPreemption finds every node
+# UnschedulableAndUnresolvable.
 CLAIM_MESSAGE = (
     '0/1 nodes are available: spec.resourceClaims[0] (claim "gpu") needs the DynamicResources plugin: '
     "spread-scheduler does not allocate resource claims. " + preemption_not_helpful(1)

@@ -368,7 +368,7 @@ def test_with_scoring_every_node_is_evaluated_below_100_nodes() -> None:
 def test_default_profile_plugin_order() -> None:
     fwk = framework()
     # framework() leaves out NodePorts and NodeResourcesFit (and DynamicResources).
-    volume_filters = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeZone"]
+    volume_filters = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
     assert [p.NAME for p in fwk.filter] == [NU, "NodeName", TT, NA, *volume_filters, PTS, IPA]
     volumes = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
     assert [p.NAME for p in fwk.pre_filter] == [NA, *volumes, PTS, IPA]  # DynamicResources: disabled by framework()

@@ -928,10 +928,8 @@ def test_two_hundred_pods_bind_exactly_once_and_the_spread_holds() -> None:
 # -- issue #17: pods that need a plugin we do not run are refused, visibly and once ----------------
 
 PVC_MESSAGE = '0/2 nodes are available: persistentvolumeclaim "data-0" not found.'  # VolumeRestrictions' (ported)
-NEXT_MESSAGE = (  # the next refusal after VolumeRestrictions and NodeVolumeLimits (both ported)
-    '0/2 nodes are available: spec.volumes[0].persistentVolumeClaim (volume "data") needs the '
-    "VolumeBinding plugin, which spread-scheduler does not run yet."
-)
+# Then VolumeBinding's: the claim names no StorageClass, so it is bound at once or never by us.
+NEXT_MESSAGE = "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."
 CLAIM_MESSAGE = (
     '0/2 nodes are available: spec.resourceClaims[0] (claim "gpu") needs the DynamicResources plugin: '
     "spread-scheduler does not allocate resource claims."

@@ -140,6 +140,7 @@ class PersistentVolume:
     deleting: bool = False
     csi_driver: str = ""
     csi_volume_handle: str = ""
+    volume_attributes_class_name: str = ""
     # The in-tree source fields set on the PV (``gcePersistentDisk``, ``awsElasticBlockStore``, ...).
     sources: frozenset[str] = frozenset()
     resource_version: str = ""
@@ -187,6 +188,10 @@ class PersistentVolume:
             deleting=deleting,
             csi_driver=opt_str(csi.get("driver"), "spec.csi.driver", errors) or "",
             csi_volume_handle=opt_str(csi.get("volumeHandle"), "spec.csi.volumeHandle", errors) or "",
+            volume_attributes_class_name=opt_str(
+                spec.get("volumeAttributesClassName"), "spec.volumeAttributesClassName", errors
+            )
+            or "",
             sources=frozenset(k for k, v in spec.items() if k not in known and v is not None),
             resource_version=str(as_mapping(root.get("metadata"), "metadata", []).get("resourceVersion") or ""),
             errors=tuple(errors),
@@ -208,6 +213,7 @@ class PersistentVolumeClaim:
     volume_mode: str = "Filesystem"
     phase: str = ""
     deleting: bool = False
+    volume_attributes_class_name: str = ""
     # The UID of the ``ownerReferences`` entry with ``controller: true`` (a generic ephemeral
     # volume's claim names its pod there), None without one.
     controller_uid: str | None = None
@@ -252,6 +258,10 @@ class PersistentVolumeClaim:
             phase=opt_str(status.get("phase"), "status.phase", errors) or "",
             deleting=deleting,
             controller_uid=_controller_uid(root, errors),
+            volume_attributes_class_name=opt_str(
+                spec.get("volumeAttributesClassName"), "spec.volumeAttributesClassName", errors
+            )
+            or "",
             resource_version=str(as_mapping(root.get("metadata"), "metadata", []).get("resourceVersion") or ""),
             errors=tuple(errors),
             raw=root,
@@ -330,6 +340,7 @@ class CSINode:
     # The in-tree plugins the node's kubelet migrated to CSI (the ``storage.alpha.kubernetes.io/
     # migrated-plugins`` annotation, comma-separated).
     migrated_plugins: frozenset[str] = frozenset()
+    migrated_annotation: str | None = None  # the annotation as written (VolumeBinding's hint compares it)
     errors: tuple[FieldError, ...] = ()
 
     @classmethod
@@ -354,7 +365,13 @@ class CSINode:
                 )
             )
         plugins = frozenset(migrated.split(",")) if migrated else frozenset()
-        return cls(name=name, drivers=tuple(drivers), migrated_plugins=plugins, errors=tuple(errors))
+        return cls(
+            name=name,
+            drivers=tuple(drivers),
+            migrated_plugins=plugins,
+            migrated_annotation=annotations.get(MIGRATED_PLUGINS_ANNOTATION),
+            errors=tuple(errors),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,6 +153,7 @@ class TestRegistrations:
             "NodeName",
             "NodePorts",
             "NodeResourcesFit",
+            "VolumeBinding",
             "VolumeRestrictions",
             "VolumeZone",
         ]

@@ -55,6 +55,8 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "CSINode": ("/apis/storage.k8s.io/v1", "csinodes", False),
     "PersistentVolume": ("/api/v1", "persistentvolumes", False),
     "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments", False),
+    "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
+    "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
 }
 CREATED_FOR_REAL = ("Namespace", "PriorityClass", "RuntimeClass")
 # Set by the server on create, at random or from the clock: dropped so a seed stays one cluster.

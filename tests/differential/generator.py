@@ -79,8 +79,15 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   ``allocatable.count`` of 1-3 (or none), the in-tree plugins marked migrated or not; and some of
   those nodes VolumeAttachments of CSI PersistentVolumes, which count against the limit too.
 
-Not generated: claims, other volume sources and resourceClaims (spread-scheduler refuses pods with
-a claim on purpose until VolumeBinding lands).
+- ``claims`` (VolumeBinding, VolumeZone, VolumeRestrictions' ReadWriteOncePod, NodeVolumeLimits;
+  its own stream): in 30% of clusters a WaitForFirstConsumer and an Immediate StorageClass and, per
+  namespace, claims in the states a pod can meet besides "to be bound by the scheduler": bound to a
+  CSI PersistentVolume (node affinity on a zone or a host, zone labels, some ReadWriteOncePod),
+  bound to a PV that does not exist, lost, being deleted, unbound with an Immediate class or none,
+  or not created at all; 30% of the pods use 1-2 of them (existing pods too, so claims are in use).
+
+Not generated: claims waiting for their first consumer (spread-scheduler refuses those pods until
+VolumeBinding's PreBind lands), other volume sources and resourceClaims.
 """
 
 from __future__ import annotations
@@ -95,7 +102,7 @@ from scheduler.config import upstream_config
 
 # Fields of plugins spread-scheduler does not run yet (InterPodAffinity, ImageLocality,
 # NodeResourcesBalancedAllocation): until each lands, our side ignores or refuses them.
-PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedallocation", "disks"})
+PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedallocation", "disks", "claims"})
 # Shapes upstream decides in its queue or node sampling, which once waited for the oracle or for our
 # side: gated pods (PreEnqueue), pending pods being deleted (skipPodSchedule), a nominated node that
 # exists (evaluateNominatedNode, and the nominator's pods counted in Filter) and
@@ -766,6 +773,118 @@ def _csi_objects(rng: random.Random, node_names: list[str]) -> list[dict[str, An
     return out
 
 
+CLAIM_STATES = (
+    "bound",
+    "bound",
+    "bound",
+    "bound-rwop",
+    "pv-missing",
+    "lost",
+    "deleting",
+    "immediate",
+    "no-class",
+    "missing",
+)
+
+
+def _claims(
+    rng: random.Random, pods: list[dict[str, Any]], node_objs: list[dict[str, Any]], namespaces: Iterable[str]
+) -> list[dict[str, Any]]:
+    """Feature "claims": StorageClasses, claims in every state but "waiting for its first consumer",
+    their PersistentVolumes, and pods using them."""
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": name},
+            "provisioner": "csi.example.com",
+            "volumeBindingMode": mode,
+        }
+        for name, mode in (("sc-wait", "WaitForFirstConsumer"), ("sc-now", "Immediate"))
+    ]
+    pool: dict[str, list[str]] = {}
+    for ns in namespaces:
+        names = pool.setdefault(ns, [])
+        for i in range(rng.randint(1, 4)):
+            name, state = f"claim-{i}", rng.choice(CLAIM_STATES)
+            names.append(name)
+            if state == "missing":
+                continue
+            out += _claim_objects(rng, ns, name, state, node_objs)
+    for pod in pods:
+        if pod["metadata"]["name"].startswith("batch-") or rng.random() >= 0.3:
+            continue
+        ns = pod["metadata"]["namespace"]
+        volumes = pod["spec"].setdefault("volumes", [])
+        for claim in rng.sample(pool[ns], min(len(pool[ns]), rng.randint(1, 2))):
+            volumes.append({"name": f"vol-{claim}", "persistentVolumeClaim": {"claimName": claim}})
+    return out
+
+
+def _claim_objects(
+    rng: random.Random, ns: str, name: str, state: str, node_objs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One claim in ``state`` and, when it is bound, its PersistentVolume."""
+    out: list[dict[str, Any]] = []
+    modes = ["ReadWriteOncePod"] if state == "bound-rwop" else ["ReadWriteOnce"]
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    spec: dict[str, Any] = {"accessModes": modes, "resources": {"requests": {"storage": "1Gi"}}}
+    status: dict[str, Any] = {"phase": "Pending"}
+    if state != "no-class":
+        spec["storageClassName"] = rng.choice(("sc-wait", "sc-now")) if state != "immediate" else "sc-now"
+    if state in ("bound", "bound-rwop", "pv-missing", "lost", "deleting"):
+        pv_name = f"pv-{ns}-{name}"
+        spec["volumeName"] = pv_name
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+        status = {"phase": "Lost" if state == "lost" else "Bound"}
+        if state == "deleting":
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+            meta["finalizers"] = ["kubernetes.io/pvc-protection"]
+        if state not in ("pv-missing", "lost"):
+            out.append(_bound_pv(rng, pv_name, ns, name, modes, spec.get("storageClassName", ""), node_objs))
+    out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec, "status": status})
+    return out
+
+
+def _bound_pv(
+    rng: random.Random,
+    name: str,
+    ns: str,
+    claim: str,
+    modes: list[str],
+    class_name: str,
+    node_objs: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A CSI PersistentVolume bound to ``ns/claim``: node affinity on a zone or a host (or none), zone
+    labels sometimes, the EBS CSI driver half the time (NodeVolumeLimits counts it)."""
+    node = rng.choice(node_objs)
+    labels = node["metadata"]["labels"]
+    spec: dict[str, Any] = {
+        "capacity": {"storage": "1Gi"},
+        "accessModes": modes,
+        "storageClassName": class_name,
+        "claimRef": {"namespace": ns, "name": claim},
+        "csi": {"driver": rng.choice((EBS_CSI, "csi.example.com")), "volumeHandle": name},
+    }
+    meta: dict[str, Any] = {"name": name}
+    roll = rng.random()
+    if roll < 0.4 and ZONE in labels:
+        expr = {"key": ZONE, "operator": "In", "values": [labels[ZONE]]}
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
+    elif roll < 0.7 and HOSTNAME in labels:
+        expr = {"key": HOSTNAME, "operator": "In", "values": [labels[HOSTNAME]]}
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
+    if rng.random() < 0.3 and ZONE in labels:
+        meta["labels"] = {ZONE: labels[ZONE]}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": "Bound"},
+    }
+
+
 def _batch(rng: random.Random, ns: str, app: str, node_names: list[str], first: int) -> list[dict[str, Any]]:
     """4-10 identical replicas (no constraints, preferred node affinity, half with a hostPort): each
     finds the node the one before it took fuller, until that node stops fitting (pods limit, port)."""
@@ -1069,6 +1188,8 @@ def scenario(
     prng = random.Random(seed * 1_000_003 + 2)  # feature "preemption"'s own stream
     drng = random.Random(seed * 1_000_003 + 3)  # feature "disks"'s own stream
     disks = "disks" in features and drng.random() < 0.3
+    crng = random.Random(seed * 1_000_003 + 4)  # feature "claims"'s own stream
+    claims = "claims" in features and crng.random() < 0.3
     ipa = "interpodaffinity" in features
     many_nodes = rng.random() < 0.03
     batch = rng.random() < 0.08
@@ -1170,6 +1291,8 @@ def scenario(
             _use_disks(drng, pod["spec"])
     if disks:
         objects += _csi_objects(drng, names)
+    if claims:
+        objects += _claims(crng, pods, node_objs, namespaces)
     if "preemption" in features:
         objects += preemption_inputs(prng, pods, node_objs, owners, full=full)
     objects += _classes(pods)

@@ -1,21 +1,249 @@
-"""VolumeBinding, as a refusing stand-in until the plugin is ported (issue #18).
+"""VolumeBinding for pods whose claims are bound; a clear refusal for claims that still need binding.
 
-Upstream: ``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go``. Its PreFilter acts on
-a pod with a PersistentVolumeClaim or a generic ephemeral volume (``podHasPVCs``: the ephemeral
-volume's claim is ``<pod>-<volume>``) and skips every other pod. Its Score is off by default
-(``StorageCapacityScoring`` is alpha in 1.35), so the stand-in has none.
+Upstream: ``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go``. Ported: PreFilter's
+reading of every claim (``podHasPVCs``: a missing claim, a generic ephemeral volume's claim not
+created yet or not the pod's, a lost claim, a claim being deleted; an unbound claim of an Immediate
+class: ``pod has unbound immediate PersistentVolumeClaims``), Filter on bound claims (the PV must
+exist and admit the node), Reserve/PreBind/Unreserve for pods whose claims are all bound (nothing to
+write), the events and queueing hints. Not yet ported: binding a WaitForFirstConsumer claim (static
+PV matching, dynamic provisioning, the assume cache and PreBind's API writes). Such a pod is refused
+in PreFilter with a message naming the claim, as the refusing stand-ins do, so it is never placed
+where its volume could not follow. Score stays off, as upstream's by default
+(``StorageCapacityScoring`` is alpha in 1.35).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from scheduler.api.objects import Pod
+from scheduler.api.storage import CSIDriver, CSINode, CSIStorageCapacity, PersistentVolumeClaim, StorageClass
+from scheduler.framework import signers
+from scheduler.framework.cycle_state import CycleState, StateKeyError
+from scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+    as_objects,
+)
+from scheduler.framework.interface import Handle
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
-from scheduler.plugins.helper import not_run
+from scheduler.plugins.helper.not_run import refusal
+from scheduler.plugins.helper.volumes import sign_volumes
+from scheduler.plugins.volumebinding import binder
 
 __all__ = ["SOURCES", "VolumeBinding"]
 
+NAME = names.VOLUME_BINDING
+STATE_KEY = NAME
 SOURCES = frozenset({"persistentVolumeClaim", "ephemeral"})
+UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+# What a claim waiting for its first consumer needs and this scheduler does not do yet.
+DELAY_BINDING = "binding a WaitForFirstConsumer claim"
+_SKIP = Status(Code.SKIP)
 
 
-class VolumeBinding(not_run.VolumeStandIn):
-    NAME = names.VOLUME_BINDING
-    SOURCES = SOURCES
+@dataclass(slots=True)
+class _State:
+    """``stateData``: the pod's bound claims (read-only for the cycle), and Reserve's verdict."""
+
+    bound: tuple[PersistentVolumeClaim, ...] = ()
+    all_bound: bool = True
+
+    def clone(self) -> _State:
+        return self
+
+
+DEFAULT_BIND_TIMEOUT_SECONDS = 600
+
+
+def parse_args(args: Mapping[str, Any]) -> int:
+    """``VolumeBindingArgs`` -> bindTimeoutSeconds, defaulted and validated as upstream
+    (``SetDefaults_VolumeBindingArgs``, ``ValidateVolumeBindingArgsWithOptions`` with
+    StorageCapacityScoring off); a ValueError names the field."""
+    timeout = args.get("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS)
+    if isinstance(timeout, bool) or not isinstance(timeout, int):
+        raise ValueError(f"bindTimeoutSeconds: Invalid value: {timeout!r}: must be an integer")
+    problems = []
+    if timeout < 0:
+        problems.append(
+            f"bindTimeoutSeconds: Invalid value: {timeout}: invalid BindTimeoutSeconds, should not be a negative value"
+        )
+    if args.get("shape") is not None:
+        problems.append(
+            f"shape: Invalid value: {args['shape']!r}: unexpected field `shape`, remove it or turn on the "
+            "feature gate StorageCapacityScoring"
+        )
+    if problems:
+        raise ValueError(", ".join(problems) if len(problems) == 1 else "[" + ", ".join(problems) + "]")
+    return timeout
+
+
+class VolumeBinding:
+    """PreFilter, Filter, Reserve, PreBind and EnqueueExtensions."""
+
+    NAME = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        # Kept for PreBind's wait once claims are bound here; validated now so a bad value stops the start.
+        self.bind_timeout_seconds = parse_args(args)
+        self.handle = handle
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        return sign_volumes(pod)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        add_update = ActionType.ADD | ActionType.UPDATE
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.STORAGE_CLASS, add_update), self.is_schedulable_after_storage_class_change
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, add_update),
+                self.is_schedulable_after_persistent_volume_claim_change,
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.PERSISTENT_VOLUME, add_update)),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.CSI_NODE, add_update), self.is_schedulable_after_csi_node_change
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.CSI_DRIVER, ActionType.UPDATE), self.is_schedulable_after_csi_driver_change
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.CSI_STORAGE_CAPACITY, add_update),
+                self.is_schedulable_after_csi_storage_capacity_change,
+            ),
+        ]
+
+    # -- queueing hints --------------------------------------------------------------------------
+
+    def is_schedulable_after_csi_node_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        if old is None:
+            return QueueingHint.QUEUE
+        objs = as_objects(CSINode, old, new)
+        if objs is None or objs[0] is None or objs[1] is None:
+            return QueueingHint.QUEUE
+        changed = objs[0].migrated_annotation != objs[1].migrated_annotation
+        return QueueingHint.QUEUE if changed else QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_persistent_volume_claim_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        objs = as_objects(PersistentVolumeClaim, old, new)
+        if objs is None or objs[1] is None:
+            return QueueingHint.QUEUE
+        claim = objs[1]
+        if claim.namespace != pod.namespace:
+            return QueueingHint.QUEUE_SKIP
+        for volume in pod.volumes:
+            if binder.claim_name_of(pod, volume.sources, volume.claim_name, volume.name) == claim.name:
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_storage_class_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        objs = as_objects(StorageClass, old, new)
+        if objs is None or objs[1] is None or objs[0] is None:
+            return QueueingHint.QUEUE
+        changed = objs[0].allowed_topologies != objs[1].allowed_topologies
+        return QueueingHint.QUEUE if changed else QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_csi_storage_capacity_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        objs = as_objects(CSIStorageCapacity, old, new)
+        if objs is None or objs[1] is None or objs[0] is None:
+            return QueueingHint.QUEUE
+        before, after = _volume_limit(objs[0]), _volume_limit(objs[1])
+        if after is not None and (before is None or after > before):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_csi_driver_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        objs = as_objects(CSIDriver, old, new)
+        if objs is None or objs[0] is None or objs[1] is None:
+            return QueueingHint.QUEUE
+        original, modified = objs[0], objs[1]
+        for volume in pod.volumes:
+            csi = volume.spec.get("csi")
+            if not isinstance(csi, Mapping) or csi.get("driver") != modified.name:
+                continue
+            if original.storage_capacity and not modified.storage_capacity:
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    # -- scheduling ------------------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        try:
+            claims = binder.pod_volume_claims(self.handle.current().storage, pod)
+        except binder.ClaimError as e:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(e),))
+        if claims is None:
+            state.write(STATE_KEY, _State())
+            return None, _SKIP
+        if claims.unbound_immediate:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (UNBOUND_IMMEDIATE,))
+        if claims.unbound_delay_binding:
+            waiting = {c.name for c in claims.unbound_delay_binding}
+            field = _claim_field(pod, waiting) or "spec.volumes"
+            return None, refusal(field, NAME, f"{DELAY_BINDING}, which spread-scheduler does not do yet")
+        state.write(STATE_KEY, _State(tuple(claims.bound)))
+        return None, None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        try:
+            stored = state.read(STATE_KEY, _State)
+        except StateKeyError as e:
+            return Status.as_error(str(e))
+        if not stored.bound:
+            return None
+        node = node_info.node
+        affinity_ok, pvs_found = binder.check_bound_claims(
+            self.handle.current().storage, stored.bound, node.name, node.labels
+        )
+        reasons = []
+        if not affinity_ok:
+            reasons.append(binder.ERR_REASON_NODE_CONFLICT)
+        if not pvs_found:
+            reasons.append(binder.ERR_REASON_PV_NOT_EXIST)
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, tuple(reasons), NAME) if reasons else None
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Every claim is bound (PreFilter refused the rest): nothing to assume, nothing to write."""
+        stored = state.get(STATE_KEY)
+        if isinstance(stored, _State):
+            stored.all_bound = True
+        return None
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        return None
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        return None
+
+
+def _claim_field(pod: Pod, claims: set[str]) -> str | None:
+    """``spec.volumes[i].<source> (volume "<name>")`` of the first volume using one of ``claims``."""
+    for i, volume in enumerate(pod.volumes):
+        name = binder.claim_name_of(pod, volume.sources, volume.claim_name, volume.name)
+        if name in claims:
+            source = "persistentVolumeClaim" if "persistentVolumeClaim" in volume.sources else "ephemeral"
+            return f'spec.volumes[{i}].{source} (volume "{volume.name}")'
+    return None
+
+
+def _volume_limit(capacity: CSIStorageCapacity) -> Fraction | None:
+    """``volumeLimit``: maximumVolumeSize when set, else capacity."""
+    return capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity

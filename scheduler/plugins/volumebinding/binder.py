@@ -1,0 +1,290 @@
+"""The volume binder's reading side (``volumebinding/binder.go`` and component-helpers' storage/volume).
+
+Which of a pod's claims are bound, which wait for their first consumer and which cannot be bound by
+the scheduler at all (``GetPodVolumeClaims``), and whether a node can take the bound ones: each
+bound claim's PersistentVolume must exist and its node affinity must admit the node
+(``checkBoundClaims``), after an in-tree PV is seen as its CSI volume where the node's CSINode lists
+the plugin as migrated (``tryTranslatePVToCSI``: its zone requirements move to the CSI driver's
+topology key). No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.fields import FieldError
+from scheduler.api.nodeselector import parse_node_selector
+from scheduler.api.objects import Pod
+from scheduler.api.storage import (
+    VOLUME_BINDING_WAIT,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    not_found,
+)
+from scheduler.framework.interface import StorageLister
+
+__all__ = [
+    "ANN_BIND_COMPLETED",
+    "ANN_SELECTED_NODE",
+    "ERR_REASON_BIND_CONFLICT",
+    "ERR_REASON_NODE_CONFLICT",
+    "ERR_REASON_NOT_ENOUGH_SPACE",
+    "ERR_REASON_PV_NOT_EXIST",
+    "ClaimError",
+    "PodVolumeClaims",
+    "check_bound_claims",
+    "find_matching_volume",
+    "node_affinity_admits",
+    "pod_volume_claims",
+]
+
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
+ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
+ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+
+# In-tree plugins whose PVs translate their zone topology to a CSI key (aws, gce, cinder call
+# ``translateTopologyFromInTreeToCSI``; azure disk and portworx do not).
+_TOPOLOGY_KEYS = {
+    "awsElasticBlockStore": "topology.ebs.csi.aws.com/zone",
+    "gcePersistentDisk": "topology.gke.io/zone",
+    "cinder": "topology.cinder.csi.openstack.org/zone",
+}
+_PLUGINS = {
+    "awsElasticBlockStore": "kubernetes.io/aws-ebs",
+    "gcePersistentDisk": "kubernetes.io/gce-pd",
+    "cinder": "kubernetes.io/cinder",
+    "azureDisk": "kubernetes.io/azure-disk",
+    "portworxVolume": "kubernetes.io/portworx-volume",
+}
+_ZONE, _BETA_ZONE = "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"
+_REGION, _BETA_REGION = "topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region"
+
+
+class ClaimError(Exception):
+    """Why the pod's claims cannot be read (``podHasPVCs``/``GetPodVolumeClaims``): the text upstream
+    puts in its status."""
+
+
+@dataclass(slots=True)
+class PodVolumeClaims:
+    """``PodVolumeClaims``: the pod's claims by what the scheduler can do with them."""
+
+    bound: list[PersistentVolumeClaim] = field(default_factory=list)
+    unbound_immediate: list[PersistentVolumeClaim] = field(default_factory=list)
+    unbound_delay_binding: list[PersistentVolumeClaim] = field(default_factory=list)
+
+
+def claim_name_of(pod: Pod, volume_sources: frozenset[str], claim_name: str, volume_name: str) -> str | None:
+    """The claim a volume uses (``<pod>-<volume>`` for a generic ephemeral one), None for others."""
+    if "persistentVolumeClaim" in volume_sources:
+        return claim_name
+    if "ephemeral" in volume_sources:
+        return f"{pod.name}-{volume_name}"
+    return None
+
+
+def fully_bound(claim: PersistentVolumeClaim) -> bool:
+    """``isPVCFullyBound``: a volume name and the PV controller's bind-completed annotation."""
+    return bool(claim.volume_name) and ANN_BIND_COMPLETED in claim.annotations
+
+
+def pod_volume_claims(storage: StorageLister, pod: Pod) -> PodVolumeClaims | None:
+    """``podHasPVCs`` then ``GetPodVolumeClaims``: None when the pod uses no claim; raises
+    ``ClaimError`` with upstream's text when one cannot be used."""
+    claims: list[tuple[PersistentVolumeClaim, bool]] = []
+    for volume in pod.volumes:
+        ephemeral = "ephemeral" in volume.sources and "persistentVolumeClaim" not in volume.sources
+        name = claim_name_of(pod, volume.sources, volume.claim_name, volume.name)
+        if name is None:
+            continue
+        claim = storage.persistent_volume_claim(pod.namespace, name)
+        if claim is None:
+            if ephemeral:
+                raise ClaimError(
+                    f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"'
+                )
+            raise ClaimError(not_found("PersistentVolumeClaim", name))
+        if claim.phase == "Lost":
+            raise ClaimError(
+                f'persistentvolumeclaim "{claim.name}" bound to non-existent persistentvolume "{claim.volume_name}"'
+            )
+        if claim.deleting:
+            raise ClaimError(f'persistentvolumeclaim "{claim.name}" is being deleted')
+        if ephemeral and claim.controller_uid != pod.uid:
+            raise ClaimError(
+                f"PVC {claim.namespace}/{claim.name} was not created for pod {pod.namespace}/{pod.name} "
+                "(pod is not owner)"
+            )
+        claims.append((claim, ephemeral))
+    if not claims:
+        return None
+    out = PodVolumeClaims()
+    for claim, _ in claims:
+        if fully_bound(claim):
+            out.bound.append(claim)
+        elif _delay_binding(storage, claim) and not claim.volume_name:
+            out.unbound_delay_binding.append(claim)
+        else:
+            out.unbound_immediate.append(claim)
+    return out
+
+
+def _delay_binding(storage: StorageLister, claim: PersistentVolumeClaim) -> bool:
+    """``IsDelayBindingMode``: the claim's class exists and waits for the first consumer."""
+    class_name = claim.storage_class
+    storage_class = storage.storage_class(class_name) if class_name else None
+    return storage_class is not None and storage_class.volume_binding_mode == VOLUME_BINDING_WAIT
+
+
+def check_bound_claims(
+    storage: StorageLister,
+    claims: Sequence[PersistentVolumeClaim],
+    node_name: str,
+    node_labels: Mapping[str, str],
+) -> tuple[bool, bool]:
+    """``checkBoundClaims``: (node affinity satisfied, every bound PV found). The first claim whose
+    PV is missing, or does not admit the node, decides."""
+    csi_node = storage.csi_node(node_name)
+    for claim in claims:
+        pv = storage.persistent_volume(claim.volume_name)
+        if pv is None:
+            return True, False
+        if not node_affinity_admits(pv, csi_node, node_labels):
+            return False, True
+    return True, True
+
+
+def node_affinity_admits(pv: PersistentVolume, csi_node: CSINode | None, node_labels: Mapping[str, str]) -> bool:
+    """``CheckNodeAffinity`` on the PV as the node sees it (``tryTranslatePVToCSI``): matched
+    against the node's labels alone, so a ``metadata.name`` field requirement matches no node."""
+    required = _translated_affinity(pv, csi_node)
+    if required is None:
+        return True
+    errors: list[FieldError] = []
+    selector = parse_node_selector(required, "spec.nodeAffinity.required", errors)
+    return selector is None or selector.matches("", node_labels)
+
+
+def _raw_required(pv: PersistentVolume) -> Mapping[str, Any] | None:
+    spec = pv.raw.get("spec")
+    affinity = spec.get("nodeAffinity") if isinstance(spec, Mapping) else None
+    required = affinity.get("required") if isinstance(affinity, Mapping) else None
+    return required if isinstance(required, Mapping) else None
+
+
+def _translated_affinity(pv: PersistentVolume, csi_node: CSINode | None) -> Mapping[str, Any] | None:
+    """The PV's required node selector, rewritten as csi-translation-lib's
+    ``translateTopologyFromInTreeToCSI`` does for an in-tree source the node migrated."""
+    required = _raw_required(pv)
+    source = next((s for s in pv.sources if s in _PLUGINS), None)
+    if source is None or csi_node is None or _PLUGINS[source] not in csi_node.migrated_plugins:
+        return required
+    key = _TOPOLOGY_KEYS.get(source)
+    if key is None:
+        return required
+    terms: list[Mapping[str, Any]] = [dict(t) for t in _terms(required)]
+    zone_label, region_label = _topology_labels(pv, terms)
+    if _values(terms, zone_label):
+        terms = _replace(terms, zone_label, key)
+    elif zone_label in pv.labels:
+        zones = sorted({z.strip() for z in pv.labels[zone_label].split("__") if z.strip()})
+        if zones:
+            terms = terms or [{}]
+            requirement = {"key": key, "operator": "In", "values": zones}
+            terms = [{**t, "matchExpressions": [*_exprs(t), requirement]} for t in terms]
+    if region_label == _BETA_REGION and _values(terms, region_label):
+        terms = _replace(terms, region_label, _REGION)
+    if not terms:
+        return required
+    return {"nodeSelectorTerms": terms}
+
+
+def _terms(required: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    raw = required.get("nodeSelectorTerms") if required is not None else None
+    return [t for t in raw if isinstance(t, Mapping)] if isinstance(raw, list) else []
+
+
+def _exprs(term: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    raw = term.get("matchExpressions")
+    return [e for e in raw if isinstance(e, Mapping)] if isinstance(raw, list) else []
+
+
+def _values(terms: Sequence[Mapping[str, Any]], key: str) -> list[str]:
+    return [v for t in terms for e in _exprs(t) if e.get("key") == key for v in (e.get("values") or [])]
+
+
+def _replace(terms: Sequence[Mapping[str, Any]], old: str, new: str) -> list[Mapping[str, Any]]:
+    return [
+        {**t, "matchExpressions": [{**e, "key": new} if e.get("key") == old else e for e in _exprs(t)]} for t in terms
+    ]
+
+
+def _topology_labels(pv: PersistentVolume, terms: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """``getTopologyLabel``: GA keys unless only the beta zone key is used (affinity first, labels next)."""
+    keys = {e.get("key") for t in terms for e in _exprs(t)}
+    if _ZONE in keys:
+        return _ZONE, _REGION
+    if _BETA_ZONE in keys:
+        return _BETA_ZONE, _BETA_REGION
+    if _ZONE in pv.labels:
+        return _ZONE, _REGION
+    if _BETA_ZONE in pv.labels:
+        return _BETA_ZONE, _BETA_REGION
+    return _ZONE, _REGION
+
+
+def _bound_to(pv: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+    """``IsVolumeBoundToClaim``: the PV's claimRef names the claim (and its UID, when it has one)."""
+    ref = pv.claim_ref
+    if ref is None or ref.name != claim.name or ref.namespace != claim.namespace:
+        return False
+    return not ref.uid or ref.uid == claim.uid
+
+
+def find_matching_volume(
+    claim: PersistentVolumeClaim,
+    volumes: Sequence[PersistentVolume],
+    node_labels: Mapping[str, str],
+    excluded: frozenset[str] | set[str] = frozenset(),
+) -> PersistentVolume | None:
+    """component-helpers' ``FindMatchingVolume`` for a node (delay binding, VolumeAttributesClass on,
+    as in 1.35): a PV pre-bound to the claim if it admits the node (else none), otherwise the
+    smallest Available PV of the claim's class that is large enough, of the same volume mode and
+    attributes class, selected by the claim's selector, admits the node and offers every access mode
+    the claim asks for; the first of equal size in ``volumes``' order."""
+    smallest: PersistentVolume | None = None
+    requested = claim.request or 0
+    for pv in volumes:
+        if pv.name in excluded:
+            continue
+        if pv.claim_ref is not None and not _bound_to(pv, claim):
+            continue
+        size = pv.capacity or 0
+        if size < requested:
+            continue
+        if pv.volume_mode != claim.volume_mode:
+            continue
+        if pv.volume_attributes_class_name != claim.volume_attributes_class_name:
+            continue
+        if pv.deleting:
+            continue
+        admits = node_affinity_admits(pv, None, node_labels)  # untranslated, as upstream's
+        if _bound_to(pv, claim):
+            return pv if admits else None
+        if pv.phase != "Available":
+            continue
+        if claim.selector is not None and not claim.selector.matches(pv.labels):
+            continue
+        if pv.storage_class != claim.storage_class or not admits:
+            continue
+        if not claim.access_modes <= pv.access_modes:
+            continue
+        if smallest is None or (smallest.capacity or 0) > size:
+            smallest = pv
+    return smallest

@@ -1,0 +1,446 @@
+"""VolumeBinding: reading a pod's claims, Filter on bound claims, the refusal of claims still to bind,
+hints.
+
+Ported from upstream v1.35.4 ``plugins/volumebinding/volume_binding_test.go`` (TestVolumeBinding: the
+cases a pod with bound claims, missing or lost claims and Immediate claims meets; ids are upstream's
+case names) and ``binder_test.go``'s bound-claim node affinity cases. The cases that bind a
+WaitForFirstConsumer claim ("unbound claims no matches", "bound and unbound unsatisfied", the
+capacity scores) are ported with the refusal this scheduler gives until PreBind's writes land.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler.api.objects import Pod
+from scheduler.api.storage import CSINode, CSIStorageCapacity, PersistentVolume, PersistentVolumeClaim, StorageClass
+from scheduler.backend.cache.cache import Cache
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import QueueingHint
+from scheduler.framework.interface import Handle
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo
+from scheduler.plugins.volumebinding.binder import ERR_REASON_NODE_CONFLICT, ERR_REASON_PV_NOT_EXIST
+from scheduler.plugins.volumebinding.volume_binding import VolumeBinding
+from scheduler.testing import PodBuilder, make_node, make_pod
+from tests.helpers import make_cache
+
+VB = "VolumeBinding"
+SKIP = Status(Code.SKIP)
+QUEUE, QUEUE_SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def unresolvable(*reasons: str, plugin: str = "") -> Status:
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons, plugin)
+
+
+def sc(name: str, mode: str) -> StorageClass:
+    return StorageClass.from_dict({"metadata": {"name": name}, "provisioner": "p", "volumeBindingMode": mode})
+
+
+IMMEDIATE_SC = sc("immediate-sc", "Immediate")
+WAIT_SC = sc("wait-sc", "WaitForFirstConsumer")
+
+
+def pvc(
+    name: str,
+    class_name: str | None,
+    *,
+    bound_pv: str = "",
+    phase: str = "",
+    deleting: bool = False,
+    namespace: str = "default",
+    owner: str | None = None,
+) -> PersistentVolumeClaim:
+    """Upstream's ``makePVC(name, class)`` with ``withBoundPV`` (volumeName + bind-completed)."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if bound_pv:
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "true"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": owner, "controller": True}]
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"]}
+    if class_name is not None:
+        spec["storageClassName"] = class_name
+    if bound_pv:
+        spec["volumeName"] = bound_pv
+    return PersistentVolumeClaim.from_dict({"metadata": meta, "spec": spec, "status": {"phase": phase}})
+
+
+def pv(
+    name: str,
+    class_name: str,
+    affinity: dict[str, list[str]] | None = None,
+    *,
+    labels: dict[str, str] | None = None,
+    source: dict[str, Any] | None = None,
+) -> PersistentVolume:
+    """Upstream's ``makePV(name, class).withNodeAffinity(...)``."""
+    spec: dict[str, Any] = {
+        "storageClassName": class_name,
+        "capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteOnce"],
+        **(source or {"csi": {"driver": "d", "volumeHandle": name}}),
+    }
+    if affinity is not None:
+        exprs = [{"key": k, "operator": "In", "values": v} for k, v in affinity.items()]
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}}
+    return PersistentVolume.from_dict({"metadata": {"name": name, "labels": labels or {}}, "spec": spec})
+
+
+def pod_with(*claims: str) -> Pod:
+    b = make_pod("pod-a")
+    for claim in claims:
+        b = b.pvc(claim, claim)
+    return b.build()
+
+
+def cache_with(*objects: Any) -> Cache:
+    cache = make_cache()
+    for obj in (IMMEDIATE_SC, WAIT_SC, *objects):
+        cache.storage.upsert(obj)
+    return cache
+
+
+def run(pod: Pod, node: NodeInfo, *objects: Any) -> tuple[Status | None, Status | None]:
+    plugin = VolumeBinding({}, Handle(snapshot=cache_with(*objects)))
+    state = CycleState()
+    _, pre = plugin.pre_filter(state, pod, [node])
+    if pre is not None:
+        return pre, None
+    return None, plugin.filter(state, pod, node)
+
+
+def node(name: str = "node-a", **labels: str) -> NodeInfo:
+    b = make_node(name)
+    for key, value in labels.items():
+        b = b.label(key, value)
+    return NodeInfo(b.build())
+
+
+def refusal(volume: int, name: str) -> Status:
+    return unresolvable(
+        f'spec.volumes[{volume}].persistentVolumeClaim (volume "{name}") needs the VolumeBinding plugin: '
+        "binding a WaitForFirstConsumer claim, which spread-scheduler does not do yet"
+    )
+
+
+@pytest.mark.parametrize(
+    ("pod", "objects", "want_pre", "want"),
+    [
+        pytest.param(make_pod("pod-a").build(), [], SKIP, None, id="pod has not pvcs"),
+        pytest.param(
+            pod_with("pvc-a"),
+            [pvc("pvc-a", "wait-sc", bound_pv="pv-a"), pv("pv-a", "wait-sc")],
+            None,
+            None,
+            id="all bound",
+        ),
+        pytest.param(
+            pod_with("pvc-a"),
+            [],
+            unresolvable('persistentvolumeclaim "pvc-a" not found'),
+            None,
+            id="PVC does not exist",
+        ),
+        pytest.param(
+            pod_with("pvc-a", "pvc-b"),
+            [pvc("pvc-a", "wait-sc", bound_pv="pv-a")],
+            unresolvable('persistentvolumeclaim "pvc-b" not found'),
+            None,
+            id="Part of PVCs do not exist",
+        ),
+        pytest.param(
+            pod_with("pvc-a"),
+            [pvc("pvc-a", "immediate-sc")],
+            unresolvable("pod has unbound immediate PersistentVolumeClaims"),
+            None,
+            id="immediate claims not bound",
+        ),
+        pytest.param(
+            pod_with("pvc-a"),
+            [pvc("pvc-a", "wait-sc")],
+            refusal(0, "pvc-a"),
+            None,
+            id="unbound claims no matches (refused: binding is not ported yet)",
+        ),
+        pytest.param(
+            pod_with("pvc-a", "pvc-b"),
+            [
+                pvc("pvc-a", "wait-sc", bound_pv="pv-a"),
+                pvc("pvc-b", "wait-sc"),
+                pv("pv-a", "wait-sc", {"foo": ["bar"]}),
+            ],
+            refusal(1, "pvc-b"),
+            None,
+            id="bound and unbound unsatisfied (refused: binding is not ported yet)",
+        ),
+        pytest.param(
+            pod_with("pvc-a"),
+            [pvc("pvc-a", "wait-sc", bound_pv="pv-a")],
+            None,
+            unresolvable(ERR_REASON_PV_NOT_EXIST, plugin=VB),
+            id="pv not found",
+        ),
+        pytest.param(
+            pod_with("pvc-a"),
+            [pvc("pvc-a", "wait-sc", bound_pv="pv-a", phase="Lost")],
+            unresolvable('persistentvolumeclaim "pvc-a" bound to non-existent persistentvolume "pv-a"'),
+            None,
+            id="pv not found claim lost",
+        ),
+    ],
+)
+def test_volume_binding(pod: Pod, objects: list[Any], want_pre: Status | None, want: Status | None) -> None:
+    assert run(pod, node(foo="barbar"), *objects) == (want_pre, want)
+
+
+@pytest.mark.parametrize(
+    ("labels", "want"),
+    [
+        pytest.param({HOSTNAME: "node-a"}, None, id="bound-pvc,pv node affinity matches"),
+        pytest.param(
+            {HOSTNAME: "node-b"}, unresolvable(ERR_REASON_NODE_CONFLICT, plugin=VB), id="bound-pvc,node-mismatch"
+        ),
+        pytest.param({}, unresolvable(ERR_REASON_NODE_CONFLICT, plugin=VB), id="bound-pvc,node-without-label"),
+    ],
+)
+def test_bound_claims_follow_their_volume(labels: dict[str, str], want: Status | None) -> None:
+    """``checkBoundClaims``: the bound PV's node affinity decides (binder_test's bound cases)."""
+    objects = [pvc("pvc-a", "wait-sc", bound_pv="pv-a"), pv("pv-a", "wait-sc", {HOSTNAME: ["node-a"]})]
+    assert run(pod_with("pvc-a"), node("node-x", **labels), *objects) == (None, want)
+
+
+def test_a_field_requirement_on_the_pv_is_not_checked() -> None:
+    """``CheckNodeAffinity`` builds a node from the labels alone: with an empty name the node selector
+    leaves ``matchFields`` unchecked (``nodeSelectorTerm.match`` needs node fields), so every node
+    passes a PV that names a node by field."""
+    volume = PersistentVolume.from_dict(
+        {
+            "metadata": {"name": "pv-a"},
+            "spec": {
+                "csi": {"driver": "d", "volumeHandle": "h"},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-a"]}]}
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    _, status = run(pod_with("pvc-a"), node("node-b"), pvc("pvc-a", "wait-sc", bound_pv="pv-a"), volume)
+    assert status is None
+
+
+def test_claims_being_deleted_and_ephemeral_volumes() -> None:
+    deleting = pvc("pvc-a", "wait-sc", bound_pv="pv-a", deleting=True)
+    assert run(pod_with("pvc-a"), node(), deleting)[0] == unresolvable('persistentvolumeclaim "pvc-a" is being deleted')
+    ephemeral = make_pod("p").set("metadata.uid", "u1").volume("v", ephemeral={"volumeClaimTemplate": {"spec": {}}})
+    assert run(ephemeral.build(), node())[0] == unresolvable(
+        'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-v"'
+    )
+    foreign = pvc("p-v", "wait-sc", bound_pv="pv-a", owner="other")
+    assert run(ephemeral.build(), node(), foreign, pv("pv-a", "wait-sc"))[0] == unresolvable(
+        "PVC default/p-v was not created for pod default/p (pod is not owner)"
+    )
+    own = pvc("p-v", "wait-sc", bound_pv="pv-a", owner="u1")
+    assert run(ephemeral.build(), node(), own, pv("pv-a", "wait-sc")) == (None, None)
+
+
+def test_a_claim_named_but_not_bound_by_the_controller_is_immediate() -> None:
+    """``isPVCFullyBound`` needs the bind-completed annotation; without it a claim naming a volume is
+    not delay-binding (its volumeName is set): upstream lists it with the Immediate ones."""
+    claim = PersistentVolumeClaim.from_dict(
+        {
+            "metadata": {"name": "pvc-a", "namespace": "default"},
+            "spec": {"storageClassName": "wait-sc", "volumeName": "pv-a"},
+        }
+    )
+    assert run(pod_with("pvc-a"), node(), claim)[0] == unresolvable("pod has unbound immediate PersistentVolumeClaims")
+
+
+def test_an_in_tree_pv_on_a_migrated_node_is_matched_on_the_csi_topology_key() -> None:
+    """``tryTranslatePVToCSI``: where the CSINode lists the plugin, an EBS PV's zone requirement moves
+    to ``topology.ebs.csi.aws.com/zone``, which a node without that label does not have."""
+    ebs = {"awsElasticBlockStore": {"volumeID": "vol-1"}}
+    volume = pv("pv-a", "wait-sc", {"topology.kubernetes.io/zone": ["z1"]}, source=ebs)
+    objects = [pvc("pvc-a", "wait-sc", bound_pv="pv-a"), volume]
+    plain = node("node-a", **{"topology.kubernetes.io/zone": "z1"})
+    assert run(pod_with("pvc-a"), plain, *objects) == (None, None)  # no CSINode: the in-tree PV as it is
+    migrated = CSINode.from_dict(
+        {
+            "metadata": {
+                "name": "node-a",
+                "annotations": {"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/aws-ebs"},
+            },
+            "spec": {"drivers": []},
+        }
+    )
+    assert run(pod_with("pvc-a"), plain, *objects, migrated)[1] == unresolvable(ERR_REASON_NODE_CONFLICT, plugin=VB)
+    csi_labelled = node("node-a", **{"topology.ebs.csi.aws.com/zone": "z1"})
+    assert run(pod_with("pvc-a"), csi_labelled, *objects, migrated) == (None, None)
+    # A zone label on the PV and no affinity: the requirement is added on the CSI key.
+    labelled = pv("pv-a", "wait-sc", labels={"topology.kubernetes.io/zone": "z1__z2"}, source=ebs)
+    objects = [pvc("pvc-a", "wait-sc", bound_pv="pv-a"), labelled, migrated]
+    assert run(pod_with("pvc-a"), plain, *objects)[1] == unresolvable(ERR_REASON_NODE_CONFLICT, plugin=VB)
+    assert run(pod_with("pvc-a"), node("node-a", **{"topology.ebs.csi.aws.com/zone": "z2"}), *objects) == (None, None)
+
+
+def test_reserve_and_pre_bind_write_nothing_for_bound_claims() -> None:
+    import asyncio  # noqa: PLC0415
+
+    cache = cache_with(pvc("pvc-a", "wait-sc", bound_pv="pv-a"), pv("pv-a", "wait-sc"))
+    plugin = VolumeBinding({}, Handle(snapshot=cache))
+    state = CycleState()
+    plugin.pre_filter(state, pod_with("pvc-a"), [node()])
+    assert plugin.reserve(state, pod_with("pvc-a"), "node-a") is None
+    assert asyncio.run(plugin.pre_bind(state, pod_with("pvc-a"), "node-a")) is None
+    plugin.unreserve(state, pod_with("pvc-a"), "node-a")
+
+
+# -- queueing hints ---------------------------------------------------------------------------
+
+PLUGIN = VolumeBinding({}, Handle())
+
+
+def test_pvc_hint_queues_for_the_pods_own_claims() -> None:
+    pod = make_pod("p").pvc("a", "pvc-a").volume("e", ephemeral={"volumeClaimTemplate": {"spec": {}}}).build()
+    assert PLUGIN.is_schedulable_after_persistent_volume_claim_change(pod, None, pvc("pvc-a", None)) is QUEUE
+    assert PLUGIN.is_schedulable_after_persistent_volume_claim_change(pod, None, pvc("p-e", None)) is QUEUE
+    assert PLUGIN.is_schedulable_after_persistent_volume_claim_change(pod, None, pvc("other", None)) is QUEUE_SKIP
+    other_ns = pvc("pvc-a", None, namespace="x")
+    assert PLUGIN.is_schedulable_after_persistent_volume_claim_change(pod, None, other_ns) is QUEUE_SKIP
+
+
+def test_storage_class_hint_queues_on_add_and_topology_changes() -> None:
+    pod = pod_with("pvc-a")
+    topo = StorageClass.from_dict(
+        {
+            "metadata": {"name": "wait-sc"},
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowedTopologies": [{"matchLabelExpressions": [{"key": "zone", "values": ["a"]}]}],
+        }
+    )
+    assert PLUGIN.is_schedulable_after_storage_class_change(pod, None, WAIT_SC) is QUEUE
+    assert PLUGIN.is_schedulable_after_storage_class_change(pod, WAIT_SC, WAIT_SC) is QUEUE_SKIP
+    assert PLUGIN.is_schedulable_after_storage_class_change(pod, WAIT_SC, topo) is QUEUE
+
+
+def _csi_node(annotation: str | None) -> CSINode:
+    meta: dict[str, Any] = {"name": "n"}
+    if annotation is not None:
+        meta["annotations"] = {"storage.alpha.kubernetes.io/migrated-plugins": annotation}
+    return CSINode.from_dict({"metadata": meta, "spec": {"drivers": []}})
+
+
+def test_csi_node_hint_queues_on_add_and_migration_changes() -> None:
+    pod = pod_with("pvc-a")
+    assert PLUGIN.is_schedulable_after_csi_node_change(pod, None, _csi_node(None)) is QUEUE
+    assert PLUGIN.is_schedulable_after_csi_node_change(pod, _csi_node("a"), _csi_node("a")) is QUEUE_SKIP
+    assert PLUGIN.is_schedulable_after_csi_node_change(pod, _csi_node("a"), _csi_node("a,b")) is QUEUE
+
+
+def _capacity(capacity: str | None, maximum: str | None = None) -> CSIStorageCapacity:
+    obj: dict[str, Any] = {"metadata": {"name": "c", "namespace": "default"}, "storageClassName": "wait-sc"}
+    if capacity is not None:
+        obj["capacity"] = capacity
+    if maximum is not None:
+        obj["maximumVolumeSize"] = maximum
+    return CSIStorageCapacity.from_dict(obj)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "want"),
+    [
+        pytest.param(None, _capacity("1Gi"), QUEUE, id="new capacity"),
+        pytest.param(_capacity("1Gi"), _capacity("2Gi"), QUEUE, id="capacity grew"),
+        pytest.param(_capacity("2Gi"), _capacity("1Gi"), QUEUE_SKIP, id="capacity shrank"),
+        pytest.param(_capacity(None), _capacity("1Gi"), QUEUE, id="capacity appeared"),
+        pytest.param(_capacity("5Gi", "1Gi"), _capacity("5Gi", "2Gi"), QUEUE, id="maximum volume size grew"),
+        pytest.param(_capacity("1Gi"), _capacity(None), QUEUE_SKIP, id="capacity gone"),
+    ],
+)
+def test_csi_storage_capacity_hint(old: CSIStorageCapacity | None, new: CSIStorageCapacity, want: QueueingHint) -> None:
+    assert PLUGIN.is_schedulable_after_csi_storage_capacity_change(pod_with("pvc-a"), old, new) is want
+
+
+def test_pods_with_claims_in_the_pipeline() -> None:
+    """Through the default profile: a pod whose claim is bound to a PV of zone a lands in zone a,
+    whatever spreading would prefer; VolumeZone and VolumeBinding agree on it."""
+    from scheduler.config import load_config  # noqa: PLC0415
+    from scheduler.simulate import Simulation  # noqa: PLC0415
+
+    zone = "topology.kubernetes.io/zone"
+    nodes = [make_node(f"n-{z}").zone(z).allocatable(cpu="4", memory="8Gi", pods="110").dict() for z in "abc"]
+    volume = {
+        "kind": "PersistentVolume",
+        "metadata": {"name": "pv-a", "labels": {zone: "a"}},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "wait-sc",
+            "csi": {"driver": "d", "volumeHandle": "h"},
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": zone, "operator": "In", "values": ["a"]}]}]
+                }
+            },
+        },
+    }
+    claim = {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": "default", "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "wait-sc", "volumeName": "pv-a"},
+        "status": {"phase": "Bound"},
+    }
+    # n-a is busy: scoring alone would choose another zone (checked without the claim).
+    existing = [make_pod(f"e{i}").labels({"app": "db"}).requests(cpu="1500m").node("n-a").dict() for i in range(2)]
+
+    def place(pod: PodBuilder) -> str | None:
+        sim = Simulation(load_config(None), seed=0)
+        sim.add_objects([*nodes, *existing, volume, claim, pod.dict()])
+        (attempt,) = sim.run()
+        return attempt.host
+
+    assert place(make_pod("p").labels({"app": "db"})) != "n-a"
+    assert place(make_pod("p").labels({"app": "db"}).pvc("data", "data")) == "n-a"
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ({}, None),
+        ({"bindTimeoutSeconds": 0}, None),
+        (
+            {"bindTimeoutSeconds": -1},
+            "bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value",
+        ),
+        ({"bindTimeoutSeconds": "10s"}, "bindTimeoutSeconds: Invalid value: '10s': must be an integer"),
+        (
+            {"shape": [{"utilization": 0, "score": 0}]},
+            "shape: Invalid value: [{'utilization': 0, 'score': 0}]: unexpected field `shape`, remove it or turn on "
+            "the feature gate StorageCapacityScoring",
+        ),
+    ],
+)
+def test_args_are_validated_at_start(args: dict[str, Any], error: str | None) -> None:
+    """``ValidateVolumeBindingArgsWithOptions`` with StorageCapacityScoring off (alpha in 1.35)."""
+    from scheduler.config import ConfigError, parse_config  # noqa: PLC0415
+
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "s", "pluginConfig": [{"name": "VolumeBinding", "args": args}]}],
+    }
+    if error is None:
+        parse_config(doc)
+        return
+    with pytest.raises(ConfigError) as info:
+        parse_config(doc)
+    assert str(info.value) == f"profiles[0].pluginConfig[VolumeBinding].args: {error}"
