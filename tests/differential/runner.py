@@ -336,6 +336,9 @@ def _partial_batch_after(before: bool, p: dict[str, Any], g: dict[str, Any]) -> 
     return False
 
 
+VOLUME_PLUGINS = frozenset({"VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"})
+
+
 def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
     """What the oracle saw upstream do (for the campaign summary)."""
     for g in results:
@@ -352,6 +355,8 @@ def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
         )
         stats["gated"] += bool(g.get("gated"))
         stats["world fixed"] += bool(g.get("worldFixed"))
+        for plugin in sorted(set(g.get("unschedulablePlugins") or ()) & VOLUME_PLUGINS):
+            stats[f"rejected by {plugin}"] += 1
 
 
 def run_batch(
