@@ -27,6 +27,13 @@ REGRESSION_SEEDS = {
     15001915: "a nominated pod that failed stays nominated and counts for a later pod of no higher priority "
     "(PostFilter's answer decides on both sides; DefaultPreemption clears it only when it finds no candidate)",
     15002147: "the oracle's every-node view keeps a failed nominated node's own verdict (self-check)",
+    1000053: "issue #18: an rbd volume's pool left to the API server's default 'rbd' is spelled out by the "
+    "generator (the oracle decodes without defaulting)",
+    1000063: "issue #18: isCSIMigrationOn is on for EBS, GCE PD, Azure Disk and Cinder without the CSINode's "
+    "migrated-plugins annotation (only Portworx reads it): an inline EBS volume counts against the EBS limit",
+    1000243: "issue #18: DynamicResources' PostFilter error after a PreFilter refusal (a missing claim) stops "
+    "DefaultPreemption, so a nominee keeps its nomination and counts for the next pod",
+    1000003: "issue #18: the same refusal's message ends with upstream's internal 'not found'; ours without it",
 }
 
 # Preemption (issue #19), clusters from ``crowded(seed)``: seed -> what it uncovered
