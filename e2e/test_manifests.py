@@ -194,16 +194,16 @@ def test_deployment_manifest_is_hardened() -> None:
                 verbs[(g, r)] |= set(rule["verbs"])
     assert verbs[("", "pods")] == {"get", "list", "watch", "delete"}  # delete: preemption's victims, no other write
     assert verbs[("policy", "poddisruptionbudgets")] == {"list", "watch"}
+    # VolumeBinding's PreBind writes a PV's claimRef and a claim's selected node (PUT), nothing else.
+    assert verbs[("", "persistentvolumes")] == verbs[("", "persistentvolumeclaims")] == {"list", "watch", "update"}
     for group, resource in (
-        ("", "persistentvolumes"),
-        ("", "persistentvolumeclaims"),
         ("storage.k8s.io", "storageclasses"),
         ("storage.k8s.io", "csinodes"),
         ("storage.k8s.io", "csidrivers"),
         ("storage.k8s.io", "csistoragecapacities"),
         ("storage.k8s.io", "volumeattachments"),
     ):
-        assert verbs[(group, resource)] == {"list", "watch"}, resource  # read only until VolumeBinding's PreBind
+        assert verbs[(group, resource)] == {"list", "watch"}, resource
     assert verbs[("", "pods/binding")] == {"create"}
     # Delegated authn/authz of /metrics: exactly create on the two reviews, nothing else in those groups.
     assert verbs[("authentication.k8s.io", "tokenreviews")] == {"create"}

@@ -7,13 +7,17 @@ pods with PersistentVolumeClaims as far as spread-scheduler schedules them today
   Pending with upstream's "pod has unbound immediate PersistentVolumeClaims"; a PersistentVolume
   pre-bound to it appears, the controller binds the claim, and the claim's update requeues the pod
   (VolumeBinding's queueing hint) so it binds within 5 s of the claim being bound.
-- A claim of a WaitForFirstConsumer class: refused with the message naming the volume, no Binding
-  attempted (binding such claims is issue #18's next step).
+- A StatefulSet of three with a WaitForFirstConsumer class, local PVs on one node of each zone and a
+  hard zone spread: one pod per zone, each claim bound to the PV on its pod's node (VolumeBinding
+  writes the PV's claimRef, the PV controller binds the claim, then the pod is bound). A claim of a
+  class with a provisioner: VolumeBinding selects the node, a stand-in provisioner in the test creates
+  a PV there, and the pod binds where its volume is.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +26,7 @@ from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import (
+    HOSTNAME,
     ZONE,
     node_of,
     pod_body,
@@ -116,37 +121,134 @@ def test_claims_bound_immediate_and_waiting(
         wait_for(lambda: node_of(core, namespace, "waits"), 5, "waits bound within 5 s of its claim")
         assert time.monotonic() - claim_bound < 5
 
-        # -- a claim of a WaitForFirstConsumer class: refused, naming the volume -----------------------
-        storage = client.StorageV1Api(core.api_client)
-        class_name = f"{namespace}-wait"
-        storage.create_storage_class(
-            {
-                "metadata": {"name": class_name},
-                "provisioner": "e2e.example.com",
-                "volumeBindingMode": "WaitForFirstConsumer",
-            }
-        )
-        try:
-            core.create_namespaced_persistent_volume_claim(namespace, _claim("first", class_name))
-            core.create_namespaced_pod(namespace, pod_body("first-consumer", volumes=_data("first")))
-            cond = wait_for(lambda: refused("first-consumer"), 30, "first-consumer refused")
-            assert without_preemption(cond.message) == (
-                '0/3 nodes are available: spec.volumes[0].persistentVolumeClaim (volume "data") needs the '
-                "VolumeBinding plugin: binding a WaitForFirstConsumer claim, which spread-scheduler does not do yet."
-            )
-            time.sleep(1)
-            assert node_of(core, namespace, "first-consumer") is None
-            attempts = [
-                entry
-                for entry in map(json.loads, scheduler.log().splitlines())
-                if entry.get("msg") == "Attempting to bind pod to node"
-            ]
-            assert {"name": "first-consumer", "namespace": namespace} not in [e.get("pod") for e in attempts]
-            assert {"name": "waits", "namespace": namespace} in [e.get("pod") for e in attempts]  # the check can see
-        finally:
-            storage.delete_storage_class(class_name)
+        attempts = [
+            entry
+            for entry in map(json.loads, scheduler.log().splitlines())
+            if entry.get("msg") == "Attempting to bind pod to node"
+        ]
+        assert [e.get("pod") for e in attempts].count({"name": "waits", "namespace": namespace}) == 1
     finally:
         for pod in core.list_namespaced_pod(namespace).items:
             core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
         for name in pvs:
             core.delete_persistent_volume(name)
+
+
+def _pv_node(pv: Any) -> str:
+    """The node a PV's required node affinity names (hostname In [node])."""
+    (term,) = pv.spec.node_affinity.required.node_selector_terms
+    (expr,) = term.match_expressions
+    return str(expr.values[0])
+
+
+def _provision(core: client.CoreV1Api, namespace: str, storage_class: str, stop: threading.Event) -> None:
+    """A stand-in external provisioner: for each claim of ``storage_class`` annotated with the node
+    VolumeBinding selected, a PV pinned to that node and pre-bound to the claim."""
+    made: set[str] = set()
+    while not stop.wait(0.2):
+        for claim in core.list_namespaced_persistent_volume_claim(namespace).items:
+            node = (claim.metadata.annotations or {}).get("volume.kubernetes.io/selected-node")
+            if claim.spec.storage_class_name != storage_class or not node or claim.metadata.name in made:
+                continue
+            name = f"{namespace}-{claim.metadata.name}"
+            body = _pv(name, (namespace, claim.metadata.name))
+            body["spec"]["storageClassName"] = storage_class
+            body["spec"]["claimRef"]["uid"] = claim.metadata.uid
+            expr = {"key": HOSTNAME, "operator": "In", "values": [node]}
+            body["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
+            core.create_persistent_volume(body)
+            made.add(claim.metadata.name)
+
+
+def test_a_statefulset_across_zones_binds_one_claim_per_zone_and_a_claim_is_provisioned(
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    scheduler: SchedulerProcess,
+    namespace: str,
+    nodes: Callable[..., str],
+) -> None:
+    zones = zoned_nodes(nodes, {"a": 2, "b": 2, "c": 2})
+    first = {zone: name for name, zone in sorted(zones.items(), reverse=True)}  # one node per zone
+    storage = client.StorageV1Api(api)
+    local, dynamic = f"{namespace}-local", f"{namespace}-dynamic"
+    storage.create_storage_class(
+        {
+            "metadata": {"name": local},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    storage.create_storage_class(
+        {
+            "metadata": {"name": dynamic},
+            "provisioner": "e2e.example.com/stand-in",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    pvs = []
+    stop = threading.Event()
+    provisioner = threading.Thread(target=_provision, args=(core, namespace, dynamic, stop), daemon=True)
+    provisioner.start()
+    try:
+        for zone, node in first.items():
+            body = _pv(f"{namespace}-{zone}", (namespace, "unused"))
+            del body["spec"]["claimRef"]
+            body["spec"]["storageClassName"] = local
+            expr = {"key": HOSTNAME, "operator": "In", "values": [node]}
+            body["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
+            core.create_persistent_volume(body)
+            pvs.append(body["metadata"]["name"])
+        app = {"app": "db"}
+        template = pod_body("db", app, topologySpreadConstraints=[zone_spread(1, app)])
+        client.AppsV1Api(api).create_namespaced_stateful_set(
+            namespace,
+            {
+                "metadata": {"name": "db"},
+                "spec": {
+                    "replicas": 3,
+                    "podManagementPolicy": "Parallel",
+                    "serviceName": "db",
+                    "selector": {"matchLabels": app},
+                    "template": {"metadata": {"labels": app}, "spec": template["spec"]},
+                    "volumeClaimTemplates": [
+                        {
+                            "metadata": {"name": "data"},
+                            "spec": {
+                                "accessModes": ["ReadWriteOnce"],
+                                "storageClassName": local,
+                                "resources": {"requests": {"storage": "1Gi"}},
+                            },
+                        }
+                    ],
+                },
+            },
+        )
+
+        def all_placed() -> dict[int, str] | None:
+            pods = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod(namespace).items}
+            found = {i: pods.get(f"db-{i}") for i in range(3)}
+            return {i: str(n) for i, n in found.items()} if all(found.values()) else None
+
+        placed = wait_for(all_placed, 90, "the three StatefulSet pods bound")
+        assert sorted(zones[node] for node in placed.values()) == ["a", "b", "c"]
+        for i, node in placed.items():
+            claim = core.read_namespaced_persistent_volume_claim(f"data-db-{i}", namespace)
+            assert claim.spec.volume_name, f"data-db-{i} unbound"
+            assert _pv_node(core.read_persistent_volume(claim.spec.volume_name)) == node
+        # -- dynamic provisioning through the selected-node annotation ------------------------------
+        core.create_namespaced_persistent_volume_claim(namespace, _claim("made", dynamic))
+        core.create_namespaced_pod(namespace, pod_body("provisioned", volumes=_data("made")))
+        node = wait_for(lambda: node_of(core, namespace, "provisioned"), 60, "the provisioned pod bound")
+        claim = core.read_namespaced_persistent_volume_claim("made", namespace)
+        assert (claim.metadata.annotations or {}).get("volume.kubernetes.io/selected-node") == node
+        pvs.append(claim.spec.volume_name)
+        assert _pv_node(core.read_persistent_volume(claim.spec.volume_name)) == node
+    finally:
+        stop.set()
+        provisioner.join(5)
+        client.AppsV1Api(api).delete_collection_namespaced_stateful_set(namespace)  # its pods go with it
+        for pv in core.list_persistent_volume().items:
+            if pv.metadata.name.startswith(namespace):
+                core.delete_persistent_volume(pv.metadata.name)
+        storage.delete_storage_class(local)
+        storage.delete_storage_class(dynamic)

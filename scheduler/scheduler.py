@@ -18,7 +18,7 @@ from scheduler.backend.queue.scheduling_queue import UNSCHEDULABLE_FLUSH_PERIOD,
 from scheduler.config import SchedulerConfig
 from scheduler.eventhandlers import EventHandlers, HeldChanges
 from scheduler.framework.extender import Extender
-from scheduler.framework.interface import Binder, PreemptionSink, Recorder
+from scheduler.framework.interface import Binder, PreemptionSink, Recorder, VolumeBinder
 from scheduler.framework.runtime import Framework
 from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.schedule_one import ScheduleOne, SchedulerStats, SchedulingAlgorithm
@@ -85,6 +85,12 @@ class Scheduler:
         self.stats = self.cycles.stats
         self.attempt_observers = self.cycles.attempt_observers
         self.bound_observers = self.cycles.bound_observers
+
+    def use_volume_binder(self, volume_binder: VolumeBinder) -> None:
+        """VolumeBinding binds claims that wait for their first consumer through ``volume_binder``
+        (without one it refuses such pods)."""
+        for fwk in self.frameworks.values():
+            fwk.handle.volume_binder = volume_binder
 
     def use_preemption(self, sink: PreemptionSink, drain: Callable[[], Awaitable[None]] | None = None) -> None:
         """Where DefaultPreemption's decisions go (``scheduler.kube.preemption`` in ``run``);

@@ -25,9 +25,11 @@ import yaml
 from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import DEFAULT_SCHEDULER_NAME, SELECTING_KINDS, Node, Pod, PodKey
 from scheduler.api.priorityclass import PriorityClass, PriorityClasses, admit_pod
+from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.storage_objects import STORAGE_KINDS, key_of
 from scheduler.config import SchedulerConfig
+from scheduler.eventhandlers import EventHandlers
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import PodNominator
 from scheduler.framework.preemption import PreemptionOutcome
@@ -43,6 +45,7 @@ __all__ = [
     "MemoryBinder",
     "MemoryPreemption",
     "MemoryRecorder",
+    "MemoryVolumeBinder",
     "Preemption",
     "Simulation",
     "attempt_to_json",
@@ -151,6 +154,74 @@ class MemoryBinder:
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         self.bindings[pod.key] = node_name
+
+
+class MemoryVolumeBinder:
+    """VolumeBinding's PreBind in a dry run: the writes are remembered and applied to the cache at
+    once, as if the PV controller (and, for a claim to provision, a provisioner creating a PV on the
+    selected node) had answered: each claim ends bound, so the next pods see the volumes taken."""
+
+    def __init__(self, handlers: EventHandlers) -> None:
+        self._handlers = handlers
+        self.writes: list[tuple[str, str]] = []  # (what, object): "bind PV"/"select node", in order
+
+    async def bind_pod_volumes(
+        self,
+        pod: Pod,
+        node_name: str,
+        bindings: Sequence[tuple[PersistentVolumeClaim, PersistentVolume]],
+        provisions: Sequence[PersistentVolumeClaim],
+        timeout: float,
+    ) -> None:
+        for claim, pv in bindings:
+            self.writes.append(("bind PV", f"{pv.name} -> {claim.key}"))
+            self._apply(pv.raw, {"phase": "Bound"})
+            self._bind_claim(claim, pv.name)
+        for claim in provisions:
+            self.writes.append(("select node", f"{claim.key} -> {node_name}"))
+            name = f"pvc-{claim.uid or claim.namespace + '-' + claim.name}"
+            hostname = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node_name]}
+            self._apply(
+                {
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "capacity": {
+                            "storage": str(
+                                claim.raw.get("spec", {}).get("resources", {}).get("requests", {}).get("storage", "0")
+                            )
+                        },
+                        "accessModes": sorted(claim.access_modes),
+                        "storageClassName": claim.storage_class,
+                        "claimRef": {"namespace": claim.namespace, "name": claim.name, "uid": claim.uid},
+                        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [hostname]}]}},
+                    },
+                },
+                {"phase": "Bound"},
+            )
+            self._bind_claim(claim, name)
+
+    def _bind_claim(self, claim: PersistentVolumeClaim, volume: str) -> None:
+        raw = dict(claim.raw)
+        meta = dict(raw.get("metadata") or {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), "pv.kubernetes.io/bind-completed": "yes"}
+        spec = {**(raw.get("spec") or {}), "volumeName": volume}
+        self._apply({**raw, "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}, {"phase": "Bound"})
+
+    def _apply(self, raw: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        obj = {**raw, "status": status}
+        meta = dict(obj.get("metadata") or {})
+        meta.pop("resourceVersion", None)
+        obj["metadata"] = meta
+        self._handlers.on_storage_object("MODIFIED", obj)
+
+
+def _requested_storage(claim: PersistentVolumeClaim) -> str:
+    spec = claim.raw.get("spec")
+    resources = spec.get("resources") if isinstance(spec, Mapping) else None
+    requests = resources.get("requests") if isinstance(resources, Mapping) else None
+    value = requests.get("storage") if isinstance(requests, Mapping) else None
+    return str(value) if value is not None else "0"
 
 
 class MemoryRecorder:
@@ -282,6 +353,8 @@ class Simulation:
         )
         self.cache = self.scheduler.cache
         self.frameworks = self.scheduler.frameworks
+        self.volume_binder = MemoryVolumeBinder(self.scheduler.handlers)
+        self.scheduler.use_volume_binder(self.volume_binder)
         # DefaultPreemption decides where its decision has somewhere to go; its random offset is seeded.
         self.preemption = MemoryPreemption(self.scheduler.queue)
         offsets = random.Random(seed)

@@ -63,6 +63,7 @@ __all__ = [
     "SignPlugin",
     "Snapshot",
     "StorageLister",
+    "VolumeBinder",
     "nominating_mode",
 ]
 
@@ -168,6 +169,16 @@ class StorageLister(Protocol):
 
     def volume_attachments_on(self, node_name: str) -> Iterable[VolumeAttachment]: ...
 
+    def assume(self, obj: PersistentVolume | PersistentVolumeClaim, made_from: str) -> None:
+        """VolumeBinding's Reserve: lookups see ``obj`` until the watch brings ``made_from`` or newer."""
+        ...
+
+    def restore(self, obj: PersistentVolume | PersistentVolumeClaim) -> None: ...
+
+    def api_object(self, kind: str, key: str) -> object | None:
+        """The watch's version of an object, whatever is assumed."""
+        ...
+
 
 class NominatingMode(enum.Enum):
     """What a failed cycle does to the pod's nomination (upstream's ``NominatingMode``)."""
@@ -226,7 +237,7 @@ class PluginRunner(Protocol):
 class Handle:
     """What plugins may reach besides their arguments (upstream's ``framework.Handle``)."""
 
-    __slots__ = ("binder", "framework", "nominator", "preemption", "snapshot")
+    __slots__ = ("binder", "framework", "nominator", "preemption", "snapshot", "volume_binder")
 
     def __init__(
         self,
@@ -234,6 +245,7 @@ class Handle:
         binder: Binder | None = None,
         nominator: PodNominator | None = None,
         preemption: PreemptionSink | None = None,
+        volume_binder: VolumeBinder | None = None,
     ) -> None:
         self.snapshot: Snapshot | None = snapshot
         self.binder: Binder | None = binder
@@ -245,6 +257,9 @@ class Handle:
         # memory. None (tests of other plugins): nobody would evict the victims, so DefaultPreemption
         # decides nothing.
         self.preemption: PreemptionSink | None = preemption
+        # VolumeBinding's PreBind writes (the API in ``run``, memory in ``simulate``); None: no claim
+        # that still needs binding can be bound, and VolumeBinding refuses such pods.
+        self.volume_binder: VolumeBinder | None = volume_binder
 
     def runner(self) -> PluginRunner:
         if self.framework is None:
@@ -422,6 +437,21 @@ class Binder(Protocol):
     """The API call behind DefaultBinder: POST pods/<name>/binding. Raises on failure."""
 
     async def bind(self, pod: Pod, node_name: str) -> None: ...
+
+
+class VolumeBinder(Protocol):
+    """VolumeBinding's PreBind writes (``BindPodVolumes``): each PV bound to its claim (its claimRef),
+    each claim to provision annotated with the selected node; then waits until the PV controller
+    has bound them all. Raises with the reason on failure (a conflict, a reset claimRef, a timeout)."""
+
+    async def bind_pod_volumes(
+        self,
+        pod: Pod,
+        node_name: str,
+        bindings: Sequence[tuple[PersistentVolumeClaim, PersistentVolume]],
+        provisions: Sequence[PersistentVolumeClaim],
+        timeout: float,
+    ) -> None: ...
 
 
 class Recorder(Protocol):

@@ -35,6 +35,7 @@ from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.preemption import AsyncPreemption
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
 from scheduler.kube.server import SecureServer, ServingAuth, bind_host, serving_ssl_context
+from scheduler.kube.volumes import ApiVolumeBinder
 from scheduler.kube.watch import build_registry
 from scheduler.kube.writes import ApiBinder, ApiPodWriter, ApiRecorder, RateLimiter
 from scheduler.scheduler import Scheduler
@@ -269,6 +270,7 @@ async def run_scheduler(
         sched.queue.activate,
     )
     sched.use_preemption(preemption, preemption.drain)
+    sched.use_volume_binder(ApiVolumeBinder(api, limiter, sched.cache.storage, trouble.observe, leadership.sure))
     _attach_metrics(sched, metrics)
     try:
         server = _start_server(serving, tls, kubeconfig, sched, metrics)

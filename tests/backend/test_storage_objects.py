@@ -126,3 +126,25 @@ def test_simulate_reads_storage_objects_and_names_bad_fields() -> None:
         False,
     )
     assert problems["PersistentVolume"] == ("metadata.name: Required value", True)
+
+
+def test_an_assumed_version_is_seen_until_the_watch_brings_it_or_newer() -> None:
+    """VolumeBinding's assume cache: Reserve's version hides the watch's older one; the watch's write
+    of it (or anything newer) replaces it; Restore drops it at once; ``api_object`` is the watch's."""
+    store = StorageObjects()
+    store.upsert(PersistentVolumeClaim.from_dict(claim("data", "5")), "5")
+    assumed = PersistentVolumeClaim.from_dict(
+        {**claim("data", "5"), "metadata": {**claim("data", "5")["metadata"], "annotations": {"x": "y"}}}
+    )
+    store.assume(assumed, "5")
+    assert store.persistent_volume_claim("default", "data") is assumed
+    api = store.api_object("PersistentVolumeClaim", "default/data")
+    assert isinstance(api, PersistentVolumeClaim) and api is not assumed
+    store.upsert(PersistentVolumeClaim.from_dict(claim("data", "4")), "4")  # older: ignored for lookups
+    assert store.persistent_volume_claim("default", "data") is assumed
+    newer = PersistentVolumeClaim.from_dict(claim("data", "6"))
+    store.upsert(newer, "6")
+    assert store.persistent_volume_claim("default", "data") is newer
+    store.assume(assumed, "6")
+    store.restore(assumed)
+    assert store.persistent_volume_claim("default", "data") is newer

@@ -86,8 +86,9 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   bound to a PV that does not exist, lost, being deleted, unbound with an Immediate class or none,
   or not created at all; 30% of the pods use 1-2 of them (existing pods too, so claims are in use).
 
-Not generated: claims waiting for their first consumer (spread-scheduler refuses those pods until
-VolumeBinding's PreBind lands), other volume sources and resourceClaims.
+Not generated: claims waiting for their first consumer (the oracle has no PV controller to answer
+upstream's PreBind; e2e/test_volumes.py binds them on the real control plane), other volume sources
+and resourceClaims.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Ported from upstream v1.35.4 ``plugins/volumebinding/volume_binding_test.go`` (T
 cases a pod with bound claims, missing or lost claims and Immediate claims meets; ids are upstream's
 case names) and ``binder_test.go``'s bound-claim node affinity cases. The cases that bind a
 WaitForFirstConsumer claim ("unbound claims no matches", "bound and unbound unsatisfied", the
-capacity scores) are ported with the refusal this scheduler gives until PreBind's writes land.
+capacity scores) are ported below with a volume binder; without one (a bare framework) such a pod is
+refused, which the first table shows.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def refusal(volume: int, name: str) -> Status:
             [pvc("pvc-a", "wait-sc")],
             refusal(0, "pvc-a"),
             None,
-            id="unbound claims no matches (refused: binding is not ported yet)",
+            id="a waiting claim without a volume binder is refused",
         ),
         pytest.param(
             pod_with("pvc-a", "pvc-b"),
@@ -177,7 +178,7 @@ def refusal(volume: int, name: str) -> Status:
             ],
             refusal(1, "pvc-b"),
             None,
-            id="bound and unbound unsatisfied (refused: binding is not ported yet)",
+            id="bound and waiting claims without a volume binder are refused",
         ),
         pytest.param(
             pod_with("pvc-a"),
@@ -444,3 +445,285 @@ def test_args_are_validated_at_start(args: dict[str, Any], error: str | None) ->
     with pytest.raises(ConfigError) as info:
         parse_config(doc)
     assert str(info.value) == f"profiles[0].pluginConfig[VolumeBinding].args: {error}"
+
+
+# -- binding claims that wait for their first consumer (with a volume binder) --------------------
+
+
+class RecordingBinder:
+    """The PreBind writes, recorded."""
+
+    def __init__(self, fail: str = "") -> None:
+        self.calls: list[tuple[str, str, list[str], list[str]]] = []
+        self.fail = fail
+
+    async def bind_pod_volumes(
+        self,
+        pod: Pod,
+        node_name: str,
+        bindings: Any,
+        provisions: Any,
+        timeout: float,
+    ) -> None:
+        self.calls.append(
+            (pod.name, node_name, [f"{c.name}->{v.name}" for c, v in bindings], [c.name for c in provisions])
+        )
+        if self.fail:
+            raise RuntimeError(self.fail)
+
+
+def binding_plugin(*objects: Any, volume_binder: Any = None) -> tuple[VolumeBinding, Cache]:
+    cache = cache_with(*objects)
+    handle = Handle(snapshot=cache, volume_binder=volume_binder or RecordingBinder())
+    return VolumeBinding({}, handle), cache
+
+
+def local_pv(name: str, host: str, size: str = "1Gi", class_name: str = "wait-sc") -> PersistentVolume:
+    """An Available local PV pinned to one host."""
+    return PersistentVolume.from_dict(
+        {
+            "metadata": {"name": name, "resourceVersion": "10"},
+            "spec": {
+                "capacity": {"storage": size},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": class_name,
+                "local": {"path": "/mnt"},
+                "nodeAffinity": affinity_on(HOSTNAME, host),
+            },
+            "status": {"phase": "Available"},
+        }
+    )
+
+
+def affinity_on(key: str, value: str) -> dict[str, Any]:
+    expr = {"key": key, "operator": "In", "values": [value]}
+    return {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
+
+
+def host(name: str) -> NodeInfo:
+    return node(name, **{HOSTNAME: name})
+
+
+def waiting(name: str, class_name: str = "wait-sc", size: str = "1Gi") -> PersistentVolumeClaim:
+    return PersistentVolumeClaim.from_dict(
+        {
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "resourceVersion": "5"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": class_name,
+                "resources": {"requests": {"storage": size}},
+            },
+        }
+    )
+
+
+def test_unbound_claims_no_matches() -> None:
+    """Upstream's case of that name: no PV and a class without provisioner ("p" here provisions, so
+    the class is replaced by one that cannot): ErrReasonBindConflict."""
+    manual = sc("manual", "WaitForFirstConsumer")
+    manual = StorageClass.from_dict(
+        {
+            "metadata": {"name": "manual"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    plugin, _ = binding_plugin(manual, waiting("pvc-a", "manual"))
+    state = CycleState()
+    assert plugin.pre_filter(state, pod_with("pvc-a"), [host("node-a")]) == (None, None)
+    assert plugin.filter(state, pod_with("pvc-a"), host("node-a")) == unresolvable(
+        "node(s) didn't find available persistent volumes to bind", plugin=VB
+    )
+
+
+def test_bound_and_unbound_unsatisfied() -> None:
+    """Upstream's case: the bound PV's affinity fails and the waiting claim finds nothing: both reasons."""
+    manual = StorageClass.from_dict(
+        {
+            "metadata": {"name": "wait-sc"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    objects = [
+        manual,
+        pvc("pvc-a", "wait-sc", bound_pv="pv-a"),
+        waiting("pvc-b"),
+        pv("pv-a", "wait-sc", {"foo": ["bar"]}),
+    ]
+    plugin, _ = binding_plugin(*objects)
+    state = CycleState()
+    pod = pod_with("pvc-a", "pvc-b")
+    assert plugin.pre_filter(state, pod, [node(foo="barbar")]) == (None, None)
+    assert plugin.filter(state, pod, node(foo="barbar")) == unresolvable(
+        ERR_REASON_NODE_CONFLICT, "node(s) didn't find available persistent volumes to bind", plugin=VB
+    )
+
+
+def test_a_static_pv_binds_on_its_node_and_is_taken_for_the_next_pod() -> None:
+    binder = RecordingBinder()
+    manual = StorageClass.from_dict(
+        {
+            "metadata": {"name": "wait-sc"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    plugin, cache = binding_plugin(
+        manual, waiting("pvc-a"), waiting("pvc-b"), local_pv("pv-1", "node-a"), volume_binder=binder
+    )
+    state = CycleState()
+    first = pod_with("pvc-a")
+    plugin.pre_filter(state, first, [])
+    assert plugin.filter(state, first, host("node-a")) is None
+    assert plugin.filter(state, first, host("node-b")) == unresolvable(
+        "node(s) didn't find available persistent volumes to bind", plugin=VB
+    )
+    assert plugin.reserve(state, first, "node-a") is None
+    assumed = cache.storage.persistent_volume("pv-1")
+    assert assumed is not None and assumed.claim_ref is not None and assumed.claim_ref.name == "pvc-a"
+    # The next pod's claim no longer finds the PV (assumed bound to pvc-a).
+    second_state = CycleState()
+    plugin.pre_filter(second_state, pod_with("pvc-b"), [])
+    assert plugin.filter(second_state, pod_with("pvc-b"), host("node-a")) is not None
+    import asyncio  # noqa: PLC0415
+
+    assert asyncio.run(plugin.pre_bind(state, first, "node-a")) is None
+    assert binder.calls == [("pod-a", "node-a", ["pvc-a->pv-1"], [])]
+    plugin.unreserve(state, first, "node-a")  # a failure later: the PV is free again
+    again = CycleState()
+    plugin.pre_filter(again, pod_with("pvc-b"), [])
+    assert plugin.filter(again, pod_with("pvc-b"), host("node-a")) is None
+
+
+def test_dynamic_provisioning_topology_and_capacity() -> None:
+    """``checkVolumeProvisions``: a provisioner, allowedTopologies, CSIStorageCapacity."""
+    zonal = StorageClass.from_dict(
+        {
+            "metadata": {"name": "zonal"},
+            "provisioner": "csi.example.com",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowedTopologies": [{"matchLabelExpressions": [{"key": "zone", "values": ["a"]}]}],
+        }
+    )
+    binder = RecordingBinder()
+    plugin, cache = binding_plugin(zonal, waiting("pvc-a", "zonal", "5Gi"), volume_binder=binder)
+    state = CycleState()
+    plugin.pre_filter(state, pod_with("pvc-a"), [])
+    in_a, in_b = node("n-a", zone="a"), node("n-b", zone="b")
+    assert plugin.filter(state, pod_with("pvc-a"), in_a) is None
+    assert plugin.filter(state, pod_with("pvc-a"), in_b) == unresolvable(
+        "node(s) didn't find available persistent volumes to bind", plugin=VB
+    )
+    assert plugin.reserve(state, pod_with("pvc-a"), "n-a") is None
+    selected = cache.storage.persistent_volume_claim("default", "pvc-a")
+    assert selected is not None and selected.annotations["volume.kubernetes.io/selected-node"] == "n-a"
+    import asyncio  # noqa: PLC0415
+
+    assert asyncio.run(plugin.pre_bind(state, pod_with("pvc-a"), "n-a")) is None
+    assert binder.calls == [("pod-a", "n-a", [], ["pvc-a"])]
+    # A driver that publishes capacity: only a CSIStorageCapacity of the class, big enough, whose
+    # topology selects the node lets it provision there.
+    from scheduler.api.storage import CSIDriver  # noqa: PLC0415
+
+    cache.storage.upsert(
+        CSIDriver.from_dict({"metadata": {"name": "csi.example.com"}, "spec": {"storageCapacity": True}})
+    )
+    plugin.unreserve(state, pod_with("pvc-a"), "n-a")
+    state = CycleState()
+    plugin.pre_filter(state, pod_with("pvc-a"), [])
+    assert plugin.filter(state, pod_with("pvc-a"), in_a) == unresolvable(
+        "node(s) did not have enough free storage", plugin=VB
+    )
+    cache.storage.upsert(
+        CSIStorageCapacity.from_dict(
+            {
+                "metadata": {"name": "cap", "namespace": "default"},
+                "storageClassName": "zonal",
+                "capacity": "10Gi",
+                "nodeTopology": {"matchLabels": {"zone": "a"}},
+            }
+        )
+    )
+    assert plugin.filter(state, pod_with("pvc-a"), in_a) is None
+
+
+def test_a_failed_pre_bind_says_why() -> None:
+    manual = StorageClass.from_dict(
+        {
+            "metadata": {"name": "wait-sc"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    plugin, _ = binding_plugin(
+        manual, waiting("pvc-a"), local_pv("pv-1", "node-a"), volume_binder=RecordingBinder("409 Conflict")
+    )
+    state = CycleState()
+    plugin.pre_filter(state, pod_with("pvc-a"), [])
+    plugin.filter(state, pod_with("pvc-a"), host("node-a"))
+    plugin.reserve(state, pod_with("pvc-a"), "node-a")
+    import asyncio  # noqa: PLC0415
+
+    status = asyncio.run(plugin.pre_bind(state, pod_with("pvc-a"), "node-a"))
+    assert status is not None and status.code is Code.ERROR and "binding volumes: 409 Conflict" in status.message()
+
+
+def test_simulate_binds_a_statefulset_one_claim_per_zone() -> None:
+    """Three replicas, each with its WaitForFirstConsumer claim, hard zone spread, local PVs on a node
+    of each zone: one per zone, each claim bound to a PV on its pod's node."""
+    from scheduler.config import load_config  # noqa: PLC0415
+    from scheduler.simulate import Simulation  # noqa: PLC0415
+
+    zone = "topology.kubernetes.io/zone"
+    objects: list[dict[str, Any]] = [
+        {
+            "kind": "StorageClass",
+            "metadata": {"name": "local"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    ]
+    for z in "abc":
+        for i in range(2):
+            name = f"n-{z}{i}"
+            objects.append(
+                make_node(name).zone(z).label(HOSTNAME, name).allocatable(cpu="4", memory="8Gi", pods="110").dict()
+            )
+            if i == 0:
+                objects.append(
+                    {
+                        "kind": "PersistentVolume",
+                        "metadata": {"name": f"pv-{z}"},
+                        "spec": {
+                            "capacity": {"storage": "1Gi"},
+                            "accessModes": ["ReadWriteOnce"],
+                            "storageClassName": "local",
+                            "local": {"path": "/mnt"},
+                            "nodeAffinity": affinity_on(HOSTNAME, name),
+                        },
+                        "status": {"phase": "Available"},
+                    }
+                )
+    for r in range(3):
+        objects.append(
+            {
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": f"data-db-{r}", "namespace": "default", "uid": f"u{r}"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "local",
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+        )
+        pod = make_pod(f"db-{r}").labels({"app": "db"}).spread(zone, 1, match={"app": "db"}).pvc("data", f"data-db-{r}")
+        objects.append(pod.dict())
+    sim = Simulation(load_config(None), seed=0)
+    sim.add_objects(objects)
+    results = sim.run()
+    hosts = {a.pod.name: a.host for a in results}
+    assert sorted(h[2] for h in hosts.values() if h) == ["a", "b", "c"], hosts
+    for r in range(3):
+        claim = sim.cache.storage.persistent_volume_claim("default", f"data-db-{r}")
+        assert claim is not None and claim.volume_name == f"pv-{hosts[f'db-{r}'][2]}"

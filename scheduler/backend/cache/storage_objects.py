@@ -57,7 +57,7 @@ def key_of(obj: StorageObject) -> str:
 class StorageObjects:
     """One store per kind, keyed like a lister (``namespace/name`` for namespaced kinds)."""
 
-    __slots__ = ("_attachments", "_by_kind", "_versions")
+    __slots__ = ("_assumed", "_attachments", "_by_kind", "_versions")
 
     def __init__(self) -> None:
         self._by_kind: dict[str, dict[str, StorageObject]] = {kind: {} for kind in STORAGE_KINDS}
@@ -65,6 +65,22 @@ class StorageObjects:
         # node name -> its VolumeAttachments by name: NodeVolumeLimits reads one node's per Filter
         # call, which must not cost a walk over every attachment of the cluster (upstream lists all).
         self._attachments: dict[str, dict[str, VolumeAttachment]] = {}
+        # VolumeBinding's assume cache (``volumebinding/assume_cache.go``): (kind, key) -> the version
+        # a Reserve assumed (a PV bound to a claim, a claim with its selected node) and the
+        # resourceVersion it was made from; lookups see it until the watch brings that version or newer.
+        self._assumed: dict[tuple[str, str], tuple[StorageObject, str]] = {}
+
+    def assume(self, obj: PersistentVolume | PersistentVolumeClaim, made_from: str) -> None:
+        """Let lookups see ``obj`` before the API does (``AssumeCache.Assume``)."""
+        self._assumed[type(obj).__name__, key_of(obj)] = (obj, made_from)
+
+    def restore(self, obj: PersistentVolume | PersistentVolumeClaim) -> None:
+        """Drop an assumed version: lookups see the watch's again (``AssumeCache.Restore``)."""
+        self._assumed.pop((type(obj).__name__, key_of(obj)), None)
+
+    def api_object(self, kind: str, key: str) -> StorageObject | None:
+        """The watch's version, whatever is assumed (``GetAPIObj``)."""
+        return self._by_kind[kind].get(key)
 
     def upsert(self, obj: StorageObject, resource_version: str = "") -> StorageObject | None:
         """Store ``obj``; the object it replaces (None: it is new)."""
@@ -73,6 +89,9 @@ class StorageObjects:
         old = store.get(key)
         store[key] = obj
         self._versions[kind, key] = resource_version
+        assumed = self._assumed.get((kind, key))
+        if assumed is not None and not _older(resource_version, assumed[1]):
+            del self._assumed[kind, key]  # the watch caught up with (or passed) what was assumed
         self._index(old, None)
         if isinstance(obj, VolumeAttachment):
             self._index(obj, obj)
@@ -81,6 +100,7 @@ class StorageObjects:
     def remove(self, obj: StorageObject) -> StorageObject | None:
         kind, key = type(obj).__name__, key_of(obj)
         self._versions.pop((kind, key), None)
+        self._assumed.pop((kind, key), None)
         old = self._by_kind[kind].pop(key, None)
         self._index(old, None)
         return old
@@ -105,14 +125,15 @@ class StorageObjects:
         return self._versions.get((kind, key))
 
     def get(self, kind: str, key: str) -> StorageObject | None:
-        return self._by_kind[kind].get(key)
+        assumed = self._assumed.get((kind, key))
+        return assumed[0] if assumed is not None else self._by_kind[kind].get(key)
 
     def persistent_volume_claim(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
-        obj = self._by_kind["PersistentVolumeClaim"].get(f"{namespace}/{name}")
+        obj = self.get("PersistentVolumeClaim", f"{namespace}/{name}")
         return obj if isinstance(obj, PersistentVolumeClaim) else None
 
     def persistent_volume(self, name: str) -> PersistentVolume | None:
-        obj = self._by_kind["PersistentVolume"].get(name)
+        obj = self.get("PersistentVolume", name)
         return obj if isinstance(obj, PersistentVolume) else None
 
     def storage_class(self, name: str) -> StorageClass | None:
@@ -128,7 +149,15 @@ class StorageObjects:
         return obj if isinstance(obj, CSIDriver) else None
 
     def persistent_volumes(self) -> Iterable[PersistentVolume]:
-        return (pv for pv in self._by_kind["PersistentVolume"].values() if isinstance(pv, PersistentVolume))
+        for key in self._by_kind["PersistentVolume"]:
+            pv = self.persistent_volume(key)
+            if pv is not None:
+                yield pv
 
     def csi_storage_capacities(self) -> Iterable[CSIStorageCapacity]:
         return (c for c in self._by_kind["CSIStorageCapacity"].values() if isinstance(c, CSIStorageCapacity))
+
+
+def _older(version: str, than: str) -> bool:
+    """Strictly older, for etcd's integer resourceVersions (other spellings: never older)."""
+    return version.isdigit() and than.isdigit() and int(version) < int(than)

@@ -288,3 +288,188 @@ def find_matching_volume(
         if smallest is None or (smallest.capacity or 0) > size:
             smallest = pv
     return smallest
+
+
+NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
+
+
+@dataclass(slots=True)
+class PodVolumes:
+    """``PodVolumes``: what binding the pod's claims on one node takes: PVs to bind to claims
+    (static), claims to provision there (dynamic)."""
+
+    static_bindings: list[tuple[PersistentVolumeClaim, PersistentVolume]] = field(default_factory=list)
+    dynamic_provisions: list[PersistentVolumeClaim] = field(default_factory=list)
+
+
+def unbound_volumes(
+    storage: StorageLister, claims: Sequence[PersistentVolumeClaim]
+) -> dict[str, list[PersistentVolume]]:
+    """``unboundVolumesDelayBinding``: the PVs of each waiting claim's class, listed once per cycle."""
+    classes = {c.storage_class for c in claims}
+    out: dict[str, list[PersistentVolume]] = {name: [] for name in classes}
+    for pv in storage.persistent_volumes():
+        if pv.storage_class in out:
+            out[pv.storage_class].append(pv)
+    return out
+
+
+def find_pod_volumes(
+    storage: StorageLister,
+    claims: PodVolumeClaims,
+    volumes_by_class: Mapping[str, Sequence[PersistentVolume]],
+    node_name: str,
+    node_labels: Mapping[str, str],
+) -> tuple[PodVolumes, list[str]]:
+    """``FindPodVolumes``: how the node could take the pod's claims, or upstream's reasons why not
+    (node affinity of a bound PV, no PV to bind, not enough storage, a bound PV missing)."""
+    out = PodVolumes()
+    bound_ok, unbound_ok, storage_ok, pvs_found = True, True, True, True
+    if claims.bound:
+        bound_ok, pvs_found = check_bound_claims(storage, claims.bound, node_name, node_labels)
+    if claims.unbound_delay_binding:
+        to_match: list[PersistentVolumeClaim] = []
+        to_provision: list[PersistentVolumeClaim] = []
+        for claim in claims.unbound_delay_binding:
+            selected = claim.annotations.get(ANN_SELECTED_NODE)
+            if selected is not None:
+                if selected != node_name:
+                    unbound_ok = False
+                    return out, _reasons(bound_ok, unbound_ok, storage_ok, pvs_found)
+                to_provision.append(claim)
+            else:
+                to_match.append(claim)
+        if to_match:
+            unbound_ok, out.static_bindings, unmatched = _find_matching_volumes(to_match, volumes_by_class, node_labels)
+            to_provision += unmatched
+        if to_provision:
+            unbound_ok, storage_ok, out.dynamic_provisions = _check_volume_provisions(
+                storage, to_provision, node_labels
+            )
+    return out, _reasons(bound_ok, unbound_ok, storage_ok, pvs_found)
+
+
+def _reasons(bound_ok: bool, unbound_ok: bool, storage_ok: bool, pvs_found: bool) -> list[str]:
+    reasons = []
+    if not bound_ok:
+        reasons.append(ERR_REASON_NODE_CONFLICT)
+    if not unbound_ok:
+        reasons.append(ERR_REASON_BIND_CONFLICT)
+    if not storage_ok:
+        reasons.append(ERR_REASON_NOT_ENOUGH_SPACE)
+    if not pvs_found:
+        reasons.append(ERR_REASON_PV_NOT_EXIST)
+    return reasons
+
+
+def _find_matching_volumes(
+    claims: Sequence[PersistentVolumeClaim],
+    volumes_by_class: Mapping[str, Sequence[PersistentVolume]],
+    node_labels: Mapping[str, str],
+) -> tuple[bool, list[tuple[PersistentVolumeClaim, PersistentVolume]], list[PersistentVolumeClaim]]:
+    """``findMatchingVolumes``: the smallest claims first, each PV at most once."""
+    chosen: set[str] = set()
+    bindings: list[tuple[PersistentVolumeClaim, PersistentVolume]] = []
+    unmatched: list[PersistentVolumeClaim] = []
+    for claim in sorted(claims, key=lambda c: c.request or 0):
+        pv = find_matching_volume(claim, volumes_by_class.get(claim.storage_class, ()), node_labels, chosen)
+        if pv is None:
+            unmatched.append(claim)
+            continue
+        chosen.add(pv.name)
+        bindings.append((claim, pv))
+    return not unmatched, bindings, unmatched
+
+
+def _check_volume_provisions(
+    storage: StorageLister, claims: Sequence[PersistentVolumeClaim], node_labels: Mapping[str, str]
+) -> tuple[bool, bool, list[PersistentVolumeClaim]]:
+    """``checkVolumeProvisions``: (provisioning possible, enough storage, the claims to provision).
+    Raises ``ClaimError`` where upstream returns an error (no class, a missing class)."""
+    provisions: list[PersistentVolumeClaim] = []
+    for claim in claims:
+        class_name = claim.storage_class
+        if not class_name:
+            raise ClaimError(f'no class for claim "{claim.namespace}/{claim.name}"')
+        storage_class = storage.storage_class(class_name)
+        if storage_class is None:
+            raise ClaimError(f'failed to find storage class "{class_name}"')
+        provisioner = storage_class.provisioner
+        if not provisioner or provisioner == NOT_SUPPORTED_PROVISIONER:
+            return False, True, []
+        if not _matches_topology(storage_class.allowed_topologies, node_labels):
+            return False, True, []
+        if not _enough_capacity(storage, provisioner, claim, class_name, node_labels):
+            return True, False, []
+        provisions.append(claim)
+    return True, True, provisions
+
+
+def _matches_topology(terms: Sequence[Mapping[str, frozenset[str]]] | None, labels: Mapping[str, str]) -> bool:
+    """``MatchTopologySelectorTerms``: no term matches every node; else one term whose every
+    expression holds."""
+    if not terms:
+        return True
+    return any(all(labels.get(key) in values for key, values in term.items()) for term in terms)
+
+
+def _enough_capacity(
+    storage: StorageLister,
+    provisioner: str,
+    claim: PersistentVolumeClaim,
+    class_name: str,
+    node_labels: Mapping[str, str],
+) -> bool:
+    """``hasEnoughCapacity``: only a CSI driver that publishes capacity is checked; then a
+    CSIStorageCapacity of the class whose limit fits and whose topology selects the node."""
+    if claim.request is None:
+        return True
+    driver = storage.csi_driver(provisioner)
+    if driver is None or not driver.storage_capacity:
+        return True
+    for capacity in storage.csi_storage_capacities():
+        limit = capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
+        if capacity.storage_class_name != class_name or limit is None or limit < claim.request:
+            continue
+        if capacity.node_topology is not None and capacity.node_topology.matches(node_labels):
+            return True
+    return False
+
+
+ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+
+
+def bind_volume_to_claim(pv: PersistentVolume, claim: PersistentVolumeClaim) -> PersistentVolume:
+    """``GetBindVolumeToClaim``: the PV with its claimRef naming the claim (and the bound-by-controller
+    annotation when it was not pre-bound to it); the same object when nothing changes."""
+    raw = dict(pv.raw)
+    meta = dict(raw.get("metadata") or {})
+    spec = dict(raw.get("spec") or {})
+    dirty = False
+    ref = pv.claim_ref
+    if ref is None or (ref.name, ref.namespace, ref.uid) != (claim.name, claim.namespace, claim.uid):
+        spec["claimRef"] = {
+            "kind": "PersistentVolumeClaim",
+            "namespace": claim.namespace,
+            "name": claim.name,
+            "uid": claim.uid,
+            "apiVersion": "v1",
+            "resourceVersion": claim.resource_version,
+        }
+        dirty = True
+    annotations = dict(meta.get("annotations") or {})
+    if not _bound_to(pv, claim) and ANN_BOUND_BY_CONTROLLER not in annotations:
+        annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
+        dirty = True
+    if not dirty:
+        return pv
+    meta["annotations"] = annotations
+    return PersistentVolume.from_dict({**raw, "metadata": meta, "spec": spec})
+
+
+def with_selected_node(claim: PersistentVolumeClaim, node_name: str) -> PersistentVolumeClaim:
+    """The claim annotated ``volume.kubernetes.io/selected-node: <node>`` (the provisioner's cue)."""
+    raw = dict(claim.raw)
+    meta = dict(raw.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), ANN_SELECTED_NODE: node_name}
+    return PersistentVolumeClaim.from_dict({**raw, "metadata": meta})

@@ -1,26 +1,30 @@
-"""VolumeBinding for pods whose claims are bound; a clear refusal for claims that still need binding.
+"""VolumeBinding: claims bound, or bound on the chosen node (``volumebinding/volume_binding.go``).
 
-Upstream: ``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go``. Ported: PreFilter's
-reading of every claim (``podHasPVCs``: a missing claim, a generic ephemeral volume's claim not
-created yet or not the pod's, a lost claim, a claim being deleted; an unbound claim of an Immediate
-class: ``pod has unbound immediate PersistentVolumeClaims``), Filter on bound claims (the PV must
-exist and admit the node), Reserve/PreBind/Unreserve for pods whose claims are all bound (nothing to
-write), the events and queueing hints. Not yet ported: binding a WaitForFirstConsumer claim (static
-PV matching, dynamic provisioning, the assume cache and PreBind's API writes). Such a pod is refused
-in PreFilter with a message naming the claim, as the refusing stand-ins do, so it is never placed
-where its volume could not follow. Score stays off, as upstream's by default
-(``StorageCapacityScoring`` is alpha in 1.35).
+PreFilter reads every claim (upstream's texts for a missing, foreign, lost, deleted or unbound
+Immediate one); Filter checks bound claims' PVs and finds, for each claim waiting for its first
+consumer, a static PV on the node or a way to provision there (``binder.find_pod_volumes``); Reserve
+assumes the choice in the cache, PreBind writes it through the handle's ``VolumeBinder`` and waits
+for the PV controller, Unreserve reverts. Without a volume binder (a bare framework in tests) a pod
+whose claims still need binding is refused in PreFilter, naming the volume. Score stays off, as
+upstream's by default (``StorageCapacityScoring`` is alpha in 1.35).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from scheduler.api.objects import Pod
-from scheduler.api.storage import CSIDriver, CSINode, CSIStorageCapacity, PersistentVolumeClaim, StorageClass
+from scheduler.api.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState, StateKeyError
 from scheduler.framework.events import (
@@ -45,17 +49,22 @@ NAME = names.VOLUME_BINDING
 STATE_KEY = NAME
 SOURCES = frozenset({"persistentVolumeClaim", "ephemeral"})
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-# What a claim waiting for its first consumer needs and this scheduler does not do yet.
+# What a claim waiting for its first consumer needs and a framework without a volume binder cannot do.
 DELAY_BINDING = "binding a WaitForFirstConsumer claim"
 _SKIP = Status(Code.SKIP)
 
 
 @dataclass(slots=True)
 class _State:
-    """``stateData``: the pod's bound claims (read-only for the cycle), and Reserve's verdict."""
+    """``stateData``: the pod's claims by state and the PVs of the waiting claims' classes
+    (read-only for the cycle), what binding them takes per node (Filter), and Reserve's verdict
+    with the versions it assumed."""
 
-    bound: tuple[PersistentVolumeClaim, ...] = ()
+    claims: binder.PodVolumeClaims = field(default_factory=binder.PodVolumeClaims)
+    volumes_by_class: Mapping[str, Sequence[PersistentVolume]] = field(default_factory=dict)
+    by_node: dict[str, binder.PodVolumes] = field(default_factory=dict)
     all_bound: bool = True
+    assumed: binder.PodVolumes | None = None
 
     def clone(self) -> _State:
         return self
@@ -186,8 +195,9 @@ class VolumeBinding:
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
+        storage = self.handle.current().storage
         try:
-            claims = binder.pod_volume_claims(self.handle.current().storage, pod)
+            claims = binder.pod_volume_claims(storage, pod)
         except binder.ClaimError as e:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(e),))
         if claims is None:
@@ -195,11 +205,12 @@ class VolumeBinding:
             return None, _SKIP
         if claims.unbound_immediate:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (UNBOUND_IMMEDIATE,))
-        if claims.unbound_delay_binding:
+        if claims.unbound_delay_binding and self.handle.volume_binder is None:
             waiting = {c.name for c in claims.unbound_delay_binding}
-            field = _claim_field(pod, waiting) or "spec.volumes"
-            return None, refusal(field, NAME, f"{DELAY_BINDING}, which spread-scheduler does not do yet")
-        state.write(STATE_KEY, _State(tuple(claims.bound)))
+            field_ = _claim_field(pod, waiting) or "spec.volumes"
+            return None, refusal(field_, NAME, f"{DELAY_BINDING}, which spread-scheduler does not do yet")
+        volumes = binder.unbound_volumes(storage, claims.unbound_delay_binding)
+        state.write(STATE_KEY, _State(claims, volumes))
         return None, None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -207,30 +218,72 @@ class VolumeBinding:
             stored = state.read(STATE_KEY, _State)
         except StateKeyError as e:
             return Status.as_error(str(e))
-        if not stored.bound:
+        if not stored.claims.bound and not stored.claims.unbound_delay_binding:
             return None
         node = node_info.node
-        affinity_ok, pvs_found = binder.check_bound_claims(
-            self.handle.current().storage, stored.bound, node.name, node.labels
-        )
-        reasons = []
-        if not affinity_ok:
-            reasons.append(binder.ERR_REASON_NODE_CONFLICT)
-        if not pvs_found:
-            reasons.append(binder.ERR_REASON_PV_NOT_EXIST)
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, tuple(reasons), NAME) if reasons else None
+        try:
+            volumes, reasons = binder.find_pod_volumes(
+                self.handle.current().storage, stored.claims, stored.volumes_by_class, node.name, node.labels
+            )
+        except binder.ClaimError as e:
+            return Status.as_error(str(e))
+        if reasons:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, tuple(reasons), NAME)
+        stored.by_node[node.name] = volumes
+        return None
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        """Every claim is bound (PreFilter refused the rest): nothing to assume, nothing to write."""
+        """``AssumePodVolumes``: the chosen node's PVs bound to their claims and its claims to
+        provision marked with the node, in the cache only, so the next pod sees them taken."""
         stored = state.get(STATE_KEY)
-        if isinstance(stored, _State):
+        if not isinstance(stored, _State):
+            return None
+        planned = stored.by_node.get(node_name)
+        if planned is None or not stored.claims.unbound_delay_binding:
             stored.all_bound = True
+            return None
+        storage = self.handle.current().storage
+        assumed = binder.PodVolumes()
+        for claim, pv in planned.static_bindings:
+            bound = binder.bind_volume_to_claim(pv, claim)
+            if bound is not pv:
+                storage.assume(bound, pv.resource_version)
+            assumed.static_bindings.append((claim, bound))
+        for claim in planned.dynamic_provisions:
+            selected = binder.with_selected_node(claim, node_name)
+            storage.assume(selected, claim.resource_version)
+            assumed.dynamic_provisions.append(selected)
+        stored.all_bound, stored.assumed = False, assumed
         return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        return None
+        """``RevertAssumedPodVolumes``."""
+        stored = state.get(STATE_KEY)
+        if not isinstance(stored, _State) or stored.assumed is None:
+            return
+        storage = self.handle.current().storage
+        for _, pv in stored.assumed.static_bindings:
+            storage.restore(pv)
+        for claim in stored.assumed.dynamic_provisions:
+            storage.restore(claim)
 
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """``BindPodVolumes``: the writes, then the wait for the PV controller (``bindTimeoutSeconds``)."""
+        stored = state.get(STATE_KEY)
+        if not isinstance(stored, _State) or stored.all_bound:
+            return None
+        if stored.assumed is None or self.handle.volume_binder is None:
+            return Status.as_error(f'no pod volume found for node "{node_name}"')
+        try:
+            await self.handle.volume_binder.bind_pod_volumes(
+                pod,
+                node_name,
+                stored.assumed.static_bindings,
+                stored.assumed.dynamic_provisions,
+                self.bind_timeout_seconds,
+            )
+        except Exception as e:  # any failure fails PreBind; Unreserve reverts
+            return Status.as_error(f"binding volumes: {e}")
         return None
 
 
