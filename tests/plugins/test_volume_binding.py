@@ -727,3 +727,67 @@ def test_simulate_binds_a_statefulset_one_claim_per_zone() -> None:
     for r in range(3):
         claim = sim.cache.storage.persistent_volume_claim("default", f"data-db-{r}")
         assert claim is not None and claim.volume_name == f"pv-{hosts[f'db-{r}'][2]}"
+
+
+def test_bad_storage_objects_are_named_and_other_pods_still_bind() -> None:
+    """Objects the API server refuses, from a file: a PV with a malformed node affinity, a class with
+    an unknown binding mode, a claim naming a class that does not exist. Each is reported with its
+    field, the pods using them get upstream's reasons, nothing crashes, a plain pod binds."""
+    from scheduler.config import load_config  # noqa: PLC0415
+    from scheduler.simulate import Simulation  # noqa: PLC0415
+
+    bad_affinity = {"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "Bogus"}]}]}}
+    objects: list[dict[str, Any]] = [
+        make_node("n1").allocatable(cpu="4", memory="8Gi", pods="110").dict(),
+        {"kind": "StorageClass", "metadata": {"name": "odd"}, "provisioner": "p", "volumeBindingMode": "Later"},
+        {
+            "kind": "PersistentVolume",
+            "metadata": {"name": "pv-bad"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "csi": {"driver": "d", "volumeHandle": "h"},
+                "nodeAffinity": bad_affinity,
+            },
+        },
+        {
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": "on-bad-pv",
+                "namespace": "default",
+                "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+            },
+            "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-bad"},
+        },
+        {
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "odd-class", "namespace": "default"},
+            "spec": {"storageClassName": "odd"},
+        },
+        {
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "no-class", "namespace": "default"},
+            "spec": {"storageClassName": "gone"},
+        },
+        make_pod("uses-bad-pv").pvc("v", "on-bad-pv").dict(),
+        make_pod("uses-odd-class").pvc("v", "odd-class").dict(),
+        make_pod("uses-missing-class").pvc("v", "no-class").dict(),
+        make_pod("plain").dict(),
+    ]
+    sim = Simulation(load_config(None), seed=0)
+    sim.add_objects(objects)
+    problems = {p.what: p.message for p in sim.problems}
+    assert "volumeBindingMode" in problems["StorageClass odd"]
+    assert (
+        "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator"
+        in problems["PersistentVolume pv-bad"]
+    )
+    results = {a.pod.name: a for a in sim.run()}
+    assert results["plain"].host == "n1"
+    # The term the API server would refuse matches no node, as upstream's selector skips it.
+    assert results["uses-bad-pv"].message.startswith(
+        "0/1 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity. "
+    )
+    # An unknown mode is not WaitForFirstConsumer, a missing class neither: Immediate, as upstream reads them.
+    for name in ("uses-odd-class", "uses-missing-class"):
+        assert results[name].message == "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."

@@ -10,6 +10,7 @@ topology key). No I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,7 @@ _PLUGINS = {
     "azureDisk": "kubernetes.io/azure-disk",
     "portworxVolume": "kubernetes.io/portworx-volume",
 }
+_TERM_INDEX = re.compile(r"\.nodeSelectorTerms\[(\d+)\]")
 _ZONE, _BETA_ZONE = "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"
 _REGION, _BETA_REGION = "topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region"
 
@@ -167,8 +169,22 @@ def node_affinity_admits(pv: PersistentVolume, csi_node: CSINode | None, node_la
     if required is None:
         return True
     errors: list[FieldError] = []
-    selector = parse_node_selector(required, "spec.nodeAffinity.required", errors)
-    return selector is None or selector.matches("", node_labels)
+    selector = parse_node_selector(required, "", errors)
+    if selector is None:
+        return True
+    if not errors:
+        return selector.matches("", node_labels)
+    # A term the API server would refuse (only possible from a file) matches no node, as upstream's
+    # node selector skips a term it cannot parse; the other terms still count.
+    broken = {int(m.group(1)) for e in errors if (m := _TERM_INDEX.match(e.path))}
+    raw_terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    if not isinstance(raw_terms, list):
+        return False
+    kept = [t for i, t in enumerate(raw_terms) if i not in broken]
+    if not kept:
+        return False
+    rest = parse_node_selector({"nodeSelectorTerms": kept}, "", [])
+    return rest is not None and rest.matches("", node_labels)
 
 
 def _raw_required(pv: PersistentVolume) -> Mapping[str, Any] | None:
