@@ -34,7 +34,7 @@ from scheduler.framework.interface import Handle, StorageLister
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
-from scheduler.plugins.helper.volumes import sign_volumes
+from scheduler.plugins.helper.volumes import claim_hint, claim_name_of, sign_volumes
 from scheduler.plugins.nodevolumelimits import translation as tr
 
 __all__ = ["ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED", "IN_TREE_MIGRATABLE", "NodeVolumeLimits"]
@@ -60,15 +60,6 @@ def _counted(volume: Volume) -> bool:
     """PreFilter's test: a claim, a generic ephemeral volume or an inline-migratable disk."""
     sources = volume.sources
     return "persistentVolumeClaim" in sources or "ephemeral" in sources or bool(sources & IN_TREE_MIGRATABLE)
-
-
-def _claim_name(pod: Pod, volume: Volume) -> str | None:
-    """The claim a volume uses (``ephemeral.VolumeClaimName`` for a generic ephemeral one), or None."""
-    if "persistentVolumeClaim" in volume.sources:
-        return volume.claim_name
-    if "ephemeral" in volume.sources:
-        return f"{pod.name}-{volume.name}"
-    return None
 
 
 class NodeVolumeLimits:
@@ -114,14 +105,7 @@ class NodeVolumeLimits:
         return QueueingHint.QUEUE if any(_counted(v) for v in deleted.volumes) else QueueingHint.QUEUE_SKIP
 
     def is_schedulable_after_pvc_added(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
-        objs = as_objects(PersistentVolumeClaim, old, new)
-        if objs is None or objs[1] is None:
-            return QueueingHint.QUEUE
-        added = objs[1]
-        if added.namespace != pod.namespace:
-            return QueueingHint.QUEUE_SKIP
-        wanted = {_claim_name(pod, v) for v in pod.volumes} - {None}
-        return QueueingHint.QUEUE if added.name in wanted else QueueingHint.QUEUE_SKIP
+        return claim_hint(pod, old, new, ephemeral=True)
 
     def is_schedulable_after_volume_attachment_deleted(
         self, pod: Pod, old: object | None, new: object | None
@@ -218,7 +202,7 @@ class NodeVolumeLimits:
     ) -> None:
         """``filterAttachableVolumes``: ``<driver>/<handle>`` -> driver for each countable volume."""
         for volume in pod.volumes:
-            claim_name = _claim_name(pod, volume)
+            claim_name = claim_name_of(pod, volume)
             if claim_name is None:
                 self._inline(volume, csi_node, out)
                 continue

@@ -26,6 +26,7 @@ from scheduler.api.storage import (
     not_found,
 )
 from scheduler.framework.interface import StorageLister
+from scheduler.plugins.helper.volumes import claim_name_of
 
 __all__ = [
     "ANN_BIND_COMPLETED",
@@ -82,15 +83,6 @@ class PodVolumeClaims:
     unbound_delay_binding: list[PersistentVolumeClaim] = field(default_factory=list)
 
 
-def claim_name_of(pod: Pod, volume_sources: frozenset[str], claim_name: str, volume_name: str) -> str | None:
-    """The claim a volume uses (``<pod>-<volume>`` for a generic ephemeral one), None for others."""
-    if "persistentVolumeClaim" in volume_sources:
-        return claim_name
-    if "ephemeral" in volume_sources:
-        return f"{pod.name}-{volume_name}"
-    return None
-
-
 def fully_bound(claim: PersistentVolumeClaim) -> bool:
     """``isPVCFullyBound``: a volume name and the PV controller's bind-completed annotation."""
     return bool(claim.volume_name) and ANN_BIND_COMPLETED in claim.annotations
@@ -102,7 +94,7 @@ def pod_volume_claims(storage: StorageLister, pod: Pod) -> PodVolumeClaims | Non
     claims: list[tuple[PersistentVolumeClaim, bool]] = []
     for volume in pod.volumes:
         ephemeral = "ephemeral" in volume.sources and "persistentVolumeClaim" not in volume.sources
-        name = claim_name_of(pod, volume.sources, volume.claim_name, volume.name)
+        name = claim_name_of(pod, volume)
         if name is None:
             continue
         claim = storage.persistent_volume_claim(pod.namespace, name)

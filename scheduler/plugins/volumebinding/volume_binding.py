@@ -22,7 +22,6 @@ from scheduler.api.storage import (
     CSINode,
     CSIStorageCapacity,
     PersistentVolume,
-    PersistentVolumeClaim,
     StorageClass,
 )
 from scheduler.framework import signers
@@ -40,7 +39,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.helper.not_run import refusal
-from scheduler.plugins.helper.volumes import sign_volumes
+from scheduler.plugins.helper.volumes import claim_hint, claim_name_of, sign_volumes
 from scheduler.plugins.volumebinding import binder
 
 __all__ = ["SOURCES", "VolumeBinding"]
@@ -146,16 +145,7 @@ class VolumeBinding:
     def is_schedulable_after_persistent_volume_claim_change(
         self, pod: Pod, old: object | None, new: object | None
     ) -> QueueingHint:
-        objs = as_objects(PersistentVolumeClaim, old, new)
-        if objs is None or objs[1] is None:
-            return QueueingHint.QUEUE
-        claim = objs[1]
-        if claim.namespace != pod.namespace:
-            return QueueingHint.QUEUE_SKIP
-        for volume in pod.volumes:
-            if binder.claim_name_of(pod, volume.sources, volume.claim_name, volume.name) == claim.name:
-                return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        return claim_hint(pod, old, new, ephemeral=True)
 
     def is_schedulable_after_storage_class_change(
         self, pod: Pod, old: object | None, new: object | None
@@ -290,7 +280,7 @@ class VolumeBinding:
 def _claim_field(pod: Pod, claims: set[str]) -> str | None:
     """``spec.volumes[i].<source> (volume "<name>")`` of the first volume using one of ``claims``."""
     for i, volume in enumerate(pod.volumes):
-        name = binder.claim_name_of(pod, volume.sources, volume.claim_name, volume.name)
+        name = claim_name_of(pod, volume)
         if name in claims:
             source = "persistentVolumeClaim" if "persistentVolumeClaim" in volume.sources else "ephemeral"
             return f'spec.volumes[{i}].{source} (volume "{volume.name}")'

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.objects import Pod
-from scheduler.api.storage import PersistentVolumeClaim, not_found
+from scheduler.api.storage import not_found
 from scheduler.api.volumes import Volume
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState, StateKeyError
@@ -35,7 +35,7 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
-from scheduler.plugins.helper.volumes import claim_names, sign_volumes
+from scheduler.plugins.helper.volumes import claim_hint, claim_names, sign_volumes
 
 __all__ = [
     "ERR_REASON_DISK_CONFLICT",
@@ -113,13 +113,7 @@ class VolumeRestrictions:
     def is_schedulable_after_persistent_volume_claim_added(
         self, pod: Pod, old: object | None, new: object | None
     ) -> QueueingHint:
-        objs = as_objects(PersistentVolumeClaim, old, new)
-        if objs is None or objs[1] is None:
-            return QueueingHint.QUEUE
-        claim = objs[1]
-        if claim.namespace != pod.namespace:
-            return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE if claim.name in claim_names(pod) else QueueingHint.QUEUE_SKIP
+        return claim_hint(pod, old, new, ephemeral=False)
 
     def is_schedulable_after_pod_deleted(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
         objs = as_objects(Pod, old, None)

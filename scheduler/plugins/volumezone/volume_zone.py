@@ -18,7 +18,6 @@ from scheduler.api.objects import Pod
 from scheduler.api.storage import (
     VOLUME_BINDING_WAIT,
     PersistentVolume,
-    PersistentVolumeClaim,
     StorageClass,
     not_found,
 )
@@ -36,7 +35,7 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
-from scheduler.plugins.helper.volumes import claim_names, sign_volumes
+from scheduler.plugins.helper.volumes import claim_hint, claim_names, sign_volumes
 
 __all__ = ["ERR_REASON_CONFLICT", "PVTopology", "VolumeZone", "pv_topologies"]
 
@@ -116,13 +115,7 @@ class VolumeZone:
     def is_schedulable_after_persistent_volume_claim_change(
         self, pod: Pod, old: object | None, new: object | None
     ) -> QueueingHint:
-        objs = as_objects(PersistentVolumeClaim, old, new)
-        if objs is None:
-            return QueueingHint.QUEUE
-        claim = objs[1]
-        if claim is None or claim.namespace != pod.namespace or claim.name not in claim_names(pod):
-            return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE
+        return claim_hint(pod, old, new, ephemeral=False)
 
     def is_schedulable_after_storage_class_added(
         self, pod: Pod, old: object | None, new: object | None
