@@ -35,6 +35,7 @@ from scheduler.framework.interface import PodNominator
 from scheduler.framework.preemption import PreemptionOutcome
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
+from scheduler.plugins.helper.volumes import claim_name_of
 from scheduler.plugins.names import DEFAULT_PREEMPTION
 from scheduler.profile import queue_sort_key
 from scheduler.schedule_one import Attempt
@@ -164,6 +165,7 @@ class MemoryVolumeBinder:
     def __init__(self, handlers: EventHandlers) -> None:
         self._handlers = handlers
         self.writes: list[tuple[str, str]] = []  # (what, object): "bind PV"/"select node", in order
+        self.by_pod: dict[str, list[str]] = {}  # "namespace/name" -> "<what> <object>", in order
 
     async def bind_pod_volumes(
         self,
@@ -173,33 +175,34 @@ class MemoryVolumeBinder:
         provisions: Sequence[PersistentVolumeClaim],
         timeout: float,
     ) -> None:
+        done = self.by_pod.setdefault(f"{pod.namespace}/{pod.name}", [])
         for claim, pv in bindings:
             self.writes.append(("bind PV", f"{pv.name} -> {claim.key}"))
+            done.append(" ".join(self.writes[-1]))
             self._apply(pv.raw, {"phase": "Bound"})
             self._bind_claim(claim, pv.name)
         for claim in provisions:
             self.writes.append(("select node", f"{claim.key} -> {node_name}"))
+            done.append(" ".join(self.writes[-1]))
             name = f"pvc-{claim.uid or claim.namespace + '-' + claim.name}"
-            hostname = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node_name]}
-            self._apply(
-                {
-                    "kind": "PersistentVolume",
-                    "metadata": {"name": name},
-                    "spec": {
-                        "capacity": {
-                            "storage": str(
-                                claim.raw.get("spec", {}).get("resources", {}).get("requests", {}).get("storage", "0")
-                            )
-                        },
-                        "accessModes": sorted(claim.access_modes),
-                        "storageClassName": claim.storage_class,
-                        "claimRef": {"namespace": claim.namespace, "name": claim.name, "uid": claim.uid},
-                        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [hostname]}]}},
-                    },
-                },
-                {"phase": "Bound"},
-            )
+            spec: dict[str, Any] = {
+                "capacity": {"storage": _requested_storage(claim)},
+                "accessModes": sorted(claim.access_modes),
+                "storageClassName": claim.storage_class,
+                "claimRef": {"namespace": claim.namespace, "name": claim.name, "uid": claim.uid},
+            }
+            hostname = self._hostname(node_name)
+            if hostname is not None:  # a node without the label: a PV any node can use
+                expr = {"key": HOSTNAME_LABEL, "operator": "In", "values": [hostname]}
+                spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
+            self._apply({"kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}, {"phase": "Bound"})
             self._bind_claim(claim, name)
+
+    def _hostname(self, node_name: str) -> str | None:
+        """The node's hostname label, which a local provisioner pins its PV to (not the node's name:
+        the two may differ)."""
+        info = self._handlers.cache.get(node_name)
+        return None if info is None else info.node.labels.get(HOSTNAME_LABEL)
 
     def _bind_claim(self, claim: PersistentVolumeClaim, volume: str) -> None:
         raw = dict(claim.raw)
@@ -214,6 +217,9 @@ class MemoryVolumeBinder:
         meta.pop("resourceVersion", None)
         obj["metadata"] = meta
         self._handlers.on_storage_object("MODIFIED", obj)
+
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 def _requested_storage(claim: PersistentVolumeClaim) -> str:
@@ -482,8 +488,15 @@ class Simulation:
         order = self.queue_order()
         results: dict[PodKey, list[Attempt]] = {}
 
+        # A pod placed with claims: its binding cycle (VolumeBinding's PreBind writes, answered at once
+        # by MemoryVolumeBinder) ends before the next pod's cycle, so that pod sees the claims bound,
+        # as each pod's binding completing in turn would show them (the oracle's world too).
+        bind_now = [False]
+
         def attempted(attempt: Attempt, _seconds: float) -> None:
             results.setdefault(attempt.pod.key, []).append(attempt)
+            if attempt.host is not None and any(claim_name_of(attempt.pod, v) for v in attempt.pod.volumes):
+                bind_now[0] = True
 
         def skipped(pod: Pod, message: str) -> None:
             results.setdefault(pod.key, []).append(Attempt(pod, Status(Code.SKIP, (message,)), message=message))
@@ -495,7 +508,9 @@ class Simulation:
         rounds = 1
         while True:
             while await sched.schedule_one_async() if sched.extenders else sched.schedule_one():
-                pass
+                if bind_now[0]:
+                    bind_now[0] = False
+                    await sched.drain()
             await sched.drain()
             preemptions = self.preemption.take()
             if not (self.apply_preemption and preemptions):

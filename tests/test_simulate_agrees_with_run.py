@@ -23,7 +23,7 @@ from scheduler.backend.cache.cache import Cache
 from scheduler.config import SchedulerConfig, load_config, parse_config
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.scheduler import Scheduler
-from scheduler.simulate import MemoryPreemption, Simulation, load_objects
+from scheduler.simulate import MemoryPreemption, MemoryVolumeBinder, Simulation, load_objects
 from tests.differential import generator
 from tests.fakes import FakeBinder, FakeClock, FakeRecorder
 
@@ -55,6 +55,8 @@ async def _live(
     sched = Scheduler(config, binder, recorder, clock=FakeClock(), rng=random.Random(seed))
     # DefaultPreemption decides as in run (whose sink is the API's), from the same random offset.
     sched.use_preemption(MemoryPreemption())
+    # VolumeBinding's writes answered at once, as in run (whose volume binder is the API's).
+    sched.use_volume_binder(MemoryVolumeBinder(sched.handlers))
     offsets = random.Random(seed)
     for fwk in sched.frameworks.values():
         plugin = fwk.plugins.get(DefaultPreemption.NAME)

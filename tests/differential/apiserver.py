@@ -13,9 +13,10 @@ admission plugin resolves ``priorityClassName``) and RuntimeClasses (the Runtime
 A Namespace is then sent as a dry-run update, which defaults it (``kubernetes.io/metadata.name``).
 
 What a create does not keep is put back from the generated object: ``status`` (a Pod's is reset on
-create), ``metadata.creationTimestamp`` and ``deletionTimestamp``. What the server invents at random
-(``uid``, ``resourceVersion``, ``managedFields``, a Service's ``clusterIP``) is dropped, so a seed
-still gives the same cluster every time.
+create), ``metadata.creationTimestamp``, ``deletionTimestamp`` and a ``uid`` the generator set (a
+waiting claim's, which the PV bound to it names). What the server invents at random (``uid``,
+``resourceVersion``, ``managedFields``, a Service's ``clusterIP``) is dropped, so a seed still gives
+the same cluster every time.
 
 The control plane is ``e2e.cluster.Cluster`` without a controller-manager (so without ServiceAccount
 admission, which would mount a token volume into every pod), in ``$SPREAD_DIFF_APISERVER_DIR`` or
@@ -61,7 +62,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
 CREATED_FOR_REAL = ("Namespace", "PriorityClass", "RuntimeClass")
 # Set by the server on create, at random or from the clock: dropped so a seed stays one cluster.
 SERVER_INVENTED_METADATA = ("uid", "resourceVersion", "generation", "managedFields", "creationTimestamp")
-KEPT_FROM_GENERATOR_METADATA = ("creationTimestamp", "deletionTimestamp")
+KEPT_FROM_GENERATOR_METADATA = ("creationTimestamp", "deletionTimestamp", "uid")
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,9 +86,18 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   bound to a PV that does not exist, lost, being deleted, unbound with an Immediate class or none,
   or not created at all; 30% of the pods use 1-2 of them (existing pods too, so claims are in use).
 
-Not generated: claims waiting for their first consumer (the oracle has no PV controller to answer
-upstream's PreBind; e2e/test_volumes.py binds them on the real control plane), other volume sources
-and resourceClaims.
+- ``wffc`` (VolumeBinding's binding path; its own stream): in 30% of clusters claims waiting for
+  their first consumer, of three WaitForFirstConsumer classes: one without a provisioner (static PVs
+  only), one provisioned by a CSI driver (allowedTopologies on some zones half the time) and one
+  whose driver publishes capacity (CSIStorageCapacities per zone, some too small). Static PVs of
+  several sizes, access modes and volume modes, pinned to a host or a zone or not at all, labelled
+  for selectors, Available, Released, bound to another claim or pre-bound to one of ours; claims
+  with selectors, Block mode, a node already selected, or pre-bound to a PV. 35% of the pending pods
+  use 1-2 of them, so later pods of a cluster meet the claims and PVs earlier ones bound (the
+  oracle's stand-in PV controller and provisioner complete upstream's PreBind writes as
+  ``simulate`` does).
+
+Not generated: other volume sources and resourceClaims.
 """
 
 from __future__ import annotations
@@ -103,7 +112,7 @@ from scheduler.config import upstream_config
 
 # Fields of plugins spread-scheduler does not run yet (InterPodAffinity, ImageLocality,
 # NodeResourcesBalancedAllocation): until each lands, our side ignores or refuses them.
-PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedallocation", "disks", "claims"})
+PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedallocation", "disks", "claims", "wffc"})
 # Shapes upstream decides in its queue or node sampling, which once waited for the oracle or for our
 # side: gated pods (PreEnqueue), pending pods being deleted (skipPodSchedule), a nominated node that
 # exists (evaluateNominatedNode, and the nominator's pods counted in Filter) and
@@ -886,6 +895,139 @@ def _bound_pv(
     }
 
 
+LOCAL_CLASS, CSI_CLASS, CAPACITY_CLASS = "local-wait", "csi-wait", "cap-wait"
+CAPACITY_DRIVER = "cap.csi.example.com"
+SIZES = ("500Mi", "1Gi", "2Gi", "5Gi")
+ACCESS_MODES = (["ReadWriteOnce"], ["ReadWriteOnce"], ["ReadWriteOnce", "ReadWriteMany"], ["ReadWriteOncePod"])
+
+
+def _waiting_claims(
+    rng: random.Random, pods: list[dict[str, Any]], node_objs: list[dict[str, Any]], namespaces: Iterable[str]
+) -> list[dict[str, Any]]:
+    """Feature "wffc": WaitForFirstConsumer classes, static PVs, CSIStorageCapacities, claims
+    waiting for a consumer, and pods using them."""
+    zones = sorted({n["metadata"]["labels"][ZONE] for n in node_objs if ZONE in n["metadata"]["labels"]})
+    csi_class: dict[str, Any] = {"metadata": {"name": CSI_CLASS}, "provisioner": "csi.example.com"}
+    if zones and rng.random() < 0.5:
+        allowed = rng.sample(zones, rng.randint(1, len(zones)))
+        csi_class["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE, "values": sorted(allowed)}]}]
+    out: list[dict[str, Any]] = [
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "volumeBindingMode": "WaitForFirstConsumer"} | c
+        for c in (
+            {"metadata": {"name": LOCAL_CLASS}, "provisioner": "kubernetes.io/no-provisioner"},
+            csi_class,
+            {"metadata": {"name": CAPACITY_CLASS}, "provisioner": CAPACITY_DRIVER},
+        )
+    ]
+    out.append(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": CAPACITY_DRIVER},
+            "spec": {"storageCapacity": rng.random() < 0.8},
+        }
+    )
+    for i, zone in enumerate(z for z in zones if rng.random() < 0.7):
+        capacity: dict[str, Any] = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIStorageCapacity",
+            "metadata": {"name": f"capacity-{i}", "namespace": "default"},
+            "storageClassName": CAPACITY_CLASS,
+            "nodeTopology": {"matchLabels": {ZONE: zone}},
+            "capacity": rng.choice(("0", "1Gi", "2Gi", "10Gi")),
+        }
+        if rng.random() < 0.3:
+            capacity["maximumVolumeSize"] = rng.choice(("1Gi", "3Gi"))
+        out.append(capacity)
+    pool: dict[str, list[str]] = {}
+    claims: list[tuple[str, str]] = []
+    for ns in namespaces:
+        for i in range(rng.randint(1, 3)):
+            pool.setdefault(ns, []).append(f"wait-{i}")
+            claims.append((ns, f"wait-{i}"))
+    unclaimed = list(claims)
+    for i in range(rng.randint(2, 10)):
+        out.append(_static_pv(rng, f"pv-static-{i}", node_objs, unclaimed))
+    pvs = [o["metadata"]["name"] for o in out if o["kind"] == "PersistentVolume"]
+    for ns, name in claims:
+        out.append(_waiting_claim(rng, ns, name, node_objs, pvs))
+    for pod in pods:
+        if pod["spec"].get("nodeName") or pod["metadata"]["name"].startswith("batch-") or rng.random() >= 0.35:
+            continue
+        ns = pod["metadata"]["namespace"]
+        volumes = pod["spec"].setdefault("volumes", [])
+        for claim in rng.sample(pool[ns], min(len(pool[ns]), rng.randint(1, 2))):
+            volumes.append({"name": f"data-{claim}", "persistentVolumeClaim": {"claimName": claim}})
+    return out
+
+
+def _static_pv(
+    rng: random.Random, name: str, node_objs: list[dict[str, Any]], claims: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """A PV an administrator made for a WaitForFirstConsumer class: on a host, a zone or anywhere."""
+    labels = rng.choice(node_objs)["metadata"]["labels"]
+    spec: dict[str, Any] = {
+        "capacity": {"storage": rng.choice(SIZES)},
+        "accessModes": rng.choice(ACCESS_MODES),
+        "storageClassName": rng.choice((LOCAL_CLASS, LOCAL_CLASS, CSI_CLASS)),
+        "local": {"path": f"/mnt/{name}"},
+    }
+    roll = rng.random()
+    key = HOSTNAME if roll < 0.55 else ZONE if roll < 0.9 else None
+    if key is not None and key in labels:
+        expr = {"key": key, "operator": "In", "values": [labels[key]]}
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
+    else:
+        del spec["local"]  # a local PV needs node affinity; this one is a CSI volume
+        spec["csi"] = {"driver": "csi.example.com", "volumeHandle": name}
+    if rng.random() < 0.1:
+        spec["volumeMode"] = "Block"
+    phase = "Available"
+    roll = rng.random()
+    if roll < 0.1:
+        phase = "Released"
+        spec["claimRef"] = {"namespace": "default", "name": "gone", "uid": "uid-gone"}
+    elif roll < 0.2:
+        phase = "Bound"
+        spec["claimRef"] = {"namespace": "default", "name": "elsewhere", "uid": "uid-elsewhere"}
+    elif roll < 0.3 and claims:
+        # Pre-bound by an administrator, one PV per claim at most: of two PVs pre-bound to one claim
+        # upstream takes whichever its PV cache lists first, in map order (docs/differences.md).
+        ns, claim = claims.pop(rng.randrange(len(claims)))
+        spec["claimRef"] = {"namespace": ns, "name": claim}
+    meta: dict[str, Any] = {"name": name, "labels": {"tier": rng.choice(("a", "b"))}}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def _waiting_claim(
+    rng: random.Random, ns: str, name: str, node_objs: list[dict[str, Any]], pvs: list[str]
+) -> dict[str, Any]:
+    """A claim of a WaitForFirstConsumer class no pod has used yet (its UID set, as the API server
+    would, so the PV bound to it names it)."""
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}"}
+    spec: dict[str, Any] = {
+        "accessModes": rng.choice(ACCESS_MODES),
+        "resources": {"requests": {"storage": rng.choice(SIZES[:3])}},
+        "storageClassName": rng.choice((LOCAL_CLASS, LOCAL_CLASS, CSI_CLASS, CSI_CLASS, CAPACITY_CLASS)),
+    }
+    roll = rng.random()
+    if roll < 0.15:
+        spec["selector"] = {"matchLabels": {"tier": rng.choice(("a", "b"))}}
+    elif roll < 0.22:
+        spec["volumeMode"] = "Block"
+    elif roll < 0.27:
+        meta["annotations"] = {"volume.kubernetes.io/selected-node": rng.choice(node_objs)["metadata"]["name"]}
+    elif roll < 0.32 and pvs:
+        spec["volumeName"] = rng.choice(pvs)  # pre-bound to a PV, the PV controller not done yet
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    }
+
+
 def _batch(rng: random.Random, ns: str, app: str, node_names: list[str], first: int) -> list[dict[str, Any]]:
     """4-10 identical replicas (no constraints, preferred node affinity, half with a hostPort): each
     finds the node the one before it took fuller, until that node stops fitting (pods limit, port)."""
@@ -1175,6 +1317,16 @@ def replicated(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return objects, config
 
 
+# Features drawn per cluster, each from its own stream's first roll: (stream offset, share of clusters).
+DRAWN_FEATURES = {"disks": (3, 0.3), "claims": (4, 0.3), "wffc": (5, 0.3)}
+
+
+def drawn(seed: int, feature: str) -> bool:
+    """Whether ``scenario(seed)`` has ``feature`` (one of ``DRAWN_FEATURES``), without building it."""
+    offset, share = DRAWN_FEATURES[feature]
+    return random.Random(seed * 1_000_003 + offset).random() < share
+
+
 def scenario(
     seed: int, features: frozenset[str] = DEFAULT_FEATURES, *, full: bool | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -1187,10 +1339,11 @@ def scenario(
     rng = random.Random(seed)
     frng = random.Random(seed * 1_000_003 + 1)  # the optional features' own stream
     prng = random.Random(seed * 1_000_003 + 2)  # feature "preemption"'s own stream
-    drng = random.Random(seed * 1_000_003 + 3)  # feature "disks"'s own stream
-    disks = "disks" in features and drng.random() < 0.3
-    crng = random.Random(seed * 1_000_003 + 4)  # feature "claims"'s own stream
-    claims = "claims" in features and crng.random() < 0.3
+    # Features "disks", "claims" and "wffc": each its own stream, whose first roll draws it (``drawn``).
+    drng, crng, wrng = (random.Random(seed * 1_000_003 + DRAWN_FEATURES[f][0]) for f in ("disks", "claims", "wffc"))
+    disks = "disks" in features and drng.random() < DRAWN_FEATURES["disks"][1]
+    claims = "claims" in features and crng.random() < DRAWN_FEATURES["claims"][1]
+    wffc = "wffc" in features and wrng.random() < DRAWN_FEATURES["wffc"][1]
     ipa = "interpodaffinity" in features
     many_nodes = rng.random() < 0.03
     batch = rng.random() < 0.08
@@ -1294,6 +1447,8 @@ def scenario(
         objects += _csi_objects(drng, names)
     if claims:
         objects += _claims(crng, pods, node_objs, namespaces)
+    if wffc:
+        objects += _waiting_claims(wrng, pods, node_objs, namespaces)
     if "preemption" in features:
         objects += preemption_inputs(prng, pods, node_objs, owners, full=full)
     objects += _classes(pods)

@@ -68,7 +68,7 @@ from scheduler.plugins.registry import DEFAULT_MULTI_POINT
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver
-from tests.differential.generator import crowded, scenario
+from tests.differential.generator import DRAWN_FEATURES, crowded, drawn, scenario
 
 # Upstream's default multiPoint plugins (default_plugins.go, DynamicResources by its GA gate) that
 # spread-scheduler does not run yet: remove a name when its plugin lands on our side.
@@ -162,6 +162,9 @@ def python_side(
             result["hint"] = attempt.hint  # offered, used or not (not part of simulate's JSON)
         if attempt.pod.key in offsets:
             result["offset"] = offsets[attempt.pod.key]  # not part of simulate's JSON
+        if attempt.host is not None:
+            # VolumeBinding's PreBind writes, in order (not part of simulate's JSON).
+            result["volumeWrites"] = sim.volume_binder.by_pod.get(result["pod"], [])
         if attempt.host is not None and attempt.other_nodes:
             # The order batching would offer the rest in; the oracle breaks upstream's ties by it.
             result["ranking"] = [attempt.host, *attempt.other_nodes]
@@ -276,6 +279,8 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
         if p["code"] == "Unschedulable":
             problems += _compare_nodes(pod, p["nodes"], g["nodes"])
         return problems
+    if p["node"] == g["node"] and p.get("volumeWrites", []) != g.get("volumeWrites", []) and not g.get("volumeTie"):
+        problems.append(f"{pod}: volume writes {p.get('volumeWrites')} vs upstream's {g.get('volumeWrites')}")
     full = g["full"]
     if p.get("batched", False) != g["batched"]:
         side = "we" if p.get("batched") else "upstream"
@@ -355,6 +360,9 @@ def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
         )
         stats["gated"] += bool(g.get("gated"))
         stats["world fixed"] += bool(g.get("worldFixed"))
+        stats["static PV ties taken as ours"] += bool(g.get("volumeTie"))
+        for write in g.get("volumeWrites") or ():
+            stats["claims bound to a static PV" if write.startswith("bind PV") else "claims provisioned"] += 1
         for plugin in sorted(set(g.get("unschedulablePlugins") or ()) & VOLUME_PLUGINS):
             stats[f"rejected by {plugin}"] += 1
 
@@ -377,7 +385,8 @@ def run_batch(
         offsets = {r["pod"]: r["offset"] for r in py if "offset" in r}
         nominations = {r["pod"]: r["nominatedNode"] for r in py if r.get("nominatedNode")}
         scenario_line = {"id": str(seed), "objects": objects, "config": config, "placements": placements}
-        extra = {"rankings": rankings, "offsets": offsets, "nominations": nominations}
+        volume_writes = {r["pod"]: r["volumeWrites"] for r in py if r.get("volumeWrites")}
+        extra = {"rankings": rankings, "offsets": offsets, "nominations": nominations, "volumeWrites": volume_writes}
         lines.append(json.dumps({**scenario_line, **extra}))
     done = subprocess.run(
         [str(oracle)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True, timeout=3600
@@ -438,18 +447,26 @@ def main() -> int:
         metavar="SHARE",
         help="share of clusters sent through a real kube-apiserver first",
     )
+    parser.add_argument(
+        "--only-with",
+        choices=sorted(DRAWN_FEATURES),
+        help="compare only the seeds whose cluster has this feature (the others are skipped, not counted)",
+    )
     args = parser.parse_args()
     oracle = oracle_binary()
     trip = apiserver.start(args.through_apiserver)
     base = crowded if args.crowded else scenario
     make = trip.wrap(base, args.through_apiserver) if trip else base
     last = args.start + args.count - 1
-    header = f"seeds {args.start}..{last} ({args.count} clusters) at revision {revision()}, oracle {oracle}"
+    only = f", only those with {args.only_with}" if args.only_with else ""
+    header = f"seeds {args.start}..{last} ({args.count} clusters{only}) at revision {revision()}, oracle {oracle}"
     print(header, flush=True)
     started, total, bad = time.monotonic(), 0, 0
     stats: Counter[str] = Counter()
     for first in range(args.start, args.start + args.count, args.batch):
-        seeds = range(first, min(first + args.batch, args.start + args.count))
+        seeds: Sequence[int] = range(first, min(first + args.batch, args.start + args.count))
+        if args.only_with:
+            seeds = [seed for seed in seeds if drawn(seed, args.only_with)]
         mismatches = run_batch(seeds, oracle, make, stats=stats)
         total += len(seeds)
         bad += len(mismatches)

@@ -5,6 +5,7 @@ against a real kube-apiserver)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -177,3 +178,36 @@ def test_preemption_inputs_are_what_the_api_and_the_disruption_controller_would_
         if any("startTime" in p["status"] for p in pods):
             seen.add("startTime")
     assert seen >= {"Never", "PreemptLowerPriority", "class", "pdb allows", "pdb blocks", "args", "startTime"}
+
+
+def test_waiting_claims_come_with_their_classes_and_at_most_one_pre_bound_pv() -> None:
+    seeds = [seed for seed in range(3000) if generator.drawn(seed, "wffc")]
+    assert 700 < len(seeds) < 1100  # 30% of clusters
+    used = 0
+    for seed in seeds[:200]:
+        objects, _ = generator.scenario(seed)
+        classes = {o["metadata"]["name"] for o in objects if o["kind"] == "StorageClass"}
+        waiting = {
+            (o["metadata"]["namespace"], o["metadata"]["name"]): o
+            for o in objects
+            if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"].startswith("wait-")
+        }
+        assert waiting and all(c["spec"]["storageClassName"] in classes for c in waiting.values())
+        assert all(c["metadata"]["uid"] for c in waiting.values())  # a PV bound to it names it
+        pre_bound = Counter(
+            (o["spec"]["claimRef"]["namespace"], o["spec"]["claimRef"]["name"])
+            for o in objects
+            if o["kind"] == "PersistentVolume" and "claimRef" in o["spec"]
+        )
+        assert all(pre_bound[key] <= 1 for key in waiting)
+        for pod in (o for o in objects if o["kind"] == "Pod"):
+            names = {
+                v["persistentVolumeClaim"]["claimName"]
+                for v in pod["spec"].get("volumes", [])
+                if "persistentVolumeClaim" in v
+            }
+            mine = {n for n in names if n.startswith("wait-")}
+            assert not mine or not pod["spec"].get("nodeName"), "only pending pods use claims still to bind"
+            assert all((pod["metadata"]["namespace"], n) in waiting for n in mine)
+            used += bool(mine)
+    assert used > 100

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -80,6 +81,11 @@ type world struct {
 	nominated  map[string]string // our DefaultPreemption's nomination per pod
 	current    *cycle            // the cycle under way: ScheduleOne runs one at a time here
 	late       []string
+	versions   versions // resourceVersions of storage objects (volumes.go)
+	writesMu   sync.Mutex
+	writes     []string // PreBind's volume writes since the last finish (volumes.go)
+	ourWrites  map[string][]string
+	seen       seenVersions // PVs and claims as the informers delivered them (volumes.go)
 }
 
 func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -198,6 +204,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decoding object: %w", err)
 		}
+		versionStorage(obj)
 		if pod, ok := obj.(*v1.Pod); ok {
 			// The scheduler's pod informer drops terminal pods with a field selector; the fake API ignores it.
 			if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
@@ -220,12 +227,15 @@ func run(sc *scenario) ([]resultJSON, error) {
 
 	client := fake.NewSimpleClientset(initial...)
 	w := &world{client: client, placements: sc.Placements, rankings: sc.Rankings, inner: map[string]framework.Framework{},
-		offsets: sc.Offsets, nominated: sc.Nominations}
+		offsets: sc.Offsets, nominated: sc.Nominations, ourWrites: sc.VolumeWrites}
 	client.PrependReactor("create", "pods", w.bind)
 	client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, nil // preemption victims stay: simulate does not apply preemption
 	})
 	client.PrependReactor("patch", "pods", w.keepNominations)
+	w.versions.last.Store(1)
+	client.PrependReactor("update", "persistentvolumes", w.bindVolume)
+	client.PrependReactor("update", "persistentvolumeclaims", w.provision)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clock := testingclock.NewFakeClock(time.Now())
 	sched, err := scheduler.New(ctx, client, factory, nil,
@@ -253,6 +263,13 @@ func run(sc *scenario) ([]resultJSON, error) {
 		return nil, err
 	}
 	w.wrap()
+	for _, informer := range []cache.SharedIndexInformer{
+		factory.Core().V1().PersistentVolumes().Informer(), factory.Core().V1().PersistentVolumeClaims().Informer(),
+	} {
+		if _, err := informer.AddEventHandler(w.seen.handler()); err != nil {
+			return nil, err
+		}
+	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	if err := sched.WaitForHandlersSync(ctx); err != nil {
@@ -454,6 +471,12 @@ func (w *world) finish(ctx context.Context, c *cycle) (resultJSON, error) {
 		}
 		placed = node
 		res.Message = fmt.Sprintf("Successfully assigned %s to %s", podKey(pod), node)
+		res.VolumeWrites = w.takeWrites()
+		tie, err := w.takeOurPVs(pod, node, res.VolumeWrites)
+		if err != nil {
+			return res, err
+		}
+		res.VolumeTie = tie
 	default:
 		return res, fmt.Errorf("%s: the cycle neither failed nor scheduled", podKey(pod))
 	}
