@@ -2,10 +2,10 @@
 
 A property the API server enforces (a bound pod's nodeName never changes: a second Binding gets 409)
 proves nothing about the scheduler. What the scheduler *attempted* does: the e2e control plane runs
-kube-apiserver with ``AUDIT_POLICY``, which records every Binding, pod status write and pod deletion
-(metadata: who, when, the response code) and every Lease write with its body (the holder). Each
-scheduler process of the e2e tests logs in as a user of its own (``cluster.user_kubeconfig``), so
-every write is attributed to one process incarnation.
+kube-apiserver with ``AUDIT_POLICY``, which records every Binding, pod status write, pod deletion and
+update of a PersistentVolume or claim (metadata: who, when, the response code) and every Lease write
+with its body (the holder). Each scheduler process of the e2e tests logs in as a user of its own
+(``cluster.user_kubeconfig``), so every write is attributed to one process incarnation.
 
 Times are the server's (``requestReceivedTimestamp``, microseconds): one clock for every writer, so
 "after the lease was taken" is judged as the API server saw it, whatever the processes' clocks say.
@@ -39,11 +39,16 @@ AUDIT_POLICY: dict[str, Any] = {
         },
         {"level": "Metadata", "verbs": ["update", "patch"], "resources": [{"group": "", "resources": ["pods/status"]}]},
         {"level": "Metadata", "verbs": ["delete"], "resources": [{"group": "", "resources": ["pods"]}]},
+        {  # VolumeBinding's PreBind: a PV's claimRef, a claim's selected node
+            "level": "Metadata",
+            "verbs": ["update", "patch"],
+            "resources": [{"group": "", "resources": ["persistentvolumes", "persistentvolumeclaims"]}],
+        },
         {"level": "None"},
     ],
 }
 
-SCHEDULER_WRITES = frozenset({"binding", "status", "delete"})
+SCHEDULER_WRITES = frozenset({"binding", "status", "delete", "volume"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +67,11 @@ class Write:
 
     @property
     def kind(self) -> str:
-        """binding | status | delete | lease | other."""
+        """binding | status | delete | volume | lease | other."""
         if self.resource == "leases":
             return "lease"
+        if self.resource in ("persistentvolumes", "persistentvolumeclaims") and not self.subresource:
+            return "volume"
         if self.resource == "bindings" or self.subresource == "binding":
             return "binding"
         if self.subresource == "status":
@@ -165,8 +172,8 @@ def holder_at(terms: Sequence[Term], at: datetime) -> str | None:
 
 
 def writes_without_lease(writes: Iterable[Write], terms: Sequence[Term], users: Iterable[str]) -> list[Write]:
-    """Scheduler writes (Bindings, pod status, pod deletions) by ``users`` sent at a moment they did not
-    hold the Lease, 2xx or not: an attempt is what a fenced leader must never make."""
+    """Scheduler writes (Bindings, pod status, pod deletions, PV and claim updates) by ``users`` sent at
+    a moment they did not hold the Lease, 2xx or not: an attempt is what a fenced leader must never make."""
     mine = set(users)
     return [w for w in writes if w.user in mine and w.kind in SCHEDULER_WRITES and holder_at(terms, w.at) != w.user]
 

@@ -75,6 +75,11 @@ from tests.differential.generator import DRAWN_FEATURES, crowded, drawn, scenari
 UPSTREAM_ONLY_PLUGINS: tuple[str, ...] = ()  # every one runs here now (volumes and claims as refusing stand-ins)
 
 
+# Scenarios the oracle decides at once: more than its default (2 per CPU), because a pod whose claims
+# upstream's VolumeBinding binds waits in PreBind's one-second poll, not on a CPU.
+ORACLE_WORKERS = 8 * (os.cpu_count() or 1)
+
+
 def oracle_binary() -> Path:
     """``$SPREAD_ORACLE`` if set, else the cached build of e2e/controlplane/cmd/oracle."""
     if path := os.environ.get("SPREAD_ORACLE"):
@@ -389,7 +394,12 @@ def run_batch(
         extra = {"rankings": rankings, "offsets": offsets, "nominations": nominations, "volumeWrites": volume_writes}
         lines.append(json.dumps({**scenario_line, **extra}))
     done = subprocess.run(
-        [str(oracle)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True, timeout=3600
+        [str(oracle), f"-workers={ORACLE_WORKERS}"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3600,
     )
     mismatches: dict[int, list[str]] = {}
     answered = set()
