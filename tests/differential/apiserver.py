@@ -58,6 +58,8 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "VolumeAttachment": ("/apis/storage.k8s.io/v1", "volumeattachments", False),
     "PersistentVolumeClaim": ("/api/v1", "persistentvolumeclaims", True),
     "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
+    "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers", False),
+    "CSIStorageCapacity": ("/apis/storage.k8s.io/v1", "csistoragecapacities", True),
 }
 CREATED_FOR_REAL = ("Namespace", "PriorityClass", "RuntimeClass")
 # Set by the server on create, at random or from the clock: dropped so a seed stays one cluster.
