@@ -99,6 +99,35 @@ def zone_and_host_spread(match: dict[str, str]) -> list[dict[str, Any]]:
     ]
 
 
+def stateful_set(
+    name: str, replicas: int, storage_class: str, spread: dict[str, Any], scheduler: str = SCHEDULER
+) -> dict[str, Any]:
+    """A StatefulSet of ``replicas`` pods labelled ``app: name`` (all created at once), each with a
+    1Gi ReadWriteOnce claim ``data-<pod>`` of ``storage_class``, spread by ``spread``."""
+    labels = {"app": name}
+    template = pod_body(name, labels, scheduler=scheduler, topologySpreadConstraints=[spread])
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "podManagementPolicy": "Parallel",
+            "serviceName": name,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": template["spec"]},
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "data"},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": storage_class,
+                        "resources": {"requests": {"storage": "1Gi"}},
+                    },
+                }
+            ],
+        },
+    }
+
+
 def zone_spread(max_skew: int = 1, match: dict[str, str] | None = None, when: str = "DoNotSchedule") -> dict[str, Any]:
     return {
         "maxSkew": max_skew,

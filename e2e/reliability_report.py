@@ -115,6 +115,16 @@ def _preemption(r: Report) -> list[str]:
     )
 
 
+def _volume_kills(r: Report) -> list[str]:
+    return _row(
+        f"{r['kills']} SIGKILLs during PreBind's writes, {r['pods']:,} StatefulSet pods (`test_volume_faults.py`)",
+        r,
+        f"{r['lost']} lost; {r['pv_updates']} PV and {r['claim_updates']} claim updates; "
+        f"{r['pvs_bound_to_two_claims']} PVs bound to two claims, {r['claims_not_on_their_pods_node']} claims "
+        f"off their pod's node",
+    )
+
+
 def _load(r: Report) -> list[str]:
     also = (
         f"{r['feasible_bound']:,} bound, {r['infeasible_refused']:,} refused with "
@@ -147,6 +157,7 @@ ROWS: tuple[tuple[str, Callable[[Report], list[str]]], ...] = (
     ("etcd-outage-leader.json", _etcd),
     ("throttled.json", _throttled),
     ("preemption-kills.json", _preemption),
+    ("volume-kills.json", _volume_kills),
     ("load-*.json", _load),
     ("coexistence.json", _coexistence),
 )

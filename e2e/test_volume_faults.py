@@ -28,43 +28,24 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes import client
 
 from e2e.conftest import LEASE_DURATION, LEASE_NAME, LEASE_NAMESPACE, LOGS, SchedulerProcess
-from e2e.kube_helpers import HOSTNAME, pod_body, pods_in, wait_for, watch_bindings, zone_spread, zoned_nodes
-from e2e.ledger import Ledger, lease_terms, rebinds_by_one_process, writes_without_lease
-from e2e.test_volumes import _provision, _pv
+from e2e.kube_helpers import pods_in, stateful_set, wait_for, watch_bindings, zone_spread, zoned_nodes
+from e2e.ledger import (
+    Ledger,
+    lease_terms,
+    rebinds_by_one_process,
+    summary,
+    writes_after_losing,
+    writes_without_lease,
+)
+from e2e.test_volumes import _local_pv, _provision, _pv_node
 
 KILLS = int(os.environ.get("SPREAD_E2E_KILLS", "5"))
 PODS = int(os.environ.get("SPREAD_E2E_VOLUME_PODS", "60"))
 SETS = ("static", "dynamic")
-
-
-def _stateful_set(name: str, replicas: int, storage_class: str) -> dict[str, Any]:
-    labels = {"app": name}
-    template = pod_body(name, labels, topologySpreadConstraints=[zone_spread(1, labels, when="ScheduleAnyway")])
-    return {
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "podManagementPolicy": "Parallel",
-            "serviceName": name,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": template["spec"]},
-            "volumeClaimTemplates": [
-                {
-                    "metadata": {"name": "data"},
-                    "spec": {
-                        "accessModes": ["ReadWriteOnce"],
-                        "storageClassName": storage_class,
-                        "resources": {"requests": {"storage": "1Gi"}},
-                    },
-                }
-            ],
-        },
-    }
 
 
 def _written(core: client.CoreV1Api, namespace: str) -> int:
@@ -77,13 +58,6 @@ def _written(core: client.CoreV1Api, namespace: str) -> int:
         if pv.spec.claim_ref is not None and pv.spec.claim_ref.namespace == namespace
     )
     return selected + referenced
-
-
-def _pv_host(pv: Any) -> str:
-    (term,) = pv.spec.node_affinity.required.node_selector_terms
-    (expr,) = term.match_expressions
-    assert expr.key == HOSTNAME
-    return str(expr.values[0])
 
 
 def test_sigkill_during_prebind_binds_each_claim_once_where_its_pod_is(
@@ -106,12 +80,7 @@ def test_sigkill_during_prebind_binds_each_claim_once_where_its_pod_is(
     per_node = per_set // 6 + 2
     for node in zone_of:
         for i in range(per_node):
-            body = _pv(f"{namespace}-{node}-{i}", (namespace, "unused"))
-            del body["spec"]["claimRef"]
-            body["spec"]["storageClassName"] = local
-            expr = {"key": HOSTNAME, "operator": "In", "values": [node]}
-            body["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
-            core.create_persistent_volume(body)
+            core.create_persistent_volume(_local_pv(f"{namespace}-{node}-{i}", local, node))
     seen: dict[str, list[str]] = {}
     stop = threading.Event()
     watcher = threading.Thread(target=watch_bindings, args=(core, namespace, stop, seen), daemon=True)
@@ -120,8 +89,9 @@ def test_sigkill_during_prebind_binds_each_claim_once_where_its_pod_is(
     provisioner.start()
     apps = client.AppsV1Api(api)
     try:
-        apps.create_namespaced_stateful_set(namespace, _stateful_set("static", per_set, local))
-        apps.create_namespaced_stateful_set(namespace, _stateful_set("dynamic", per_set, dynamic))
+        for name, storage_class in (("static", local), ("dynamic", dynamic)):
+            spread = zone_spread(1, {"app": name}, when="ScheduleAnyway")
+            apps.create_namespaced_stateful_set(namespace, stateful_set(name, per_set, storage_class, spread))
         kills, last = 0, 0
         for k in range(KILLS):
             # The next kill once PreBind has written for more claims: its writes and waits are under way.
@@ -176,10 +146,10 @@ def test_sigkill_during_prebind_binds_each_claim_once_where_its_pod_is(
         ref = pv.spec.claim_ref
         if (
             (selected is not None and selected != node)
-            or _pv_host(pv) != node
+            or _pv_node(pv) != node
             or (ref.namespace, ref.name) != (namespace, claim.metadata.name)
         ):
-            misplaced[pod] = {"node": node, "selected": selected, "pv": pv.metadata.name, "pv_host": _pv_host(pv)}
+            misplaced[pod] = {"node": node, "selected": selected, "pv": pv.metadata.name, "pv_host": _pv_node(pv)}
     assert not misplaced, f"claims not where their pods are: {misplaced}"
 
     # What our processes sent, from the server's record.
@@ -197,6 +167,9 @@ def test_sigkill_during_prebind_binds_each_claim_once_where_its_pod_is(
         "pods": PODS,
         "lost": PODS - len(pods),
         "pods_bound_twice": len(rebound),
+        **summary(writes, namespace, scheduler.users),
+        "lease_terms": len(terms),
+        "writes_after_losing_lease": len(writes_after_losing(writes, terms)),
         "pv_updates": sum(1 for w in volume_writes if w.resource == "persistentvolumes"),
         "claim_updates": sum(1 for w in volume_writes if w.resource == "persistentvolumeclaims"),
         "volume_update_conflicts_409": sum(1 for w in volume_writes if w.code == 409),

@@ -30,25 +30,20 @@ from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import (
-    HOSTNAME,
     ZONE,
     pod_body,
     pods_in,
     scheduled_condition,
+    stateful_set,
     wait_for,
     without_preemption,
     zone_spread,
     zoned_nodes,
 )
-from e2e.test_volumes import _claim, _data, _provision, _pv
+from e2e.test_volumes import _claim, _data, _local_pv, _provision, _pv
 
 UPSTREAM = "parity-upstream"
 PENDING = ("waits-immediate", "no-class", "no-claim", "too-big")
-
-
-def _affinity(key: str, value: str) -> dict[str, Any]:
-    expr = {"key": key, "operator": "In", "values": [value]}
-    return {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
 
 
 def _classes(storage: client.StorageV1Api, ns: str) -> None:
@@ -72,11 +67,7 @@ def _classes(storage: client.StorageV1Api, ns: str) -> None:
 def _volumes(core: client.CoreV1Api, ns: str, first: dict[str, str]) -> None:
     """A local PV on one node of each zone, and a PV of zone a pre-bound to the claim ``in-a``."""
     for zone, node in first.items():
-        body = _pv(f"{ns}-{zone}", (ns, "unused"))
-        del body["spec"]["claimRef"]
-        body["spec"]["storageClassName"] = f"{ns}-local"
-        body["spec"]["nodeAffinity"] = _affinity(HOSTNAME, node)
-        core.create_persistent_volume(body)
+        core.create_persistent_volume(_local_pv(f"{ns}-{zone}", f"{ns}-local", node))
     core.create_persistent_volume(_pv(f"{ns}-pinned", (ns, "in-a"), zone="a"))
 
 
@@ -91,29 +82,8 @@ def _workload(api: client.ApiClient, core: client.CoreV1Api, ns: str, who: str) 
             body["spec"]["resources"]["requests"]["storage"] = "5Gi"
         core.create_namespaced_persistent_volume_claim(ns, body)
     app = {"app": "db"}
-    template = pod_body("db", app, scheduler=who, topologySpreadConstraints=[zone_spread(1, app)])
     client.AppsV1Api(api).create_namespaced_stateful_set(
-        ns,
-        {
-            "metadata": {"name": "db"},
-            "spec": {
-                "replicas": 3,
-                "podManagementPolicy": "Parallel",
-                "serviceName": "db",
-                "selector": {"matchLabels": app},
-                "template": {"metadata": {"labels": app}, "spec": template["spec"]},
-                "volumeClaimTemplates": [
-                    {
-                        "metadata": {"name": "data"},
-                        "spec": {
-                            "accessModes": ["ReadWriteOnce"],
-                            "storageClassName": f"{ns}-local",
-                            "resources": {"requests": {"storage": "1Gi"}},
-                        },
-                    }
-                ],
-            },
-        },
+        ns, stateful_set("db", 3, f"{ns}-local", zone_spread(1, app), scheduler=who)
     )
     wait_for(lambda: len([p for p in pods_in(core, ns) if p.spec.node_name]) == 3, 90, f"{ns}: db placed")
     spread = [zone_spread(1, app, when="ScheduleAnyway")]

@@ -31,6 +31,7 @@ from e2e.kube_helpers import (
     node_of,
     pod_body,
     scheduled_condition,
+    stateful_set,
     wait_for,
     without_preemption,
     zone_spread,
@@ -52,6 +53,16 @@ def _pv(name: str, claim: tuple[str, str], zone: str | None = None) -> dict[str,
         expr = {"key": ZONE, "operator": "In", "values": [zone]}
         spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
     return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
+
+
+def _local_pv(name: str, storage_class: str, node: str) -> dict[str, Any]:
+    """A free PersistentVolume of ``storage_class`` that only ``node`` can use (hostname affinity)."""
+    body = _pv(name, ("", ""))
+    del body["spec"]["claimRef"]
+    body["spec"]["storageClassName"] = storage_class
+    expr = {"key": HOSTNAME, "operator": "In", "values": [node]}
+    body["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
+    return body
 
 
 def _claim(name: str, storage_class: str | None = "") -> dict[str, Any]:
@@ -191,38 +202,10 @@ def test_a_statefulset_across_zones_binds_one_claim_per_zone_and_a_claim_is_prov
     provisioner.start()
     try:
         for zone, node in first.items():
-            body = _pv(f"{namespace}-{zone}", (namespace, "unused"))
-            del body["spec"]["claimRef"]
-            body["spec"]["storageClassName"] = local
-            expr = {"key": HOSTNAME, "operator": "In", "values": [node]}
-            body["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
-            core.create_persistent_volume(body)
-            pvs.append(body["metadata"]["name"])
-        app = {"app": "db"}
-        template = pod_body("db", app, topologySpreadConstraints=[zone_spread(1, app)])
-        client.AppsV1Api(api).create_namespaced_stateful_set(
-            namespace,
-            {
-                "metadata": {"name": "db"},
-                "spec": {
-                    "replicas": 3,
-                    "podManagementPolicy": "Parallel",
-                    "serviceName": "db",
-                    "selector": {"matchLabels": app},
-                    "template": {"metadata": {"labels": app}, "spec": template["spec"]},
-                    "volumeClaimTemplates": [
-                        {
-                            "metadata": {"name": "data"},
-                            "spec": {
-                                "accessModes": ["ReadWriteOnce"],
-                                "storageClassName": local,
-                                "resources": {"requests": {"storage": "1Gi"}},
-                            },
-                        }
-                    ],
-                },
-            },
-        )
+            core.create_persistent_volume(_local_pv(f"{namespace}-{zone}", local, node))
+            pvs.append(f"{namespace}-{zone}")
+        spread = zone_spread(1, {"app": "db"})
+        client.AppsV1Api(api).create_namespaced_stateful_set(namespace, stateful_set("db", 3, local, spread))
 
         def all_placed() -> dict[int, str] | None:
             pods = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod(namespace).items}

@@ -824,11 +824,16 @@ def _claims(
     for pod in pods:
         if pod["metadata"]["name"].startswith("batch-") or rng.random() >= 0.3:
             continue
-        ns = pod["metadata"]["namespace"]
-        volumes = pod["spec"].setdefault("volumes", [])
-        for claim in rng.sample(pool[ns], min(len(pool[ns]), rng.randint(1, 2))):
-            volumes.append({"name": f"vol-{claim}", "persistentVolumeClaim": {"claimName": claim}})
+        _use_claims(rng, pod, pool, "vol")
     return out
+
+
+def _use_claims(rng: random.Random, pod: dict[str, Any], pool: dict[str, list[str]], prefix: str) -> None:
+    """1-2 claims of the pod's namespace in ``pool`` as ``persistentVolumeClaim`` volumes."""
+    names = pool[pod["metadata"]["namespace"]]
+    volumes = pod["spec"].setdefault("volumes", [])
+    for claim in rng.sample(names, min(len(names), rng.randint(1, 2))):
+        volumes.append({"name": f"{prefix}-{claim}", "persistentVolumeClaim": {"claimName": claim}})
 
 
 def _claim_objects(
@@ -947,27 +952,30 @@ def _waiting_claims(
             claims.append((ns, f"wait-{i}"))
     unclaimed = list(claims)
     for i in range(rng.randint(2, 10)):
-        out.append(_static_pv(rng, f"pv-static-{i}", node_objs, unclaimed))
+        out.append(_static_pv(rng, i, node_objs, unclaimed))
     pvs = [o["metadata"]["name"] for o in out if o["kind"] == "PersistentVolume"]
     for ns, name in claims:
         out.append(_waiting_claim(rng, ns, name, node_objs, pvs))
     for pod in pods:
         if pod["spec"].get("nodeName") or pod["metadata"]["name"].startswith("batch-") or rng.random() >= 0.35:
             continue
-        ns = pod["metadata"]["namespace"]
-        volumes = pod["spec"].setdefault("volumes", [])
-        for claim in rng.sample(pool[ns], min(len(pool[ns]), rng.randint(1, 2))):
-            volumes.append({"name": f"data-{claim}", "persistentVolumeClaim": {"claimName": claim}})
+        _use_claims(rng, pod, pool, "data")
     return out
 
 
 def _static_pv(
-    rng: random.Random, name: str, node_objs: list[dict[str, Any]], claims: list[tuple[str, str]]
+    rng: random.Random, i: int, node_objs: list[dict[str, Any]], claims: list[tuple[str, str]]
 ) -> dict[str, Any]:
-    """A PV an administrator made for a WaitForFirstConsumer class: on a host, a zone or anywhere."""
+    """A PV an administrator made for a WaitForFirstConsumer class: on a host, a zone or anywhere.
+
+    Each one ``i`` MiB larger than its size class, so no two are the same size: of equal PVs upstream
+    binds whichever its PV cache lists first, in Go map order, and with two claims to place that
+    order can even decide whether a node fits (docs/differences.md)."""
+    name = f"pv-static-{i}"
     labels = rng.choice(node_objs)["metadata"]["labels"]
+    size = parse_quantity(rng.choice(SIZES)) // 2**20 + i
     spec: dict[str, Any] = {
-        "capacity": {"storage": rng.choice(SIZES)},
+        "capacity": {"storage": f"{size}Mi"},
         "accessModes": rng.choice(ACCESS_MODES),
         "storageClassName": rng.choice((LOCAL_CLASS, LOCAL_CLASS, CSI_CLASS)),
         "local": {"path": f"/mnt/{name}"},

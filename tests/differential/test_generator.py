@@ -180,7 +180,7 @@ def test_preemption_inputs_are_what_the_api_and_the_disruption_controller_would_
     assert seen >= {"Never", "PreemptLowerPriority", "class", "pdb allows", "pdb blocks", "args", "startTime"}
 
 
-def test_waiting_claims_come_with_their_classes_and_at_most_one_pre_bound_pv() -> None:
+def test_waiting_claims_come_with_their_classes_one_pre_bound_pv_and_unique_sizes() -> None:
     seeds = [seed for seed in range(3000) if generator.drawn(seed, "wffc")]
     assert 700 < len(seeds) < 1100  # 30% of clusters
     used = 0
@@ -200,6 +200,8 @@ def test_waiting_claims_come_with_their_classes_and_at_most_one_pre_bound_pv() -
             if o["kind"] == "PersistentVolume" and "claimRef" in o["spec"]
         )
         assert all(pre_bound[key] <= 1 for key in waiting)
+        sizes = [o["spec"]["capacity"]["storage"] for o in objects if o["metadata"]["name"].startswith("pv-static-")]
+        assert len(sizes) == len(set(sizes)), "two static PVs of one size: upstream picks between them in map order"
         for pod in (o for o in objects if o["kind"] == "Pod"):
             names = {
                 v["persistentVolumeClaim"]["claimName"]

@@ -60,10 +60,7 @@
 //	+problems                the oracle's self-checks that failed (real vs second view, raw vs real scores),
 //	+volumeWrites            VolumeBinding's PreBind writes, in order: "bind PV <pv> -> <ns>/<claim>" (a
 //	                         static PV's claimRef), "select node <ns>/<claim> -> <node>" (provisioning);
-//	                         a stand-in PV controller and provisioner answer them at once (volumes.go);
-//	+volumeTie               upstream bound a claim to one of several equal PVs (its PV cache lists them
-//	                         in map order) and ours bound another that upstream's FindMatchingVolume
-//	                         accepts, of the same size: the fake API now holds ours (volumes.go).
+//	                         a stand-in PV controller and provisioner answer them at once (volumes.go).
 package main
 
 import (
@@ -89,8 +86,6 @@ type scenario struct {
 	// Our DefaultPreemption's random offset and nomination, per pod that ran it (preemption.go).
 	Offsets     map[string]int32  `json:"offsets,omitempty"`
 	Nominations map[string]string `json:"nominations,omitempty"`
-	// Our VolumeBinding's PreBind writes per pod, for ties between equal PVs (volumes.go).
-	VolumeWrites map[string][]string `json:"volumeWrites,omitempty"`
 }
 
 type filterJSON struct {
@@ -144,7 +139,6 @@ type resultJSON struct {
 	Preemption              *preemptionJSON     `json:"preemption,omitempty"`
 	Problems                []string            `json:"problems,omitempty"`
 	VolumeWrites            []string            `json:"volumeWrites,omitempty"`
-	VolumeTie               bool                `json:"volumeTie,omitempty"`
 }
 
 type outputJSON struct {

@@ -13,17 +13,12 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-helpers/storage/volume"
 )
 
 var (
@@ -156,136 +151,4 @@ func (w *world) takeWrites() []string {
 	out := w.writes
 	w.writes = nil
 	return out
-}
-
-// takeOurPVs breaks upstream's ties between equal PVs our way. Upstream's PV cache lists a class's
-// PVs in map order, so of several Available PVs of the smallest fitting size FindMatchingVolume
-// binds whichever comes first. Where ours bound the same claim to another PV, that PV still is what
-// FindMatchingVolume accepts for the claim on this node, and it is of the same size, the fake API is
-// set to ours (upstream's PV released, ours bound, the claim pointing at it), so later pods meet the
-// same volumes on both sides. Anything else is left as it is, for the runner to report.
-func (w *world) takeOurPVs(pod *v1.Pod, node string, upstream []string) (bool, error) {
-	ours := map[string]string{} // claim -> PV
-	for _, write := range w.ourWrites[podKey(pod)] {
-		var pv, claim string
-		if _, err := fmt.Sscanf(write, "bind PV %s -> %s", &pv, &claim); err == nil {
-			ours[claim] = pv
-		}
-	}
-	type swap struct{ claim, from, to string }
-	var swaps []swap
-	for _, write := range upstream {
-		var pv, claim string
-		if _, err := fmt.Sscanf(write, "bind PV %s -> %s", &pv, &claim); err != nil {
-			continue
-		}
-		if mine, ok := ours[claim]; ok && mine != pv {
-			swaps = append(swaps, swap{claim, pv, mine})
-		}
-	}
-	if len(swaps) == 0 {
-		return false, nil
-	}
-	nodeObj, err := w.client.Tracker().Get(nodesGVR, "", node)
-	if err != nil {
-		return false, err
-	}
-	for _, s := range swaps {
-		ns, name, _ := strings.Cut(s.claim, "/")
-		claim, err := w.client.Tracker().Get(claimsGVR, ns, name)
-		if err != nil {
-			return false, err
-		}
-		from, err1 := w.client.Tracker().Get(pvsGVR, "", s.from)
-		to, err2 := w.client.Tracker().Get(pvsGVR, "", s.to)
-		if err1 != nil || err2 != nil {
-			return false, nil
-		}
-		fromPV, toPV := from.(*v1.PersistentVolume), to.(*v1.PersistentVolume)
-		unbound := claim.(*v1.PersistentVolumeClaim).DeepCopy()
-		unbound.Spec.VolumeName = ""
-		found, err := volume.FindMatchingVolume(unbound, []*v1.PersistentVolume{toPV}, nodeObj.(*v1.Node), nil, true, true)
-		equal := toPV.Spec.Capacity.Storage().Cmp(*fromPV.Spec.Capacity.Storage()) == 0
-		if err != nil || found == nil || !equal {
-			return false, nil
-		}
-	}
-	want := map[string]string{}
-	for _, s := range swaps {
-		obj, _ := w.client.Tracker().Get(pvsGVR, "", s.from)
-		released := obj.(*v1.PersistentVolume).DeepCopy()
-		released.Spec.ClaimRef = nil
-		released.Status.Phase = v1.VolumeAvailable
-		released.ResourceVersion = w.versions.next()
-		if err := w.client.Tracker().Update(pvsGVR, released, ""); err != nil {
-			return false, err
-		}
-		want["PersistentVolume/"+s.from] = released.ResourceVersion
-		obj, _ = w.client.Tracker().Get(pvsGVR, "", s.to)
-		taken := obj.(*v1.PersistentVolume).DeepCopy()
-		ns, name, _ := strings.Cut(s.claim, "/")
-		claim, _ := w.client.Tracker().Get(claimsGVR, ns, name)
-		taken.Spec.ClaimRef = &v1.ObjectReference{Namespace: ns, Name: name, UID: claim.(*v1.PersistentVolumeClaim).UID}
-		taken.Status.Phase = v1.VolumeBound
-		taken.ResourceVersion = w.versions.next()
-		if err := w.client.Tracker().Update(pvsGVR, taken, ""); err != nil {
-			return false, err
-		}
-		want["PersistentVolume/"+s.to] = taken.ResourceVersion
-		if err := w.bindClaim(ns, name, s.to); err != nil {
-			return false, err
-		}
-		want["PersistentVolumeClaim/"+s.claim] = strconv.FormatInt(w.versions.last.Load(), 10)
-	}
-	// The scheduler's caches see the swap before the next pod's cycle.
-	return true, w.seen.await(want)
-}
-
-// seenVersions is what the informers delivered of PVs and claims: VolumeBinding's assume caches
-// are handlers of the same informers, handed each event in the same distribute step.
-type seenVersions struct {
-	mu       sync.Mutex
-	versions map[string]string // "PersistentVolume/<name>", "PersistentVolumeClaim/<ns>/<name>" -> resourceVersion
-}
-
-func (s *seenVersions) record(obj interface{}) {
-	var key, rv string
-	switch o := obj.(type) {
-	case *v1.PersistentVolume:
-		key, rv = "PersistentVolume/"+o.Name, o.ResourceVersion
-	case *v1.PersistentVolumeClaim:
-		key, rv = "PersistentVolumeClaim/"+o.Namespace+"/"+o.Name, o.ResourceVersion
-	default:
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.versions == nil {
-		s.versions = map[string]string{}
-	}
-	s.versions[key] = rv
-}
-
-func (s *seenVersions) handler() cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    s.record,
-		UpdateFunc: func(_, obj interface{}) { s.record(obj) },
-	}
-}
-
-// await waits until every key was delivered at its version, then a moment more for the assume
-// caches' handlers, which run on their own goroutines.
-func (s *seenVersions) await(want map[string]string) error {
-	err := settle(func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for key, rv := range want {
-			if s.versions[key] != rv {
-				return false
-			}
-		}
-		return true
-	})
-	time.Sleep(20 * time.Millisecond)
-	return err
 }

@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -84,8 +83,6 @@ type world struct {
 	versions   versions // resourceVersions of storage objects (volumes.go)
 	writesMu   sync.Mutex
 	writes     []string // PreBind's volume writes since the last finish (volumes.go)
-	ourWrites  map[string][]string
-	seen       seenVersions // PVs and claims as the informers delivered them (volumes.go)
 }
 
 func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -227,7 +224,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 
 	client := fake.NewSimpleClientset(initial...)
 	w := &world{client: client, placements: sc.Placements, rankings: sc.Rankings, inner: map[string]framework.Framework{},
-		offsets: sc.Offsets, nominated: sc.Nominations, ourWrites: sc.VolumeWrites}
+		offsets: sc.Offsets, nominated: sc.Nominations}
 	client.PrependReactor("create", "pods", w.bind)
 	client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, nil // preemption victims stay: simulate does not apply preemption
@@ -263,13 +260,6 @@ func run(sc *scenario) ([]resultJSON, error) {
 		return nil, err
 	}
 	w.wrap()
-	for _, informer := range []cache.SharedIndexInformer{
-		factory.Core().V1().PersistentVolumes().Informer(), factory.Core().V1().PersistentVolumeClaims().Informer(),
-	} {
-		if _, err := informer.AddEventHandler(w.seen.handler()); err != nil {
-			return nil, err
-		}
-	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	if err := sched.WaitForHandlersSync(ctx); err != nil {
@@ -472,11 +462,6 @@ func (w *world) finish(ctx context.Context, c *cycle) (resultJSON, error) {
 		placed = node
 		res.Message = fmt.Sprintf("Successfully assigned %s to %s", podKey(pod), node)
 		res.VolumeWrites = w.takeWrites()
-		tie, err := w.takeOurPVs(pod, node, res.VolumeWrites)
-		if err != nil {
-			return res, err
-		}
-		res.VolumeTie = tie
 	default:
 		return res, fmt.Errorf("%s: the cycle neither failed nor scheduled", podKey(pod))
 	}
