@@ -4,17 +4,20 @@ flight, again and again, in a burst of StatefulSet pods whose claims wait for th
 Two StatefulSets spread over zones, on the real PV controller: ``static`` (a class without a
 provisioner, local PVs on every node: PreBind writes the PV's claimRef) and ``dynamic`` (a class whose
 stand-in provisioner in the test makes a PV on the selected node: PreBind writes the claim's
-``volume.kubernetes.io/selected-node``). Each kill comes when more claims have been written than at
-the last one, so it lands among PreBind's writes and waits. The spread is soft: a killed
-incarnation may have bound a claim to a PV whose zone its successor fills first with other pods, and
-then a hard spread would keep that pod Pending for good (kube-scheduler alike: PreBind's writes stay
-when the process dies before the Binding, and they fix the pod's node). Then:
+``volume.kubernetes.io/selected-node``). The pods come in rounds, a kill in each once the incarnation
+started after the last kill has taken the Lease and sent its first write for the round's claims, so
+it lands among PreBind's writes and waits.
+The spread is soft: a killed incarnation may have bound a claim to a PV whose zone its successor
+fills first with other pods, and then a hard spread would keep that pod Pending for good
+(kube-scheduler alike: PreBind's writes stay when the process dies before the Binding, and they fix
+the pod's node). Then:
 
 - every pod ends bound, and its nodeName was set once (the watch);
 - no PV is bound to two claims, and every claim is bound to a PV its pod's node can use (the PV's
   hostname is the node's), its selected node (if any) being that node;
-- from the server's audit log: every PV and claim update our processes sent was sent while that
-  incarnation held the Lease, and no process sent a Binding again after its answer.
+- from the server's audit log: every incarnation killed had sent PV or claim updates, every one of
+  them was sent while that incarnation held the Lease, and no process sent a Binding again after its
+  answer.
 
 SPREAD_E2E_KILLS sets the number of kills (CI: 5); SPREAD_E2E_VOLUME_PODS the pods (CI: 60; the
 issue's figure, 100, in ``make reliability``).
@@ -48,14 +51,15 @@ PODS = int(os.environ.get("SPREAD_E2E_VOLUME_PODS", "60"))
 SETS = ("static", "dynamic")
 
 
-def _written(core: client.CoreV1Api, namespace: str) -> int:
-    """Claims PreBind has written for: a PV names them, or they carry a selected node."""
+def _written(core: client.CoreV1Api, namespace: str, local: str) -> int:
+    """PreBind's writes so far: claims given a selected node, and static PVs of ``local`` given a
+    claimRef (the stand-in provisioner's PVs, which name their claim too, are not ours)."""
     claims = core.list_namespaced_persistent_volume_claim(namespace).items
     selected = sum(1 for c in claims if "volume.kubernetes.io/selected-node" in (c.metadata.annotations or {}))
     referenced = sum(
         1
         for pv in core.list_persistent_volume().items
-        if pv.spec.claim_ref is not None and pv.spec.claim_ref.namespace == namespace
+        if pv.spec.storage_class_name == local and pv.spec.claim_ref is not None
     )
     return selected + referenced
 
@@ -89,21 +93,31 @@ def test_sigkill_during_prebind_binds_each_claim_once_where_its_pod_is(
     provisioner.start()
     apps = client.AppsV1Api(api)
     try:
+        replicas = dict.fromkeys(SETS, 0)
         for name, storage_class in (("static", local), ("dynamic", dynamic)):
             spread = zone_spread(1, {"app": name}, when="ScheduleAnyway")
-            apps.create_namespaced_stateful_set(namespace, stateful_set(name, per_set, storage_class, spread))
-        kills, last = 0, 0
-        for k in range(KILLS):
-            # The next kill once PreBind has written for more claims: its writes and waits are under way.
-            threshold = min(PODS - 1, last + max(1, (PODS - last) // (KILLS - k + 1)))
-            last = wait_for(
-                lambda t=threshold: n if (n := _written(core, namespace)) >= t else None,
-                120,
-                f"{threshold} claims written",
-            )
+            apps.create_namespaced_stateful_set(namespace, stateful_set(name, 0, storage_class, spread))
+
+        def grow(pods: int) -> None:
+            """``pods`` more replicas, one set after the other."""
+            for i in range(pods):
+                name = SETS[(sum(replicas.values()) + i) % 2]
+                replicas[name] = min(per_set, replicas[name] + 1)
+            for name, count in replicas.items():
+                apps.patch_namespaced_stateful_set_scale(name, namespace, {"spec": {"replicas": count}})
+
+        # The burst comes in rounds, a kill in each: the incarnation started after the last kill takes
+        # the Lease, meets the round's new pods and writes for their claims; it is killed at its first
+        # write, with the round's other writes and PreBind's waits under way.
+        kills = 0
+        for _ in range(KILLS):
+            base = _written(core, namespace, local)
+            grow(PODS // (KILLS + 1))
+            wait_for(lambda b=base: _written(core, namespace, local) > b, 120, f"a claim written after {base}")
             scheduler.stop(signal.SIGKILL)
             kills += 1
             scheduler.start()
+        grow(PODS)
 
         def all_bound() -> list[client.V1Pod]:
             pods = [p for p in pods_in(core, namespace) if p.spec.node_name]
@@ -156,7 +170,9 @@ def test_sigkill_during_prebind_binds_each_claim_once_where_its_pod_is(
     writes = ledger.writes(mark)
     ours = [w for w in writes if w.user in scheduler.users]
     volume_writes = [w for w in ours if w.kind == "volume"]
-    assert volume_writes, "no PV or claim update by our processes: PreBind's writes are not in the audit log"
+    writers = {w.user for w in volume_writes}
+    # Every incarnation killed had sent PreBind writes: the kills fell among them.
+    assert len(writers) >= kills, f"{len(writers)} incarnations wrote PVs or claims, {kills} were killed"
     terms = lease_terms(ledger.writes(), LEASE_NAMESPACE, LEASE_NAME, LEASE_DURATION)
     unleased = writes_without_lease(writes, terms, scheduler.users)
     assert not unleased, "writes by an incarnation that did not hold the Lease:\n" + "\n".join(map(str, unleased[:20]))
@@ -172,6 +188,7 @@ def test_sigkill_during_prebind_binds_each_claim_once_where_its_pod_is(
         "writes_after_losing_lease": len(writes_after_losing(writes, terms)),
         "pv_updates": sum(1 for w in volume_writes if w.resource == "persistentvolumes"),
         "claim_updates": sum(1 for w in volume_writes if w.resource == "persistentvolumeclaims"),
+        "incarnations_with_volume_writes": len(writers),
         "volume_update_conflicts_409": sum(1 for w in volume_writes if w.code == 409),
         "pvs_bound_to_two_claims": len(shared),
         "claims_not_on_their_pods_node": len(misplaced),
