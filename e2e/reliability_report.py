@@ -119,7 +119,8 @@ def _volume_kills(r: Report) -> list[str]:
     return _row(
         f"{r['kills']} SIGKILLs during PreBind's writes, {r['pods']:,} StatefulSet pods (`test_volume_faults.py`)",
         r,
-        f"{r['lost']} lost; {r['pv_updates']} PV and {r['claim_updates']} claim updates; "
+        f"{r['lost']} lost; {r['pv_updates']} PV and {r['claim_updates']} claim updates from "
+        f"{r['incarnations_with_volume_writes']} incarnations; "
         f"{r['pvs_bound_to_two_claims']} PVs bound to two claims, {r['claims_not_on_their_pods_node']} claims "
         f"off their pod's node",
     )
