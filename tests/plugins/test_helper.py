@@ -6,8 +6,12 @@ import math
 
 import pytest
 
+from scheduler.api.objects import Pod
+from scheduler.framework.events import QueueingHint
 from scheduler.plugins.helper.math import go_round
 from scheduler.plugins.helper.normalize_score import default_normalize_score
+from scheduler.plugins.helper.volumes import claim_hint
+from scheduler.testing import make_pod
 
 
 @pytest.mark.parametrize(
@@ -58,3 +62,12 @@ def test_python_round_would_differ() -> None:
     assert round(2.5) == 2
     assert go_round(2.5) == 3
     assert math.floor(4.5 + 0.5) == go_round(4.5)
+
+
+def test_claim_hint_queues_an_event_without_a_new_claim_unless_told_otherwise() -> None:
+    """VolumeRestrictions', NodeVolumeLimits' and VolumeBinding's claim hints queue such an event (as
+    before they shared this code); VolumeZone's skips it."""
+    pod = Pod.from_dict(make_pod("p").dict())
+    assert claim_hint(pod, None, None, ephemeral=True) is QueueingHint.QUEUE
+    assert claim_hint(pod, None, None, ephemeral=False) is QueueingHint.QUEUE
+    assert claim_hint(pod, None, None, ephemeral=False, no_claim=QueueingHint.QUEUE_SKIP) is QueueingHint.QUEUE_SKIP

@@ -384,3 +384,9 @@ def _pv(labels: dict[str, str]) -> PersistentVolume:
 )
 def test_is_schedulable_after_persistent_volume_change(old: object, new: object, want: QueueingHint) -> None:
     assert PLUGIN.is_schedulable_after_persistent_volume_change(pod_with_volume("PVC_1"), old, new) is want
+
+
+def test_a_claim_event_without_a_new_claim_is_skipped() -> None:
+    """VolumeZone's answer where the event carries no new claim (the shared hint queues by default)."""
+    pod = Pod.from_dict(make_pod("p").dict())
+    assert PLUGIN.is_schedulable_after_persistent_volume_claim_change(pod, None, None) is QUEUE_SKIP

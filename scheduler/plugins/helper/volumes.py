@@ -36,14 +36,25 @@ def claim_name_of(pod: Pod, volume: Volume) -> str | None:
     return None
 
 
-def claim_hint(pod: Pod, old: object | None, new: object | None, *, ephemeral: bool) -> QueueingHint:
+def claim_hint(
+    pod: Pod,
+    old: object | None,
+    new: object | None,
+    *,
+    ephemeral: bool,
+    no_claim: QueueingHint = QueueingHint.QUEUE,
+) -> QueueingHint:
     """Queue when the claim added or updated is one the pod uses, in its namespace (``ephemeral``:
-    generic ephemeral volumes' claims count too, as NodeVolumeLimits' and VolumeBinding's hints)."""
+    generic ephemeral volumes' claims count too, as NodeVolumeLimits' and VolumeBinding's hints).
+    ``no_claim``: the answer when the event carries no new claim (upstream's hints would dereference
+    nil there; an Add or Update always carries one)."""
     objs = as_objects(PersistentVolumeClaim, old, new)
     if objs is None:
         return QueueingHint.QUEUE
     claim = objs[1]
-    if claim is None or claim.namespace != pod.namespace:
+    if claim is None:
+        return no_claim
+    if claim.namespace != pod.namespace:
         return QueueingHint.QUEUE_SKIP
     used = {claim_name_of(pod, v) for v in pod.volumes} if ephemeral else set(claim_names(pod))
     return QueueingHint.QUEUE if claim.name in used else QueueingHint.QUEUE_SKIP

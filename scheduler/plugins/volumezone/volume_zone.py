@@ -115,7 +115,7 @@ class VolumeZone:
     def is_schedulable_after_persistent_volume_claim_change(
         self, pod: Pod, old: object | None, new: object | None
     ) -> QueueingHint:
-        return claim_hint(pod, old, new, ephemeral=False)
+        return claim_hint(pod, old, new, ephemeral=False, no_claim=QueueingHint.QUEUE_SKIP)
 
     def is_schedulable_after_storage_class_added(
         self, pod: Pod, old: object | None, new: object | None
