@@ -164,8 +164,8 @@ class MemoryVolumeBinder:
 
     def __init__(self, handlers: EventHandlers) -> None:
         self._handlers = handlers
-        self.writes: list[tuple[str, str]] = []  # (what, object): "bind PV"/"select node", in order
-        self.by_pod: dict[str, list[str]] = {}  # "namespace/name" -> "<what> <object>", in order
+        # Each pod's writes, in order: "bind PV <pv> -> <claim>", "select node <claim> -> <node>".
+        self.by_pod: dict[PodKey, list[str]] = {}
 
     async def bind_pod_volumes(
         self,
@@ -175,15 +175,13 @@ class MemoryVolumeBinder:
         provisions: Sequence[PersistentVolumeClaim],
         timeout: float,
     ) -> None:
-        done = self.by_pod.setdefault(f"{pod.namespace}/{pod.name}", [])
+        done = self.by_pod.setdefault(pod.key, [])
         for claim, pv in bindings:
-            self.writes.append(("bind PV", f"{pv.name} -> {claim.key}"))
-            done.append(" ".join(self.writes[-1]))
+            done.append(f"bind PV {pv.name} -> {claim.key}")
             self._apply(pv.raw, {"phase": "Bound"})
             self._bind_claim(claim, pv.name)
         for claim in provisions:
-            self.writes.append(("select node", f"{claim.key} -> {node_name}"))
-            done.append(" ".join(self.writes[-1]))
+            done.append(f"select node {claim.key} -> {node_name}")
             name = f"pvc-{claim.uid or claim.namespace + '-' + claim.name}"
             spec: dict[str, Any] = {
                 "capacity": {"storage": _requested_storage(claim)},

@@ -174,7 +174,7 @@ def python_side(
             result["offset"] = offsets[attempt.pod.key]  # not part of simulate's JSON
         if attempt.host is not None:
             # VolumeBinding's PreBind writes, in order (not part of simulate's JSON).
-            result["volumeWrites"] = sim.volume_binder.by_pod.get(result["pod"], [])
+            result["volumeWrites"] = sim.volume_binder.by_pod.get(attempt.pod.key, [])
         if attempt.host is not None and attempt.other_nodes:
             # The order batching would offer the rest in; the oracle breaks upstream's ties by it.
             result["ranking"] = [attempt.host, *attempt.other_nodes]

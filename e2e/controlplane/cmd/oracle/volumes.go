@@ -40,14 +40,10 @@ func (v *versions) next() string { return strconv.FormatInt(v.last.Add(1), 10) }
 
 // versionStorage gives a PV or claim without a resourceVersion the first one.
 func versionStorage(obj runtime.Object) {
-	switch o := obj.(type) {
-	case *v1.PersistentVolume:
-		if o.ResourceVersion == "" {
-			o.ResourceVersion = "1"
-		}
-	case *v1.PersistentVolumeClaim:
-		if o.ResourceVersion == "" {
-			o.ResourceVersion = "1"
+	switch obj.(type) {
+	case *v1.PersistentVolume, *v1.PersistentVolumeClaim:
+		if meta := obj.(metav1.Object); meta.GetResourceVersion() == "" {
+			meta.SetResourceVersion("1")
 		}
 	}
 }
