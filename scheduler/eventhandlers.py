@@ -64,8 +64,12 @@ class EventHandlers:
         queue: SchedulingQueue,
         profiles: Mapping[str, object],
         held: HeldChanges,
+        *,
+        whole_nodes: bool = False,
     ) -> None:
         self.cache = cache
+        # Keep each Node's API object whole (an extender is sent them), not without its images.
+        self.whole_nodes = whole_nodes
         self.queue = queue
         self._profiles = profiles
         self.held = held
@@ -95,7 +99,7 @@ class EventHandlers:
             self.on_storage_object(event_type, obj)
 
     def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        self.node_event(event_type, Node.from_dict(obj))
+        self.node_event(event_type, Node.from_dict(obj, whole=self.whole_nodes))
 
     def node_event(self, event_type: str | None, node: Node) -> None:
         if self.held.hold(functools.partial(self.node_event, event_type, node)):

@@ -60,7 +60,8 @@ class Scheduler:
             max_backoff=config.pod_max_backoff_seconds,
             on_change=self._wakeup.set,
         )
-        self.handlers = EventHandlers(self.cache, self.queue, self.frameworks, HeldChanges())
+        whole_nodes = any(not e.node_cache_capable for e in config.extenders)
+        self.handlers = EventHandlers(self.cache, self.queue, self.frameworks, HeldChanges(), whole_nodes=whole_nodes)
         # The nominator checks that a pod it nominates still waits unbound (upstream: its podLister),
         # and Filter counts the nominated pods through each profile's handle.
         self.queue.nominator.pod_lister = self.handlers.pending.get

@@ -395,7 +395,7 @@ class Simulation:
         for obj in objects:
             kind = obj.get("kind")
             if kind == "Node":
-                node = Node.from_dict(obj)
+                node = Node.from_dict(obj, whole=handlers.whole_nodes)
                 if node.errors and not node.name:
                     self.problems.append(Problem("Node", "; ".join(str(e) for e in node.errors)))
                     continue

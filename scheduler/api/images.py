@@ -6,6 +6,7 @@ field, and the entry (or the name) it spoiled is left out.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,7 +33,7 @@ def parse_node_images(status: Mapping[str, Any], errors: list[FieldError]) -> di
             if not isinstance(name, str):
                 errors.append(FieldError(f"{path}.names[{j}]", f"must be a string, got {type(name).__name__}"))
                 continue
-            out[name] = size
+            out[sys.intern(name)] = size  # one string for an image many nodes hold
     return out
 
 

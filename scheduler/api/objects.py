@@ -110,6 +110,8 @@ class Pod:
     start_time: float | None = None
     preempted_by_scheduler: bool = False
     errors: tuple[FieldError, ...] = ()
+    # The API object: whole while the pod is pending (signing, extenders and status writes read it);
+    # once bound, only what is read of a bound pod (``_bound_pod_view``).
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -175,12 +177,13 @@ class Pod:
             gate_name = as_mapping(gate, f"spec.schedulingGates[{i}]", errors).get("name")
             if isinstance(gate_name, str):
                 gates.append(gate_name)
+        node_name = opt_str(spec.get("nodeName"), "spec.nodeName", errors) or ""
         return cls(
             namespace=namespace,
             name=name,
             uid=opt_str(meta.get("uid"), "metadata.uid", errors) or "",
             labels=labels,
-            node_name=opt_str(spec.get("nodeName"), "spec.nodeName", errors) or "",
+            node_name=node_name,
             scheduler_name=opt_str(spec.get("schedulerName"), "spec.schedulerName", errors) or DEFAULT_SCHEDULER_NAME,
             priority=_priority(spec.get("priority"), errors),
             created=_timestamp(meta.get("creationTimestamp")) or 0.0,
@@ -211,8 +214,32 @@ class Pod:
             start_time=_timestamp(status.get("startTime")),
             preempted_by_scheduler=_preempted_by_scheduler(status.get("conditions"), errors),
             errors=tuple(errors),
-            raw=root,
+            raw=_bound_pod_view(root, meta, spec, status) if node_name else root,
         )
+
+
+def _bound_pod_view(
+    root: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What is read of a bound pod's API object besides its parsed fields: its metadata, the
+    tolerations and extended-resource claim status its update events compare, and the
+    DisruptionTarget condition preemption patches. The rest (containers, volumes, container
+    statuses) was 88 % of a cached pod's memory and nothing reads it once the pod is bound."""
+    kept_spec = {k: spec[k] for k in _BOUND_SPEC if k in spec}
+    kept_status = {k: status[k] for k in _BOUND_STATUS if k in status}
+    conditions = status.get("conditions")
+    if isinstance(conditions, list):
+        kept_status["conditions"] = [
+            c for c in conditions if isinstance(c, Mapping) and c.get("type") == _DISRUPTION_TARGET
+        ]
+    view = {k: root[k] for k in ("apiVersion", "kind") if k in root}
+    view.update(metadata=meta, spec=kept_spec, status=kept_status)
+    return view
+
+
+_BOUND_SPEC = ("nodeName", "schedulerName", "priority", "tolerations")
+_BOUND_STATUS = ("phase", "extendedResourceClaimStatus")
+_DISRUPTION_TARGET = "DisruptionTarget"
 
 
 def _priority(value: object, errors: list[FieldError]) -> int:
@@ -239,7 +266,7 @@ def _preempted_by_scheduler(value: object, errors: list[FieldError]) -> bool:
     """The first DisruptionTarget condition is True with reason PreemptionByScheduler."""
     for i, raw in enumerate(as_list(value, "status.conditions", errors)):
         condition = as_mapping(raw, f"status.conditions[{i}]", errors)
-        if condition.get("type") == "DisruptionTarget":
+        if condition.get("type") == _DISRUPTION_TARGET:
             return condition.get("status") == "True" and condition.get("reason") == "PreemptionByScheduler"
     return False
 
@@ -256,10 +283,12 @@ class Node:
     # Every name in ``status.images`` -> that image's ``sizeBytes`` (ImageLocality).
     images: Mapping[str, int] = field(default_factory=dict)
     errors: tuple[FieldError, ...] = ()
+    # The API object as far as it is read (``_node_view``), unless ``from_dict`` was asked for it
+    # whole: an extender that is not nodeCacheCapable is sent whole Node objects.
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_dict(cls, obj: object) -> Node:
+    def from_dict(cls, obj: object, *, whole: bool = False) -> Node:
         errors: list[FieldError] = []
         root = as_mapping(obj, "node", errors)
         meta = as_mapping(root.get("metadata"), "metadata", errors)
@@ -278,8 +307,26 @@ class Node:
             allocatable=parse_node_allocatable(status, errors),
             images=parse_node_images(status, errors),
             errors=tuple(errors),
-            raw=root,
+            raw=root if whole else _node_view(root, status),
         )
+
+
+def _node_view(root: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+    """What is read of a Node's API object besides its parsed fields: metadata and spec (annotations
+    and taints' ``timeAdded`` for update events), ``status.allocatable`` and each condition's type
+    and status. Its images (parsed into ``images``), addresses, nodeInfo and the conditions'
+    messages and heartbeats were two thirds of a kubelet's node and nothing reads them."""
+    kept: dict[str, Any] = {k: status[k] for k in ("allocatable",) if k in status}
+    conditions = status.get("conditions")
+    if isinstance(conditions, list):
+        kept["conditions"] = [
+            {k: c[k] for k in ("type", "status") if k in c} if isinstance(c, Mapping) else c for c in conditions
+        ]
+    elif "conditions" in status:
+        kept["conditions"] = conditions
+    view = {k: v for k, v in root.items() if k != "status"}
+    view["status"] = kept
+    return view
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from typing import Any
 from scheduler.api.fields import FieldError, as_list, as_mapping, opt_str
 
 __all__ = [
+    "SPEC_READ_SOURCES",
     "Disk",
     "PodResourceClaim",
     "ResourceClaimStatus",
@@ -67,6 +68,24 @@ def _disks(obj: Mapping[str, Any], path: str, errors: list[FieldError]) -> tuple
     return tuple(out)
 
 
+# The sources whose fields a plugin reads beyond the source's name: NodeVolumeLimits translates the
+# in-tree disks that migrate to CSI, VolumeBinding reads an inline csi volume's driver. Any other
+# volume (a projected token, a configMap, an emptyDir: most of a running pod's) is kept without its
+# spec, which was most of what a cached pod held besides its API object.
+SPEC_READ_SOURCES = frozenset(
+    {
+        "csi",
+        "awsElasticBlockStore",
+        "gcePersistentDisk",
+        "cinder",
+        "azureDisk",
+        "azureFile",
+        "vsphereVolume",
+        "portworxVolume",
+    }
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Volume:
     """One ``spec.volumes[i]``. ``sources`` are the volume-source fields set on it (``"emptyDir"``,
@@ -76,7 +95,7 @@ class Volume:
     sources: frozenset[str]
     claim_name: str = ""  # persistentVolumeClaim.claimName
     disks: tuple[Disk, ...] = ()  # the gcePersistentDisk/awsElasticBlockStore/iscsi/rbd it attaches
-    # The volume as written (NodeVolumeLimits translates in-tree sources to CSI from their fields).
+    # The volume as written, for a source whose fields are read (``SPEC_READ_SOURCES``); else empty.
     spec: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def uses(self, source: str) -> bool:
@@ -110,7 +129,8 @@ def parse_volumes(raw: object, path: str, errors: list[FieldError]) -> tuple[Vol
         sources = frozenset(k for k, v in obj.items() if k != "name" and v is not None)
         claim = as_mapping(obj.get("persistentVolumeClaim"), f"{ipath}.persistentVolumeClaim", errors)
         claim_name = opt_str(claim.get("claimName"), f"{ipath}.persistentVolumeClaim.claimName", errors) or ""
-        out.append(Volume(name, sources, claim_name, _disks(obj, ipath, errors), obj))
+        spec = obj if sources & SPEC_READ_SOURCES else {}
+        out.append(Volume(name, sources, claim_name, _disks(obj, ipath, errors), spec))
     return tuple(out)
 
 
