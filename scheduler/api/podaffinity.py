@@ -239,7 +239,7 @@ def parse_pod_affinity(
     aff = as_mapping(raw_aff, f"{path}.podAffinity", errors)
     anti = as_mapping(raw_anti, f"{path}.podAntiAffinity", errors)
     req, pref = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
-    return PodAffinity(
+    parsed = PodAffinity(
         required_affinity_terms=_parse_required(aff.get(req), f"{path}.podAffinity.{req}", namespace, labels, errors),
         required_anti_affinity_terms=_parse_required(
             anti.get(req), f"{path}.podAntiAffinity.{req}", namespace, labels, errors
@@ -252,3 +252,21 @@ def parse_pod_affinity(
         ),
         declared=True,
     )
+    return _interned(parsed)
+
+
+# Pods of one template carry equal terms: one shared object for them lets InterPodAffinity decide
+# once per cycle whether those terms match the incoming pod (keyed by identity) and keeps one copy.
+# Bounded: past the bound the table starts over (equal objects stay equal, only sharing is lost).
+_INTERNED: dict[PodAffinity, PodAffinity] = {}
+_INTERNED_MAX = 4096
+
+
+def _interned(affinity: PodAffinity) -> PodAffinity:
+    hit = _INTERNED.get(affinity)
+    if hit is not None:
+        return hit
+    if len(_INTERNED) >= _INTERNED_MAX:
+        _INTERNED.clear()
+    _INTERNED[affinity] = affinity
+    return affinity

@@ -101,6 +101,12 @@ class Snapshot(Protocol):
         """
         ...
 
+    def count_all_matching(self, namespace: str, selector: Selector) -> Mapping[NodeName, int]:
+        """Every pod in ``namespace`` matching ``selector``, terminating ones included, per node
+        (absent = 0; nodes not in the cache too): what InterPodAffinity counts of upstream's
+        ``NodeInfo.Pods``, kept incrementally so its cycles do not visit every pod."""
+        ...
+
     def image_num_nodes(self, name: str) -> int:
         """On how many nodes ``status.images`` lists ``name`` (upstream's ``ImageStateSummary.NumNodes``).
 

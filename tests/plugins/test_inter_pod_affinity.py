@@ -735,7 +735,7 @@ def test_incoming_affinity_anti_affinity_counts(
     want_anti: dict[tuple[str, str], int],
 ) -> None:
     cache = cache_of([nd("nodeA", hostname="nodeA")], existing)
-    stored = cal_pre_filter_state(incoming.build(), cache.node_infos(), cache)
+    stored = cal_pre_filter_state(incoming.build(), cache)
     assert stored.affinity_counts == want_affinity
     assert stored.anti_affinity_counts == want_anti
 
@@ -1289,3 +1289,58 @@ def test_touched_domain_summing_to_zero_still_scores() -> None:
         .pod_affinity("region", in_("security", "S1"), anti=True, weight=5)
     )
     assert run_score(nodes_of(CHINA, INDIA), [on("node1", S1)], incoming, {}) == ([0, 0], [0, 0])
+
+
+# -- counts from the cache's indexes (issue #22): the same answers as a visit to every pod -------------
+
+
+def test_a_terminating_pod_still_counts_for_the_incoming_pods_terms() -> None:
+    """Upstream's NodeInfo.Pods holds terminating pods and InterPodAffinity does not skip them (unlike
+    PodTopologySpread): red if the index behind it left them out."""
+    nodes = [nd("node1", hostname="node1"), nd("node2", hostname="node2")]
+    existing = [pod("old", node="node1", app="db").terminating()]
+    incoming = pod("in").pod_affinity("hostname", in_("app", "db"), anti=True)
+    assert run_filter(nodes, existing, incoming) == (None, [ANTI, OK])
+    wanted = pod("in").pod_affinity("hostname", in_("app", "db"))
+    assert run_filter(nodes, existing, wanted) == (None, [OK, AFF])
+
+
+def test_counts_follow_pods_as_they_come_and_go_and_skip_nodes_not_in_the_cache() -> None:
+    cache = cache_of([nd("node1", zone="z1"), nd("node2", zone="z1"), nd("node3", zone="z2")], [])
+    incoming = pod("in").pod_affinity("zone", in_("app", "db"), anti=True).build()
+
+    def anti_counts() -> dict[tuple[str, str], int]:
+        return cal_pre_filter_state(incoming, cache).anti_affinity_counts
+
+    assert anti_counts() == {}
+    first, second = pod("a", node="node1", app="db").build(), pod("b", node="node2", app="db").build()
+    cache.add_pod(first)
+    cache.add_pod(second)
+    cache.add_pod(pod("c", node="node-not-yet-seen", app="db").build())  # upstream's snapshot lists no such node
+    assert anti_counts() == {("zone", "z1"): 2}
+    cache.remove_pod(first)
+    cache.add_pod(pod("b", node="node3", app="db").build())  # moved (a rebinding seen by the watch)
+    assert anti_counts() == {("zone", "z2"): 1}
+
+
+def test_terms_over_every_namespace_and_several_affinity_terms_are_counted_pod_by_pod() -> None:
+    """A namespaceSelector that matches an empty label set selects every namespace; a pod must match
+    all of several affinity terms: neither is a per-selector count, both still give upstream's counts."""
+    nodes = [nd("node1", hostname="node1", zone="z1"), nd("node2", hostname="node2", zone="z1")]
+    existing = [pod("a", "subteam1.team1", node="node1", app="db", tier="x"), pod("b", node="node2", app="db")]
+    every = {"labelSelector": in_("app", "db"), "topologyKey": "zone", "namespaceSelector": {}}
+    incoming = pod("in").set("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution", [every])
+    cache = cache_of(nodes, existing)
+    assert cal_pre_filter_state(incoming.build(), cache).anti_affinity_counts == {("zone", "z1"): 2}
+    both = pod("in", "subteam1.team1").pod_affinity("hostname", in_("app", "db")).pod_affinity("zone", exists("tier"))
+    state = cal_pre_filter_state(both.build(), cache)
+    assert state.affinity_counts == {("hostname", "node1"): 1, ("zone", "z1"): 1}
+
+
+def test_pods_of_one_template_share_their_affinity_terms() -> None:
+    """What lets PreFilter and PreScore decide once per template whether existing pods' terms match."""
+    template = pod("x", node="node1", app="web").pod_affinity("zone", in_("app", "db"), anti=True)
+    one, two = Pod.from_dict(template.dict()), Pod.from_dict({**template.dict(), "metadata": {"name": "y"}})
+    assert one.pod_affinity is two.pod_affinity
+    other = pod("z", "subteam1.team1", node="node1").pod_affinity("zone", in_("app", "db"), anti=True).build()
+    assert other.pod_affinity != one.pod_affinity  # its own namespace is part of its terms

@@ -12,6 +12,7 @@ from scheduler.api.objects import Node, Pod
 from scheduler.api.podaffinity import AffinityTerm
 from scheduler.framework.interface import Snapshot
 from scheduler.framework.types import NodeInfo
+from scheduler.plugins.names import INTER_POD_AFFINITY as NAME
 
 __all__ = [
     "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
@@ -20,6 +21,7 @@ __all__ = [
     "PreFilterState",
     "TopologyPair",
     "cal_pre_filter_state",
+    "domain_counts",
     "merge_namespace_selector",
     "pod_matches_all_affinity_terms",
     "satisfy_existing_pods_anti_affinity",
@@ -119,40 +121,107 @@ class PreFilterState:
 def _existing_anti_affinity_counts(
     pod: Pod, namespace_labels: Mapping[str, str] | None, nodes: Iterable[NodeInfo]
 ) -> dict[TopologyPair, int]:
-    """``getExistingAntiAffinityCounts``: over the nodes holding pods with required anti-affinity only."""
+    """``getExistingAntiAffinityCounts``: over the nodes holding pods with required anti-affinity only.
+
+    Which of a pod's terms match the incoming pod is decided once per distinct set of terms (pods of
+    one template share one, ``parse_pod_affinity``), not once per pod."""
     counts: dict[TopologyPair, int] = {}
     namespace, labels = pod.namespace, pod.labels
+    matching_keys: dict[int, tuple[str, ...]] = {}
     for info in nodes:
         node_labels = info.node.labels
         for existing in info.pods_with_required_anti_affinity.values():
-            for t in existing.pod_affinity.required_anti_affinity_terms:
-                if t.matches(namespace, labels, namespace_labels):
-                    value = node_labels.get(t.topology_key)
-                    if value is not None:
-                        pair = (t.topology_key, value)
-                        counts[pair] = counts.get(pair, 0) + 1
+            theirs = existing.pod_affinity
+            keys = matching_keys.get(id(theirs))
+            if keys is None:
+                keys = tuple(
+                    t.topology_key
+                    for t in theirs.required_anti_affinity_terms
+                    if t.matches(namespace, labels, namespace_labels)
+                )
+                matching_keys[id(theirs)] = keys
+            for key in keys:
+                value = node_labels.get(key)
+                if value is not None:
+                    pair = (key, value)
+                    counts[pair] = counts.get(pair, 0) + 1
     return counts
+
+
+class LabelValues:
+    """Node name -> its value of one label key, for the nodes that carry it: a node index the cache
+    keeps current one node at a time."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.of: dict[str, str] = {}
+
+    def put(self, info: NodeInfo) -> None:
+        value = info.node.labels.get(self.key)
+        if value is None:
+            self.of.pop(info.name, None)
+        else:
+            self.of[info.name] = value
+
+    def drop(self, name: str) -> None:
+        self.of.pop(name, None)
+
+
+def domain_counts(term: AffinityTerm, snapshot: Snapshot) -> dict[str, int] | None:
+    """The existing pods an incoming pod's term matches (its namespace selector merged), summed per
+    value of the term's topology key over the nodes that carry it, from the cache's per-selector
+    counts instead of a visit to every pod. None when the term selects every namespace (a namespace
+    selector that matches an empty label set, see ``merge_namespace_selector``): count pod by pod."""
+    if term.namespace_selector.matches({}):
+        return None
+    key = term.topology_key
+    value_of = snapshot.node_index((NAME, key), lambda: LabelValues(key)).of  # nodes in the cache only
+    out: dict[str, int] = {}
+    for namespace in term.namespaces:
+        for name, count in snapshot.count_all_matching(namespace, term.selector).items():
+            value = value_of.get(name)
+            if value is not None:
+                out[value] = out.get(value, 0) + count
+    return out
 
 
 def _incoming_affinity_anti_affinity_counts(
     affinity_terms: tuple[AffinityTerm, ...],
     anti_affinity_terms: tuple[AffinityTerm, ...],
-    nodes: Iterable[NodeInfo],
+    snapshot: Snapshot,
 ) -> tuple[dict[TopologyPair, int], dict[TopologyPair, int]]:
-    """``getIncomingAffinityAntiAffinityCounts``: every pod on every node against the incoming pod's terms."""
+    """``getIncomingAffinityAntiAffinityCounts``: every pod on every node against the incoming pod's
+    terms. A single affinity term and each anti-affinity term are counted from the cache's indexes;
+    several affinity terms (a pod must match all) and terms over every namespace visit the pods."""
     affinity: dict[TopologyPair, int] = {}
     anti: dict[TopologyPair, int] = {}
-    if not affinity_terms and not anti_affinity_terms:
+    scan_affinity = affinity_terms
+    if len(affinity_terms) == 1:
+        counted = domain_counts(affinity_terms[0], snapshot)
+        if counted is not None:
+            key = affinity_terms[0].topology_key
+            affinity = {(key, domain): count for domain, count in counted.items()}
+            scan_affinity = ()
+    scan_anti: list[AffinityTerm] = []
+    for t in anti_affinity_terms:
+        counted = domain_counts(t, snapshot)
+        if counted is None:
+            scan_anti.append(t)
+            continue
+        for domain, count in counted.items():
+            pair = (t.topology_key, domain)
+            anti[pair] = anti.get(pair, 0) + count
+    if not scan_affinity and not scan_anti:
         return affinity, anti
-    for info in nodes:
+    for info in snapshot.node_infos():
         node_labels = info.node.labels
         for existing in info.pods.values():
-            if pod_matches_all_affinity_terms(affinity_terms, existing):
-                for t in affinity_terms:
+            if pod_matches_all_affinity_terms(scan_affinity, existing):
+                for t in scan_affinity:
                     value = node_labels.get(t.topology_key)
                     if value is not None:
                         affinity[(t.topology_key, value)] = affinity.get((t.topology_key, value), 0) + 1
-            for t in anti_affinity_terms:
+            for t in scan_anti:
                 if t.matches(existing.namespace, existing.labels, None):
                     value = node_labels.get(t.topology_key)
                     if value is not None:
@@ -160,8 +229,9 @@ def _incoming_affinity_anti_affinity_counts(
     return affinity, anti
 
 
-def cal_pre_filter_state(pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> PreFilterState:
-    """The three counts of ``PreFilter``; the caller skips the plugin when there is nothing to check."""
+def cal_pre_filter_state(pod: Pod, snapshot: Snapshot) -> PreFilterState:
+    """The three counts of ``PreFilter`` over every node of ``snapshot``; the caller skips the plugin
+    when there is nothing to check."""
     terms = pod.pod_affinity
     affinity_terms = tuple(merge_namespace_selector(t, snapshot) for t in terms.required_affinity_terms)
     anti_terms = tuple(merge_namespace_selector(t, snapshot) for t in terms.required_anti_affinity_terms)
@@ -169,7 +239,7 @@ def cal_pre_filter_state(pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot
     existing = _existing_anti_affinity_counts(
         pod, namespace_labels, snapshot.have_pods_with_required_anti_affinity_node_infos()
     )
-    affinity, anti = _incoming_affinity_anti_affinity_counts(affinity_terms, anti_terms, nodes)
+    affinity, anti = _incoming_affinity_anti_affinity_counts(affinity_terms, anti_terms, snapshot)
     return PreFilterState(existing, affinity, anti, pod, affinity_terms, anti_terms, namespace_labels)
 
 

@@ -182,7 +182,7 @@ class InterPodAffinity:
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        stored = cal_pre_filter_state(pod, nodes, self.handle.current())
+        stored = cal_pre_filter_state(pod, self.handle.current())
         if (
             not stored.existing_anti_affinity_counts
             and not stored.required_affinity_terms

@@ -6,14 +6,14 @@ Upstream: ``pkg/scheduler/framework/plugins/interpodaffinity/scoring.go``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scheduler.api.objects import Node, Pod
-from scheduler.api.podaffinity import AffinityTerm, WeightedAffinityTerm
+from scheduler.api.objects import Pod
+from scheduler.api.podaffinity import AffinityTerm, PodAffinity
 from scheduler.framework.interface import Snapshot
 from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
-from scheduler.plugins.interpodaffinity.filtering import merge_namespace_selector
+from scheduler.plugins.interpodaffinity.filtering import domain_counts, merge_namespace_selector
 
 __all__ = ["PreScoreState", "ScoreMap", "normalize", "pre_score_state", "score"]
 
@@ -31,37 +31,47 @@ class PreScoreState:
         return self
 
 
-def _process_term(
-    scores: ScoreMap,
-    term: AffinityTerm,
-    weight: int,
-    pod: Pod,
-    namespace_labels: Mapping[str, str] | None,
-    node: Node,
-    multiplier: int,
-) -> None:
-    """Add ``weight * multiplier`` to the node's domain of ``term`` when ``pod`` matches it.
+def _add(scores: ScoreMap, key: str, value: str, amount: int) -> None:
+    """A domain's entry is created even when the sum stays 0: a touched domain keeps the plugin from
+    being skipped, as upstream's non-empty ``scoreMap`` does."""
+    values = scores.setdefault(key, {})
+    values[value] = values.get(value, 0) + amount
 
-    The domain's entry is created even when the sum stays 0: a touched domain keeps the plugin from
-    being skipped, as upstream's non-empty ``scoreMap`` does.
-    """
-    if term.matches(pod.namespace, pod.labels, namespace_labels):
-        value = node.labels.get(term.topology_key)
-        if value is not None:
+
+def _matching_terms(
+    theirs: PodAffinity, pod: Pod, namespace_labels: Mapping[str, str] | None, hard_pod_affinity_weight: int
+) -> tuple[tuple[str, int], ...]:
+    """(topology key, weight) of each of an existing pod's terms that matches the incoming pod: its
+    required affinity at ``hardPodAffinityWeight``, its preferred terms, anti-affinity negative."""
+    out: list[tuple[str, int]] = []
+    if hard_pod_affinity_weight > 0:
+        for t in theirs.required_affinity_terms:
+            if t.matches(pod.namespace, pod.labels, namespace_labels):
+                out.append((t.topology_key, hard_pod_affinity_weight))
+    for weighted, sign in [(w, 1) for w in theirs.preferred_affinity_terms] + [
+        (w, -1) for w in theirs.preferred_anti_affinity_terms
+    ]:
+        if weighted.term.matches(pod.namespace, pod.labels, namespace_labels):
+            out.append((weighted.term.topology_key, weighted.weight * sign))
+    return tuple(out)
+
+
+def _count_incoming_term(scores: ScoreMap, term: AffinityTerm, weight: int, snapshot: Snapshot) -> None:
+    """The incoming pod's term against every existing pod: ``weight`` per matching pod in a domain."""
+    counted = domain_counts(term, snapshot)
+    if counted is not None:
+        if counted:
             values = scores.setdefault(term.topology_key, {})
-            values[value] = values.get(value, 0) + weight * multiplier
-
-
-def _process_terms(
-    scores: ScoreMap,
-    terms: Iterable[WeightedAffinityTerm],
-    pod: Pod,
-    namespace_labels: Mapping[str, str] | None,
-    node: Node,
-    multiplier: int,
-) -> None:
-    for t in terms:
-        _process_term(scores, t.term, t.weight, pod, namespace_labels, node, multiplier)
+            for domain, count in counted.items():
+                values[domain] = values.get(domain, 0) + weight * count
+        return
+    for info in snapshot.node_infos():
+        value = info.node.labels.get(term.topology_key)
+        if value is None:
+            continue
+        for existing in info.pods.values():
+            if term.matches(existing.namespace, existing.labels, None):
+                _add(scores, term.topology_key, value, weight)
 
 
 def pre_score_state(
@@ -71,42 +81,40 @@ def pre_score_state(
     hard_pod_affinity_weight: int,
     ignore_preferred_terms_of_existing_pods: bool,
 ) -> PreScoreState | None:
-    """``PreScore``'s topology scores; None when the plugin has nothing to say (Skip)."""
+    """``PreScore``'s topology scores; None when the plugin has nothing to say (Skip).
+
+    Upstream visits every existing pod (only those with affinity when the incoming pod has no
+    preferred terms) and sums both directions per domain. The same sums here: the incoming pod's
+    terms from the cache's per-selector counts, and the existing pods' terms over the pods that have
+    some, decided once per distinct set of terms (pods of one template share one)."""
     affinity = pod.pod_affinity
     has_constraints = bool(affinity.preferred_affinity_terms or affinity.preferred_anti_affinity_terms)
     # Optionally ignore existing pods' preferences when the incoming pod has none of its own.
     if ignore_preferred_terms_of_existing_pods and not has_constraints:
         return None
-    # Unless the pod has preferred terms, only nodes (and pods) with affinity can contribute.
-    nodes: Sequence[NodeInfo] = (
-        snapshot.node_infos() if has_constraints else snapshot.have_pods_with_affinity_node_infos()
-    )
-    preferred = tuple(
-        WeightedAffinityTerm(merge_namespace_selector(t.term, snapshot), t.weight)
-        for t in affinity.preferred_affinity_terms
-    )
-    preferred_anti = tuple(
-        WeightedAffinityTerm(merge_namespace_selector(t.term, snapshot), t.weight)
-        for t in affinity.preferred_anti_affinity_terms
-    )
-    namespace_labels = snapshot.namespace_labels(pod.namespace)
     scores: ScoreMap = {}
-    for info in nodes:
-        node = info.node
-        if not node.labels:
-            continue
-        existing_pods = info.pods if has_constraints else info.pods_with_affinity
-        for existing in existing_pods.values():
-            # The incoming pod's terms against the existing pod (namespace selectors already merged).
-            _process_terms(scores, preferred, existing, None, node, 1)
-            _process_terms(scores, preferred_anti, existing, None, node, -1)
-            # The existing pod's terms against the incoming pod, with its namespace's labels.
+    for weighted, sign in [(w, 1) for w in affinity.preferred_affinity_terms] + [
+        (w, -1) for w in affinity.preferred_anti_affinity_terms
+    ]:
+        term = merge_namespace_selector(weighted.term, snapshot)
+        _count_incoming_term(scores, term, weighted.weight * sign, snapshot)
+    namespace_labels = snapshot.namespace_labels(pod.namespace)
+    matching: dict[int, tuple[tuple[str, int], ...]] = {}
+    for info in snapshot.have_pods_with_affinity_node_infos():
+        labels = info.node.labels
+        for existing in info.pods_with_affinity.values():
             theirs = existing.pod_affinity
-            if hard_pod_affinity_weight > 0:
-                for t in theirs.required_affinity_terms:
-                    _process_term(scores, t, hard_pod_affinity_weight, pod, namespace_labels, node, 1)
-            _process_terms(scores, theirs.preferred_affinity_terms, pod, namespace_labels, node, 1)
-            _process_terms(scores, theirs.preferred_anti_affinity_terms, pod, namespace_labels, node, -1)
+            terms = matching.get(id(theirs))
+            if terms is None:
+                terms = _matching_terms(theirs, pod, namespace_labels, hard_pod_affinity_weight)
+                matching[id(theirs)] = terms
+            for key, weight in terms:  # _add, inlined: this runs once per existing pod and term
+                value = labels.get(key)
+                if value is not None:
+                    values = scores.get(key)
+                    if values is None:
+                        values = scores[key] = {}
+                    values[value] = values.get(value, 0) + weight
     if not scores:
         return None
     return PreScoreState(scores)
