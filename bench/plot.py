@@ -22,6 +22,9 @@ COLORS = {
     "TopologySpreading": "tab:blue",
     "PreferredTopologySpreading": "tab:green",
     "DefaultSpreading": "tab:orange",
+    "SchedulingPodAntiAffinity": "tab:red",
+    "SchedulingPreferredPodAffinity": "tab:purple",
+    "SchedulingPreferredPodAntiAffinity": "tab:brown",
 }
 
 
