@@ -539,13 +539,19 @@ ops_st = st.lists(
 )
 
 
-def recount(model: Mapping[str, tuple[str, Mapping[str, str], str, bool]], namespace: str, index: int) -> Counter[str]:
+def recount(
+    model: Mapping[str, tuple[str, Mapping[str, str], str, bool]],
+    namespace: str,
+    index: int,
+    *,
+    terminating_too: bool = False,
+) -> Counter[str]:
     raw = SELECTORS[index]
     out: Counter[str] = Counter()
     if raw is None:
         return out
     for ns, labels, node, terminating in model.values():
-        if ns == namespace and not terminating and raw_selector_matches(raw, labels):
+        if ns == namespace and (terminating_too or not terminating) and raw_selector_matches(raw, labels):
             out[node] += 1
     return out
 
@@ -558,7 +564,8 @@ def positive(counts: Mapping[Any, int]) -> dict[str, int]:
 @SETTINGS
 @given(ops_st)
 def test_cache_counts_equal_a_recount(ops: list[tuple[Any, ...]]) -> None:
-    """``count_matching`` equals a recount after every kind of pod and node change, queried at any time."""
+    """``count_matching`` (and ``count_all_matching``, terminating pods counted, InterPodAffinity's)
+    equal a recount after every kind of pod and node change, queried at any time."""
     cache = Cache()
     for name in ("n0", "n1", "n2"):
         cache.add_node(make_node(name).build())
@@ -567,6 +574,8 @@ def test_cache_counts_equal_a_recount(ops: list[tuple[Any, ...]]) -> None:
 
     def check(namespace: str, index: int) -> None:
         assert positive(cache.count_matching(namespace, PARSED[index])) == positive(recount(model, namespace, index))
+        everyone = recount(model, namespace, index, terminating_too=True)
+        assert positive(cache.count_all_matching(namespace, PARSED[index])) == positive(everyone)
 
     for op in ops:
         kind = op[0]
