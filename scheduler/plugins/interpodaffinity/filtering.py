@@ -167,16 +167,22 @@ class LabelValues:
         self.of.pop(name, None)
 
 
-def domain_counts(term: AffinityTerm, snapshot: Snapshot) -> dict[str, int] | None:
+def domain_counts(term: AffinityTerm, snapshot: Snapshot) -> dict[str, int]:
     """The existing pods an incoming pod's term matches (its namespace selector merged), summed per
-    value of the term's topology key over the nodes that carry it, from the cache's per-selector
-    counts instead of a visit to every pod. None when the term selects every namespace (a namespace
-    selector that matches an empty label set, see ``merge_namespace_selector``): count pod by pod."""
-    if term.namespace_selector.matches({}):
-        return None
+    value of the term's topology key over the nodes of the snapshot that carry it. Read from the
+    cache's per-selector counts; a term that selects every namespace (a namespace selector that
+    matches an empty label set, see ``merge_namespace_selector``) has no such count and visits the pods."""
     key = term.topology_key
-    value_of = snapshot.node_index((NAME, key), lambda: LabelValues(key)).of  # nodes in the cache only
     out: dict[str, int] = {}
+    if term.namespace_selector.matches({}):
+        for info in snapshot.node_infos():
+            value = info.node.labels.get(key)
+            if value is not None:
+                matching = sum(1 for p in info.pods.values() if term.matches(p.namespace, p.labels, None))
+                if matching:
+                    out[value] = out.get(value, 0) + matching
+        return out
+    value_of = snapshot.node_index((NAME, key), lambda: LabelValues(key)).of  # nodes in the cache only
     for namespace in term.namespaces:
         for name, count in snapshot.count_all_matching(namespace, term.selector).items():
             value = value_of.get(name)
@@ -191,41 +197,24 @@ def _incoming_affinity_anti_affinity_counts(
     snapshot: Snapshot,
 ) -> tuple[dict[TopologyPair, int], dict[TopologyPair, int]]:
     """``getIncomingAffinityAntiAffinityCounts``: every pod on every node against the incoming pod's
-    terms. A single affinity term and each anti-affinity term are counted from the cache's indexes;
-    several affinity terms (a pod must match all) and terms over every namespace visit the pods."""
-    affinity: dict[TopologyPair, int] = {}
+    terms, each term counted per domain (``domain_counts``); several affinity terms (a pod must match
+    all of them) visit the pods."""
     anti: dict[TopologyPair, int] = {}
-    scan_affinity = affinity_terms
-    if len(affinity_terms) == 1:
-        counted = domain_counts(affinity_terms[0], snapshot)
-        if counted is not None:
-            key = affinity_terms[0].topology_key
-            affinity = {(key, domain): count for domain, count in counted.items()}
-            scan_affinity = ()
-    scan_anti: list[AffinityTerm] = []
     for t in anti_affinity_terms:
-        counted = domain_counts(t, snapshot)
-        if counted is None:
-            scan_anti.append(t)
-            continue
-        for domain, count in counted.items():
+        for domain, count in domain_counts(t, snapshot).items():
             pair = (t.topology_key, domain)
             anti[pair] = anti.get(pair, 0) + count
-    if not scan_affinity and not scan_anti:
-        return affinity, anti
+    if len(affinity_terms) <= 1:
+        return {(t.topology_key, d): c for t in affinity_terms for d, c in domain_counts(t, snapshot).items()}, anti
+    affinity: dict[TopologyPair, int] = {}
     for info in snapshot.node_infos():
         node_labels = info.node.labels
         for existing in info.pods.values():
-            if pod_matches_all_affinity_terms(scan_affinity, existing):
-                for t in scan_affinity:
+            if pod_matches_all_affinity_terms(affinity_terms, existing):
+                for t in affinity_terms:
                     value = node_labels.get(t.topology_key)
                     if value is not None:
                         affinity[(t.topology_key, value)] = affinity.get((t.topology_key, value), 0) + 1
-            for t in scan_anti:
-                if t.matches(existing.namespace, existing.labels, None):
-                    value = node_labels.get(t.topology_key)
-                    if value is not None:
-                        anti[(t.topology_key, value)] = anti.get((t.topology_key, value), 0) + 1
     return affinity, anti
 
 

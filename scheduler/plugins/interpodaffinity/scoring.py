@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scheduler.api.objects import Pod
-from scheduler.api.podaffinity import AffinityTerm, PodAffinity
+from scheduler.api.podaffinity import PodAffinity, WeightedAffinityTerm
 from scheduler.framework.interface import Snapshot
 from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
 from scheduler.plugins.interpodaffinity.filtering import domain_counts, merge_namespace_selector
@@ -31,11 +31,11 @@ class PreScoreState:
         return self
 
 
-def _add(scores: ScoreMap, key: str, value: str, amount: int) -> None:
-    """A domain's entry is created even when the sum stays 0: a touched domain keeps the plugin from
-    being skipped, as upstream's non-empty ``scoreMap`` does."""
-    values = scores.setdefault(key, {})
-    values[value] = values.get(value, 0) + amount
+def _signed(affinity: PodAffinity) -> list[tuple[WeightedAffinityTerm, int]]:
+    """Preferred affinity terms add their weight, preferred anti-affinity terms subtract it."""
+    return [(w, 1) for w in affinity.preferred_affinity_terms] + [
+        (w, -1) for w in affinity.preferred_anti_affinity_terms
+    ]
 
 
 def _matching_terms(
@@ -48,30 +48,10 @@ def _matching_terms(
         for t in theirs.required_affinity_terms:
             if t.matches(pod.namespace, pod.labels, namespace_labels):
                 out.append((t.topology_key, hard_pod_affinity_weight))
-    for weighted, sign in [(w, 1) for w in theirs.preferred_affinity_terms] + [
-        (w, -1) for w in theirs.preferred_anti_affinity_terms
-    ]:
+    for weighted, sign in _signed(theirs):
         if weighted.term.matches(pod.namespace, pod.labels, namespace_labels):
             out.append((weighted.term.topology_key, weighted.weight * sign))
     return tuple(out)
-
-
-def _count_incoming_term(scores: ScoreMap, term: AffinityTerm, weight: int, snapshot: Snapshot) -> None:
-    """The incoming pod's term against every existing pod: ``weight`` per matching pod in a domain."""
-    counted = domain_counts(term, snapshot)
-    if counted is not None:
-        if counted:
-            values = scores.setdefault(term.topology_key, {})
-            for domain, count in counted.items():
-                values[domain] = values.get(domain, 0) + weight * count
-        return
-    for info in snapshot.node_infos():
-        value = info.node.labels.get(term.topology_key)
-        if value is None:
-            continue
-        for existing in info.pods.values():
-            if term.matches(existing.namespace, existing.labels, None):
-                _add(scores, term.topology_key, value, weight)
 
 
 def pre_score_state(
@@ -93,11 +73,13 @@ def pre_score_state(
     if ignore_preferred_terms_of_existing_pods and not has_constraints:
         return None
     scores: ScoreMap = {}
-    for weighted, sign in [(w, 1) for w in affinity.preferred_affinity_terms] + [
-        (w, -1) for w in affinity.preferred_anti_affinity_terms
-    ]:
+    for weighted, sign in _signed(affinity):
         term = merge_namespace_selector(weighted.term, snapshot)
-        _count_incoming_term(scores, term, weighted.weight * sign, snapshot)
+        counted = domain_counts(term, snapshot)
+        if counted:  # a domain is touched, even where the sum stays 0 (upstream's non-empty scoreMap)
+            values = scores.setdefault(term.topology_key, {})
+            for domain, count in counted.items():
+                values[domain] = values.get(domain, 0) + weighted.weight * sign * count
     namespace_labels = snapshot.namespace_labels(pod.namespace)
     matching: dict[int, tuple[tuple[str, int], ...]] = {}
     for info in snapshot.have_pods_with_affinity_node_infos():
@@ -108,13 +90,13 @@ def pre_score_state(
             if terms is None:
                 terms = _matching_terms(theirs, pod, namespace_labels, hard_pod_affinity_weight)
                 matching[id(theirs)] = terms
-            for key, weight in terms:  # _add, inlined: this runs once per existing pod and term
+            for key, weight in terms:  # a domain is touched, even where the sum stays 0
                 value = labels.get(key)
                 if value is not None:
-                    values = scores.get(key)
-                    if values is None:
-                        values = scores[key] = {}
-                    values[value] = values.get(value, 0) + weight
+                    domains = scores.get(key)
+                    if domains is None:
+                        domains = scores[key] = {}
+                    domains[value] = domains.get(value, 0) + weight
     if not scores:
         return None
     return PreScoreState(scores)
