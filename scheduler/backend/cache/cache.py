@@ -47,8 +47,7 @@ class Cache:
         self._pods: dict[PodKey, Pod] = {}
         self._assumed: set[PodKey] = set()
         self._orphans: dict[NodeName, dict[PodKey, Pod]] = {}
-        self._index = PodCountIndex()  # non-terminating pods (PodTopologySpread, SelectorSpread)
-        self._all_index = PodCountIndex()  # every pod, terminating ones too (InterPodAffinity)
+        self._index = PodCountIndex()
         self._images = ImageStates()
         self._selecting: dict[str, dict[str, dict[str, SelectingObject]]] = {}
         self._indexes: OrderedDict[Hashable, NodeIndex] = OrderedDict()
@@ -144,9 +143,7 @@ class Cache:
             self._count_pvcs(pod, 1)
         else:
             self._orphans.setdefault(node, {})[pod.key] = pod
-        if not pod.terminating:
-            self._index.add(pod, node)
-        self._all_index.add(pod, node)
+        self._index.add(pod, node)
 
     def _unplace(self, key: PodKey) -> Pod | None:
         pod = self._pods.pop(key, None)
@@ -161,7 +158,6 @@ class Cache:
         else:
             self._orphans.get(node, {}).pop(key, None)
         self._index.remove(pod)
-        self._all_index.remove(pod)
         return pod
 
     def add_pod(self, pod: Pod) -> None:
@@ -247,7 +243,7 @@ class Cache:
         return self._index.counts(namespace, selector)
 
     def count_all_matching(self, namespace: str, selector: Selector) -> Mapping[NodeName, int]:
-        return self._all_index.counts(namespace, selector)
+        return self._index.counts(namespace, selector, terminating=True)
 
     def image_num_nodes(self, name: str) -> int:
         return self._images.num_nodes(name)
