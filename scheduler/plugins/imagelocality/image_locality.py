@@ -93,6 +93,10 @@ class ImageLocality:
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[int]:
         score = self._scorer(pod)
+        if not any(score.spread.values()):
+            # No node holds any of the pod's images (a new image, a rollout): every node's sum is 0,
+            # so every score is the same; computed once instead of once per node.
+            return [calculate_priority(0, score.num_containers)] * len(nodes)
         return [score(info) for info in nodes]
 
     def _scorer(self, pod: Pod) -> _NodeScorer:
