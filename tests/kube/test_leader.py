@@ -21,7 +21,7 @@ from scheduler.config import LeaderElection
 from scheduler.errors import NotLeadingError
 from scheduler.kube import leader as leader_module
 from scheduler.kube.leader import Leadership, LeadershipLost, LeaseElector, run_with_leader_election
-from scheduler.kube.writes import FencedRequest, RateLimiter, _call, fence_trace
+from scheduler.kube.writes import FencedRequest, RateLimiter, _call
 
 SETTINGS = LeaderElection(
     leader_elect=True,
@@ -216,7 +216,7 @@ def test_a_write_waiting_for_a_connection_is_not_sent_if_the_fence_closes_meanwh
         await server.start_server()
         sure = True
         async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=1), trace_configs=[fence_trace()]
+            connector=aiohttp.TCPConnector(limit=1), request_class=FencedRequest
         ) as session:
             slow = asyncio.create_task(session.get(server.make_url("/slow")))
             while not received:
@@ -261,7 +261,7 @@ def test_a_write_whose_body_waits_a_loop_step_is_not_sent_if_the_fence_closes_me
 
         trace = aiohttp.TraceConfig()
         trace.on_request_headers_sent.append(lose)
-        async with aiohttp.ClientSession(trace_configs=[fence_trace(), trace], request_class=FencedRequest) as session:
+        async with aiohttp.ClientSession(trace_configs=[trace], request_class=FencedRequest) as session:
 
             async def bind() -> Any:
                 return await session.post(server.make_url("/binding"), data=b'{"kind": "Binding"}')
