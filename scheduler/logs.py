@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, TextIO
 
 import structlog
 
-__all__ = ["FORMATS", "ObjectRef", "configure", "kobj", "render_json", "render_text"]
+__all__ = ["FORMATS", "ObjectRef", "configure", "enabled", "kobj", "render_json", "render_text"]
 
 FORMATS = ("text", "json")
 
@@ -32,6 +32,14 @@ STDLIB_INFO_V = 4
 STDLIB_DEBUG_V = 6
 
 EventDict = MutableMapping[str, Any]
+
+_VERBOSITY = [0]  # the configured -v, for ``enabled``
+
+
+def enabled(level: int) -> bool:
+    """klog's ``V(level).Enabled()``: whether a ``v=level`` line would be written. A call on the
+    per-pod path asks first: a dropped line still costs its arguments and structlog's processors."""
+    return level <= _VERBOSITY[0]
 
 
 class ObjectRef(NamedTuple):
@@ -184,6 +192,7 @@ def configure(logging_format: str = "text", verbosity: int = 0, stream: TextIO |
     """
     if logging_format not in FORMATS:
         raise ValueError(f'format "{logging_format}" not supported, must be one of: {", ".join(FORMATS)}')
+    _VERBOSITY[0] = verbosity
     renderer = render_json if logging_format == "json" else render_text
     callsite = structlog.processors.CallsiteParameterAdder(
         {structlog.processors.CallsiteParameter.FILENAME, structlog.processors.CallsiteParameter.LINENO},

@@ -57,7 +57,7 @@ from scheduler.framework.preemption import PREEMPTION_OUTCOME_KEY, PreemptionOut
 from scheduler.framework.runtime import Framework, PluginScores
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, Diagnosis, FitError, NodeInfo, NodeToStatus
-from scheduler.logs import kobj
+from scheduler.logs import enabled, kobj
 
 __all__ = [
     "Attempt",
@@ -611,7 +611,8 @@ class ScheduleOne:
                 observer(pod, message)
             self._spawn(self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message))
             return Popped(qpi, None, 0.0)
-        self.log.info("Attempting to schedule pod", v=3, pod=kobj(key))
+        if enabled(3):
+            self.log.info("Attempting to schedule pod", v=3, pod=kobj(key))
         return Popped(qpi, self.frameworks[pod.scheduler_name], time.perf_counter())
 
     def _finish_cycle(self, popped: Popped, attempt: Attempt) -> None:
@@ -700,14 +701,15 @@ class ScheduleOne:
             qpi.unschedulable_plugins, qpi.pending_plugins = set(), set()
             self._handle_failure(qpi, status, status.message(), attempt, CLEAR_NOMINATED_NODE)
             return
-        self.log.info(
-            "Successfully bound pod to node",
-            v=2,
-            pod=kobj(pod.key),
-            node=host,
-            evaluatedNodes=attempt.evaluated_nodes,
-            feasibleNodes=len(attempt.feasible_nodes),
-        )
+        if enabled(2):
+            self.log.info(
+                "Successfully bound pod to node",
+                v=2,
+                pod=kobj(pod.key),
+                node=host,
+                evaluatedNodes=attempt.evaluated_nodes,
+                feasibleNodes=len(attempt.feasible_nodes),
+            )
         fwk.run_post_bind_plugins(state, pod, host)
         if self.cache.get(host) is None:
             self.log.warning(

@@ -14,7 +14,7 @@ from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
-from scheduler.logs import kobj
+from scheduler.logs import enabled, kobj
 from scheduler.plugins import names
 
 __all__ = ["DefaultBinder"]
@@ -32,7 +32,8 @@ class DefaultBinder:
         binder = self.handle.binder
         if binder is None:
             return Status(Code.SKIP)
-        log.info("Attempting to bind pod to node", v=3, pod=kobj(pod.key), node=node_name)
+        if enabled(3):
+            log.info("Attempting to bind pod to node", v=3, pod=kobj(pod.key), node=node_name)
         # Errors propagate: the binding cycle tells "pod gone" and "already bound" from retriable ones.
         await binder.bind(pod, node_name)
         return None
