@@ -3,6 +3,7 @@ node only as far as something reads them, and whole nodes when an extender is se
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from bench.memory import kubelet_node, kubelet_pod
@@ -105,3 +106,31 @@ def test_every_volume_source_a_plugin_reads_keeps_its_spec() -> None:
     assert IN_TREE_MIGRATABLE | {"csi"} <= SPEC_READ_SOURCES
     projected = Pod.from_dict(kubelet_pod(1, "n")).volumes[0]
     assert projected.spec == {} and projected.uses("projected")
+
+
+def test_pods_of_one_spec_share_its_parse_and_still_report_their_own_errors() -> None:
+    """``_SPEC_PARSES``: the pod's own events once bound and once running, and a second pod of
+    the same spec, reuse the first parse (the same objects); what is a pod's own (its name, its
+    labels' validity, its container statuses' requests) is still its own."""
+    first = kubelet_pod(1, "")
+    del first["spec"]["nodeName"]
+    running = kubelet_pod(1, "node-00001")
+    running["status"]["containerStatuses"][0]["state"] = {"running": {"startedAt": "2026-11-27T00:01:00Z"}}
+    second = copy.deepcopy(running)
+    second["metadata"].update(name="second", uid="u2")
+    pods = [Pod.from_dict(obj) for obj in (first, running, second)]
+    assert not any(p.errors for p in pods) and [p.name for p in pods] == [first["metadata"]["name"]] * 2 + ["second"]
+    assert all(p.tolerations is pods[0].tolerations and p.volumes is pods[0].volumes for p in pods)
+
+    invalid = copy.deepcopy(first)
+    invalid["metadata"]["labels"] = {**first["metadata"]["labels"], "tier": "v" * 64}
+    assert Pod.from_dict(invalid).error_message.startswith("metadata.labels")
+    invalid["metadata"]["labels"] = first["metadata"]["labels"]
+    del invalid["metadata"]["name"]
+    assert Pod.from_dict(invalid).error_message == "metadata.name: Required value: name or generateName is required"
+
+    resized = copy.deepcopy(running)
+    resized["status"]["containerStatuses"] = [
+        {"name": c["name"], "resources": {"requests": {"cpu": "3"}}} for c in resized["spec"]["containers"]
+    ]
+    assert Pod.from_dict(resized).resources.usage.milli_cpu == 3000 * len(resized["spec"]["containers"])
