@@ -317,10 +317,11 @@ def _spec_key(meta: object, spec: Mapping[str, Any], status: Mapping[str, Any]) 
     if "nodeName" in spec:
         spec = {k: v for k, v in spec.items() if k != "nodeName"}
     conditions = status.get("conditions")
+    # The requests read only PodResizePending conditions, and only from a list (no error otherwise).
     resize = (
         [c for c in conditions if isinstance(c, Mapping) and c.get("type") == "PodResizePending"]
         if isinstance(conditions, list)
-        else conditions
+        else []
     )
     return (
         repr(meta.get("namespace")),

@@ -114,13 +114,19 @@ def test_pods_of_one_spec_share_its_parse_and_still_report_their_own_errors() ->
     labels' validity, its container statuses' requests) is still its own."""
     first = kubelet_pod(1, "")
     del first["spec"]["nodeName"]
-    running = kubelet_pod(1, "node-00001")
-    running["status"]["containerStatuses"][0]["state"] = {"running": {"startedAt": "2026-11-27T00:01:00Z"}}
-    second = copy.deepcopy(running)
+    first["status"] = {"phase": "Pending"}  # as the ReplicaSet controller creates it
+    bound = copy.deepcopy(first)
+    bound["spec"]["nodeName"] = "node-00001"
+    bound["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    second = copy.deepcopy(bound)
     second["metadata"].update(name="second", uid="u2")
-    pods = [Pod.from_dict(obj) for obj in (first, running, second)]
+    pods = [Pod.from_dict(obj) for obj in (first, bound, second)]
     assert not any(p.errors for p in pods) and [p.name for p in pods] == [first["metadata"]["name"]] * 2 + ["second"]
     assert all(p.tolerations is pods[0].tolerations and p.volumes is pods[0].volumes for p in pods)
+    running = kubelet_pod(1, "node-00001")  # the kubelet's updates: only the containers' state moves
+    later = copy.deepcopy(running)
+    later["status"]["containerStatuses"][0]["state"] = {"running": {"startedAt": "2026-11-27T00:01:00Z"}}
+    assert Pod.from_dict(running).resources is Pod.from_dict(later).resources
 
     invalid = copy.deepcopy(first)
     invalid["metadata"]["labels"] = {**first["metadata"]["labels"], "tier": "v" * 64}
@@ -129,7 +135,7 @@ def test_pods_of_one_spec_share_its_parse_and_still_report_their_own_errors() ->
     del invalid["metadata"]["name"]
     assert Pod.from_dict(invalid).error_message == "metadata.name: Required value: name or generateName is required"
 
-    resized = copy.deepcopy(running)
+    resized = copy.deepcopy(later)
     resized["status"]["containerStatuses"] = [
         {"name": c["name"], "resources": {"requests": {"cpu": "3"}}} for c in resized["spec"]["containers"]
     ]
