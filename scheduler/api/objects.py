@@ -173,6 +173,7 @@ class Pod:
             resource_version=str(meta.get("resourceVersion") or ""),
             generation=opt_int(meta.get("generation"), "metadata.generation", errors) or 0,
             nominated_node_name=opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName", errors) or "",
+            volumes=parse_volumes(spec.get("volumes"), "spec.volumes", errors),
             resource_claim_statuses=parse_resource_claim_statuses(
                 status.get("resourceClaimStatuses"), "status.resourceClaimStatuses", errors
             ),
@@ -278,8 +279,7 @@ def _controller(meta: Mapping[str, Any], errors: list[FieldError]) -> OwnerRef |
 # What ``Pod`` parses from its spec (with the namespace and labels some of it depends on, and the
 # container statuses and resize condition its requests read), kept per distinct spec: the events of
 # one pod (created, bound, started) have equal specs apart from ``nodeName``, as have pods of one
-# template unless admission made each its own (a service-account token volume), and parsing it was
-# most of an event's cost (110 us of a 1.2 KB pod). A hit is
+# template, and parsing it was most of an event's cost (110 us of a 1.2 KB pod). A hit is
 # decided by the text of the raw values, so it is exact; only specs parsed without any error are
 # kept (the order of a pod's errors stays ``_parse``'s). Bounded: past the bound the table starts
 # over. Pods that share a spec share its parsed objects too.
@@ -297,7 +297,6 @@ _SPEC_FIELDS = (
     "resources",
     "pod_affinity",
     "images",
-    "volumes",
     "resource_claims",
     "preferred_affinity_listed",
     "preemption_policy",
@@ -314,8 +313,9 @@ def forget_spec_parses() -> None:
 def _spec_key(meta: object, spec: Mapping[str, Any], status: Mapping[str, Any]) -> tuple[str, ...] | None:
     if not isinstance(meta, Mapping):
         return None
-    if "nodeName" in spec:
-        spec = {k: v for k, v in spec.items() if k != "nodeName"}
+    # Volumes are parsed afresh (3 us) and mounts are not read: with both out of the key, pods of
+    # one template whose service-account token volume has a name of its own share the rest.
+    spec = {k: _without_mounts(v) if k in _CONTAINER_LISTS else v for k, v in spec.items() if k not in _UNKEYED}
     conditions = status.get("conditions")
     # The requests read only PodResizePending conditions, and only from a list (no error otherwise).
     resize = (
@@ -331,6 +331,19 @@ def _spec_key(meta: object, spec: Mapping[str, Any], status: Mapping[str, Any]) 
         _status_requests(status.get("initContainerStatuses")),
         repr(resize),
     )
+
+
+_UNKEYED = frozenset({"nodeName", "volumes"})
+_CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
+
+
+def _without_mounts(containers: object) -> object:
+    if not isinstance(containers, list):
+        return containers
+    return [
+        {k: v for k, v in c.items() if k != "volumeMounts"} if isinstance(c, Mapping) and "volumeMounts" in c else c
+        for c in containers
+    ]
 
 
 def _status_requests(statuses: object) -> str:

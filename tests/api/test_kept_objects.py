@@ -122,7 +122,12 @@ def test_pods_of_one_spec_share_its_parse_and_still_report_their_own_errors() ->
     second["metadata"].update(name="second", uid="u2")
     pods = [Pod.from_dict(obj) for obj in (first, bound, second)]
     assert not any(p.errors for p in pods) and [p.name for p in pods] == [first["metadata"]["name"]] * 2 + ["second"]
-    assert all(p.tolerations is pods[0].tolerations and p.volumes is pods[0].volumes for p in pods)
+    assert all(p.tolerations is pods[0].tolerations and p.resources is pods[0].resources for p in pods)
+    other = kubelet_pod(2, "")  # another pod of the template: a token volume (and mount) of its own
+    del other["spec"]["nodeName"]
+    other["status"] = first["status"]
+    pod = Pod.from_dict(other)
+    assert pod.resources is pods[0].resources and pod.volumes[0].name != pods[0].volumes[0].name
     running = kubelet_pod(1, "node-00001")  # the kubelet's updates: only the containers' state moves
     later = copy.deepcopy(running)
     later["status"]["containerStatuses"][0]["state"] = {"running": {"startedAt": "2026-11-27T00:01:00Z"}}
