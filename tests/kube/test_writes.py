@@ -6,6 +6,9 @@ import asyncio
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from kubernetes.aio import client
 
 from scheduler.errors import PodGoneError
 from scheduler.kube import writes
@@ -90,3 +93,38 @@ def test_a_victim_already_gone_raises_pod_gone(sent: Sent) -> None:
     writer = ApiPodWriter(None, LIMITER)  # type: ignore[arg-type]
     with pytest.raises(PodGoneError):
         asyncio.run(writer.delete_pod(make_pod("low", "batch").build()))
+
+
+def test_a_write_goes_out_with_its_path_quoted_its_token_and_its_json_body() -> None:
+    """``_send`` builds the request itself (not the client's ``param_serialize``): the URL under the
+    configured host, the content type, the client's User-Agent and the bearer token asked of the
+    configuration at every request (a refreshed token is used)."""
+
+    async def body() -> list[tuple[str, str, dict[str, str], Any]]:
+        seen: list[tuple[str, str, dict[str, str], Any]] = []
+
+        async def handler(request: web.Request) -> web.Response:
+            seen.append((request.method, request.raw_path, dict(request.headers), await request.json()))
+            return web.Response(text="{}")
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", handler)
+        server = TestServer(app)
+        await server.start_server()
+        config = client.Configuration(host=str(server.make_url("")).rstrip("/"))
+        config.api_key = {"BearerToken": "first"}
+        config.api_key_prefix = {"BearerToken": "Bearer"}
+        api = client.ApiClient(config)
+        binder = writes.ApiBinder(api, LIMITER)
+        await binder.bind(make_pod("web 1", "shop").build(), "n1")
+        config.api_key = {"BearerToken": "second"}
+        await binder.bind(make_pod("web", "shop").build(), "n2")
+        await api.close()  # type: ignore[no-untyped-call]
+        await server.close()
+        return seen
+
+    (m1, path1, headers1, body1), (_, _, headers2, body2) = asyncio.run(body())
+    assert (m1, path1) == ("POST", "/api/v1/namespaces/shop/pods/web%201/binding")
+    assert headers1["Authorization"] == "Bearer first" and headers2["Authorization"] == "Bearer second"
+    assert headers1["Content-Type"] == "application/json" and headers1["User-Agent"].startswith("OpenAPI-Generator")
+    assert body1["target"] == {"kind": "Node", "name": "n1"} and body2["metadata"]["name"] == "web"
