@@ -408,10 +408,10 @@ class SchedulingAlgorithm:
                     )
                     continue
                 scores.append(extender_scores(extender, reply, attempt.scored_nodes))
-        for plugin_scores in scores:
-            weight = plugin_scores.weight
-            for i, value in enumerate(plugin_scores.normalized):
-                totals[i] += value * weight
+        # Per node, the weighted sum over plugins (column sums: one zip instead of a loop per score).
+        columns = [s.normalized if s.weight == 1 else [v * s.weight for v in s.normalized] for s in scores]
+        if columns:
+            totals = [sum(column) for column in zip(*columns, strict=True)]
         attempt.totals = dict(zip(attempt.scored_nodes, totals, strict=True))
         return None
 
@@ -421,7 +421,8 @@ class SchedulingAlgorithm:
         Pop). Upstream breaks ties by its heap's layout over a parallel search's order, i.e. in no
         fixed order; ours keeps the order the nodes were examined in."""
         totals = attempt.totals
-        return sorted((name for name in attempt.scored_nodes if name != host), key=lambda name: -totals[name])
+        # reverse=True keeps equal totals in examination order, as the negated key did.
+        return sorted((name for name in attempt.scored_nodes if name != host), key=totals.__getitem__, reverse=True)
 
     def _select_host(self, attempt: Attempt) -> NodeName:
         """Uniformly at random among the nodes with the highest total (1.33/1.34 ``selectHost``)."""

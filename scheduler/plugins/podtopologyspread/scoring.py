@@ -17,7 +17,6 @@ from scheduler.plugins.podtopologyspread.common import (
     HOSTNAME_KEY,
     Constraint,
     eligible_domains,
-    node_has_all_keys,
 )
 
 __all__ = [
@@ -79,14 +78,17 @@ def init_pre_score_state(
 ) -> PreScoreState:
     state = PreScoreState(constraints)
     value_counts: list[dict[str, int]] = [{} for _ in constraints]
+    # This visits every filtered node of every cycle: ``node_has_all_keys`` as one set comparison.
+    keys = frozenset(c.topology_key for c in constraints) if require_all_topologies else frozenset()
+    domains = [(value_counts[i], c.topology_key) for i, c in enumerate(constraints) if c.topology_key != HOSTNAME_KEY]
+    ignored = state.ignored_nodes
     for info in filtered:
         labels = info.node.labels
-        if require_all_topologies and not node_has_all_keys(labels, constraints):
-            state.ignored_nodes.add(info.name)
+        if keys and not labels.keys() >= keys:
+            ignored.add(info.name)
             continue
-        for i, c in enumerate(constraints):
-            if c.topology_key != HOSTNAME_KEY:
-                value_counts[i].setdefault(labels.get(c.topology_key, ""), 0)
+        for counts, key in domains:
+            counts.setdefault(labels.get(key, ""), 0)
     for i, c in enumerate(constraints):
         size = len(value_counts[i])
         if c.topology_key == HOSTNAME_KEY:
