@@ -14,6 +14,8 @@ from typing import Any
 
 from kubernetes.aio import client
 
+from scheduler.kube.rest import send
+
 __all__ = ["PAGE_SIZE", "Listed", "list_objects"]
 
 PAGE_SIZE = 500
@@ -50,18 +52,15 @@ def _entries(kind: str, items: list[Any]) -> Iterator[Listed]:
 
 async def list_objects(api: client.ApiClient, kind: str, page_size: int = PAGE_SIZE) -> Listing:
     """Every Node or Pod, page by page (``limit``/``continue``)."""
-    core = client.CoreV1Api(api)
     objects: dict[str, Listed] = {}
     version = ""
     token: str | None = None
+    path = "/api/v1/nodes" if kind == "Node" else "/api/v1/pods"
     while True:
-        args: dict[str, Any] = {"limit": page_size}
+        query: dict[str, Any] = {"limit": page_size}
         if token:
-            args["_continue"] = token
-        if kind == "Node":
-            response = await core.list_node_without_preload_content(**args)
-        else:
-            response = await core.list_pod_for_all_namespaces_without_preload_content(**args)
+            query["continue"] = token
+        response = await send(api, "GET", path, {}, query=query)
         try:
             if response.status != 200:
                 raise ConnectionError(f"LIST {kind}: HTTP {response.status}")

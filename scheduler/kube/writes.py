@@ -19,7 +19,6 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 import aiohttp
 import structlog
@@ -37,6 +36,7 @@ from tenacity import (
 
 from scheduler.api.objects import Pod
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, TransientAPIError
+from scheduler.kube.rest import send
 
 __all__ = ["ApiBinder", "ApiPodWriter", "ApiRecorder", "FencedRequest", "RateLimiter", "map_status"]
 
@@ -233,23 +233,8 @@ async def _call(
 async def _send(
     api: client.ApiClient, method: str, path: str, params: dict[str, str], body: dict[str, Any], content_type: str
 ) -> Any:
-    """One request with a plain JSON body through the client's configured session (TLS, auth).
-
-    The generated API methods validate every argument with pydantic, and event bodies had to be
-    typed models: together a twentieth of the scheduler's CPU in the end-to-end benchmark, for
-    bodies this module builds itself. What ``param_serialize`` still did for these requests (walk
-    the body, quote each path part, merge headers through its generic tuple helpers) was another
-    2 %; here it is the three things that matter: the URL, the headers and the bearer token (asked
-    of the configuration per request, so a refreshed token is used, as the client does).
-    """
-    config = api.configuration
-    url = config.host + path.format_map({k: quote(v, safe="") for k, v in params.items()})
-    headers = {**api.default_headers, "Content-Type": content_type, "Accept": "application/json"}
-    bearer = (await config.auth_settings()).get("BearerToken")
-    if bearer is not None and bearer.get("value"):
-        headers[bearer["key"]] = bearer["value"]
-    reply = await api.rest_client.request(method, url, headers=headers, body=body)  # type: ignore[no-untyped-call]
-    return reply.response
+    """One write with a plain JSON body (``scheduler.kube.client.send``; tests capture requests here)."""
+    return await send(api, method, path, params, body=body, content_type=content_type)
 
 
 def _outcome(status: int) -> str:

@@ -1,0 +1,41 @@
+"""Requests through the official client's configured session, without its generated API classes."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from kubernetes.aio import client
+
+__all__ = ["send"]
+
+
+async def send(
+    api: client.ApiClient,
+    method: str,
+    path: str,
+    params: dict[str, str],
+    *,
+    query: dict[str, Any] | None = None,
+    body: dict[str, Any] | None = None,
+    content_type: str = "application/json",
+) -> Any:
+    """One request through the client's configured session (TLS, auth); the aiohttp response.
+
+    Not the generated API classes: their methods validate every argument with pydantic, and building
+    those validators when ``CoreV1Api`` is instantiated took 25 MB of the process's memory (a
+    seventh of its peak at 500 nodes) for the two LISTs the cache's sync and resync make. Nor the
+    client's ``param_serialize``: a generic walk of the body and headers, 2 % of our CPU end to end
+    for the writes. What matters is here: the URL, the headers and the bearer token (asked of the
+    configuration per request, so a refreshed token is used, as the client does).
+    """
+    config = api.configuration
+    url = config.host + path.format_map({k: quote(v, safe="") for k, v in params.items()})
+    if query:
+        url += "?" + urlencode(query)
+    headers = {**api.default_headers, "Content-Type": content_type, "Accept": "application/json"}
+    bearer = (await config.auth_settings()).get("BearerToken")
+    if bearer is not None and bearer.get("value"):
+        headers[bearer["key"]] = bearer["value"]
+    reply = await api.rest_client.request(method, url, headers=headers, body=body)  # type: ignore[no-untyped-call]
+    return reply.response
