@@ -294,8 +294,7 @@ class PodTopologySpread:
         return scoring.score(state.read(PRE_SCORE_STATE_KEY, scoring.PreScoreState), node_info)
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[int]:
-        stored = state.read(PRE_SCORE_STATE_KEY, scoring.PreScoreState)
-        return [scoring.score(stored, info) for info in nodes]
+        return scoring.score_nodes(state.read(PRE_SCORE_STATE_KEY, scoring.PreScoreState), nodes)
 
     def normalize_score(
         self, state: CycleState, pod: Pod, scores: list[int], nodes: Sequence[NodeInfo]

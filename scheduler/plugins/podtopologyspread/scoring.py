@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from scheduler.api.objects import NodeName, Pod
 from scheduler.framework.interface import Snapshot
 from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
-from scheduler.plugins.helper.math import go_round
 from scheduler.plugins.podtopologyspread.common import (
     HOSTNAME_KEY,
     Constraint,
@@ -119,23 +118,34 @@ def init_pre_score_state(
 
 
 def score(state: PreScoreState, info: NodeInfo) -> int:
-    if info.name in state.ignored_nodes:
-        return 0
-    labels = info.node.labels
-    total = 0.0
-    # score_for_count inlined (same operations in the same order, so the same float): this runs
-    # for every scored node of every cycle.
+    return score_nodes(state, (info,))[0]
+
+
+def score_nodes(state: PreScoreState, nodes: Sequence[NodeInfo]) -> list[int]:
+    """Each node's score. ``score_for_count`` and Go's ``math.Round`` are inlined (the same
+    operations in the same order, so the same float; the sum is never negative): this runs for
+    every scored node of every cycle."""
     terms = state.terms if state.terms or not state.constraints else state.prepare()
-    for key, domain_counts, per_node, weight, skew_minus_one in terms:
-        value = labels.get(key)
-        if value is None:
+    ignored = state.ignored_nodes
+    floor = math.floor
+    out: list[int] = []
+    for info in nodes:
+        if info.name in ignored:
+            out.append(0)
             continue
-        if domain_counts is None:  # the hostname key: the node is its own domain
-            count = per_node.get(info.name, 0) if per_node is not None else 0
-        else:
-            count = domain_counts[value]
-        total += count * weight + skew_minus_one
-    return go_round(total)
+        labels = info.node.labels
+        total = 0.0
+        for key, domain_counts, per_node, weight, skew_minus_one in terms:
+            value = labels.get(key)
+            if value is None:
+                continue
+            if domain_counts is None:  # the hostname key: the node is its own domain
+                count = per_node.get(info.name, 0) if per_node is not None else 0
+            else:
+                count = domain_counts[value]
+            total += count * weight + skew_minus_one
+        out.append(floor(total + 0.5))
+    return out
 
 
 def normalize(state: PreScoreState, scores: list[int], nodes: Sequence[NodeInfo]) -> None:
