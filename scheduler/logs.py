@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any, NamedTuple, TextIO
 
 import structlog
@@ -33,7 +33,7 @@ STDLIB_DEBUG_V = 6
 
 EventDict = MutableMapping[str, Any]
 
-_VERBOSITY = [0]  # the configured -v, for ``enabled``
+_VERBOSITY = [0]  # the configured -v: ``enabled`` and both filters (structlog's, the stdlib handler's) read it
 
 
 def enabled(level: int) -> bool:
@@ -58,14 +58,10 @@ def kobj(key: str) -> ObjectRef:
     return ObjectRef(namespace, name)
 
 
-def _verbosity_filter(verbosity: int) -> Callable[[Any, str, EventDict], EventDict]:
-    def keep(_logger: Any, method: str, event: EventDict) -> EventDict:
-        level = event.get("v", 0)
-        if method in ("info", "debug", "msg") and level > verbosity:
-            raise structlog.DropEvent
-        return event
-
-    return keep
+def _verbosity_filter(_logger: Any, method: str, event: EventDict) -> EventDict:
+    if method in ("info", "debug", "msg") and not enabled(event.get("v", 0)):
+        raise structlog.DropEvent
+    return event
 
 
 def _caller(_logger: Any, _method: str, event: EventDict) -> EventDict:
@@ -168,15 +164,14 @@ def _timestamp(_logger: Any, _method: str, event: EventDict) -> EventDict:
 class _Handler(logging.Handler):
     """The stdlib side: records above ``-v`` are dropped here (a formatter cannot drop), the rest rendered as ours."""
 
-    def __init__(self, stream: TextIO | None, verbosity: int) -> None:
+    def __init__(self, stream: TextIO | None) -> None:
         super().__init__()
         self._stream = stream
-        self._verbosity = verbosity
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno >= logging.WARNING:
             return True
-        return (STDLIB_DEBUG_V if record.levelno < logging.INFO else STDLIB_INFO_V) <= self._verbosity
+        return enabled(STDLIB_DEBUG_V if record.levelno < logging.INFO else STDLIB_INFO_V)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -198,14 +193,14 @@ def configure(logging_format: str = "text", verbosity: int = 0, stream: TextIO |
         {structlog.processors.CallsiteParameter.FILENAME, structlog.processors.CallsiteParameter.LINENO},
         additional_ignores=["scheduler.logs"],
     )
-    shared: list[Any] = [_stdlib_event, _verbosity_filter(verbosity), _timestamp, callsite, _caller]
+    shared: list[Any] = [_stdlib_event, _verbosity_filter, _timestamp, callsite, _caller]
     structlog.configure(
         processors=[*shared, renderer],
         wrapper_class=structlog.BoundLogger,
         logger_factory=lambda *_: structlog.PrintLogger(stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
-    handler = _Handler(stream, verbosity)
+    handler = _Handler(stream)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],

@@ -233,7 +233,7 @@ async def _call(
 async def _send(
     api: client.ApiClient, method: str, path: str, params: dict[str, str], body: dict[str, Any], content_type: str
 ) -> Any:
-    """One write with a plain JSON body (``scheduler.kube.client.send``; tests capture requests here)."""
+    """One write with a plain JSON body (``scheduler.kube.rest.send``; tests capture requests here)."""
     return await send(api, method, path, params, body=body, content_type=content_type)
 
 
