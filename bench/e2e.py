@@ -301,7 +301,7 @@ def run_once(
         if profile is not None and which == "spread-scheduler":
             spy = start_profiler(proc.pid, profile / f"spread-scheduler-{nodes}-{qps}.txt")
         churn = NodeChurn(cluster.kubeconfig, names, changes_per_s or 0.0) if changes_per_s is not None else None
-        plane = {name: pid for name, pid in cluster._alive().items() if name in CONTROL_PLANE}
+        plane = {name: pid for name, pid in cluster.alive().items() if name in CONTROL_PLANE}
         cpu_before = cpu_seconds(proc.pid)
         plane_before = {name: cpu_seconds(pid) for name, pid in plane.items()}
         with churn if churn is not None else contextlib.nullcontext():

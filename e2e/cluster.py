@@ -440,7 +440,7 @@ class Cluster:
         """The apiserver URL, ``https://127.0.0.1:PORT`` (only while up)."""
         return str(json.loads(self.state_file.read_text())["server"])
 
-    def _alive(self) -> dict[str, int]:
+    def alive(self) -> dict[str, int]:
         """component (pid file stem) -> pid, for our processes that are still running."""
         alive: dict[str, int] = {}
         for pid_file in sorted(self.pids.glob("*.pid")) if self.pids.exists() else ():
@@ -481,7 +481,7 @@ class Cluster:
     # -- faults (for tests): stop one component, start it again with the same arguments
     def stop_component(self, name: str) -> None:
         """SIGTERM ``name`` (SIGKILL after the timeout) and wait for it to exit; its data stays."""
-        pid = self._alive().get(name)
+        pid = self.alive().get(name)
         if pid is None:
             raise RuntimeError(f"{name} is not running")
         self._stop(name, pid, STOP_TIMEOUT)
@@ -502,7 +502,7 @@ class Cluster:
         Returns once ``/readyz`` is 200 and, with the controller-manager, the ``default``
         ServiceAccount exists in ``default``. Does nothing if this directory's cluster is already up.
         """
-        if self._alive() and self.is_ready():
+        if self.alive() and self.is_ready():
             _log(f"already up at {self.server}: export KUBECONFIG={self.kubeconfig}")
             return
         self.down(quiet=True)  # leftovers of a crashed run: processes, etcd data
@@ -620,7 +620,7 @@ class Cluster:
 
     def down(self, quiet: bool = False, timeout: float = STOP_TIMEOUT) -> None:
         """Stop every process this directory's cluster started (SIGTERM, then SIGKILL) and drop etcd's data."""
-        alive = self._alive()
+        alive = self.alive()
         order = sorted(alive, key=lambda n: STOP_ORDER.index(n) if n in STOP_ORDER else -1)
         for name in order:
             self._stop(name, alive[name], timeout)
@@ -628,7 +628,7 @@ class Cluster:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         self._procs.clear()
-        left = self._alive()
+        left = self.alive()
         if left:
             raise RuntimeError(f"processes survived SIGKILL: {left}")
         # Started by an `up` that has exited, they were re-parented to init, which reaps every couple of
@@ -646,14 +646,14 @@ class Cluster:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while name in self._alive() and time.monotonic() < deadline:
+        while name in self.alive() and time.monotonic() < deadline:
             time.sleep(0.1)
-        if name in self._alive():
+        if name in self.alive():
             _log(f"{name} (pid {pid}) ignored SIGTERM for {timeout:.0f}s: SIGKILL")
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             deadline = time.monotonic() + 5
-            while name in self._alive() and time.monotonic() < deadline:
+            while name in self.alive() and time.monotonic() < deadline:
                 time.sleep(0.1)
 
     # -- REST (stdlib only, as the admin client certificate)
