@@ -15,6 +15,8 @@ from typing import Any
 
 import kopf
 
+from scheduler.kube.listing import PAGE_SIZE
+
 __all__ = ["WATCHED", "build_registry", "login_in_cluster"]
 
 
@@ -98,6 +100,9 @@ def build_registry(on_object: Callable[[str | None, Mapping[str, Any]], None]) -
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
         settings.watching.connect_timeout = 10
+        # kopf's first LIST is one response unless chunked: 30,000 pods are ~100 MB of JSON parsed at
+        # once, the scheduler's peak memory. Pages of 500, as our own resync lists and client-go's pager.
+        settings.watching.chunk_size = PAGE_SIZE
         settings.networking.request_timeout = 30
         settings.persistence.finalizer = "spread-scheduler.invalid/never-used"
         settings.persistence.diffbase_storage = _NoDiffBase()

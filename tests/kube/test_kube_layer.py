@@ -10,6 +10,7 @@ import pytest
 import structlog
 
 from scheduler.errors import BindConflictError, PodGoneError, SchedulerIOError, TransientAPIError
+from scheduler.kube.listing import PAGE_SIZE
 from scheduler.kube.watch import WATCHED, build_registry
 from scheduler.kube.writes import RateLimiter, _call, map_status, retry_after_seconds
 
@@ -109,6 +110,18 @@ def test_registry_watches_every_resource_the_cache_reads_and_nothing_writes() ->
         "csistoragecapacities",
         "volumeattachments",
     }
+
+
+def test_kopf_lists_in_pages_so_a_big_cluster_is_never_parsed_at_once() -> None:
+    """kopf's default is one unpaginated LIST: 30,000 pods parsed in one piece were the peak RSS."""
+    registry = build_registry(lambda event_type, obj: None)
+    settings = kopf.OperatorSettings()
+    assert settings.watching.chunk_size is None  # kopf's default, which the startup handler must change
+    for handler in registry._activities.get_all_handlers():
+        if handler.activity == "startup":
+            handler.fn(settings=settings)
+    assert settings.watching.chunk_size == PAGE_SIZE == 500
+    assert settings.posting.enabled is False
 
 
 def test_cache_sync_does_not_wait_for_objects_deleted_after_the_first_list(monkeypatch: pytest.MonkeyPatch) -> None:
