@@ -29,6 +29,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -272,6 +273,32 @@ def _deployment(d: int) -> dict[str, Any]:
     }
 
 
+EXISTING_NAMESPACE = "existing"
+
+
+def create_existing_pods(core: client.CoreV1Api, names: list[str], count: int) -> None:
+    """``count`` running-workload pods already bound round-robin over the nodes, in a namespace of
+    their own (the clock's watch follows only ``default``): what a scheduler caches at start in a
+    real cluster. Each has requests, an app label among 100 and a default-scheduler name; nothing
+    schedules them, they only weigh on the caches and on the first LIST."""
+    core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": EXISTING_NAMESPACE}})
+    resources = {"requests": {"cpu": "100m", "memory": "128Mi"}}
+
+    def create(i: int) -> None:
+        body = pod_body(
+            f"existing-{i:05d}",
+            {"app": f"existing-{i % 100}"},
+            scheduler="default-scheduler",
+            nodeName=names[i % len(names)],
+            containers=[{"name": "c", "image": "registry.invalid/pause:3.10", "resources": resources}],
+        )
+        core.create_namespaced_pod(EXISTING_NAMESPACE, body)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        for _ in pool.map(create, range(count)):
+            pass
+
+
 def run_once(
     which: str,
     nodes: int,
@@ -280,6 +307,7 @@ def run_once(
     burst: int,
     profile: Path | None = None,
     changes_per_s: float | None = 1.0,
+    existing: int = 0,
 ) -> dict[str, Any]:
     cluster = Cluster(ROOT / ".cluster" / "bench")
     cluster.down(quiet=True)  # every run starts from an empty etcd
@@ -291,6 +319,8 @@ def run_once(
         names = [f"node-{i:05d}" for i in range(nodes)]
         for i, name in enumerate(names):
             core.create_node(node_body(name, labels={ZONE: f"zone-{i % 3}", "pool": "general"}))
+        if existing:
+            create_existing_pods(core, names, existing)
         per_deployment = pods // 4
         for d in range(4):  # created at 0 replicas before the contestant starts; scaled up on the clock
             apps.create_namespaced_deployment("default", _deployment(d))
@@ -319,6 +349,7 @@ def run_once(
             "scheduler": which,
             "nodes": nodes,
             "pods": pods,
+            "existing_pods": existing,
             "qps": qps,
             "seconds": round(elapsed, 2),
             "all_created_s": round(created_at - started, 2),
@@ -385,6 +416,9 @@ def main() -> int:
         default=["kube-scheduler", "spread-scheduler", "null-binder"],
         help="kube-scheduler, kube-scheduler@N (GOMAXPROCS=N), spread-scheduler, null-binder",
     )
+    parser.add_argument(
+        "--existing-pods", type=int, default=0, help="pods already bound before the contestant starts (memory rows)"
+    )
     parser.add_argument("--no-churn", action="store_true", help="no node status writes or label/taint changes")
     parser.add_argument("--profile", type=Path, help="py-spy our scheduler during each run; stacks go here")
     args = parser.parse_args()
@@ -403,7 +437,8 @@ def main() -> int:
                 order = list(args.contestants)
                 random.Random(run).shuffle(order)  # no contestant always runs first on a cold machine
                 for w in order:
-                    row = run_once(w, nodes, args.pods, qps, burst, args.profile, changes) | {"run": run}
+                    row = run_once(w, nodes, args.pods, qps, burst, args.profile, changes, args.existing_pods)
+                    row["run"] = run
                     mine[w].append(row)
                     runs.append(row)
                     _print(row)
