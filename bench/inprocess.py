@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.churn import Churn, status_rate
+from bench.churn import CHANGE_STRIDE, Churn, status_rate
 from bench.workloads import UNMEASURED, WORKLOADS
 from e2e.cluster import ensure_tool
 from scheduler.api.objects import Pod
@@ -117,8 +117,7 @@ def _schedule_all(
     per-pod durations, pods placed, pods tried, unmeasured pods, node updates applied) of the measured
     pods. The unmeasured ones come first in the queue and are scheduled the same way before the clock
     starts. The node updates due are applied before each pod, inside the total, outside its duration."""
-    sim = Simulation(parse_config(PROFILE), seed=1)
-    sim.add_objects(objects)
+    sim = _simulation(objects)
     order = sim.queue_order()
     unmeasured = [pod for pod in order if _unmeasured(pod.raw)]
     measured = order[len(unmeasured) :]
@@ -154,15 +153,14 @@ def node_update_cost(nodes: int, pods: int = 1000, rounds: int = 6) -> dict[str,
         totals = {}
         for changing in (False, True) if r % 2 else (True, False):  # neither always runs on the older heap
             gc.collect()
-            sim = Simulation(parse_config(PROFILE), seed=1)
-            sim.add_objects(objects)
+            sim = _simulation(objects)
             churn = Churn(names, 0.0, 0.0)
             in_update = 0.0
             start = time.perf_counter()
             for i, pod in enumerate(sim.queue_order()):
                 if changing:
                     t0 = time.perf_counter()
-                    churn.update(sim.cache, names[i * 104729 % len(names)], 2 * i)
+                    _label_change(churn, sim, i)
                     in_update += time.perf_counter() - t0
                 _schedule(sim, pod)
             totals[changing] = time.perf_counter() - start
@@ -180,8 +178,7 @@ def node_update_cost(nodes: int, pods: int = 1000, rounds: int = 6) -> dict[str,
 def _update_loop(objects: list[dict[str, object]], names: list[str], updates: int = 2000) -> float:
     """One update's own time with nothing between updates (median of 5 loops of ``updates``): the
     interleaved figure above also pays the cache misses a cycle over 5,000 nodes leaves behind."""
-    sim = Simulation(parse_config(PROFILE), seed=1)
-    sim.add_objects(objects)
+    sim = _simulation(objects)
     for pod in sim.queue_order()[:200]:
         _schedule(sim, pod)
     churn = Churn(names, 0.0, 0.0)
@@ -189,7 +186,7 @@ def _update_loop(objects: list[dict[str, object]], names: list[str], updates: in
     for r in range(5):
         start = time.perf_counter()
         for i in range(updates):
-            churn.update(sim.cache, names[i * 104729 % len(names)], 2 * (i + r * updates))
+            _label_change(churn, sim, i + r * updates)
         loops.append((time.perf_counter() - start) / updates)
     return round(statistics.median(loops) * 1e6, 1)
 
@@ -201,18 +198,29 @@ def _update_calls(objects: list[dict[str, object]], names: list[str], pods: int)
     walks the nodes shows here as a count growing with them."""
     totals = {}
     for changing in (False, True):
-        sim = Simulation(parse_config(PROFILE), seed=1)
-        sim.add_objects(objects)
+        sim = _simulation(objects)
         churn = Churn(names, 0.0, 0.0)
         profiler = cProfile.Profile()
         for i, pod in enumerate(sim.queue_order()[:pods]):
             profiler.enable()
             if changing:
-                churn.update(sim.cache, names[i * 104729 % len(names)], 2 * i)
+                _label_change(churn, sim, i)
             _schedule(sim, pod)
             profiler.disable()
         totals[changing] = pstats.Stats(profiler).total_calls  # type: ignore[attr-defined]
     return round((totals[True] - totals[False]) / pods, 1)
+
+
+def _simulation(objects: list[dict[str, object]]) -> Simulation:
+    sim = Simulation(parse_config(PROFILE), seed=1)
+    sim.add_objects(objects)
+    return sim
+
+
+def _label_change(churn: Churn, sim: Simulation, j: int) -> None:
+    """Label change ``2 * j`` (even: a label, never a taint, so decisions stay the same) to the node
+    bench/churn.py's stride picks for change ``j``."""
+    churn.update(sim.cache, churn.names[j * CHANGE_STRIDE % len(churn.names)], 2 * j)
 
 
 def _unmeasured(obj: Mapping[str, Any]) -> bool:
