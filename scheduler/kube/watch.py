@@ -17,7 +17,9 @@ import kopf
 
 from scheduler.kube.listing import PAGE_SIZE
 
-__all__ = ["WATCHED", "build_registry", "login_in_cluster"]
+__all__ = ["WATCHED", "WORKER_IDLE_TIMEOUT", "build_registry", "login_in_cluster"]
+
+WORKER_IDLE_TIMEOUT = 0.5
 
 
 def login_in_cluster(**kwargs: Any) -> kopf.ConnectionInfo | None:
@@ -103,6 +105,13 @@ def build_registry(on_object: Callable[[str | None, Mapping[str, Any]], None]) -
         # kopf's first LIST is one response unless chunked: 30,000 pods parsed in one piece were the
         # scheduler's peak memory (727 MB, 386 MB in pages). Pages of 500, as our resync lists and client-go's pager.
         settings.watching.chunk_size = PAGE_SIZE
+        # kopf gives each object a worker task that keeps its last event (the whole object as
+        # listed, managedFields and all) until no event came for ``idle_timeout``. At kopf's 5 s, a
+        # burst of 1,000 pods kept nearly every pod's JSON twice (kopf's copy and the cache's): peak
+        # RSS at 500 nodes 147-153 MB, 117-128 MB at 0.5 s (3 and 5 runs), CPU per pod unchanged
+        # (3.8-4.7 vs 3.8-4.2 ms; 0.1 s was no better). A worker that exits is spawned again by
+        # the object's next event.
+        settings.queueing.idle_timeout = WORKER_IDLE_TIMEOUT
         settings.networking.request_timeout = 30
         settings.persistence.finalizer = "spread-scheduler.invalid/never-used"
         settings.persistence.diffbase_storage = _NoDiffBase()

@@ -11,7 +11,7 @@ import structlog
 
 from scheduler.errors import BindConflictError, PodGoneError, SchedulerIOError, TransientAPIError
 from scheduler.kube.listing import PAGE_SIZE
-from scheduler.kube.watch import WATCHED, build_registry
+from scheduler.kube.watch import WATCHED, WORKER_IDLE_TIMEOUT, build_registry
 from scheduler.kube.writes import RateLimiter, _call, map_status, retry_after_seconds
 
 
@@ -122,6 +122,18 @@ def test_kopf_lists_in_pages_so_a_big_cluster_is_never_parsed_at_once() -> None:
             handler.fn(settings=settings)
     assert settings.watching.chunk_size == PAGE_SIZE == 500
     assert settings.posting.enabled is False
+
+
+def test_kopf_workers_let_go_of_an_object_half_a_second_after_its_last_event() -> None:
+    """Each kopf worker keeps its object's last event while it idles: at kopf's 5 s, a burst's pods
+    were all held twice, a sixth of the peak RSS at 500 nodes."""
+    registry = build_registry(lambda event_type, obj: None)
+    settings = kopf.OperatorSettings()
+    assert settings.queueing.idle_timeout == 5.0  # kopf's default, which the startup handler must change
+    for handler in registry._activities.get_all_handlers():
+        if handler.activity == "startup":
+            handler.fn(settings=settings)
+    assert settings.queueing.idle_timeout == WORKER_IDLE_TIMEOUT == 0.5
 
 
 def test_cache_sync_does_not_wait_for_objects_deleted_after_the_first_list(monkeypatch: pytest.MonkeyPatch) -> None:
