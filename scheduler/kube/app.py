@@ -35,6 +35,7 @@ from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.preemption import AsyncPreemption
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
 from scheduler.kube.server import SecureServer, ServingAuth, bind_host, serving_ssl_context
+from scheduler.kube.tls_buffers import use_small_tls_read_buffers
 from scheduler.kube.volumes import ApiVolumeBinder
 from scheduler.kube.watch import build_registry
 from scheduler.kube.writes import ApiBinder, ApiPodWriter, ApiRecorder, RateLimiter
@@ -234,6 +235,7 @@ async def run_scheduler(
 ) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0."""
     serving = serving or SecureServing()
+    use_small_tls_read_buffers()  # before the first connection: each keeps the buffer it opened with
     try:
         tls = serving_tls(serving)
     except ServingError as exc:
