@@ -10,9 +10,10 @@ import pytest
 import structlog
 
 from scheduler.errors import BindConflictError, PodGoneError, SchedulerIOError, TransientAPIError
+from scheduler.kube import writes
 from scheduler.kube.listing import PAGE_SIZE
 from scheduler.kube.watch import WATCHED, WORKER_IDLE_TIMEOUT, build_registry
-from scheduler.kube.writes import RateLimiter, _call, map_status, retry_after_seconds
+from scheduler.kube.writes import MAX_TRIES, RateLimiter, _call, map_status, retry_after_seconds
 
 
 @pytest.mark.parametrize(
@@ -256,6 +257,45 @@ def test_a_429_with_retry_after_waits_at_least_that_long_with_jitter(monkeypatch
     assert outcomes == ["throttled", "throttled", "ok"]
     assert len(slept) == 2 and all(1.0 <= s <= 1.2 for s in slept), slept
     assert len(set(slept)) == 2  # jittered
+
+
+def test_a_write_failing_every_time_is_tried_max_tries_times_with_a_wait_between(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first try goes outside tenacity's loop; the failures after it are retried from there: still
+    MAX_TRIES requests in all, MAX_TRIES - 1 waits, and the last error raised."""
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(seconds: float, *args: object) -> None:
+        slept.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    outcomes: list[str] = []
+
+    async def request() -> _Response:
+        return _Response(503, {})
+
+    with pytest.raises(TransientAPIError):
+        asyncio.run(_call(RateLimiter(0, 1), "binding ns/p to n1", request, outcomes.append))
+    assert outcomes == ["outage"] * MAX_TRIES == ["outage"] * 5
+    assert len(slept) == MAX_TRIES - 1
+    assert slept[0] < slept[-1]  # backing off from the first failure, as from tenacity's own attempt 1
+
+
+def test_a_write_that_succeeds_at_once_never_builds_a_retry_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tenacity's loop costs 19 us and a dozen objects in reference cycles a request: only a failure needs it."""
+
+    def no_loop(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a retry loop for a write that succeeded at once")
+
+    monkeypatch.setattr(writes, "AsyncRetrying", no_loop)
+
+    async def request() -> _Response:
+        return _Response(201, {})
+
+    assert asyncio.run(_call(RateLimiter(0, 1), "binding ns/p to n1", request)).startswith(b"{")
 
 
 def test_retry_after_is_read_as_client_go_reads_it() -> None:
