@@ -183,13 +183,24 @@ def test_thousands_of_pending_pods(
     skews = _zone_skews(core, namespace, zone_of, hard)
     counts = session_counts(ledger, mark, namespace, scheduler.users)
 
-    response = client.EventsV1Api(api).list_namespaced_event(namespace, _preload_content=False)
-    events = json.loads(response.data)["items"]
-    failed = [e for e in events if e.get("reason") == "FailedScheduling"]
+    # Events have a rate limit of their own (as kube-scheduler's event client): at 10,000 pods they
+    # run seconds behind the pods' conditions, so wait until every refused pod has one (or the time is up).
+    failed: list[dict[str, Any]] = []
     per_pod: dict[str, int] = {}
-    for event in failed:
-        pod = (event.get("regarding") or {}).get("name", "")
-        per_pod[pod] = per_pod.get(pod, 0) + 1
+
+    def all_recorded() -> bool:
+        nonlocal failed, per_pod
+        response = client.EventsV1Api(api).list_namespaced_event(namespace, _preload_content=False)
+        failed = [e for e in json.loads(response.data)["items"] if e.get("reason") == "FailedScheduling"]
+        per_pod = {}
+        for event in failed:
+            pod = (event.get("regarding") or {}).get("name", "")
+            per_pod[pod] = per_pod.get(pod, 0) + 1
+        return len(per_pod) >= infeasible
+
+    deadline = time.monotonic() + 120
+    while not all_recorded() and time.monotonic() < deadline:
+        time.sleep(5.0)  # the assertion below says what is missing
     report = {
         "pods": PODS,
         "nodes": NODES,
