@@ -235,10 +235,8 @@ class _Response:
         return None
 
 
-def test_a_429_with_retry_after_waits_at_least_that_long_with_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """API Priority and Fairness answers 429 with Retry-After: 1. client-go waits that long before the
-    next try; so do we (plus up to 20 %, so a throttled burst does not return in one instant), where
-    the plain backoff would have come back after 0.2-0.4 s."""
+def _recorded_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The seconds every ``asyncio.sleep`` from now on asks for; none of them is waited."""
     slept: list[float] = []
     real_sleep = asyncio.sleep
 
@@ -247,6 +245,14 @@ def test_a_429_with_retry_after_waits_at_least_that_long_with_jitter(monkeypatch
         await real_sleep(0)
 
     monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    return slept
+
+
+def test_a_429_with_retry_after_waits_at_least_that_long_with_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """API Priority and Fairness answers 429 with Retry-After: 1. client-go waits that long before the
+    next try; so do we (plus up to 20 %, so a throttled burst does not return in one instant), where
+    the plain backoff would have come back after 0.2-0.4 s."""
+    slept = _recorded_sleeps(monkeypatch)
     answers = [_Response(429, {"Retry-After": "1"}), _Response(429, {"Retry-After": "1"}), _Response(201, {})]
     outcomes: list[str] = []
 
@@ -264,14 +270,7 @@ def test_a_write_failing_every_time_is_tried_max_tries_times_with_a_wait_between
 ) -> None:
     """The first try goes outside tenacity's loop; the failures after it are retried from there: still
     MAX_TRIES requests in all, MAX_TRIES - 1 waits, and the last error raised."""
-    slept: list[float] = []
-    real_sleep = asyncio.sleep
-
-    async def fake_sleep(seconds: float, *args: object) -> None:
-        slept.append(seconds)
-        await real_sleep(0)
-
-    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    slept = _recorded_sleeps(monkeypatch)
     outcomes: list[str] = []
 
     async def request() -> _Response:
