@@ -28,8 +28,7 @@ from kubernetes.aio import client
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
-    retry_if_exception_type,
-    retry_if_not_exception_type,
+    retry_if_exception,
     stop_after_attempt,
     wait_exponential_jitter,
 )
@@ -126,8 +125,13 @@ _TRANSIENT = (TransientAPIError, aiohttp.ClientError, asyncio.TimeoutError, sock
 _OUTAGE = (aiohttp.ClientConnectionError, asyncio.TimeoutError, socket.gaierror, ConnectionError)
 
 
+def _retried(error: BaseException) -> bool:
+    """Whether a failed try is tried again: a transient failure, unless the lease is in doubt."""
+    return isinstance(error, _TRANSIENT) and not isinstance(error, NotLeadingError)
+
+
 # Stateless, so made once (not for every request).
-_RETRY = retry_if_exception_type(_TRANSIENT) & retry_if_not_exception_type(NotLeadingError)
+_RETRY = retry_if_exception(_retried)
 _STOP = stop_after_attempt(MAX_TRIES)
 
 
@@ -200,8 +204,8 @@ async def _call(
     """
     try:
         return await _try(limiter, what, request, observe, fence)
-    except _TRANSIENT as exc:
-        if isinstance(exc, NotLeadingError):
+    except BaseException as exc:
+        if not _retried(exc):
             raise
         failed: BaseException | None = exc
     async for attempt in AsyncRetrying(retry=_RETRY, wait=_wait, stop=_STOP, reraise=True):

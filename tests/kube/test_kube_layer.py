@@ -9,7 +9,7 @@ import kopf
 import pytest
 import structlog
 
-from scheduler.errors import BindConflictError, PodGoneError, SchedulerIOError, TransientAPIError
+from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, SchedulerIOError, TransientAPIError
 from scheduler.kube import writes
 from scheduler.kube.listing import PAGE_SIZE
 from scheduler.kube.watch import WATCHED, WORKER_IDLE_TIMEOUT, build_registry
@@ -281,6 +281,21 @@ def test_a_write_failing_every_time_is_tried_max_tries_times_with_a_wait_between
     assert outcomes == ["outage"] * MAX_TRIES == ["outage"] * 5
     assert len(slept) == MAX_TRIES - 1
     assert slept[0] < slept[-1]  # backing off from the first failure, as from tenacity's own attempt 1
+
+
+def test_a_write_whose_lease_is_in_doubt_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NotLeadingError is a TransientAPIError, but a leader unsure of its lease must step down, not
+    wait and try again: nothing sent, no backoff."""
+    slept = _recorded_sleeps(monkeypatch)
+    sent: list[str] = []
+
+    async def request() -> _Response:
+        sent.append("binding")
+        return _Response(201, {})
+
+    with pytest.raises(NotLeadingError):
+        asyncio.run(_call(RateLimiter(0, 1), "binding ns/p to n1", request, fence=lambda: False))
+    assert sent == [] and slept == []
 
 
 def test_a_write_that_succeeds_at_once_never_builds_a_retry_loop(monkeypatch: pytest.MonkeyPatch) -> None:
