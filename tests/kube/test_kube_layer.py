@@ -113,14 +113,18 @@ def test_registry_watches_every_resource_the_cache_reads_and_nothing_writes() ->
     }
 
 
-def test_kopf_lists_in_pages_so_a_big_cluster_is_never_parsed_at_once() -> None:
-    """kopf's default is one unpaginated LIST: 30,000 pods parsed in one piece were the peak RSS."""
-    registry = build_registry(lambda event_type, obj: None)
-    settings = kopf.OperatorSettings()
-    assert settings.watching.chunk_size is None  # kopf's default, which the startup handler must change
-    for handler in registry._activities.get_all_handlers():
+def _configured(settings: kopf.OperatorSettings) -> None:
+    """What the registry's startup handler does to kopf's settings, as kopf runs it at start."""
+    for handler in build_registry(lambda event_type, obj: None)._activities.get_all_handlers():
         if handler.activity == "startup":
             handler.fn(settings=settings)
+
+
+def test_kopf_lists_in_pages_so_a_big_cluster_is_never_parsed_at_once() -> None:
+    """kopf's default is one unpaginated LIST: 30,000 pods parsed in one piece were the peak RSS."""
+    settings = kopf.OperatorSettings()
+    assert settings.watching.chunk_size is None  # kopf's default, which the startup handler must change
+    _configured(settings)
     assert settings.watching.chunk_size == PAGE_SIZE == 500
     assert settings.posting.enabled is False
 
@@ -128,12 +132,9 @@ def test_kopf_lists_in_pages_so_a_big_cluster_is_never_parsed_at_once() -> None:
 def test_kopf_workers_let_go_of_an_object_half_a_second_after_its_last_event() -> None:
     """Each kopf worker keeps its object's last event while it idles: at kopf's 5 s, a burst's pods
     were all held twice, a sixth of the peak RSS at 500 nodes."""
-    registry = build_registry(lambda event_type, obj: None)
     settings = kopf.OperatorSettings()
     assert settings.queueing.idle_timeout == 5.0  # kopf's default, which the startup handler must change
-    for handler in registry._activities.get_all_handlers():
-        if handler.activity == "startup":
-            handler.fn(settings=settings)
+    _configured(settings)
     assert settings.queueing.idle_timeout == WORKER_IDLE_TIMEOUT == 0.5
 
 
