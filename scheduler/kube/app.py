@@ -38,7 +38,7 @@ from scheduler.kube.server import SecureServer, ServingAuth, bind_host, serving_
 from scheduler.kube.tls_buffers import use_small_tls_read_buffers
 from scheduler.kube.volumes import ApiVolumeBinder
 from scheduler.kube.watch import build_registry
-from scheduler.kube.writes import ApiBinder, ApiPodWriter, ApiRecorder, RateLimiter
+from scheduler.kube.writes import ApiBinder, ApiPodWriter, ApiRecorder, ApiWrites, RateLimiter
 from scheduler.scheduler import Scheduler
 
 __all__ = ["SecureServing", "ServingError", "run_scheduler"]
@@ -262,17 +262,19 @@ async def run_scheduler(
     # The fence every write asks first: with leader election, only a leader sure of its lease writes.
     leader_election = config.leader_election
     leadership = Leadership(leader_election.renew_deadline if leader_election.leader_elect else None)
-    recorder = ApiRecorder(api, limiter, name, instance, event_limiter, trouble.observe, leadership.sure)
-    sched = Scheduler(config, ApiBinder(api, limiter, trouble.observe, leadership.sure), recorder, extenders=extenders)
+    writes = ApiWrites(api)
+    recorder = ApiRecorder(writes, limiter, name, instance, event_limiter, trouble.observe, leadership.sure)
+    binder = ApiBinder(writes, limiter, trouble.observe, leadership.sure)
+    sched = Scheduler(config, binder, recorder, extenders=extenders)
     preemption = AsyncPreemption(
-        ApiPodWriter(api, limiter, trouble.observe, leadership.sure),
+        ApiPodWriter(writes, limiter, trouble.observe, leadership.sure),
         recorder,
         sched.queue,
         sched.cache.pod,
         sched.queue.activate,
     )
     sched.use_preemption(preemption, preemption.drain)
-    sched.use_volume_binder(ApiVolumeBinder(api, limiter, sched.cache.storage, trouble.observe, leadership.sure))
+    sched.use_volume_binder(ApiVolumeBinder(writes, limiter, sched.cache.storage, trouble.observe, leadership.sure))
     _attach_metrics(sched, metrics)
     try:
         server = _start_server(serving, tls, kubeconfig, sched, metrics)
@@ -280,6 +282,7 @@ async def run_scheduler(
         log.error("command failed", err=str(exc))
         logging.getLogger("kopf").removeHandler(kopf_trouble)
         await close_extenders(extenders)
+        await writes.close()
         await api.close()  # type: ignore[no-untyped-call]
         return 1
     stop = stop or asyncio.Event()
@@ -290,6 +293,7 @@ async def run_scheduler(
         if server is not None:
             server.stop()
         await close_extenders(extenders)
+        await writes.close()
         await api.close()  # type: ignore[no-untyped-call]
         log.info("stopped", bound=0, attempts={})
         return 0
@@ -347,6 +351,7 @@ async def run_scheduler(
         if server is not None:
             server.stop()
         await close_extenders(extenders)
+        await writes.close()
         await api.close()  # type: ignore[no-untyped-call]
     log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)
     return exit_code

@@ -15,13 +15,12 @@ from kubernetes.aio import client
 from kubernetes.aio import config as kube_config
 from kubernetes.aio.config.config_exception import ConfigException
 
+from scheduler.kube.transport import PROXY_VARIABLES, WRITE_CONNECTIONS
 from scheduler.kube.writes import FencedRequest
 
 __all__ = ["KubeconfigError", "api_client"]
 
-PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 DEFAULT_KUBECONFIG = "~/.kube/config"
-WRITE_CONNECTIONS = 16
 
 
 class KubeconfigError(Exception):
@@ -66,11 +65,8 @@ async def api_client(kubeconfig: str | None) -> client.ApiClient:
         # aiohttp's trust_env reads ~/.netrc in a worker thread on every request: with no proxy to
         # honour, that is pure cost (it showed in the profile of a 1,000-pod burst).
         api.configuration.client_session_kwargs = {"trust_env": False}
-    # HTTP/1.1 carries one request per connection at a time, and each new connection costs a TLS
-    # handshake on both sides (kube-scheduler multiplexes over one HTTP/2 connection). The client's
-    # default of 100 opened a connection for nearly every Binding of a burst, while the API server
-    # was answering slowly: 3 % of the scheduler's CPU went to handshakes. A burst now queues for one
-    # of these; at the API server's usual 10-40 ms a write, they carry several hundred a second.
+    # Writes go over our own connections (scheduler.kube.transport); behind a proxy, over the
+    # client's session, with as many connections and the same fence on each.
     api.configuration.tcp_connector_limit_per_host = WRITE_CONNECTIONS
     # The session is made at the first request: every write it carries asks its fence once more when
     # it has a connection and right before its body (scheduler.kube.writes.FencedRequest).

@@ -7,7 +7,7 @@ from urllib.parse import quote, urlencode
 
 from kubernetes.aio import client
 
-__all__ = ["send"]
+__all__ = ["expand", "request_headers", "send"]
 
 
 async def send(
@@ -29,13 +29,24 @@ async def send(
     for the writes. What matters is here: the URL, the headers and the bearer token (asked of the
     configuration per request, so a refreshed token is used, as the client does).
     """
-    config = api.configuration
-    url = config.host + path.format_map({k: quote(v, safe="") for k, v in params.items()})
+    url = api.configuration.host + expand(path, params)
     if query:
         url += "?" + urlencode(query)
-    headers = {**api.default_headers, "Content-Type": content_type, "Accept": "application/json"}
-    bearer = (await config.auth_settings()).get("BearerToken")
-    if bearer is not None and bearer.get("value"):
-        headers[bearer["key"]] = bearer["value"]
+    headers = await request_headers(api, content_type)
     reply = await api.rest_client.request(method, url, headers=headers, body=body)  # type: ignore[no-untyped-call]
     return reply.response
+
+
+def expand(path: str, params: dict[str, str]) -> str:
+    """``path`` with its ``{name}`` fields filled in, each quoted as one path segment."""
+    return path.format_map({k: quote(v, safe="") for k, v in params.items()})
+
+
+async def request_headers(api: client.ApiClient, content_type: str) -> dict[str, str]:
+    """The client's default headers (its User-Agent), the content type, JSON back, and the bearer
+    token asked of the configuration now (an exec plugin's or a file's token may have been refreshed)."""
+    headers = {**api.default_headers, "Content-Type": content_type, "Accept": "application/json"}
+    bearer = (await api.configuration.auth_settings()).get("BearerToken")
+    if bearer is not None and bearer.get("value"):
+        headers[bearer["key"]] = bearer["value"]
+    return headers

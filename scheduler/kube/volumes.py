@@ -14,12 +14,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubernetes.aio import client
-
 from scheduler.api.objects import Pod
 from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.backend.cache.storage_objects import StorageObjects
-from scheduler.kube.writes import RateLimiter, _call, _send
+from scheduler.kube.writes import ApiWrites, RateLimiter, _call, _send
 from scheduler.plugins.volumebinding.binder import ANN_SELECTED_NODE, fully_bound
 
 __all__ = ["ApiVolumeBinder"]
@@ -45,7 +43,7 @@ class ApiVolumeBinder:
 
     def __init__(
         self,
-        api: client.ApiClient,
+        api: ApiWrites,
         limiter: RateLimiter,
         storage: StorageObjects,
         observe: Callable[[str], None] = _ignore,

@@ -35,9 +35,10 @@ from tenacity import (
 
 from scheduler.api.objects import Pod
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, TransientAPIError
-from scheduler.kube.rest import send
+from scheduler.kube.rest import expand, request_headers, send
+from scheduler.kube.transport import WRITE_CONNECTIONS, Http1Connections
 
-__all__ = ["ApiBinder", "ApiPodWriter", "ApiRecorder", "FencedRequest", "RateLimiter", "map_status"]
+__all__ = ["ApiBinder", "ApiPodWriter", "ApiRecorder", "ApiWrites", "FencedRequest", "RateLimiter", "map_status"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -249,7 +250,7 @@ async def _try(
         _FENCE.reset(token)
     try:
         body: bytes = await response.read()
-        error = map_status(response.status, body, what, retry_after_seconds(response.headers.get("Retry-After")))
+        error = map_status(response.status, body, what, retry_after_seconds(response.headers.get("retry-after")))
     finally:
         response.release()
     observe(_outcome(response.status))
@@ -258,11 +259,34 @@ async def _try(
     return body
 
 
+class ApiWrites:
+    """Where the writes go: our own keep-alive connections (``scheduler.kube.transport``), or the
+    client's session when a proxy is configured (which only it knows how to go through)."""
+
+    def __init__(self, api: client.ApiClient, connections: int = WRITE_CONNECTIONS) -> None:
+        self.api = api
+        self.connections = Http1Connections.for_client(api, connections)
+
+    async def close(self) -> None:
+        if self.connections is not None:
+            await self.connections.close()
+
+
+def _refused() -> NotLeadingError:
+    return NotLeadingError(NOT_SURE)
+
+
 async def _send(
-    api: client.ApiClient, method: str, path: str, params: dict[str, str], body: dict[str, Any], content_type: str
+    writes: ApiWrites, method: str, path: str, params: dict[str, str], body: dict[str, Any], content_type: str
 ) -> Any:
-    """One write with a plain JSON body (``scheduler.kube.rest.send``; tests capture requests here)."""
-    return await send(api, method, path, params, body=body, content_type=content_type)
+    """One write with a plain JSON body; its fence (``_FENCE``) is asked right before it is sent.
+    (Tests capture requests here.)"""
+    connections = writes.connections
+    if connections is None:
+        return await send(writes.api, method, path, params, body=body, content_type=content_type)
+    headers = await request_headers(writes.api, content_type)
+    payload = json.dumps(body).encode()
+    return await connections.request(method, expand(path, params), headers, payload, _FENCE.get(), _refused)
 
 
 def _outcome(status: int) -> str:
@@ -278,7 +302,7 @@ class ApiBinder:
 
     def __init__(
         self,
-        api: client.ApiClient,
+        api: ApiWrites,
         limiter: RateLimiter,
         observe: Callable[[str], None] = _ignore,
         fence: Callable[[], bool] = _always,
@@ -321,7 +345,7 @@ class ApiRecorder:
 
     def __init__(
         self,
-        api: client.ApiClient,
+        api: ApiWrites,
         limiter: RateLimiter,
         scheduler_name: str,
         instance: str,
@@ -447,7 +471,7 @@ class ApiPodWriter:
 
     def __init__(
         self,
-        api: client.ApiClient,
+        api: ApiWrites,
         limiter: RateLimiter,
         observe: Callable[[str], None] = _ignore,
         fence: Callable[[], bool] = _always,

@@ -227,7 +227,8 @@ def test_in_cluster_login_goes_where_kubernetes_service_host_points(monkeypatch:
 
 class _Response:
     def __init__(self, status: int, headers: dict[str, str]) -> None:
-        self.status, self.headers = status, headers
+        # Names in lower case, as both real replies answer them (aiohttp's CIMultiDict, transport.Reply).
+        self.status, self.headers = status, {name.lower(): value for name, value in headers.items()}
 
     async def read(self) -> bytes:
         return b'{"message": "Too many requests, please try again later."}'

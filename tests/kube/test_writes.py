@@ -115,10 +115,12 @@ def test_a_write_goes_out_with_its_path_quoted_its_token_and_its_json_body() -> 
         config.api_key = {"BearerToken": "first"}
         config.api_key_prefix = {"BearerToken": "Bearer"}
         api = client.ApiClient(config)
-        binder = writes.ApiBinder(api, LIMITER)
+        sender = writes.ApiWrites(api)
+        binder = writes.ApiBinder(sender, LIMITER)
         await binder.bind(make_pod("web 1", "shop").build(), "n1")
         config.api_key = {"BearerToken": "second"}
         await binder.bind(make_pod("web", "shop").build(), "n2")
+        await sender.close()
         await api.close()  # type: ignore[no-untyped-call]
         await server.close()
         return seen
