@@ -17,7 +17,7 @@ import pytest
 from scheduler.api.objects import Node, Pod, parse_selecting_object
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
-from scheduler.backend.queue.queueing_hints import QueueingStrategy, build_hint_map
+from scheduler.backend.queue.queueing_hints import QueueingHints, QueueingStrategy, build_hint_map
 from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.config import load_config, parse_config
 from scheduler.framework import events as ev
@@ -1641,3 +1641,21 @@ def test_malformed_conditions_in_an_update_are_no_conditions() -> None:
     new = Node.from_dict(raw)
     assert isinstance(ev.node_scheduling_properties_change(new, old), list)
     assert isinstance(ev.node_scheduling_properties_change(old, new), list)
+
+
+def test_the_registrations_an_event_matches_are_the_same_when_asked_again_for_any_resource_and_action() -> None:
+    """``QueueingHints.matching`` keeps its answer per resource and action: every pair, asked in an
+    order that alternates actions on one resource, gets what a fresh match over the hint map says."""
+    frameworks = build_frameworks(load_config(None))
+    hints = QueueingHints(frameworks)
+    hint_map = build_hint_map(frameworks)
+    actions = [ActionType(1 << bit) for bit in range(12)] + [ActionType.ALL, ActionType.UPDATE, ActionType.NONE]
+    for _ in range(2):
+        for resource in EventResource:
+            for action in actions:
+                event = ClusterEvent(resource, action, "any label")
+                fresh = {
+                    profile: [(plugin, reg) for plugin, reg in regs if ev.match_cluster_events(reg.event, event)]
+                    for profile, regs in hint_map.items()
+                }
+                assert {profile: list(regs) for profile, regs in hints.matching(event).items()} == fresh
