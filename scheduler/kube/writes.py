@@ -152,7 +152,9 @@ _FENCE: contextvars.ContextVar[Callable[[], bool]] = contextvars.ContextVar("spr
 
 
 class FencedRequest(aiohttp.ClientRequest):
-    """A write asks its fence again once it has its connection, and once more right before its body.
+    """Behind a proxy, where writes go through the client's session (elsewhere ``transport`` asks
+    the fence itself): a write asks its fence again once it has its connection, and once more right
+    before its body.
 
     A request can wait for a pooled connection, and a process paused while it waited must not send
     it on waking: ``send`` runs right after the connection is handed over, in the same step of the
