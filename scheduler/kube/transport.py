@@ -294,9 +294,14 @@ class Http1Connections:
                 return conn
             self._open.discard(conn)
         loop = asyncio.get_running_loop()
-        _, conn = await loop.create_connection(
-            _Connection, self._host, self._port, ssl=self._ssl, server_hostname=self._server_hostname
-        )
+        try:
+            _, conn = await loop.create_connection(
+                _Connection, self._host, self._port, ssl=self._ssl, server_hostname=self._server_hostname
+            )
+        except ConnectionError:
+            raise
+        except OSError as exc:  # unreachable, a failed TLS handshake: an outage like a refusal, retried
+            raise ConnectionError(f"connecting to {self._authority}: {exc}") from exc
         self._open.add(conn)
         return conn
 

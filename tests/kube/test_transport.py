@@ -5,6 +5,7 @@ request that its check refuses never reaching the server."""
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -207,6 +208,18 @@ def test_a_server_that_hangs_up_fails_the_request_as_a_connection_error_and_the_
             return server.connections
 
     assert asyncio.run(body()) == 2
+
+
+def test_any_failure_to_connect_is_a_connection_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unreachable hosts and failed TLS handshakes are OSErrors that are not ConnectionErrors; the
+    writes retry connection errors as an outage (as they did aiohttp's connector errors)."""
+
+    async def unreachable(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.EHOSTUNREACH, "No route to host")
+
+    monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "create_connection", unreachable)
+    with pytest.raises(ConnectionError, match=r"connecting to api\.invalid:6443: .*No route to host"):
+        asyncio.run(_send(Http1Connections("https://api.invalid:6443", None, 1)))
 
 
 def test_a_request_past_its_deadline_times_out_and_its_connection_is_not_reused() -> None:
