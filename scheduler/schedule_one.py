@@ -346,23 +346,10 @@ class SchedulingAlgorithm:
             to_find = 1
         feasible = attempt.feasible_nodes
         start = self.next_start_node_index % num
-        processed = 0
-        run_filters = fwk.node_filter(state, pod, len(nodes_all))
-        recorded: Status | None = None
-        for info in itertools.chain(candidates[start:], candidates[:start]):
-            processed += 1
-            node_status = run_filters(info)
-            if node_status is None:
-                feasible.append(info)
-                if len(feasible) >= to_find:
-                    break
-                continue
-            if node_status.code is Code.ERROR:
-                return node_status
-            statuses[info.name] = node_status
-            if node_status is not recorded:  # plugins reuse status objects; adding one twice is a no-op
-                diagnosis.add_plugin_status(node_status)
-                recorded = node_status
+        in_turn = itertools.chain(candidates[start:], candidates[:start])
+        processed, error = fwk.filter_in_turn(state, pod, len(nodes_all), in_turn, to_find, feasible, diagnosis)
+        if error is not None:
+            return error
         # Upstream counts the feasible nodes and every node with a status (a failed nominated node too).
         self.next_start_node_index = (self.next_start_node_index + len(feasible) + len(statuses)) % len(nodes_all)
         attempt.evaluated_nodes = processed

@@ -7,7 +7,7 @@ the ``Binder`` they were given.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import cast
@@ -44,8 +44,8 @@ from scheduler.framework.interface import (
     SignPlugin,
 )
 from scheduler.framework.node_results import NodeResults
-from scheduler.framework.status import Code, Status, StatusError
-from scheduler.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeInfo, PreFilterResult
+from scheduler.framework.status import REJECTED_CODES, Code, Status, StatusError
+from scheduler.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE, Diagnosis, NodeInfo, PreFilterResult
 
 __all__ = ["EXTENSION_POINTS", "Framework", "NodeFilter", "PluginObserver", "PluginScores"]
 
@@ -363,28 +363,11 @@ class Framework:
         return partial(self._with_nominated_pods, state, pod, without=without)
 
     def _node_filter_without_nominated_pods(self, state: CycleState, pod: Pod, node_count: int) -> NodeFilter:
-        plain = partial(self.run_filter_plugins, state, pod)
-        if not self._signed_filters:
-            return plain
-        signature = self._signature(pod) if self.reuse_node_results else None
-        if signature is None:
-            return plain
-        skip = state.skip_filter_plugins
-        signed = [p for p in self._signed_filters if p.NAME not in skip]
-        unsigned = [p for p in self._unsigned_filters if p.NAME not in skip]
-        table = self.node_results.table(("Filter", frozenset(skip), signature), node_count)
-        observe = self._sampled(state)
-
-        last_name, last_filter = "", None
-        if len(unsigned) == 1 and observe is None:
-            # The default profile's case: one unsigned plugin (PodTopologySpread) after the signed
-            # ones, called directly with its cycle state bound once (this runs for every examined
-            # node of every cycle).
-            last = unsigned[0]
-            last_name = last.NAME
-            last_filter = (
-                last.filter_for(state, pod) if isinstance(last, BatchFilter) else partial(last.filter, state, pod)
-            )
+        plan = self._remembered_filters(state, pod, node_count)
+        if plan is None:
+            return partial(self.run_filter_plugins, state, pod)
+        table, signed, unsigned, observe = plan.table, plan.signed, plan.unsigned, plan.observe
+        last_name, last_filter = plan.last_name, plan.last_filter
 
         def run(info: NodeInfo) -> Status | None:
             hit = table.get(info.name)
@@ -404,6 +387,103 @@ class Framework:
             return _filter_verdict(last_name, status)
 
         return run
+
+    def _remembered_filters(self, state: CycleState, pod: Pod, node_count: int) -> _FilterPlan | None:
+        """How this cycle's Filter reuses earlier results: None when it cannot (no signed plugin, an
+        unhashable signature), and every node runs ``run_filter_plugins``."""
+        if not self._signed_filters:
+            return None
+        signature = self._signature(pod) if self.reuse_node_results else None
+        if signature is None:
+            return None
+        skip = state.skip_filter_plugins
+        signed = [p for p in self._signed_filters if p.NAME not in skip]
+        unsigned = [p for p in self._unsigned_filters if p.NAME not in skip]
+        table = self.node_results.table(("Filter", frozenset(skip), signature), node_count)
+        observe = self._sampled(state)
+        last_name, last_filter = "", None
+        if len(unsigned) == 1 and observe is None:
+            # The default profile's case: one unsigned plugin (PodTopologySpread) after the signed
+            # ones, called directly with its cycle state bound once (this runs for every examined
+            # node of every cycle).
+            last = unsigned[0]
+            last_name = last.NAME
+            last_filter = (
+                last.filter_for(state, pod) if isinstance(last, BatchFilter) else partial(last.filter, state, pod)
+            )
+        return _FilterPlan(table, signed, unsigned, observe, last_name, last_filter)
+
+    def filter_in_turn(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_count: int,
+        nodes: Iterable[NodeInfo],
+        to_find: int,
+        feasible: list[NodeInfo],
+        diagnosis: Diagnosis,
+    ) -> tuple[int, Status | None]:
+        """Filter ``nodes`` in their order until ``to_find`` fit (upstream's ``findNodesThatPassFilters``
+        on one goroutine): the feasible ones go to ``feasible``, each rejected node's status to the
+        diagnosis (a distinct status object once to its plugins). Returns how many nodes were examined
+        and the first Error, which ends the search.
+
+        In the default profile's case (no nominated pods, signed results reused, PodTopologySpread the
+        only plugin to call, an unsampled cycle) the loop is the node filter written out, without a
+        call per node for it: at 2,000 nodes a cycle examines about 1,200 nodes."""
+        statuses = diagnosis.node_to_status
+        recorded: Status | None = None
+        processed = 0
+        nominator = self.handle.nominator
+        plan = None
+        if nominator is None or not nominator.has_nominated_pods():
+            plan = self._remembered_filters(state, pod, node_count)
+        if plan is None or plan.last_filter is None:
+            run = self.node_filter(state, pod, node_count)
+            for info in nodes:
+                processed += 1
+                status = run(info)
+                if status is None:
+                    feasible.append(info)
+                    if len(feasible) >= to_find:
+                        break
+                    continue
+                if status.code is Code.ERROR:
+                    return processed, status
+                statuses[info.name] = status
+                if status is not recorded:  # plugins reuse status objects; adding one twice is a no-op
+                    diagnosis.add_plugin_status(status)
+                    recorded = status
+            return processed, None
+
+        table, signed, last_name, last_filter = plan.table, plan.signed, plan.last_name, plan.last_filter
+        remembered = table.get
+        for info in nodes:
+            processed += 1
+            name = info.name
+            hit = remembered(name)
+            if hit is not None and hit[0] == info.generation:
+                status = hit[1]  # type: ignore[assignment]  # (no cast(): a call per node)
+            else:
+                status = _first_rejection(signed, state, pod, info, None)
+                if status is None or status.code is not Code.ERROR:
+                    table[name] = (info.generation, status)
+            if status is None:
+                status = last_filter(info)
+                if status is None or status.code is Code.SUCCESS:
+                    feasible.append(info)
+                    if len(feasible) >= to_find:
+                        break
+                    continue
+                if status.plugin != last_name or status.code not in REJECTED_CODES:
+                    status = _filter_verdict(last_name, status)
+            if status.code is Code.ERROR:
+                return processed, status
+            statuses[name] = status
+            if status is not recorded:
+                diagnosis.add_plugin_status(status)
+                recorded = status
+        return processed, None
 
     def _signature(self, pod: Pod) -> Hashable | None:
         """The signed plugins' fragments for ``pod`` (upstream's ``SignPod``), or None if unhashable.
@@ -590,6 +670,19 @@ class Framework:
     def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in self.post_bind:
             plugin.post_bind(state, pod, node_name)
+
+
+@dataclass(frozen=True, slots=True)
+class _FilterPlan:
+    """One cycle's reuse of signed Filter results: the table, the plugins to run on a miss, the
+    unsigned ones, the sampled cycle's observer, and the single unsigned plugin's bound filter."""
+
+    table: dict[NodeName, tuple[int, object]]
+    signed: list[FilterPlugin]
+    unsigned: list[FilterPlugin]
+    observe: PluginObserver | None
+    last_name: str
+    last_filter: Callable[[NodeInfo], Status | None] | None
 
 
 def _code(status: Status | None) -> str:

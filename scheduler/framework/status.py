@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["Code", "Status", "StatusError", "is_rejected"]
+__all__ = ["REJECTED_CODES", "Code", "Status", "StatusError", "is_rejected"]
 
 
 class Code(enum.IntEnum):
@@ -35,7 +35,7 @@ _CODE_NAMES = {
     Code.PENDING: "Pending",
 }
 
-_REJECTED = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING})
+REJECTED_CODES = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +70,14 @@ class Status:
         return self.code is Code.SKIP
 
     def is_rejected(self) -> bool:
-        return self.code in _REJECTED
+        return self.code in REJECTED_CODES
 
     def __bool__(self) -> bool:
         raise TypeError("Status has no truth value: use is_success(), is_rejected() or compare code")
 
 
 def is_rejected(status: Status | None) -> bool:
-    return status is not None and status.code in _REJECTED
+    return status is not None and status.code in REJECTED_CODES
 
 
 class StatusError(Exception):

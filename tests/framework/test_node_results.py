@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
 from scheduler.api.objects import Node
 from scheduler.backend.cache.cache import Cache
+from scheduler.config import upstream_config
 from scheduler.framework.node_results import NodeResults
 from scheduler.framework.types import NodeInfo
 from scheduler.testing import make_node, make_pod
@@ -59,3 +63,45 @@ def test_a_table_grown_past_the_cluster_by_deleted_nodes_is_emptied() -> None:
     for i in range(70):
         table[f"gone-{i}"] = (i, None)
     assert results.table("sig", 1) == {}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_written_out_filter_loop_decides_as_the_node_filter_at_a_size_where_the_search_stops_early(
+    seed: int,
+) -> None:
+    """``Framework.filter_in_turn`` writes the node filter out for the default profile; clusters of
+    the generator are under 100 nodes, where every node is examined. At 300 nodes (3 zones, some
+    tainted, some cordoned, some full) the search stops at 144 feasible nodes and its rotating start
+    index carries over between pods, so a loop that examined one node more or less, or recorded a
+    status differently, would decide otherwise than the plain node filter (reuse off)."""
+    rng = random.Random(seed)
+    objects: list[dict[str, Any]] = []
+    for i in range(300):
+        node = make_node(f"n{i:03d}").zone(f"zone-{i % 3}").label("pool", "general").capacity(cpu="4", pods="110")
+        roll = rng.random()
+        if roll < 0.1:
+            node.taint("dedicated", "db")
+        elif roll < 0.15:
+            node.unschedulable()
+        elif roll < 0.2:
+            node.capacity(cpu="100m", pods="110")
+        objects.append(node.dict() | {"kind": "Node", "apiVersion": "v1"})
+    for k in range(60):
+        for d in range(4):
+            labels = {"app": f"web-{d}"}
+            pod = (
+                make_pod(f"web-{d}-{k:02d}")
+                .labels(labels)
+                .requests(cpu="200m")
+                .spread("topology.kubernetes.io/zone", 1, "DoNotSchedule", match=labels)
+                .spread("kubernetes.io/hostname", 1, "ScheduleAnyway", match=labels)
+                .required_terms({"matchExpressions": [{"key": "pool", "operator": "In", "values": ["general"]}]})
+                .created(f"2026-01-01T00:{k:02d}:{d:02d}Z")
+            )
+            if d == 3:
+                pod.toleration("dedicated", "Equal", "db", "NoSchedule")
+            objects.append(pod.dict() | {"kind": "Pod", "apiVersion": "v1"})
+    config = upstream_config()
+    reused = python_side(objects, config, seed, reuse=True)
+    assert sum(1 for attempt in reused if attempt.get("node")) > 200
+    assert reused == python_side(objects, config, seed, reuse=False)
