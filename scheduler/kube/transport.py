@@ -18,7 +18,6 @@ never reused: its next bytes could belong to the wrong request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import ssl
 from collections.abc import Callable, Mapping
@@ -267,32 +266,34 @@ class Http1Connections:
         ).encode("latin-1")
         async with asyncio.timeout(self._timeout), self._slots:
             conn = await self._connection()
-            reply: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
             if not may_send():
                 self._idle.append(conn)  # nothing was sent on it
                 raise refused()
+            reply: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
             try:
                 conn.expect(reply)
                 assert conn.transport is not None
                 conn.transport.write(head + body)
                 result = await reply
             except BaseException:
-                conn.close()
-                self._open.discard(conn)
+                self._drop(conn)
                 raise
             if conn.usable:
                 self._idle.append(conn)
             else:
-                conn.close()
-                self._open.discard(conn)
+                self._drop(conn)
             return result
+
+    def _drop(self, conn: _Connection) -> None:
+        conn.close()
+        self._open.discard(conn)
 
     async def _connection(self) -> _Connection:
         while self._idle:
             conn = self._idle.pop()
             if conn.usable and conn.transport is not None and not conn.transport.is_closing():
                 return conn
-            self._open.discard(conn)
+            self._drop(conn)
         loop = asyncio.get_running_loop()
         try:
             _, conn = await loop.create_connection(
@@ -311,5 +312,4 @@ class Http1Connections:
             conn.close()
         self._open.clear()
         self._idle.clear()
-        with contextlib.suppress(Exception):
-            await asyncio.sleep(0)  # let the transports finish closing
+        await asyncio.sleep(0)  # let the transports finish closing
