@@ -472,10 +472,15 @@ def test_a_binding_in_flight_does_not_keep_its_scheduling_cycles_scores() -> Non
 
 
 def test_for_binding_keeps_what_the_binding_cycle_reads_and_drops_the_scores() -> None:
+    """And the rejected nodes' statuses and the feasible list: a binding waiting on the API holds
+    neither (only the rejecting plugins, which a failed binding requeues the pod with, and the count
+    the bound line logs)."""
+
     async def body() -> None:
         c = Cluster()
         for i in range(3):
             c.add(make_node(f"n{i}"))
+        c.add(make_node("tainted").taint("dedicated", "gpu"))
         kept: list[Attempt] = []
         c.sched.attempt_observers.append(lambda attempt, _s: kept.append(attempt))
         c.add(make_pod("p"))
@@ -485,14 +490,19 @@ def test_for_binding_keeps_what_the_binding_cycle_reads_and_drops_the_scores() -
         slim = full.for_binding()
         assert full.scores and full.totals and full.scored_nodes and full.other_nodes
         assert (slim.scores, slim.totals, slim.scored_nodes, slim.other_nodes) == ([], {}, [], [])
-        assert slim.state is full.state and slim.diagnosis is full.diagnosis and slim.pod is full.pod
+        assert slim.state is full.state and slim.pod is full.pod
+        assert list(full.diagnosis.node_to_status) == ["tainted"] and full.diagnosis.unschedulable_plugins
+        assert slim.diagnosis.node_to_status == {} and slim.feasible_nodes == []
+        assert slim.diagnosis.unschedulable_plugins == full.diagnosis.unschedulable_plugins == {"TaintToleration"}
+        assert slim.diagnosis.pending_plugins == full.diagnosis.pending_plugins
         assert (slim.status, slim.host, slim.message, slim.fit_error) == (full.status, full.host, full.message, None)
-        assert (slim.evaluated_nodes, slim.feasible, slim.hint, slim.batched) == (
+        assert (slim.evaluated_nodes, slim.feasible_count, slim.hint, slim.batched) == (
             full.evaluated_nodes,
-            full.feasible,
+            len(full.feasible),
             full.hint,
             full.batched,
         )
+        assert slim.feasible_count == 3
 
     run(body)
 
