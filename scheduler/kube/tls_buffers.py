@@ -16,9 +16,9 @@ TLS_READ_BUFFER = 64 * 1024
 def use_small_tls_read_buffers(size: int = TLS_READ_BUFFER) -> None:
     """Make every TLS connection opened from now on read into ``size`` bytes instead of 256 KiB.
 
-    The scheduler holds about 33 connections open (one watch per resource kind over HTTP/1.1, as
-    kopf does, and up to ``WRITE_CONNECTIONS`` for writes): at 256 KiB each their buffers were 8 MiB,
-    5.5 MB of the peak RSS at 500 nodes (147 vs 152.8 MB, two runs each). kube-scheduler multiplexes
+    The scheduler holds one watch per resource kind open over HTTP/1.1, as kopf does, and up to
+    ``WRITE_CONNECTIONS`` for writes: when they were 33 in all, their buffers at 256 KiB each were
+    8 MiB, 5.5 MB of the peak RSS at 500 nodes (147 vs 152.8 MB, two runs each). kube-scheduler multiplexes
     everything over one HTTP/2 connection. ``max_size`` is a plain class attribute of the stdlib's
     protocol; the unit tests fail if a Python release stops reading it.
     """

@@ -37,10 +37,13 @@ __all__ = [
 
 # HTTP/1.1 carries one request per connection at a time, and each new connection costs a TLS
 # handshake on both sides (kube-scheduler multiplexes over one HTTP/2 connection). A pool of 100 (the
-# client's default) opened a connection for nearly every Binding of a burst while the API server
-# answered slowly: 3 % of the scheduler's CPU went to handshakes. A burst queues for one of these; at
-# the API server's usual 10-40 ms a write, they carry several hundred a second.
-WRITE_CONNECTIONS = 16
+# client's default) opened a connection for nearly every Binding of a burst through aiohttp: 3 % of
+# the scheduler's CPU went to handshakes. Ours are kept open, so a pool costs its handshakes once.
+# With 16, a 1,000-pod burst at 500 nodes queued up to 800 binding cycles here, each holding its
+# cycle's state (peak RSS 118-128 MB, seven runs); with 64, 100-290 (110-116 MB, six runs), the
+# same rate (190-211 pods/s either way: the control plane's CPU is the limit); 128 and 256 were no
+# better. The API server then holds the queue, as it holds kube-scheduler's HTTP/2 streams.
+WRITE_CONNECTIONS = 64
 REQUEST_TIMEOUT = 300.0  # the client's own default for a request without _request_timeout (5 minutes)
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 _MAX_HEAD = 64 * 1024  # a response head larger than this is not an API server's
