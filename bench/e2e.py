@@ -23,6 +23,7 @@ import os
 import random
 import signal
 import ssl
+import statistics
 import subprocess
 import sys
 import threading
@@ -457,9 +458,23 @@ def main() -> int:
 
 
 def _median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run with the median time (for an even count, the slower of the middle two)."""
-    ordered = sorted(rows, key=lambda r: r["seconds"])
-    return dict(ordered[len(ordered) // 2]) | {"runs": len(rows)}
+    """Each figure's own median over the runs (for an even count, the worse of the middle two).
+
+    Not the run with the median time: its CPU and peak RSS were one run's, the best or the worst of
+    three as it happened. pods/s stays the median time's (``median_low`` of a rate is ``median_high``
+    of its time).
+    """
+    row = dict(rows[0]) | {"runs": len(rows)}
+    row.pop("run", None)
+    for key, value in rows[0].items():
+        if key == "run":
+            continue
+        if isinstance(value, dict):
+            row[key] = {part: statistics.median_high(r[key][part] for r in rows) for part in value}
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            pick = statistics.median_low if key == "pods_per_s" else statistics.median_high
+            row[key] = pick(r[key] for r in rows)
+    return row
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
     python -m bench.http_writes [--requests 2000] [--rounds 3]
 
-Starts a local API server (no controller-manager) and POSTs Scheduled-like events, 16 at a time as a
-burst's binding cycles do, alternating the two paths; prints our process's CPU microseconds per
+Starts a local API server (no controller-manager) and POSTs Scheduled-like events, ``WRITE_CONNECTIONS``
+at a time as a burst's binding cycles do, alternating the two paths; prints our process's CPU microseconds per
 request and requests per second for each round, then the medians and their ratio.
 """
 

@@ -1,0 +1,39 @@
+"""bench/e2e.py's median row: every figure its own median, not the one run with the median time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.e2e import _median_row
+
+
+def _run(run: int, seconds: float, cpu: float, rss: float, apiserver: float) -> dict[str, Any]:
+    return {
+        "scheduler": "spread-scheduler",
+        "nodes": 500,
+        "seconds": seconds,
+        "pods_per_s": round(1000 / seconds, 1),
+        "cpu_ms_per_pod": cpu,
+        "peak_rss_mb": rss,
+        "plane_cpu_ms_per_pod": {"kube-apiserver": apiserver, "etcd": 1.0},
+        "run": run,
+    }
+
+
+def test_each_figure_is_its_own_median() -> None:
+    # The median-time run (5.0 s) has the highest CPU and RSS of the three: it must not decide them.
+    rows = [_run(0, 4.0, 3.0, 110.0, 4.0), _run(1, 5.0, 3.5, 125.0, 5.0), _run(2, 6.0, 3.2, 115.0, 4.5)]
+    row = _median_row(rows)
+    assert (row["seconds"], row["pods_per_s"]) == (5.0, 200.0)
+    assert (row["cpu_ms_per_pod"], row["peak_rss_mb"]) == (3.2, 115.0)
+    assert row["plane_cpu_ms_per_pod"] == {"kube-apiserver": 4.5, "etcd": 1.0}
+    assert (row["scheduler"], row["nodes"], row["runs"]) == ("spread-scheduler", 500, 3) and "run" not in row
+
+
+def test_an_even_count_takes_the_worse_of_the_middle_two() -> None:
+    rows = [
+        _run(i, s, c, m, 4.0)
+        for i, (s, c, m) in enumerate([(4.0, 3.0, 110.0), (5.0, 3.1, 111.0), (6.0, 3.2, 112.0), (7.0, 3.3, 113.0)])
+    ]
+    row = _median_row(rows)
+    assert (row["seconds"], row["pods_per_s"], row["cpu_ms_per_pod"], row["peak_rss_mb"]) == (6.0, 166.7, 3.2, 112.0)
