@@ -464,17 +464,16 @@ def _median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
     three as it happened. pods/s stays the median time's (``median_low`` of a rate is ``median_high``
     of its time).
     """
-    row = dict(rows[0]) | {"runs": len(rows)}
-    row.pop("run", None)
-    for key, value in rows[0].items():
-        if key == "run":
-            continue
-        if isinstance(value, dict):
-            row[key] = {part: statistics.median_high(r[key][part] for r in rows) for part in value}
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            pick = statistics.median_low if key == "pods_per_s" else statistics.median_high
-            row[key] = pick(r[key] for r in rows)
-    return row
+    return {key: _median(key, [r[key] for r in rows]) for key in rows[0] if key != "run"} | {"runs": len(rows)}
+
+
+def _median(key: str, values: list[Any]) -> Any:
+    """One figure's median: per part for a mapping (the control plane's processes); labels as they are."""
+    if isinstance(values[0], dict):
+        return {part: _median(part, [v[part] for v in values]) for part in values[0]}
+    if not isinstance(values[0], (int, float)) or isinstance(values[0], bool):
+        return values[0]
+    return (statistics.median_low if key == "pods_per_s" else statistics.median_high)(values)
 
 
 if __name__ == "__main__":
