@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Hashable
 
-from scheduler.api.objects import NodeName
-
 __all__ = ["NodeResults"]
 
 # Signatures remembered at once; the least recently used is dropped beyond this.
@@ -25,14 +23,19 @@ MAX_SIGNATURES = 32
 
 
 class NodeResults:
-    """signature -> node name -> (node generation, result)."""
+    """signature -> node generation -> result.
+
+    A generation names one state of one NodeInfo in this process (``NodeInfo.generation``), so it
+    is the whole key: a changed node is a new key, and a cycle looks up a run of nodes with one
+    ``map`` over their generations. Keys of states that are gone stay until the table is emptied."""
 
     def __init__(self, max_signatures: int = MAX_SIGNATURES) -> None:
-        self._tables: OrderedDict[Hashable, dict[NodeName, tuple[int, object]]] = OrderedDict()
+        self._tables: OrderedDict[Hashable, dict[int, object]] = OrderedDict()
         self._max = max_signatures
 
-    def table(self, signature: Hashable, node_count: int) -> dict[NodeName, tuple[int, object]]:
-        """The results kept for ``signature``; emptied when deleted nodes have made it outgrow the cluster."""
+    def table(self, signature: Hashable, node_count: int) -> dict[int, object]:
+        """The results kept for ``signature``; emptied when changed or deleted nodes have made it
+        outgrow the cluster (a node's old states are then dropped with the rest)."""
         table = self._tables.get(signature)
         if table is None:
             table = self._tables[signature] = {}

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from typing import cast
 
 from scheduler.api.objects import NodeName, Pod
@@ -375,13 +377,11 @@ class Framework:
         last_name, last_filter = plan.last_name, plan.last_filter
 
         def run(info: NodeInfo) -> Status | None:
-            hit = table.get(info.name)
-            if hit is not None and hit[0] == info.generation:
-                status: Status | None = hit[1]  # type: ignore[assignment]
-            else:
+            status: Status | None = table.get(info.generation, _UNKNOWN)  # type: ignore[assignment]
+            if status is _UNKNOWN:
                 status = _first_rejection(signed, state, pod, info, observe)
                 if status is None or status.code is not Code.ERROR:
-                    table[info.name] = (info.generation, status)
+                    table[info.generation] = status
             if status is not None or not unsigned:
                 return status
             if last_filter is None:
@@ -451,13 +451,11 @@ class Framework:
             if run is not None:
                 status = run(info)
             else:  # the node filter, written out
-                hit = remembered(info.name)
-                if hit is not None and hit[0] == info.generation:
-                    status = hit[1]  # type: ignore[assignment]  # (no cast(): a call per node)
-                else:
+                status = remembered(info.generation, _UNKNOWN)  # type: ignore[assignment]  # (no cast(): a call per node)
+                if status is _UNKNOWN:
                     status = _first_rejection(signed, state, pod, info, None)
                     if status is None or status.code is not Code.ERROR:
-                        table[info.name] = (info.generation, status)
+                        table[info.generation] = status
                 if status is None:
                     status = last_filter(info)
                     if status is not None:
@@ -573,19 +571,17 @@ class Framework:
         node_count = len(snapshot.node_infos()) if snapshot is not None else len(nodes)
         table = self.node_results.table(("Score", frozenset(state.skip_score_plugins), signature), node_count)
         observe = self._sampled(state)
-        rows: list[tuple[int, ...]] = []
         try:
-            for info in nodes:
-                hit = table.get(info.name)
-                if hit is not None and hit[0] == info.generation:
-                    rows.append(hit[1])  # type: ignore[arg-type]
-                    continue
+            rows = cast(list[tuple[int, ...] | None], list(map(table.get, map(_GENERATION, nodes), repeat(None))))
+            for i in list(compress(range(len(rows)), map(is_, rows, repeat(None)))):  # nodes changed since
+                info = nodes[i]
                 row = tuple(_score(p, state, pod, info, observe) for p in signed)
-                table[info.name] = (info.generation, row)
-                rows.append(row)
+                table[info.generation] = row
+                rows[i] = row
         except StatusError:
             return {}
-        columns = list(zip(*rows, strict=True)) if rows else [() for _ in signed]
+        filled = cast(list[tuple[int, ...]], rows)
+        columns = list(zip(*filled, strict=True)) if filled else [() for _ in signed]
         return {p.NAME: list(column) for p, column in zip(signed, columns, strict=True)}
 
     # -- PostFilter --------------------------------------------------------------------------
@@ -670,12 +666,17 @@ class _FilterPlan:
     """One cycle's reuse of signed Filter results: the table, the plugins to run on a miss, the
     unsigned ones, the sampled cycle's observer, and the single unsigned plugin's bound filter."""
 
-    table: dict[NodeName, tuple[int, object]]
+    table: dict[int, object]
     signed: list[FilterPlugin]
     unsigned: list[FilterPlugin]
     observe: PluginObserver | None
     last_name: str
     last_filter: Callable[[NodeInfo], Status | None] | None
+
+
+# A signed result not computed yet for a node's generation (None is a result: the node fits).
+_UNKNOWN: object = object()
+_GENERATION = attrgetter("generation")
 
 
 def _code(status: Status | None) -> str:

@@ -48,20 +48,20 @@ def test_every_change_to_a_node_info_gives_it_a_new_generation() -> None:
 
 def test_results_are_kept_for_a_bounded_number_of_signatures() -> None:
     results = NodeResults(max_signatures=2)
-    results.table("a", 10)["n1"] = (1, None)
+    results.table("a", 10)[1] = None
     results.table("b", 10)
     results.table("a", 10)  # "a" used last: "b" is the least recently used
     results.table("c", 10)
     assert len(results) == 2
-    assert results.table("a", 10) == {"n1": (1, None)}
+    assert results.table("a", 10) == {1: None}
     assert results.table("b", 10) == {}  # dropped, starts empty
 
 
-def test_a_table_grown_past_the_cluster_by_deleted_nodes_is_emptied() -> None:
+def test_a_table_grown_past_the_cluster_by_old_node_states_is_emptied() -> None:
     results = NodeResults()
     table = results.table("sig", 1)
-    for i in range(70):
-        table[f"gone-{i}"] = (i, None)
+    for generation in range(70):
+        table[generation] = None
     assert results.table("sig", 1) == {}
 
 
