@@ -546,13 +546,15 @@ class Framework:
                         f'running Normalize on Score plugins: plugin "{plugin.NAME}" failed with: {status.message()}'
                     )
         for scores in out:
-            for value in scores.normalized:
-                if value > MAX_NODE_SCORE or value < MIN_NODE_SCORE:
-                    return out, Status.as_error(
-                        f'applying score defaultWeights on Score plugins: plugin "{scores.plugin}" returns an '
-                        f"invalid score {value}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                        "after normalizing"
-                    )
+            normalized = scores.normalized
+            # max/min first: one pass in C over every scored node; the loop names the first bad value.
+            if normalized and (max(normalized) > MAX_NODE_SCORE or min(normalized) < MIN_NODE_SCORE):
+                value = next(v for v in normalized if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)
+                return out, Status.as_error(
+                    f'applying score defaultWeights on Score plugins: plugin "{scores.plugin}" returns an '
+                    f"invalid score {value}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                    "after normalizing"
+                )
         return out, None
 
     def _remembered_scores(

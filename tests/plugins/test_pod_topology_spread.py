@@ -1546,6 +1546,41 @@ def test_normalize_ignored_nodes_and_all_zero() -> None:
     assert scores == [33, 100, 0]  # 100 * (max + min - s) / max over non-ignored nodes
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_the_comprehensions_without_ignored_nodes_score_and_normalize_as_the_general_loops(seed: int) -> None:
+    """``score_nodes`` and ``normalize`` take a comprehension when no node is ignored (and, for
+    Score, one hostname constraint). An ignored name that is no scored node sends the same input
+    down the general loops: any difference in a count, a float step, the rounding, a node without
+    the key or the all-zero case turns this red."""
+    rng = random.Random(seed)
+    names = [f"n{i}" for i in range(rng.randint(1, 12))]
+    cache = make_cache([n(name, hostname=rng.random() >= 0.2) for name in names])
+    infos = list(cache.node_infos())
+    counts = {name: rng.choice([0, 0, 1, 2, 7]) for name in names if rng.random() < 0.7}
+    constraint = common.Constraint(rng.randint(1, 4), HOSTNAME, EVERYTHING, 1, "Honor", "Ignore")
+    weight = scoring.topology_normalizing_weight(rng.randint(0, 40))
+
+    def state(ignored: set[str]) -> scoring.PreScoreState:
+        return scoring.PreScoreState(
+            [constraint],
+            ignored_nodes=ignored,
+            topology_value_to_pod_counts=[{}],
+            topology_normalizing_weight=[weight],
+            per_node_counts=[counts if rng.random() < 0.9 else None],
+        )
+
+    fast, general = state(set()), state({"no-such-node"})
+    general.per_node_counts = fast.per_node_counts
+    raw = scoring.score_nodes(fast, infos)
+    assert raw == scoring.score_nodes(general, infos)
+    if rng.random() < 0.2:
+        raw = [0] * len(raw)
+    by_fast, by_general = list(raw), list(raw)
+    scoring.normalize(fast, by_fast, infos)
+    scoring.normalize(general, by_general, infos)
+    assert by_fast == by_general
+
+
 # -- default selector (Services, RC, RS, StatefulSet) ----------------------------------------------
 
 

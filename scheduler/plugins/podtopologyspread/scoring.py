@@ -81,13 +81,17 @@ def init_pre_score_state(
     keys = frozenset(c.topology_key for c in constraints) if require_all_topologies else frozenset()
     domains = [(value_counts[i], c.topology_key) for i, c in enumerate(constraints) if c.topology_key != HOSTNAME_KEY]
     ignored = state.ignored_nodes
-    for info in filtered:
-        labels = info.node.labels
-        if keys and not labels.keys() >= keys:
-            ignored.add(info.name)
-            continue
-        for counts, key in domains:
-            counts.setdefault(labels.get(key, ""), 0)
+    if not domains:  # hostname constraints only: just the nodes that lack a key
+        if keys:
+            ignored.update([info.name for info in filtered if not info.node.labels.keys() >= keys])
+    else:
+        for info in filtered:
+            labels = info.node.labels
+            if keys and not labels.keys() >= keys:
+                ignored.add(info.name)
+                continue
+            for counts, key in domains:
+                counts.setdefault(labels.get(key, ""), 0)
     for i, c in enumerate(constraints):
         size = len(value_counts[i])
         if c.topology_key == HOSTNAME_KEY:
@@ -128,6 +132,15 @@ def score_nodes(state: PreScoreState, nodes: Sequence[NodeInfo]) -> list[int]:
     terms = state.terms if state.terms or not state.constraints else state.prepare()
     ignored = state.ignored_nodes
     floor = math.floor
+    if not ignored and len(terms) == 1 and terms[0][1] is None:
+        # One hostname constraint (the usual soft spread), as one comprehension: the same float
+        # operations (0.0 + x is x for the non-negative x here).
+        key, _, per_node, weight, skew_minus_one = terms[0]
+        counts: Mapping[NodeName, int] = per_node if per_node is not None else {}
+        return [
+            floor(counts.get(info.name, 0) * weight + skew_minus_one + 0.5) if key in info.node.labels else 0
+            for info in nodes
+        ]
     out: list[int] = []
     for info in nodes:
         if info.name in ignored:
@@ -151,6 +164,13 @@ def score_nodes(state: PreScoreState, nodes: Sequence[NodeInfo]) -> list[int]:
 def normalize(state: PreScoreState, scores: list[int], nodes: Sequence[NodeInfo]) -> None:
     """Fewest matching pods → 100; ignored nodes → 0; ``100*(max+min-s)//max``."""
     ignored = state.ignored_nodes
+    if not ignored:  # the usual case, as comprehensions (this runs over every scored node of every cycle)
+        lowest, highest = min(scores, default=2**63 - 1), max(scores, default=0)
+        if highest == 0:
+            scores[:] = [MAX_NODE_SCORE] * len(scores)
+        else:
+            scores[:] = [MAX_NODE_SCORE * (highest + lowest - s) // highest for s in scores]
+        return
     considered = [s for s, n in zip(scores, nodes, strict=True) if n.name not in ignored]
     lowest = min(considered, default=2**63 - 1)
     highest = max(considered, default=0)
