@@ -232,6 +232,30 @@ def start_contestant(which: str, cluster: Cluster, cfg_path: Path, qps: int, bur
 
 
 @contextlib.contextmanager
+def _affinity(cpus: set[int] | None) -> Iterator[None]:
+    """Children started inside the block run on ``cpus`` (a fork inherits the calling thread's CPU
+    set; a Go runtime sizes GOMAXPROCS from it); this thread's own set is restored after."""
+    if cpus is None:
+        yield
+        return
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
+def own_core_layout() -> tuple[set[int], set[int]]:
+    """``--own-core``: the control plane, this driver (clock, node churn) on the first CPU, the
+    contestant on the others; the same for every contestant."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--own-core needs at least 2 CPUs")
+    return {cpus[0]}, set(cpus[1:])
+
+
+@contextlib.contextmanager
 def _environment(values: dict[str, str]) -> Iterator[None]:
     """Environment variables set for a child started inside the block."""
     saved = {key: os.environ.get(key) for key in values}
@@ -309,6 +333,7 @@ def run_once(
     profile: Path | None = None,
     changes_per_s: float | None = 1.0,
     existing: int = 0,
+    contestant_cpus: set[int] | None = None,
 ) -> dict[str, Any]:
     cluster = Cluster(ROOT / ".cluster" / "bench")
     cluster.down(quiet=True)  # every run starts from an empty etcd
@@ -327,7 +352,8 @@ def run_once(
             apps.create_namespaced_deployment("default", _deployment(d))
         cfg_path = cluster.dir / f"{which}-config.yaml"
         cfg_path.write_text(yaml.safe_dump(scheduler_config(cluster.kubeconfig, qps, burst)))
-        proc = start_contestant(which, cluster, cfg_path, qps, burst)
+        with _affinity(contestant_cpus):
+            proc = start_contestant(which, cluster, cfg_path, qps, burst)
         spy = None
         if profile is not None and which == "spread-scheduler":
             spy = start_profiler(proc.pid, profile / f"spread-scheduler-{nodes}-{qps}.txt")
@@ -363,6 +389,7 @@ def run_once(
             "peak_rss_mb": round(peak_rss_mb(proc.pid), 1),
             "node_writes": churn.writes if churn is not None else 0,
             "node_write_errors": churn.errors if churn is not None else 0,
+            "layout": "own-core" if contestant_cpus is not None else "shared",
         }
     finally:
         try:
@@ -422,7 +449,16 @@ def main() -> int:
     )
     parser.add_argument("--no-churn", action="store_true", help="no node status writes or label/taint changes")
     parser.add_argument("--profile", type=Path, help="py-spy our scheduler during each run; stacks go here")
+    parser.add_argument(
+        "--own-core",
+        action="store_true",
+        help="the control plane and this driver on the first CPU, the contestant on the others",
+    )
     args = parser.parse_args()
+    contestant_cpus = None
+    if args.own_core:
+        plane_cpus, contestant_cpus = own_core_layout()
+        os.sched_setaffinity(0, plane_cpus)  # before the control plane starts: its processes inherit it
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     print(
@@ -438,7 +474,9 @@ def main() -> int:
                 order = list(args.contestants)
                 random.Random(run).shuffle(order)  # no contestant always runs first on a cold machine
                 for w in order:
-                    row = run_once(w, nodes, args.pods, qps, burst, args.profile, changes, args.existing_pods)
+                    row = run_once(
+                        w, nodes, args.pods, qps, burst, args.profile, changes, args.existing_pods, contestant_cpus
+                    )
                     row["run"] = run
                     mine[w].append(row)
                     runs.append(row)
