@@ -52,7 +52,8 @@ clean:
 # JSON and a plot (pods_per_s.png) in bench/results/. Node churn runs on both sides in every row.
 # `bench` is the short set (under 10 minutes); `bench-full` adds 1000 nodes in-process, three runs
 # per in-process row, 500 and 5000 nodes end to end, QPS 50/100, kube-scheduler at GOMAXPROCS=1, the
-# memory row at 5000 nodes with 30,000 running pods, and the writes' CPU per request on both HTTP paths.
+# memory row at 5000 nodes with 30,000 running pods, the end-to-end rows with the control plane on a
+# CPU of its own (--own-core), and the writes' CPU per request on both HTTP paths.
 BENCH_STAMP := $(VENV)/.bench-$(shell sha1sum pyproject.toml | cut -c1-12)
 bench-venv: $(BENCH_STAMP)
 $(BENCH_STAMP): $(STAMP)
@@ -72,6 +73,8 @@ bench-full: cluster-build bench-venv
 		--contestants kube-scheduler kube-scheduler@1 spread-scheduler null-binder
 	$(BIN)/python -m bench.e2e --nodes 5000 --pods 1000 --existing-pods 30000 --qps 5000 --repeat 3 \
 		--contestants kube-scheduler spread-scheduler --out bench/results/e2e-existing.json
+	$(BIN)/python -m bench.e2e --nodes 500 2000 5000 --pods 1000 --qps 5000 --repeat 3 --own-core \
+		--out bench/results/e2e-own-core.json
 	$(BIN)/python -m bench.http_writes --rounds 3
 	$(BIN)/python -m bench.plot
 

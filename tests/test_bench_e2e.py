@@ -1,10 +1,16 @@
-"""bench/e2e.py's median row: every figure its own median, not the one run with the median time."""
+"""bench/e2e.py: the median row (every figure its own median, not the one run with the median time)
+and ``--own-core``'s CPU sets."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
-from bench.e2e import _median_row
+import pytest
+
+from bench.e2e import _affinity, _median_row, own_core_layout
 
 
 def _run(run: int, seconds: float, cpu: float, rss: float, apiserver: float) -> dict[str, Any]:
@@ -37,3 +43,20 @@ def test_an_even_count_takes_the_worse_of_the_middle_two() -> None:
     ]
     row = _median_row(rows)
     assert (row["seconds"], row["pods_per_s"], row["cpu_ms_per_pod"], row["peak_rss_mb"]) == (6.0, 166.7, 3.2, 112.0)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--own-core needs two CPUs")
+def test_own_core_starts_the_contestant_on_the_other_cpus_and_keeps_the_callers_set() -> None:
+    """Red if the child inherits the driver's set (the contestant would share the control plane's
+    CPU), or if the driver stays on the contestant's CPUs after the start."""
+    before = os.sched_getaffinity(0)
+    plane, contestant = own_core_layout()
+    assert plane and contestant and not plane & contestant and plane | contestant == before
+    show = [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"]
+    with _affinity(contestant):
+        child = subprocess.run(show, capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == str(sorted(contestant))
+    assert os.sched_getaffinity(0) == before
+    with _affinity(None):
+        child = subprocess.run(show, capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == str(sorted(before))
