@@ -26,8 +26,8 @@ class NodeResults:
     """signature -> node generation -> result.
 
     A generation names one state of one NodeInfo in this process (``NodeInfo.generation``), so it
-    is the whole key: a changed node is a new key, and a cycle looks up a run of nodes with one
-    ``map`` over their generations. Keys of states that are gone stay until the table is emptied."""
+    is the whole key: a changed node is a new key, and Score looks up all its nodes with one ``map``
+    over their generations. Keys of states that are gone stay until the table is emptied."""
 
     def __init__(self, max_signatures: int = MAX_SIGNATURES) -> None:
         self._tables: OrderedDict[Hashable, dict[int, object]] = OrderedDict()
