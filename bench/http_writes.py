@@ -93,7 +93,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    cluster = Cluster(ROOT / ".cluster" / "http-writes", controller_manager=False)
+    cluster = Cluster(ROOT / ".cluster" / "http-writes", controller_manager=False, kwok=False)
     cluster.down(quiet=True)
     cluster.up()
     try:

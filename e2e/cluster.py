@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""A local Kubernetes control plane built from Go modules: etcd, kube-apiserver, kube-controller-manager.
+"""A local Kubernetes cluster built from Go modules: etcd, kube-apiserver, kube-controller-manager, and kwok
+as the kubelet of the nodes ``add-node`` creates (heartbeats through Leases, pods that run and terminate).
 
     python -m e2e.cluster build                   # build (or reuse) the binaries, cached by version
     python -m e2e.cluster up [--dir DIR]          # start on 127.0.0.1, write DIR/admin.kubeconfig
     python -m e2e.cluster add-node NAME --label k=v --taint k=v:NoSchedule
     python -m e2e.cluster down [--dir DIR]        # stop everything, leave no process behind
     python -m e2e.cluster helm                    # build (or reuse) helm from e2e/tools/helm; print its path
+    python -m e2e.cluster kwok                    # build (or reuse) kwok from e2e/tools/kwok; print its path
 
 Run from the repository root (``e2e`` is a package there, not installed with spread-scheduler).
 
@@ -48,14 +50,22 @@ HERE = Path(__file__).resolve().parent
 CONTROLPLANE_MODULE = HERE / "controlplane"
 ETCD_MODULE = HERE / "etcd"
 HELM_MODULE = HERE / "tools" / "helm"  # its own module: helm's k8s.io/* versions never touch the control plane's
+KWOK_MODULE = HERE / "tools" / "kwok"  # the same for kwok (client-go v0.36)
+KWOK_STAGES = KWOK_MODULE / "stages.yaml"  # what kwok's kubelet does; kwok v0.8.0 has no built-in stages
+# Nodes with this label (value "fake") are kwok's: it renews their Leases and runs their pods. A node
+# without it stays a static object, and so does one whose label changes (``stop_heartbeats``): kwok's
+# watch is filtered by the API server, which reports the node as gone from it.
+KWOK_NODE_LABEL = "kwok.x-k8s.io/node"
+NODE_LEASE_SECONDS = 40  # the kubelet's nodeLeaseDurationSeconds; kwok renews at a quarter of it, as the kubelet
+POD_CIDR = "10.64.0.0/12"  # room for the 150,000 pods of the envelope benchmark
 DEFAULT_DIR = Path(os.environ.get("SPREAD_CLUSTER_DIR", Path.cwd() / ".cluster"))
-K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 COMPONENTS = ("etcd", *K8S_COMMANDS)
 BUILD_FREE_BYTES = 6 * 2**30  # measured cold: 0.8 GiB of modules, 2.9 GiB of GOCACHE, 0.4 GiB of binaries
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 15.0
 # Stopped first to last; anything else found in the pid directory (kube-scheduler@PID) goes first.
-STOP_ORDER = ("kube-controller-manager", "kube-apiserver", "etcd")
+STOP_ORDER = ("kwok", "kube-controller-manager", "kube-apiserver", "etcd")
 
 
 def _cache_base() -> Path:
@@ -293,30 +303,47 @@ def _helm_ldflags() -> str:
 def ensure_helm(force: bool = False) -> Path:
     """The helm CLI built from e2e/tools/helm's go.mod; cached in ``$SPREAD_CACHE_DIR/helm-VERSION/bin``.
 
-    Its stamp (``helm-VERSION/stamp``, JSON) holds ``go version`` and a SHA-256 of the module's
-    go.mod/go.sum and of the ldflags; a build (~2 min on 2 cores with a warm module cache) happens when
-    it differs or the binary is missing. Raises (never skips) when Go or the module proxy fails.
+    A build (~2 min on 2 cores with a warm module cache) happens when the stamp differs or the binary
+    is missing (see ``_ensure_module_tool``). Raises (never skips) when Go or the module proxy fails.
     """
-    where = _cache_base() / f"helm-{helm_version()}"
-    out = where / "bin" / "helm"
-    digest = hashlib.sha256(_helm_ldflags().encode())
-    for name in ("go.mod", "go.sum"):
-        digest.update(f"{name}\0".encode() + (HELM_MODULE / name).read_bytes())
+    return _ensure_module_tool(
+        "helm", helm_version(), HELM_MODULE, "helm.sh/helm/v3/cmd/helm", _helm_ldflags(), force=force
+    )
+
+
+def kwok_version() -> str:
+    """The kwok release e2e/tools/kwok/go.mod pins."""
+    return _required_version(KWOK_MODULE / "go.mod", "sigs.k8s.io/kwok")
+
+
+def ensure_kwok(force: bool = False) -> Path:
+    """kwok's controller built from e2e/tools/kwok's go.mod; cached in ``$SPREAD_CACHE_DIR/kwok-VERSION/bin``
+    (about 3 minutes cold on 2 cores)."""
+    return _ensure_module_tool("kwok", kwok_version(), KWOK_MODULE, "sigs.k8s.io/kwok/cmd/kwok", "-s -w", force=force)
+
+
+def _ensure_module_tool(name: str, version: str, module: Path, package: str, ldflags: str, *, force: bool) -> Path:
+    """``go build`` of ``package`` in ``module``, cached in ``$SPREAD_CACHE_DIR/NAME-VERSION/bin/NAME``.
+
+    Its stamp (``NAME-VERSION/stamp``, JSON) holds ``go version`` and a SHA-256 of the module's
+    go.mod/go.sum and of the ldflags; the binary is rebuilt when it differs or the binary is missing.
+    """
+    where = _cache_base() / f"{name}-{version}"
+    out = where / "bin" / name
+    digest = hashlib.sha256(ldflags.encode())
+    for file in ("go.mod", "go.sum"):
+        digest.update(f"{file}\0".encode() + (module / file).read_bytes())
     go_version = subprocess.run(["go", "version"], capture_output=True, text=True, check=True, env=_go_env())
-    inputs = {"helm": helm_version(), "go": go_version.stdout.strip(), "sha256": digest.hexdigest()}
+    inputs = {name: version, "go": go_version.stdout.strip(), "sha256": digest.hexdigest()}
     stamp = where / "stamp"
     with _build_lock(where):
         if not force and out.is_file() and _read_stamp(stamp) == inputs:
             return out
         stamp.unlink(missing_ok=True)
         with _staging_dir(where) as tmp:
-            _go_build(
-                ["-ldflags", _helm_ldflags(), "-o", str(tmp / "helm"), "helm.sh/helm/v3/cmd/helm"],
-                HELM_MODULE,
-                f"helm {helm_version()}",
-            )
+            _go_build(["-ldflags", ldflags, "-o", str(tmp / name), package], module, f"{name} {version}")
             out.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp / "helm", out)
+            os.replace(tmp / name, out)
         stamp.write_text(json.dumps(inputs, indent=2) + "\n")
     return out
 
@@ -407,7 +434,7 @@ def _signed_cert(pki: Path, name: str, subject: str, ext: str) -> None:
 
 
 class Cluster:
-    """etcd + kube-apiserver (+ kube-controller-manager) as child processes, state under ``directory``.
+    """etcd + kube-apiserver (+ kube-controller-manager, + kwok) as child processes, state under ``directory``.
 
     Layout: ``pki/`` (certificates, kept), ``logs/<component>.log`` and ``logs/audit.log`` (the
     ledger, ``e2e/ledger.py``; kept), ``pids/<component>.pid``,
@@ -419,11 +446,18 @@ class Cluster:
         directory: Path | str = DEFAULT_DIR,
         *,
         controller_manager: bool = True,
+        kwok: bool = True,
         api_flags: Mapping[str, str] | None = None,
     ) -> None:
-        """``api_flags`` override kube-apiserver's flags by name (``{"--max-requests-inflight": "10"}``)."""
+        """``api_flags`` override kube-apiserver's flags by name (``{"--max-requests-inflight": "10"}``).
+
+        ``kwok``: run kwok as the kubelet of the nodes labelled ``KWOK_NODE_LABEL=fake`` (``add_node``'s
+        default), and with it the controller-manager's node lifecycle and taint-eviction controllers;
+        without it, as before kwok: every node is a static object that never stops being Ready.
+        """
         self.dir = Path(directory).resolve()
         self.controller_manager = controller_manager
+        self.kwok = kwok
         self.api_flags = dict(api_flags or {})
         self.pki = self.dir / "pki"
         self.logs = self.dir / "logs"
@@ -433,6 +467,7 @@ class Cluster:
         self.audit_log = self.logs / "audit.log"
         self._procs: dict[str, subprocess.Popen[bytes]] = {}  # kept so they are reaped, not garbage-collected
         self._args: dict[str, list[str]] = {}  # how each component was started, for restart()
+        self._binaries: dict[str, Path | None] = {}
 
     # -- state
     @property
@@ -460,14 +495,15 @@ class Cluster:
         """The apiserver answers ``/readyz`` with 200."""
         return self.state_file.exists() and self.get("/readyz")[0] == 200
 
-    def _start(self, name: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
+    def _start(self, name: str, args: Sequence[str], binary: Path | None = None) -> subprocess.Popen[bytes]:
+        """Start ``name`` (from ``bin_dir()`` unless ``binary``) in its own session, logging to logs/NAME.log."""
         self.logs.mkdir(parents=True, exist_ok=True)
         self.pids.mkdir(parents=True, exist_ok=True)
         with (self.logs / f"{name}.log").open("ab") as log:  # the child keeps its own descriptor
             log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} {name} {' '.join(args)}\n".encode())
             log.flush()
             proc = subprocess.Popen(
-                [str(bin_dir() / name), *args],
+                [str(binary or bin_dir() / name), *args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -476,6 +512,7 @@ class Cluster:
         (self.pids / f"{name}.pid").write_text(str(proc.pid))
         self._procs[name] = proc
         self._args[name] = list(args)
+        self._binaries[name] = binary
         return proc
 
     # -- faults (for tests): stop one component, start it again with the same arguments
@@ -492,12 +529,12 @@ class Cluster:
 
     def start_component(self, name: str, timeout: float = READY_TIMEOUT) -> None:
         """Start ``name`` again as it was started by ``up``; wait until the API server is ready."""
-        proc = self._start(name, self._args[name])
+        proc = self._start(name, self._args[name], self._binaries[name])
         self._wait(self.is_ready, timeout, f"kube-apiserver /readyz after starting {name}", proc)
 
     # -- lifecycle
     def up(self, timeout: float = READY_TIMEOUT) -> None:
-        """Start etcd, kube-apiserver and (unless disabled) kube-controller-manager; wait until usable.
+        """Start etcd, kube-apiserver and (unless disabled) kube-controller-manager and kwok; wait until usable.
 
         Returns once ``/readyz`` is 200 and, with the controller-manager, the ``default``
         ServiceAccount exists in ``default``. Does nothing if this directory's cluster is already up.
@@ -507,6 +544,8 @@ class Cluster:
             return
         self.down(quiet=True)  # leftovers of a crashed run: processes, etcd data
         ensure_built()
+        if self.kwok:
+            ensure_kwok()
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         _make_pki(self.pki)
@@ -583,18 +622,25 @@ class Cluster:
         self._write_kubeconfig(server)
         self.state_file.write_text(json.dumps({"server": server, "etcd": f"http://127.0.0.1:{etcd_client}"}))
         self._wait(self.is_ready, timeout, "kube-apiserver /readyz", api)
-        if not self.controller_manager:
-            return
+        if self.controller_manager:
+            self._start_controller_manager(timeout)
+        if self.kwok:
+            self._start_kwok()
+
+    def _start_controller_manager(self, timeout: float) -> None:
+        pki = self.pki
+        # With kwok, nodes heartbeat as with kubelets: the node lifecycle controller marks a node whose
+        # Lease stops being renewed Unknown after 50 s (its --node-monitor-grace-period default) and
+        # taints it unreachable, and taint-eviction deletes its pods after their tolerationSeconds.
+        # Without kwok nothing renews a Lease: both stay off, or every node would go Unknown.
+        controllers = "*" if self.kwok else "*,-node-lifecycle-controller,-taint-eviction-controller"
         kcm = self._start(
             "kube-controller-manager",
             [
                 f"--kubeconfig={self.kubeconfig}",
                 "--leader-elect=false",
                 "--use-service-account-credentials=false",
-                # No kubelets, no heartbeats: the node-lifecycle controller would mark every node
-                # Unknown after 50 s and taint it unreachable; taint-eviction would then delete pods
-                # (and any NoExecute taint a test puts on a node would evict pods bound there).
-                "--controllers=*,-node-lifecycle-controller,-taint-eviction-controller",
+                f"--controllers={controllers}",
                 f"--service-account-private-key-file={pki / 'sa.key'}",
                 f"--root-ca-file={pki / 'ca.crt'}",
                 "--kube-api-qps=1000",  # defaults 20/30 throttle ReplicaSet pod creation
@@ -606,6 +652,39 @@ class Cluster:
             ],
         )
         self.wait_for_service_account("default", timeout, kcm)
+
+    def _start_kwok(self) -> None:
+        """kwok as the kubelet of the labelled nodes, logged in as ``kwok`` (the ledger tells its writes apart)."""
+        self._start(
+            "kwok",
+            [
+                f"--kubeconfig={self.user_kubeconfig('kwok')}",
+                f"--config={KWOK_STAGES}",
+                f"--manage-nodes-with-label-selector={KWOK_NODE_LABEL}=fake",
+                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+                f"--cidr={POD_CIDR}",
+                "--node-ip=10.0.0.1",
+            ],
+            binary=ensure_kwok(),
+        )
+
+    def stop_heartbeats(self, nodes: Iterable[str]) -> None:
+        """Make ``nodes`` fail as a kubelet that died: kwok stops renewing their Leases and running
+        their pods (their label leaves its selector); the node lifecycle controller does the rest."""
+        self._label_nodes(nodes, "stopped")
+
+    def resume_heartbeats(self, nodes: Iterable[str]) -> None:
+        """The kubelets of ``nodes`` are back: kwok renews their Leases and reports them Ready again."""
+        self._label_nodes(nodes, "fake")
+
+    def _label_nodes(self, nodes: Iterable[str], value: str) -> None:
+        patch = {"metadata": {"labels": {KWOK_NODE_LABEL: value}}}
+        for name in nodes:
+            status, data = self.request(
+                "PATCH", f"/api/v1/nodes/{name}", patch, content_type="application/merge-patch+json"
+            )
+            if status != 200:
+                raise RuntimeError(f"labelling node {name}: HTTP {status}: {data}")
 
     def wait_for_service_account(
         self, namespace: str = "default", timeout: float = 60.0, proc: subprocess.Popen[bytes] | None = None
@@ -757,17 +836,20 @@ class Cluster:
         memory: str = "32Gi",
         pods: str = "110",
         unschedulable: bool = False,
+        kubelet: bool = True,
     ) -> dict[str, Any]:
-        """A fake Node as scheduler_perf makes them: Ready, with capacity, no kubelet behind it.
+        """A Node created Ready with its capacity, as a kubelet registers it (one POST: status is
+        accepted on create for Nodes). ``taints`` are (key, value, effect) triples.
 
-        Status is accepted on create for Nodes, so one POST suffices. ``taints`` are
-        (key, value, effect) triples. Returns the created Node.
+        ``kubelet``: kwok heartbeats it and runs its pods (when this cluster runs kwok); False makes
+        a static object, as scheduler_perf's nodes, that nothing updates. Returns the created Node.
         """
         capacity = {"cpu": cpu, "memory": memory, "pods": pods}
+        managed = {KWOK_NODE_LABEL: "fake"} if kubelet else {}
         body = {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **managed, **(labels or {})}},
             "spec": {
                 "unschedulable": unschedulable,
                 "taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints],
@@ -781,7 +863,7 @@ class Cluster:
                         "type": "Ready",
                         "status": "True",
                         "reason": "KubeletReady",
-                        "message": "fake node: no kubelet",
+                        "message": "kubelet is posting ready status",
                         "lastHeartbeatTime": _now(),
                         "lastTransitionTime": _now(),
                     }
@@ -857,9 +939,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     up = sub.add_parser("up", help="start the control plane", parents=[common])
     up.add_argument("--with-controller-manager", dest="controller_manager", action="store_true", default=True)
     up.add_argument("--no-controller-manager", dest="controller_manager", action="store_false")
+    up.add_argument(
+        "--no-kwok", dest="kwok", action="store_false", help="no kubelet stand-in: nodes are static, pods stay Pending"
+    )
     sub.add_parser("down", help="stop everything it started, drop etcd data", parents=[common])
     sub.add_parser("status", help="exit 0 if up", parents=[common])
-    node = sub.add_parser("add-node", help="create a fake Ready node", parents=[common])
+    kwok = sub.add_parser("kwok", help="build kwok (e2e/tools/kwok) unless cached; print its path", parents=[common])
+    kwok.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    node = sub.add_parser("add-node", help="create a Ready node that kwok runs", parents=[common])
     node.add_argument("name")
     node.add_argument("--label", action="append", default=[], metavar="K=V")
     node.add_argument("--taint", action="append", default=[], metavar="K[=V]:EFFECT")
@@ -867,16 +954,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     node.add_argument("--memory", default="32Gi")
     node.add_argument("--pods", default="110")
     node.add_argument("--unschedulable", action="store_true")
+    node.add_argument("--static", action="store_true", help="a node object nothing heartbeats (no kwok)")
     args = parser.parse_args(argv)
-    cluster = Cluster(getattr(args, "dir", DEFAULT_DIR), controller_manager=getattr(args, "controller_manager", True))
+    cluster = Cluster(
+        getattr(args, "dir", DEFAULT_DIR),
+        controller_manager=getattr(args, "controller_manager", True),
+        kwok=getattr(args, "kwok", True),
+    )
     if args.command == "build":
         started = time.monotonic()
         print(ensure_built(force=args.force))
+        print(ensure_kwok(force=args.force))
         if args.oracle and (CONTROLPLANE_MODULE / "cmd" / "oracle").is_dir():
             print(ensure_oracle())
         _log(f"build: {time.monotonic() - started:.1f}s")
     elif args.command == "helm":
         print(ensure_helm(force=args.force))
+    elif args.command == "kwok":
+        print(ensure_kwok(force=args.force))
     elif args.command == "up":
         cluster.up()
         print(f"export KUBECONFIG={cluster.kubeconfig}")
@@ -892,7 +987,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             taints = [parse_taint(item) for item in args.taint]
         except ValueError as err:
             parser.error(str(err))
-        cluster.add_node(args.name, labels, taints, args.cpu, args.memory, args.pods, args.unschedulable)
+        cluster.add_node(
+            args.name, labels, taints, args.cpu, args.memory, args.pods, args.unschedulable, kubelet=not args.static
+        )
         print(f"node/{args.name} created")
     return 0
 

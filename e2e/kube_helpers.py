@@ -11,11 +11,14 @@ from typing import Any, TypeVar
 import yaml
 from kubernetes import client, utils, watch
 
+from e2e.cluster import KWOK_NODE_LABEL
+
 T = TypeVar("T")
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 SCHEDULER = "spread-scheduler"
+READY_MESSAGE = "kubelet is posting ready status"  # the kubelet's words, and kwok's
 
 
 def wait_for(condition: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05) -> T:
@@ -39,22 +42,27 @@ def node_body(
     memory: str = "32Gi",
     pods: str = "110",
     images: Iterable[tuple[str, int]] = (),
+    kubelet: bool = True,
 ) -> dict[str, Any]:
-    """A Node as scheduler_perf creates it: Ready, with capacity; no kubelet behind it.
+    """A Node created Ready with its capacity, as a kubelet registers it.
 
-    ``images`` are (name, sizeBytes) pairs for ``status.images`` (what ImageLocality reads); the API
-    server keeps status sent on create for Nodes, and with no kubelet nothing rewrites it.
+    ``kubelet``: kwok (the local cluster's kubelet) heartbeats it and runs the pods bound to it; False
+    gives a static object, as scheduler_perf's nodes, that goes NotReady after the node lifecycle
+    controller's grace period (50 s) on a cluster that runs it. ``images`` are (name, sizeBytes)
+    pairs for ``status.images`` (what ImageLocality reads); the API server keeps status sent on
+    create for Nodes, and kwok's heartbeats rewrite only conditions.
     """
     capacity = {"cpu": cpu, "memory": memory, "pods": pods}
+    managed = {KWOK_NODE_LABEL: "fake"} if kubelet else {}
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME: name, **(labels or {})}},
+        "metadata": {"name": name, "labels": {HOSTNAME: name, **managed, **(labels or {})}},
         "spec": {"taints": list(taints), "unschedulable": unschedulable},
         "status": {
             "capacity": capacity,
             "allocatable": capacity,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "fake"}],
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": READY_MESSAGE}],
             "phase": "Running",
         },
     }
@@ -79,7 +87,6 @@ def pod_body(
         "metadata": {"name": name, "labels": labels or {}},
         "spec": {
             "schedulerName": scheduler,
-            "terminationGracePeriodSeconds": 0,
             "containers": [{"name": "c", "image": "registry.invalid/pause:3.10"}],
             **spec,
         },
@@ -102,15 +109,15 @@ def zone_and_host_spread(match: dict[str, str]) -> list[dict[str, Any]]:
 def stateful_set(
     name: str, replicas: int, storage_class: str, spread: dict[str, Any], scheduler: str = SCHEDULER
 ) -> dict[str, Any]:
-    """A StatefulSet of ``replicas`` pods labelled ``app: name`` (all created at once), each with a
-    1Gi ReadWriteOnce claim ``data-<pod>`` of ``storage_class``, spread by ``spread``."""
+    """A StatefulSet of ``replicas`` pods labelled ``app: name``, each with a 1Gi ReadWriteOnce claim
+    ``data-<pod>`` of ``storage_class``, spread by ``spread``. The default ``OrderedReady`` policy:
+    pod N is created once pod N-1 is Running and Ready (kwok, the nodes' kubelet, makes it so)."""
     labels = {"app": name}
     template = pod_body(name, labels, scheduler=scheduler, topologySpreadConstraints=[spread])
     return {
         "metadata": {"name": name},
         "spec": {
             "replicas": replicas,
-            "podManagementPolicy": "Parallel",
             "serviceName": name,
             "selector": {"matchLabels": labels},
             "template": {"metadata": {"labels": labels}, "spec": template["spec"]},

@@ -12,9 +12,9 @@ the later one; between the two nodes every criterion ties but the last, the late
 victims: b2. The second replica may not join zone-b (skew), so it preempts on a2. So: victims
 ``a2-late`` and ``b2-late``, the replicas nominated to and bound on b2 and a2.
 
-There are no kubelets: victims have a 30 s grace period, so their deletion leaves them
-terminating; a thread of the test plays the kubelet and removes each terminating pod half a second
-later. What the scheduler attempted comes from kube-apiserver's audit log (``e2e/ledger.py``).
+Victims have a 30 s grace period: their deletion leaves them Terminating until kwok, the nodes'
+kubelet, ends them about a second later. What the scheduler attempted comes from kube-apiserver's
+audit log (``e2e/ledger.py``).
 The same scenario runs under kube-scheduler v1.35.4 on nodes of its own, with the same result.
 """
 
@@ -54,7 +54,7 @@ class Observed:
     terminating: dict[str, Any] = field(default_factory=dict)
 
 
-def _kubelet_and_observer(core: client.CoreV1Api, namespace: str, stop: threading.Event, seen: Observed) -> None:
+def _observer(core: client.CoreV1Api, namespace: str, stop: threading.Event, seen: Observed) -> None:
     while not stop.is_set():
         w = watch.Watch()
         try:
@@ -68,20 +68,19 @@ def _kubelet_and_observer(core: client.CoreV1Api, namespace: str, stop: threadin
                     seen.bound[name].append(pod.spec.node_name)
                 if pod.metadata.deletion_timestamp and name not in seen.terminating:
                     seen.terminating[name] = pod
-                    # The kubelet: the containers stop, the pod object goes.
-                    threading.Timer(0.5, _remove, (core, namespace, name)).start()
                 if stop.is_set():
                     w.stop()
         except Exception:  # the stream ended: watch again
             stop.wait(0.2)
 
 
-def _remove(core: client.CoreV1Api, namespace: str, name: str) -> None:
-    try:
-        core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-    except client.ApiException as exc:
-        if exc.status != 404:
-            raise
+def _started_at(core: client.CoreV1Api, namespace: str, body: dict[str, Any], second: int) -> None:
+    """Create a pod bound by ``nodeName`` and, once kwok runs it, set its ``status.startTime`` (what
+    preemption orders victims by): written before, kwok's first status write could replace it."""
+    name = body["metadata"]["name"]
+    core.create_namespaced_pod(namespace, body)
+    wait_for(lambda: core.read_namespaced_pod(name, namespace).status.phase == "Running", 30, f"{name} Running")
+    core.patch_namespaced_pod_status(name, namespace, {"status": {"startTime": START.format(second)}})
 
 
 @dataclass
@@ -117,7 +116,7 @@ def _scenario(
         scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
     stop = threading.Event()
     seen = Observed()
-    observer = threading.Thread(target=_kubelet_and_observer, args=(core, namespace, stop, seen), daemon=True)
+    observer = threading.Thread(target=_observer, args=(core, namespace, stop, seen), daemon=True)
     observer.start()
     try:
         short = {nodes(n, labels={ZONE: f"{tag}-{n[0]}", "run": tag}, cpu="2"): n for n in ("a1", "a2", "b1", "b2")}
@@ -148,7 +147,7 @@ def _scenario(
                 "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "protected"}}},
             },
         )
-        # a2, b2: bare pods, started at known times (b2's later than a2's), grace 30 s.
+        # a2, b2: bare pods, started at known times (b2's later than a2's), grace 30 s (the default).
         for node, (early, late) in (("a2", (10, 20)), ("b2", (30, 40))):
             for which, second in (("early", early), ("late", late)):
                 body = pod_body(
@@ -156,13 +155,9 @@ def _scenario(
                     {"app": "batch"},
                     priorityClassName=low,
                     nodeName=full[node],
-                    terminationGracePeriodSeconds=30,
                 )
                 body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
-                core.create_namespaced_pod(namespace, body)
-                core.patch_namespaced_pod_status(
-                    body["metadata"]["name"], namespace, {"status": {"startTime": START.format(second)}}
-                )
+                _started_at(core, namespace, body, second)
 
         def pdb_settled() -> bool:
             pdb = client.PolicyV1Api(api).read_namespaced_pod_disruption_budget("protected", namespace)
@@ -184,7 +179,6 @@ def _scenario(
                 "labelSelector": {"matchLabels": labels},
             }
         ]
-        web["spec"]["terminationGracePeriodSeconds"] = 0
         create_object(
             api,
             {
@@ -283,7 +277,7 @@ def test_kube_scheduler_preempts_the_same_victims(
     """The same scenario under kube-scheduler v1.35.4 (our default profile spelled out for it)."""
     (profile,) = upstream_config()["profiles"]
     kube_scheduler({**profile, "schedulerName": UPSTREAM})
-    # kube-scheduler logs in as the admin, like the test's "kubelet": its deletes are not told apart.
+    # kube-scheduler logs in as the admin, as the test does: its deletes are not told apart.
     outcome = _scenario(api, core, nodes, UPSTREAM, set, ledger)
     assert outcome.victims == ["a2-late", "b2-late"], outcome.victims
     assert sorted(outcome.bound.values()) == ["a2", "b2"]
@@ -315,7 +309,7 @@ def test_sigkill_between_the_victims_deletion_and_the_binding(
         scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
     stop = threading.Event()
     seen = Observed()
-    observer = threading.Thread(target=_kubelet_and_observer, args=(core, namespace, stop, seen), daemon=True)
+    observer = threading.Thread(target=_observer, args=(core, namespace, stop, seen), daemon=True)
     observer.start()
     kills = 0
     rng = random.Random(19)
@@ -328,13 +322,9 @@ def test_sigkill_between_the_victims_deletion_and_the_binding(
                     {"app": "batch"},
                     priorityClassName=low,
                     nodeName=node,
-                    terminationGracePeriodSeconds=30,
                 )
                 body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
-                core.create_namespaced_pod(namespace, body)
-                core.patch_namespaced_pod_status(
-                    body["metadata"]["name"], namespace, {"status": {"startTime": START.format(10 + i)}}
-                )
+                _started_at(core, namespace, body, 10 + i)
             preemptor = pod_body(
                 f"r{round_}-web", {"app": "web"}, priorityClassName=high, nodeSelector={"round": f"{tag}-{round_}"}
             )
@@ -394,3 +384,100 @@ def test_sigkill_between_the_victims_deletion_and_the_binding(
         "story": story,
     }
     (LOGS / "preemption-kills.json").write_text(json.dumps(report, indent=1))
+
+
+# -- a budget that allows exactly one disruption -------------------------------------------------------
+
+
+@dataclass
+class BudgetOutcome:
+    first: tuple[str, list[str]]  # the first preemptor's node (short name) and the pods it evicted
+    second: tuple[str, list[str]]  # once the budget allows nothing
+
+
+def _budget_scenario(
+    api: client.ApiClient, core: client.CoreV1Api, nodes: Callable[..., str], scheduler: str
+) -> BudgetOutcome:
+    """n1 holds two bare pods under a PodDisruptionBudget with ``minAvailable: 1`` (both Ready, so the
+    disruption controller allows one disruption), started at :50 and :55; n2 two uncovered pods
+    started at :10 and :20. All low priority, 1 cpu each on 2-cpu nodes.
+
+    Upstream, worked out: the first 1-cpu preemptor needs one victim on either node, both with no
+    budget violation (n1's victim uses the one disruption allowed: the reprieve puts back the pod
+    counted as violating, :55, so :50 goes); every other criterion ties but the latest start among
+    the victims, :50 against :20: n1. Once the controller has seen that pod go, the budget allows
+    nothing: the second preemptor's victim on n1 would violate it, n2's would not: n2's :20 pod."""
+    tag = uuid.uuid4().hex[:5]
+    namespace = f"budget-{tag}"
+    core.create_namespace({"metadata": {"name": namespace}})
+    wait_for(
+        lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items),
+        30,
+        "default ServiceAccount",
+    )
+    scheduling, policy = client.SchedulingV1Api(api), client.PolicyV1Api(api)
+    low, high = f"low-{tag}", f"high-{tag}"
+    for name, value in ((low, 100), (high, 1000)):
+        scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
+    stop = threading.Event()
+    seen = Observed()
+    observer = threading.Thread(target=_observer, args=(core, namespace, stop, seen), daemon=True)
+    observer.start()
+    try:
+        short = {nodes(n, labels={"run": tag}, cpu="2"): n for n in ("n1", "n2")}
+        full = {v: k for k, v in short.items()}
+        pods = {"protected-50": ("n1", 50), "protected-55": ("n1", 55), "batch-10": ("n2", 10), "batch-20": ("n2", 20)}
+        for name, (node, second) in pods.items():
+            body = pod_body(name, {"app": name.split("-")[0]}, priorityClassName=low, nodeName=full[node])
+            body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+            _started_at(core, namespace, body, second)
+        create_object(
+            api,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "protected", "namespace": namespace},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "protected"}}},
+            },
+        )
+
+        def allows(count: int) -> bool:
+            status = policy.read_namespaced_pod_disruption_budget("protected", namespace).status
+            return bool(status and status.disruptions_allowed == count and status.current_healthy == count + 1)
+
+        outcomes: list[tuple[str, list[str]]] = []
+        for i, budget in enumerate((1, 0)):
+            wait_for(lambda budget=budget: allows(budget), 60, f"the budget allowing {budget} (Ready pods counted)")
+            before = set(seen.terminating)
+            preemptor = pod_body(f"web-{i}", {"app": "web"}, scheduler=scheduler, priorityClassName=high)
+            preemptor["spec"]["nodeSelector"] = {"run": tag}
+            preemptor["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+            core.create_namespaced_pod(namespace, preemptor)
+            wait_for(lambda i=i: seen.bound.get(f"web-{i}"), 90, f"web-{i} bound")
+            outcomes.append((short[seen.bound[f"web-{i}"][-1]], sorted(set(seen.terminating) - before)))
+        return BudgetOutcome(first=outcomes[0], second=outcomes[1])
+    finally:
+        stop.set()
+        core.delete_namespace(namespace)
+        for name in (low, high):
+            scheduling.delete_priority_class(name)
+
+
+EXPECTED_BUDGET = BudgetOutcome(first=("n1", ["protected-50"]), second=("n2", ["batch-20"]))
+
+
+def test_run_spends_a_budget_of_one_disruption_as_upstream_does(
+    api: client.ApiClient, core: client.CoreV1Api, scheduler: SchedulerProcess, nodes: Callable[..., str]
+) -> None:
+    assert _budget_scenario(api, core, nodes, "spread-scheduler") == EXPECTED_BUDGET
+
+
+def test_kube_scheduler_spends_the_same_budget(
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    nodes: Callable[..., str],
+    kube_scheduler: Callable[[dict[str, Any]], subprocess.Popen[bytes]],
+) -> None:
+    (profile,) = upstream_config()["profiles"]
+    kube_scheduler({**profile, "schedulerName": UPSTREAM})
+    assert _budget_scenario(api, core, nodes, UPSTREAM) == EXPECTED_BUDGET

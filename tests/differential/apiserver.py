@@ -234,7 +234,7 @@ class ControlPlane:
 
         default = os.environ.get("SPREAD_DIFF_APISERVER_DIR") or ROOT / ".cluster" / "differential"
         # Kept for as long as its processes run: it holds their Popen objects.
-        self.cluster = Cluster(directory or Path(default), controller_manager=False)
+        self.cluster = Cluster(directory or Path(default), controller_manager=False, kwok=False)
         self.started = False
 
     def up(self) -> RoundTrip:
