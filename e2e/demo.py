@@ -1,6 +1,7 @@
-"""`make demo`: a local control plane, six zoned nodes, spread-scheduler, and a Deployment that spreads.
+"""`make demo`: a local cluster, six zoned nodes that kwok runs, spread-scheduler, and a Deployment that spreads.
 
-Prints where the pods landed, per zone and node, then tears everything down.
+Prints ``kubectl get pods -o wide`` once every pod runs, then where they landed per zone and node,
+then tears everything down.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from e2e.cluster import Cluster
+from e2e.cluster import Cluster, bin_dir
 from e2e.kube_helpers import ZONE, create_node, pod_body, wait_for, zone_and_host_spread
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +23,7 @@ REPLICAS = 12
 
 def main() -> int:
     cluster = Cluster(ROOT / ".cluster" / "demo")
-    print("starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 ...", flush=True)
+    print("starting etcd, kube-apiserver, kube-controller-manager and kwok on 127.0.0.1 ...", flush=True)
     cluster.up()
     sched: subprocess.Popen[bytes] | None = None
     try:
@@ -73,11 +74,13 @@ def main() -> int:
             flush=True,
         )
 
-        def all_bound() -> list[client.V1Pod]:
-            pods = [p for p in core.list_namespaced_pod("default", label_selector="app=demo").items if p.spec.node_name]
-            return pods if len(pods) >= REPLICAS else []
+        def all_running() -> list[client.V1Pod]:
+            pods = core.list_namespaced_pod("default", label_selector="app=demo").items
+            running = [p for p in pods if p.status.phase == "Running" and p.status.pod_ip]
+            return running if len(running) >= REPLICAS else []
 
-        pods = wait_for(all_bound, 120, f"{REPLICAS} pods bound")
+        pods = wait_for(all_running, 120, f"{REPLICAS} pods Running")
+        print(f"\n$ kubectl get pods -o wide\n{_kubectl(cluster, 'get', 'pods', '-o', 'wide')}", end="", flush=True)
         per_node = collections.Counter(p.spec.node_name for p in pods)
         print(f"\n{'ZONE':<8} {'NODE':<14} PODS")
         for zone in zones:
@@ -92,6 +95,12 @@ def main() -> int:
             sched.wait(timeout=30)
         cluster.down()
         print("control plane stopped", flush=True)
+
+
+def _kubectl(cluster: Cluster, *args: str) -> str:
+    """kubectl v1.35.4 (built with the control plane) against the demo cluster."""
+    command = [str(bin_dir() / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
 
 
 if __name__ == "__main__":
