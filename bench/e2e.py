@@ -6,10 +6,14 @@ same client QPS/burst.
 
 Each contestant's clock starts once it is ready (its caches synced: kube-scheduler's /readyz, our
 "cache synced" line, the null binder's "caches synced" line) and runs from the first Deployment
-create to the last bound pod. Node churn runs throughout, the same for every contestant (a status
-write per node at 17/s per 5,000 nodes and one label/taint change a second, ``--no-churn`` to turn it
-off). The null binder (e2e/controlplane/cmd/nullbinder) decides nothing: it binds each pending pod
-round-robin over Ready nodes and records the Scheduled event, the least any scheduler must do here.
+create to the last bound pod. kwok is the nodes' kubelet (``--kubelet none`` for static node
+objects): it renews each node's Lease every 10 s, reports its status every 5 minutes on average, and
+runs every pod bound (Running and Ready). Node churn runs throughout, the same for every contestant:
+one label/taint change a second, and without kwok a status write per node at 17/s per 5,000 nodes
+(kwok's own rate), ``--no-churn`` to turn both off. kwok's CPU is reported beside each row (its
+column and ``kwok_cpu_ms_per_pod``), apart from the control plane's and the contestant's. The null
+binder (e2e/controlplane/cmd/nullbinder) decides nothing: it binds each pending pod round-robin over
+Ready nodes and records the Scheduled event, the least any scheduler must do here.
 Rows are medians of ``--repeat`` runs per contestant, alternated; the ratio columns compare medians.
 Writes bench/results/e2e.json (medians) and e2e-runs.json (every run).
 """
@@ -115,10 +119,11 @@ class NodeChurn:
     a status write (the Ready condition's heartbeat, as a kubelet does) at ``status_rate(nodes)`` per
     second, and label/taint changes at ``changes_per_s``, from one thread with its own client."""
 
-    def __init__(self, kubeconfig: Path, names: list[str], changes_per_s: float) -> None:
+    def __init__(self, kubeconfig: Path, names: list[str], changes_per_s: float, statuses: bool = True) -> None:
+        """``statuses``: write the heartbeats too (False when kwok, the nodes' kubelet, writes them)."""
         self._core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
         self._names = names
-        self._status_per_s = status_rate(len(names))
+        self._status_per_s = status_rate(len(names)) if statuses else 0.0
         self._changes_per_s = changes_per_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="node-churn", daemon=True)
@@ -231,6 +236,16 @@ def start_contestant(which: str, cluster: Cluster, cfg_path: Path, qps: int, bur
     return proc
 
 
+def stop_contestant(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, and SIGKILL after a minute."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @contextlib.contextmanager
 def _affinity(cpus: set[int] | None) -> Iterator[None]:
     """Children started inside the block run on ``cpus`` (a fork inherits the calling thread's CPU
@@ -334,8 +349,9 @@ def run_once(
     changes_per_s: float | None = 1.0,
     existing: int = 0,
     contestant_cpus: set[int] | None = None,
+    kwok: bool = True,
 ) -> dict[str, Any]:
-    cluster = Cluster(ROOT / ".cluster" / "bench")
+    cluster = Cluster(ROOT / ".cluster" / "bench", kwok=kwok)
     cluster.down(quiet=True)  # every run starts from an empty etcd
     cluster.up()
     proc: subprocess.Popen[bytes] | None = None
@@ -344,7 +360,7 @@ def run_once(
         core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
         names = [f"node-{i:05d}" for i in range(nodes)]
         for i, name in enumerate(names):
-            core.create_node(node_body(name, labels={ZONE: f"zone-{i % 3}", "pool": "general"}))
+            core.create_node(node_body(name, labels={ZONE: f"zone-{i % 3}", "pool": "general"}, kubelet=kwok))
         if existing:
             create_existing_pods(core, names, existing)
         per_deployment = pods // 4
@@ -357,10 +373,17 @@ def run_once(
         spy = None
         if profile is not None and which == "spread-scheduler":
             spy = start_profiler(proc.pid, profile / f"spread-scheduler-{nodes}-{qps}.txt")
-        churn = NodeChurn(cluster.kubeconfig, names, changes_per_s or 0.0) if changes_per_s is not None else None
-        plane = {name: pid for name, pid in cluster.alive().items() if name in CONTROL_PLANE}
+        churn = (
+            NodeChurn(cluster.kubeconfig, names, changes_per_s or 0.0, statuses=not kwok)
+            if changes_per_s is not None
+            else None
+        )
+        alive = cluster.alive()
+        plane = {name: pid for name, pid in alive.items() if name in CONTROL_PLANE}
+        kubelet = alive.get("kwok")
         cpu_before = cpu_seconds(proc.pid)
         plane_before = {name: cpu_seconds(pid) for name, pid in plane.items()}
+        kubelet_before = cpu_seconds(kubelet) if kubelet else 0.0
         with churn if churn is not None else contextlib.nullcontext():
             started = time.monotonic()
             for d in range(4):
@@ -372,6 +395,7 @@ def run_once(
             spy.wait(timeout=60)
         cpu = cpu_seconds(proc.pid) - cpu_before
         plane_cpu = {name: cpu_seconds(pid) - plane_before[name] for name, pid in plane.items()}
+        kubelet_cpu = cpu_seconds(kubelet) - kubelet_before if kubelet else 0.0
         return {
             "scheduler": which,
             "nodes": nodes,
@@ -386,6 +410,9 @@ def run_once(
             # What the API server, etcd and the controller-manager spent meanwhile: on a shared
             # machine a contestant's requests and watches cost there too.
             "plane_cpu_ms_per_pod": {name: round(s * 1000 / pods, 2) for name, s in sorted(plane_cpu.items())},
+            # kwok's leases, node statuses and pod lifecycles over the same time: the kubelets' share.
+            "kwok_cpu_ms_per_pod": round(kubelet_cpu * 1000 / pods, 2),
+            "kubelet": "kwok" if kwok else "none",
             "peak_rss_mb": round(peak_rss_mb(proc.pid), 1),
             "node_writes": churn.writes if churn is not None else 0,
             "node_write_errors": churn.errors if churn is not None else 0,
@@ -394,12 +421,7 @@ def run_once(
     finally:
         try:
             if proc is not None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                stop_contestant(proc)
         finally:
             cluster.down(quiet=True)
 
@@ -408,7 +430,7 @@ def _print(row: dict[str, Any]) -> None:
     print(
         f"{row['nodes']:>6} {row['pods']:>6} {row['qps']:>6} {row['scheduler']:<22} {row['seconds']:>8} "
         f"{row['all_created_s']:>8} {row['pods_per_s']:>8} {row['cpu_ms_per_pod']:>7} {row['peak_rss_mb']:>7} "
-        f"{sum(row.get('plane_cpu_ms_per_pod', {}).values()):>8.2f}",
+        f"{sum(row.get('plane_cpu_ms_per_pod', {}).values()):>8.2f} {row.get('kwok_cpu_ms_per_pod', 0.0):>7.2f}",
         flush=True,
     )
 
@@ -448,6 +470,12 @@ def main() -> int:
         "--existing-pods", type=int, default=0, help="pods already bound before the contestant starts (memory rows)"
     )
     parser.add_argument("--no-churn", action="store_true", help="no node status writes or label/taint changes")
+    parser.add_argument(
+        "--kubelet",
+        choices=("kwok", "none"),
+        default="kwok",
+        help="kwok runs the nodes (Leases, statuses, pods Running); none: static node objects, pods stay Pending",
+    )
     parser.add_argument("--profile", type=Path, help="py-spy our scheduler during each run; stacks go here")
     parser.add_argument(
         "--own-core",
@@ -463,7 +491,7 @@ def main() -> int:
     runs: list[dict[str, Any]] = []
     print(
         f"{'nodes':>6} {'pods':>6} {'qps':>6} {'contestant':<22} {'seconds':>8} {'created':>8} {'pods/s':>8} "
-        f"{'CPU ms/pod':>7} {'RSS MB':>7} {'plane ms':>8}"
+        f"{'CPU ms/pod':>7} {'RSS MB':>7} {'plane ms':>8} {'kwok ms':>7}"
     )
     changes = None if args.no_churn else 1.0
     for nodes in args.nodes:
@@ -475,7 +503,16 @@ def main() -> int:
                 random.Random(run).shuffle(order)  # no contestant always runs first on a cold machine
                 for w in order:
                     row = run_once(
-                        w, nodes, args.pods, qps, burst, args.profile, changes, args.existing_pods, contestant_cpus
+                        w,
+                        nodes,
+                        args.pods,
+                        qps,
+                        burst,
+                        args.profile,
+                        changes,
+                        args.existing_pods,
+                        contestant_cpus,
+                        kwok=args.kubelet == "kwok",
                     )
                     row["run"] = run
                     mine[w].append(row)

@@ -93,6 +93,22 @@ def pod_body(
     }
 
 
+def deployment(name: str, replicas: int, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+    """A Deployment of ``replicas`` pods labelled ``app: name`` with the pod ``spec``."""
+    labels = {"app": name}
+    metadata = {"name": name} | ({"namespace": namespace} if namespace else {})
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata,
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+
+
 def zone_and_host_spread(match: dict[str, str]) -> list[dict[str, Any]]:
     """The flagship spread: hard over zones, soft over hosts (maxSkew 1 each), for pods matching ``match``."""
     return [

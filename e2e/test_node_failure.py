@@ -33,7 +33,7 @@ from kubernetes import client
 
 from e2e.cluster import Cluster
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import HOSTNAME, ZONE, create_object, pod_body, wait_for
+from e2e.kube_helpers import HOSTNAME, ZONE, create_object, deployment, pod_body, wait_for
 from scheduler.config import upstream_config
 
 pytestmark = pytest.mark.slow
@@ -68,16 +68,7 @@ def _workload(name: str, scheduler: str, node_set: str, taints_policy: str | Non
         topologySpreadConstraints=[spread, hosts],
         tolerations=tolerations,
     )["spec"]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": REPLICAS,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": spec},
-        },
-    }
+    return deployment(name, REPLICAS, spec)
 
 
 def _per_zone(core: client.CoreV1Api, namespace: str, app: str, zone_of: dict[str, str]) -> dict[str, Any]:

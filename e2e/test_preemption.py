@@ -21,6 +21,7 @@ The same scenario runs under kube-scheduler v1.35.4 on nodes of its own, with th
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import random
@@ -29,7 +30,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,16 +95,21 @@ class Outcome:
     preempted: dict[str, list[dict[str, Any]]]  # victim -> its Preempted events
 
 
-def _scenario(
-    api: client.ApiClient,
-    core: client.CoreV1Api,
-    nodes: Callable[..., str],
-    scheduler_name: str,
-    writers: Callable[[], set[str]],
-    ledger: Ledger,
-) -> Outcome:
+@dataclass
+class Arena:
+    """A namespace of its own, a low and a high PriorityClass, and a watch recording what happens."""
+
+    tag: str
+    namespace: str
+    low: str
+    high: str
+    seen: Observed
+
+
+@contextlib.contextmanager
+def _arena(api: client.ApiClient, core: client.CoreV1Api, prefix: str) -> Iterator[Arena]:
     tag = uuid.uuid4().hex[:5]
-    namespace = f"preempt-{tag}"
+    namespace = f"{prefix}-{tag}"
     core.create_namespace({"metadata": {"name": namespace}})
     wait_for(
         lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items),
@@ -116,9 +122,26 @@ def _scenario(
         scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
     stop = threading.Event()
     seen = Observed()
-    observer = threading.Thread(target=_observer, args=(core, namespace, stop, seen), daemon=True)
-    observer.start()
+    threading.Thread(target=_observer, args=(core, namespace, stop, seen), daemon=True).start()
     try:
+        yield Arena(tag, namespace, low, high, seen)
+    finally:
+        stop.set()
+        core.delete_namespace(namespace)
+        for name in (low, high):
+            scheduling.delete_priority_class(name)
+
+
+def _scenario(
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    nodes: Callable[..., str],
+    scheduler_name: str,
+    writers: Callable[[], set[str]],
+    ledger: Ledger,
+) -> Outcome:
+    with _arena(api, core, "preempt") as arena:
+        tag, namespace, low, high, seen = arena.tag, arena.namespace, arena.low, arena.high, arena.seen
         short = {nodes(n, labels={ZONE: f"{tag}-{n[0]}", "run": tag}, cpu="2"): n for n in ("a1", "a2", "b1", "b2")}
         full = {v: k for k, v in short.items()}
         # a1, b1: two pods each of a ReplicaSet, covered by the PDB.
@@ -220,11 +243,6 @@ def _scenario(
             seen=seen,
             preempted=preempted,
         )
-    finally:
-        stop.set()
-        core.delete_namespace(namespace, grace_period_seconds=0)
-        for name in (low, high):
-            scheduling.delete_priority_class(name)
 
 
 def _check(outcome: Outcome) -> None:
@@ -407,23 +425,9 @@ def _budget_scenario(
     counted as violating, :55, so :50 goes); every other criterion ties but the latest start among
     the victims, :50 against :20: n1. Once the controller has seen that pod go, the budget allows
     nothing: the second preemptor's victim on n1 would violate it, n2's would not: n2's :20 pod."""
-    tag = uuid.uuid4().hex[:5]
-    namespace = f"budget-{tag}"
-    core.create_namespace({"metadata": {"name": namespace}})
-    wait_for(
-        lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items),
-        30,
-        "default ServiceAccount",
-    )
-    scheduling, policy = client.SchedulingV1Api(api), client.PolicyV1Api(api)
-    low, high = f"low-{tag}", f"high-{tag}"
-    for name, value in ((low, 100), (high, 1000)):
-        scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
-    stop = threading.Event()
-    seen = Observed()
-    observer = threading.Thread(target=_observer, args=(core, namespace, stop, seen), daemon=True)
-    observer.start()
-    try:
+    policy = client.PolicyV1Api(api)
+    with _arena(api, core, "budget") as arena:
+        tag, namespace, low, high, seen = arena.tag, arena.namespace, arena.low, arena.high, arena.seen
         short = {nodes(n, labels={"run": tag}, cpu="2"): n for n in ("n1", "n2")}
         full = {v: k for k, v in short.items()}
         pods = {"protected-50": ("n1", 50), "protected-55": ("n1", 55), "batch-10": ("n2", 10), "batch-20": ("n2", 20)}
@@ -456,11 +460,6 @@ def _budget_scenario(
             wait_for(lambda i=i: seen.bound.get(f"web-{i}"), 90, f"web-{i} bound")
             outcomes.append((short[seen.bound[f"web-{i}"][-1]], sorted(set(seen.terminating) - before)))
         return BudgetOutcome(first=outcomes[0], second=outcomes[1])
-    finally:
-        stop.set()
-        core.delete_namespace(namespace)
-        for name in (low, high):
-            scheduling.delete_priority_class(name)
 
 
 EXPECTED_BUDGET = BudgetOutcome(first=("n1", ["protected-50"]), second=("n2", ["batch-20"]))

@@ -17,7 +17,7 @@ from kubernetes import client
 
 from e2e.cluster import Cluster
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import ZONE, create_object, pod_body, wait_for, zone_spread, zoned_nodes
+from e2e.kube_helpers import ZONE, create_object, deployment, pod_body, wait_for, zone_spread, zoned_nodes
 
 pytestmark = pytest.mark.slow
 
@@ -40,16 +40,7 @@ def _ready_since(pod: Any) -> datetime:
 def _deployment(namespace: str, name: str, replicas: int) -> dict[str, Any]:
     labels = {"app": name}
     spec = pod_body(name, labels, topologySpreadConstraints=[zone_spread(1, labels)])["spec"]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": spec},
-        },
-    }
+    return deployment(name, replicas, spec, namespace)
 
 
 def test_a_deployment_rollout_completes_on_pods_we_bind(
