@@ -30,7 +30,7 @@ from scheduler.kube.delegated_auth import (
 from scheduler.kube.extender import close_extenders, http_extenders
 from scheduler.kube.gc_policy import gc_housekeeping
 from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_election, with_lease_namespace
-from scheduler.kube.listing import list_objects
+from scheduler.kube.listing import list_uids
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.preemption import AsyncPreemption
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
@@ -51,11 +51,7 @@ RELIST_EVERY = 5.0
 
 async def _list_uids(api: client.ApiClient) -> set[str]:
     """UIDs of every node and non-terminal pod right now: the cache is synced once it saw them all."""
-    uids: set[str] = set()
-    for kind in ("Node", "Pod"):
-        listing = await list_objects(api, kind)
-        uids.update(o.uid for o in listing.objects.values() if not o.terminal)
-    return uids
+    return await list_uids(api, "Node") | await list_uids(api, "Pod")
 
 
 # client-go's reflector backs a failed list off from 800 ms to 30 s and never gives up: nor do we.
@@ -113,12 +109,15 @@ async def _wait_for_sync(
 ) -> bool:
     """Like ``WaitForCacheSync``: no decision is made on a cache that misses objects that exist.
 
-    Objects deleted after our list never reach the watch: every ``RELIST_EVERY`` seconds the list is
-    taken again and only what still exists stays wanted (a namespace being emptied cannot stall the
-    start). Waits as long as it takes (with a warning now and then); False if kopf died or we were stopped.
+    Objects deleted after our list never reach the watch: once the watch has brought nothing we still
+    wait for in ``RELIST_EVERY`` seconds, the list is taken again and only what still exists stays
+    wanted (a namespace being emptied cannot stall the start). Not while objects keep arriving: a
+    list of a large cluster costs the loop seconds that the watch's first list needs. Waits as long
+    as it takes (with a warning now and then); False if kopf died or we were stopped.
     """
     warn_at = time.monotonic() + SYNC_WARNING_AFTER
     relist_at = time.monotonic() + RELIST_EVERY
+    left = len(wanted)
     while True:
         missing = wanted - sched.seen_uids
         if not missing:
@@ -126,6 +125,8 @@ async def _wait_for_sync(
         if operator.done() or stop.is_set():
             return False
         now = time.monotonic()
+        if len(missing) < left:  # progress: the stall clock starts again
+            left, relist_at = len(missing), now + RELIST_EVERY
         if now > relist_at:
             with contextlib.suppress(Exception):  # the API away for a moment: keep the old list
                 wanted &= await _list_uids(api)

@@ -8,7 +8,7 @@ need is kept: the identity, resourceVersion and whether the object is terminal.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +16,14 @@ from kubernetes.aio import client
 
 from scheduler.kube.rest import send
 
-__all__ = ["PAGE_SIZE", "Listed", "list_objects"]
+__all__ = ["PAGE_SIZE", "Listed", "list_objects", "list_uids"]
 
 PAGE_SIZE = 500
+# Metadata only (client-go's metadata informers ask the same): half the bytes of a kubelet-reported
+# pod, and none of its spec or status to parse.
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+# kube-scheduler's pod informer leaves terminal pods out the same way.
+NOT_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,23 +59,43 @@ async def list_objects(api: client.ApiClient, kind: str, page_size: int = PAGE_S
     """Every Node or Pod, page by page (``limit``/``continue``)."""
     objects: dict[str, Listed] = {}
     version = ""
+    async for data in _pages(api, kind, page_size, {}, "application/json"):
+        meta = data.get("metadata") or {}
+        version = version or str(meta.get("resourceVersion") or "")
+        for entry in _entries(kind, data.get("items") or []):
+            objects[entry.key] = entry
+    return Listing(objects, version)
+
+
+async def list_uids(api: client.ApiClient, kind: str, page_size: int = PAGE_SIZE) -> set[str]:
+    """The UIDs of every Node, or of every Pod not Succeeded or Failed: metadata only, paginated."""
+    query = {"fieldSelector": NOT_TERMINAL} if kind == "Pod" else {}
+    uids: set[str] = set()
+    async for data in _pages(api, kind, page_size, query, METADATA_ONLY):
+        uids.update(str((item.get("metadata") or {}).get("uid") or "") for item in data.get("items") or [])
+    uids.discard("")
+    return uids
+
+
+async def _pages(
+    api: client.ApiClient, kind: str, page_size: int, query: dict[str, Any], accept: str
+) -> AsyncIterator[dict[str, Any]]:
     token: str | None = None
     path = "/api/v1/nodes" if kind == "Node" else "/api/v1/pods"
     while True:
-        query: dict[str, Any] = {"limit": page_size}
+        page: dict[str, Any] = {**query, "limit": page_size}
         if token:
-            query["continue"] = token
-        response = await send(api, "GET", path, {}, query=query)
+            page["continue"] = token
+        response = await send(api, "GET", path, {}, query=page, accept=accept)
         try:
             if response.status != 200:
                 raise ConnectionError(f"LIST {kind}: HTTP {response.status}")
             data = json.loads(await response.read())
         finally:
             response.release()
-        meta = data.get("metadata") or {}
-        version = version or str(meta.get("resourceVersion") or "")
-        for entry in _entries(kind, data.get("items") or []):
-            objects[entry.key] = entry
-        token = meta.get("continue") or None
+        if not isinstance(data, dict):
+            raise ConnectionError(f"LIST {kind}: not a list")
+        yield data
+        token = (data.get("metadata") or {}).get("continue") or None
         if not token:
-            return Listing(objects, version)
+            return

@@ -19,6 +19,7 @@ async def send(
     query: dict[str, Any] | None = None,
     body: dict[str, Any] | None = None,
     content_type: str = "application/json",
+    accept: str = "application/json",
 ) -> Any:
     """One request through the client's configured session (TLS, auth); the aiohttp response.
 
@@ -32,7 +33,7 @@ async def send(
     url = api.configuration.host + expand(path, params)
     if query:
         url += "?" + urlencode(query)
-    headers = await request_headers(api, content_type)
+    headers = await request_headers(api, content_type, accept)
     reply = await api.rest_client.request(method, url, headers=headers, body=body)  # type: ignore[no-untyped-call]
     return reply.response
 
@@ -42,10 +43,11 @@ def expand(path: str, params: dict[str, str]) -> str:
     return path.format_map({k: quote(v, safe="") for k, v in params.items()})
 
 
-async def request_headers(api: client.ApiClient, content_type: str) -> dict[str, str]:
-    """The client's default headers (its User-Agent), the content type, JSON back, and the bearer
-    token asked of the configuration now (an exec plugin's or a file's token may have been refreshed)."""
-    headers = {**api.default_headers, "Content-Type": content_type, "Accept": "application/json"}
+async def request_headers(api: client.ApiClient, content_type: str, accept: str = "application/json") -> dict[str, str]:
+    """The client's default headers (its User-Agent), the content type, what to send back (JSON), and
+    the bearer token asked of the configuration now (an exec plugin's or a file's token may have been
+    refreshed)."""
+    headers = {**api.default_headers, "Content-Type": content_type, "Accept": accept}
     bearer = (await api.configuration.auth_settings()).get("BearerToken")
     if bearer is not None and bearer.get("value"):
         headers[bearer["key"]] = bearer["value"]
