@@ -53,7 +53,9 @@ clean:
 # `bench` is the short set (under 10 minutes); `bench-full` adds 1000 nodes in-process, three runs
 # per in-process row, 500 and 5000 nodes end to end, QPS 50/100, kube-scheduler at GOMAXPROCS=1, the
 # memory row at 5000 nodes with 30,000 running pods, the end-to-end rows with the control plane on a
-# CPU of its own (--own-core), and the writes' CPU per request on both HTTP paths.
+# CPU of its own (--own-core), the writes' CPU per request on both HTTP paths, and the envelope row
+# (5,000 kwok nodes with 10,000-30,000 running pods: sync time, RSS and pods/s). kwok is the nodes'
+# kubelet in every end-to-end row (--kubelet none for static nodes).
 BENCH_STAMP := $(VENV)/.bench-$(shell sha1sum pyproject.toml | cut -c1-12)
 bench-venv: $(BENCH_STAMP)
 $(BENCH_STAMP): $(STAMP)
@@ -76,6 +78,7 @@ bench-full: cluster-build bench-venv
 	$(BIN)/python -m bench.e2e --nodes 500 2000 5000 --pods 1000 --qps 5000 --repeat 3 --own-core \
 		--out bench/results/e2e-own-core.json
 	$(BIN)/python -m bench.http_writes --rounds 3
+	$(BIN)/python -m bench.envelope --nodes 5000 --running 10000 20000 30000 --repeat 3
 	$(BIN)/python -m bench.plot
 
 # The fault, load and leader tests at full size (the test command runs 5 kills in a 300-pod burst,
