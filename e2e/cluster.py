@@ -318,7 +318,7 @@ def kwok_version() -> str:
 
 def ensure_kwok(force: bool = False) -> Path:
     """kwok's controller built from e2e/tools/kwok's go.mod; cached in ``$SPREAD_CACHE_DIR/kwok-VERSION/bin``
-    (127 s cold on 2 cores, modules downloaded)."""
+    (127 s on 2 cores with an empty build cache, its modules already downloaded)."""
     return _ensure_module_tool("kwok", kwok_version(), KWOK_MODULE, "sigs.k8s.io/kwok/cmd/kwok", "-s -w", force=force)
 
 
