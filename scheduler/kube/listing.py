@@ -1,14 +1,15 @@
-"""Paginated LISTs of nodes and pods, parsed a page at a time so the event loop keeps turning.
+"""Paginated, metadata-only LISTs of nodes and pods, parsed a page at a time so the event loop keeps turning.
 
 One unpaginated LIST of 10,000 pods is tens of megabytes of JSON whose parsing holds the loop (and
-/healthz) for seconds; client-go pages its lists by 500 for the same reason. Only what the callers
-need is kept: the identity, resourceVersion and whether the object is terminal.
+/healthz) for seconds; client-go pages its lists by 500 for the same reason. Neither caller reads
+more than an object's metadata (the cache sync its UID, the resync its key and resourceVersion), so
+that is all the server is asked for.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from kubernetes.aio import client
 
 from scheduler.kube.rest import send
 
-__all__ = ["PAGE_SIZE", "Listed", "list_objects", "list_uids"]
+__all__ = ["PAGE_SIZE", "Listing", "list_objects", "list_uids"]
 
 PAGE_SIZE = 500
 # Metadata only (client-go's metadata informers ask the same): half the bytes of a kubelet-reported
@@ -27,58 +28,38 @@ NOT_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 @dataclass(frozen=True, slots=True)
-class Listed:
-    """What a LIST said about one object."""
-
-    key: str  # node name, or namespace/name for a pod
-    uid: str
-    resource_version: str
-    terminal: bool
-
-
-@dataclass(frozen=True, slots=True)
 class Listing:
-    objects: dict[str, Listed]
+    versions: dict[str, str]  # node name, or namespace/name for a pod -> its resourceVersion
     resource_version: str  # of the list (the first page's: a paginated list is one snapshot)
-
-
-def _entries(kind: str, items: list[Any]) -> Iterator[Listed]:
-    for item in items:
-        meta = item.get("metadata") or {}
-        name = meta.get("name")
-        if not isinstance(name, str):
-            continue
-        key = name if kind == "Node" else f"{meta.get('namespace') or 'default'}/{name}"
-        phase = (item.get("status") or {}).get("phase")
-        yield Listed(
-            key, str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""), phase in ("Succeeded", "Failed")
-        )
 
 
 async def list_objects(api: client.ApiClient, kind: str, page_size: int = PAGE_SIZE) -> Listing:
     """Every Node or Pod, page by page (``limit``/``continue``)."""
-    objects: dict[str, Listed] = {}
+    versions: dict[str, str] = {}
     version = ""
-    async for data in _pages(api, kind, page_size, {}, "application/json"):
-        meta = data.get("metadata") or {}
-        version = version or str(meta.get("resourceVersion") or "")
-        for entry in _entries(kind, data.get("items") or []):
-            objects[entry.key] = entry
-    return Listing(objects, version)
+    async for data in _pages(api, kind, page_size, {}):
+        version = version or str((data.get("metadata") or {}).get("resourceVersion") or "")
+        for item in data.get("items") or []:
+            meta = item.get("metadata") or {}
+            name = meta.get("name")
+            if isinstance(name, str):
+                key = name if kind == "Node" else f"{meta.get('namespace') or 'default'}/{name}"
+                versions[key] = str(meta.get("resourceVersion") or "")
+    return Listing(versions, version)
 
 
 async def list_uids(api: client.ApiClient, kind: str, page_size: int = PAGE_SIZE) -> set[str]:
     """The UIDs of every Node, or of every Pod not Succeeded or Failed: metadata only, paginated."""
     query = {"fieldSelector": NOT_TERMINAL} if kind == "Pod" else {}
     uids: set[str] = set()
-    async for data in _pages(api, kind, page_size, query, METADATA_ONLY):
+    async for data in _pages(api, kind, page_size, query):
         uids.update(str((item.get("metadata") or {}).get("uid") or "") for item in data.get("items") or [])
     uids.discard("")
     return uids
 
 
 async def _pages(
-    api: client.ApiClient, kind: str, page_size: int, query: dict[str, Any], accept: str
+    api: client.ApiClient, kind: str, page_size: int, query: dict[str, Any]
 ) -> AsyncIterator[dict[str, Any]]:
     token: str | None = None
     path = "/api/v1/nodes" if kind == "Node" else "/api/v1/pods"
@@ -86,7 +67,7 @@ async def _pages(
         page: dict[str, Any] = {**query, "limit": page_size}
         if token:
             page["continue"] = token
-        response = await send(api, "GET", path, {}, query=page, accept=accept)
+        response = await send(api, "GET", path, {}, query=page, accept=METADATA_ONLY)
         try:
             if response.status != 200:
                 raise ConnectionError(f"LIST {kind}: HTTP {response.status}")

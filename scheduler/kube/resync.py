@@ -67,9 +67,7 @@ async def resync_once(api: client.ApiClient, sched: Scheduler) -> dict[str, int]
     done: dict[str, int] = {}
     for kind in ("Node", "Pod"):
         listing = await list_objects(api, kind)
-        done[kind] = sched.reconcile(
-            kind, {key: o.resource_version for key, o in listing.objects.items()}, listing.resource_version
-        )
+        done[kind] = sched.reconcile(kind, listing.versions, listing.resource_version)
     return done
 
 

@@ -13,7 +13,7 @@ from aiohttp import web
 from kubernetes.aio import client
 
 from scheduler.kube import app
-from scheduler.kube.listing import METADATA_ONLY, NOT_TERMINAL, list_uids
+from scheduler.kube.listing import METADATA_ONLY, NOT_TERMINAL, Listing, list_objects, list_uids
 
 
 async def _serve(pages: list[list[str]], asked: list[dict[str, Any]]) -> tuple[web.AppRunner, str]:
@@ -21,8 +21,12 @@ async def _serve(pages: list[list[str]], asked: list[dict[str, Any]]) -> tuple[w
         asked.append({"accept": request.headers.get("Accept"), **request.query})
         index = int(request.query.get("continue") or 0)
         more = {"continue": str(index + 1)} if index + 1 < len(pages) else {}
-        items = [{"metadata": {"name": uid, "uid": uid}} for uid in pages[index]]
-        return web.Response(text=json.dumps({"kind": "PartialObjectMetadataList", "metadata": more, "items": items}))
+        items = [
+            {"metadata": {"name": uid, "namespace": "ns", "uid": uid, "resourceVersion": f"rv-{uid}"}}
+            for uid in pages[index]
+        ]
+        meta = more | ({"resourceVersion": "list-1"} if index == 0 else {"resourceVersion": "list-2"})
+        return web.Response(text=json.dumps({"kind": "PartialObjectMetadataList", "metadata": meta, "items": items}))
 
     server = web.Application()
     server.router.add_get("/api/v1/pods", pods)
@@ -51,6 +55,25 @@ def test_the_start_up_list_asks_for_metadata_of_pods_not_terminal_page_by_page()
     for request in asked:
         assert request["accept"] == METADATA_ONLY
         assert request["fieldSelector"] == NOT_TERMINAL and request["limit"] == "2"
+
+
+def test_the_resync_list_asks_for_metadata_of_every_pod_and_keeps_key_and_version() -> None:
+    """Terminal pods stay in the resync's list (the cache may hold them); the list's own version is
+    the first page's (a paginated list is one snapshot)."""
+    asked: list[dict[str, Any]] = []
+
+    async def main() -> Listing:
+        runner, host = await _serve([["a", "b"], ["c"]], asked)
+        api = client.ApiClient(client.Configuration(host=host))
+        try:
+            return await list_objects(api, "Pod", page_size=2)
+        finally:
+            await api.close()
+            await runner.cleanup()
+
+    listing = asyncio.run(main())
+    assert listing == Listing({"ns/a": "rv-a", "ns/b": "rv-b", "ns/c": "rv-c"}, "list-1")
+    assert all(request["accept"] == METADATA_ONLY and "fieldSelector" not in request for request in asked)
 
 
 def test_the_sync_lists_again_only_when_the_watch_brings_nothing_new(monkeypatch: pytest.MonkeyPatch) -> None:
