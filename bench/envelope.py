@@ -1,6 +1,6 @@
 """The envelope row: a cluster at the size Kubernetes supports, and what a scheduler pays there.
 
-    .venv/bin/python -m bench.envelope --nodes 5000 --running 10000 30000 60000 --repeat 3
+    .venv/bin/python -m bench.envelope --nodes 5000 --running 10000 20000 30000 --repeat 3
 
 For each size, one local cluster (kwok as the kubelet: every node heartbeats through its Lease, every
 pod runs): ``--nodes`` nodes and ``--running`` pods already Running on them (bound round-robin by
@@ -14,9 +14,9 @@ turn, alternated over ``--repeat`` runs, on that same cluster:
 - **peak RSS** of the process over the whole run, and its CPU per new pod.
 
 The new pods are scaled away between runs (kwok ends them within seconds), so every run meets the
-same cluster. kwok's CPU over each run is reported beside it. Rows are medians per contestant;
-``--per-object`` fits sync time and RSS as ``a + b * nodes + c * pods`` over the sizes given, for
-sizes this machine cannot hold. Writes bench/results/envelope.json (medians) and
+same cluster. kwok's CPU over each run is reported beside it. Rows are medians per contestant; with
+two sizes or more, sync time and RSS are fitted as ``a + b * running`` (least squares, ``fits`` in
+the JSON), for sizes this machine cannot hold. Writes bench/results/envelope.json (medians) and
 envelope-runs.json (every run).
 """
 
@@ -37,6 +37,7 @@ from kubernetes import client, config
 
 from bench.e2e import (
     _deployment,
+    _median_row,
     _watch_until_bound,
     cpu_seconds,
     create_existing_pods,
@@ -158,26 +159,11 @@ def _print(row: dict[str, Any]) -> None:
 
 
 def medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per size and contestant, each figure's own median (the worse of the middle two when even)."""
+    """Per size and contestant, each figure's own median, as bench/e2e.py takes them."""
     groups: dict[tuple[int, int, str], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault((row["nodes"], row["running"], row["scheduler"]), []).append(row)
-    out = []
-    for (nodes, running, which), runs in groups.items():
-        out.append(
-            {
-                "nodes": nodes,
-                "running": running,
-                "scheduler": which,
-                "runs": len(runs),
-                "sync_s": statistics.median_high(r["sync_s"] for r in runs),
-                "pods_per_s": statistics.median_low(r["pods_per_s"] for r in runs),
-                "cpu_ms_per_pod": statistics.median_high(r["cpu_ms_per_pod"] for r in runs),
-                "peak_rss_mb": statistics.median_high(r["peak_rss_mb"] for r in runs),
-                "kwok_cpu_s": statistics.median_high(r["kwok_cpu_s"] for r in runs),
-            }
-        )
-    return out
+    return [_median_row(runs) for runs in groups.values()]
 
 
 def per_object_fit(rows: list[dict[str, Any]], key: str, which: str) -> dict[str, float]:
@@ -195,7 +181,7 @@ def main() -> int:
         prog="python -m bench.envelope", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--running", type=int, nargs="+", default=[10000, 30000, 60000])
+    parser.add_argument("--running", type=int, nargs="+", default=[10000, 20000, 30000])
     parser.add_argument("--pods", type=int, default=1000, help="new pods to schedule in each run")
     parser.add_argument("--qps", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
