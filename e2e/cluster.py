@@ -544,19 +544,18 @@ class Cluster:
             return
         self.down(quiet=True)  # leftovers of a crashed run: processes, etcd data
         ensure_built()
-        if self.kwok:
-            ensure_kwok()
+        kwok = ensure_kwok() if self.kwok else None  # built before anything starts
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         _make_pki(self.pki)
         try:
-            self._start_all(timeout)
+            self._start_all(timeout, kwok)
         except BaseException:
             self.down(quiet=True)
             raise
         _log(f"up in {time.monotonic() - started:.1f}s at {self.server}; logs in {self.logs}")
 
-    def _start_all(self, timeout: float) -> None:
+    def _start_all(self, timeout: float, kwok: Path | None) -> None:
         pki, data = self.pki, self.dir / "etcd-data"
         etcd_client, etcd_peer, api_port = _free_port(), _free_port(), _free_port()
         etcd = self._start(
@@ -624,8 +623,8 @@ class Cluster:
         self._wait(self.is_ready, timeout, "kube-apiserver /readyz", api)
         if self.controller_manager:
             self._start_controller_manager(timeout)
-        if self.kwok:
-            self._start_kwok()
+        if kwok is not None:
+            self._start_kwok(kwok)
 
     def _start_controller_manager(self, timeout: float) -> None:
         pki = self.pki
@@ -653,7 +652,7 @@ class Cluster:
         )
         self.wait_for_service_account("default", timeout, kcm)
 
-    def _start_kwok(self) -> None:
+    def _start_kwok(self, binary: Path) -> None:
         """kwok as the kubelet of the labelled nodes, logged in as ``kwok`` (the ledger tells its writes apart)."""
         self._start(
             "kwok",
@@ -665,7 +664,7 @@ class Cluster:
                 f"--cidr={POD_CIDR}",
                 "--node-ip=10.0.0.1",
             ],
-            binary=ensure_kwok(),
+            binary=binary,
         )
 
     def stop_heartbeats(self, nodes: Iterable[str]) -> None:

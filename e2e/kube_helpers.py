@@ -182,6 +182,11 @@ def pods_in(core: client.CoreV1Api, namespace: str) -> list[Any]:
     return list(core.list_namespaced_pod(namespace).items)
 
 
+def is_ready(pod: Any) -> bool:
+    """The pod's Ready condition is True (its kubelet, kwok here, says its containers run and are ready)."""
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
 def scheduled_condition(pod: Any) -> Any | None:
     for cond in pod.status.conditions or []:
         if cond.type == "PodScheduled":

@@ -33,7 +33,7 @@ from kubernetes import client
 
 from e2e.cluster import Cluster
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import HOSTNAME, ZONE, create_object, deployment, pod_body, wait_for
+from e2e.kube_helpers import HOSTNAME, ZONE, create_object, deployment, is_ready, pod_body, wait_for
 from scheduler.config import upstream_config
 
 pytestmark = pytest.mark.slow
@@ -124,10 +124,7 @@ def test_a_zone_lost_and_back_places_replacements_as_kube_scheduler_does(
 
     def running(app: str) -> bool:
         pods = core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
-        return len(pods) == REPLICAS and all(
-            p.status.phase == "Running" and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions)
-            for p in pods
-        )
+        return len(pods) == REPLICAS and all(p.status.phase == "Running" and is_ready(p) for p in pods)
 
     for app, _, _ in apps:
         wait_for(lambda app=app: running(app), 90, f"{app}: {REPLICAS} pods Running and Ready")

@@ -310,7 +310,6 @@ def test_sigkill_between_the_victims_deletion_and_the_binding(
     api: client.ApiClient,
     core: client.CoreV1Api,
     scheduler: SchedulerProcess,
-    namespace: str,
     nodes: Callable[..., str],
     ledger: Ledger,
 ) -> None:
@@ -320,18 +319,10 @@ def test_sigkill_between_the_victims_deletion_and_the_binding(
     preemptor still lands on its node, the two later-started pods are the only ones deleted, each
     once, and nothing is bound twice."""
     mark = ledger.mark()
-    tag = uuid.uuid4().hex[:5]
-    scheduling = client.SchedulingV1Api(api)
-    low, high = f"low-{tag}", f"high-{tag}"
-    for name, value in ((low, 100), (high, 1000)):
-        scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
-    stop = threading.Event()
-    seen = Observed()
-    observer = threading.Thread(target=_observer, args=(core, namespace, stop, seen), daemon=True)
-    observer.start()
     kills = 0
     rng = random.Random(19)
-    try:
+    with _arena(api, core, "kills") as arena:
+        tag, namespace, low, high, seen = arena.tag, arena.namespace, arena.low, arena.high, arena.seen
         for round_ in range(KILL_ROUNDS):
             node = nodes(f"k{round_}", labels={"round": f"{tag}-{round_}"}, cpu="3")
             for i in range(3):
@@ -367,10 +358,6 @@ def test_sigkill_between_the_victims_deletion_and_the_binding(
 
         wait_for(all_bound, 120, "every preemptor bound")
         writes = [w for w in ledger.writes(mark) if w.namespace == namespace and w.user in scheduler.users]
-    finally:
-        stop.set()
-        for name in (low, high):
-            scheduling.delete_priority_class(name)
     assert kills == KILL_ROUNDS
     deletes = collections.Counter(w.name for w in writes if w.kind == "delete")
     expected = {f"r{r}-low-{i}": 1 for r in range(KILL_ROUNDS) for i in (1, 2)}

@@ -17,7 +17,7 @@ from kubernetes import client
 
 from e2e.cluster import Cluster
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import ZONE, create_object, deployment, pod_body, wait_for, zone_spread, zoned_nodes
+from e2e.kube_helpers import ZONE, create_object, deployment, is_ready, pod_body, wait_for, zone_spread, zoned_nodes
 
 pytestmark = pytest.mark.slow
 
@@ -26,10 +26,6 @@ pytestmark = pytest.mark.slow
 def _needs_kwok(local_cluster: Cluster | None) -> None:
     if local_cluster is not None and not local_cluster.kwok:
         pytest.skip("needs kwok: without it bound pods stay Pending")
-
-
-def _ready(pod: Any) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
 
 
 def _ready_since(pod: Any) -> datetime:
@@ -71,7 +67,7 @@ def test_a_deployment_rollout_completes_on_pods_we_bind(
     wait_for(lambda: len(core.list_namespaced_pod(namespace).items) == 3, 30, "the old pods gone")
     pods = core.list_namespaced_pod(namespace).items
     assert not {p.metadata.name for p in pods} & first
-    assert all(p.status.phase == "Running" and _ready(p) and p.status.pod_ip for p in pods)
+    assert all(p.status.phase == "Running" and is_ready(p) and p.status.pod_ip for p in pods)
     assert sorted(zone_of[p.spec.node_name] for p in pods) == ["a", "b", "c"]
 
 
@@ -102,7 +98,7 @@ def test_a_statefulset_with_ordered_ready_grows_one_ready_pod_at_a_time(
 
     def all_ready() -> list[Any]:
         pods = core.list_namespaced_pod(namespace).items
-        return pods if len(pods) == 3 and all(_ready(p) for p in pods) else []
+        return pods if len(pods) == 3 and all(is_ready(p) for p in pods) else []
 
     pods = {p.metadata.name: p for p in wait_for(all_ready, 90, "db-0..2 Ready")}
     # OrderedReady: db-N is created only once db-(N-1) is Running and Ready.
