@@ -76,15 +76,9 @@ class EventHandlers:
         self.pending: dict[PodKey, Pod] = {}
         self.forgotten: list[Callable[[PodKey], None]] = []  # called with each pod that left for good
         self.synced = False
-        self.seen_uids: set[str] = set()  # recorded until the first sync, to know when the cache is complete
 
     def on_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         kind = obj.get("kind")
-        if not self.synced:
-            meta = obj.get("metadata")
-            uid = meta.get("uid") if isinstance(meta, Mapping) else None
-            if isinstance(uid, str):
-                self.seen_uids.add(uid)
         if kind == "Pod":
             self.on_pod(event_type, obj)
         elif kind == "Node":

@@ -112,10 +112,6 @@ class Scheduler:
     def synced(self, value: bool) -> None:
         self.handlers.synced = value
 
-    @property
-    def seen_uids(self) -> set[str]:
-        return self.handlers.seen_uids
-
     async def run(self, stop: asyncio.Event) -> None:
         """Schedule until ``stop`` is set, then let in-flight bindings finish."""
         last_flush = self.clock()

@@ -1,145 +1,218 @@
-"""kopf wiring: watch-only handlers that feed the scheduler, and settings that make kopf write nothing.
+"""kopf as the informer's engine: its paginated LIST and its WATCH, on the client's own credentials.
 
-Only ``@kopf.on.event`` handlers are registered: they are not state-tracking, so kopf never adds
-finalizers, annotations or status to any object. Event posting and peering are switched off too;
-the only writes to the cluster are the scheduler's own (``scheduler.kube.writes``).
+kopf owns the wire: chunked lists, watch streams with bookmarks, reconnects, an inactivity timeout,
+retries with backoff on 5xx, 429 and connection errors, and re-authentication on 401. Its reactor
+(a worker task, a handler registry lookup and a handler invocation per event) is not used: the
+informer consumes the streams directly, as client-go's reflector consumes a ListWatch. The reactor
+was three fifths of the scheduler's CPU while syncing a large cluster (docs/benchmarks.md); without
+it, the informer also sees where each listing ends, which a re-list that replaces needs.
+
+These are kopf's internal modules (``kopf._cogs``), so the kopf version is pinned exactly in
+pyproject.toml and tests/kube/test_informer.py drives this module against a stub API server.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import asyncio
+import contextlib
 import logging
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import kopf
+from kopf._cogs.clients import fetching, watching
+from kopf._cogs.clients.auth import vault_var
+from kopf._cogs.structs.credentials import Vault, VaultKey
+from kopf._cogs.structs.references import Resource
+from kubernetes.aio import client
 
-from scheduler.kube.listing import PAGE_SIZE
+from scheduler.kube.rest import request_headers
 
-__all__ = ["WATCHED", "WORKER_IDLE_TIMEOUT", "build_registry", "login_in_cluster"]
+__all__ = ["PAGE_SIZE", "WATCHED", "Engine", "Kind", "KopfEngine", "watch_session"]
 
-WORKER_IDLE_TIMEOUT = 0.5
+PAGE_SIZE = 500  # client-go's pager: a large LIST parsed a page at a time, the loop turning between
+# kube-scheduler's pod informer leaves terminal pods out (pkg/scheduler/scheduler.go, NewInformerFactory).
+NOT_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 
-
-def login_in_cluster(**kwargs: Any) -> kopf.ConnectionInfo | None:
-    """The ServiceAccount's files, and the API server client-go's ``InClusterConfig`` uses.
-
-    kopf's own handler connects to ``https://kubernetes.default.svc``, which needs cluster DNS and
-    can differ from where ``kubernetes.aio`` (our writes) goes; client-go and the kubernetes client
-    both take ``KUBERNETES_SERVICE_HOST``/``KUBERNETES_SERVICE_PORT``, set by the kubelet in every pod.
-    """
-    info = kopf.login_with_service_account(**kwargs)
-    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
-    if info is None or not host or not port:
-        return info
-    host = f"[{host}]" if ":" in host else host  # net.JoinHostPort
-    return dataclasses.replace(info, server=f"https://{host}:{port}")
+# kopf logs every failed request; the informer logs each failure of a list or watch itself, once.
+log = logging.getLogger("kopf.spread-scheduler")
+logging.getLogger("kopf").setLevel(logging.CRITICAL)
 
 
-# (group/version, plural) of everything the cache reads.
-WATCHED: tuple[tuple[str, str], ...] = (
-    ("v1", "nodes"),
-    ("v1", "pods"),
-    ("v1", "services"),
-    ("v1", "replicationcontrollers"),
-    ("apps/v1", "replicasets"),
-    ("apps/v1", "statefulsets"),
-    ("v1", "namespaces"),
-    ("policy/v1", "poddisruptionbudgets"),
-    ("v1", "persistentvolumes"),
-    ("v1", "persistentvolumeclaims"),
-    ("storage.k8s.io/v1", "storageclasses"),
-    ("storage.k8s.io/v1", "csinodes"),
-    ("storage.k8s.io/v1", "csidrivers"),
-    ("storage.k8s.io/v1", "csistoragecapacities"),
-    ("storage.k8s.io/v1", "volumeattachments"),
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """One watched resource: where it is served, and what its objects are called."""
+
+    group: str  # "" for the core API
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    field_selector: str = ""
+
+    @property
+    def type_name(self) -> str:
+        """As client-go's reflector names the type in its lines: ``*v1.Pod``."""
+        return f"*{self.version}.{self.kind}"
+
+    @property
+    def resource(self) -> Resource:
+        return Resource(self.group, self.version, self.plural, kind=self.kind, namespaced=self.namespaced)
+
+
+# Everything the cache reads. Nodes and pods first: they are most of a cluster's objects.
+WATCHED: tuple[Kind, ...] = (
+    Kind("", "v1", "nodes", "Node", False),
+    Kind("", "v1", "pods", "Pod", True, NOT_TERMINAL),
+    Kind("", "v1", "services", "Service", True),
+    Kind("", "v1", "replicationcontrollers", "ReplicationController", True),
+    Kind("apps", "v1", "replicasets", "ReplicaSet", True),
+    Kind("apps", "v1", "statefulsets", "StatefulSet", True),
+    Kind("", "v1", "namespaces", "Namespace", False),
+    Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+    Kind("", "v1", "persistentvolumes", "PersistentVolume", False),
+    Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    Kind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
+    Kind("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    Kind("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
+    Kind("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
+    Kind("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False),
 )
 
-_KINDS = {
-    "nodes": "Node",
-    "pods": "Pod",
-    "services": "Service",
-    "replicationcontrollers": "ReplicationController",
-    "replicasets": "ReplicaSet",
-    "statefulsets": "StatefulSet",
-    "namespaces": "Namespace",
-    "poddisruptionbudgets": "PodDisruptionBudget",
-    "persistentvolumes": "PersistentVolume",
-    "persistentvolumeclaims": "PersistentVolumeClaim",
-    "storageclasses": "StorageClass",
-    "csinodes": "CSINode",
-    "csidrivers": "CSIDriver",
-    "csistoragecapacities": "CSIStorageCapacity",
-    "volumeattachments": "VolumeAttachment",
-}
+
+class Engine:
+    """What the informer needs of a watch engine: a paginated list, and a watch from a version."""
+
+    def list(self, kind: Kind) -> AsyncIterator[tuple[Collection[Mapping[str, Any]], str]]:
+        """Pages of ``kind``'s objects, each with the list's resourceVersion."""
+        raise NotImplementedError
+
+    def watch(self, kind: Kind, since: str) -> AsyncIterator[Mapping[str, Any]]:
+        """Raw watch events from ``since`` until the server or the engine ends the stream."""
+        raise NotImplementedError
 
 
-class _NoDiffBase(kopf.DiffBaseStorage):
-    """No essence, no diff: kopf builds both for every event (a deep copy of the whole object) even
-    when only ``on.event`` handlers exist, and nothing here reads them (5 % of the scheduler's CPU
-    in the end-to-end benchmark)."""
+def _settings() -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.watching.server_timeout = 300  # client-go's reflector asks 5-10 minutes
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 10
+    settings.watching.chunk_size = PAGE_SIZE
+    settings.networking.request_timeout = 30
+    # No retries inside kopf: a failed list or watch goes back to the informer, which backs off as
+    # client-go's reflector does and resumes the watch from the last version (or lists again).
+    settings.networking.error_backoffs = ()
+    for kind in WATCHED:
+        if kind.field_selector:
+            settings.watching.field_selectors[kind.group, kind.version, kind.plural] = kind.field_selector
+    return settings
 
-    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> Any:
-        return None
 
-    def fetch(self, *, body: kopf.Body) -> Any:
-        return None
+class KopfEngine(Engine):
+    """kopf's list and watch on sessions from ``login``; a fresh session after every 401."""
 
-    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: Any) -> None:
-        return None
+    def __init__(self, login: Callable[[], Awaitable[kopf.AiohttpSession]]) -> None:
+        self._login = login
+        self._settings = _settings()
+        self._vault: Vault | None = None
+        self._reauth: asyncio.Task[None] | None = None
+        self._closing: asyncio.Future[None] | None = None  # done: every open watch stream is closed
+
+    async def __aenter__(self) -> KopfEngine:
+        self._closing = asyncio.get_running_loop().create_future()
+        self._vault = Vault()
+        await self._vault.populate({VaultKey("spread-scheduler"): await self._login()})
+        self._reauth = asyncio.create_task(self._reauthenticate(self._vault), name="watch-login")
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        if self._closing is not None and not self._closing.done():
+            self._closing.set_result(None)
+        if self._reauth is not None:
+            self._reauth.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reauth
+        if self._vault is not None:
+            await self._vault.close()
+
+    async def _reauthenticate(self, vault: Vault) -> None:
+        """kopf empties the vault on a 401 and waits: log in again (a fresh token) and refill it."""
+        while True:
+            await vault.wait_for_emptiness()
+            log.info("the API server refused our credentials (401): logging in again")
+            await vault.populate({VaultKey("spread-scheduler"): await self._login()})
+
+    @contextlib.contextmanager
+    def _credentials(self) -> Iterator[None]:
+        if self._vault is None or self._closing is None:
+            raise RuntimeError("KopfEngine is used outside its `async with`")
+        token = vault_var.set(self._vault)
+        try:
+            yield
+        finally:
+            vault_var.reset(token)
+
+    async def list(self, kind: Kind) -> AsyncIterator[tuple[Collection[Mapping[str, Any]], str]]:
+        with self._credentials():
+            pages = fetching.fetch_objs(settings=self._settings, resource=kind.resource, namespace=None, logger=log)
+            async for items, version in pages:
+                yield items, version
+
+    async def watch(self, kind: Kind, since: str) -> AsyncIterator[Mapping[str, Any]]:
+        with self._credentials():
+            stream = watching.watch_objs(
+                settings=self._settings,
+                resource=kind.resource,
+                namespace=None,
+                since=since,
+                operator_pause_waiter=self._closing,  # type: ignore[arg-type]
+            )
+            async for event in stream:
+                yield event
 
 
-def build_registry(on_object: Callable[[str | None, Mapping[str, Any]], None]) -> kopf.OperatorRegistry:
-    """A private registry (not kopf's global one) with one event handler per watched resource."""
-    registry = kopf.OperatorRegistry()
+def watch_session(
+    api: client.ApiClient, on_failure: Callable[[], None]
+) -> Callable[[], Awaitable[kopf.AiohttpSession]]:
+    """Sessions for the engine, from the client's own TLS context, proxy and credentials.
 
-    @kopf.on.startup(registry=registry)
-    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.posting.enabled = False  # kopf must not post k8s Events of its own
-        settings.peering.standalone = True  # no KopfPeering objects: leader election is ours
-        settings.scanning.disabled = True  # no namespace/CRD scanning: fewer permissions
-        settings.watching.server_timeout = 300
-        settings.watching.client_timeout = 330
-        settings.watching.connect_timeout = 10
-        # kopf's first LIST is one response unless chunked: 30,000 pods parsed in one piece were the
-        # scheduler's peak memory (727 MB, 386 MB in pages). Pages of 500, as our resync lists and client-go's pager.
-        settings.watching.chunk_size = PAGE_SIZE
-        # kopf gives each object a worker task that keeps its last event (the whole object as
-        # listed, managedFields and all) until no event came for ``idle_timeout``. At kopf's 5 s, a
-        # burst of 1,000 pods kept nearly every pod's JSON twice (kopf's copy and the cache's): peak
-        # RSS at 500 nodes 147-153 MB, 117-128 MB at 0.5 s (3 and 5 runs), CPU per pod unchanged
-        # (3.8-4.7 vs 3.8-4.2 ms; 0.1 s was no better). A worker that exits is spawned again by
-        # the object's next event.
-        settings.queueing.idle_timeout = WORKER_IDLE_TIMEOUT
-        settings.networking.request_timeout = 30
-        settings.persistence.finalizer = "spread-scheduler.invalid/never-used"
-        settings.persistence.diffbase_storage = _NoDiffBase()
-        logging.getLogger("kopf").setLevel(logging.WARNING)
+    The bearer token is asked of the client's configuration on every request (a token file or an exec
+    plugin may have renewed it), and every failed request (no answer, or a 5xx) is reported as it
+    happens, not when kopf's retries give up.
+    """
+    configuration = api.configuration
 
-    @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        if os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")):
-            return kopf.login_with_kubeconfig(**kwargs)
-        return login_in_cluster(**kwargs)
+    async def on_exception(_s: aiohttp.ClientSession, _c: Any, params: aiohttp.TraceRequestExceptionParams) -> None:
+        if not isinstance(params.exception, asyncio.CancelledError):  # our own stop, not the server's trouble
+            on_failure()
 
-    for group_version, plural in WATCHED:
-        kind = _KINDS[plural]
+    async def on_end(_s: aiohttp.ClientSession, _c: Any, params: aiohttp.TraceRequestEndParams) -> None:
+        if params.response.status >= 500:
+            on_failure()
 
-        # async on purpose: kopf runs sync handlers in threads, and the cache must only ever be
-        # touched from the event loop, between scheduling cycles.
-        async def handler(event: Mapping[str, Any], _kind: str = kind, **_: Any) -> None:
-            raw = event.get("object")
-            if not isinstance(raw, Mapping):
-                return
-            obj = dict(raw)
-            obj.setdefault("kind", _kind)  # watch items carry kind; listings may not
-            meta = obj.get("metadata")
-            if isinstance(meta, Mapping) and "managedFields" in meta:
-                # Server-side-apply bookkeeping is a third of a pod's JSON and nothing reads it: the
-                # cache keeps each object's raw form, so this is most of what 10,000 pods cost.
-                obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
-            on_object(event.get("type"), obj)
+    async def authorize(
+        request: aiohttp.ClientRequest, handler: Callable[[aiohttp.ClientRequest], Awaitable[aiohttp.ClientResponse]]
+    ) -> aiohttp.ClientResponse:
+        for name, value in (await request_headers(api, "application/json")).items():
+            if name.lower() == "authorization":
+                request.headers["Authorization"] = value
+        return await handler(request)
 
-        kopf.on.event(group_version, plural, registry=registry)(handler)
-    return registry
+    async def login() -> kopf.AiohttpSession:
+        trace = aiohttp.TraceConfig()
+        trace.on_request_exception.append(on_exception)
+        trace.on_request_end.append(on_end)
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0, ssl=api.rest_client.ssl_context),
+            headers={"User-Agent": api.user_agent, "Accept": "application/json"},
+            trace_configs=[trace],
+            middlewares=(authorize,),
+            proxy=configuration.proxy or None,
+            # As the client's own session: HTTPS_PROXY/NO_PROXY honoured when set (scheduler.kube.client).
+            trust_env=(getattr(configuration, "client_session_kwargs", None) or {}).get("trust_env", True),
+        )
+        return kopf.AiohttpSession(aiohttp_session=session, server=configuration.host.rstrip("/"))
+
+    return login

@@ -1,18 +1,13 @@
-"""The I/O seam: API error mapping, the client-side rate limiter, and the kopf registry's shape."""
+"""The I/O seam: API error mapping and the client-side rate limiter."""
 
 from __future__ import annotations
 
 import asyncio
-import types
 
-import kopf
 import pytest
-import structlog
 
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, SchedulerIOError, TransientAPIError
 from scheduler.kube import writes
-from scheduler.kube.listing import PAGE_SIZE
-from scheduler.kube.watch import WATCHED, WORKER_IDLE_TIMEOUT, build_registry
 from scheduler.kube.writes import MAX_TRIES, RateLimiter, _call, map_status, retry_after_seconds
 
 
@@ -84,145 +79,6 @@ def test_rate_limiter_counts_the_time_a_busy_loop_overslept() -> None:
     slept, end = _acquire(8, qps=10, burst=4, oversleep=0.3)
     assert slept == pytest.approx([0.1])  # 4 ride the burst, the 5th waits, 6-8 use the owed tokens
     assert end == pytest.approx(0.4)  # 8 requests by 0.4 s: burst 4 + 10/s, never more
-
-
-def test_registry_watches_every_resource_the_cache_reads_and_nothing_writes() -> None:
-    registry = build_registry(lambda event_type, obj: None)
-    assert len(registry._watching.get_all_handlers()) == len(WATCHED)
-    # No state-tracking (changing), daemon/timer (spawning), indexing or webhook handlers: those are
-    # the kinds that make kopf persist progress in annotations, add finalizers or patch status.
-    for kind in ("_changing", "_spawning", "_indexing", "_webhooks"):
-        assert getattr(registry, kind).get_all_handlers() == [], kind
-    assert len(registry._activities.get_all_handlers()) == 2  # startup settings + login
-    assert {p for _, p in WATCHED} == {
-        "nodes",
-        "pods",
-        "services",
-        "replicationcontrollers",
-        "replicasets",
-        "statefulsets",
-        "namespaces",
-        "poddisruptionbudgets",
-        "persistentvolumes",
-        "persistentvolumeclaims",
-        "storageclasses",
-        "csinodes",
-        "csidrivers",
-        "csistoragecapacities",
-        "volumeattachments",
-    }
-
-
-def _configured(settings: kopf.OperatorSettings) -> None:
-    """What the registry's startup handler does to kopf's settings, as kopf runs it at start."""
-    for handler in build_registry(lambda event_type, obj: None)._activities.get_all_handlers():
-        if handler.activity == "startup":
-            handler.fn(settings=settings)
-
-
-def test_kopf_lists_in_pages_so_a_big_cluster_is_never_parsed_at_once() -> None:
-    """kopf's default is one unpaginated LIST: 30,000 pods parsed in one piece were the peak RSS."""
-    settings = kopf.OperatorSettings()
-    assert settings.watching.chunk_size is None  # kopf's default, which the startup handler must change
-    _configured(settings)
-    assert settings.watching.chunk_size == PAGE_SIZE == 500
-    assert settings.posting.enabled is False
-
-
-def test_kopf_workers_let_go_of_an_object_half_a_second_after_its_last_event() -> None:
-    """Each kopf worker keeps its object's last event while it idles: at kopf's 5 s, a burst's pods
-    were all held twice, a sixth of the peak RSS at 500 nodes."""
-    settings = kopf.OperatorSettings()
-    assert settings.queueing.idle_timeout == 5.0  # kopf's default, which the startup handler must change
-    _configured(settings)
-    assert settings.queueing.idle_timeout == WORKER_IDLE_TIMEOUT == 0.5
-
-
-def test_cache_sync_does_not_wait_for_objects_deleted_after_the_first_list(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pod listed at start and deleted before the watch delivered it must not stall the start."""
-    from scheduler.kube import app  # noqa: PLC0415 - the module under test, patched below
-
-    lists = iter([{"node"}])
-
-    async def list_uids(_api: object) -> set[str]:
-        return set(next(lists, {"node"}))
-
-    monkeypatch.setattr(app, "_list_uids", list_uids)
-    monkeypatch.setattr(app, "RELIST_EVERY", 0.0)
-
-    # The watch delivered the node; the pod was gone before kopf listed.
-    seen = types.SimpleNamespace(seen_uids={"node"})
-
-    async def main() -> bool:
-        operator = asyncio.get_running_loop().create_future()
-        try:
-            return await asyncio.wait_for(
-                app._wait_for_sync(object(), seen, operator, asyncio.Event(), {"node", "deleted-pod"}), 5
-            )  # type: ignore[arg-type]
-        finally:
-            operator.cancel()
-
-    assert asyncio.run(main()) is True
-
-
-def test_start_up_retries_an_unreachable_api_server_until_it_answers(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """kube-scheduler's informers retry a failed list for as long as it takes: one line per failure, no traceback."""
-    from scheduler import logs  # noqa: PLC0415
-    from scheduler.kube import app  # noqa: PLC0415
-
-    failures = [ConnectionError("Cannot connect to host 127.0.0.1:1"), OSError("Unauthorized")]
-
-    async def list_uids(_api: object) -> set[str]:
-        if failures:
-            raise failures.pop(0)
-        return {"node"}
-
-    monkeypatch.setattr(app, "_list_uids", list_uids)
-    monkeypatch.setattr(app, "LIST_RETRY_INITIAL", 0.001)
-    logs.configure("text", 0)
-    try:
-        assert asyncio.run(app._first_list(object(), asyncio.Event())) == {"node"}  # type: ignore[arg-type]
-    finally:
-        structlog.reset_defaults()
-    lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 2 and all('"Failed to list the cluster; retrying"' in line for line in lines), lines
-    assert 'err="Cannot connect to host 127.0.0.1:1" attempt=1' in lines[0] and "attempt=2" in lines[1]
-
-
-def test_start_up_waiting_for_the_api_server_ends_on_stop(monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduler.kube import app  # noqa: PLC0415
-
-    async def never(_api: object) -> set[str]:
-        raise ConnectionError("refused")
-
-    monkeypatch.setattr(app, "_list_uids", never)
-
-    async def main() -> set[str] | None:
-        stop = asyncio.Event()
-        asyncio.get_running_loop().call_later(0.2, stop.set)
-        return await asyncio.wait_for(app._first_list(object(), stop), 5)  # type: ignore[arg-type]
-
-    assert asyncio.run(main()) is None
-
-
-def test_in_cluster_login_goes_where_kubernetes_service_host_points(monkeypatch: pytest.MonkeyPatch) -> None:
-    """kopf's handler would connect to kubernetes.default.svc (cluster DNS); client-go uses the env."""
-    from scheduler.kube import watch  # noqa: PLC0415
-
-    files = kopf.ConnectionInfo(server="https://kubernetes.default.svc", token="t", ca_path="/ca.crt")
-    monkeypatch.setattr(watch.kopf, "login_with_service_account", lambda **_: files)
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    info = watch.login_in_cluster()
-    assert info is not None and (info.server, info.token, info.ca_path) == ("https://10.96.0.1:443", "t", "/ca.crt")
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
-    assert (watch.login_in_cluster() or files).server == "https://[fd00::1]:443"
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
-    assert watch.login_in_cluster() is files  # not in a pod's environment: kopf's own default
-    monkeypatch.setattr(watch.kopf, "login_with_service_account", lambda **_: None)
-    assert watch.login_in_cluster() is None  # no token file: no in-cluster credentials
 
 
 class _Response:
