@@ -36,9 +36,10 @@ PAGE_SIZE = 500  # client-go's pager: a large LIST parsed a page at a time, the 
 # kube-scheduler's pod informer leaves terminal pods out (pkg/scheduler/scheduler.go, NewInformerFactory).
 NOT_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 
-# kopf logs every failed request; the informer logs each failure of a list or watch itself, once.
-log = logging.getLogger("kopf.spread-scheduler")
-logging.getLogger("kopf").setLevel(logging.CRITICAL)
+# The loggers kopf's list and watch report failed requests to. The informer logs each failure of a
+# list or watch itself, once, with client-go's words: these two stay quiet below CRITICAL.
+log = logging.getLogger("kopf.spread-scheduler.list")
+_QUIET = (log, logging.getLogger(watching.__name__))
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,8 @@ class KopfEngine(Engine):
 
     async def __aenter__(self) -> KopfEngine:
         self._closing = asyncio.get_running_loop().create_future()
+        for logger in _QUIET:
+            logger.setLevel(logging.CRITICAL)
         self._vault = Vault()
         await self._vault.populate({VaultKey("spread-scheduler"): await self._login()})
         self._reauth = asyncio.create_task(self._reauthenticate(self._vault), name="watch-login")
