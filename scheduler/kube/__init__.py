@@ -1,1 +1,1 @@
-"""The I/O layer: kopf watches and kubernetes.aio writes. The only package that imports them."""
+"""The I/O layer: the informer (kopf's list and watch) and kubernetes.aio writes. The only package that imports them."""

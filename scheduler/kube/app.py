@@ -142,7 +142,7 @@ def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
 
 
 def _handle_signals(stop: asyncio.Event) -> None:
-    """SIGTERM/SIGINT set ``stop``: the loop finishes in-flight bindings, then kopf is stopped."""
+    """SIGTERM/SIGINT set ``stop``: the loop finishes in-flight bindings, then the informer is stopped."""
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):

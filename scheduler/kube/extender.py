@@ -36,7 +36,7 @@ log = structlog.get_logger("spread-scheduler")
 
 
 def _json_default(value: object) -> object:
-    """Objects from kopf (Mapping views) and YAML (datetimes) as JSON."""
+    """Objects from the informer (Mapping views) and YAML (datetimes) as JSON."""
     if isinstance(value, Mapping):
         return dict(value)
     if isinstance(value, datetime):

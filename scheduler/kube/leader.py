@@ -1,6 +1,6 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's rules.
 
-Followers keep their caches warm (kopf watches run before and regardless of the election); only the
+Followers keep their caches warm (the informer runs before and regardless of the election); only the
 leader runs the scheduling loop. A leader that cannot renew within ``renewDeadline`` stops with
 ``LeadershipLost`` (upstream exits: "leaderelection lost"), so a restarted replica rejoins as a
 follower. A graceful stop releases the lease so a follower takes over at once.

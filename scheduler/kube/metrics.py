@@ -110,7 +110,8 @@ class SchedulerMetrics:
         self.api_requests = Counter(
             "spread_scheduler_api_requests",
             "Requests the scheduler sent to the API server (bindings, status patches, events), by outcome: "
-            "ok, outage (no connection, timeout, 5xx), throttled (429) or refused (other 4xx). Watches are kopf's.",
+            "ok, outage (no connection, timeout, 5xx), throttled (429) or refused (other 4xx); "
+            "the informer's lists and watches count their outages only.",
             ["outcome"],
             registry=self.registry,
         )

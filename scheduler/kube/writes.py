@@ -2,7 +2,7 @@
 ``status.nominatedNodeName``), Events, and preemption's: a victim's DisruptionTarget condition and
 deletion, a lower-priority pod's nomination cleared.
 
-Built on ``kubernetes.aio`` (the official client's asyncio package, on kopf's loop). API errors
+Built on ``kubernetes.aio`` (the official client's asyncio package, on the scheduler's loop). API errors
 are mapped once, here, to the few errors the core understands (``scheduler.errors``); transient
 ones (429, 5xx, connection trouble) are retried with exponential backoff by tenacity, never 404/409.
 Requests pass a token bucket so the client honours ``clientConnection.qps``/``burst``.
