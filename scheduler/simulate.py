@@ -17,10 +17,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
-import yaml
 
 from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import DEFAULT_SCHEDULER_NAME, SELECTING_KINDS, Node, Pod, PodKey
@@ -28,6 +27,7 @@ from scheduler.api.priorityclass import PriorityClass, PriorityClasses, admit_po
 from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.storage_objects import STORAGE_KINDS, key_of
+from scheduler.boundedyaml import load_all, read_text
 from scheduler.config import SchedulerConfig
 from scheduler.eventhandlers import EventHandlers
 from scheduler.framework.extender import Extender
@@ -79,14 +79,16 @@ def iter_objects(doc: object) -> Iterator[Mapping[str, Any]]:
             yield from iter_objects(item)
 
 
-def load_objects(path: str | Path) -> list[Mapping[str, Any]]:
-    """Every object of a multi-document YAML/JSON file (``kubectl get -o yaml`` output included)."""
-    return parse_objects(Path(path).read_text())
+def load_objects(path: str | Path, stdin: TextIO | None = None) -> list[Mapping[str, Any]]:
+    """Every object of a multi-document YAML/JSON file (``kubectl get -o yaml`` output included); ``-``
+    with ``stdin``: of what it holds. Raises ``ReadError`` (one line) for a file that cannot be read
+    or is not YAML within ``scheduler.boundedyaml``'s bounds."""
+    return parse_objects(read_text(path, stdin))
 
 
 def parse_objects(text: str) -> list[Mapping[str, Any]]:
-    """Every object of a multi-document YAML/JSON text."""
-    return [obj for doc in yaml.safe_load_all(text) if doc is not None for obj in iter_objects(doc)]
+    """Every object of a multi-document YAML/JSON text (``ReadError`` as ``load_objects``)."""
+    return [obj for doc in load_all(text) if doc is not None for obj in iter_objects(doc)]
 
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
