@@ -46,6 +46,9 @@ _ALIAS_RATIO_RANGE_LOW = 400_000
 _ALIAS_RATIO_RANGE_HIGH = 4_000_000
 
 
+_LIBYAML: bool = getattr(yaml, "__with_libyaml__", False)
+
+
 def _allowed_alias_ratio(decode_count: int) -> float:
     if decode_count <= _ALIAS_RATIO_RANGE_LOW:
         return 0.99
@@ -64,8 +67,13 @@ class ReadError(ValueError):
     """The bytes are not a document within bounds (or not a document at all); the message is one line."""
 
 
-def _one_line(exc: yaml.YAMLError) -> str:
+def _one_line(exc: yaml.YAMLError, text: str) -> str:
     """A PyYAML error as one line, with where it happened (its own ``str`` spans several lines)."""
+    if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.character, int):
+        # libyaml counts the position in UTF-8 bytes, PyYAML's reader in characters.
+        before = text.encode()[: exc.position] if _LIBYAML else text[: exc.position].encode()
+        line = before.count(b"\n") + 1
+        return f"line {line}: unacceptable character #x{exc.character:04x}: {exc.reason}"
     if not isinstance(exc, yaml.MarkedYAMLError):
         return " ".join(str(exc).split())
     mark = exc.problem_mark or exc.context_mark
@@ -141,7 +149,7 @@ class _BoundedComposer(Composer):
             raise ComposerError(None, None, "document contains excessive aliasing", mark)
 
 
-if getattr(yaml, "__with_libyaml__", False):
+if _LIBYAML:
     # libyaml scans and parses: several times faster than PyYAML's pure-Python scanner, which bounds
     # the time the largest accepted file takes; the events still reach our composer.
     from yaml._yaml import CParser as _Parser
@@ -207,7 +215,7 @@ def _load(text: str, loader: type[BoundedLoader], read: Callable[[BoundedLoader]
     try:
         return read(instance)
     except yaml.YAMLError as exc:
-        raise ReadError(_one_line(exc)) from exc
+        raise ReadError(_one_line(exc, text)) from exc
     finally:
         instance.dispose()
 

@@ -111,3 +111,10 @@ class TestReadText:
         monkeypatch.setattr(boundedyaml, "MAX_BYTES", 4)
         with pytest.raises(ReadError, match="larger than the limit"):
             read_text("-", io.StringIO("kind: Node\n"))
+
+
+def test_a_control_character_is_one_line_with_its_line() -> None:
+    with pytest.raises(ReadError, match=r"^line 2: unacceptable character #x0000: control characters are not allowed$"):
+        load_all("a: 1\nb: \x00\n")
+    with pytest.raises(ReadError, match=r"^line 51: unacceptable character"):
+        load_all("- é\n" * 50 + "- \x00\n")
