@@ -24,6 +24,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_DOCUMENTS",
     "BoundedLoader",
+    "PureBoundedLoader",
     "ReadError",
     "load_all",
     "load_single",
@@ -67,11 +68,11 @@ class ReadError(ValueError):
     """The bytes are not a document within bounds (or not a document at all); the message is one line."""
 
 
-def _one_line(exc: yaml.YAMLError, text: str) -> str:
+def _one_line(exc: yaml.YAMLError, text: str, *, in_characters: bool) -> str:
     """A PyYAML error as one line, with where it happened (its own ``str`` spans several lines)."""
     if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.character, int):
         # libyaml counts the position in UTF-8 bytes, PyYAML's reader in characters.
-        before = text.encode()[: exc.position] if _LIBYAML else text[: exc.position].encode()
+        before = text[: exc.position].encode() if in_characters else text.encode()[: exc.position]
         line = before.count(b"\n") + 1
         return f"line {line}: unacceptable character #x{exc.character:04x}: {exc.reason}"
     if not isinstance(exc, yaml.MarkedYAMLError):
@@ -149,39 +150,55 @@ class _BoundedComposer(Composer):
             raise ComposerError(None, None, "document contains excessive aliasing", mark)
 
 
+class _SafeConstructor(yaml.constructor.SafeConstructor):
+    """SafeConstructor whose every failure is a ConstructorError at the node: a scalar its type
+    cannot hold (an int of more digits than Python converts, a date such as 2001-02-30, ``!!int
+    12x``) raises ValueError from inside PyYAML, which would otherwise escape as a traceback."""
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(None, None, str(exc), node.start_mark) from exc
+
+
+class PureBoundedLoader(
+    _BoundedComposer,
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    _SafeConstructor,
+    yaml.resolver.Resolver,
+):
+    """The bounded loader on PyYAML's pure-Python scanner and parser (PyYAML built without libyaml)."""
+
+    def __init__(self, stream: str | bytes) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        _BoundedComposer.__init__(self)
+        _SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+
 if _LIBYAML:
     # libyaml scans and parses: several times faster than PyYAML's pure-Python scanner, which bounds
     # the time the largest accepted file takes; the events still reach our composer.
     from yaml._yaml import CParser as _Parser
 
-    class BoundedLoader(_BoundedComposer, _Parser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+    class BoundedLoader(_BoundedComposer, _Parser, _SafeConstructor, yaml.resolver.Resolver):
         """SafeLoader's documents, composed within bounds."""
 
         def __init__(self, stream: str | bytes) -> None:
             _Parser.__init__(self, stream)
             _BoundedComposer.__init__(self)
-            yaml.constructor.SafeConstructor.__init__(self)
+            _SafeConstructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
 
 else:  # pragma: no cover - PyYAML built without libyaml
 
-    class BoundedLoader(  # type: ignore[no-redef]
-        _BoundedComposer,
-        yaml.reader.Reader,
-        yaml.scanner.Scanner,
-        yaml.parser.Parser,
-        yaml.constructor.SafeConstructor,
-        yaml.resolver.Resolver,
-    ):
+    class BoundedLoader(PureBoundedLoader):  # type: ignore[no-redef]
         """SafeLoader's documents, composed within bounds."""
-
-        def __init__(self, stream: str | bytes) -> None:
-            yaml.reader.Reader.__init__(self, stream)
-            yaml.scanner.Scanner.__init__(self)
-            yaml.parser.Parser.__init__(self)
-            _BoundedComposer.__init__(self)
-            yaml.constructor.SafeConstructor.__init__(self)
-            yaml.resolver.Resolver.__init__(self)
 
 
 def read_text(path: str | Path, stdin: TextIO | None = None) -> str:
@@ -209,15 +226,17 @@ def read_text(path: str | Path, stdin: TextIO | None = None) -> str:
 
 
 def _load(text: str, loader: type[BoundedLoader], read: Callable[[BoundedLoader], Any]) -> Any:
+    """``read`` run on a ``loader`` of ``text``; every problem one ``ReadError`` line."""
     if len(text) > MAX_BYTES:  # text handed in by a caller, not read here
         raise _too_large()
-    instance = loader(text)
     try:
-        return read(instance)
+        instance = loader(text)  # PyYAML's own reader checks the characters here already
+        try:
+            return read(instance)
+        finally:
+            instance.dispose()
     except yaml.YAMLError as exc:
-        raise ReadError(_one_line(exc, text)) from exc
-    finally:
-        instance.dispose()
+        raise ReadError(_one_line(exc, text, in_characters=issubclass(loader, yaml.reader.Reader))) from exc
 
 
 def load_all(text: str, loader: type[BoundedLoader] = BoundedLoader) -> list[Any]:

@@ -69,6 +69,11 @@ DUMPS = {
     "alias-to-itself": ("kind: List\nitems: &x [*x]\n", ["line 2", "contains itself"]),
     "nesting-10000-flow": ("[" * 10_000 + "]" * 10_000, ["line 1", "depth"]),
     "nesting-10000-block": ("- " * 10_000 + "x\n", ["line 1", "depth"]),
+    # A plain scalar YAML resolves to a type that cannot hold it: PyYAML raises ValueError.
+    "impossible-date": (
+        "kind: List\nitems:\n- kind: Pod\n  metadata: {name: p, creationTimestamp: 2001-02-30}\n",
+        ["line 4", "day is out of range for month"],
+    ),
 }
 
 
@@ -122,6 +127,7 @@ CONFIGS = {
     "alias-to-itself": ("profiles: &p [{pluginConfig: *p}]\n", ["line 1", "contains itself"]),
     "nesting-10000-flow": ("profiles: " + "[" * 10_000 + "]" * 10_000, ["line 1", "depth"]),
     "nesting-10000-block": ("profiles:\n" + "- " * 10_000 + "x\n", ["line 2", "depth"]),
+    "int-past-pythons-digits": ("percentageOfNodesToScore: " + "1" * 5000 + "\n", ["line 1", "4300 digits"]),
 }
 
 
