@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO, TypeVar
 
 import yaml
 from yaml.composer import Composer, ComposerError
@@ -252,12 +252,16 @@ def load_all(text: str, loader: type[BoundedLoader] = BoundedLoader) -> list[Any
     return result
 
 
-def load_single(text: str, loader: type[BoundedLoader] = BoundedLoader) -> tuple[Any, BoundedLoader]:
-    """The one document of a YAML/JSON text (None if empty), within bounds, and the loader that read
-    it (a subclass may have recorded what it saw)."""
-    holder: list[BoundedLoader] = []
+_Loader = TypeVar("_Loader", bound=BoundedLoader)
+
+
+def load_single(text: str, loader: type[_Loader]) -> tuple[Any, _Loader]:
+    """The one document of a YAML/JSON text (None if empty), within bounds, and the ``loader`` that
+    read it (a subclass may have recorded what it saw)."""
+    holder: list[_Loader] = []
 
     def read(instance: BoundedLoader) -> Any:
+        assert isinstance(instance, loader)
         holder.append(instance)
         return instance.get_single_data()
 

@@ -98,8 +98,8 @@ def test_a_syntax_error_is_one_line_with_its_place_and_context(loader: type[Boun
 
 def test_load_single_refuses_a_second_document_in_one_line() -> None:
     with pytest.raises(ReadError, match=r"^line 2, column 1: but found another document \(expected a single"):
-        load_single("a: 1\n---\nb: 2\n")
-    assert load_single("")[0] is None
+        load_single("a: 1\n---\nb: 2\n", BoundedLoader)
+    assert load_single("", BoundedLoader)[0] is None
 
 
 class TestReadText:

@@ -267,7 +267,6 @@ def load_yaml_strict(text: str) -> tuple[object, list[str]]:
     not a document within ``scheduler.boundedyaml``'s bounds.
     """
     doc, loader = load_single(text, _StrictLoader)
-    assert isinstance(loader, _StrictLoader)
     if not loader.duplicates:
         return doc, []
     return doc, ["yaml: unmarshal errors:\n  " + "\n  ".join(msg for _, msg in sorted(loader.duplicates))]
