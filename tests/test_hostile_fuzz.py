@@ -14,6 +14,7 @@ New documents in every run: ``SPREAD_FUZZ_SEED`` (printed in pytest's header) re
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 import random
@@ -31,6 +32,7 @@ from tests.test_hostile_input import EXAMPLE, ROOT, spread_scheduler
 EXAMPLES = int(os.environ.get("SPREAD_HOSTILE_FUZZ_EXAMPLES", "10"))
 DUMPS = [ROOT / "examples" / name for name in ("two-zones.yaml", "preemption.yaml", "selector-spread.yaml")]
 CONFIG = ROOT / "examples" / "selector-spread-config.yaml"
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's: the huge scalars dump fast
 # A configuration with every section the parser reads, for the mutations to reach each of them.
 FULL_CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -151,7 +153,7 @@ def _dump_with_raw(documents: list[Any]) -> str:
             return [collect(v) for v in value]
         return value
 
-    text = yaml.safe_dump_all([collect(d) for d in documents], default_flow_style=True, width=10**9)
+    text = yaml.dump_all([collect(d) for d in documents], Dumper=DUMPER, default_flow_style=True, width=10**9)
     for i, fragment in enumerate(_RAWS):
         text = text.replace(f"'@@RAW{i}@@'", fragment).replace(f"@@RAW{i}@@", fragment)
     return text
@@ -169,7 +171,7 @@ def _set(document: Any, path: tuple[Any, ...], value: Any) -> Any:
 
 def _mutated(rng: random.Random, documents: list[Any], mutations: int) -> str:
     """``documents`` with ``mutations`` fields (at any depth) replaced by junk, deleted or huge."""
-    documents = yaml.safe_load(yaml.safe_dump(documents))  # a deep copy
+    documents = copy.deepcopy(documents)
     for _ in range(mutations):
         i = rng.randrange(len(documents))
         path = rng.choice(_paths(documents[i]))
