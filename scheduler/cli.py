@@ -9,14 +9,13 @@ import sys
 from collections.abc import Sequence
 
 import structlog
-import yaml
 
 from scheduler import __version__, logs
+from scheduler.boundedyaml import ReadError
 from scheduler.config import ConfigError, load_config
 from scheduler.simulate import (
     Simulation,
     load_objects,
-    parse_objects,
     rename_scheduler,
     render_table,
     replay_objects,
@@ -50,8 +49,8 @@ def _simulate(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     source = "stdin" if args.file == "-" else args.file
     try:
-        objects = parse_objects(sys.stdin.read()) if args.file == "-" else load_objects(args.file)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        objects = load_objects(args.file, sys.stdin)
+    except ReadError as exc:
         print(f"spread-scheduler: cannot read {source}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not objects:
@@ -184,7 +183,7 @@ def _skew(args: argparse.Namespace) -> int:
     if args.file is not None:
         try:
             objects = load_objects(args.file)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        except ReadError as exc:
             print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
             return 2
     else:

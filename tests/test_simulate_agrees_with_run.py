@@ -23,7 +23,9 @@ from scheduler.backend.cache.cache import Cache
 from scheduler.config import SchedulerConfig, load_config, parse_config
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.scheduler import Scheduler
-from scheduler.simulate import MemoryPreemption, MemoryVolumeBinder, Simulation, load_objects
+from scheduler.simulate.dump import load_objects
+from scheduler.simulate.simulation import Simulation
+from scheduler.simulate.writers import MemoryPreemption, MemoryVolumeBinder
 from tests.differential import generator
 from tests.fakes import FakeBinder, FakeClock, FakeRecorder
 

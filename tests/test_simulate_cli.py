@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from scheduler.cli import main
-from scheduler.simulate import rank_nodes
+from scheduler.simulate.json_output import rank_nodes
 from scheduler.testing import make_node, make_pod
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "two-zones.yaml"

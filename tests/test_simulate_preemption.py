@@ -13,7 +13,10 @@ from scheduler.cli import main
 from scheduler.config import load_config, parse_config
 from scheduler.framework.status import Code, Status
 from scheduler.schedule_one import Attempt
-from scheduler.simulate import Simulation, attempt_to_json, load_objects, render_table
+from scheduler.simulate.dump import load_objects
+from scheduler.simulate.json_output import attempt_to_json
+from scheduler.simulate.simulation import Simulation
+from scheduler.simulate.table import render_table
 from scheduler.testing import make_node, make_pod
 
 EXAMPLES = Path(__file__).parent.parent / "examples"

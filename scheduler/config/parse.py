@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from scheduler.boundedyaml import ReadError, read_text
 from scheduler.config.extenders import ExtenderConfigError, check_tls, parse_extenders
 from scheduler.config.scheme import ArgsKindError, load_yaml_strict, strict_errors
 from scheduler.config.types import (
@@ -293,8 +292,8 @@ def load_config(path: str | Path | None) -> SchedulerConfig:
     if path is None:
         return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"})
     try:
-        doc, duplicates = load_yaml_strict(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        doc, duplicates = load_yaml_strict(read_text(path))
+    except ReadError as exc:
         raise ConfigError(f"{path}: cannot read configuration: {exc}") from exc
     return parse_config(doc, str(path), duplicates=duplicates)
 

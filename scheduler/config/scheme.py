@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from scheduler.boundedyaml import BoundedLoader, load_single
 from scheduler.plugins import names
 from scheduler.plugins.registry import REGISTRY
 
@@ -236,10 +237,10 @@ def strict_errors(doc: object) -> list[str]:
     return errors + _args_errors(doc)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that records each repeated mapping key, as go-yaml's strict mode reports it."""
+class _StrictLoader(BoundedLoader):
+    """The bounded SafeLoader, recording each repeated mapping key as go-yaml's strict mode reports it."""
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str | bytes) -> None:
         super().__init__(stream)
         self.duplicates: list[tuple[int, str]] = []
 
@@ -262,13 +263,10 @@ def load_yaml_strict(text: str) -> tuple[object, list[str]]:
     """The document (the last value of a repeated key wins, as in YAMLToJSON) and the duplicate-key errors.
 
     The errors come as one entry, as ``YAMLToJSONStrict`` returns them: ``yaml: unmarshal errors:``
-    followed by one indented line per repeated key.
+    followed by one indented line per repeated key. Raises ``ReadError`` (one line) for YAML that is
+    not a document within ``scheduler.boundedyaml``'s bounds.
     """
-    loader = _StrictLoader(text)
-    try:
-        doc = loader.get_single_data()
-    finally:
-        loader.dispose()
+    doc, loader = load_single(text, _StrictLoader)
     if not loader.duplicates:
         return doc, []
     return doc, ["yaml: unmarshal errors:\n  " + "\n  ".join(msg for _, msg in sorted(loader.duplicates))]

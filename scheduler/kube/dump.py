@@ -14,6 +14,7 @@ import aiohttp
 from kubernetes.aio import client
 from kubernetes.aio.client.exceptions import ApiException
 
+from scheduler.boundedyaml import MAX_BYTES
 from scheduler.config import SchedulerConfig
 from scheduler.kube.client import KubeconfigError, api_client
 
@@ -49,10 +50,67 @@ _STORAGE_LISTS = (
 _OPTIONAL_STATUSES = (403, 404)
 
 
+# kubectl's default --chunk-size (k8s.io/kubectl/pkg/cmd/get): each response stays small, whatever
+# the cluster's size.
+PAGE_SIZE = 500
+# A page of PAGE_SIZE objects is far smaller; a server answering more is refused, not buffered.
+MAX_PAGE_BYTES = MAX_BYTES
+
+
+async def _read_body(response: Any, kind: str) -> bytes:
+    """A list response's body, read at most ``MAX_PAGE_BYTES`` (RuntimeError past that)."""
+    body = bytearray()
+    async for chunk in response.content.iter_any():
+        body += chunk
+        if len(body) > MAX_PAGE_BYTES:
+            raise RuntimeError(f"listing {kind}: HTTP {response.status}: response larger than {MAX_PAGE_BYTES} bytes")
+    return bytes(body)
+
+
+def _parse_page(body: bytes, kind: str, status: int) -> dict[str, Any]:
+    """The response's JSON object; RuntimeError (one line) for a body that is not JSON, is nested
+    past the parser's stack, or is not an object."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise RuntimeError(f"listing {kind}: HTTP {status}: the response is not JSON: {reason}") from exc
+    if not isinstance(data, dict):
+        raise RuntimeError(f"listing {kind}: HTTP {status}: the response is not a JSON object")
+    return data
+
+
+async def _list_all(method: Any, kind: str, optional: bool) -> list[dict[str, Any]] | None:
+    """Every object of one kind, page by page (``limit``/``continue``); None when ``optional`` and
+    the caller may not list it (or the server does not serve it)."""
+    items: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        response = await method(limit=PAGE_SIZE, _continue=token)
+        try:
+            body = await _read_body(response, kind)
+        finally:
+            response.release()
+        if optional and response.status in _OPTIONAL_STATUSES:
+            return None
+        data = _parse_page(body, kind, response.status)
+        if response.status != 200:
+            raise RuntimeError(f"listing {kind}: HTTP {response.status}: {data.get('message')}")
+        page = data.get("items")
+        if not isinstance(page, list | None) or not all(isinstance(item, dict) for item in page or ()):
+            raise RuntimeError(f"listing {kind}: items is not a list of objects")
+        items += [{**item, "kind": kind} for item in page or ()]
+        metadata = data.get("metadata")
+        token = metadata.get("continue") if isinstance(metadata, dict) else None
+        if not token or not isinstance(token, str):
+            return items
+
+
 async def list_cluster_objects(api: client.ApiClient, *, preemption: bool = False) -> list[dict[str, Any]]:
     """Nodes, Namespaces, Pods, the objects default spreading reads and the storage objects the
     caller may list, each with its ``kind`` set; with ``preemption``, also the PodDisruptionBudgets
-    and PriorityClasses the caller may list."""
+    and PriorityClasses the caller may list. Each response is bounded (``PAGE_SIZE`` objects,
+    ``MAX_PAGE_BYTES``); a malformed one is a RuntimeError naming the kind."""
     apis = {
         "core": client.CoreV1Api(api),
         "apps": client.AppsV1Api(api),
@@ -65,16 +123,8 @@ async def list_cluster_objects(api: client.ApiClient, *, preemption: bool = Fals
     if preemption:
         lists += [(*entry, True) for entry in _PREEMPTION_LISTS]
     for kind, method, group, optional in lists:
-        response = await getattr(apis[group], method)()
-        try:
-            data = json.loads(await response.read())
-        finally:
-            response.release()
-        if optional and response.status in _OPTIONAL_STATUSES:
-            continue
-        if response.status != 200:
-            raise RuntimeError(f"listing {kind}: HTTP {response.status}: {data.get('message')}")
-        objects += [{**item, "kind": kind} for item in data.get("items", [])]
+        listed = await _list_all(getattr(apis[group], method), kind, optional)
+        objects += listed or []
     return objects
 
 

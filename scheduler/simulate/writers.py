@@ -1,0 +1,152 @@
+"""The writers of a dry run: the Binder, Recorder, VolumeBinding's PreBind and the preemption sink,
+keeping in memory what the live scheduler would write to the API server."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.api.objects import Pod, PodKey
+from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
+from scheduler.eventhandlers import EventHandlers
+from scheduler.framework.interface import PodNominator
+from scheduler.framework.status import Status
+
+
+class MemoryBinder:
+    """The Binder of a dry run: remembers each Binding instead of posting it."""
+
+    def __init__(self) -> None:
+        self.bindings: dict[PodKey, str] = {}
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        self.bindings[pod.key] = node_name
+
+
+class MemoryVolumeBinder:
+    """VolumeBinding's PreBind in a dry run: the writes are remembered and applied to the cache at
+    once, as if the PV controller (and, for a claim to provision, a provisioner creating a PV on the
+    selected node) had answered: each claim ends bound, so the next pods see the volumes taken."""
+
+    def __init__(self, handlers: EventHandlers) -> None:
+        self._handlers = handlers
+        # Each pod's writes, in order: "bind PV <pv> -> <claim>", "select node <claim> -> <node>".
+        self.by_pod: dict[PodKey, list[str]] = {}
+
+    async def bind_pod_volumes(
+        self,
+        pod: Pod,
+        node_name: str,
+        bindings: Sequence[tuple[PersistentVolumeClaim, PersistentVolume]],
+        provisions: Sequence[PersistentVolumeClaim],
+        timeout: float,
+    ) -> None:
+        done = self.by_pod.setdefault(pod.key, [])
+        for claim, pv in bindings:
+            done.append(f"bind PV {pv.name} -> {claim.key}")
+            self._apply(pv.raw, {"phase": "Bound"})
+            self._bind_claim(claim, pv.name)
+        for claim in provisions:
+            done.append(f"select node {claim.key} -> {node_name}")
+            name = f"pvc-{claim.uid or claim.namespace + '-' + claim.name}"
+            spec: dict[str, Any] = {
+                "capacity": {"storage": _requested_storage(claim)},
+                "accessModes": sorted(claim.access_modes),
+                "storageClassName": claim.storage_class,
+                "claimRef": {"namespace": claim.namespace, "name": claim.name, "uid": claim.uid},
+            }
+            hostname = self._hostname(node_name)
+            if hostname is not None:  # a node without the label: a PV any node can use
+                expr = {"key": HOSTNAME_LABEL, "operator": "In", "values": [hostname]}
+                spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
+            self._apply({"kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}, {"phase": "Bound"})
+            self._bind_claim(claim, name)
+
+    def _hostname(self, node_name: str) -> str | None:
+        """The node's hostname label, which a local provisioner pins its PV to (not the node's name:
+        the two may differ)."""
+        info = self._handlers.cache.get(node_name)
+        return None if info is None else info.node.labels.get(HOSTNAME_LABEL)
+
+    def _bind_claim(self, claim: PersistentVolumeClaim, volume: str) -> None:
+        raw = dict(claim.raw)
+        meta = dict(raw.get("metadata") or {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), "pv.kubernetes.io/bind-completed": "yes"}
+        spec = {**(raw.get("spec") or {}), "volumeName": volume}
+        self._apply({**raw, "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}, {"phase": "Bound"})
+
+    def _apply(self, raw: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        obj = {**raw, "status": status}
+        meta = dict(obj.get("metadata") or {})
+        meta.pop("resourceVersion", None)
+        obj["metadata"] = meta
+        self._handlers.on_storage_object("MODIFIED", obj)
+
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _requested_storage(claim: PersistentVolumeClaim) -> str:
+    spec = claim.raw.get("spec")
+    resources = spec.get("resources") if isinstance(spec, Mapping) else None
+    requests = resources.get("requests") if isinstance(resources, Mapping) else None
+    value = requests.get("storage") if isinstance(requests, Mapping) else None
+    return str(value) if value is not None else "0"
+
+
+class MemoryRecorder:
+    """The Recorder of a dry run: keeps the conditions and Events the scheduler would write."""
+
+    def __init__(self) -> None:
+        self.conditions: dict[PodKey, tuple[str, str]] = {}
+        self.nominations: dict[PodKey, str] = {}  # status.nominatedNodeName writes ("": cleared)
+        self.events: list[tuple[PodKey, str, str, str]] = []  # (pod, type, reason, note)
+
+    async def set_unschedulable(
+        self, pod: Pod, reason: str, message: str, nominated_node_name: str | None = None
+    ) -> None:
+        self.conditions[pod.key] = (reason, message)
+        if nominated_node_name is not None:
+            self.nominations[pod.key] = nominated_node_name
+
+    async def event(
+        self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
+    ) -> None:
+        self.events.append((pod.key, event_type, reason, note))
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """One decision to carry out: ``victims`` leave, the pods of lower priority nominated to ``node``
+    lose their nomination (upstream's ``prepareCandidate``), and ``preemptor`` is nominated there."""
+
+    preemptor: Pod
+    node: str
+    victims: tuple[Pod, ...]
+    lower_nominated: tuple[Pod, ...] = ()
+
+
+class MemoryPreemption:
+    """The PreemptionSink of a dry run: remembers each decision (preemptor -> node and victims) and
+    keeps it for ``Simulation`` to carry out after the round, as the watch would report the writes."""
+
+    def __init__(self, nominator: PodNominator | None = None) -> None:
+        self.decisions: dict[PodKey, tuple[str, list[PodKey]]] = {}
+        self.nominator = nominator
+        self.pending: list[Preemption] = []
+
+    def prepare_candidate(self, preemptor: Pod, node_name: str, victims: Sequence[Pod]) -> Status | None:
+        self.decisions[preemptor.key] = (node_name, [v.key for v in victims])
+        nominated = self.nominator.nominated_pods_for_node(node_name) if self.nominator is not None else ()
+        lower = tuple(p for p in nominated if p.priority < preemptor.priority)  # getLowerPriorityNominatedPods
+        self.pending.append(Preemption(preemptor, node_name, tuple(victims), lower))
+        return None
+
+    def is_pod_running_preemption(self, pod: Pod) -> bool:
+        return False  # decisions are carried out between rounds, before any retry of the preemptor
+
+    def take(self) -> list[Preemption]:
+        """The decisions not carried out yet, oldest first; they are forgotten here."""
+        pending, self.pending = self.pending, []
+        return pending
