@@ -73,7 +73,7 @@ class RateLimiter:
             if self._tokens < 1:
                 await asyncio.sleep((1 - self._tokens) / self.qps)
                 # Count the time actually slept: a busy loop wakes us late, and those tokens are
-                # owed (setting the bucket to one token lost them: 45 pods/s at QPS 50).
+                # owed (setting the bucket to one token lost them and the QPS was not reached).
                 self._refill()
             self._tokens -= 1
 
@@ -169,13 +169,13 @@ class FencedRequest(aiohttp.ClientRequest):
     it on waking: ``send`` runs right after the connection is handed over, in the same step of the
     event loop, and a request without a body goes out from there. A request with a body leaves in a
     task of its own, a step later: aiohttp holds the headers back to send them with the body. A
-    process paused in between (found by e2e/test_leader_election.py: 4 Bindings of 200 sent after
-    the takeover) would send it on waking. So ``write_bytes`` asks again right before the first
+    process paused in between (found by e2e/test_leader_election.py: Bindings sent after the
+    takeover) would send it on waking. So ``write_bytes`` asks again right before the first
     byte; if it says no, the held-back headers are dropped with the connection and nothing is sent.
     (A pause after this check remains possible: a few microseconds of CPU, not a loop step.)
     Other tasks, such as the lease renewals and the watches, see the default fence and are never
-    fenced. (These checks were connection hooks of an ``aiohttp.TraceConfig``; a trace costs every
-    request a dozen awaited signals, 1 % of the scheduler's CPU in the end-to-end benchmark.)"""
+    fenced. (Not connection hooks of an ``aiohttp.TraceConfig``: a trace costs every request a dozen
+    awaited signals; docs/benchmarks.md.)"""
 
     async def send(self, conn: Connection) -> aiohttp.ClientResponse:
         if not _FENCE.get()():
@@ -208,7 +208,7 @@ async def _call(
     5xx: the cache is re-listed once the server is back), ``throttled`` (429) or ``refused`` (other
     4xx); the counts are how the fault tests prove bounded retries.
 
-    The first try goes without tenacity: its retry loop costs 19 us a request and a dozen objects in
+    The first try goes without tenacity: its retry loop costs CPU per request and a dozen objects in
     reference cycles (a ``concurrent.futures.Future`` with its lock and condition for every outcome),
     left to the garbage collector, for two writes a pod that nearly always succeed. Once a try has
     failed transiently, tenacity runs the rest from that outcome as its own first attempt: the same
