@@ -29,7 +29,6 @@ from bench.workloads import UNMEASURED, WORKLOADS
 from e2e.cluster import ensure_tool
 from scheduler.api.objects import Pod
 from scheduler.config import parse_config, upstream_config
-from scheduler.kube.gc_policy import GC_THRESHOLDS
 from scheduler.simulate import Simulation
 
 PROFILE = upstream_config()
@@ -239,7 +238,6 @@ def _schedule(sim: Simulation, pod: Pod) -> int:
 
 
 def main() -> int:
-    gc.set_threshold(*GC_THRESHOLDS)  # the scheduler process's collector policy (scheduler/kube/gc_policy.py)
     parser = argparse.ArgumentParser(prog="python -m bench.inprocess", description=__doc__)
     parser.add_argument("--nodes", type=int, nargs="+", default=[500, 1000, 5000])
     parser.add_argument(

@@ -24,11 +24,11 @@ async def send(
     """One request through the client's configured session (TLS, auth); the aiohttp response.
 
     Not the generated API classes: their methods validate every argument with pydantic, and building
-    those validators when ``CoreV1Api`` is instantiated took 25 MB of the process's memory (a
-    seventh of its peak at 500 nodes) for the two LISTs the cache's sync and resync make. Nor the
-    client's ``param_serialize``: a generic walk of the body and headers, 2 % of our CPU end to end
-    for the writes. What matters is here: the URL, the headers and the bearer token (asked of the
-    configuration per request, so a refreshed token is used, as the client does).
+    those validators when ``CoreV1Api`` is instantiated costs a large share of the process's memory
+    for the two LISTs the cache's sync and resync make. Nor the client's ``param_serialize``: a
+    generic walk of the body and headers for every write (figures in docs/benchmarks.md). What
+    matters is here: the URL, the headers and the bearer token (asked of the configuration per
+    request, so a refreshed token is used, as the client does).
     """
     url = api.configuration.host + expand(path, params)
     if query:

@@ -16,10 +16,14 @@ TLS_READ_BUFFER = 64 * 1024
 def use_small_tls_read_buffers(size: int = TLS_READ_BUFFER) -> None:
     """Make every TLS connection opened from now on read into ``size`` bytes instead of 256 KiB.
 
-    The scheduler holds one watch per resource kind open over HTTP/1.1, as kopf does, and up to
-    ``WRITE_CONNECTIONS`` for writes: when they were 33 in all, their buffers at 256 KiB each were
-    8 MiB, 5.5 MB of the peak RSS at 500 nodes (147 vs 152.8 MB, two runs each). kube-scheduler multiplexes
-    everything over one HTTP/2 connection. ``max_size`` is a plain class attribute of the stdlib's
-    protocol; the unit tests fail if a Python release stops reading it.
+    Kept for a measured reason: the process holds a watch per resource kind over HTTP/1.1 and up to
+    ``WRITE_CONNECTIONS`` writes, each connection with its own buffer, and its peak RSS end to end
+    is lower by about their difference with this than without (docs/benchmarks.md, "Why the I/O
+    layer is shaped as it is"). kube-scheduler multiplexes everything over one HTTP/2 connection.
+
+    Process-wide because asyncio takes the size from this class attribute in ``SSLProtocol``'s
+    constructor, with no per-connection parameter; every TLS connection of this process is its own
+    to the API server (watches, lists, writes, delegated auth), an extender or its secure port, so it
+    is in effect scoped to ours. The unit tests fail if a Python release stops reading it.
     """
     asyncio.sslproto.SSLProtocol.max_size = size

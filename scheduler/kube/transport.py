@@ -1,11 +1,11 @@
 """The writes' own keep-alive HTTP/1.1 connections to the API server (client-go's transport, for us).
 
-A Binding and a Scheduled event per pod are most of what the scheduler sends. Through the
-client's aiohttp session one such request cost 254 us of our CPU (cookie jar, payload registry,
-header multidicts, a timer and a writer task per request); written here on a plain
-``asyncio.Protocol`` over the same TLS context, 140 us (``python -m bench.http_writes``, medians of 3).
-Reads, watches and anything behind a proxy stay on the client's session: ``for_client`` says None
-when a proxy is configured.
+A Binding and a Scheduled event per pod are most of what the scheduler sends, and written here on a
+plain ``asyncio.Protocol`` over the client's TLS context a write costs about half the CPU it costs
+through the client's aiohttp session (cookie jar, payload registry, header multidicts, a timer and a
+writer task per request): ``python -m bench.http_writes``, figures in docs/benchmarks.md. Reads,
+watches and anything behind a proxy stay on the client's session: ``for_client`` says None when a
+proxy is configured.
 
 What a write needs and nothing more: a bounded pool (``WRITE_CONNECTIONS``), one request at a time
 per connection, a body by Content-Length or chunks, one deadline for the whole request as the client
@@ -13,12 +13,20 @@ had (300 s), and a check (``may_send``) asked right before the request's bytes a
 socket, in the same step of the event loop, so a process paused while it waited for a connection
 never sends after waking. A connection whose request failed, timed out or was cancelled is closed,
 never reused: its next bytes could belong to the wrong request.
+
+Hand-written protocol code reads outside bytes, so it is strict where Go's ``net/http`` is (the
+client kube-scheduler uses): chunk sizes of 1-16 hex digits, one Content-Length, ``chunked`` as the
+only transfer coding, a bounded head and body; anything else fails the request with
+``MalformedResponseError`` and drops the connection. What we send is checked too: a header name or
+value that would split the request (CR, LF, NUL) is refused before a connection is asked for.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+import socket
 import ssl
 from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
@@ -26,6 +34,8 @@ from urllib.parse import urlsplit
 from kubernetes.aio import client
 
 __all__ = [
+    "CONNECT_TIMEOUT",
+    "MAX_BODY",
     "PROXY_VARIABLES",
     "REQUEST_TIMEOUT",
     "WRITE_CONNECTIONS",
@@ -35,18 +45,27 @@ __all__ = [
     "parse_response",
 ]
 
-# HTTP/1.1 carries one request per connection at a time, and each new connection costs a TLS
-# handshake on both sides (kube-scheduler multiplexes over one HTTP/2 connection). A pool of 100 (the
-# client's default) opened a connection for nearly every Binding of a burst through aiohttp: 3 % of
-# the scheduler's CPU went to handshakes. Ours are kept open, so a pool costs its handshakes once.
-# With 16, a 1,000-pod burst at 500 nodes queued up to 800 binding cycles here, each holding its
-# cycle's state (peak RSS 118-128 MB, seven runs); with 64, 100-290 (110-116 MB, six runs), the
-# same rate (190-211 pods/s either way: the control plane's CPU is the limit); 128 and 256 were no
-# better. The API server then holds the queue, as it holds kube-scheduler's HTTP/2 streams.
+# HTTP/1.1 carries one request per connection at a time and each new one costs a TLS handshake on
+# both sides (kube-scheduler multiplexes over one HTTP/2 connection); kept open, a pool pays its
+# handshakes once. 64 lets a burst's binding cycles wait at the API server rather than queue here
+# holding their cycle's state, which cost memory at 16; more did not raise the rate (docs/benchmarks.md).
 WRITE_CONNECTIONS = 64
 REQUEST_TIMEOUT = 300.0  # the client's own default for a request without _request_timeout (5 minutes)
+CONNECT_TIMEOUT = 30.0  # client-go's dialer (transport/cache.go: net.Dialer{Timeout: 30 * time.Second})
+TLS_HANDSHAKE_TIMEOUT = 10.0  # client-go's http.Transport (transport/cache.go: TLSHandshakeTimeout)
+# client-go's dialer sets KeepAlive: 30 * time.Second, which Go makes the idle time before the first
+# probe; the interval and count are Go's defaults (net/dial.go: 15 s, 9 probes).
+KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT = 30, 15, 9
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
-_MAX_HEAD = 64 * 1024  # a response head larger than this is not an API server's
+_MAX_HEAD = 64 * 1024  # a response head (or a chunked body's trailers) larger than this is not an API server's
+# A body's bytes on the wire (chunk framing included): a write's reply is one object or a Status, a
+# few KiB; the cap only bounds what a broken or hostile server can make us hold.
+MAX_BODY = 64 * 1024 * 1024
+_MAX_CHUNK_LINE = 4096  # Go's net/http/internal/chunked.go maxLineLength: a size and its extension
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 section 5.6.2: a field name is a token
+_SPLITS_A_FIELD = re.compile(r"[\r\n\x00]")  # RFC 9110 section 5.5: never in a field value
+_NOT_IN_TARGET = re.compile(r"[\x00-\x20\x7f-\uffff]")  # a request target is visible ASCII (RFC 9112 3.2)
 
 
 class MalformedResponseError(ConnectionError):
@@ -73,8 +92,9 @@ class Reply:
 def parse_response(buffer: bytes | bytearray, eof: bool = False) -> tuple[int, dict[str, str], bytes, int] | None:
     """The first complete response in ``buffer``: (status, headers, body, bytes used), or None if
     more bytes are needed. ``eof``: the server closed the connection, so a body with neither a
-    length nor chunks ends here. Informational (1xx) responses are skipped. Raises
-    ``MalformedResponseError`` for anything else."""
+    length nor chunks ends here. Informational (1xx) responses are skipped. Header names are in lower
+    case; a repeated field's values are joined by ", " in order (RFC 9110 section 5.3). Raises
+    ``MalformedResponseError`` for anything else, as soon as the bytes show it."""
     start = 0
     while True:
         end = buffer.find(b"\r\n\r\n", start)
@@ -82,64 +102,142 @@ def parse_response(buffer: bytes | bytearray, eof: bool = False) -> tuple[int, d
             if len(buffer) - start > _MAX_HEAD:
                 raise MalformedResponseError("response head over 64 KiB")
             return None
-        lines = bytes(buffer[start:end]).decode("latin-1").split("\r\n")
-        version, _, rest = lines[0].partition(" ")
-        code = rest[:3]
-        if not version.startswith("HTTP/1.") or not code.isdigit():
-            raise MalformedResponseError(f"not an HTTP/1.1 status line: {lines[0][:80]!r}")
-        status = int(code)
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, colon, value = line.partition(":")
-            if not colon:
-                raise MalformedResponseError(f"malformed header line: {line[:80]!r}")
-            headers[name.strip().lower()] = value.strip()
+        if end - start > _MAX_HEAD:
+            raise MalformedResponseError("response head over 64 KiB")
+        status, headers = _head(bytes(buffer[start:end]).decode("latin-1").split("\r\n"))
         body_start = end + 4
         if 100 <= status < 200:
             start = body_start
             continue
         if status in (204, 304):
             return status, headers, b"", body_start
-        if "chunked" in headers.get("transfer-encoding", "").lower():
+        chunked, length = _framing(headers)
+        if chunked:
             chunks = _dechunk(buffer, body_start)
             if chunks is None:
                 return None
             return status, headers, chunks[0], chunks[1]
-        length = headers.get("content-length")
         if length is not None:
-            if not length.isdigit():
-                raise MalformedResponseError(f"Content-Length {length[:20]!r}")
-            stop = body_start + int(length)
+            stop = body_start + length
             return (status, headers, bytes(buffer[body_start:stop]), stop) if len(buffer) >= stop else None
+        if len(buffer) - body_start > MAX_BODY:
+            raise MalformedResponseError(f"response body over {MAX_BODY} bytes")
         if not eof:
             return None
         return status, headers, bytes(buffer[body_start:]), len(buffer)
 
 
-def _dechunk(buffer: bytes | bytearray, pos: int) -> tuple[bytes, int] | None:
+def _head(lines: list[str]) -> tuple[int, dict[str, str]]:
+    """The status code and the header fields of a response head's lines."""
+    version, _, rest = lines[0].partition(" ")
+    code = rest[:3]
+    if not version.startswith("HTTP/1.") or not (code.isascii() and code.isdigit()) or rest[3:4] not in ("", " "):
+        raise MalformedResponseError(f"not an HTTP/1.1 status line: {lines[0][:80]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon:
+            raise MalformedResponseError(f"malformed header line: {line[:80]!r}")
+        name = name.strip(" \t").lower()
+        value = value.strip(" \t")
+        seen = headers.get(name)
+        if seen is None:
+            headers[name] = value
+        elif name == "content-length":
+            if seen != value:  # Go's fixLength: duplicates of one value are one length
+                raise MalformedResponseError(f"multiple Content-Length headers: {seen[:20]!r}, {value[:20]!r}")
+        elif name == "transfer-encoding":
+            raise MalformedResponseError("too many transfer encodings")  # Go's parseTransferEncoding
+        else:
+            headers[name] = f"{seen}, {value}"
+    return int(code), headers
+
+
+def _framing(headers: dict[str, str]) -> tuple[bool, int | None]:
+    """(chunked, Content-Length) of a response, refusing what two parsers could read two ways."""
+    coding = headers.get("transfer-encoding")
+    length = headers.get("content-length")
+    if coding is not None:
+        if coding.lower() != "chunked":  # Go's parseTransferEncoding: chunked alone, or nothing
+            raise MalformedResponseError(f"unsupported transfer encoding: {coding[:40]!r}")
+        if length is not None:  # RFC 9112 section 6.3: "ought to be handled as an error"
+            raise MalformedResponseError("both Transfer-Encoding and Content-Length")
+        return True, None
+    if length is None:
+        return False, None
+    if not (length.isascii() and length.isdigit()):  # str.isdigit() alone takes "²" and "١٢"
+        raise MalformedResponseError(f"Content-Length {length[:20]!r}")
+    if len(length) > 19 or int(length) > MAX_BODY:
+        raise MalformedResponseError(f"response body over {MAX_BODY} bytes (Content-Length {length[:20]})")
+    return False, int(length)
+
+
+def _dechunk(buffer: bytes | bytearray, start: int) -> tuple[bytes, int] | None:
+    """The body of a chunked response from ``start``, and where it ends; None if incomplete."""
     parts: list[bytes] = []
+    pos = start
     while True:
-        line_end = buffer.find(b"\r\n", pos)
+        line_end = buffer.find(b"\r\n", pos, pos + _MAX_CHUNK_LINE)
         if line_end < 0:
+            if len(buffer) - pos >= _MAX_CHUNK_LINE:
+                raise MalformedResponseError("chunk size line too long")
             return None
-        size_text = bytes(buffer[pos:line_end]).split(b";", 1)[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise MalformedResponseError(f"chunk size {size_text[:20]!r}") from None
+        size = _chunk_size(bytes(buffer[pos:line_end]))
         pos = line_end + 2
         if size == 0:
             while True:  # trailers, up to the empty line
                 line_end = buffer.find(b"\r\n", pos)
                 if line_end < 0:
+                    if len(buffer) - pos > _MAX_HEAD:
+                        raise MalformedResponseError("chunked trailers over 64 KiB")
                     return None
                 if line_end == pos:
                     return b"".join(parts), pos + 2
                 pos = line_end + 2
-        if len(buffer) < pos + size + 2:
+        stop = pos + size
+        if stop + 2 - start > MAX_BODY:
+            raise MalformedResponseError(f"response body over {MAX_BODY} bytes")
+        if len(buffer) < stop + 2:
             return None
-        parts.append(bytes(buffer[pos : pos + size]))
-        pos += size + 2
+        if buffer[stop : stop + 2] != b"\r\n":
+            raise MalformedResponseError("chunk data not followed by CRLF")
+        parts.append(bytes(buffer[pos:stop]))
+        pos = stop + 2
+
+
+def _chunk_size(line: bytes) -> int:
+    """Go's ``readChunkLine``, ``removeChunkExtension`` and ``parseHexUint``: no CR or LF inside the
+    line, the extension and trailing blanks dropped, then 1-16 hex digits and nothing else (Python's
+    ``int(_, 16)`` would also take a sign, ``0x`` and underscores)."""
+    if b"\r" in line or b"\n" in line:
+        raise MalformedResponseError("invalid CR or LF in chunk size line")
+    digits = line.split(b";", 1)[0].rstrip(b" \t")
+    if not digits or len(digits) > 16 or digits.strip(_HEX_DIGITS):
+        raise MalformedResponseError(f"chunk size {digits[:20]!r}")
+    return int(digits, 16)
+
+
+def _checked_head(method: str, target: str, authority: str, headers: Mapping[str, str], length: int) -> bytes:
+    """The request's head, or ValueError naming the part that would split it (never a value: it
+    may be a token)."""
+    if _NOT_IN_TARGET.search(target):
+        raise ValueError(f"request target {target[:80]!r} has a space, a control or a non-ASCII character; not sent")
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise ValueError(f"request header name {name[:80]!r} is not a valid field name; not sent")
+        if _SPLITS_A_FIELD.search(value):
+            raise ValueError(f"request header {name}: its value has a CR, LF or NUL; not sent")
+    head = "".join(
+        (
+            f"{method} {target} HTTP/1.1\r\nHost: {authority}\r\n",
+            *(f"{name}: {value}\r\n" for name, value in headers.items()),
+            f"Content-Length: {length}\r\n\r\n",
+        ),
+    )
+    try:
+        return head.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError("a request header's value is not Latin-1; not sent") from None
 
 
 class _Connection(asyncio.Protocol):
@@ -153,6 +251,15 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            # A peer gone without a FIN (a node lost, a NAT entry dropped) is found by probes, as
+            # client-go's connections find it, not only by the request deadline.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; elsewhere the system's keepalive timings
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE_IDLE)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_COUNT)
 
     def expect(self, reply: asyncio.Future[Reply]) -> None:
         self._reply = reply
@@ -216,6 +323,7 @@ class Http1Connections:
         *,
         server_hostname: str | None = None,
         timeout: float = REQUEST_TIMEOUT,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -227,6 +335,7 @@ class Http1Connections:
         self._ssl = ssl_context if parts.scheme == "https" else None
         self._server_hostname = server_hostname if self._ssl is not None else None
         self._timeout = timeout
+        self._connect_timeout = connect_timeout
         self._slots = asyncio.Semaphore(limit)
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
@@ -258,15 +367,11 @@ class Http1Connections:
 
         ``target`` is the path and query under the URL's prefix. ``may_send`` is asked once a
         connection is ready, right before the bytes go out; if it says no, ``refused()`` is raised
-        and nothing is sent. Timeouts raise ``TimeoutError``, connection failures ``ConnectionError``.
+        and nothing is sent. Timeouts raise ``TimeoutError``, connection failures (a connection not
+        made within ``connect_timeout`` too) ``ConnectionError``, a header or target that would split
+        the request ``ValueError`` before any connection is asked for.
         """
-        head = "".join(
-            (
-                f"{method} {self.prefix}{target} HTTP/1.1\r\nHost: {self._authority}\r\n",
-                *(f"{name}: {value}\r\n" for name, value in headers.items()),
-                f"Content-Length: {len(body)}\r\n\r\n",
-            ),
-        ).encode("latin-1")
+        head = _checked_head(method, self.prefix + target, self._authority, headers, len(body))
         async with asyncio.timeout(self._timeout), self._slots:
             conn = await self._connection()
             if not may_send():
@@ -299,9 +404,19 @@ class Http1Connections:
             self._drop(conn)
         loop = asyncio.get_running_loop()
         try:
-            _, conn = await loop.create_connection(
-                _Connection, self._host, self._port, ssl=self._ssl, server_hostname=self._server_hostname
-            )
+            async with asyncio.timeout(self._connect_timeout):
+                _, conn = await loop.create_connection(
+                    _Connection,
+                    self._host,
+                    self._port,
+                    ssl=self._ssl,
+                    server_hostname=self._server_hostname,
+                    ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if self._ssl is not None else None,
+                )
+        except TimeoutError as exc:
+            raise ConnectionError(
+                f"connecting to {self._authority}: not connected within {self._connect_timeout:g} s"
+            ) from exc
         except ConnectionError:
             raise
         except OSError as exc:  # unreachable, a failed TLS handshake: an outage like a refusal, retried

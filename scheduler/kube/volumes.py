@@ -17,7 +17,7 @@ from typing import Any
 from scheduler.api.objects import Pod
 from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.backend.cache.storage_objects import StorageObjects
-from scheduler.kube.writes import ApiWrites, RateLimiter, _call, _send
+from scheduler.kube.writes import ApiWriter, ApiWrites, RateLimiter
 from scheduler.plugins.volumebinding.binder import ANN_SELECTED_NODE, fully_bound
 
 __all__ = ["ApiVolumeBinder"]
@@ -50,11 +50,8 @@ class ApiVolumeBinder:
         fence: Callable[[], bool] = _always,
         poll: float = POLL_SECONDS,
     ) -> None:
-        self._api = api
-        self._limiter = limiter
+        self._writer = ApiWriter(api, limiter, observe, fence)
         self._storage = storage
-        self._observe = observe
-        self._fence = fence
         self._poll = poll
 
     async def bind_pod_volumes(
@@ -87,13 +84,7 @@ class ApiVolumeBinder:
 
     async def _put(self, what: str, path: str, params: dict[str, str], body: dict[str, Any]) -> None:
         """One PUT with the Binding's rate limiter, retries and leadership fence."""
-        await _call(
-            self._limiter,
-            what,
-            lambda: _send(self._api, "PUT", path, params, body, "application/json"),
-            self._observe,
-            self._fence,
-        )
+        await self._writer.write(what, "PUT", path, params, body)
 
     def _bound(
         self,

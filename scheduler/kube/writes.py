@@ -38,7 +38,16 @@ from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, T
 from scheduler.kube.rest import expand, request_headers, send
 from scheduler.kube.transport import WRITE_CONNECTIONS, Http1Connections
 
-__all__ = ["ApiBinder", "ApiPodWriter", "ApiRecorder", "ApiWrites", "FencedRequest", "RateLimiter", "map_status"]
+__all__ = [
+    "ApiBinder",
+    "ApiPodWriter",
+    "ApiRecorder",
+    "ApiWriter",
+    "ApiWrites",
+    "FencedRequest",
+    "RateLimiter",
+    "map_status",
+]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -64,7 +73,7 @@ class RateLimiter:
             if self._tokens < 1:
                 await asyncio.sleep((1 - self._tokens) / self.qps)
                 # Count the time actually slept: a busy loop wakes us late, and those tokens are
-                # owed (setting the bucket to one token lost them: 45 pods/s at QPS 50).
+                # owed (setting the bucket to one token lost them and the QPS was not reached).
                 self._refill()
             self._tokens -= 1
 
@@ -160,13 +169,13 @@ class FencedRequest(aiohttp.ClientRequest):
     it on waking: ``send`` runs right after the connection is handed over, in the same step of the
     event loop, and a request without a body goes out from there. A request with a body leaves in a
     task of its own, a step later: aiohttp holds the headers back to send them with the body. A
-    process paused in between (found by e2e/test_leader_election.py: 4 Bindings of 200 sent after
-    the takeover) would send it on waking. So ``write_bytes`` asks again right before the first
+    process paused in between (found by e2e/test_leader_election.py: Bindings sent after the
+    takeover) would send it on waking. So ``write_bytes`` asks again right before the first
     byte; if it says no, the held-back headers are dropped with the connection and nothing is sent.
     (A pause after this check remains possible: a few microseconds of CPU, not a loop step.)
     Other tasks, such as the lease renewals and the watches, see the default fence and are never
-    fenced. (These checks were connection hooks of an ``aiohttp.TraceConfig``; a trace costs every
-    request a dozen awaited signals, 1 % of the scheduler's CPU in the end-to-end benchmark.)"""
+    fenced. (Not connection hooks of an ``aiohttp.TraceConfig``: a trace costs every request a dozen
+    awaited signals; docs/benchmarks.md.)"""
 
     async def send(self, conn: Connection) -> aiohttp.ClientResponse:
         if not _FENCE.get()():
@@ -199,7 +208,7 @@ async def _call(
     5xx: the cache is re-listed once the server is back), ``throttled`` (429) or ``refused`` (other
     4xx); the counts are how the fault tests prove bounded retries.
 
-    The first try goes without tenacity: its retry loop costs 19 us a request and a dozen objects in
+    The first try goes without tenacity: its retry loop costs CPU per request and a dozen objects in
     reference cycles (a ``concurrent.futures.Future`` with its lock and condition for every outcome),
     left to the garbage collector, for two writes a pod that nearly always succeed. Once a try has
     failed transiently, tenacity runs the rest from that outcome as its own first attempt: the same
@@ -299,6 +308,48 @@ def _outcome(status: int) -> str:
     return "ok" if status < 400 else "refused"
 
 
+JSON = "application/json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+class ApiWriter:
+    """The one way a write goes out: the rate limiter, the leadership fence, the request, its status
+    mapped to our errors, transient failures retried (``_call`` around ``_send``). Every writer of
+    this package (Binding, status patches, Events, preemption's, the volumes') holds one."""
+
+    def __init__(
+        self,
+        api: ApiWrites,
+        limiter: RateLimiter,
+        observe: Callable[[str], None] = _ignore,
+        fence: Callable[[], bool] = _always,
+    ) -> None:
+        self.api = api
+        self.limiter = limiter
+        self.observe = observe
+        self.fence = fence
+
+    async def write(
+        self,
+        what: str,
+        method: str,
+        path: str,
+        params: dict[str, str],
+        body: dict[str, Any],
+        content_type: str = JSON,
+        limiter: RateLimiter | None = None,
+    ) -> bytes:
+        """``method path`` (its ``{name}`` fields from ``params``) with ``body`` as JSON; ``what``
+        names it in errors and logs. ``limiter``: another budget than the writer's (Events)."""
+        return await _call(
+            limiter or self.limiter,
+            what,
+            lambda: _send(self.api, method, path, params, body, content_type),
+            self.observe,
+            self.fence,
+        )
+
+
 class ApiBinder:
     """``POST pods/<name>/binding`` as DefaultBinder does it."""
 
@@ -309,10 +360,7 @@ class ApiBinder:
         observe: Callable[[str], None] = _ignore,
         fence: Callable[[], bool] = _always,
     ) -> None:
-        self._api = api
-        self._limiter = limiter
-        self._observe = observe
-        self._fence = fence
+        self._writer = ApiWriter(api, limiter, observe, fence)
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         metadata = {"name": pod.name, "namespace": pod.namespace} | ({"uid": pod.uid} if pod.uid else {})
@@ -322,19 +370,12 @@ class ApiBinder:
             "metadata": metadata,
             "target": {"kind": "Node", "name": node_name},
         }
-        await _call(
-            self._limiter,
+        await self._writer.write(
             f"binding {pod.key} to {node_name}",
-            lambda: _send(
-                self._api,
-                "POST",
-                "/api/v1/namespaces/{namespace}/pods/{name}/binding",
-                {"namespace": pod.namespace, "name": pod.name},
-                body,
-                "application/json",
-            ),
-            self._observe,
-            self._fence,
+            "POST",
+            "/api/v1/namespaces/{namespace}/pods/{name}/binding",
+            {"namespace": pod.namespace, "name": pod.name},
+            body,
         )
 
 
@@ -355,10 +396,7 @@ class ApiRecorder:
         observe: Callable[[str], None] = _ignore,
         fence: Callable[[], bool] = _always,
     ) -> None:
-        self._observe = observe
-        self._fence = fence
-        self._api = api
-        self._limiter = limiter
+        self._writer = ApiWriter(api, limiter, observe, fence)
         # Events get their own budget, as kube-scheduler's event client has its own rate limiter:
         # otherwise every Scheduled event would halve the binding rate at the default QPS.
         self._event_limiter = event_limiter or limiter
@@ -393,19 +431,13 @@ class ApiRecorder:
             status["conditions"] = [condition]
         body = {"status": status}
         try:
-            await _call(
-                self._limiter,
+            await self._writer.write(
                 f"patching status of {pod.key}",
-                lambda: _send(
-                    self._api,
-                    "PATCH",
-                    "/api/v1/namespaces/{namespace}/pods/{name}/status",
-                    {"namespace": pod.namespace, "name": pod.name},
-                    body,
-                    "application/strategic-merge-patch+json",
-                ),
-                self._observe,
-                self._fence,
+                "PATCH",
+                "/api/v1/namespaces/{namespace}/pods/{name}/status",
+                {"namespace": pod.namespace, "name": pod.name},
+                body,
+                STRATEGIC_MERGE_PATCH,
             )
         except PodGoneError:
             return
@@ -437,19 +469,13 @@ class ApiRecorder:
         if related is not None:
             body["related"] = _object_reference(related)
         try:
-            await _call(
-                self._event_limiter,
+            await self._writer.write(
                 f"posting event {reason} for {pod.key}",
-                lambda: _send(
-                    self._api,
-                    "POST",
-                    "/apis/events.k8s.io/v1/namespaces/{namespace}/events",
-                    {"namespace": pod.namespace},
-                    body,
-                    "application/json",
-                ),
-                self._observe,
-                self._fence,
+                "POST",
+                "/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+                {"namespace": pod.namespace},
+                body,
+                limiter=self._event_limiter,
             )
         except (PodGoneError, BindConflictError):
             return  # namespace gone, or a duplicate name: an event is best effort
@@ -478,25 +504,16 @@ class ApiPodWriter:
         observe: Callable[[str], None] = _ignore,
         fence: Callable[[], bool] = _always,
     ) -> None:
-        self._api = api
-        self._limiter = limiter
-        self._observe = observe
-        self._fence = fence
+        self._writer = ApiWriter(api, limiter, observe, fence)
 
     async def _patch_status(self, pod: Pod, status: dict[str, Any], what: str) -> None:
-        await _call(
-            self._limiter,
+        await self._writer.write(
             f"{what} of {pod.key}",
-            lambda: _send(
-                self._api,
-                "PATCH",
-                "/api/v1/namespaces/{namespace}/pods/{name}/status",
-                {"namespace": pod.namespace, "name": pod.name},
-                {"status": status},
-                "application/strategic-merge-patch+json",
-            ),
-            self._observe,
-            self._fence,
+            "PATCH",
+            "/api/v1/namespaces/{namespace}/pods/{name}/status",
+            {"namespace": pod.namespace, "name": pod.name},
+            {"status": status},
+            STRATEGIC_MERGE_PATCH,
         )
 
     async def add_condition(self, pod: Pod, condition: dict[str, Any]) -> None:
@@ -508,19 +525,12 @@ class ApiPodWriter:
 
     async def delete_pod(self, pod: Pod) -> None:
         """``util.DeletePod``: default DeleteOptions (the pod's own grace period, no preconditions)."""
-        await _call(
-            self._limiter,
+        await self._writer.write(
             f"deleting {pod.key}",
-            lambda: _send(
-                self._api,
-                "DELETE",
-                "/api/v1/namespaces/{namespace}/pods/{name}",
-                {"namespace": pod.namespace, "name": pod.name},
-                {},
-                "application/json",
-            ),
-            self._observe,
-            self._fence,
+            "DELETE",
+            "/api/v1/namespaces/{namespace}/pods/{name}",
+            {"namespace": pod.namespace, "name": pod.name},
+            {},
         )
 
 

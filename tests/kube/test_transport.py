@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import shutil
+import socket
+import ssl
+import subprocess
+import time
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -14,8 +19,8 @@ from hypothesis import strategies as st
 from kubernetes.aio import client
 
 from scheduler.errors import NotLeadingError
-from scheduler.kube import writes
-from scheduler.kube.transport import Http1Connections, MalformedResponseError, Reply, parse_response
+from scheduler.kube import transport, writes
+from scheduler.kube.transport import MAX_BODY, Http1Connections, MalformedResponseError, Reply, parse_response
 from scheduler.kube.writes import ApiWrites, RateLimiter, _call
 
 CREATED = b'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"kind":1}\n'
@@ -309,3 +314,253 @@ def test_behind_a_proxy_the_writes_stay_on_the_clients_session(monkeypatch: pyte
         return seen
 
     assert asyncio.run(body()) == [False, True, True]
+
+
+# -- hostile or broken responses (issue #41) -------------------------------------------------------
+
+CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "size",
+    [b"-6", b"-1", b"-ff", b"+5", b"0x5", b"5_0", b"5 junk", b"", b"1" * 17, b"\xd9\xa1"],
+    ids=repr,
+)
+def test_a_chunk_size_that_is_not_one_to_sixteen_hex_digits_is_refused(size: bytes) -> None:
+    """Go's ``parseHexUint``: 1-16 hex digits, then an optional extension; Python's ``int(_, 16)``
+    also takes signs, ``0x``, underscores, and a negative size walked the parser backwards."""
+    with pytest.raises(MalformedResponseError, match="chunk"):
+        parse_response(CHUNKED_HEAD + size + b"\r\nhello\r\n0\r\n\r\n")
+
+
+def test_a_chunk_size_may_carry_an_extension_and_trailing_whitespace() -> None:
+    raw = CHUNKED_HEAD + b"5 ;name=value\r\nhello\r\n5\t\r\n, you\r\n0\r\n\r\n"
+    assert (parse_response(raw) or (0, {}, b""))[2] == b"hello, you"
+
+
+def test_chunk_data_not_followed_by_crlf_is_refused() -> None:
+    with pytest.raises(MalformedResponseError, match="chunk"):
+        parse_response(CHUNKED_HEAD + b"3\r\nhelloXY0\r\n\r\n")
+
+
+@pytest.mark.timeout(20)
+def test_a_negative_chunk_size_fails_the_request_instead_of_spinning() -> None:
+    """Red before: ``-6`` moved the chunk parser back to the same line, forever, inside
+    ``data_received``: the event loop never ran again, so ``wait_for`` below could not end it (only
+    pytest-timeout's signal does). Now the request fails and its connection is dropped."""
+
+    async def negative(_request: bytes) -> bytes:
+        return CHUNKED_HEAD + b"-6\r\nhello\r\n0\r\n\r\n"
+
+    async def body() -> int:
+        async with Server(negative) as server:
+            pool = Http1Connections(server.url, None, 1)
+            with pytest.raises(MalformedResponseError):
+                await asyncio.wait_for(_send(pool), 5)
+            await pool.close()
+            return len(server.requests)
+
+    assert asyncio.run(body()) == 1
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        b"Content-Length: \xb2\r\n",  # latin-1 superscript two: str.isdigit() says yes, int() raises
+        b"Content-Length: \xb9\xb2\r\n",
+        b"Content-Length: +2\r\n",
+        b"Content-Length: 2 \x0b\r\n",
+        b"Content-Length: 2\r\nContent-Length: 3\r\n",
+        b"Content-Length: 2, 3\r\n",
+        b"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n",
+        b"Transfer-Encoding: gzip\r\n",
+        b"Transfer-Encoding: gzip, chunked\r\n",
+        b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+    ],
+    ids=repr,
+)
+def test_an_ambiguous_body_length_is_refused_not_raised_out_of_the_parser(fields: bytes) -> None:
+    """Red before: ``\\xb2`` raised ValueError out of ``parse_response`` (and out of
+    ``data_received``), and two lengths or a length beside chunks were read by whichever came last."""
+    raw = b"HTTP/1.1 200 OK\r\n" + fields + b"\r\n2\r\nok\r\n0\r\n\r\n"
+    with pytest.raises(MalformedResponseError):
+        parse_response(raw)
+
+
+def test_a_repeated_identical_content_length_is_one_length() -> None:
+    """Go's ``fixLength`` collapses duplicates of one value."""
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok"
+    assert (parse_response(raw) or (0, {}, b""))[2] == b"ok"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"Content-Length: %d\r\n\r\n" % (MAX_BODY + 1),
+        b"Content-Length: " + b"9" * 40 + b"\r\n\r\n",
+        b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % (MAX_BODY + 1),
+    ],
+    ids=["length", "huge length", "chunk"],
+)
+def test_a_body_over_the_cap_is_refused_as_soon_as_its_size_is_known(head: bytes) -> None:
+    """Red before: the parser waited for the bytes, and the buffer grew with them."""
+    with pytest.raises(MalformedResponseError, match="over"):
+        parse_response(b"HTTP/1.1 200 OK\r\n" + head)
+
+
+def test_chunks_that_add_up_past_the_cap_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transport, "MAX_BODY", 8)
+    with pytest.raises(MalformedResponseError, match="over"):
+        parse_response(CHUNKED_HEAD + b"5\r\nhello\r\n5\r\nworld\r\n0\r\n\r\n")
+
+
+def test_a_body_until_the_connection_ends_is_capped_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transport, "MAX_BODY", 8)
+    with pytest.raises(MalformedResponseError, match="over"):
+        parse_response(b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 9)
+
+
+def test_repeated_response_headers_are_all_kept() -> None:
+    """RFC 9110 section 5.3: field lines of one name combine, in order, joined by commas. Red
+    before: the last one overwrote the others."""
+    raw = b'HTTP/1.1 200 OK\r\nWarning: 299 - "a"\r\nContent-Length: 0\r\nwarning: 299 - "b"\r\n\r\n'
+    _, headers, _, _ = parse_response(raw) or (0, {}, b"", 0)
+    assert headers["warning"] == '299 - "a", 299 - "b"'
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("Authorization", "Bearer token\n"),
+        ("Authorization", "Bearer to\r\nX-Injected: 1"),
+        ("Authorization", "Bearer \x00"),
+        ("X-Bad\r\nName", "v"),
+        ("X Bad", "v"),
+        ("", "v"),
+    ],
+    ids=repr,
+)
+def test_a_request_header_with_cr_lf_or_nul_is_refused_before_anything_is_sent(name: str, value: str) -> None:
+    """A token read from a file with its trailing newline must never reach the wire (RFC 9110
+    section 5.5: CR, LF and NUL are invalid in a field value; a name is a token). Red before: the
+    header went out as given, splitting the request. The message names the header, not its value."""
+
+    async def body() -> int:
+        async with Server(_created) as server:
+            pool = Http1Connections(server.url, None, 1)
+            with pytest.raises(ValueError, match="header") as refused:
+                await pool.request("POST", "/x", {name: value}, b"{}", lambda: True, RuntimeError)
+            assert "Bearer" not in str(refused.value)
+            await pool.close()
+            return server.connections + len(server.requests)
+
+    assert asyncio.run(body()) == 0
+
+
+def test_a_request_target_with_a_space_or_newline_is_refused() -> None:
+    async def body() -> None:
+        pool = Http1Connections("http://127.0.0.1:9", None, 1)
+        for target in ("/a b", "/a\r\nX: y", "/a\n"):
+            with pytest.raises(ValueError, match="target"):
+                await pool.request("POST", target, {}, b"", lambda: True, RuntimeError)
+
+    asyncio.run(body())
+
+
+def test_a_connection_that_never_completes_its_tls_handshake_fails_at_the_connect_timeout() -> None:
+    """The server accepts TCP and says nothing: the handshake waits. Red before: only the request's
+    300 s deadline ended it (here 30 s); now the connect timeout does, as an outage."""
+
+    async def body() -> float:
+        held: list[asyncio.StreamWriter] = []
+
+        async def silent(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            held.append(writer)
+
+        server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        pool = Http1Connections(
+            f"https://127.0.0.1:{port}", ssl.create_default_context(), 1, timeout=30, connect_timeout=0.3
+        )
+        started = time.monotonic()
+        with pytest.raises(ConnectionError, match=r"connecting to 127\.0\.0\.1"):
+            await _send(pool)
+        elapsed = time.monotonic() - started
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+        return elapsed
+
+    assert asyncio.run(body()) < 5
+
+
+def test_write_connections_have_tcp_keepalive_as_client_go_dials_them() -> None:
+    """client-go's dialer: ``KeepAlive: 30 * time.Second``, which Go's ``newTCPConn`` makes the idle
+    time, with its defaults for the rest (``net/dial.go``: interval 15 s, 9 probes). Red before: off."""
+
+    async def body() -> tuple[int, int, int, int]:
+        async with Server(_created) as server:
+            pool = Http1Connections(server.url, None, 1)
+            await _send(pool)
+            (conn,) = pool._open
+            assert conn.transport is not None
+            sock = conn.transport.get_extra_info("socket")
+            options = (
+                sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
+            )
+            await pool.close()
+            return options
+
+    assert asyncio.run(body()) == (1, 30, 15, 9)
+
+
+# -- over real TLS ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for the name ``api.spread.test`` only (made with the openssl CLI)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl CLI")
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = str(where / "cert.pem"), str(where / "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-days", "1", "-subj", "/CN=api.spread.test", "-addext", "subjectAltName=DNS:api.spread.test",
+         "-keyout", key, "-out", cert],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def _tls_round_trip(certificate: tuple[str, str], server_hostname: str) -> int:
+    cert, key = certificate
+
+    async def body() -> int:
+        served = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        served.load_cert_chain(cert, key)
+        server = Server(_created)
+        server.server = await asyncio.start_server(server._serve, "127.0.0.1", 0, ssl=served)
+        trusting = ssl.create_default_context(cafile=cert)
+        pool = Http1Connections(server.url.replace("http:", "https:"), trusting, 1, server_hostname=server_hostname)
+        try:
+            return (await asyncio.wait_for(_send(pool), 10)).status
+        finally:
+            await pool.close()
+            await server.__aexit__()
+
+    return asyncio.run(body())
+
+
+def test_over_tls_the_name_in_the_certificate_is_accepted(certificate: tuple[str, str]) -> None:
+    assert _tls_round_trip(certificate, "api.spread.test") == 201
+
+
+def test_over_tls_a_certificate_for_another_name_is_refused(certificate: tuple[str, str]) -> None:
+    with pytest.raises(ConnectionError, match="certificate verify failed: Hostname mismatch"):
+        _tls_round_trip(certificate, "other.spread.test")

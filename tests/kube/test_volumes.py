@@ -74,7 +74,7 @@ def test_a_provisioned_claim_waits_and_fails_when_its_node_is_taken_back() -> No
 
 def test_the_wait_ends_at_bind_timeout_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     """The writes are sent (here: recorded), then the claim never gets bound: a TimeoutError."""
-    from scheduler.kube import volumes  # noqa: PLC0415 - the module under test, patched
+    from scheduler.kube import writes  # noqa: PLC0415 - the writes' one call path, patched
 
     sent: list[str] = []
 
@@ -82,7 +82,7 @@ def test_the_wait_ends_at_bind_timeout_seconds(monkeypatch: pytest.MonkeyPatch) 
         sent.append(what)
         return b""
 
-    monkeypatch.setattr(volumes, "_call", fake_call)
+    monkeypatch.setattr(writes, "_call", fake_call)
     storage = StorageObjects()
     storage.upsert(claim("6", node="n1"), "6")
     pending = claim("5", node="n1")

@@ -130,3 +130,39 @@ def test_a_write_goes_out_with_its_path_quoted_its_token_and_its_json_body() -> 
     assert headers1["Authorization"] == "Bearer first" and headers2["Authorization"] == "Bearer second"
     assert headers1["Content-Type"] == "application/json" and headers1["User-Agent"].startswith("OpenAPI-Generator")
     assert body1["target"] == {"kind": "Node", "name": "n1"} and body2["metadata"]["name"] == "web"
+
+
+def test_a_token_with_a_trailing_newline_is_never_written_into_the_header() -> None:
+    """A token file read with its newline (issue #41): the Binding fails once with a message naming
+    the header, not retried, and the server receives nothing. Red before: the header went out split."""
+
+    async def body() -> tuple[str, int]:
+        seen: list[str] = []
+
+        async def handler(request: web.Request) -> web.Response:
+            seen.append(request.path)
+            return web.Response(text="{}")
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", handler)
+        server = TestServer(app)
+        await server.start_server()
+        config = client.Configuration(host=str(server.make_url("")).rstrip("/"))
+        config.api_key = {"BearerToken": "secret\n"}
+        config.api_key_prefix = {"BearerToken": "Bearer"}
+        api = client.ApiClient(config)
+        sender = writes.ApiWrites(api)
+        outcomes: list[str] = []
+        try:
+            await writes.ApiBinder(sender, LIMITER, outcomes.append).bind(make_pod("web", "shop").build(), "n1")
+            error = ""
+        except ValueError as exc:
+            error = str(exc)
+        await sender.close()
+        await api.close()  # type: ignore[no-untyped-call]
+        await server.close()
+        return error, len(seen) + len(outcomes)
+
+    error, reached = asyncio.run(body())
+    assert error.lower() == "request header authorization: its value has a cr, lf or nul; not sent"
+    assert reached == 0
