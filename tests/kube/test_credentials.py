@@ -453,3 +453,50 @@ def test_proxies_apply_to_kopfs_session_too(tmp_path: Path, monkeypatch: pytest.
     trust_env, proxy = asyncio.run(main())
     assert trust_env is True
     assert str(proxy) == "http://proxy.invalid:3128"
+
+
+def test_a_401_on_a_write_over_our_own_connections_renews_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes go over scheduler.kube.transport, not the client's session: they report their 401s too."""
+    from scheduler.kube.rest import note_reply  # noqa: PLC0415
+
+    Clock(monkeypatch)
+    kubeconfig = _kubeconfig(tmp_path, "https://127.0.0.1:1", _exec_user(tmp_path, lifetime=3600))
+
+    async def main() -> list[str | None]:
+        api = await api_client(str(kubeconfig))
+        try:
+            headers = await request_headers(api, "application/json")
+            note_reply(api, headers, 200)
+            seen = [(await request_headers(api, "application/json")).get("authorization")]
+            note_reply(api, headers, 401)
+            note_reply(api, headers, 401)  # a second refusal of the same token: one renewal, not two
+            seen.append((await request_headers(api, "application/json")).get("authorization"))
+            note_reply(api, headers, 401)  # late news about token-1: token-2 stays
+            seen.append((await request_headers(api, "application/json")).get("authorization"))
+            return seen
+        finally:
+            await api.close()  # type: ignore[no-untyped-call]
+
+    assert asyncio.run(main()) == ["Bearer token-1", "Bearer token-2", "Bearer token-2"]
+    assert _runs(tmp_path) == 2
+
+
+def test_renewal_is_shared_by_concurrent_requests_and_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One plugin run serves every request waiting for it, on this loop and on another thread's."""
+    import threading  # noqa: PLC0415
+
+    from scheduler.kube import credentials  # noqa: PLC0415
+
+    Clock(monkeypatch)
+    stack = credentials.load(str(_kubeconfig(tmp_path, "https://127.0.0.1:1", _exec_user(tmp_path, lifetime=3600))))
+    results: list[str | None] = []
+
+    async def many() -> None:
+        results.extend(await asyncio.gather(*(stack.authorization() for _ in range(20))))
+
+    other = threading.Thread(target=lambda: asyncio.run(many()))
+    other.start()
+    asyncio.run(many())
+    other.join()
+    assert results == ["Bearer token-1"] * 40
+    assert _runs(tmp_path) == 1
