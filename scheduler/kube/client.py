@@ -31,7 +31,7 @@ async def api_client(kubeconfig: str | None) -> client.ApiClient:
     credentials.track(api.rest_client.ssl_context)
     if not any(os.environ.get(name) for name in PROXY_VARIABLES):
         # aiohttp's trust_env reads ~/.netrc in a worker thread on every request: with no proxy to
-        # honour, that is pure cost (it showed in the profile of a 1,000-pod burst).
+        # honour, that is pure cost (docs/benchmarks.md, "Why the I/O layer is shaped as it is").
         api.configuration.client_session_kwargs = {"trust_env": False}
     # Writes go over our own connections (scheduler.kube.transport); behind a proxy, over the
     # client's session, with as many connections and the same fence on each.
