@@ -500,3 +500,77 @@ def test_renewal_is_shared_by_concurrent_requests_and_loops(tmp_path: Path, monk
     other.join()
     assert results == ["Bearer token-1"] * 40
     assert _runs(tmp_path) == 1
+
+
+CERT_PLUGIN = """
+import json, os
+status = {"clientCertificateData": open(os.environ["CERT"]).read(), "clientKeyData": open(os.environ["KEY"]).read()}
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status}))
+"""
+
+
+def _cert_user(tmp_path: Path, cert: Path, key: Path) -> dict[str, Any]:
+    script = tmp_path / "cert-plugin.py"
+    script.write_text(CERT_PLUGIN)
+    env = [{"name": "CERT", "value": str(cert)}, {"name": "KEY", "value": str(key)}]
+    return {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": [str(script)],
+            "env": env,
+            "interactiveMode": "Never",
+        }
+    }
+
+
+def test_a_plugins_client_certificate_is_used_for_new_connections(tmp_path: Path) -> None:
+    """exec.go's cert(): a certificate and key instead of a token, loaded for the client's TLS."""
+    import shutil  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs openssl to make a certificate")
+    cert, key = tmp_path / "c.crt", tmp_path / "c.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=plugin-user",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    kubeconfig = _kubeconfig(tmp_path, "https://127.0.0.1:1", _cert_user(tmp_path, cert, key))
+
+    async def main() -> tuple[str | None, str]:
+        api = await api_client(str(kubeconfig))
+        try:
+            authorization = (await request_headers(api, "application/json")).get("authorization")
+            return authorization, Path(api.configuration.cert_file).read_text()
+        finally:
+            await api.close()  # type: ignore[no-untyped-call]
+
+    authorization, loaded = asyncio.run(main())
+    assert authorization is None  # no token: the certificate authenticates
+    assert loaded == cert.read_text()  # and a client made later from the configuration loads it too
+    cert.write_text("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+    with pytest.raises(KubeconfigError, match="failed parsing client key/certificate") as raised:
+        from scheduler.kube import credentials  # noqa: PLC0415
+
+        credentials._loaded.clear()
+        asyncio.run(_authorization(kubeconfig))
+    assert "\n" not in str(raised.value)
