@@ -86,10 +86,10 @@ class _Source:
 
 class _Static(_Source):
     def __init__(self, authorization: str | None) -> None:
-        self._issued = _Issued(authorization, None, None)
+        self.authorization = authorization
 
     async def issue(self, previous: _Issued | None) -> _Issued:
-        return self._issued
+        return _Issued(self.authorization, None, None)  # a new generation: a 401 is not remembered forever
 
 
 class _TokenFile(_Source):
@@ -217,7 +217,7 @@ class Credentials:
 
     @property
     def may_send_bearer(self) -> bool:
-        return not isinstance(self._source, _Static) or self._source._issued.authorization is not None
+        return not isinstance(self._source, _Static) or self._source.authorization is not None
 
     def _usable(self, issued: _Issued | None) -> bool:
         return (
@@ -276,15 +276,19 @@ class Credentials:
         """A new certificate from the plugin: into the files new clients load, and every live context."""
         if issued.certificate is None or (previous is not None and previous.certificate == issued.certificate):
             return
-        certificate, key = issued.certificate
-        self.cert_file = self._files.write("exec-client.crt", certificate.encode())
-        self.key_file = self._files.write("exec-client.key", key.encode())
-        try:
-            ssl.create_default_context().load_cert_chain(self.cert_file, self.key_file)  # refused before installed
-            for context in list(self._contexts):
-                context.load_cert_chain(self.cert_file, self.key_file)
+        certificate, key = (part.encode() for part in issued.certificate)
+        try:  # checked on files of their own first: the files clients load are replaced only by a good pair
+            check = (
+                self._files.write("exec-client.crt.check", certificate),
+                self._files.write("exec-client.key.check", key),
+            )
+            ssl.create_default_context().load_cert_chain(*check)
         except (ssl.SSLError, OSError) as exc:
             raise CredentialsError(f"{self._source}: failed parsing client key/certificate: {exc}") from exc
+        self.cert_file = self._files.write("exec-client.crt", certificate)
+        self.key_file = self._files.write("exec-client.key", key)
+        for context in list(self._contexts):
+            context.load_cert_chain(self.cert_file, self.key_file)
         for configuration in list(self._configurations):
             configuration.cert_file, configuration.key_file = self.cert_file, self.key_file
 
