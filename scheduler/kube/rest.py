@@ -7,7 +7,9 @@ from urllib.parse import quote, urlencode
 
 from kubernetes.aio import client
 
-__all__ = ["expand", "request_headers", "send"]
+from scheduler.kube.credentials import credentials_of
+
+__all__ = ["expand", "note_reply", "request_headers", "send"]
 
 
 async def send(
@@ -23,12 +25,11 @@ async def send(
 ) -> Any:
     """One request through the client's configured session (TLS, auth); the aiohttp response.
 
-    Not the generated API classes: their methods validate every argument with pydantic, and building
-    those validators when ``CoreV1Api`` is instantiated costs a large share of the process's memory
-    for the two LISTs the cache's sync and resync make. Nor the client's ``param_serialize``: a
-    generic walk of the body and headers for every write (figures in docs/benchmarks.md). What
-    matters is here: the URL, the headers and the bearer token (asked of the configuration per
-    request, so a refreshed token is used, as the client does).
+    Not the generated API classes: building their pydantic validators costs memory for every API
+    class instantiated, for the few calls made here. Nor the client's ``param_serialize``: a generic
+    walk of the body and headers, on every write (docs/benchmarks.md, "Why the I/O layer is shaped
+    as it is"). What matters is here: the URL, the headers and the Authorization (asked of the
+    credential stack per request, so a renewed token is used).
     """
     url = api.configuration.host + expand(path, params)
     if query:
@@ -45,10 +46,17 @@ def expand(path: str, params: dict[str, str]) -> str:
 
 async def request_headers(api: client.ApiClient, content_type: str, accept: str = "application/json") -> dict[str, str]:
     """The client's default headers (its User-Agent), the content type, what to send back (JSON), and
-    the bearer token asked of the configuration now (an exec plugin's or a file's token may have been
-    refreshed)."""
+    the Authorization asked of the configuration now: its hook asks the credential stack
+    (``scheduler.kube.credentials``), which renews an exec plugin's or a token file's when due."""
     headers = {**api.default_headers, "Content-Type": content_type, "Accept": accept}
     bearer = (await api.configuration.auth_settings()).get("BearerToken")
     if bearer is not None and bearer.get("value"):
         headers[bearer["key"]] = bearer["value"]
     return headers
+
+
+def note_reply(api: client.ApiClient, headers: dict[str, str], status: int) -> None:
+    """A reply to a request sent on connections of our own (not the client's session, whose
+    middleware does this): a 401 renews the credentials that request carried."""
+    if status == 401 and (stack := credentials_of(api)) is not None:
+        stack.unauthorized(headers.get("authorization") or headers.get("Authorization"))

@@ -28,6 +28,7 @@ from kopf._cogs.structs.credentials import Vault, VaultKey
 from kopf._cogs.structs.references import Resource
 from kubernetes.aio import client
 
+from scheduler.kube.credentials import credentials_of
 from scheduler.kube.rest import request_headers
 
 __all__ = ["PAGE_SIZE", "WATCHED", "Engine", "Kind", "KopfEngine", "watch_session"]
@@ -201,7 +202,14 @@ def watch_session(
         for name, value in (await request_headers(api, "application/json")).items():
             if name.lower() == "authorization":
                 request.headers["Authorization"] = value
-        return await handler(request)
+        if configuration.tls_server_name and request.server_hostname is None:
+            request.server_hostname = configuration.tls_server_name  # as the client's requests name it
+        response = await handler(request)
+        if response.status == 401 and (stack := credentials_of(api)) is not None:
+            # Before kopf empties its vault and the engine logs in again: the new session's first
+            # request then asks the plugin (or the token file) anew, as client-go's exec round tripper.
+            stack.unauthorized(request.headers.get("Authorization"))
+        return response
 
     async def login() -> kopf.AiohttpSession:
         trace = aiohttp.TraceConfig()

@@ -35,7 +35,7 @@ from tenacity import (
 
 from scheduler.api.objects import Pod
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, TransientAPIError
-from scheduler.kube.rest import expand, request_headers, send
+from scheduler.kube.rest import expand, note_reply, request_headers, send
 from scheduler.kube.transport import WRITE_CONNECTIONS, Http1Connections
 
 __all__ = [
@@ -297,7 +297,9 @@ async def _send(
         return await send(writes.api, method, path, params, body=body, content_type=content_type)
     headers = await request_headers(writes.api, content_type)
     payload = json.dumps(body).encode()
-    return await connections.request(method, expand(path, params), headers, payload, _FENCE.get(), _refused)
+    reply = await connections.request(method, expand(path, params), headers, payload, _FENCE.get(), _refused)
+    note_reply(writes.api, headers, reply.status)  # a 401 renews the credentials, as on the client's session
+    return reply
 
 
 def _outcome(status: int) -> str:

@@ -41,7 +41,11 @@ def test_a_missing_file_is_named_as_kube_scheduler_names_it(tmp_path: Path) -> N
 def test_an_unparsable_file(tmp_path: Path) -> None:
     path = tmp_path / "broken"
     path.write_text("foo: [\n")
-    assert _error(str(path)).startswith(f'error loading config file "{path}": while parsing a flow node')
+    message = _error(str(path))  # read within scheduler.boundedyaml's bounds, where the problem is named
+    assert (
+        message.startswith(f'error loading config file "{path}": line 2, column 1: ')
+        and "while parsing a flow node" in message
+    )
 
 
 def test_a_context_that_is_not_there(tmp_path: Path) -> None:
