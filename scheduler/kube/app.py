@@ -259,10 +259,11 @@ async def run_scheduler(
     trouble = ApiTrouble(lambda outcome: metrics.api_requests.labels(outcome).inc())
     kopf_trouble = KopfOutageHandler(trouble)
     logging.getLogger("kopf").addHandler(kopf_trouble)
-    extenders = http_extenders(config.extenders)
-    # The fence every write asks first: with leader election, only a leader sure of its lease writes.
+    # The fence every write asks first (an extender's bind too): with leader election, only a leader
+    # sure of its lease writes.
     leader_election = config.leader_election
     leadership = Leadership(leader_election.renew_deadline if leader_election.leader_elect else None)
+    extenders = http_extenders(config.extenders, leadership.sure)
     writes = ApiWrites(api)
     recorder = ApiRecorder(writes, limiter, name, instance, event_limiter, trouble.observe, leadership.sure)
     binder = ApiBinder(writes, limiter, trouble.observe, leadership.sure)
