@@ -33,6 +33,7 @@ from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_el
 from scheduler.kube.listing import list_uids
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.preemption import AsyncPreemption
+from scheduler.kube.progress import LoopProgress
 from scheduler.kube.resync import ApiTrouble, KopfOutageHandler, resync_loop
 from scheduler.kube.server import SecureServer, ServingAuth, bind_host, serving_ssl_context
 from scheduler.kube.tls_buffers import use_small_tls_read_buffers
@@ -168,6 +169,7 @@ def _start_server(
     kubeconfig: str | None,
     sched: Scheduler,
     metrics: SchedulerMetrics,
+    progress: LoopProgress,
 ) -> SecureServer | None:
     if tls is None:
         log.info("secure serving disabled (--secure-port=0): no /healthz, /readyz, /livez or /metrics")
@@ -194,6 +196,7 @@ def _start_server(
         scheduler_loop=asyncio.get_running_loop(),
         make_auth=delegated,
         ssl_context=tls,
+        checks=[("scheduling-loop", progress.healthy)],
     )
     try:
         server.start(bind_host(serving.bind_address), serving.secure_port)
@@ -278,8 +281,11 @@ async def run_scheduler(
     sched.use_preemption(preemption, preemption.drain)
     sched.use_volume_binder(ApiVolumeBinder(writes, limiter, sched.cache.storage, trouble.observe, leadership.sure))
     _attach_metrics(sched, metrics)
+    # The scheduling loop's heartbeat: /healthz and the Lease renewals require it (scheduler.kube.progress).
+    progress = LoopProgress()
+    progress.beat_on(asyncio.get_running_loop())
     try:
-        server = _start_server(serving, tls, kubeconfig, sched, metrics)
+        server = _start_server(serving, tls, kubeconfig, sched, metrics, progress)
     except ServingError as exc:
         log.error("command failed", err=str(exc))
         logging.getLogger("kopf").removeHandler(kopf_trouble)
@@ -332,6 +338,7 @@ async def run_scheduler(
                     trouble.report,
                     leadership,
                     renew_api=lambda: client.ApiClient(api.configuration),
+                    progress=progress,
                 )
             except LeadershipLost as exc:
                 # Upstream exits 1 on "Leaderelection lost": a restarted replica rejoins as a follower.
