@@ -275,8 +275,8 @@ class HTTPExtender:
 
 
 # The largest answer read from an extender (upstream reads without a limit: a deliberate difference,
-# docs/extenders.md). A Filter answer with whole Node objects for 5,000 nodes is about 20 MB; a
-# nodeCacheCapable extender answers names only.
+# docs/extenders.md). The cap sits above a Filter answer with whole Node objects for a large cluster
+# (sized in docs/benchmarks.md); a nodeCacheCapable extender answers names only.
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 

@@ -240,8 +240,8 @@ async def _safely(elector: LeaseElector, on_outage: Callable[[], None], timeout:
     """One round, bounded by ``timeout`` (client-go bounds its renewals by renewDeadline).
 
     The round runs as a task of its own and is abandoned, not awaited, when the time is up: a request
-    the client does not give up on when cancelled (found with etcd stopped: a renewal held the loop
-    32 s past its timeout under ``asyncio.wait_for``) must not decide when this process steps down.
+    the client does not give up on when cancelled (found with etcd stopped, docs/benchmarks.md) must
+    not decide when this process steps down.
     """
     task = asyncio.ensure_future(elector.try_acquire_or_renew())
     done, _pending = await asyncio.wait({task}, timeout=max(timeout, 0.001))
@@ -336,8 +336,8 @@ class _Renewal:
         lose: Callable[[], None],
     ) -> None:
         """``run`` on a thread with its own event loop and client, as upstream renews from a goroutine
-        of its own: a 10,000-pod burst kept this process's loop busy for longer than a 3 s
-        renewDeadline, and the leader lost a lease it could have kept. The writers' fence is the same
+        of its own: a burst can keep this process's loop busy for longer than renewDeadline, and the
+        leader would lose a lease it could keep (docs/benchmarks.md). The writers' fence is the same
         object (it holds one float); what the main loop must do is handed to it thread-safely."""
         loop = asyncio.get_running_loop()
         halt = threading.Event()
@@ -446,7 +446,7 @@ async def run_with_leader_election(
             leading.result()  # its error, if any, is ours
         else:
             # Lost: upstream exits at once (klog.FlushAndExit). A graceful stop lets Bindings in flight
-            # finish; a lost lease must not wait for them (with etcd away, 30 s for the server to
+            # finish; a lost lease must not wait for them (with etcd away the server takes long to
             # give up on each): they were sent while sure, the next leader sees what landed.
             leading.cancel()
             await asyncio.wait({leading}, timeout=LOST_GRACE_SECONDS)
