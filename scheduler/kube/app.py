@@ -289,6 +289,7 @@ async def run_scheduler(
     except ServingError as exc:
         log.error("command failed", err=str(exc))
         logging.getLogger("kopf").removeHandler(kopf_trouble)
+        progress.stop()
         await close_extenders(extenders)
         await writes.close()
         await api.close()  # type: ignore[no-untyped-call]
@@ -300,6 +301,7 @@ async def run_scheduler(
         logging.getLogger("kopf").removeHandler(kopf_trouble)
         if server is not None:
             server.stop()
+        progress.stop()
         await close_extenders(extenders)
         await writes.close()
         await api.close()  # type: ignore[no-untyped-call]
@@ -359,6 +361,7 @@ async def run_scheduler(
         logging.getLogger("kopf").removeHandler(kopf_trouble)
         if server is not None:
             server.stop()
+        progress.stop()
         await close_extenders(extenders)
         await writes.close()
         await api.close()  # type: ignore[no-untyped-call]
