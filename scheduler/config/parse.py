@@ -193,6 +193,12 @@ def parse_config(doc: object, source: str = "config", *, duplicates: Sequence[st
     pct = root.get("percentageOfNodesToScore")
     conn = _mapping(root.get("clientConnection"), "clientConnection")
     le = _mapping(root.get("leaderElection"), "leaderElection")
+    for key in ("acceptContentTypes", "contentType"):  # read by nobody, typed as upstream types them
+        _string(conn.get(key), f"clientConnection.{key}")
+    for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
+        _bool(root.get(key), key, default=False)
+    if root.get("parallelism") is not None:
+        _int(root["parallelism"], "parallelism", 1, 2**31 - 1)
     initial = root.get("podInitialBackoffSeconds", 1)
     maximum = root.get("podMaxBackoffSeconds", 10)
     _int(initial, "podInitialBackoffSeconds", 1, 2**31 - 1)
@@ -208,17 +214,9 @@ def parse_config(doc: object, source: str = "config", *, duplicates: Sequence[st
         pod_max_backoff_seconds=float(maximum),
         qps=_number(conn.get("qps", 50), "clientConnection.qps"),
         burst=_int(conn.get("burst", 100), "clientConnection.burst", 0, 2**31 - 1),
-        kubeconfig=conn.get("kubeconfig") or None,
-        leader_election=LeaderElection(
-            leader_elect=bool(le.get("leaderElect", True)),
-            lease_duration=_duration(le.get("leaseDuration"), "leaderElection.leaseDuration", 15.0),
-            renew_deadline=_duration(le.get("renewDeadline"), "leaderElection.renewDeadline", 10.0),
-            retry_period=_duration(le.get("retryPeriod"), "leaderElection.retryPeriod", 2.0),
-            resource_namespace=str(le.get("resourceNamespace") or ""),
-            resource_name=str(le.get("resourceName") or profiles[0].scheduler_name),
-        ),
+        kubeconfig=_string(conn.get("kubeconfig"), "clientConnection.kubeconfig") or None,
+        leader_election=_leader_election(le, profiles[0].scheduler_name),
     )
-    _validate_leader_election(config.leader_election)
     try:
         config.extenders = parse_extenders(root.get("extenders"))
         for i, ext in enumerate(config.extenders):
@@ -250,8 +248,52 @@ def _number(value: object, path: str) -> float:
     return float(value)
 
 
-def _validate_leader_election(le: LeaderElection) -> None:
-    """``ValidateLeaderElectionConfiguration`` (component-base), checked only with leaderElect on."""
+def _string(value: object, path: str) -> str:
+    """A string field; unset is empty. (A number or a bool is refused, as strict decoding does.)"""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: Invalid value: {value!r}: must be a string")
+    return value
+
+
+def _bool(value: object, path: str, *, default: bool) -> bool:
+    """A bool field: ``"false"`` is a string, not false (``bool("false")`` is True)."""
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        shown = f'"{value}"' if isinstance(value, str) else repr(value)
+        raise ConfigError(f"{path}: Invalid value: {shown}: must be a boolean")
+    return value
+
+
+LEASES_LOCK = "leases"  # client-go resourcelock.LeasesResourceLock: the only lock left upstream
+JITTER_FACTOR = 1.2  # client-go leaderelection.JitterFactor
+
+
+def _leader_election(le: Mapping[str, Any], default_name: str) -> LeaderElection:
+    """The ``leaderElection`` block, typed strictly, defaulted as kube-scheduler's v1 defaults, validated."""
+    raw = {key: le.get(key) for key in ("leaseDuration", "renewDeadline", "retryPeriod")}
+    lock = _string(le.get("resourceLock"), "leaderElection.resourceLock") or LEASES_LOCK  # upstream's default
+    settings = LeaderElection(
+        leader_elect=_bool(le.get("leaderElect"), "leaderElection.leaderElect", default=True),
+        lease_duration=_duration(raw["leaseDuration"], "leaderElection.leaseDuration", 15.0),
+        renew_deadline=_duration(raw["renewDeadline"], "leaderElection.renewDeadline", 10.0),
+        retry_period=_duration(raw["retryPeriod"], "leaderElection.retryPeriod", 2.0),
+        resource_namespace=_string(le.get("resourceNamespace"), "leaderElection.resourceNamespace"),
+        resource_name=_string(le.get("resourceName"), "leaderElection.resourceName") or default_name,
+    )
+    _validate_leader_election(settings, lock)
+    _check_elector_timings(settings, raw["renewDeadline"])
+    return settings
+
+
+def _validate_leader_election(le: LeaderElection, lock: str) -> None:
+    """component-base ``ValidateLeaderElectionConfiguration``, checked only with leaderElect on.
+
+    An empty resourceNamespace is resolved at start-up (the pod's namespace), so it is not required
+    here; resourceName is defaulted above, as upstream defaults it before validating.
+    """
     if not le.leader_elect:
         return
     for name, value in (
@@ -265,15 +307,38 @@ def _validate_leader_election(le: LeaderElection) -> None:
         raise ConfigError(
             f"leaderElection.leaseDuration: Invalid value: {le.renew_deadline}s: must be greater than `RenewDeadline`"
         )
+    if not lock:
+        raise ConfigError("leaderElection.resourceLock: Required value")
+    if not le.resource_name:
+        raise ConfigError("leaderElection.resourceName: Required value")
+    if lock != LEASES_LOCK:  # client-go resourcelock.New: "<lock> lock is removed, migrate to leases"
+        raise ConfigError(
+            f'leaderElection.resourceLock: Unsupported value: "{lock}": supported values: "{LEASES_LOCK}"'
+        )
+
+
+def _check_elector_timings(le: LeaderElection, renew_text: object) -> None:
+    """client-go ``NewLeaderElector``'s check, which kube-scheduler meets only when it starts electing.
+
+    Renewals come every retryPeriod jittered by up to 1.2 x; a renewDeadline no longer than that
+    lets the leader miss its own deadline between two renewals and drop a lease it holds. Compared
+    in whole nanoseconds, as Go's ``time.Duration(JitterFactor*float64(RetryPeriod))`` truncates.
+    """
+    if not le.leader_elect:
+        return
+    renew_ns, retry_ns = round(le.renew_deadline * 1e9), round(le.retry_period * 1e9)
+    if renew_ns <= int(JITTER_FACTOR * retry_ns):
+        raise ConfigError(
+            f'leaderElection.renewDeadline: Invalid value: "{renew_text if renew_text is not None else "10s"}": '
+            "renewDeadline must be greater than retryPeriod*JitterFactor"
+        )
 
 
 def _duration(value: object, path: str, default: float) -> float:
     """A Go duration string such as ``15s``, ``1m30s`` or ``500ms``."""
     if value is None:
         return default
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if not isinstance(value, str):
+    if not isinstance(value, str):  # metav1.Duration decodes from a JSON string only
         raise ConfigError(f"{path}: must be a duration such as 15s")
     total, pos = 0.0, 0
     units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}

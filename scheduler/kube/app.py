@@ -30,6 +30,7 @@ from scheduler.kube.informer import Informer
 from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_election, with_lease_namespace
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.preemption import AsyncPreemption
+from scheduler.kube.progress import LoopProgress
 from scheduler.kube.server import SecureServer, ServingAuth, bind_host, serving_ssl_context
 from scheduler.kube.tls_buffers import use_small_tls_read_buffers
 from scheduler.kube.volumes import ApiVolumeBinder
@@ -90,6 +91,7 @@ def _start_server(
     kubeconfig: str | None,
     sched: Scheduler,
     metrics: SchedulerMetrics,
+    progress: LoopProgress,
 ) -> SecureServer | None:
     if tls is None:
         log.info("secure serving disabled (--secure-port=0): no /healthz, /readyz, /livez or /metrics")
@@ -116,6 +118,7 @@ def _start_server(
         scheduler_loop=asyncio.get_running_loop(),
         make_auth=delegated,
         ssl_context=tls,
+        checks=[("scheduling-loop", progress.healthy)],
     )
     try:
         server.start(bind_host(serving.bind_address), serving.secure_port)
@@ -178,8 +181,12 @@ async def run_scheduler(
         sched, writes, leadership = _compose(config, api, metrics, count)
         exits.push_async_callback(writes.close)
         exits.push_async_callback(close_extenders, sched.extenders)
+        # The scheduling loop's heartbeat: /healthz and the Lease renewals require it (scheduler.kube.progress).
+        progress = LoopProgress()
+        progress.beat_on(asyncio.get_running_loop())
+        exits.callback(progress.stop)
         try:
-            server = _start_server(serving, tls, kubeconfig, sched, metrics)
+            server = _start_server(serving, tls, kubeconfig, sched, metrics, progress)
         except ServingError as exc:
             log.error("command failed", err=str(exc))
             return 1
@@ -210,6 +217,7 @@ async def run_scheduler(
                 lambda: count("outage"),
                 leadership,
                 renew_api=lambda: client.ApiClient(api.configuration),
+                progress=progress,
             )
         except LeadershipLost as exc:
             # Upstream exits 1 on "Leaderelection lost": a restarted replica rejoins as a follower.
@@ -227,13 +235,15 @@ def _compose(
     event_limiter = RateLimiter(config.qps, config.burst)
     name = config.profiles[0].scheduler_name
     instance = f"{name}-{socket.gethostname()}"
-    # The fence every write asks first: with leader election, only a leader sure of its lease writes.
+    # The fence every write asks first (an extender's bind too): with leader election, only a leader
+    # sure of its lease writes.
     leader_election = config.leader_election
     leadership = Leadership(leader_election.renew_deadline if leader_election.leader_elect else None)
+    extenders = http_extenders(config.extenders, leadership.sure)
     writes = ApiWrites(api)
     recorder = ApiRecorder(writes, limiter, name, instance, event_limiter, count, leadership.sure)
     binder = ApiBinder(writes, limiter, count, leadership.sure)
-    sched = Scheduler(config, binder, recorder, extenders=http_extenders(config.extenders))
+    sched = Scheduler(config, binder, recorder, extenders=extenders)
     preemption = AsyncPreemption(
         ApiPodWriter(writes, limiter, count, leadership.sure),
         recorder,

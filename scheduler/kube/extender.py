@@ -9,22 +9,29 @@ All I/O of extenders lives here (aiohttp); the scheduling algorithm sees only th
 Protocol of ``scheduler.framework.extender``. Errors become ``ExtenderError`` with a message fit for
 the pod's condition; what to do with them (skip an ignorable one, fail the attempt) is decided by
 the algorithm, as upstream's ``findNodesThatPassExtenders`` does.
+
+``bind`` is a write, fenced by the Lease as the API writes are (``scheduler.kube.writes``): with leader
+election, a process not sure it still leads (``Leadership.sure``) sends the extender nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
 import aiohttp
 import structlog
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.connector import Connection
 
 from scheduler.api.objects import Pod
 from scheduler.config import SchedulerConfig
 from scheduler.config.extenders import ExtenderConfig, ssl_context
+from scheduler.errors import NotLeadingError
 from scheduler.framework.extender import ExtenderError, ExtenderFilterResult, HostPriority
 from scheduler.framework.types import NodeInfo
 from scheduler.schedule_one import Attempt
@@ -33,6 +40,37 @@ from scheduler.simulate import Simulation
 __all__ = ["HTTPExtender", "close_extenders", "http_extenders", "pod_resource_names", "simulate_with_extenders"]
 
 log = structlog.get_logger("spread-scheduler")
+
+NOT_SURE = "not sent, this process is not sure it still holds the leader lease"  # the API writers' words
+
+
+def _always() -> bool:
+    return True
+
+
+# The fence of the bind this task is sending; filter and prioritize are reads and see the default.
+_FENCE: contextvars.ContextVar[Callable[[], bool]] = contextvars.ContextVar("extender_bind_fence", default=_always)
+
+
+class _FencedRequest(aiohttp.ClientRequest):
+    """A bind asks its fence again once it has its connection (the wait for one, or a connect, can
+    outlast the lease) and once more right before its first byte: aiohttp holds the headers back and
+    sends them with the body from a task of its own, a loop step later. The API writers' shape
+    (``writes.FencedRequest``), kept here so the extender client does not reach into the writers."""
+
+    async def send(self, conn: Connection) -> aiohttp.ClientResponse:
+        if not _FENCE.get()():
+            raise NotLeadingError(NOT_SURE)
+        return await super().send(conn)
+
+    async def write_bytes(
+        self, writer: AbstractStreamWriter, conn: Connection, content_length: int | None = None
+    ) -> None:
+        if not _FENCE.get()() and conn.protocol is not None:
+            conn.protocol.set_exception(NotLeadingError(NOT_SURE))
+            conn.close()  # the held-back headers go with the connection: nothing was sent
+            return
+        await super().write_bytes(writer, conn, content_length)
 
 
 def _json_default(value: object) -> object:
@@ -90,8 +128,9 @@ def pod_resource_names(pod: Pod) -> set[str]:
 class HTTPExtender:
     """One configured extender: its verbs, weight, interest and an aiohttp session (made lazily)."""
 
-    def __init__(self, config: ExtenderConfig) -> None:
+    def __init__(self, config: ExtenderConfig, fence: Callable[[], bool] = _always) -> None:
         self.config = config
+        self._fence = fence
         self._ssl = ssl_context(config.enable_https, config.tls_config)
         self._managed = frozenset(r.name for r in config.managed_resources)
         self._session: aiohttp.ClientSession | None = None
@@ -173,7 +212,13 @@ class HTTPExtender:
         if not self.config.bind_verb:
             raise ExtenderError("unexpected empty bindVerb in extender")
         args = {"PodName": pod.name, "PodNamespace": pod.namespace, "PodUID": pod.uid, "Node": node_name}
-        result = await self._send(self.config.bind_verb, args)
+        if not self._fence():
+            raise NotLeadingError(f"extender bind of {pod.key} to {node_name}: {NOT_SURE}")
+        token = _FENCE.set(self._fence)
+        try:
+            result = await self._send(self.config.bind_verb, args)
+        finally:
+            _FENCE.reset(token)
         error = _get(result, "Error")
         if error:
             raise ExtenderError(str(error))
@@ -190,7 +235,9 @@ class HTTPExtender:
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._loop is not loop:
             # A session belongs to one event loop: ``simulate`` and tests may run several loops in turn.
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.config.http_timeout))
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.config.http_timeout), request_class=_FencedRequest
+            )
             self._loop = loop
         return self._session
 
@@ -213,6 +260,8 @@ class HTTPExtender:
         except TimeoutError:
             raise ExtenderError(f'Post "{url}": no answer within {self.config.http_timeout:g}s (httpTimeout)') from None
         except aiohttp.ClientError as exc:
+            if isinstance(exc.__cause__, NotLeadingError):  # the fence closed before the first byte
+                raise NotLeadingError(f'Post "{url}": {NOT_SURE}') from None
             raise ExtenderError(f'Post "{url}": {exc}') from None
         try:
             return json.loads(text) if text.strip() else None
@@ -226,8 +275,8 @@ class HTTPExtender:
 
 
 # The largest answer read from an extender (upstream reads without a limit: a deliberate difference,
-# docs/extenders.md). A Filter answer with whole Node objects for 5,000 nodes is about 20 MB; a
-# nodeCacheCapable extender answers names only.
+# docs/extenders.md). The cap sits above a Filter answer with whole Node objects for a large cluster
+# (sized in docs/benchmarks.md); a nodeCacheCapable extender answers names only.
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
@@ -247,9 +296,10 @@ async def _read_limited(response: aiohttp.ClientResponse, url: str, limit: int |
     return b"".join(chunks)
 
 
-def http_extenders(configs: Iterable[ExtenderConfig]) -> list[HTTPExtender]:
-    """One client per configured extender, in configuration order (the order Filter asks them)."""
-    return [HTTPExtender(config) for config in configs]
+def http_extenders(configs: Iterable[ExtenderConfig], fence: Callable[[], bool] = _always) -> list[HTTPExtender]:
+    """One client per configured extender, in configuration order (the order Filter asks them);
+    ``fence`` (``Leadership.sure``) is asked before every bind."""
+    return [HTTPExtender(config, fence) for config in configs]
 
 
 async def close_extenders(extenders: Iterable[object]) -> None:

@@ -12,6 +12,9 @@ would otherwise take a live lease). Every lease request is bounded by the time l
 is sure for ``renewDeadline`` after *sending* its last successful renewal, so a process paused longer
 than that (SIGSTOP, a VM freeze) wakes up and writes nothing before it learns it lost.
 
+A leader renews only while its scheduling loop makes progress (``progress.LoopProgress``): renewals
+run on a thread of their own and would otherwise keep the Lease for a loop that is wedged for good.
+
 Our own small implementation over the Lease API: the one in ``kubernetes.aio.leaderelection`` sends
 invalid requests (``pretty=True``, a float lease duration) against current API servers.
 """
@@ -33,6 +36,7 @@ import structlog
 from kubernetes.aio import client
 
 from scheduler.config import LeaderElection
+from scheduler.kube.progress import LoopProgress
 
 __all__ = [
     "DEFAULT_LEASE_NAMESPACE",
@@ -236,8 +240,8 @@ async def _safely(elector: LeaseElector, on_outage: Callable[[], None], timeout:
     """One round, bounded by ``timeout`` (client-go bounds its renewals by renewDeadline).
 
     The round runs as a task of its own and is abandoned, not awaited, when the time is up: a request
-    the client does not give up on when cancelled (found with etcd stopped: a renewal held the loop
-    32 s past its timeout under ``asyncio.wait_for``) must not decide when this process steps down.
+    the client does not give up on when cancelled (found with etcd stopped, docs/benchmarks.md) must
+    not decide when this process steps down.
     """
     task = asyncio.ensure_future(elector.try_acquire_or_renew())
     done, _pending = await asyncio.wait({task}, timeout=max(timeout, 0.001))
@@ -270,11 +274,35 @@ class _Renewal:
     """client-go's renew loop: every retryPeriod, each try bounded by what is left of renewDeadline
     since the last renewal the server accepted (counted from when that request was sent)."""
 
-    def __init__(self, settings: LeaderElection, fence: Leadership, clock: Callable[[], float], sent: float) -> None:
+    def __init__(
+        self,
+        settings: LeaderElection,
+        fence: Leadership,
+        clock: Callable[[], float],
+        sent: float,
+        progress: LoopProgress | None = None,
+    ) -> None:
         self.settings = settings
         self.fence = fence
         self.clock = clock
         self.last_ok = sent
+        self.progress = progress
+        self._said_wedged = False
+
+    def _loop_wedged(self) -> bool:
+        """Whether the scheduling loop has made no progress past its bound: then no renewal, so the
+        Lease lapses after renewDeadline and a healthy replica takes it."""
+        if self.progress is None or not self.progress.wedged():
+            self._said_wedged = False
+            return False
+        if not self._said_wedged:
+            self._said_wedged = True
+            log.error(
+                "not renewing the leader lease: the scheduling loop has made no progress",
+                stalled=f"{self.progress.stalled_for():.1f}s",
+                bound=f"{self.progress.timeout:g}s",
+            )
+        return True
 
     async def run(
         self,
@@ -291,7 +319,7 @@ class _Renewal:
                 return
             attempt = self.clock()
             left = s.renew_deadline - (attempt - self.last_ok)
-            if left > 0 and await _safely(elector, on_outage, left):
+            if left > 0 and not self._loop_wedged() and await _safely(elector, on_outage, left):
                 self.last_ok = attempt
                 self.fence.renewed(attempt)
             elif self.clock() - self.last_ok >= s.renew_deadline:
@@ -308,8 +336,8 @@ class _Renewal:
         lose: Callable[[], None],
     ) -> None:
         """``run`` on a thread with its own event loop and client, as upstream renews from a goroutine
-        of its own: a 10,000-pod burst kept this process's loop busy for longer than a 3 s
-        renewDeadline, and the leader lost a lease it could have kept. The writers' fence is the same
+        of its own: a burst can keep this process's loop busy for longer than renewDeadline, and the
+        leader would lose a lease it could keep (docs/benchmarks.md). The writers' fence is the same
         object (it holds one float); what the main loop must do is handed to it thread-safely."""
         loop = asyncio.get_running_loop()
         halt = threading.Event()
@@ -361,11 +389,13 @@ async def run_with_leader_election(
     leadership: Leadership | None = None,
     clock: Callable[[], float] = time.monotonic,
     renew_api: Callable[[], client.ApiClient] | None = None,
+    progress: LoopProgress | None = None,
 ) -> None:
     """Run ``lead(stop)`` while holding the lease; raise ``LeadershipLost`` if renewal fails.
 
     ``leadership`` (the writers' fence) learns of every renewal the server accepted and of the end.
-    With ``renew_api`` (a client factory), renewals run on a thread of their own (``_Renewal``).
+    With ``renew_api`` (a client factory), renewals run on a thread of their own (``_Renewal``), and
+    with ``progress`` only while the scheduling loop's heartbeat is within its bound.
     """
     fence = leadership or Leadership(settings.renew_deadline, clock)
     if not settings.leader_elect:
@@ -395,7 +425,7 @@ async def run_with_leader_election(
         lost.set()
         inner_stop.set()
 
-    renewal = _Renewal(settings, fence, clock, sent)
+    renewal = _Renewal(settings, fence, clock, sent, progress)
     if renew_api is not None:
         renewer: asyncio.Future[object] = asyncio.ensure_future(
             renewal.on_thread(renew_api, identity, elector, stop, on_outage, lose)
@@ -416,7 +446,7 @@ async def run_with_leader_election(
             leading.result()  # its error, if any, is ours
         else:
             # Lost: upstream exits at once (klog.FlushAndExit). A graceful stop lets Bindings in flight
-            # finish; a lost lease must not wait for them (with etcd away, 30 s for the server to
+            # finish; a lost lease must not wait for them (with etcd away the server takes long to
             # give up on each): they were sent while sure, the next leader sees what landed.
             leading.cancel()
             await asyncio.wait({leading}, timeout=LOST_GRACE_SECONDS)

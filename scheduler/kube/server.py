@@ -23,7 +23,7 @@ import ssl
 import sys
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,8 +134,10 @@ class SecureServer:
         scheduler_loop: asyncio.AbstractEventLoop,
         make_auth: Callable[[], Awaitable[ServingAuth]],
         ssl_context: ssl.SSLContext,
+        checks: Sequence[tuple[str, Callable[[], bool]]] = (),
     ) -> None:
         self._metrics = metrics
+        self._checks = tuple(checks)
         self._ready = ready
         self._before_scrape = before_scrape
         self._scheduler_loop = scheduler_loop
@@ -149,7 +151,19 @@ class SecureServer:
     # -- handlers (on the server's loop) --------------------------------------------------------
 
     async def _healthz(self, _request: web.Request) -> web.Response:
-        return web.Response(text="ok")
+        """The named checks (thread-safe reads, such as the scheduling loop's heartbeat), answered as
+        k8s.io/apiserver's healthz handler does: "ok", or each check's line and 500 when one fails
+        (the reason withheld: the endpoint may be public)."""
+        results = [(name, healthy()) for name, healthy in self._checks]
+        if all(ok for _name, ok in results):
+            return web.Response(text="ok")
+        failed = [name for name, ok in results if not ok]
+        log.info("healthz check failed", checks=failed)  # upstream logs it (V(2)) with the reasons
+        lines = [f"[+]{name} ok" if ok else f"[-]{name} failed: reason withheld" for name, ok in results]
+        return web.Response(status=500, text="\n".join([*lines, "healthz check failed"]) + "\n")
+
+    async def _livez(self, _request: web.Request) -> web.Response:
+        return web.Response(text="ok")  # kube-scheduler's /livez has the ping check only
 
     async def _readyz(self, _request: web.Request) -> web.Response:
         if self._ready():  # one bool, written by the scheduling loop: safe to read here
@@ -235,7 +249,7 @@ class SecureServer:
         auth = await self._make_auth()
         app = web.Application(middlewares=[self._middleware(auth)])
         app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/livez", self._healthz)
+        app.router.add_get("/livez", self._livez)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics_handler)
         runner = web.AppRunner(app, access_log=None)
