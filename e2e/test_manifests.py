@@ -192,7 +192,8 @@ def test_deployment_manifest_is_hardened() -> None:
         for g in rule["apiGroups"]:
             for r in rule["resources"]:
                 verbs[(g, r)] |= set(rule["verbs"])
-    assert verbs[("", "pods")] == {"get", "list", "watch", "delete"}  # delete: preemption's victims, no other write
+    # delete: preemption's victims; patch: the pod-deletion-cost annotation (spread-aware scale-down).
+    assert verbs[("", "pods")] == {"get", "list", "watch", "delete", "patch"}
     assert verbs[("policy", "poddisruptionbudgets")] == {"list", "watch"}
     # VolumeBinding's PreBind writes a PV's claimRef and a claim's selected node (PUT), nothing else.
     assert verbs[("", "persistentvolumes")] == verbs[("", "persistentvolumeclaims")] == {"list", "watch", "update"}

@@ -27,6 +27,7 @@ from scheduler.kube.delegated_auth import (
     DelegatingAuthorizer,
     api_reviews,
 )
+from scheduler.kube.deletion_cost import ApiCostWriter, DeletionCostKeeper
 from scheduler.kube.extender import close_extenders, http_extenders
 from scheduler.kube.gc_policy import gc_housekeeping
 from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_election, with_lease_namespace
@@ -233,8 +234,11 @@ async def run_scheduler(
     *,
     serving: SecureServing | None = None,
     stop: asyncio.Event | None = None,
+    scale_down_spread: bool = True,
 ) -> int:
-    """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0."""
+    """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0.
+
+    ``scale_down_spread``: keep the pod-deletion-cost of our ReplicaSets' pods (``--scale-down-spread``)."""
     serving = serving or SecureServing()
     use_small_tls_read_buffers()  # before the first connection: each keeps the buffer it opened with
     try:
@@ -277,6 +281,16 @@ async def run_scheduler(
     sched.use_preemption(preemption, preemption.drain)
     sched.use_volume_binder(ApiVolumeBinder(writes, limiter, sched.cache.storage, trouble.observe, leadership.sure))
     _attach_metrics(sched, metrics)
+    keeper = None
+    if scale_down_spread:
+        keeper = DeletionCostKeeper(
+            sched.cache,
+            sched.frameworks,
+            ApiCostWriter(writes, limiter, trouble.observe, leadership.sure),
+            leadership.sure,
+        )
+        sched.handlers.pod_changes.append(keeper.pod_changed)
+        sched.handlers.node_changes.append(keeper.node_changed)
     try:
         server = _start_server(serving, tls, kubeconfig, sched, metrics)
     except ServingError as exc:
@@ -320,6 +334,9 @@ async def run_scheduler(
             log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
             resync = asyncio.create_task(resync_loop(api, sched, trouble, stop), name="resync")
             housekeeping = asyncio.create_task(gc_housekeeping(stop), name="gc-housekeeping")
+            background = [resync, housekeeping]
+            if keeper is not None:
+                background.append(asyncio.create_task(keeper.run(stop), name="deletion-costs"))
             try:
                 await run_with_leader_election(
                     api,
@@ -337,7 +354,7 @@ async def run_scheduler(
                 log.error("Leaderelection lost", err=str(exc))
                 exit_code = 1
             finally:
-                for task in (resync, housekeeping):
+                for task in background:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task

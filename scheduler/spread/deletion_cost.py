@@ -36,6 +36,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.api.labels import Selector
 from scheduler.api.objects import Pod, PodKey
 from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, SpreadConstraint
 from scheduler.backend.cache.cache import Cache
@@ -52,6 +53,7 @@ __all__ = [
     "CostChange",
     "Member",
     "Workload",
+    "constraint_selectors",
     "cost_changes",
     "rank_costs",
     "widths",
@@ -160,6 +162,26 @@ def _defaults(framework: Framework) -> tuple[tuple[SpreadConstraint, ...], bool]
     return plugin.default_constraints, plugin.system_defaulted
 
 
+def _constraints(
+    pod: Pod, framework: Framework, cache: Cache
+) -> tuple[tuple[Constraint, ...], tuple[Constraint, ...], bool]:
+    """The pod's hard and soft constraints (its own, or its profile's defaults) and whether every
+    node must carry all their keys (all but the built-in System defaults)."""
+    defaults, system = _defaults(framework)
+    hard = tuple(pod_constraints(pod, DO_NOT_SCHEDULE, defaults, cache))
+    soft = tuple(pod_constraints(pod, SCHEDULE_ANYWAY, defaults, cache))
+    return hard, soft, bool(pod.spread_constraints) or not system
+
+
+def constraint_selectors(pod: Pod, frameworks: Mapping[str, Framework], cache: Cache) -> tuple[Selector, ...]:
+    """The selectors ``pod``'s constraints count with: whose pods move its workload's ranks."""
+    framework = frameworks.get(pod.scheduler_name)
+    if framework is None:
+        return ()
+    hard, soft, _ = _constraints(pod, framework, cache)
+    return tuple(dict.fromkeys(c.selector for c in hard + soft))
+
+
 @dataclass(slots=True)
 class _Group:
     rep: Pod
@@ -186,12 +208,9 @@ def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, F
             or not cost_in_force(pod)[1]
         ):
             continue
-        defaults, system = _defaults(framework)
-        hard = tuple(pod_constraints(pod, DO_NOT_SCHEDULE, defaults, cache))
-        soft = tuple(pod_constraints(pod, SCHEDULE_ANYWAY, defaults, cache))
+        hard, soft, require_all = _constraints(pod, framework, cache)
         if not hard and not soft:
             continue
-        require_all = bool(pod.spread_constraints) or not system  # only System defaults spare a key
         key = (pod.namespace, hard, soft, require_all, eligibility_key(pod, hard + soft))
         group = groups.get(key)
         if group is None:
