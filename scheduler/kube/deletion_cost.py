@@ -3,7 +3,8 @@ the pods of our ReplicaSets as ``scheduler.spread.deletion_cost`` ranks them.
 
 Cheap and batched: a cache change marks the workloads it touches (the pod's own ReplicaSet, those
 whose constraints count it, the pods' workloads on a relabelled or retainted node), never a scan
-of the cluster; after ``DEBOUNCE`` seconds without news the marked workloads are ranked again and
+of the cluster; after ``DEBOUNCE`` seconds without news (or ``MAX_DELAY`` after the first mark, so a
+cluster that is never quiet is still served) the marked workloads are ranked again and
 only the pods whose cost must change are patched. Every patch is fenced by the Lease
 (``Leadership.sure``) and passes the same rate limiter as the other writes; it carries the
 resourceVersion it was computed from, so a pod changed meanwhile (someone else's cost among the
@@ -13,7 +14,6 @@ changes) is refused with 409 and ranked again from its next event.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,12 +37,14 @@ from scheduler.spread.deletion_cost import (
     workload_of,
 )
 
-__all__ = ["DEBOUNCE", "ApiCostWriter", "DeletionCostKeeper"]
+__all__ = ["DEBOUNCE", "MAX_DELAY", "ApiCostWriter", "DeletionCostKeeper"]
 
 log = structlog.get_logger("spread-scheduler")
 
 # A scale-up binds its pods in a burst: one ranking after the burst, not one per pod.
 DEBOUNCE = 1.0
+# ... but never later than this after the first mark: pod events of a large cluster never pause.
+MAX_DELAY = 5.0
 # While this replica is not sure of the Lease, it looks again this often (the marked workloads wait).
 NOT_LEADING_RETRY = 1.0
 
@@ -105,12 +107,14 @@ class DeletionCostKeeper:
         writer: ApiCostWriter,
         fence: Callable[[], bool] = _always,
         debounce: float = DEBOUNCE,
+        max_delay: float = MAX_DELAY,
     ) -> None:
         self._cache = cache
         self._frameworks = frameworks
         self._writer = writer
         self._fence = fence
         self._debounce = debounce
+        self._max_delay = max_delay
         self._members: dict[Workload, set[PodKey]] = {}
         # Per namespace: the selectors each ranked workload's constraints count with (a pod of
         # another workload that matches moves its counts).
@@ -160,17 +164,26 @@ class DeletionCostKeeper:
             await _wait_either(self._wake, stop)
             if stop.is_set():
                 return
-            while True:  # debounce: wait until no event came for ``debounce`` seconds
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._debounce)
-                    continue
-                break
+            await self._settle()
             if not self._fence():
                 await asyncio.sleep(NOT_LEADING_RETRY)
                 self._wake.set()  # the marked workloads wait for the Lease
                 continue
             await self.sync_once()
+
+    async def _settle(self) -> None:
+        """Wait until no mark came for ``debounce`` seconds, or ``max_delay`` passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._max_delay
+        while True:
+            self._wake.clear()
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._wake.wait(), min(self._debounce, left))
+            except TimeoutError:
+                return
 
     async def sync_once(self) -> None:
         """Rank every marked workload and patch the costs that must change."""
@@ -193,7 +206,10 @@ class DeletionCostKeeper:
         desired = workload_costs(pods, self._cache, self._frameworks)
         # One template: the first pod's selectors are the workload's.
         selectors = constraint_selectors(pods[0], self._frameworks, self._cache)
-        self._selectors.setdefault(workload.namespace, {})[workload] = selectors
+        if selectors:
+            self._selectors.setdefault(workload.namespace, {})[workload] = selectors
+        else:
+            self._selectors.get(workload.namespace, {}).pop(workload, None)
         changes = cost_changes(pods, desired)
         written = 0
         for change in changes:

@@ -137,6 +137,31 @@ def test_run_waits_for_the_fence_before_ranking() -> None:
     assert writer.written == [("p1", "-1")]
 
 
+def test_a_cluster_that_is_never_quiet_is_still_served_after_the_max_delay() -> None:
+    sim, keeper, writer = _keeper()
+    keeper._debounce, keeper._max_delay = 0.2, 0.4
+
+    async def scenario() -> float:
+        stop = asyncio.Event()
+        task = asyncio.create_task(keeper.run(stop))
+        sim.scheduler.on_object("ADDED", _pod("p1", "a0"))
+        started = asyncio.get_running_loop().time()
+        version = 10
+        while not writer.written and asyncio.get_running_loop().time() - started < 3:
+            version += 1  # an event every 50 ms: never the debounce's quiet
+            obj = _pod("other", "b0", owner="web-9")
+            obj["metadata"]["resourceVersion"] = str(version)
+            sim.scheduler.on_object("MODIFIED", obj)
+            await asyncio.sleep(0.05)
+        stop.set()
+        await task
+        return asyncio.get_running_loop().time() - started
+
+    took = asyncio.run(scenario())
+    assert ("p1", "-1") in writer.written
+    assert took < 1.5
+
+
 def test_a_conflict_is_skipped_the_next_event_brings_it_back() -> None:
     sim, keeper, writer = _keeper()
     sim.scheduler.on_object("ADDED", _pod("p1", "a0"))
