@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from scheduler.spread.deletion_cost import Member, rank_costs
+from tests.fuzz_seed import FUZZ_SEED
 
 SETTINGS = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ZONES = ("a", "b", "c")
@@ -119,6 +120,7 @@ def best(world: World, k: int, allowed: Any = None) -> tuple[int, ...]:
     return min(world.skews(s) for s in sets if allowed is None or allowed(s))
 
 
+@seed(FUZZ_SEED)  # the run's seed (pytest's header): SPREAD_FUZZ_SEED=N replays it
 @SETTINGS
 @given(worlds([("zone",), ("host",), ("rack",)], everything_counts=True))
 def test_one_constraint_every_number_of_deletions_is_optimal(world: World) -> None:
@@ -127,6 +129,7 @@ def test_one_constraint_every_number_of_deletions_is_optimal(world: World) -> No
         assert world.skews(set(order[:k])) == best(world, k), (k, order)
 
 
+@seed(FUZZ_SEED)  # the run's seed (pytest's header): SPREAD_FUZZ_SEED=N replays it
 @SETTINGS
 @given(worlds([("zone",), ("host",), ("rack",)]))
 def test_one_constraint_pods_counted_nowhere_go_first_then_optimal(world: World) -> None:
@@ -139,6 +142,7 @@ def test_one_constraint_pods_counted_nowhere_go_first_then_optimal(world: World)
         assert world.skews(set(order[:k])) == optimum, (k, order)
 
 
+@seed(FUZZ_SEED)  # the run's seed (pytest's header): SPREAD_FUZZ_SEED=N replays it
 @SETTINGS
 @given(worlds([("zone", "host"), ("host", "zone"), ("zone", "rack"), ("rack", "host", "zone")]))
 def test_several_constraints_the_first_is_optimal(world: World) -> None:
@@ -149,6 +153,7 @@ def test_several_constraints_the_first_is_optimal(world: World) -> None:
         assert world.skews(set(order[:k]))[0] == best(world, k)[0], (k, order)
 
 
+@seed(FUZZ_SEED)  # the run's seed (pytest's header): SPREAD_FUZZ_SEED=N replays it
 @SETTINGS
 @given(worlds([("zone", "host")], everything_counts=True))
 def test_nested_constraints_are_lexicographically_optimal(world: World) -> None:
@@ -157,6 +162,7 @@ def test_nested_constraints_are_lexicographically_optimal(world: World) -> None:
         assert world.skews(set(order[:k])) == best(world, k), (k, order)
 
 
+@seed(FUZZ_SEED)  # the run's seed (pytest's header): SPREAD_FUZZ_SEED=N replays it
 @SETTINGS
 @given(worlds([("zone",), ("host",), ("rack",), ("zone", "host")], everything_counts=True, max_pods=12))
 def test_deleting_in_our_order_changes_no_other_cost(world: World) -> None:
