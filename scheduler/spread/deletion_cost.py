@@ -9,9 +9,11 @@ youngest. A cost steers only pods equal in the first three, which is the steady 
 
 One constraint: a pod's *rank* is its place in its domain's count (the workload's other matching
 pods at the bottom, then ours oldest first), and its cost is ``-rank``. Deleting lowest cost first
-is deleting from the currently largest domain, which is optimal for every number of deletions (the
-result is the most balanced count vector reachable: it is majorized by every other), and a deletion
-in that order leaves every other pod's rank, so its cost, unchanged.
+is deleting from the currently largest domain (a pod of rank r is deleted when its domain holds r),
+so k deletions cut every domain down to one water level and touch no domain below it; ties at the
+level give the same counts whichever goes first. That is the smallest skew any k deletions can
+leave (checked against a brute force), and a deletion in that order leaves every other pod's rank,
+so its cost, unchanged.
 
 Several constraints combine lexicographically, hard (DoNotSchedule) ones first, each group in the
 pod's order: the first constraint decides, the next breaks its ties, and so on. Inside a domain of
@@ -19,7 +21,8 @@ constraint i the pods are ordered by their ranks under constraints i+1.. (so the
 the top of its most crowded host), and the ranks are packed into one int32, most significant first
 (31 bits split: 31; 16+15; 11+10+10; ...; a rank beyond its width saturates, leaving a tie to the
 controller). Guarantees, as tests/properties/test_deletion_cost.py checks them: the first
-constraint's skew is the optimum for every number of deletions; when every domain of a later
+constraint's skew is the optimum for every number of deletions (the order sorted by the first rank
+is the one-constraint order, later ranks only choosing among its ties); when every domain of a later
 constraint lies inside one domain of the earlier (hostname inside zone), the skews are the
 lexicographic optimum for every number of deletions, and deletions in our order change no cost.
 
