@@ -39,6 +39,8 @@ AUDIT_POLICY: dict[str, Any] = {
         },
         {"level": "Metadata", "verbs": ["update", "patch"], "resources": [{"group": "", "resources": ["pods/status"]}]},
         {"level": "Metadata", "verbs": ["delete"], "resources": [{"group": "", "resources": ["pods"]}]},
+        # Spread-aware scale-down: the pod-deletion-cost annotation (a merge patch of the pod).
+        {"level": "Metadata", "verbs": ["patch"], "resources": [{"group": "", "resources": ["pods"]}]},
         {  # VolumeBinding's PreBind: a PV's claimRef, a claim's selected node
             "level": "Metadata",
             "verbs": ["update", "patch"],
@@ -48,7 +50,7 @@ AUDIT_POLICY: dict[str, Any] = {
     ],
 }
 
-SCHEDULER_WRITES = frozenset({"binding", "status", "delete", "volume"})
+SCHEDULER_WRITES = frozenset({"binding", "status", "delete", "volume", "cost"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,7 @@ class Write:
 
     @property
     def kind(self) -> str:
-        """binding | status | delete | volume | lease | other."""
+        """binding | status | delete | volume | cost | lease | other."""
         if self.resource == "leases":
             return "lease"
         if self.resource in ("persistentvolumes", "persistentvolumeclaims") and not self.subresource:
@@ -76,7 +78,9 @@ class Write:
             return "binding"
         if self.subresource == "status":
             return "status"
-        return "delete" if self.verb == "delete" and self.resource == "pods" and not self.subresource else "other"
+        if self.resource == "pods" and not self.subresource and self.verb in ("delete", "patch"):
+            return "delete" if self.verb == "delete" else "cost"  # a patch of a pod: its deletion cost
+        return "other"
 
     @property
     def ok(self) -> bool:
@@ -221,4 +225,5 @@ def summary(writes: Sequence[Write], namespace: str, users: Iterable[str]) -> di
         "binding_conflicts_409": sum(c[409] for c in attempts.values()),
         "rebinds_by_one_process": len(rebinds_by_one_process((w for w in writes if w.user in mine), namespace)),
         "pod_deletions": sum(1 for w in writes if w.user in mine and w.kind == "delete" and w.namespace == namespace),
+        "cost_patches": sum(1 for w in writes if w.user in mine and w.kind == "cost" and w.namespace == namespace),
     }

@@ -155,7 +155,11 @@ def test_writes_outside_the_grant_are_forbidden(sa_kubeconfig: str, core: client
     attempts: dict[str, Callable[[], Any]] = {
         "delete a secret": lambda: as_sa.delete_namespaced_secret("s", namespace),
         "read a secret": lambda: as_sa.read_namespaced_secret("s", namespace),
-        "patch a pod": lambda: as_sa.patch_namespaced_pod("victim", namespace, {"metadata": {"labels": {"x": "y"}}}),
+        # patch is granted (the pod-deletion-cost of spread-aware scale-down); create and update are not.
+        "create a pod": lambda: as_sa.create_namespaced_pod(namespace, pod_body("intruder")),
+        "update a pod": lambda: as_sa.replace_namespaced_pod(
+            "victim", namespace, core.read_namespaced_pod("victim", namespace)
+        ),
         "create a node": lambda: as_sa.create_node({"metadata": {"name": "intruder"}}),
         "touch another lease": lambda: client.CoordinationV1Api(as_sa.api_client).read_namespaced_lease(
             "kube-scheduler", "kube-system"
@@ -192,7 +196,8 @@ def test_deployment_manifest_is_hardened() -> None:
         for g in rule["apiGroups"]:
             for r in rule["resources"]:
                 verbs[(g, r)] |= set(rule["verbs"])
-    assert verbs[("", "pods")] == {"get", "list", "watch", "delete"}  # delete: preemption's victims, no other write
+    # delete: preemption's victims; patch: the pod-deletion-cost annotation (spread-aware scale-down).
+    assert verbs[("", "pods")] == {"get", "list", "watch", "delete", "patch"}
     assert verbs[("policy", "poddisruptionbudgets")] == {"list", "watch"}
     # VolumeBinding's PreBind writes a PV's claimRef and a claim's selected node (PUT), nothing else.
     assert verbs[("", "persistentvolumes")] == verbs[("", "persistentvolumeclaims")] == {"list", "watch", "update"}

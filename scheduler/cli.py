@@ -115,6 +115,15 @@ def _positive(text: str) -> int:
     return value
 
 
+def _bool(text: str) -> bool:
+    """A boolean flag's value as Go's ``strconv.ParseBool`` reads it (kube-scheduler's flags do)."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f'invalid boolean value "{text}" (want true or false)')
+
+
 def _refuse(err: str) -> int:
     """``run``'s way out before it starts: one "command failed" line, as kube-scheduler's, and exit 2."""
     log.error("command failed", err=err)
@@ -150,7 +159,9 @@ def _run(args: argparse.Namespace) -> int:
         tls_private_key_file=args.tls_private_key_file,
         always_allow_paths=paths,
     )
-    return asyncio.run(run_scheduler(config, args.kubeconfig, serving=serving))
+    return asyncio.run(
+        run_scheduler(config, args.kubeconfig, serving=serving, scale_down_spread=args.scale_down_spread)
+    )
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -308,6 +319,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="PATHS",
         help="A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting "
         "the 'core' kubernetes server. (default: /healthz,/readyz,/livez)",
+    )
+    run.add_argument(
+        "--scale-down-spread",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="true|false",
+        help="keep controller.kubernetes.io/pod-deletion-cost on the pods of our ReplicaSets so that a scale-down "
+        "keeps their topology spread (default true; --scale-down-spread=false turns it off)",
     )
     run.add_argument("--health-address", default=None, help=argparse.SUPPRESS)  # removed: refused with a pointer
     run.set_defaults(func=_run)

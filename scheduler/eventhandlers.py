@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -24,6 +24,8 @@ from scheduler.framework import events as ev
 __all__ = ["EventHandlers", "HeldChanges"]
 
 log = structlog.get_logger("spread-scheduler")
+
+T = TypeVar("T")
 
 
 class HeldChanges:
@@ -75,6 +77,10 @@ class EventHandlers:
         self.held = held
         self.pending: dict[PodKey, Pod] = {}
         self.forgotten: list[Callable[[PodKey], None]] = []  # called with each pod that left for good
+        # Observers of the cache (spread keeping after placement): called with (old, new) once an
+        # assigned pod or a node entered, changed or left it (None for the side that is absent).
+        self.pod_changes: list[Callable[[Pod | None, Pod | None], None]] = []
+        self.node_changes: list[Callable[[Node | None, Node | None], None]] = []
         self.synced = False
 
     def on_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
@@ -106,10 +112,12 @@ class EventHandlers:
             if old_info is not None:
                 self.cache.remove_node(node.name)
                 self.queue.move_all_to_active_or_backoff(ev.NODE_DELETE, old_info.node, None)
+                self._tell(self.node_changes, old_info.node, None)
             return
         if old_info is None:
             self.cache.add_node(node)
             self.queue.move_all_to_active_or_backoff(ev.NODE_ADD, None, node)
+            self._tell(self.node_changes, None, node)
             return
         old = old_info.node
         if node.resource_version and node.resource_version == old.resource_version:
@@ -119,6 +127,7 @@ class EventHandlers:
         self.cache.update_node(old, node)
         for event in ev.node_scheduling_properties_change(node, old):
             self.queue.move_all_to_active_or_backoff(event, old, node)
+        self._tell(self.node_changes, old, node)
 
     def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         self.pod_event(event_type, Pod.from_dict(obj))
@@ -164,6 +173,7 @@ class EventHandlers:
         old = self.cache.pod(key)
         was_assumed = self.cache.is_assumed(key)
         self.cache.add_pod(pod)
+        self._tell(self.pod_changes, old, pod)
         if old is None or was_assumed:
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
         elif old.resource_version != pod.resource_version or not pod.resource_version:
@@ -180,6 +190,12 @@ class EventHandlers:
         if old is not None:
             self.cache.remove_pod(old)
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, old, None)
+            self._tell(self.pod_changes, old, None)
+
+    @staticmethod
+    def _tell(observers: list[Callable[[T | None, T | None], None]], old: T | None, new: T | None) -> None:
+        for observer in observers:
+            observer(old, new)
 
     def on_selecting_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         """Services, ReplicaSets, StatefulSets, ReplicationControllers: inputs of default spreading."""

@@ -24,6 +24,7 @@ from scheduler.kube.delegated_auth import (
     DelegatingAuthorizer,
     api_reviews,
 )
+from scheduler.kube.deletion_cost import ApiCostWriter, DeletionCostKeeper
 from scheduler.kube.extender import close_extenders, http_extenders
 from scheduler.kube.gc_policy import gc_housekeeping
 from scheduler.kube.informer import Informer
@@ -158,8 +159,11 @@ async def run_scheduler(
     *,
     serving: SecureServing | None = None,
     stop: asyncio.Event | None = None,
+    scale_down_spread: bool = True,
 ) -> int:
-    """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0."""
+    """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0.
+
+    ``scale_down_spread``: keep the pod-deletion-cost of our ReplicaSets' pods (``--scale-down-spread``)."""
     serving = serving or SecureServing()
     use_small_tls_read_buffers()  # before the first connection: each keeps the buffer it opened with
     kubeconfig = kubeconfig or config.kubeconfig
@@ -178,7 +182,7 @@ async def run_scheduler(
         def count(outcome: str) -> None:
             metrics.api_requests.labels(outcome).inc()
 
-        sched, writes, leadership = _compose(config, api, metrics, count)
+        sched, writes, leadership, keeper = _compose(config, api, metrics, count, scale_down_spread)
         exits.push_async_callback(writes.close)
         exits.push_async_callback(close_extenders, sched.extenders)
         # The scheduling loop's heartbeat: /healthz and the Lease renewals require it (scheduler.kube.progress).
@@ -204,6 +208,9 @@ async def run_scheduler(
         log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
         housekeeping = asyncio.create_task(gc_housekeeping(stop), name="gc-housekeeping")
         exits.push_async_callback(_cancel, housekeeping)
+        if keeper is not None:
+            costs = asyncio.create_task(keeper.run(stop), name="deletion-costs")
+            exits.push_async_callback(_cancel, costs)
         lease = with_lease_namespace(config.leader_election, os.environ)
         identity = f"{socket.gethostname()}_{os.getpid()}_{time.time_ns():x}"
         try:
@@ -228,8 +235,12 @@ async def run_scheduler(
 
 
 def _compose(
-    config: SchedulerConfig, api: client.ApiClient, metrics: SchedulerMetrics, count: Callable[[str], None]
-) -> tuple[Scheduler, ApiWrites, Leadership]:
+    config: SchedulerConfig,
+    api: client.ApiClient,
+    metrics: SchedulerMetrics,
+    count: Callable[[str], None],
+    scale_down_spread: bool,
+) -> tuple[Scheduler, ApiWrites, Leadership, DeletionCostKeeper | None]:
     """The scheduler with its writers, each fenced by the Lease and rate-limited by the config's QPS."""
     limiter = RateLimiter(config.qps, config.burst)
     event_limiter = RateLimiter(config.qps, config.burst)
@@ -254,7 +265,14 @@ def _compose(
     sched.use_preemption(preemption, preemption.drain)
     sched.use_volume_binder(ApiVolumeBinder(writes, limiter, sched.cache.storage, count, leadership.sure))
     _attach_metrics(sched, metrics)
-    return sched, writes, leadership
+    keeper = None
+    if scale_down_spread:
+        keeper = DeletionCostKeeper(
+            sched.cache, sched.frameworks, ApiCostWriter(writes, limiter, count, leadership.sure), leadership.sure
+        )
+        sched.handlers.pod_changes.append(keeper.pod_changed)
+        sched.handlers.node_changes.append(keeper.node_changed)
+    return sched, writes, leadership, keeper
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

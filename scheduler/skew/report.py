@@ -21,18 +21,13 @@ from typing import Any
 
 from scheduler.api.labels import Operator, Selector
 from scheduler.api.objects import Pod
-from scheduler.api.spread import DO_NOT_SCHEDULE, HONOR, SCHEDULE_ANYWAY, SpreadConstraint
+from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, SpreadConstraint
 from scheduler.backend.cache.cache import Cache
 from scheduler.config import SchedulerConfig
 from scheduler.framework.runtime import Framework
 from scheduler.plugins import names
-from scheduler.plugins.podtopologyspread.common import (
-    Constraint,
-    eligible_domains,
-    pod_constraints,
-    required_affinity_or_none,
-)
-from scheduler.plugins.podtopologyspread.filtering import cal_pre_filter_state, min_match_num
+from scheduler.plugins.podtopologyspread.common import Constraint, pod_constraints
+from scheduler.plugins.podtopologyspread.counting import domain_counts, eligibility_key
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.simulate import Simulation
 
@@ -164,44 +159,9 @@ class _Group:
     pods: list[Pod] = field(default_factory=list)
 
 
-def _eligibility(pod: Pod, constraints: Sequence[Constraint]) -> Hashable:
-    """What a pod's eligible domains depend on besides the nodes (as the plugin's memo key)."""
-    required = required_affinity_or_none(pod)
-    honor_affinity = required is not None and any(c.node_affinity_policy == HONOR for c in constraints)
-    honor_taints = any(c.node_taints_policy == HONOR for c in constraints)
-    return (
-        required.key if honor_affinity and required is not None else None,
-        pod.tolerations if honor_taints else None,
-    )
-
-
 def _counts(group: _Group, cache: Cache) -> tuple[list[dict[str, int]], list[int], list[dict[str, str]]]:
     """Per constraint: counts per domain, the global minimum, and node -> domain for the eligible nodes."""
-    pod = group.pods[0]
-    constraints = list(group.constraints)
-    if group.action == DO_NOT_SCHEDULE:
-        # The Filter's own state: the same domains, counts and minDomains rule as a new replica sees.
-        state = cal_pre_filter_state(pod, constraints, cache)
-        domain_of = eligible_domains(pod, constraints, cache, require_all_keys=True)
-        minima = [min_match_num(state, i, c.min_domains) for i, c in enumerate(constraints)]
-        return [dict(m) for m in state.tp_value_to_match_num], minima, domain_of
-    # ScheduleAnyway: Score's counting over every node rather than the feasible ones of one cycle; a
-    # node without the key is in no domain (Score gives such nodes the domain "" under System defaulting).
-    all_domains = eligible_domains(pod, constraints, cache, require_all_keys=group.require_all_keys)
-    domain_of = [
-        {n: v for n, v in d.items() if (info := cache.get(n)) is not None and c.topology_key in info.node.labels}
-        for c, d in zip(constraints, all_domains, strict=True)
-    ]
-    counts: list[dict[str, int]] = []
-    for c, mapping in zip(constraints, domain_of, strict=True):
-        bucket = dict.fromkeys(mapping.values(), 0)
-        if not c.selector.empty:  # an empty selector counts 0 everywhere, as in the plugin
-            for node, count in cache.count_matching(pod.namespace, c.selector).items():
-                value = mapping.get(node)
-                if value is not None:
-                    bucket[value] += count
-        counts.append(bucket)
-    return counts, [min(b.values(), default=0) for b in counts], domain_of
+    return domain_counts(group.pods[0], group.action, group.constraints, cache, require_all_keys=group.require_all_keys)
 
 
 def _report_group(group: _Group, cache: Cache) -> list[ConstraintReport]:
@@ -266,7 +226,7 @@ def skew_report(
         for action, constraints in by_action.items():
             if not constraints:
                 continue
-            group_key = (pod.namespace, kind, name, action, constraints, source, _eligibility(pod, constraints))
+            group_key = (pod.namespace, kind, name, action, constraints, source, eligibility_key(pod, constraints))
             group = groups.get(group_key)
             if group is None:
                 group = groups[group_key] = _Group(pod.namespace, kind, name, action, constraints, source, require_all)

@@ -1,0 +1,1 @@
+"""Spread after placement (pure): what keeps a workload's spread true once its pods are placed."""

@@ -1,0 +1,274 @@
+"""Spread-aware scale-down: the ``controller.kubernetes.io/pod-deletion-cost`` each pod of a
+ReplicaSet should carry so that kube-controller-manager, deleting the lowest cost first, keeps the
+topology spread. Pure: pods and the cache in, costs out; ``scheduler.kube.deletion_cost`` writes them.
+
+The ReplicaSet controller ranks the pods it may delete (``ActivePodsWithRanks``, k8s.io/kubernetes
+pkg/controller/controller_utils.go): unassigned first, then Pending < Unknown < Running, then not
+Ready before Ready, **then the lower deletion cost**, then pods doubled up on a node, then the
+youngest. A cost steers only pods equal in the first three, which is the steady state.
+
+One constraint: a pod's *rank* is its place in its domain's count (the workload's other matching
+pods at the bottom, then ours oldest first), and its cost is ``-rank``. Deleting lowest cost first
+is deleting from the currently largest domain (a pod of rank r is deleted when its domain holds r),
+so k deletions cut every domain down to one water level and touch no domain below it; ties at the
+level give the same counts whichever goes first. That is the smallest skew any k deletions can
+leave (checked against a brute force), and a deletion in that order leaves every other pod's rank,
+so its cost, unchanged.
+
+Several constraints combine lexicographically, hard (DoNotSchedule) ones first, each group in the
+pod's order: the first constraint decides, the next breaks its ties, and so on. Inside a domain of
+constraint i the pods are ordered by their ranks under constraints i+1.. (so the top of a zone is
+the top of its most crowded host), and the ranks are packed into one int32, most significant first
+(31 bits split: 31; 16+15; 11+10+10; ...; a rank beyond its width saturates, leaving a tie to the
+controller). Guarantees, as tests/properties/test_deletion_cost.py checks them: the first
+constraint's skew is the optimum for every number of deletions (the order sorted by the first rank
+is the one-constraint order, later ranks only choosing among its ties); when every domain of a later
+constraint lies inside one domain of the earlier (hostname inside zone), the skews are the
+lexicographic optimum for every number of deletions, and deletions in our order change no cost.
+
+A pod that counts in no domain of a constraint (its node lacks the key or is excluded by a Honor
+policy, or it does not match the constraint's selector) takes the top rank there: deleting it
+changes no count. A pod whose cost someone else set (the cost differs from our marker) is never
+ranked or rewritten; it counts like a pod of another workload.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.api.labels import Selector
+from scheduler.api.objects import Pod, PodKey
+from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, SpreadConstraint
+from scheduler.backend.cache.cache import Cache
+from scheduler.framework.runtime import Framework
+from scheduler.plugins import names
+from scheduler.plugins.podtopologyspread.common import Constraint, pod_constraints
+from scheduler.plugins.podtopologyspread.counting import domain_counts, eligibility_key
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+
+__all__ = [
+    "COST_ANNOTATION",
+    "MARKER_ANNOTATION",
+    "RANKED_KINDS",
+    "CostChange",
+    "Member",
+    "Workload",
+    "constraint_selectors",
+    "cost_changes",
+    "rank_costs",
+    "widths",
+    "workload_costs",
+    "workload_of",
+]
+
+# k8s.io/api core/v1 annotation_key_constants.go: PodDeletionCost.
+COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+# Written beside every cost we set, with the same value: a cost without it, or with another value,
+# was set by someone else and is never overwritten.
+MARKER_ANNOTATION = "spread-scheduler.io/deletion-cost"
+# Controllers whose scale-down reads the cost (the ReplicationController manager is the ReplicaSet
+# controller's code). StatefulSets delete by ordinal and cannot be steered.
+RANKED_KINDS = ("ReplicaSet", "ReplicationController")
+INT32_BITS = 31  # magnitude bits of an int32 cost: costs are -1 .. -(2**31 - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    namespace: str
+    kind: str
+    name: str
+
+
+def workload_of(pod: Pod) -> Workload | None:
+    """The ReplicaSet (or ReplicationController) that controls ``pod``; None for anything else."""
+    owner = pod.controller
+    if owner is None or owner.kind not in RANKED_KINDS:
+        return None
+    return Workload(pod.namespace, owner.kind, owner.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A pod to rank: its key, its order among equals (older first: the youngest is on top), and
+    per constraint the domain it counts in (None: it counts in none)."""
+
+    key: str
+    order: tuple[float, str]
+    domains: tuple[str | None, ...]
+
+
+def widths(n: int) -> list[int]:
+    """Bits per constraint's rank in one int32, the first constraint getting the remainder."""
+    if n <= 0:
+        return []
+    base = INT32_BITS // n
+    return [INT32_BITS - base * (n - 1)] + [base] * (n - 1)
+
+
+def rank_costs(members: Sequence[Member], others: Sequence[Mapping[str, int]]) -> dict[str, int]:
+    """Costs (negative int32s) for ``members``; ``others[i][domain]`` counts the pods of constraint i's
+    domain that are not members (other workloads' matching pods, pods whose cost is not ours)."""
+    n = len(others)
+    bits = widths(n)
+    keys: dict[str, tuple[Any, ...]] = {m.key: m.order for m in members}
+    ranks: dict[str, list[int]] = {m.key: [0] * n for m in members}
+    for i in reversed(range(n)):
+        cap = (1 << bits[i]) - 1
+        by_domain: defaultdict[str, list[Member]] = defaultdict(list)
+        for m in members:
+            domain = m.domains[i]
+            if domain is None:
+                ranks[m.key][i] = cap  # counts nowhere: deleting it changes no count
+            else:
+                by_domain[domain].append(m)
+        for domain, in_domain in by_domain.items():
+            below = others[i].get(domain, 0)
+            in_domain.sort(key=lambda m: keys[m.key])
+            for position, m in enumerate(in_domain, 1):
+                ranks[m.key][i] = min(cap, below + position)
+        for m in members:
+            keys[m.key] = (ranks[m.key][i], *keys[m.key])
+    costs: dict[str, int] = {}
+    for m in members:
+        value, shift = 0, INT32_BITS
+        for i in range(n):
+            shift -= bits[i]
+            value |= ranks[m.key][i] << shift
+        costs[m.key] = -value
+    return costs
+
+
+def _annotations(pod: Pod) -> Mapping[str, object]:
+    meta = pod.raw.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
+def cost_in_force(pod: Pod) -> tuple[str | None, bool]:
+    """The pod's deletion cost as written (None: unset) and whether it is ours to change (unset, or
+    equal to our marker)."""
+    annotations = _annotations(pod)
+    cost, marker = annotations.get(COST_ANNOTATION), annotations.get(MARKER_ANNOTATION)
+    text = cost if isinstance(cost, str) else None
+    if cost is None:
+        return None, True
+    return text, text is not None and marker == text
+
+
+def _defaults(framework: Framework) -> tuple[tuple[SpreadConstraint, ...], bool]:
+    plugin = framework.plugins.get(names.POD_TOPOLOGY_SPREAD)
+    if not isinstance(plugin, PodTopologySpread):
+        return (), False
+    return plugin.default_constraints, plugin.system_defaulted
+
+
+def _constraints(
+    pod: Pod, framework: Framework, cache: Cache
+) -> tuple[tuple[Constraint, ...], tuple[Constraint, ...], bool]:
+    """The pod's hard and soft constraints (its own, or its profile's defaults) and whether every
+    node must carry all their keys (all but the built-in System defaults)."""
+    defaults, system = _defaults(framework)
+    hard = tuple(pod_constraints(pod, DO_NOT_SCHEDULE, defaults, cache))
+    soft = tuple(pod_constraints(pod, SCHEDULE_ANYWAY, defaults, cache))
+    return hard, soft, bool(pod.spread_constraints) or not system
+
+
+def constraint_selectors(pod: Pod, frameworks: Mapping[str, Framework], cache: Cache) -> tuple[Selector, ...]:
+    """The selectors ``pod``'s constraints count with: whose pods move its workload's ranks."""
+    framework = frameworks.get(pod.scheduler_name)
+    if framework is None:
+        return ()
+    hard, soft, _ = _constraints(pod, framework, cache)
+    return tuple(dict.fromkeys(c.selector for c in hard + soft))
+
+
+@dataclass(slots=True)
+class _Group:
+    rep: Pod
+    hard: tuple[Constraint, ...]
+    soft: tuple[Constraint, ...]
+    require_all_keys: bool
+    pods: list[Pod]
+
+
+def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, Framework]) -> dict[PodKey, int]:
+    """The costs one workload's pods should carry: every pod that is ours, bound (not merely
+    assumed), not terminating, with spread constraints (its own or its profile's defaults), and
+    whose cost is not someone else's. Pods of one template share their constraints; should they
+    not, each set of pods that does is ranked on its own."""
+    groups: dict[Hashable, _Group] = {}
+    for pod in pods:
+        framework = frameworks.get(pod.scheduler_name)
+        if (
+            framework is None
+            or not pod.assigned
+            or pod.terminating
+            or pod.terminal
+            or cache.is_assumed(pod.key)
+            or not cost_in_force(pod)[1]
+        ):
+            continue
+        hard, soft, require_all = _constraints(pod, framework, cache)
+        if not hard and not soft:
+            continue
+        key = (pod.namespace, hard, soft, require_all, eligibility_key(pod, hard + soft))
+        group = groups.get(key)
+        if group is None:
+            groups[key] = _Group(pod, hard, soft, require_all, [pod])
+        else:
+            group.pods.append(pod)
+    out: dict[PodKey, int] = {}
+    for group in groups.values():
+        out.update(_group_costs(group, cache))
+    return out
+
+
+def _group_costs(group: _Group, cache: Cache) -> dict[PodKey, int]:
+    constraints: list[Constraint] = []
+    counts: list[dict[str, int]] = []
+    domain_of: list[dict[str, str]] = []
+    for action, cs in ((DO_NOT_SCHEDULE, group.hard), (SCHEDULE_ANYWAY, group.soft)):
+        if cs:
+            c_counts, _, c_domains = domain_counts(
+                group.rep, action, cs, cache, require_all_keys=group.require_all_keys
+            )
+            constraints += cs
+            counts += c_counts
+            domain_of += c_domains
+    members: list[Member] = []
+    others = [dict(c) for c in counts]
+    for pod in group.pods:
+        node = cache.pod_node(pod.key) or ""
+        domains: list[str | None] = []
+        for i, c in enumerate(constraints):
+            domain = domain_of[i].get(node) if c.selector.matches(pod.labels) else None
+            domains.append(domain)
+            if domain is not None:
+                others[i][domain] = max(0, others[i].get(domain, 0) - 1)
+        members.append(Member(pod.key, (pod.created, pod.name), tuple(domains)))
+    return {PodKey(k): v for k, v in rank_costs(members, others).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class CostChange:
+    """A pod whose cost must be (re)written, with the value (as the annotation's text)."""
+
+    pod: Pod
+    value: str
+
+
+def cost_changes(pods: Iterable[Pod], desired: Mapping[PodKey, int]) -> list[CostChange]:
+    """The pods whose cost in force differs from ``desired`` and is ours to change (unset, or ours)."""
+    out: list[CostChange] = []
+    for pod in pods:
+        want = desired.get(pod.key)
+        if want is None:
+            continue
+        current, ours = cost_in_force(pod)
+        text = str(want)
+        if ours and (current != text or _annotations(pod).get(MARKER_ANNOTATION) != text):
+            out.append(CostChange(pod, text))
+    return out
