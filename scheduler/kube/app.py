@@ -36,7 +36,7 @@ from scheduler.kube.server import SecureServer, ServingAuth, bind_host, serving_
 from scheduler.kube.tls_buffers import use_small_tls_read_buffers
 from scheduler.kube.volumes import ApiVolumeBinder
 from scheduler.kube.watch import KopfEngine, watch_session
-from scheduler.kube.writes import ApiBinder, ApiPodWriter, ApiRecorder, ApiWrites, RateLimiter
+from scheduler.kube.writes import ApiBinder, ApiPodWriter, ApiRecorder, ApiWriter, ApiWrites, RateLimiter
 from scheduler.scheduler import Scheduler
 
 __all__ = ["SecureServing", "ServingError", "run_scheduler"]
@@ -268,7 +268,10 @@ def _compose(
     keeper = None
     if scale_down_spread:
         keeper = DeletionCostKeeper(
-            sched.cache, sched.frameworks, ApiCostWriter(writes, limiter, count, leadership.sure), leadership.sure
+            sched.cache,
+            sched.frameworks,
+            ApiCostWriter(ApiWriter(writes, limiter, count, leadership.sure)),
+            leadership.sure,
         )
         sched.handlers.pod_changes.append(keeper.pod_changed)
         sched.handlers.node_changes.append(keeper.node_changed)

@@ -24,7 +24,7 @@ from scheduler.api.objects import Node, Pod, PodKey
 from scheduler.backend.cache.cache import Cache
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError
 from scheduler.framework.runtime import Framework
-from scheduler.kube.writes import ApiWriter, ApiWrites, RateLimiter
+from scheduler.kube.writes import ApiWriter
 from scheduler.spread.deletion_cost import (
     COST_ANNOTATION,
     MARKER_ANNOTATION,
@@ -48,10 +48,6 @@ MAX_DELAY = 5.0
 NOT_LEADING_RETRY = 1.0
 
 
-def _ignore(_outcome: str) -> None:
-    return None
-
-
 def _always() -> bool:
     return True
 
@@ -60,14 +56,8 @@ class ApiCostWriter:
     """A merge patch of a pod's annotations: the cost and our marker, with the resourceVersion the
     cost was computed from (a precondition: 409 if the pod changed since)."""
 
-    def __init__(
-        self,
-        api: ApiWrites,
-        limiter: RateLimiter,
-        observe: Callable[[str], None] = _ignore,
-        fence: Callable[[], bool] = _always,
-    ) -> None:
-        self._writer = ApiWriter(api, limiter, observe, fence)  # the one write path: limiter, fence, retries
+    def __init__(self, writer: ApiWriter) -> None:
+        self._writer = writer  # the one write path: limiter, fence, retries
 
     async def write(self, change: CostChange) -> None:
         pod = change.pod

@@ -14,7 +14,7 @@ from scheduler.config import load_config
 from scheduler.errors import BindConflictError, NotLeadingError
 from scheduler.kube import app
 from scheduler.kube.deletion_cost import ApiCostWriter, DeletionCostKeeper
-from scheduler.kube.writes import RateLimiter
+from scheduler.kube.writes import ApiWriter, RateLimiter
 from scheduler.simulate import Simulation
 from scheduler.spread.deletion_cost import COST_ANNOTATION, MARKER_ANNOTATION, CostChange, Workload
 from scheduler.testing import make_node, make_pod
@@ -171,7 +171,7 @@ def test_a_conflict_is_skipped_the_next_event_brings_it_back() -> None:
 
 
 def test_the_patch_is_a_merge_patch_of_both_annotations_with_the_resource_version(sent: Sent) -> None:  # noqa: F811
-    writer = ApiCostWriter(None, RateLimiter(qps=0, burst=1))  # type: ignore[arg-type]
+    writer = ApiCostWriter(ApiWriter(None, RateLimiter(qps=0, burst=1)))  # type: ignore[arg-type]
     pod = Pod.from_dict(_pod("p1", "a0"))
     asyncio.run(writer.write(CostChange(pod, "-3")))
     ((method, path, body, content_type),) = sent
@@ -186,7 +186,7 @@ def test_the_patch_is_a_merge_patch_of_both_annotations_with_the_resource_versio
 
 
 def test_a_patch_is_fenced(sent: Sent) -> None:  # noqa: F811
-    writer = ApiCostWriter(None, RateLimiter(qps=0, burst=1), fence=lambda: False)  # type: ignore[arg-type]
+    writer = ApiCostWriter(ApiWriter(None, RateLimiter(qps=0, burst=1), fence=lambda: False))  # type: ignore[arg-type]
     with pytest.raises(NotLeadingError):
         asyncio.run(writer.write(CostChange(Pod.from_dict(_pod("p1", "a0")), "-1")))
     assert not sent
