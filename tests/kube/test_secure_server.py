@@ -23,7 +23,7 @@ import pytest
 from scheduler.kube.delegated_auth import DelegatingAuthenticator, DelegatingAuthorizer
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.selfsigned import SelfSignedCert, _int, _oid, generate_self_signed
-from scheduler.kube.server import SCRAPE_REFRESH_WAIT, SecureServer, ServingAuth, serving_ssl_context
+from scheduler.kube.server import SCRAPE_REFRESH_WAIT, SecureServer, ServingAuth, ServingLimits, serving_ssl_context
 from tests.kube.test_delegated_auth import AccessReviews, TokenReviews
 
 BLOCK_SECONDS = 1.5
@@ -74,7 +74,11 @@ class Scheduling:
 
 
 def serve(
-    tls: ssl.SSLContext, body: Callable[[SecureServer, Scheduling], Any], *, block: float = 0.0
+    tls: ssl.SSLContext,
+    body: Callable[[SecureServer, Scheduling], Any],
+    *,
+    block: float = 0.0,
+    limits: ServingLimits | None = None,
 ) -> tuple[Any, Scheduling]:
     """Run ``body(server, scheduling)`` in a client thread while the test's loop plays the scheduling loop.
 
@@ -99,6 +103,7 @@ def serve(
             scheduler_loop=asyncio.get_running_loop(),
             make_auth=make_auth,
             ssl_context=tls,
+            limits=limits,
         )
         server.start("127.0.0.1", 0)
         try:
