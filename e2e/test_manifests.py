@@ -188,7 +188,12 @@ def test_deployment_manifest_is_hardened() -> None:
     assert service["spec"]["ports"] == [{"name": "https", "port": 10259, "targetPort": "https"}]
     policy = next(d for d in _manifest_docs() if d["kind"] == "NetworkPolicy")
     assert policy["spec"]["policyTypes"] == ["Ingress"]
-    assert policy["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": "https"}]}]
+    assert policy["spec"]["ingress"] == [
+        {
+            "ports": [{"protocol": "TCP", "port": "https"}],
+            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        }
+    ]
     assert set(container["resources"]) == {"requests", "limits"}
     role = next(d for d in _manifest_docs() if d["kind"] == "ClusterRole")
     verbs: dict[tuple[str, str], set[str]] = collections.defaultdict(set)

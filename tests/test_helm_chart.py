@@ -138,6 +138,10 @@ def test_default_values_render_the_kustomize_manifests() -> None:
     assert not differences, "\n".join(differences)
 
 
+# Who may reach 10259: the monitoring namespace (kubelet probes come from the node, which policy admits).
+SCRAPERS = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+
+
 def test_the_chart_serves_the_secure_interface() -> None:
     """What the chart renders for serving, as kube-scheduler serves: HTTPS on 10259, probes, policy, RBAC."""
     objects = render()
@@ -151,7 +155,7 @@ def test_the_chart_serves_the_secure_interface() -> None:
     ]
     policy = objects[("NetworkPolicy", NS)]["spec"]
     assert policy["policyTypes"] == ["Ingress"]
-    assert policy["ingress"] == [{"ports": [{"port": "https", "protocol": "TCP"}]}]
+    assert policy["ingress"] == [{"ports": [{"port": "https", "protocol": "TCP"}], "from": SCRAPERS}]
     assert policy["podSelector"] == objects[("Deployment", NS)]["spec"]["selector"]
     role = objects[("ClusterRole", NS)]["rules"]
     assert all(rule in role for rule in SERVING_RULES)

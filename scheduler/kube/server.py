@@ -40,7 +40,7 @@ from scheduler.kube.delegated_auth import (
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.selfsigned import SelfSignedCert, generate_self_signed
 
-__all__ = ["SCRAPE_REFRESH_WAIT", "SecureServer", "ServingAuth", "serving_ssl_context"]
+__all__ = ["SCRAPE_REFRESH_WAIT", "SecureServer", "ServingAuth", "ServingLimits", "serving_ssl_context"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -50,6 +50,114 @@ START_TIMEOUT = 30.0
 # waits up to one switch interval, and a TLS handshake plus a request takes dozens of hand-offs.
 # CPython's 5 ms is made 1 ms; a thread that does not ask for the GIL (the idle server) costs nothing.
 SWITCH_INTERVAL = 0.001
+
+
+@dataclass(frozen=True, slots=True)
+class ServingLimits:
+    """Bounds on every connection to the secure port, as the API server's own serving has them."""
+
+    # k8s.io/apiserver pkg/server/secure_serving.go: ReadHeaderTimeout 32 s ("just shy of
+    # requestTimeoutUpperBound"), IdleTimeout 90 s ("matches http.DefaultTransport keep-alive timeout").
+    read_header_timeout: float = 32.0
+    idle_timeout: float = 90.0
+    # Go's net/http bounds the TLS handshake by the smallest of its read/write timeouts: ReadHeaderTimeout.
+    tls_handshake_timeout: float = 32.0
+    # Upstream has no cap (Go's goroutines are cheap); ours costs memory per connection. Beyond the cap a
+    # connection is closed at once, before its handshake: waiting ones would hold memory all the same,
+    # and a prober or Prometheus retries. A handful of scrapers need far fewer.
+    max_connections: int = 256
+
+
+class _Guard(asyncio.Protocol):
+    """Sits before aiohttp's protocol: the cap, the TLS handshake (with its timeout), the header deadline.
+
+    aiohttp has a keep-alive timeout but no deadline for a request head: the head's deadline starts at the
+    handshake's end and at a new request's first byte, and ends when the request reaches the middleware.
+    """
+
+    def __init__(self, owner: SecureServer, inner: asyncio.Protocol) -> None:
+        self._owner = owner
+        self._inner = inner
+        self._raw: asyncio.BaseTransport | None = None
+        self._tls: asyncio.BaseTransport | None = None
+        self._deadline: asyncio.TimerHandle | None = None
+        self._in_request = False
+        self._counted = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        owner = self._owner
+        if owner.connections >= owner.limits.max_connections:
+            transport.abort()  # type: ignore[attr-defined]
+            return
+        owner.connections += 1
+        self._counted = True
+        self._raw = transport
+        transport.pause_reading()  # type: ignore[attr-defined]  # start_tls reads the ClientHello
+        asyncio.get_running_loop().create_task(self._handshake())
+
+    async def _handshake(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._raw is not None
+        try:
+            tls = await loop.start_tls(
+                self._raw,  # type: ignore[arg-type]
+                self,
+                self._owner.ssl_context,
+                server_side=True,
+                ssl_handshake_timeout=self._owner.limits.tls_handshake_timeout,
+            )
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError):
+            self._raw.abort()  # type: ignore[attr-defined]
+            return
+        if tls is None or self._raw.is_closing():
+            return
+        self._tls = tls
+        self._owner.guards[self._inner] = self
+        self._arm()
+        self._inner.connection_made(tls)
+
+    def _arm(self) -> None:
+        if self._deadline is None:
+            self._deadline = asyncio.get_running_loop().call_later(self._owner.limits.read_header_timeout, self._expire)
+
+    def _expire(self) -> None:
+        self._deadline = None
+        if self._tls is not None:
+            self._tls.abort()  # type: ignore[attr-defined]  # Go closes a connection whose head is late
+
+    def request_started(self) -> None:
+        self._in_request = True
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def request_done(self) -> None:
+        self._in_request = False  # idle now: aiohttp's keep-alive timeout applies until the next byte
+
+    def data_received(self, data: bytes) -> None:
+        if not self._in_request:
+            self._arm()
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        if self._counted:
+            self._counted = False
+            self._owner.connections -= 1
+        self._owner.guards.pop(self._inner, None)
+        if self._tls is not None:
+            self._inner.connection_lost(exc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +243,7 @@ class SecureServer:
         make_auth: Callable[[], Awaitable[ServingAuth]],
         ssl_context: ssl.SSLContext,
         checks: Sequence[tuple[str, Callable[[], bool]]] = (),
+        limits: ServingLimits | None = None,
     ) -> None:
         self._metrics = metrics
         self._checks = tuple(checks)
@@ -142,7 +251,10 @@ class SecureServer:
         self._before_scrape = before_scrape
         self._scheduler_loop = scheduler_loop
         self._make_auth = make_auth
-        self._ssl_context = ssl_context
+        self.ssl_context = ssl_context
+        self.limits = limits or ServingLimits()
+        self.connections = 0  # open connections (on the server's loop only)
+        self.guards: dict[asyncio.BaseProtocol, _Guard] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped: asyncio.Event | None = None
@@ -201,6 +313,18 @@ class SecureServer:
         async def authenticate_and_authorize(
             request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
         ) -> web.StreamResponse:
+            guard = self.guards.get(request.protocol)
+            if guard is not None:
+                guard.request_started()
+            try:
+                return await answer(request, handler)
+            finally:
+                if guard is not None:
+                    guard.request_done()
+
+        async def answer(
+            request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+        ) -> web.StreamResponse:
             try:
                 user = await auth.authenticator.authenticate(request.headers.get("Authorization"))
             except AuthenticationError:
@@ -252,18 +376,26 @@ class SecureServer:
         app.router.add_get("/livez", self._livez)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics_handler)
-        runner = web.AppRunner(app, access_log=None)
+        # keepalive_timeout: upstream's IdleTimeout. aiohttp's head limits (8190-byte lines and fields) are
+        # tighter than upstream's MaxHeaderBytes (1 << 20, secure_serving.go) and stay.
+        runner = web.AppRunner(app, access_log=None, keepalive_timeout=self.limits.idle_timeout)
         await runner.setup()
+        server: asyncio.Server | None = None
         try:
-            site = web.TCPSite(runner, host, port, ssl_context=self._ssl_context)
-            await site.start()
+            assert runner.server is not None
+            handler_factory = runner.server
+            loop = asyncio.get_running_loop()
+            # TLS is started by _Guard (not create_server's ssl=): a connection beyond the cap is closed
+            # before it costs a handshake.
+            server = await loop.create_server(lambda: _Guard(self, handler_factory()), host, port)
             bound = port
-            for address in runner.addresses:  # the bound port, when asked for port 0 (tests)
-                if isinstance(address, tuple):
-                    bound = int(address[1])
+            for sock in server.sockets:  # the bound port, when asked for port 0 (tests)
+                bound = int(sock.getsockname()[1])
             started.set_result(bound)
             await self._stopped.wait()
         finally:
+            if server is not None:
+                server.close()
             await runner.cleanup()
             await auth.close()
 

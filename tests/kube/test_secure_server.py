@@ -7,6 +7,7 @@ meanwhile: served on that loop, as before, the probe would wait the whole block.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import socket
 import ssl
@@ -19,11 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from scheduler.kube import server as server_module
 from scheduler.kube.delegated_auth import DelegatingAuthenticator, DelegatingAuthorizer
 from scheduler.kube.metrics import SchedulerMetrics
-from scheduler.kube.selfsigned import SelfSignedCert, _int, _oid, generate_self_signed
-from scheduler.kube.server import SCRAPE_REFRESH_WAIT, SecureServer, ServingAuth, serving_ssl_context
+from scheduler.kube.selfsigned import SelfSignedCert, generate_self_signed
+from scheduler.kube.server import SCRAPE_REFRESH_WAIT, SecureServer, ServingAuth, ServingLimits, serving_ssl_context
 from tests.kube.test_delegated_auth import AccessReviews, TokenReviews
 
 BLOCK_SECONDS = 1.5
@@ -74,7 +79,11 @@ class Scheduling:
 
 
 def serve(
-    tls: ssl.SSLContext, body: Callable[[SecureServer, Scheduling], Any], *, block: float = 0.0
+    tls: ssl.SSLContext,
+    body: Callable[[SecureServer, Scheduling], Any],
+    *,
+    block: float = 0.0,
+    limits: ServingLimits | None = None,
 ) -> tuple[Any, Scheduling]:
     """Run ``body(server, scheduling)`` in a client thread while the test's loop plays the scheduling loop.
 
@@ -99,6 +108,7 @@ def serve(
             scheduler_loop=asyncio.get_running_loop(),
             make_auth=make_auth,
             ssl_context=tls,
+            limits=limits,
         )
         server.start("127.0.0.1", 0)
         try:
@@ -166,12 +176,20 @@ def test_healthz_does_not_wait_for_a_blocked_scheduling_loop(cert_files: tuple[s
     assert seconds["metrics"] < SCRAPE_REFRESH_WAIT + 0.5, seconds  # stale numbers rather than a slow scrape
 
 
-def test_the_in_memory_certificate_verifies_for_localhost_and_127_0_0_1(tmp_path: Path) -> None:
+def test_the_in_memory_certificate_verifies_for_localhost_and_127_0_0_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[SelfSignedCert] = []
+
+    def keep(*args: Any) -> SelfSignedCert:
+        made.append(generate_self_signed(*args))
+        return made[-1]
+
+    monkeypatch.setattr(server_module, "generate_self_signed", keep)
     tls = serving_ssl_context(None, None, "0.0.0.0")  # generated now, loaded through a memory file
 
     def body(server: SecureServer, _scheduling: Scheduling) -> None:
-        pem = ssl.get_server_certificate(("127.0.0.1", server.port))
-        (tmp_path / "ca.pem").write_text(pem)
+        (tmp_path / "ca.pem").write_bytes(made[0].ca_pem)  # trust the throw-away CA, as a client given it would
         verifying = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))  # checks signature and names
         assert get(server.port, "/healthz", context=verifying) == (200, "ok")  # IP SAN
         with (
@@ -195,18 +213,23 @@ def test_one_tls_file_without_the_other_is_refused_with_upstreams_message(cert_f
         serving_ssl_context(cert_files[0], None, "0.0.0.0")
 
 
-@pytest.mark.parametrize(
-    ("value", "der"),
-    [
-        pytest.param(0, "020100", id="zero"),
-        pytest.param(127, "02017f", id="one-octet"),
-        pytest.param(128, "02020080", id="high-bit-gets-a-leading-zero"),
-        pytest.param(256, "02020100", id="two-octets"),
-    ],
-)
-def test_der_integers(value: int, der: str) -> None:
-    assert _int(value).hex() == der
-
-
-def test_der_object_identifier_of_sha256_with_rsa() -> None:
-    assert _oid("1.2.840.113549.1.1.11").hex() == "06092a864886f70d01010b"
+def test_the_serving_certificate_is_signed_by_its_ca_with_upstreams_names_and_usages() -> None:
+    generated = generate_self_signed("localhost", ("127.0.0.1", "10.0.0.7"), ("localhost",))
+    leaf, ca = x509.load_pem_x509_certificates(generated.cert_pem)
+    assert generated.ca_pem == ca.public_bytes(serialization.Encoding.PEM)
+    leaf.verify_directly_issued_by(ca)  # raises if the signature or the issuer is wrong
+    common_name = leaf.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+    ca_name = ca.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+    assert str(common_name).startswith("localhost@") and str(ca_name).startswith("localhost-ca@")
+    sans = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1", "10.0.0.7"]
+    usage = leaf.extensions.get_extension_for_class(x509.KeyUsage).value
+    assert usage.digital_signature and usage.key_encipherment and not usage.key_cert_sign
+    assert leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value == x509.ExtendedKeyUsage(
+        [ExtendedKeyUsageOID.SERVER_AUTH]
+    )
+    assert not leaf.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    assert leaf.not_valid_after_utc - leaf.not_valid_before_utc == datetime.timedelta(days=365)
+    assert generated.key_pem.startswith(b"-----BEGIN RSA PRIVATE KEY-----")
