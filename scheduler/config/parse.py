@@ -134,12 +134,12 @@ def _resolve_profile(raw: Mapping[str, Any], path: str) -> ProfileConfig:
     args: dict[str, Mapping[str, Any]] = {}
     for i, item in enumerate(_list(raw.get("pluginConfig"), f"{path}.pluginConfig")):
         obj = _mapping(item, f"{path}.pluginConfig[{i}]")
-        pname = obj.get("name")
+        pname = _string(obj.get("name"), f"{path}.pluginConfig[{i}].name")
         if pname not in REGISTRY:
             raise ConfigError(f'{path}.pluginConfig[{i}].name: Invalid value: "{pname}": plugin does not exist')
         if pname in args:
             raise ConfigError(f'{path}.pluginConfig[{i}].name: Duplicate value: "{pname}"')
-        args[str(pname)] = _mapping(obj.get("args"), f"{path}.pluginConfig[{i}].args")
+        args[pname] = _mapping(obj.get("args"), f"{path}.pluginConfig[{i}].args")
     return ProfileConfig(name, pct, points, weights, args)
 
 

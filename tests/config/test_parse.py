@@ -436,6 +436,12 @@ class TestPluginArgs:
     def with_args(name: str, args: object) -> dict[str, Any]:
         return profile(pluginConfig=[{"name": name, "args": args}])
 
+    @pytest.mark.parametrize("name", [[{"a": 1}], {"a": 1}, 3, None])
+    def test_a_plugin_name_that_is_not_a_string_is_refused_naming_the_field(self, name: object) -> None:
+        """Found by the hostile-input fuzz: an ``!!omap`` as a name was a TypeError traceback."""
+        error = config_error(profile(pluginConfig=[{"name": name, "args": {}}]))
+        assert error.startswith("profiles[0].pluginConfig[0].name: Invalid value: "), error
+
     def test_list_defaulting_with_default_constraints(self) -> None:
         """List defaulting keeps the configured constraints, hard ones included."""
         args = {
