@@ -13,8 +13,8 @@ import os
 from kubernetes.aio import client
 
 from scheduler.kube.credentials import KubeconfigError, load
+from scheduler.kube.fence import FencedRequest
 from scheduler.kube.transport import PROXY_VARIABLES, WRITE_CONNECTIONS
-from scheduler.kube.writes import FencedRequest
 
 __all__ = ["KubeconfigError", "api_client"]
 
@@ -37,7 +37,7 @@ async def api_client(kubeconfig: str | None) -> client.ApiClient:
     # client's session, with as many connections and the same fence on each.
     api.configuration.tcp_connector_limit_per_host = WRITE_CONNECTIONS
     # The session is made at the first request: every write it carries asks its fence once more when
-    # it has a connection and right before its body (scheduler.kube.writes.FencedRequest).
+    # it has a connection and right before its body (scheduler.kube.fence.FencedRequest).
     api.configuration.client_session_kwargs = {
         **(getattr(api.configuration, "client_session_kwargs", None) or {}),
         "request_class": FencedRequest,

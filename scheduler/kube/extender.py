@@ -17,7 +17,6 @@ election, a process not sure it still leads (``Leadership.sure``) sends the exte
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
@@ -25,8 +24,6 @@ from typing import Any
 
 import aiohttp
 import structlog
-from aiohttp.abc import AbstractStreamWriter
-from aiohttp.connector import Connection
 
 from scheduler.api.objects import Pod
 from scheduler.config import SchedulerConfig
@@ -34,43 +31,13 @@ from scheduler.config.extenders import ExtenderConfig, ssl_context
 from scheduler.errors import NotLeadingError
 from scheduler.framework.extender import ExtenderError, ExtenderFilterResult, HostPriority
 from scheduler.framework.types import NodeInfo
+from scheduler.kube.fence import NOT_SURE, FencedRequest, always, fenced
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation
 
 __all__ = ["HTTPExtender", "close_extenders", "http_extenders", "pod_resource_names", "simulate_with_extenders"]
 
 log = structlog.get_logger("spread-scheduler")
-
-NOT_SURE = "not sent, this process is not sure it still holds the leader lease"  # the API writers' words
-
-
-def _always() -> bool:
-    return True
-
-
-# The fence of the bind this task is sending; filter and prioritize are reads and see the default.
-_FENCE: contextvars.ContextVar[Callable[[], bool]] = contextvars.ContextVar("extender_bind_fence", default=_always)
-
-
-class _FencedRequest(aiohttp.ClientRequest):
-    """A bind asks its fence again once it has its connection (the wait for one, or a connect, can
-    outlast the lease) and once more right before its first byte: aiohttp holds the headers back and
-    sends them with the body from a task of its own, a loop step later. The API writers' shape
-    (``writes.FencedRequest``), kept here so the extender client does not reach into the writers."""
-
-    async def send(self, conn: Connection) -> aiohttp.ClientResponse:
-        if not _FENCE.get()():
-            raise NotLeadingError(NOT_SURE)
-        return await super().send(conn)
-
-    async def write_bytes(
-        self, writer: AbstractStreamWriter, conn: Connection, content_length: int | None = None
-    ) -> None:
-        if not _FENCE.get()() and conn.protocol is not None:
-            conn.protocol.set_exception(NotLeadingError(NOT_SURE))
-            conn.close()  # the held-back headers go with the connection: nothing was sent
-            return
-        await super().write_bytes(writer, conn, content_length)
 
 
 def _json_default(value: object) -> object:
@@ -128,7 +95,7 @@ def pod_resource_names(pod: Pod) -> set[str]:
 class HTTPExtender:
     """One configured extender: its verbs, weight, interest and an aiohttp session (made lazily)."""
 
-    def __init__(self, config: ExtenderConfig, fence: Callable[[], bool] = _always) -> None:
+    def __init__(self, config: ExtenderConfig, fence: Callable[[], bool] = always) -> None:
         self.config = config
         self._fence = fence
         self._ssl = ssl_context(config.enable_https, config.tls_config)
@@ -214,11 +181,8 @@ class HTTPExtender:
         args = {"PodName": pod.name, "PodNamespace": pod.namespace, "PodUID": pod.uid, "Node": node_name}
         if not self._fence():
             raise NotLeadingError(f"extender bind of {pod.key} to {node_name}: {NOT_SURE}")
-        token = _FENCE.set(self._fence)
-        try:
+        with fenced(self._fence):
             result = await self._send(self.config.bind_verb, args)
-        finally:
-            _FENCE.reset(token)
         error = _get(result, "Error")
         if error:
             raise ExtenderError(str(error))
@@ -236,7 +200,7 @@ class HTTPExtender:
         if self._session is None or self._session.closed or self._loop is not loop:
             # A session belongs to one event loop: ``simulate`` and tests may run several loops in turn.
             self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.config.http_timeout), request_class=_FencedRequest
+                timeout=aiohttp.ClientTimeout(total=self.config.http_timeout), request_class=FencedRequest
             )
             self._loop = loop
         return self._session
@@ -296,7 +260,7 @@ async def _read_limited(response: aiohttp.ClientResponse, url: str, limit: int |
     return b"".join(chunks)
 
 
-def http_extenders(configs: Iterable[ExtenderConfig], fence: Callable[[], bool] = _always) -> list[HTTPExtender]:
+def http_extenders(configs: Iterable[ExtenderConfig], fence: Callable[[], bool] = always) -> list[HTTPExtender]:
     """One client per configured extender, in configuration order (the order Filter asks them);
     ``fence`` (``Leadership.sure``) is asked before every bind."""
     return [HTTPExtender(config, fence) for config in configs]

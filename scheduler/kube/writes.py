@@ -11,7 +11,6 @@ Requests pass a token bucket so the client honours ``clientConnection.qps``/``bu
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import random
 import socket
@@ -22,8 +21,6 @@ from typing import Any
 
 import aiohttp
 import structlog
-from aiohttp.abc import AbstractStreamWriter
-from aiohttp.connector import Connection
 from kubernetes.aio import client
 from tenacity import (
     AsyncRetrying,
@@ -35,6 +32,7 @@ from tenacity import (
 
 from scheduler.api.objects import Pod
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, TransientAPIError
+from scheduler.kube.fence import FENCE, NOT_SURE, always
 from scheduler.kube.rest import expand, note_reply, request_headers, send
 from scheduler.kube.transport import WRITE_CONNECTIONS, Http1Connections
 
@@ -44,7 +42,6 @@ __all__ = [
     "ApiRecorder",
     "ApiWriter",
     "ApiWrites",
-    "FencedRequest",
     "RateLimiter",
     "map_status",
 ]
@@ -149,55 +146,12 @@ def _ignore(_outcome: str) -> None:
     return None
 
 
-def _always() -> bool:
-    return True
-
-
-NOT_SURE = "not sent, this process is not sure it still holds the leader lease"
-
-# The fence of the write this task is sending, for FencedRequest below (other tasks, such as
-# the lease renewals and the watches, see the default and are never fenced).
-_FENCE: contextvars.ContextVar[Callable[[], bool]] = contextvars.ContextVar("spread_scheduler_fence", default=_always)
-
-
-class FencedRequest(aiohttp.ClientRequest):
-    """Behind a proxy, where writes go through the client's session (elsewhere ``transport`` asks
-    the fence itself): a write asks its fence again once it has its connection, and once more right
-    before its body.
-
-    A request can wait for a pooled connection, and a process paused while it waited must not send
-    it on waking: ``send`` runs right after the connection is handed over, in the same step of the
-    event loop, and a request without a body goes out from there. A request with a body leaves in a
-    task of its own, a step later: aiohttp holds the headers back to send them with the body. A
-    process paused in between (found by e2e/test_leader_election.py: Bindings sent after the
-    takeover) would send it on waking. So ``write_bytes`` asks again right before the first
-    byte; if it says no, the held-back headers are dropped with the connection and nothing is sent.
-    (A pause after this check remains possible: a few microseconds of CPU, not a loop step.)
-    Other tasks, such as the lease renewals and the watches, see the default fence and are never
-    fenced. (Not connection hooks of an ``aiohttp.TraceConfig``: a trace costs every request a dozen
-    awaited signals; docs/benchmarks.md.)"""
-
-    async def send(self, conn: Connection) -> aiohttp.ClientResponse:
-        if not _FENCE.get()():
-            raise NotLeadingError(NOT_SURE)
-        return await super().send(conn)
-
-    async def write_bytes(
-        self, writer: AbstractStreamWriter, conn: Connection, content_length: int | None = None
-    ) -> None:
-        if not _FENCE.get()() and conn.protocol is not None:
-            conn.protocol.set_exception(NotLeadingError(NOT_SURE))
-            conn.close()
-            return
-        await super().write_bytes(writer, conn, content_length)
-
-
 async def _call(
     limiter: RateLimiter,
     what: str,
     request: Callable[[], Awaitable[Any]],
     observe: Callable[[str], None] = _ignore,
-    fence: Callable[[], bool] = _always,
+    fence: Callable[[], bool] = always,
 ) -> bytes:
     """One API request with rate limiting, status mapping and retries of transient failures.
 
@@ -240,7 +194,7 @@ async def _try(
     await limiter.acquire()
     if not fence():
         raise NotLeadingError(f"{what}: {NOT_SURE}")
-    token = _FENCE.set(fence)
+    token = FENCE.set(fence)
     try:
         response = await request()
     except NotLeadingError:
@@ -258,7 +212,7 @@ async def _try(
         observe("outage")
         raise
     finally:
-        _FENCE.reset(token)
+        FENCE.reset(token)
     try:
         body: bytes = await response.read()
         error = map_status(response.status, body, what, retry_after_seconds(response.headers.get("retry-after")))
@@ -290,14 +244,14 @@ def _refused() -> NotLeadingError:
 async def _send(
     writes: ApiWrites, method: str, path: str, params: dict[str, str], body: dict[str, Any], content_type: str
 ) -> Any:
-    """One write with a plain JSON body; its fence (``_FENCE``) is asked right before it is sent.
+    """One write with a plain JSON body; its fence (``fence.FENCE``) is asked right before it is sent.
     (Tests capture requests here.)"""
     connections = writes.connections
     if connections is None:
         return await send(writes.api, method, path, params, body=body, content_type=content_type)
     headers = await request_headers(writes.api, content_type)
     payload = json.dumps(body).encode()
-    reply = await connections.request(method, expand(path, params), headers, payload, _FENCE.get(), _refused)
+    reply = await connections.request(method, expand(path, params), headers, payload, FENCE.get(), _refused)
     note_reply(writes.api, headers, reply.status)  # a 401 renews the credentials, as on the client's session
     return reply
 
@@ -324,7 +278,7 @@ class ApiWriter:
         api: ApiWrites,
         limiter: RateLimiter,
         observe: Callable[[str], None] = _ignore,
-        fence: Callable[[], bool] = _always,
+        fence: Callable[[], bool] = always,
     ) -> None:
         self.api = api
         self.limiter = limiter
@@ -360,7 +314,7 @@ class ApiBinder:
         api: ApiWrites,
         limiter: RateLimiter,
         observe: Callable[[str], None] = _ignore,
-        fence: Callable[[], bool] = _always,
+        fence: Callable[[], bool] = always,
     ) -> None:
         self._writer = ApiWriter(api, limiter, observe, fence)
 
@@ -396,7 +350,7 @@ class ApiRecorder:
         instance: str,
         event_limiter: RateLimiter | None = None,
         observe: Callable[[str], None] = _ignore,
-        fence: Callable[[], bool] = _always,
+        fence: Callable[[], bool] = always,
     ) -> None:
         self._writer = ApiWriter(api, limiter, observe, fence)
         # Events get their own budget, as kube-scheduler's event client has its own rate limiter:
@@ -504,7 +458,7 @@ class ApiPodWriter:
         api: ApiWrites,
         limiter: RateLimiter,
         observe: Callable[[str], None] = _ignore,
-        fence: Callable[[], bool] = _always,
+        fence: Callable[[], bool] = always,
     ) -> None:
         self._writer = ApiWriter(api, limiter, observe, fence)
 

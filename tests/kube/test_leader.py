@@ -20,8 +20,9 @@ from aiohttp.test_utils import TestServer
 from scheduler.config import LeaderElection
 from scheduler.errors import NotLeadingError
 from scheduler.kube import leader as leader_module
+from scheduler.kube.fence import FencedRequest
 from scheduler.kube.leader import Leadership, LeadershipLost, LeaseElector, run_with_leader_election
-from scheduler.kube.writes import FencedRequest, RateLimiter, _call
+from scheduler.kube.writes import RateLimiter, _call
 
 SETTINGS = LeaderElection(
     leader_elect=True,
