@@ -252,25 +252,25 @@ def _compose(
     leadership = Leadership(leader_election.renew_deadline if leader_election.leader_elect else None)
     extenders = http_extenders(config.extenders, leadership.sure)
     writes = ApiWrites(api)
-    recorder = ApiRecorder(writes, limiter, name, instance, event_limiter, count, leadership.sure)
-    binder = ApiBinder(writes, limiter, count, leadership.sure)
-    sched = Scheduler(config, binder, recorder, extenders=extenders)
+    writer = ApiWriter(writes, limiter, count, leadership.sure)
+    recorder = ApiRecorder(writer, name, instance, event_limiter)
+    sched = Scheduler(config, ApiBinder(writer), recorder, extenders=extenders)
     preemption = AsyncPreemption(
-        ApiPodWriter(writes, limiter, count, leadership.sure),
+        ApiPodWriter(writer),
         recorder,
         sched.queue,
         sched.cache.pod,
         sched.queue.activate,
     )
     sched.use_preemption(preemption, preemption.drain)
-    sched.use_volume_binder(ApiVolumeBinder(writes, limiter, sched.cache.storage, count, leadership.sure))
+    sched.use_volume_binder(ApiVolumeBinder(writer, sched.cache.storage))
     _attach_metrics(sched, metrics)
     keeper = None
     if scale_down_spread:
         keeper = DeletionCostKeeper(
             sched.cache,
             sched.frameworks,
-            ApiCostWriter(ApiWriter(writes, limiter, count, leadership.sure)),
+            ApiCostWriter(writer),
             leadership.sure,
         )
         sched.handlers.pod_changes.append(keeper.pod_changed)

@@ -11,26 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
 from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.backend.cache.storage_objects import StorageObjects
-from scheduler.kube.writes import ApiWriter, ApiWrites, RateLimiter
+from scheduler.kube.writes import ApiWriter
 from scheduler.plugins.volumebinding.binder import ANN_SELECTED_NODE, fully_bound
 
 __all__ = ["ApiVolumeBinder"]
 
 POLL_SECONDS = 1.0
-
-
-def _always() -> bool:
-    return True
-
-
-def _ignore(outcome: str) -> None:
-    return None
 
 
 def _body(raw: Mapping[str, Any], kind: str) -> dict[str, Any]:
@@ -41,16 +33,8 @@ def _body(raw: Mapping[str, Any], kind: str) -> dict[str, Any]:
 class ApiVolumeBinder:
     """The API side of VolumeBinding's PreBind."""
 
-    def __init__(
-        self,
-        api: ApiWrites,
-        limiter: RateLimiter,
-        storage: StorageObjects,
-        observe: Callable[[str], None] = _ignore,
-        fence: Callable[[], bool] = _always,
-        poll: float = POLL_SECONDS,
-    ) -> None:
-        self._writer = ApiWriter(api, limiter, observe, fence)
+    def __init__(self, writer: ApiWriter, storage: StorageObjects, poll: float = POLL_SECONDS) -> None:
+        self._writer = writer
         self._storage = storage
         self._poll = poll
 

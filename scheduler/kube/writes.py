@@ -309,14 +309,8 @@ class ApiWriter:
 class ApiBinder:
     """``POST pods/<name>/binding`` as DefaultBinder does it."""
 
-    def __init__(
-        self,
-        api: ApiWrites,
-        limiter: RateLimiter,
-        observe: Callable[[str], None] = _ignore,
-        fence: Callable[[], bool] = always,
-    ) -> None:
-        self._writer = ApiWriter(api, limiter, observe, fence)
+    def __init__(self, writer: ApiWriter) -> None:
+        self._writer = writer
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         metadata = {"name": pod.name, "namespace": pod.namespace} | ({"uid": pod.uid} if pod.uid else {})
@@ -343,19 +337,13 @@ class ApiRecorder:
     """PodScheduled=False via a strategic-merge patch of ``pods/status``, and events.k8s.io/v1 Events."""
 
     def __init__(
-        self,
-        api: ApiWrites,
-        limiter: RateLimiter,
-        scheduler_name: str,
-        instance: str,
-        event_limiter: RateLimiter | None = None,
-        observe: Callable[[str], None] = _ignore,
-        fence: Callable[[], bool] = always,
+        self, writer: ApiWriter, scheduler_name: str, instance: str, event_limiter: RateLimiter | None = None
     ) -> None:
-        self._writer = ApiWriter(api, limiter, observe, fence)
-        # Events get their own budget, as kube-scheduler's event client has its own rate limiter:
-        # otherwise every Scheduled event would halve the binding rate at the default QPS.
-        self._event_limiter = event_limiter or limiter
+        self._writer = writer
+        # Events get their own budget, as kube-scheduler's event client has its own rate limiter
+        # (``createClients`` in cmd/kube-scheduler/app/options/options.go builds a second clientset
+        # for events): otherwise every Scheduled event would halve the binding rate at the default QPS.
+        self._event_limiter = event_limiter or writer.limiter
         self._controller = scheduler_name
         self._instance = instance
 
@@ -453,14 +441,8 @@ class ApiPodWriter:
     strategic-merge patches of ``pods/status`` and ``DELETE pods``. A 404 raises ``PodGoneError``:
     the caller decides that a victim already gone is fine."""
 
-    def __init__(
-        self,
-        api: ApiWrites,
-        limiter: RateLimiter,
-        observe: Callable[[str], None] = _ignore,
-        fence: Callable[[], bool] = always,
-    ) -> None:
-        self._writer = ApiWriter(api, limiter, observe, fence)
+    def __init__(self, writer: ApiWriter) -> None:
+        self._writer = writer
 
     async def _patch_status(self, pod: Pod, status: dict[str, Any], what: str) -> None:
         await self._writer.write(

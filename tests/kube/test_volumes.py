@@ -12,6 +12,7 @@ import pytest
 from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.backend.cache.storage_objects import StorageObjects
 from scheduler.kube.volumes import ApiVolumeBinder
+from scheduler.kube.writes import ApiWriter, RateLimiter
 from scheduler.testing import make_pod
 
 
@@ -31,7 +32,8 @@ def pv(version: str, claim_uid: str | None) -> PersistentVolume:
 
 
 def binder(storage: StorageObjects) -> ApiVolumeBinder:
-    return ApiVolumeBinder(None, None, storage, poll=0.01)  # type: ignore[arg-type]
+    # No API behind the writer: the tests that write capture ``writes._call``.
+    return ApiVolumeBinder(ApiWriter(None, RateLimiter(qps=0, burst=1)), storage, poll=0.01)  # type: ignore[arg-type]
 
 
 def check(storage: StorageObjects, bindings: Any = (), provisions: Any = ()) -> bool:

@@ -12,7 +12,7 @@ from kubernetes.aio import client
 
 from scheduler.errors import PodGoneError
 from scheduler.kube import writes
-from scheduler.kube.writes import ApiPodWriter, ApiRecorder, RateLimiter
+from scheduler.kube.writes import ApiPodWriter, ApiRecorder, ApiWriter, RateLimiter
 from scheduler.testing import make_pod
 
 
@@ -49,11 +49,12 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> Sent:
 
 
 LIMITER = RateLimiter(qps=0, burst=1)
+WRITER = ApiWriter(None, LIMITER)  # type: ignore[arg-type]  # _send is captured: no API behind it
 SMP = "application/strategic-merge-patch+json"
 
 
 def test_the_nomination_goes_with_the_condition(sent: Sent) -> None:
-    recorder = ApiRecorder(None, LIMITER, "spread-scheduler", "x")  # type: ignore[arg-type]
+    recorder = ApiRecorder(WRITER, "spread-scheduler", "x")
     pod = make_pod("web", "shop").build()
     asyncio.run(recorder.set_unschedulable(pod, "Unschedulable", "0/2 nodes", nominated_node_name="n1"))
     ((method, path, body, content_type),) = sent
@@ -63,7 +64,7 @@ def test_the_nomination_goes_with_the_condition(sent: Sent) -> None:
 
 
 def test_an_unchanged_condition_still_sends_a_new_nomination_alone(sent: Sent) -> None:
-    recorder = ApiRecorder(None, LIMITER, "spread-scheduler", "x")  # type: ignore[arg-type]
+    recorder = ApiRecorder(WRITER, "spread-scheduler", "x")
     cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}
     pod = make_pod("web", "shop").set("status.conditions", [cond]).set("status.nominatedNodeName", "n1").build()
     asyncio.run(recorder.set_unschedulable(pod, "Unschedulable", "m", nominated_node_name=""))
@@ -72,7 +73,7 @@ def test_an_unchanged_condition_still_sends_a_new_nomination_alone(sent: Sent) -
 
 
 def test_the_preemption_writes(sent: Sent) -> None:
-    writer = ApiPodWriter(None, LIMITER)  # type: ignore[arg-type]
+    writer = ApiPodWriter(WRITER)
     victim = make_pod("low", "batch").build()
     asyncio.run(writer.add_condition(victim, {"type": "DisruptionTarget"}))
     asyncio.run(writer.delete_pod(victim))
@@ -90,7 +91,7 @@ def test_the_preemption_writes(sent: Sent) -> None:
 
 def test_a_victim_already_gone_raises_pod_gone(sent: Sent) -> None:
     sent.status = 404
-    writer = ApiPodWriter(None, LIMITER)  # type: ignore[arg-type]
+    writer = ApiPodWriter(WRITER)
     with pytest.raises(PodGoneError):
         asyncio.run(writer.delete_pod(make_pod("low", "batch").build()))
 
@@ -116,7 +117,7 @@ def test_a_write_goes_out_with_its_path_quoted_its_token_and_its_json_body() -> 
         config.api_key_prefix = {"BearerToken": "Bearer"}
         api = client.ApiClient(config)
         sender = writes.ApiWrites(api)
-        binder = writes.ApiBinder(sender, LIMITER)
+        binder = writes.ApiBinder(ApiWriter(sender, LIMITER))
         await binder.bind(make_pod("web 1", "shop").build(), "n1")
         config.api_key = {"BearerToken": "second"}
         await binder.bind(make_pod("web", "shop").build(), "n2")
@@ -154,7 +155,9 @@ def test_a_token_with_a_trailing_newline_is_never_written_into_the_header() -> N
         sender = writes.ApiWrites(api)
         outcomes: list[str] = []
         try:
-            await writes.ApiBinder(sender, LIMITER, outcomes.append).bind(make_pod("web", "shop").build(), "n1")
+            await writes.ApiBinder(ApiWriter(sender, LIMITER, outcomes.append)).bind(
+                make_pod("web", "shop").build(), "n1"
+            )
             error = ""
         except ValueError as exc:
             error = str(exc)
