@@ -52,20 +52,32 @@ START_TIMEOUT = 30.0
 SWITCH_INTERVAL = 0.001
 
 
+# The bounds on every connection to the secure port, as the API server's own serving has them.
+# k8s.io/apiserver pkg/server/secure_serving.go: ReadHeaderTimeout 32 s ("just shy of
+# requestTimeoutUpperBound"), IdleTimeout 90 s ("matches http.DefaultTransport keep-alive timeout").
+READ_HEADER_TIMEOUT = 32.0
+IDLE_TIMEOUT = 90.0
+# Go's net/http bounds the TLS handshake by the smallest of its read/write timeouts: ReadHeaderTimeout.
+TLS_HANDSHAKE_TIMEOUT = 32.0
+# Upstream has no cap (Go's goroutines are cheap); ours costs memory per connection. Beyond the cap a
+# connection is closed at once, before its handshake: waiting ones would hold memory all the same,
+# and a prober or Prometheus retries. A handful of scrapers need far fewer.
+MAX_CONNECTIONS = 256
+
+
 @dataclass(frozen=True, slots=True)
 class ServingLimits:
-    """Bounds on every connection to the secure port, as the API server's own serving has them."""
+    """The bounds above, as one server holds them."""
 
-    # k8s.io/apiserver pkg/server/secure_serving.go: ReadHeaderTimeout 32 s ("just shy of
-    # requestTimeoutUpperBound"), IdleTimeout 90 s ("matches http.DefaultTransport keep-alive timeout").
-    read_header_timeout: float = 32.0
-    idle_timeout: float = 90.0
-    # Go's net/http bounds the TLS handshake by the smallest of its read/write timeouts: ReadHeaderTimeout.
-    tls_handshake_timeout: float = 32.0
-    # Upstream has no cap (Go's goroutines are cheap); ours costs memory per connection. Beyond the cap a
-    # connection is closed at once, before its handshake: waiting ones would hold memory all the same,
-    # and a prober or Prometheus retries. A handful of scrapers need far fewer.
-    max_connections: int = 256
+    read_header_timeout: float
+    idle_timeout: float
+    tls_handshake_timeout: float
+    max_connections: int
+
+    @classmethod
+    def current(cls) -> ServingLimits:
+        """The module's bounds, read when a server is made (the tests shorten them on the module)."""
+        return cls(READ_HEADER_TIMEOUT, IDLE_TIMEOUT, TLS_HANDSHAKE_TIMEOUT, MAX_CONNECTIONS)
 
 
 class _Guard(asyncio.Protocol):
@@ -243,7 +255,6 @@ class SecureServer:
         make_auth: Callable[[], Awaitable[ServingAuth]],
         ssl_context: ssl.SSLContext,
         checks: Sequence[tuple[str, Callable[[], bool]]] = (),
-        limits: ServingLimits | None = None,
     ) -> None:
         self._metrics = metrics
         self._checks = tuple(checks)
@@ -252,7 +263,7 @@ class SecureServer:
         self._scheduler_loop = scheduler_loop
         self._make_auth = make_auth
         self.ssl_context = ssl_context
-        self.limits = limits or ServingLimits()
+        self.limits = ServingLimits.current()
         self.connections = 0  # open connections (on the server's loop only)
         self.guards: dict[asyncio.BaseProtocol, _Guard] = {}
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -28,7 +28,7 @@ from scheduler.kube import server as server_module
 from scheduler.kube.delegated_auth import DelegatingAuthenticator, DelegatingAuthorizer
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.selfsigned import SelfSignedCert, generate_self_signed
-from scheduler.kube.server import SCRAPE_REFRESH_WAIT, SecureServer, ServingAuth, ServingLimits, serving_ssl_context
+from scheduler.kube.server import SCRAPE_REFRESH_WAIT, SecureServer, ServingAuth, serving_ssl_context
 from tests.kube.test_delegated_auth import AccessReviews, TokenReviews
 
 BLOCK_SECONDS = 1.5
@@ -79,11 +79,7 @@ class Scheduling:
 
 
 def serve(
-    tls: ssl.SSLContext,
-    body: Callable[[SecureServer, Scheduling], Any],
-    *,
-    block: float = 0.0,
-    limits: ServingLimits | None = None,
+    tls: ssl.SSLContext, body: Callable[[SecureServer, Scheduling], Any], *, block: float = 0.0
 ) -> tuple[Any, Scheduling]:
     """Run ``body(server, scheduling)`` in a client thread while the test's loop plays the scheduling loop.
 
@@ -108,7 +104,6 @@ def serve(
             scheduler_loop=asyncio.get_running_loop(),
             make_auth=make_auth,
             ssl_context=tls,
-            limits=limits,
         )
         server.start("127.0.0.1", 0)
         try:
