@@ -8,6 +8,7 @@ never refreshed, a ``tokenFile`` was read once with its newline, and kopf's logi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -66,22 +67,21 @@ def _kubeconfig(tmp_path: Path, server: str, user: dict[str, Any], cluster: dict
     return path
 
 
-def _exec_user(tmp_path: Path, lifetime: float, api_version: str = "client.authentication.k8s.io/v1") -> dict[str, Any]:
-    script = tmp_path / "plugin.py"
-    script.write_text(PLUGIN)
-    return {
-        "exec": {
-            "apiVersion": api_version,
-            "command": sys.executable,
-            "args": [str(script)],
-            "env": [
-                {"name": "COUNT_FILE", "value": str(tmp_path / "count")},
-                {"name": "LIFETIME", "value": str(lifetime)},
-            ],
-            "interactiveMode": "Never",
-            "provideClusterInfo": True,
-        }
+def _plugin_user(script: Path, source: str, **stanza: Any) -> dict[str, Any]:
+    """A user whose exec plugin is ``source``, run by this Python; ``stanza`` adds to or overrides its fields."""
+    script.write_text(source)
+    defaults = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": sys.executable,
+        "args": [str(script)],
+        "interactiveMode": "Never",
     }
+    return {"exec": defaults | stanza}
+
+
+def _exec_user(tmp_path: Path, lifetime: float, api_version: str = "client.authentication.k8s.io/v1") -> dict[str, Any]:
+    env = [{"name": "COUNT_FILE", "value": str(tmp_path / "count")}, {"name": "LIFETIME", "value": str(lifetime)}]
+    return _plugin_user(tmp_path / "plugin.py", PLUGIN, apiVersion=api_version, env=env, provideClusterInfo=True)
 
 
 def _runs(tmp_path: Path) -> int:
@@ -112,12 +112,24 @@ def nowhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(credentials, "_loaded", {})  # each test's kubeconfig read anew, though at one path
 
 
-async def _authorization(kubeconfig: Path) -> str | None:
+async def _bearer(api: Any) -> str | None:
+    """The Authorization header the stack gives the next request."""
+    return (await request_headers(api, "application/json")).get("authorization")
+
+
+@contextlib.asynccontextmanager
+async def _client(kubeconfig: Path) -> AsyncIterator[Any]:
+    """The API client the scheduler makes from ``kubeconfig``, closed after."""
     api = await api_client(str(kubeconfig))
     try:
-        return (await request_headers(api, "application/json")).get("authorization")
+        yield api
     finally:
         await api.close()  # type: ignore[no-untyped-call]
+
+
+async def _authorization(kubeconfig: Path) -> str | None:
+    async with _client(kubeconfig) as api:
+        return await _bearer(api)
 
 
 def test_an_exec_plugins_token_is_refreshed_once_it_expires(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,16 +138,13 @@ def test_an_exec_plugins_token_is_refreshed_once_it_expires(tmp_path: Path, monk
     kubeconfig = _kubeconfig(tmp_path, "https://127.0.0.1:1", _exec_user(tmp_path, lifetime=15))
 
     async def main() -> list[str | None]:
-        api = await api_client(str(kubeconfig))
-        try:
-            seen = [(await request_headers(api, "application/json")).get("authorization")]
-            seen.append((await request_headers(api, "application/json")).get("authorization"))  # still valid
+        async with _client(kubeconfig) as api:
+            seen = [await _bearer(api)]
+            seen.append(await _bearer(api))  # still valid
             clock.advance(16)
             monkeypatch.setenv("NOW", str(time.time() + clock.offset))  # the plugin states its expiry from "now"
-            seen.append((await request_headers(api, "application/json")).get("authorization"))
+            seen.append(await _bearer(api))
             return seen
-        finally:
-            await api.close()  # type: ignore[no-untyped-call]
 
     assert asyncio.run(main()) == ["Bearer token-1", "Bearer token-1", "Bearer token-2"]
     assert _runs(tmp_path) == 2
@@ -154,19 +163,16 @@ def test_a_token_file_is_read_without_its_newline_and_re_read_as_client_go_does(
     kubeconfig = _kubeconfig(tmp_path, "https://127.0.0.1:1", {"tokenFile": str(token)})
 
     async def main() -> list[str | None]:
-        api = await api_client(str(kubeconfig))
-        try:
-            seen = [(await request_headers(api, "application/json")).get("authorization")]
+        async with _client(kubeconfig) as api:
+            seen = [await _bearer(api)]
             token.write_text("B\n")
-            seen.append((await request_headers(api, "application/json")).get("authorization"))  # cached
+            seen.append(await _bearer(api))  # cached
             clock.advance(61)  # client-go's cachingTokenSource re-reads after a minute (less 10 s leeway)
-            seen.append((await request_headers(api, "application/json")).get("authorization"))
+            seen.append(await _bearer(api))
             token.unlink()  # unreadable: client-go keeps the last token it read
             clock.advance(61)
-            seen.append((await request_headers(api, "application/json")).get("authorization"))
+            seen.append(await _bearer(api))
             return seen
-        finally:
-            await api.close()  # type: ignore[no-untyped-call]
 
     assert asyncio.run(main()) == ["Bearer A", "Bearer A", "Bearer B", "Bearer B"]
 
@@ -223,8 +229,7 @@ def test_the_watches_login_uses_the_exec_plugin_and_a_401_runs_it_again(
         results = []
         async for server in _serve(echo):
             kubeconfig = _kubeconfig(tmp_path, server, _exec_user(tmp_path, lifetime=3600))
-            api = await api_client(str(kubeconfig))
-            try:
+            async with _client(kubeconfig) as api:
                 first = APIContext(await _call_login(api))
                 results.append(await _kopf_get(first, "/api/v1/pods"))
                 echo.refused.add("Bearer token-1")  # revoked: the next request is refused ...
@@ -233,8 +238,6 @@ def test_the_watches_login_uses_the_exec_plugin_and_a_401_runs_it_again(
                 again = APIContext(await _call_login(api))  # ... kopf empties its vault, the engine logs in again
                 results.append(await _kopf_get(again, "/api/v1/pods"))
                 await again.close()
-            finally:
-                await api.close()  # type: ignore[no-untyped-call]
         return results
 
     first, refused, again = asyncio.run(main())
@@ -253,8 +256,7 @@ def test_a_401_on_the_clients_requests_runs_the_plugin_again(tmp_path: Path, mon
         statuses = []
         async for server in _serve(echo):
             kubeconfig = _kubeconfig(tmp_path, server, _exec_user(tmp_path, lifetime=3600))
-            api = await api_client(str(kubeconfig))
-            try:
+            async with _client(kubeconfig) as api:
                 from scheduler.kube.rest import send  # noqa: PLC0415
 
                 echo.refused.add("Bearer token-1")
@@ -262,8 +264,6 @@ def test_a_401_on_the_clients_requests_runs_the_plugin_again(tmp_path: Path, mon
                     reply = await send(api, "GET", "/api/v1/pods", {})
                     statuses.append(reply.status)
                     reply.release()
-            finally:
-                await api.close()  # type: ignore[no-untyped-call]
         return statuses
 
     assert asyncio.run(main()) == [401, 200]
@@ -274,16 +274,8 @@ def test_a_401_on_the_clients_requests_runs_the_plugin_again(tmp_path: Path, mon
 def test_an_exec_plugin_that_fails_says_so_in_one_line_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = tmp_path / "broken.py"
-    script.write_text("import sys\nprint('no credentials for you', file=sys.stderr)\nsys.exit(3)\n")
-    user = {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": [str(script)],
-            "interactiveMode": "Never",
-        }
-    }
+    broken = "import sys\nprint('no credentials for you', file=sys.stderr)\nsys.exit(3)\n"
+    user = _plugin_user(tmp_path / "broken.py", broken)
     kubeconfig = _kubeconfig(tmp_path, "https://127.0.0.1:1", user)
     with pytest.raises(KubeconfigError) as raised:
         asyncio.run(_authorization(kubeconfig))
@@ -319,16 +311,7 @@ V1 = '"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential"'
     ],
 )
 def test_a_plugins_bad_answer_is_one_line(tmp_path: Path, output: str, expected: str) -> None:
-    script = tmp_path / "answer.py"
-    script.write_text(f"print({output!r})\n")
-    user = {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": [str(script)],
-            "interactiveMode": "Never",
-        }
-    }
+    user = _plugin_user(tmp_path / "answer.py", f"print({output!r})\n")
     with pytest.raises(KubeconfigError) as raised:
         asyncio.run(_authorization(_kubeconfig(tmp_path, "https://127.0.0.1:1", user)))
     assert expected in str(raised.value) and "\n" not in str(raised.value)
@@ -339,29 +322,13 @@ def test_a_plugin_is_bounded_in_time_and_output(tmp_path: Path, monkeypatch: pyt
 
     monkeypatch.setattr(exec_plugin, "PLUGIN_TIMEOUT", 0.5)
     monkeypatch.setattr(exec_plugin, "MAX_OUTPUT", 1000)
-    user = {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": "/bin/sleep",
-            "args": ["30"],
-            "interactiveMode": "Never",
-        }
-    }
+    user = _plugin_user(tmp_path / "unused.py", "", command="/bin/sleep", args=["30"])  # never answers
     started = time.monotonic()
     with pytest.raises(KubeconfigError, match="did not finish within"):
         asyncio.run(_authorization(_kubeconfig(tmp_path, "https://127.0.0.1:1", user)))
     assert time.monotonic() - started < 5
     monkeypatch.setattr(credentials, "_loaded", {})
-    script = tmp_path / "chatty.py"
-    script.write_text("print('x' * 100000)\n")
-    user = {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": [str(script)],
-            "interactiveMode": "Never",
-        }
-    }
+    user = _plugin_user(tmp_path / "chatty.py", "print('x' * 100000)\n")
     with pytest.raises(KubeconfigError, match="more than 1000 bytes"):
         asyncio.run(_authorization(_kubeconfig(tmp_path, "https://127.0.0.1:1", user)))
 
@@ -463,19 +430,16 @@ def test_a_401_on_a_write_over_our_own_connections_renews_too(tmp_path: Path, mo
     kubeconfig = _kubeconfig(tmp_path, "https://127.0.0.1:1", _exec_user(tmp_path, lifetime=3600))
 
     async def main() -> list[str | None]:
-        api = await api_client(str(kubeconfig))
-        try:
+        async with _client(kubeconfig) as api:
             headers = await request_headers(api, "application/json")
             note_reply(api, headers, 200)
-            seen = [(await request_headers(api, "application/json")).get("authorization")]
+            seen = [await _bearer(api)]
             note_reply(api, headers, 401)
             note_reply(api, headers, 401)  # a second refusal of the same token: one renewal, not two
-            seen.append((await request_headers(api, "application/json")).get("authorization"))
+            seen.append(await _bearer(api))
             note_reply(api, headers, 401)  # late news about token-1: token-2 stays
-            seen.append((await request_headers(api, "application/json")).get("authorization"))
+            seen.append(await _bearer(api))
             return seen
-        finally:
-            await api.close()  # type: ignore[no-untyped-call]
 
     assert asyncio.run(main()) == ["Bearer token-1", "Bearer token-2", "Bearer token-2"]
     assert _runs(tmp_path) == 2
@@ -510,18 +474,8 @@ print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "Exec
 
 
 def _cert_user(tmp_path: Path, cert: Path, key: Path) -> dict[str, Any]:
-    script = tmp_path / "cert-plugin.py"
-    script.write_text(CERT_PLUGIN)
     env = [{"name": "CERT", "value": str(cert)}, {"name": "KEY", "value": str(key)}]
-    return {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": [str(script)],
-            "env": env,
-            "interactiveMode": "Never",
-        }
-    }
+    return _plugin_user(tmp_path / "cert-plugin.py", CERT_PLUGIN, env=env)
 
 
 def test_a_plugins_client_certificate_is_used_for_new_connections(tmp_path: Path) -> None:
@@ -557,12 +511,9 @@ def test_a_plugins_client_certificate_is_used_for_new_connections(tmp_path: Path
     kubeconfig = _kubeconfig(tmp_path, "https://127.0.0.1:1", _cert_user(tmp_path, cert, key))
 
     async def main() -> tuple[str | None, str]:
-        api = await api_client(str(kubeconfig))
-        try:
-            authorization = (await request_headers(api, "application/json")).get("authorization")
+        async with _client(kubeconfig) as api:
+            authorization = await _bearer(api)
             return authorization, Path(api.configuration.cert_file).read_text()
-        finally:
-            await api.close()  # type: ignore[no-untyped-call]
 
     authorization, loaded = asyncio.run(main())
     assert authorization is None  # no token: the certificate authenticates

@@ -11,12 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -30,6 +27,7 @@ from scheduler.kube.progress import LOOP_PROGRESS_TIMEOUT, LoopProgress
 from scheduler.kube.server import SecureServer, ServingAuth, serving_ssl_context
 from tests.kube.test_delegated_auth import AccessReviews, TokenReviews
 from tests.kube.test_leader import FAST, Elector, LeaseServer, _ClosableApi, use_fake_electors
+from tests.kube.test_secure_server import get
 
 FAILED = "[-]scheduling-loop failed: reason withheld\nhealthz check failed\n"
 
@@ -66,16 +64,6 @@ def test_an_idle_loop_keeps_beating() -> None:
         return stalled
 
     assert asyncio.run(main()) < 0.3
-
-
-def _get(port: int, path: str) -> tuple[int, str]:
-    context = ssl.create_default_context()
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-    try:
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", timeout=5, context=context) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def _serve_blocked(body: Callable[[SecureServer], Any], progress: LoopProgress, block: float) -> Any:
@@ -118,12 +106,12 @@ def test_healthz_fails_while_the_scheduling_loop_is_wedged_and_recovers_after() 
     progress = LoopProgress(timeout=0.4)
 
     def body(server: SecureServer) -> dict[str, tuple[int, str]]:
-        answers = {"healthy": _get(server.port, "/healthz")}  # 0.05 s into the block: inside the bound
+        answers = {"healthy": get(server.port, "/healthz")}  # 0.05 s into the block: inside the bound
         time.sleep(0.7)  # well past the bound, still inside the block
-        answers["wedged"] = _get(server.port, "/healthz")
-        answers["livez"] = _get(server.port, "/livez")  # upstream's livez is the ping check only
+        answers["wedged"] = get(server.port, "/healthz")
+        answers["livez"] = get(server.port, "/livez")  # upstream's livez is the ping check only
         time.sleep(1.0)  # the block is over and the loop beats again
-        answers["recovered"] = _get(server.port, "/healthz")
+        answers["recovered"] = get(server.port, "/healthz")
         return answers
 
     answers = _serve_blocked(body, progress, block=1.2)
@@ -131,6 +119,34 @@ def test_healthz_fails_while_the_scheduling_loop_is_wedged_and_recovers_after() 
     assert answers["wedged"] == (500, FAILED)
     assert answers["livez"] == (200, "ok")
     assert answers["recovered"] == (200, "ok")
+
+
+def _lead_with_heartbeat(
+    settings: LeaderElection,
+    lead: Callable[[asyncio.Event], Awaitable[None]],
+    fence: Leadership,
+    progress: LoopProgress,
+) -> None:
+    """``lead`` as replica "a" under leader election, the test's loop beating ``progress`` (as
+    run_scheduler's scheduling loop does) and the renewals asking it."""
+
+    async def body() -> None:
+        progress.beat_on(asyncio.get_running_loop(), period=0.05)
+        try:
+            await run_with_leader_election(
+                None,  # type: ignore[arg-type]
+                settings,
+                "a",
+                lead,
+                asyncio.Event(),
+                leadership=fence,
+                renew_api=_ClosableApi,  # type: ignore[arg-type]
+                progress=progress,
+            )
+        finally:
+            progress.stop()
+
+    asyncio.run(body())
 
 
 def test_a_wedged_leader_stops_renewing_and_a_healthy_replica_takes_the_lease(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,24 +186,8 @@ def test_a_wedged_leader_stops_renewing_and_a_healthy_replica_takes_the_lease(mo
         thread.join()
         await asyncio.sleep(10)  # the lost lease ends this
 
-    async def body() -> None:
-        progress.beat_on(asyncio.get_running_loop(), period=0.05)
-        try:
-            await run_with_leader_election(
-                None,  # type: ignore[arg-type]
-                settings,
-                "a",
-                lead,
-                asyncio.Event(),
-                leadership=fence,
-                renew_api=_ClosableApi,  # type: ignore[arg-type]
-                progress=progress,
-            )
-        finally:
-            progress.stop()
-
     with pytest.raises(LeadershipLost):
-        asyncio.run(body())
+        _lead_with_heartbeat(settings, lead, fence, progress)
     assert taken.is_set(), "the healthy replica took the lease"
     assert server.lease is not None and server.lease["spec"]["holderIdentity"] == "b"
     assert not fence.sure()
@@ -209,22 +209,6 @@ def test_a_busy_loop_within_the_bound_keeps_the_lease(monkeypatch: pytest.Monkey
         time.sleep(1.0)
         seen.append(fence.sure())
 
-    async def body() -> None:
-        progress.beat_on(asyncio.get_running_loop(), period=0.05)
-        try:
-            await run_with_leader_election(
-                None,  # type: ignore[arg-type]
-                FAST,
-                "a",
-                lead,
-                asyncio.Event(),
-                leadership=fence,
-                renew_api=_ClosableApi,  # type: ignore[arg-type]
-                progress=progress,
-            )
-        finally:
-            progress.stop()
-
     with contextlib.suppress(LeadershipLost):
-        asyncio.run(body())
+        _lead_with_heartbeat(FAST, lead, fence, progress)
     assert seen == [True]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -96,6 +98,28 @@ def test_a_victim_already_gone_raises_pod_gone(sent: Sent) -> None:
         asyncio.run(writer.delete_pod(make_pod("low", "batch").build()))
 
 
+@contextlib.asynccontextmanager
+async def _writes_to(
+    handler: Callable[[web.Request], Awaitable[web.Response]], token: str
+) -> AsyncIterator[writes.ApiWrites]:
+    """The writes' connections to a local HTTP server answering with ``handler``, as ``Bearer <token>``."""
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    server = TestServer(app)
+    await server.start_server()
+    config = client.Configuration(host=str(server.make_url("")).rstrip("/"))
+    config.api_key = {"BearerToken": token}
+    config.api_key_prefix = {"BearerToken": "Bearer"}
+    api = client.ApiClient(config)
+    sender = writes.ApiWrites(api)
+    try:
+        yield sender
+    finally:
+        await sender.close()
+        await api.close()  # type: ignore[no-untyped-call]
+        await server.close()
+
+
 def test_a_write_goes_out_with_its_path_quoted_its_token_and_its_json_body() -> None:
     """``_send`` builds the request itself (not the client's ``param_serialize``): the URL under the
     configured host, the content type, the client's User-Agent and the bearer token asked of the
@@ -108,22 +132,11 @@ def test_a_write_goes_out_with_its_path_quoted_its_token_and_its_json_body() -> 
             seen.append((request.method, request.raw_path, dict(request.headers), await request.json()))
             return web.Response(text="{}")
 
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", handler)
-        server = TestServer(app)
-        await server.start_server()
-        config = client.Configuration(host=str(server.make_url("")).rstrip("/"))
-        config.api_key = {"BearerToken": "first"}
-        config.api_key_prefix = {"BearerToken": "Bearer"}
-        api = client.ApiClient(config)
-        sender = writes.ApiWrites(api)
-        binder = writes.ApiBinder(ApiWriter(sender, LIMITER))
-        await binder.bind(make_pod("web 1", "shop").build(), "n1")
-        config.api_key = {"BearerToken": "second"}
-        await binder.bind(make_pod("web", "shop").build(), "n2")
-        await sender.close()
-        await api.close()  # type: ignore[no-untyped-call]
-        await server.close()
+        async with _writes_to(handler, "first") as sender:
+            binder = writes.ApiBinder(ApiWriter(sender, LIMITER))
+            await binder.bind(make_pod("web 1", "shop").build(), "n1")
+            sender.api.configuration.api_key = {"BearerToken": "second"}
+            await binder.bind(make_pod("web", "shop").build(), "n2")
         return seen
 
     (m1, path1, headers1, body1), (_, _, headers2, body2) = asyncio.run(body())
@@ -144,26 +157,15 @@ def test_a_token_with_a_trailing_newline_is_never_written_into_the_header() -> N
             seen.append(request.path)
             return web.Response(text="{}")
 
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", handler)
-        server = TestServer(app)
-        await server.start_server()
-        config = client.Configuration(host=str(server.make_url("")).rstrip("/"))
-        config.api_key = {"BearerToken": "secret\n"}
-        config.api_key_prefix = {"BearerToken": "Bearer"}
-        api = client.ApiClient(config)
-        sender = writes.ApiWrites(api)
         outcomes: list[str] = []
-        try:
-            await writes.ApiBinder(ApiWriter(sender, LIMITER, outcomes.append)).bind(
-                make_pod("web", "shop").build(), "n1"
-            )
-            error = ""
-        except ValueError as exc:
-            error = str(exc)
-        await sender.close()
-        await api.close()  # type: ignore[no-untyped-call]
-        await server.close()
+        async with _writes_to(handler, "secret\n") as sender:
+            try:
+                await writes.ApiBinder(ApiWriter(sender, LIMITER, outcomes.append)).bind(
+                    make_pod("web", "shop").build(), "n1"
+                )
+                error = ""
+            except ValueError as exc:
+                error = str(exc)
         return error, len(seen) + len(outcomes)
 
     error, reached = asyncio.run(body())
