@@ -56,6 +56,21 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
+def _builder(
+    subject: x509.Name, issuer: x509.Name, public_key: rsa.RSAPublicKey, valid_from: datetime.datetime
+) -> x509.CertificateBuilder:
+    """What the CA and the serving certificate share: their names and key, a serial, a year's validity."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(_serial())
+        .not_valid_before(valid_from)
+        .not_valid_after(valid_from + MAX_AGE)
+    )
+
+
 def generate_self_signed(
     host: str = "localhost",
     alternate_ips: tuple[str, ...] = ("127.0.0.1",),
@@ -71,13 +86,7 @@ def generate_self_signed(
     ca_key = rsa.generate_private_key(public_exponent=PUBLIC_EXPONENT, key_size=RSA_BITS)
     ca_name = _name(f"{host}-ca@{stamp}")
     ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(_serial())
-        .not_valid_before(valid_from)
-        .not_valid_after(valid_from + MAX_AGE)
+        _builder(ca_name, ca_name, ca_key.public_key(), valid_from)
         .add_extension(_key_usage(cert_sign=True), critical=True)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
@@ -94,13 +103,7 @@ def generate_self_signed(
     names += [x509.DNSName(name) for name in alternate_dns]
     unique = list(dict.fromkeys(names))
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(f"{host}@{stamp}"))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(_serial())
-        .not_valid_before(valid_from)
-        .not_valid_after(valid_from + MAX_AGE)
+        _builder(_name(f"{host}@{stamp}"), ca_name, key.public_key(), valid_from)
         .add_extension(_key_usage(cert_sign=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
