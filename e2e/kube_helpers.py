@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -12,6 +13,7 @@ import yaml
 from kubernetes import client, utils, watch
 
 from e2e.cluster import KWOK_NODE_LABEL
+from scheduler.config import upstream_config
 
 T = TypeVar("T")
 
@@ -208,6 +210,35 @@ def zoned_nodes(nodes: Callable[..., str], zones: dict[str, int]) -> dict[str, s
         for i in range(count):
             out[nodes(f"{zone}-{i}", labels={ZONE: zone})] = zone
     return out
+
+
+def side_by_side(
+    kube_scheduler: Callable[[dict[str, Any]], object],
+    nodes: Callable[..., str],
+    upstream: str,
+    set_label: str,
+    **node: Any,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """kube-scheduler started as ``upstream`` beside ours, with the profile ours runs (upstream's
+    defaults), and a set of nodes for each: zones a, b and c of two nodes, labelled ``set_label: <set>``
+    (``node``: more of ``nodes``' arguments). Returns each set's schedulerName (``ours``, ``upstream``)
+    and node name -> zone (its last letter a, b or c).
+
+    Each set has zone names of its own (a tag of this run, the set, the letter): the node lifecycle
+    controller rate-limits its taints per zone (0.1 nodes/s), so each set's zone is tainted on its own
+    clock, the same one.
+    """
+    (profile,) = upstream_config()["profiles"]
+    kube_scheduler({**profile, "schedulerName": upstream})
+    sets = {"ours": SCHEDULER, "upstream": upstream}
+    tag = uuid.uuid4().hex[:4]
+    zone_of: dict[str, str] = {}
+    for node_set in sets:
+        for zone in "abc":
+            for i in range(2):
+                name = f"{tag}-{node_set}-{zone}"
+                zone_of[nodes(f"{node_set}-{zone}{i}", labels={ZONE: name, set_label: node_set}, **node)] = name
+    return sets, zone_of
 
 
 def watch_bindings(core: client.CoreV1Api, namespace: str, stop: threading.Event, seen: dict[str, list[str]]) -> None:

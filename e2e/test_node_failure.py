@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import collections
 import subprocess
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -33,8 +32,7 @@ from kubernetes import client
 
 from e2e.cluster import Cluster
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import HOSTNAME, ZONE, create_object, deployment, is_ready, pod_body, wait_for
-from scheduler.config import upstream_config
+from e2e.kube_helpers import HOSTNAME, ZONE, create_object, deployment, is_ready, pod_body, side_by_side, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -102,20 +100,7 @@ def test_a_zone_lost_and_back_places_replacements_as_kube_scheduler_does(
 ) -> None:
     if not control_plane.kwok:
         pytest.skip("needs kwok: nodes whose heartbeats can stop")
-    (profile,) = upstream_config()["profiles"]
-    kube_scheduler({**profile, "schedulerName": UPSTREAM})
-    tag = uuid.uuid4().hex[:4]
-    sets = {"ours": "spread-scheduler", "upstream": UPSTREAM}
-    zone_of: dict[str, str] = {}
-    for node_set in sets:
-        for zone in "abc":
-            for i in range(2):
-                # Zone names of their own per set: the node lifecycle controller rate-limits its taints
-                # per zone (0.1 nodes/s), so each set's zone C is tainted on its own clock, the same one.
-                name = nodes(
-                    f"{node_set}-{zone}{i}", labels={ZONE: f"{tag}-{node_set}-{zone}", "failover-set": node_set}
-                )
-                zone_of[name] = f"{tag}-{node_set}-{zone}"
+    sets, zone_of = side_by_side(kube_scheduler, nodes, UPSTREAM, "failover-set")  # zone C tainted on its own clock
     apps = [(f"{node_set}-{policy}", node_set, policy) for node_set in sets for policy in ("honor", "ignore")]
     for app, node_set, policy in apps:
         deployment = _workload(app, sets[node_set], node_set, "Honor" if policy == "honor" else None)

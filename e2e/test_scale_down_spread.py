@@ -16,7 +16,6 @@ import collections
 import random
 import subprocess
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -25,9 +24,8 @@ from kubernetes import client
 
 from e2e.cluster import Cluster
 from e2e.conftest import SchedulerProcess, session_counts
-from e2e.kube_helpers import ZONE, create_object, deployment, is_ready, pod_body, wait_for, zone_spread
+from e2e.kube_helpers import create_object, deployment, is_ready, pod_body, side_by_side, wait_for, zone_spread
 from e2e.ledger import Ledger
-from scheduler.config import upstream_config
 from scheduler.spread.deletion_cost import COST_ANNOTATION, MARKER_ANNOTATION
 
 pytestmark = pytest.mark.slow
@@ -82,20 +80,7 @@ def test_scale_downs_keep_the_zone_spread_under_ours(
 ) -> None:
     if not control_plane.kwok:
         pytest.skip("needs kwok: the Deployment's pods must run and be Ready")
-    (profile,) = upstream_config()["profiles"]
-    kube_scheduler({**profile, "schedulerName": UPSTREAM})
-    tag = uuid.uuid4().hex[:4]
-    sets = {"ours": "spread-scheduler", "upstream": UPSTREAM}
-    zone_of: dict[str, str] = {}
-    for node_set in sets:
-        for zone in "abc":
-            for i in range(2):
-                name = nodes(
-                    f"{node_set}-{zone}{i}",
-                    labels={ZONE: f"{tag}-{node_set}-{zone}", "scaledown-set": node_set},
-                    cpu="16",
-                )
-                zone_of[name] = f"{tag}-{node_set}-{zone}"
+    sets, zone_of = side_by_side(kube_scheduler, nodes, UPSTREAM, "scaledown-set", cpu="16")
     for node_set, scheduler_name in sets.items():
         body = _workload(node_set, scheduler_name, node_set)
         body["metadata"]["namespace"] = namespace
