@@ -145,6 +145,13 @@ def _all_bound(core: client.CoreV1Api, namespace: str, names: list[str]) -> bool
     return set(names) <= bound
 
 
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``spread-scheduler *args`` with no KUBECONFIG in its environment: only ``--kubeconfig`` counts."""
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    exe = str(Path(sys.executable).parent / "spread-scheduler")
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=60, check=False, env=env)
+
+
 @pytest.mark.slow
 def test_an_exec_plugin_with_a_short_expiry_serves_run_explain_and_skew(
     core: client.CoreV1Api,
@@ -203,29 +210,12 @@ def test_an_exec_plugin_with_a_short_expiry_serves_run_explain_and_skew(
     assert plugin_runs() <= elapsed / LIFETIME + 2, run_times()
     assert scheduler.proc is not None and scheduler.proc.poll() is None, scheduler.log()[-3000:]
 
-    exe = str(Path(sys.executable).parent / "spread-scheduler")
-    command_env = {**os.environ}
-    command_env.pop("KUBECONFIG", None)
     before = plugin_runs()
-    skew = subprocess.run(
-        [exe, "skew", "--kubeconfig", exec_kubeconfig, "-n", namespace, "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=command_env,
-    )
+    skew = _cli("skew", "--kubeconfig", exec_kubeconfig, "-n", namespace, "-o", "json")
     assert skew.returncode == 0, skew.stderr
     json.loads(skew.stdout)
     core.create_namespaced_pod(namespace, pod_body("stuck", nodeSelector={"e2e.invalid/nowhere": "true"}))
-    explain = subprocess.run(
-        [exe, "explain", f"{namespace}/stuck", "--kubeconfig", exec_kubeconfig, "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=command_env,
-    )
+    explain = _cli("explain", f"{namespace}/stuck", "--kubeconfig", exec_kubeconfig, "-o", "json")
     assert explain.returncode == 0, explain.stderr
     (result,) = json.loads(explain.stdout)["results"]
     assert result["node"] is None
