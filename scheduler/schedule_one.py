@@ -540,7 +540,8 @@ class ScheduleOne:
         self.max_attempts: int | None = None  # simulate: one attempt per pod; the live loop: no limit
         self.log: FilteringBoundLogger = log  # simulate keeps its output clean with a quieter logger
         self._reported: dict[PodKey, str] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()  # binding cycles: a stop waits for them
+        self._reports: set[asyncio.Task[None]] = set()  # status patches and Events: best effort
         handlers.forgotten.append(self._forget_reported)
         for fwk in frameworks.values():
             # Consecutive cycles run here, so batching's state lives from here on (upstream creates it
@@ -603,7 +604,7 @@ class ScheduleOne:
             message = f"skip schedule deleting pod: {key}"
             for observer in self.skip_observers:
                 observer(pod, message)
-            self._spawn(self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message))
+            self._spawn(self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", message), report=True)
             return Popped(qpi, None, 0.0)
         if enabled(3):
             self.log.info("Attempting to schedule pod", v=3, pod=kobj(key))
@@ -714,7 +715,11 @@ class ScheduleOne:
         for observer in self.bound_observers:
             observer(qpi, bound_at)
         self._reported.pop(pod.key, None)
-        await self.recorder.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {host}")
+        # Not awaited: the binding is done, and the Event waits behind its own rate limiter.
+        self._spawn(
+            self.recorder.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {host}"),
+            report=True,
+        )
 
     async def _bind(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> Status | None:
         """Upstream's ``bind``: extenders that bind come first, then the Bind plugins."""
@@ -774,7 +779,7 @@ class ScheduleOne:
         if self._reported.get(key) == message and nominated is None:
             return  # the same message was posted already: do not flood the API
         self._reported[key] = message
-        self._spawn(self._report_failure(current, reason, message, nominated))
+        self._spawn(self._report_failure(current, reason, message, nominated), report=True)
 
     def _log_failure(self, attempt: Attempt, message: str) -> None:
         """Upstream's lines: a pod that fits nowhere waits (V(2)); any other failure is an error, retried."""
@@ -792,20 +797,37 @@ class ScheduleOne:
 
     # -- background writes -------------------------------------------------------------------
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None], *, report: bool = False) -> None:
         task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
+        tasks = self._reports if report else self._tasks
+        tasks.add(task)
+        task.add_done_callback(functools.partial(self._task_done, tasks))
 
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
+    def _task_done(self, tasks: set[asyncio.Task[None]], task: asyncio.Task[None]) -> None:
+        tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             self.log.error("background write failed", err=str(task.exception()))
 
-    async def drain(self) -> None:
-        """Wait for every binding cycle and write in flight."""
+    async def drain(self, report_grace: float | None = None) -> None:
+        """Wait for every binding cycle in flight, then for the reports (PodScheduled=False patches
+        and Events). With ``report_grace`` (a stop), the reports get that many seconds and the rest
+        are dropped: thousands of them can wait behind the event rate limiter, a stop must end within
+        the pod's termination grace period, and the next leader reports its own failures again, as
+        kube-scheduler's event broadcaster drops what it has not sent when it shuts down."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if not self._reports:
+            return
+        if report_grace is None:
+            while self._reports:
+                await asyncio.gather(*list(self._reports), return_exceptions=True)
+            return
+        _done, late = await asyncio.wait(list(self._reports), timeout=report_grace)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        if late:
+            self.log.info("dropped reports on stop", v=2, count=len(late))
 
 
 @dataclass(slots=True)

@@ -23,6 +23,10 @@ from scheduler.framework.runtime import Framework
 from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.schedule_one import ScheduleOne, SchedulerStats, SchedulingAlgorithm
 
+# Seconds a stop gives the status patches and Events still waiting for the rate limiter, after the
+# last binding: a stop must end within the pod's termination grace period (30 s by default).
+REPORT_GRACE = 2.0
+
 __all__ = ["Recorder", "Scheduler", "SchedulerStats"]
 
 
@@ -129,10 +133,10 @@ class Scheduler:
             await asyncio.wait({waiter, stopper}, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
             stopper.cancel()
-        await self.drain()
+        await self.drain(report_grace=REPORT_GRACE)
 
-    async def drain(self) -> None:
-        """Let every binding cycle and write in flight finish."""
-        await self.cycles.drain()
+    async def drain(self, report_grace: float | None = None) -> None:
+        """Let every binding cycle and write in flight finish (reports: ``ScheduleOne.drain``)."""
+        await self.cycles.drain(report_grace)
         if self._drain_preemption is not None:
             await self._drain_preemption()

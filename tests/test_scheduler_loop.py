@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
+import time
 import weakref
 from collections import Counter
 from collections.abc import Callable, Coroutine
@@ -24,7 +25,7 @@ from scheduler.config import load_config
 from scheduler.errors import BindConflictError, PodGoneError, TransientAPIError
 from scheduler.plugins import names
 from scheduler.schedule_one import Attempt
-from scheduler.scheduler import Scheduler
+from scheduler.scheduler import REPORT_GRACE, Scheduler
 from scheduler.testing import HOSTNAME, ZONE, NodeBuilder, PodBuilder, make_node, make_pod
 from tests.fakes import Condition, Event, FakeBinder, FakeClock, FakeRecorder
 from tests.helpers import NO_CLAIMS
@@ -1047,9 +1048,9 @@ def test_run_exits_after_stop_with_in_flight_bindings_drained() -> None:
         drain_started = asyncio.Event()
         drain = c.sched.drain
 
-        async def traced_drain() -> None:
+        async def traced_drain(report_grace: float | None = None) -> None:
             drain_started.set()
-            await drain()
+            await drain(report_grace)
 
         c.sched.drain = traced_drain  # type: ignore[method-assign]
         stop = asyncio.Event()
@@ -1184,5 +1185,31 @@ def test_a_pod_is_bound_at_most_once_whatever_the_event_order(ops: list[tuple[st
         if not api.deleted:
             assert len(c.binder.calls) == len(api.objs)
         assert not c.sched.schedule_one()
+
+    run(body)
+
+
+def test_a_stop_drops_reports_stuck_behind_the_event_limiter_but_not_bindings() -> None:
+    """Thousands of Events can wait behind the event rate limiter: a SIGTERM must not wait for them
+    (a stop ends within the termination grace period), while every binding in flight still lands."""
+
+    async def body() -> None:
+        c = Cluster()
+        never = asyncio.Event()
+
+        async def stuck_event(*_args: object, **_kwargs: object) -> None:
+            await never.wait()
+
+        c.recorder.event = stuck_event  # type: ignore[method-assign]
+        c.add(make_node("n1"), *[make_pod(f"p{i}") for i in range(3)])
+        stop = asyncio.Event()
+        runner = asyncio.create_task(c.sched.run(stop))
+        while len(c.binder.binds) < 3:
+            await asyncio.sleep(0)
+        stop.set()
+        started = time.monotonic()
+        await asyncio.wait_for(runner, timeout=REPORT_GRACE + 3)
+        assert REPORT_GRACE <= time.monotonic() - started < REPORT_GRACE + 2
+        assert len(c.binder.binds) == 3
 
     run(body)
