@@ -16,9 +16,11 @@ client-go's reflector, on kopf's list and watch (``scheduler.kube.watch``):
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 import structlog
@@ -36,6 +38,35 @@ BACKOFF_INITIAL = 0.8
 BACKOFF_MAX = 30.0
 BACKOFF_RESET = 120.0
 SHORT_WATCH = 1.0
+
+
+class _CollectorPause:
+    """The cyclic garbage collector paused while any kind's list is being delivered.
+
+    A list builds objects that all stay (the cache holds them): collection passes over a heap that
+    only grows free nothing, and each walks everything the cache already holds, so they cost more than
+    the list's JSON (docs/benchmarks.md). Collection resumes when the last list in flight ends.
+    """
+
+    def __init__(self) -> None:
+        self._holders = 0
+        self._resume = False
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        if self._holders == 0:
+            self._resume = gc.isenabled()
+            gc.disable()
+        self._holders += 1
+        try:
+            yield
+        finally:
+            self._holders -= 1
+            if self._holders == 0 and self._resume:
+                gc.enable()
+
+
+_collector = _CollectorPause()
 
 
 class Sink(Protocol):
@@ -130,12 +161,13 @@ class Informer:
         """Deliver every object of ``kind``; on a re-list, drop what the list no longer has."""
         versions: dict[str, str] = {}
         list_version = ""
-        async for items, page_version in self._engine.list(kind):
-            list_version = page_version or list_version
-            for item in items:
-                obj = self._deliver(kind, None, item)
-                meta = _meta(obj)
-                versions[_key(meta, kind.namespaced)] = str(meta.get("resourceVersion") or "")
+        with _collector.held():
+            async for items, page_version in self._engine.list(kind):
+                list_version = page_version or list_version
+                for item in items:
+                    obj = self._deliver(kind, None, item)
+                    meta = _meta(obj)
+                    versions[_key(meta, kind.namespaced)] = str(meta.get("resourceVersion") or "")
         # Also after the first list: one that failed half-way may have delivered what is gone since.
         removed = self._replace(kind, versions, list_version)
         if relist:
