@@ -45,12 +45,19 @@ class _CollectorPause:
 
     A list builds objects that all stay (the cache holds them): collection passes over a heap that
     only grows free nothing, and each walks everything the cache already holds, so they cost more than
-    the list's JSON (docs/benchmarks.md). Collection resumes when the last list in flight ends.
+    the list's JSON (docs/benchmarks.md). Collection resumes when the last list in flight ends. After
+    the first sync, what the lists built is frozen first (``gc.freeze``, as ``gc_policy`` does every
+    few seconds from then on), or the first young collection would walk all of it once more.
     """
 
     def __init__(self) -> None:
         self._holders = 0
         self._resume = False
+        self._freeze = False
+
+    def freeze_at_release(self) -> None:
+        """When the last list in flight ends, freeze what is alive before collection resumes."""
+        self._freeze = True
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -62,8 +69,12 @@ class _CollectorPause:
             yield
         finally:
             self._holders -= 1
-            if self._holders == 0 and self._resume:
-                gc.enable()
+            if self._holders == 0:
+                if self._freeze:
+                    self._freeze = False
+                    gc.freeze()
+                if self._resume:
+                    gc.enable()
 
 
 _collector = _CollectorPause()
@@ -168,6 +179,8 @@ class Informer:
                     obj = self._deliver(kind, None, item)
                     meta = _meta(obj)
                     versions[_key(meta, kind.namespaced)] = str(meta.get("resourceVersion") or "")
+            if not relist and self._listed | {kind.kind} == {k.kind for k in self._kinds}:
+                _collector.freeze_at_release()  # the first sync is complete with this list
         # Also after the first list: one that failed half-way may have delivered what is gone since.
         removed = self._replace(kind, versions, list_version)
         if relist:

@@ -217,7 +217,8 @@ def test_objects_reach_the_cache_with_their_kind_and_without_managed_fields() ->
 
 def test_the_collector_is_paused_while_any_list_is_delivered_and_resumed_after() -> None:
     """Two kinds listed at once (the second ends first), then a list that fails half-way: the
-    collector is off for every object delivered, and on again once no list is in flight."""
+    collector is off for every object delivered, and on again once no list is in flight; what the
+    first sync built is frozen, not walked by the next collection."""
     enabled_at: dict[str, list[bool]] = collections.defaultdict(list)
 
     class Sink:
@@ -237,13 +238,16 @@ def test_the_collector_is_paused_while_any_list_is_delivered_and_resumed_after()
         task = asyncio.create_task(informer.run())
         while not enabled_at["Namespace"]:
             await asyncio.sleep(0.001)
+        assert gc.get_freeze_count() == 0  # one kind listed: nothing frozen yet
         engine.gate["nodes"].set()
         await asyncio.wait_for(informer.synced.wait(), 5)
-        assert gc.isenabled()
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+        gc.unfreeze()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
+    gc.unfreeze()
     assert gc.isenabled()
     asyncio.run(main())
     assert enabled_at == {"Namespace": [False], "Node": [False] * 5}
@@ -257,6 +261,7 @@ def test_the_collector_is_paused_while_any_list_is_delivered_and_resumed_after()
     broken = Informer(Failing(), Sink(), kinds=(NODES,), rng=random.Random(0))
     asyncio.run(_running(broken, lambda: len(enabled_at["Node"]) == 6))
     assert enabled_at["Node"][-1] is False and gc.isenabled()
+    assert gc.get_freeze_count() == 0  # a list that failed did not complete a sync
 
 
 def test_wait_for_sync_ends_on_stop_and_on_a_dead_informer() -> None:
