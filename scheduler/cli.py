@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import ipaddress
 import sys
 from collections.abc import Sequence
@@ -131,8 +132,16 @@ def _refuse(err: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from scheduler.kube.app import SecureServing, run_scheduler  # noqa: PLC0415
-    from scheduler.kube.delegated_auth import PathAuthorizer  # noqa: PLC0415
+    # The cyclic collector is paused while `run` imports: what imports make lives as long as the process,
+    # so passes over a heap that only grows free nothing. Frozen after (gc.freeze's documented use), so
+    # that no later pass walks them either (docs/benchmarks.md, "Why the I/O layer is shaped as it is").
+    gc.disable()
+    try:
+        from scheduler.kube.app import SecureServing, run_scheduler  # noqa: PLC0415
+        from scheduler.kube.delegated_auth import PathAuthorizer  # noqa: PLC0415
+    finally:
+        gc.freeze()
+        gc.enable()
 
     try:
         config = load_config(args.config)

@@ -7,6 +7,7 @@ total is rounded, as upstream adds ``Quantity`` values before asking for ``Milli
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -45,6 +46,17 @@ def parse_quantity(raw: object) -> Fraction:
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
         raise ValueError(QUANTITY_FORMAT_ERROR)
     text = raw if isinstance(raw, str) else repr(raw)
+    return _parse_short(text) if len(text) <= _REMEMBERED_LENGTH else _parse(text)
+
+
+# A cluster spells few quantities ("32", "32Gi", "110" on every node of a pool), and parsing one
+# is Fraction arithmetic: the last ones parsed are remembered (Fractions are immutable), a bounded
+# number of short strings, so that hostile input costs no memory (errors are not remembered).
+_REMEMBERED = 1024
+_REMEMBERED_LENGTH = 64
+
+
+def _parse(text: str) -> Fraction:
     match = _NUMBER.fullmatch(text)
     if match is None or not text:
         raise ValueError(QUANTITY_FORMAT_ERROR)
@@ -66,6 +78,9 @@ def parse_quantity(raw: object) -> Fraction:
         scale = Fraction(10) ** power
     out = number * scale
     return -out if sign == "-" else out
+
+
+_parse_short = functools.lru_cache(maxsize=_REMEMBERED)(_parse)
 
 
 def _clamp(n: int) -> int:

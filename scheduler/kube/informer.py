@@ -16,9 +16,11 @@ client-go's reflector, on kopf's list and watch (``scheduler.kube.watch``):
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 import structlog
@@ -36,6 +38,46 @@ BACKOFF_INITIAL = 0.8
 BACKOFF_MAX = 30.0
 BACKOFF_RESET = 120.0
 SHORT_WATCH = 1.0
+
+
+class _CollectorPause:
+    """The cyclic garbage collector paused while any kind's list is being delivered.
+
+    A list builds objects that all stay (the cache holds them): collection passes over a heap that
+    only grows free nothing, and each walks everything the cache already holds, so they cost more than
+    the list's JSON (docs/benchmarks.md). Collection resumes when the last list in flight ends. After
+    the first sync, what the lists built is frozen first (``gc.freeze``, as ``gc_policy`` does every
+    few seconds from then on), or the first young collection would walk all of it once more.
+    """
+
+    def __init__(self) -> None:
+        self._holders = 0
+        self._resume = False
+        self._freeze = False
+
+    def freeze_at_release(self) -> None:
+        """When the last list in flight ends, freeze what is alive before collection resumes."""
+        self._freeze = True
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        if self._holders == 0:
+            self._resume = gc.isenabled()
+            gc.disable()
+        self._holders += 1
+        try:
+            yield
+        finally:
+            self._holders -= 1
+            if self._holders == 0:
+                if self._freeze:
+                    self._freeze = False
+                    gc.freeze()
+                if self._resume:
+                    gc.enable()
+
+
+_collector = _CollectorPause()
 
 
 class Sink(Protocol):
@@ -130,12 +172,15 @@ class Informer:
         """Deliver every object of ``kind``; on a re-list, drop what the list no longer has."""
         versions: dict[str, str] = {}
         list_version = ""
-        async for items, page_version in self._engine.list(kind):
-            list_version = page_version or list_version
-            for item in items:
-                obj = self._deliver(kind, None, item)
-                meta = _meta(obj)
-                versions[_key(meta, kind.namespaced)] = str(meta.get("resourceVersion") or "")
+        with _collector.held():
+            async for items, page_version in self._engine.list(kind):
+                list_version = page_version or list_version
+                for item in items:
+                    obj = self._deliver(kind, None, item)
+                    meta = _meta(obj)
+                    versions[_key(meta, kind.namespaced)] = str(meta.get("resourceVersion") or "")
+            if not relist and self._listed | {kind.kind} == {k.kind for k in self._kinds}:
+                _collector.freeze_at_release()  # the first sync is complete with this list
         # Also after the first list: one that failed half-way may have delivered what is gone since.
         removed = self._replace(kind, versions, list_version)
         if relist:

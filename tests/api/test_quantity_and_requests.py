@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.api import quantity
 from scheduler.api.objects import Node, Pod
 from scheduler.api.quantity import milli_value, parse_quantity, value
 from scheduler.api.resources import HostPort, is_extended_resource_name, is_scalar_resource_name
@@ -659,3 +660,19 @@ def test_node_info_counts_scalar_and_ephemeral_storage() -> None:
     info.remove_pod(make_pod("a").build().key)
     assert info.requested_scalar["example.com/foo"] == 3
     assert info.requested_ephemeral_storage == 0
+
+
+def test_parsed_quantities_are_remembered_only_when_short_and_valid() -> None:
+    """The parse cache is bounded in entries and in the length of what it keeps; errors are not kept."""
+    quantity._parse_short.cache_clear()
+    assert parse_quantity("32Gi") == 32 * 2**30 and parse_quantity("32Gi") == 32 * 2**30
+    assert quantity._parse_short.cache_info().hits == 1
+    long = "0" * 100 + "1"
+    assert parse_quantity(long) == 1
+    for bad in ("1K", "1K"):
+        with pytest.raises(ValueError, match="suffix"):
+            parse_quantity(bad)
+    assert quantity._parse_short.cache_info().currsize == 1  # "32Gi" only
+    for i in range(quantity._REMEMBERED + 10):
+        parse_quantity(f"{i}m")
+    assert quantity._parse_short.cache_info().currsize == quantity._REMEMBERED

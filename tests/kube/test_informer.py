@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gc
 import json
 import random
 from collections.abc import AsyncIterator, Collection, Mapping
@@ -212,6 +213,55 @@ def test_objects_reach_the_cache_with_their_kind_and_without_managed_fields() ->
     (event_type, obj), *_ = seen
     assert event_type is None and obj["kind"] == "Node" and "managedFields" not in obj["metadata"]
     assert "managedFields" in node["metadata"]  # the engine's object is not changed under it
+
+
+def test_the_collector_is_paused_while_any_list_is_delivered_and_resumed_after() -> None:
+    """Two kinds listed at once (the second ends first), then a list that fails half-way: the
+    collector is off for every object delivered, and on again once no list is in flight; what the
+    first sync built is frozen, not walked by the next collection."""
+    enabled_at: dict[str, list[bool]] = collections.defaultdict(list)
+
+    class Sink:
+        def on_object(self, _event_type: str | None, obj: Mapping[str, Any]) -> None:
+            enabled_at[str(obj["kind"])].append(gc.isenabled())
+
+        def reconcile(self, kind: str, listed: Mapping[str, str], list_version: str) -> int:
+            return 0
+
+    engine = ScriptedEngine()
+    engine.gate["nodes"] = asyncio.Event()
+    engine.lists["nodes"].append(([_obj(make_node(f"n{i}"), 5) for i in range(5)], "5"))
+    engine.lists["namespaces"].append(([_namespace("a", 6)], "6"))
+    informer = Informer(engine, Sink(), kinds=(NODES, NAMESPACES))
+
+    async def main() -> None:
+        task = asyncio.create_task(informer.run())
+        while not enabled_at["Namespace"]:
+            await asyncio.sleep(0.001)
+        assert gc.get_freeze_count() == 0  # one kind listed: nothing frozen yet
+        engine.gate["nodes"].set()
+        await asyncio.wait_for(informer.synced.wait(), 5)
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+        gc.unfreeze()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    gc.unfreeze()
+    assert gc.isenabled()
+    asyncio.run(main())
+    assert enabled_at == {"Namespace": [False], "Node": [False] * 5}
+    assert gc.isenabled()
+
+    class Failing(ScriptedEngine):
+        async def list(self, kind: Kind) -> AsyncIterator[tuple[Collection[Mapping[str, Any]], str]]:
+            yield [_obj(make_node("n9"), 9)], "9"
+            raise ConnectionError("the list broke off")
+
+    broken = Informer(Failing(), Sink(), kinds=(NODES,), rng=random.Random(0))
+    asyncio.run(_running(broken, lambda: len(enabled_at["Node"]) == 6))
+    assert enabled_at["Node"][-1] is False and gc.isenabled()
+    assert gc.get_freeze_count() == 0  # a list that failed did not complete a sync
 
 
 def test_wait_for_sync_ends_on_stop_and_on_a_dead_informer() -> None:
