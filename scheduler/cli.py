@@ -131,7 +131,7 @@ def _refuse(err: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from scheduler.kube.app import SecureServing, run_scheduler  # noqa: PLC0415
+    from scheduler.kube.app import Rebalancing, SecureServing, run_scheduler  # noqa: PLC0415
     from scheduler.kube.delegated_auth import PathAuthorizer  # noqa: PLC0415
 
     try:
@@ -160,7 +160,13 @@ def _run(args: argparse.Namespace) -> int:
         always_allow_paths=paths,
     )
     return asyncio.run(
-        run_scheduler(config, args.kubeconfig, serving=serving, scale_down_spread=args.scale_down_spread)
+        run_scheduler(
+            config,
+            args.kubeconfig,
+            serving=serving,
+            scale_down_spread=args.scale_down_spread,
+            rebalance=Rebalancing(args.rebalance, args.rebalance_default),
+        )
     )
 
 
@@ -329,6 +335,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="true|false",
         help="keep controller.kubernetes.io/pod-deletion-cost on the pods of our ReplicaSets so that a scale-down "
         "keeps their topology spread (default true; --scale-down-spread=false turns it off)",
+    )
+    run.add_argument(
+        "--rebalance",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="true|false",
+        help="evict, one at a time, pods of opted-in workloads whose skew is above maxSkew when our scheduling "
+        "cycle places the replacement where it lowers the skew (default true; --rebalance=false turns it off)",
+    )
+    run.add_argument(
+        "--rebalance-default",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="true|false",
+        help='whether a workload whose pods lack the annotation spread-scheduler.io/rebalance ("true" or '
+        '"false") is rebalanced (default false: only the workloads that opt in)',
     )
     run.add_argument("--health-address", default=None, help=argparse.SUPPRESS)  # removed: refused with a pointer
     run.set_defaults(func=_run)

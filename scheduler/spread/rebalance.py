@@ -20,8 +20,8 @@ def rebalance_opt_in(pod: Pod, default: bool) -> bool | str:
     if value is None:
         return default
     if value in ("true", "false"):
-        return value == "true"
-    return f'annotation {REBALANCE_ANNOTATION}: invalid value "{value}" (want "true" or "false")'
+        return bool(value == "true")
+    return f"annotation {REBALANCE_ANNOTATION}: invalid value "{value}" (want "true" or "false")'
 
 
 @dataclass(frozen=True, slots=True)
