@@ -21,7 +21,7 @@ def rebalance_opt_in(pod: Pod, default: bool) -> bool | str:
         return default
     if value in ("true", "false"):
         return bool(value == "true")
-    return f"annotation {REBALANCE_ANNOTATION}: invalid value "{value}" (want "true" or "false")'
+    return f'annotation {REBALANCE_ANNOTATION}: invalid value "{value}" (want "true" or "false")'
 
 
 @dataclass(frozen=True, slots=True)
