@@ -59,6 +59,7 @@ __all__ = [
     "constraint_selectors",
     "cost_changes",
     "rank_costs",
+    "spread_constraints_of",
     "widths",
     "workload_costs",
     "workload_of",
@@ -82,10 +83,11 @@ class Workload:
     name: str
 
 
-def workload_of(pod: Pod) -> Workload | None:
-    """The ReplicaSet (or ReplicationController) that controls ``pod``; None for anything else."""
+def workload_of(pod: Pod, kinds: Sequence[str] = RANKED_KINDS) -> Workload | None:
+    """The controller of one of ``kinds`` (ReplicaSet, ReplicationController) that controls ``pod``;
+    None for anything else."""
     owner = pod.controller
-    if owner is None or owner.kind not in RANKED_KINDS:
+    if owner is None or owner.kind not in kinds:
         return None
     return Workload(pod.namespace, owner.kind, owner.name)
 
@@ -165,7 +167,7 @@ def _defaults(framework: Framework) -> tuple[tuple[SpreadConstraint, ...], bool]
     return plugin.default_constraints, plugin.system_defaulted
 
 
-def _constraints(
+def spread_constraints_of(
     pod: Pod, framework: Framework, cache: Cache
 ) -> tuple[tuple[Constraint, ...], tuple[Constraint, ...], bool]:
     """The pod's hard and soft constraints (its own, or its profile's defaults) and whether every
@@ -181,7 +183,7 @@ def constraint_selectors(pod: Pod, frameworks: Mapping[str, Framework], cache: C
     framework = frameworks.get(pod.scheduler_name)
     if framework is None:
         return ()
-    hard, soft, _ = _constraints(pod, framework, cache)
+    hard, soft, _ = spread_constraints_of(pod, framework, cache)
     return tuple(dict.fromkeys(c.selector for c in hard + soft))
 
 
@@ -211,7 +213,7 @@ def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, F
             or not cost_in_force(pod)[1]
         ):
             continue
-        hard, soft, require_all = _constraints(pod, framework, cache)
+        hard, soft, require_all = spread_constraints_of(pod, framework, cache)
         if not hard and not soft:
             continue
         key = (pod.namespace, hard, soft, require_all, eligibility_key(pod, hard + soft))
