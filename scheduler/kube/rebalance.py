@@ -42,8 +42,18 @@ from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
 from scheduler.kube.writes import ApiWriter
 from scheduler.spread.deletion_cost import Workload, workload_of
-from scheduler.spread.rebalance import Move, Plan, plan_workload, rebalance_opt_in
-from scheduler.spread.skews import workload_skews
+from scheduler.spread.rebalance import (
+    IN_FLIGHT,
+    NO_IMPROVING_MOVE,
+    PDB,
+    PLANNED,
+    REBALANCED_KINDS,
+    WITHIN_SKEW,
+    Move,
+    Plan,
+    plan_workload,
+    rebalance_opt_in,
+)
 
 __all__ = [
     "FAILURE_BACKOFF",
@@ -172,7 +182,7 @@ class Rebalancer(WorkloadMarker):
         debounce: float = DEBOUNCE,
         max_delay: float = MAX_DELAY,
     ) -> None:
-        super().__init__(cache, frameworks, fence, debounce, max_delay)
+        super().__init__(cache, frameworks, fence, debounce, max_delay, REBALANCED_KINDS)
         self._evictor = evictor
         self._recorder = recorder
         self._metrics = metrics
@@ -188,7 +198,7 @@ class Rebalancer(WorkloadMarker):
 
     def pod_changed(self, old: Pod | None, new: Pod | None) -> None:
         super().pod_changed(old, new)
-        if old is not None and new is None and (workload := workload_of(old)) is not None:
+        if old is not None and new is None and (workload := workload_of(old, REBALANCED_KINDS)) is not None:
             state = self._states.get(workload)
             if state is not None and state.in_flight == old.key:
                 state.in_flight = None  # its deletion is seen: the cache tells the rest
@@ -216,10 +226,13 @@ class Rebalancer(WorkloadMarker):
         due = {w for w in self._deferred if (s := self._states.get(w)) is None or s.not_before <= now}
         self._deferred -= due
         batch, self.dirty = self.dirty | due, set()
-        pending = {w for p in self._pending() if (w := workload_of(p)) is not None}
+        pending: dict[Workload, list[Pod]] = {}
+        for pod in self._pending():
+            if (owner := workload_of(pod, REBALANCED_KINDS)) is not None:
+                pending.setdefault(owner, []).append(pod)
         for workload in sorted(batch, key=lambda w: (w.namespace, w.kind, w.name)):
             try:
-                await self._serve(workload, workload in pending)
+                await self._serve(workload, pending.get(workload, []))
             except NotLeadingError:
                 self.dirty |= batch  # the rest waits for a replica sure of the Lease
                 self._wake.set()
@@ -232,7 +245,7 @@ class Rebalancer(WorkloadMarker):
         state.not_before, state.no_move = self._clock() + seconds, no_move
         self._deferred.add(workload)
 
-    async def _serve(self, workload: Workload, has_pending: bool) -> None:
+    async def _serve(self, workload: Workload, waiting: list[Pod]) -> None:
         pods = self._pods(workload)
         if not pods:
             self._states.pop(workload, None)
@@ -240,22 +253,20 @@ class Rebalancer(WorkloadMarker):
             self._metrics.set_skews(workload.namespace, workload.name, {})
             return
         framework = self._frameworks[pods[0].scheduler_name]
-        skews = workload_skews(pods, self._cache, framework)
-        self._metrics.set_skews(
-            workload.namespace, workload.name, {s.topology_key: (s.skew, s.max_skew) for s in skews}
-        )
         state = self._states.setdefault(workload, _State())
-        opted = rebalance_opt_in(pods[0], self._default)
-        if isinstance(opted, str):
-            self._skip("bad-annotation")
-            await self._tell(workload, pods[0], state, BAD_ANNOTATION, opted)
-            return
-        if not opted:
-            self._skip("not-opted-in")
+        # Every pod must opt in (a rollout that adds the annotation counts once it is done).
+        verdicts = [rebalance_opt_in(p, self._default) for p in (*pods, *waiting)]
+        bad = next((v for v in verdicts if isinstance(v, str)), None)
+        if bad is not None or not all(verdicts):
+            # Planned without a move all the same: the skew gauge is for every workload.
+            self._gauge(self._planner(self._cache, framework, workload, max_moves=0, pending=waiting))
+            self._skip("bad-annotation" if bad is not None else "not-opted-in")
+            if bad is not None:
+                await self._tell(workload, pods[0], state, BAD_ANNOTATION, bad)
             return
         now = self._clock()
-        if state.in_flight is not None or has_pending:
-            self._skip("in-flight")
+        if state.in_flight is not None:
+            self._skip(IN_FLIGHT)  # evicted, its deletion not seen yet: the cache cannot tell
             return
         if state.not_before > now:
             self._skip("cool-down")
@@ -266,8 +277,9 @@ class Rebalancer(WorkloadMarker):
             self._skip("move-limit")
             self._wait(workload, state, state.moves[0] + MOVE_WINDOW - now)
             return
-        plan = self._planner(self._cache, framework, workload, max_moves=1)
-        if plan.reason != "planned" or not plan.moves:
+        plan = self._planner(self._cache, framework, workload, max_moves=1, pending=waiting)
+        self._gauge(plan)
+        if plan.reason != PLANNED or not plan.moves:
             await self._unplanned(workload, pods[0], state, plan)
             return
         move = plan.moves[0]
@@ -285,15 +297,27 @@ class Rebalancer(WorkloadMarker):
             return
         await self._carry_out(workload, state, move, pods[0])
 
+    def _gauge(self, plan: Plan) -> None:
+        """The plan's skews (none while a move is in flight: the last ones stay), per topology key
+        the constraint furthest above its maxSkew."""
+        if not plan.skews:
+            return
+        worst: dict[str, tuple[int, int]] = {}
+        for s in plan.skews:
+            held = worst.get(s.topology_key)
+            if held is None or s.skew - s.max_skew > held[0] - held[1]:
+                worst[s.topology_key] = (s.skew, s.max_skew)
+        self._metrics.set_skews(plan.workload.namespace, plan.workload.name, worst)
+
     async def _unplanned(self, workload: Workload, pod: Pod, state: _State, plan: Plan) -> None:
         self._skip(plan.reason)
-        if plan.reason == "no-improving-move":
+        if plan.reason == NO_IMPROVING_MOVE:
             state.last_move = None
             self._wait(workload, state, NO_MOVE_COOLDOWN, no_move=True)
-        elif plan.reason == "pdb":
+        elif plan.reason == PDB:
             self._wait(workload, state, PDB_RETRY)
             await self._tell(workload, pod, state, BLOCKED, plan.message)
-        elif plan.reason == "within-skew":
+        elif plan.reason == WITHIN_SKEW:
             state.last_move, state.misses = None, 0
 
     async def _carry_out(self, workload: Workload, state: _State, move: Move, member: Pod) -> None:

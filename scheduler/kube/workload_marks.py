@@ -11,14 +11,14 @@ workloads, while this replica is sure of the Lease.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from scheduler.api.labels import Selector
 from scheduler.api.objects import Node, Pod, PodKey
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.kube.fence import always
-from scheduler.spread.deletion_cost import Workload, constraint_selectors, workload_of
+from scheduler.spread.deletion_cost import RANKED_KINDS, Workload, constraint_selectors, workload_of
 
 __all__ = ["DEBOUNCE", "MAX_DELAY", "NOT_LEADING_RETRY", "WorkloadMarker"]
 
@@ -42,8 +42,10 @@ class WorkloadMarker:
         fence: Callable[[], bool] = always,
         debounce: float = DEBOUNCE,
         max_delay: float = MAX_DELAY,
+        kinds: Sequence[str] = RANKED_KINDS,
     ) -> None:
         self._cache = cache
+        self._kinds = kinds  # the controller kinds whose pods make a workload
         self._frameworks = frameworks
         self._fence = fence
         self._debounce = debounce
@@ -61,7 +63,7 @@ class WorkloadMarker:
         for pod, present in ((old, False), (new, True)):
             if pod is None:
                 continue
-            workload = workload_of(pod)
+            workload = workload_of(pod, self._kinds)
             if workload is not None and pod.scheduler_name in self._frameworks:
                 members = self._members.setdefault(workload, set())
                 if present:
@@ -80,7 +82,7 @@ class WorkloadMarker:
             return  # a heartbeat: no domain moved
         info = self._cache.get(new.name)
         for pod in info.pods.values() if info is not None else ():
-            workload = workload_of(pod)
+            workload = workload_of(pod, self._kinds)
             if workload is not None and workload in self._members:
                 self._mark(workload)
 

@@ -20,7 +20,7 @@ from scheduler.kube.rebalance import ApiEvictor, Rebalancer, move_note
 from scheduler.kube.writes import ApiWriter, RateLimiter, map_status
 from scheduler.simulate import Simulation
 from scheduler.spread.deletion_cost import Workload
-from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan
+from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, Skew, plan_workload
 from scheduler.testing import make_node, make_pod
 from tests.kube.test_writes import Sent, sent  # noqa: F401 - the fixture
 
@@ -82,15 +82,24 @@ class Recorder:
 
 
 class Planner:
-    """Answers the plans the test queues, the last one again and again; records each call."""
+    """Answers the plans the test queues, the last one again and again, and "in-flight" while a pod
+    of the workload is pending, as the planner does; records each call for a move."""
 
     def __init__(self) -> None:
         self.plans: list[Plan] = []
         self.calls: list[Workload] = []
+        self.gauged: list[Workload] = []
 
-    def __call__(self, cache: object, framework: object, workload: Workload, *, max_moves: int | None = None) -> Plan:
+    def __call__(
+        self, cache: object, framework: object, workload: Workload, *, max_moves: int, pending: list[Pod]
+    ) -> Plan:
+        if max_moves == 0:  # for the skew gauge only
+            self.gauged.append(workload)
+            return Plan(workload, (), "within-skew", "", (Skew(ZONE, 1, True, 2),))
         assert max_moves == 1  # only the first move is ever carried out
         self.calls.append(workload)
+        if pending:
+            return Plan(workload, (), "in-flight", f"pod {pending[0].key} is pending")
         return self.plans.pop(0) if len(self.plans) > 1 else self.plans[0]
 
 
@@ -164,13 +173,14 @@ def test_nothing_more_while_the_move_is_in_flight_until_the_deletion_and_the_rep
     # The informer has not seen the eviction yet: the in-memory record holds the workload.
     h.rebalancer.dirty.add(WEB)
     h.sync()
-    assert h.evictor.evicted == ["p0"]
+    assert h.evictor.evicted == ["p0"] and len(h.planner.calls) == 1
     assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="in-flight") == 1
-    # Deleted; its replacement waits to be scheduled: still in flight (a new leader sees this too).
+    # Deleted; its replacement waits to be scheduled: the planner hears of it (a new leader's too).
     h.add(_pod("p0", "a0"), event="DELETED")
-    h.pending = [Pod.from_dict(_pod("p9", ""))]
+    h.pending = [Pod.from_dict(_pod("p9", "")), Pod.from_dict(_pod("x", "", owner="other"))]
     h.sync()
     assert h.evictor.evicted == ["p0"]
+    assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="in-flight") == 2
     # Bound (Ready or not: the planner's "in-flight" judges that): planned again.
     h.pending = []
     h.add(_pod("p9", "c0"))
@@ -349,6 +359,7 @@ def test_workloads_not_opted_in_are_never_planned(value: str | None, default: bo
     h.rebalancer.dirty.add(WEB)
     h.sync()
     assert h.planner.calls == [] and h.evictor.evicted == []
+    assert h.planner.gauged == [WEB, WEB]  # its skew is shown all the same
     assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason=reason) == 2
     if reason == "bad-annotation":  # one Warning naming the annotation, not one per pass
         ((_, kind, event_reason, note),) = h.recorder.events
@@ -367,15 +378,27 @@ def test_the_default_opts_in_workloads_without_the_annotation() -> None:
 def test_the_skew_gauge_follows_the_workload_and_goes_with_it() -> None:
     h = Harness()
     _lopsided(h, opt_in=None)
-    h.planner.plans = [planned(_move("p0"))]
     h.sync()
     labels = {"namespace": "default", "workload": "web-1", "topology_key": ZONE}
-    assert h.value("spread_scheduler_workload_skew", **labels) == 3  # 3/1/0
+    assert h.value("spread_scheduler_workload_skew", **labels) == 2
     assert h.value("spread_scheduler_workload_max_skew", **labels) == 1
     for i, node in enumerate(("a0", "a0", "a0", "b0")):
         h.add(_pod(f"p{i}", node), event="DELETED")
     h.sync()
     assert h.metrics.registry.get_sample_value("spread_scheduler_workload_skew", labels) is None
+
+
+def test_with_the_real_planner_the_crowded_zone_gives_a_pod_to_the_empty_one() -> None:
+    h = Harness()
+    h.rebalancer._planner = plan_workload
+    ready = {"status__conditions": [{"type": "Ready", "status": "True"}]}
+    h.add(*(_pod(f"p{i}", node, **ready) for i, node in enumerate(("a0", "a0", "a0", "b0"))))
+    h.sync()
+    assert h.evictor.evicted in (["p0"], ["p1"], ["p2"])
+    ((_, _, reason, note),) = h.recorder.events
+    assert reason == "Rebalanced" and "zone=a (node a0) to topology.kubernetes.io/zone=c (node c0): skew 3 -> 1" in note
+    labels = {"namespace": "default", "workload": "web-1", "topology_key": ZONE}
+    assert h.value("spread_scheduler_workload_skew", **labels) == 3
 
 
 def test_the_eviction_request_is_policy_v1_with_the_uid(sent: Sent) -> None:  # noqa: F811
