@@ -38,6 +38,7 @@ does; nothing reads the order of a node's pods.
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ REBALANCED_KINDS = ("ReplicaSet", "ReplicationController", "StatefulSet")
 # Go's strconv.ParseBool, which Kubernetes uses for boolean annotations and flags.
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+MAX_SHOWN = 80  # characters of a bad annotation value quoted in a message (a value may be long)
 # Scheduling cycles tried per move at most: bounds the time planning holds the scheduler's loop on a
 # workload whose crowded domain spans many nodes (pods on one node are tried once).
 MAX_TRIES_PER_MOVE = 16
@@ -141,7 +143,8 @@ def rebalance_opt_in(pod: Pod, default: bool) -> bool | str:
             return True
         if value in _FALSE:
             return False
-    return f'metadata.annotations["{REBALANCE_ANNOTATION}"]: invalid value {value!r}: want "true" or "false"'
+    shown = json.dumps(value, default=str)[:MAX_SHOWN]
+    return f'metadata.annotations["{REBALANCE_ANNOTATION}"]: invalid value {shown}: want "true" or "false"'
 
 
 def pod_ready(pod: Pod) -> bool:
