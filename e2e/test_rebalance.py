@@ -27,9 +27,12 @@ eviction at all; no eviction is sent without the Lease.
 from __future__ import annotations
 
 import collections
+import signal
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -38,7 +41,7 @@ from kubernetes import client
 from e2e.cluster import Cluster
 from e2e.conftest import SchedulerProcess, session_counts
 from e2e.kube_helpers import ZONE, create_object, deployment, events_for, is_ready, pod_body, wait_for
-from e2e.ledger import Ledger
+from e2e.ledger import Ledger, Write
 from scheduler.spread.rebalance import REBALANCE_ANNOTATION
 
 pytestmark = pytest.mark.slow
@@ -82,6 +85,101 @@ def test_minimum_moves() -> None:
     assert minimum_moves([7, 0]) == 3  # 4/3
 
 
+@dataclass
+class Zones:
+    """The test's nodes and Deployments, and the zone's loss and return."""
+
+    api: client.ApiClient
+    core: client.CoreV1Api
+    namespace: str
+    nodes: Callable[..., str]
+    apps: dict[str, str]  # app -> node set
+    tag: str = field(default_factory=lambda: uuid.uuid4().hex[:4])
+    zone_of: dict[str, str] = field(default_factory=dict)  # node -> a/b/c
+
+    def create(self, specs: dict[str, dict[str, Any]]) -> None:
+        for zone in "abc":
+            for i in range(2):
+                labels = {ZONE: f"{self.tag}-{zone}", "rebalance-set": "main"}
+                self.zone_of[self.nodes(f"main-{zone}{i}", labels=labels, cpu="16")] = zone
+        if "side" in self.apps.values():
+            for zone in "ab":
+                labels = {ZONE: f"{self.tag}-side-{zone}", "rebalance-set": "side"}
+                self.zone_of[self.nodes(f"side-{zone}", labels=labels, cpu="16")] = zone
+        for spec in specs.values():
+            spec["metadata"]["namespace"] = self.namespace
+            create_object(self.api, spec)
+
+    def per_zone(self, app: str) -> dict[str, int] | None:
+        """The app's zones (a/b/c) when all its pods are live, bound, Running and Ready; else None."""
+        pods = self.core.list_namespaced_pod(self.namespace, label_selector=f"app={app}").items
+        live = [p for p in pods if p.metadata.deletion_timestamp is None]
+        if len(pods) != REPLICAS or len(live) != REPLICAS:
+            return None
+        if not all(p.spec.node_name and p.status.phase == "Running" and is_ready(p) for p in live):
+            return None
+        counts = collections.Counter(self.zone_of[p.spec.node_name] for p in live)
+        return {z: counts.get(z, 0) for z in "abc"}
+
+    def settled(self) -> dict[str, dict[str, int]] | None:
+        now = {app: self.per_zone(app) for app in self.apps}
+        return now if all(v is not None for v in now.values()) else None  # type: ignore[misc]
+
+    def lose_zone_c(self) -> dict[str, dict[str, int]]:
+        """NoExecute-taint zone C's nodes; wait until every main-set app has been replaced in A and B."""
+        wait_for(self.settled, 120, "every Deployment Running and Ready", interval=0.5)
+        for name in self.lost:
+            self.core.patch_node(name, {"spec": {"taints": [{"key": DOWN, "effect": "NoExecute"}]}})
+
+        def failed_over() -> dict[str, dict[str, int]] | None:
+            now = self.settled()
+            main = [app for app, node_set in self.apps.items() if node_set == "main"]
+            return now if now is not None and all(now[app]["c"] == 0 for app in main) else None
+
+        return wait_for(failed_over, 120, "zone C's pods replaced in A and B", interval=0.5)
+
+    @property
+    def lost(self) -> list[str]:
+        return [n for n, z in self.zone_of.items() if z == "c" and "-main-" in n]
+
+    def bring_back_zone_c(self) -> None:
+        for name in self.lost:
+            self.core.patch_node(name, {"spec": {"taints": []}})
+
+    def rebalanced(self, app: str) -> dict[str, int] | None:
+        zones = self.per_zone(app)
+        return zones if zones is not None and max(zones.values()) - min(zones.values()) <= 1 else None
+
+
+def _server_time(text: Any) -> datetime:
+    return text if isinstance(text, datetime) else datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+
+
+def second_in_flight(evictions: list[Write], core: client.CoreV1Api, namespace: str, app: str) -> list[str]:
+    """Evictions sent while the previous one's replacement was not Ready yet, from the server's own
+    records: the audit log's eviction times, and each replacement's creation and Ready transition
+    (whole seconds: the Ready time is cut down, so a violation found is a real one)."""
+    ok = sorted((w for w in evictions if w.ok), key=lambda w: w.at)
+    if len(ok) < 2:
+        return []
+    start = ok[0].at.replace(microsecond=0)
+    pods = core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
+    replacements = sorted(
+        (p for p in pods if _server_time(p.metadata.creation_timestamp).astimezone(UTC) >= start),
+        key=lambda p: (p.metadata.creation_timestamp, p.metadata.name),
+    )
+    found = []
+    for k in range(1, len(ok)):
+        if k - 1 >= len(replacements):
+            found.append(f"eviction {ok[k]} with no replacement of the previous one")
+            continue
+        previous = replacements[k - 1]
+        ready = next((c.last_transition_time for c in previous.status.conditions or [] if c.type == "Ready"), None)
+        if ready is None or _server_time(ready).astimezone(UTC) > ok[k].at:
+            found.append(f"eviction {ok[k]} before {previous.metadata.name} was Ready ({ready})")
+    return found
+
+
 def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
     api: client.ApiClient,
     core: client.CoreV1Api,
@@ -93,15 +191,6 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
 ) -> None:
     if not control_plane.kwok:
         pytest.skip("needs kwok: the pods must run, be Ready and terminate")
-    tag = uuid.uuid4().hex[:4]
-    zone_of: dict[str, str] = {}
-    for zone in "abc":
-        for i in range(2):
-            name = nodes(f"main-{zone}{i}", labels={ZONE: f"{tag}-{zone}", "rebalance-set": "main"}, cpu="16")
-            zone_of[name] = zone
-    for zone in "ab":
-        name = nodes(f"side-{zone}", labels={ZONE: f"{tag}-side-{zone}", "rebalance-set": "side"}, cpu="16")
-        zone_of[name] = zone
     specs = {
         "moved": _workload("moved", "main", 1, True, True),
         "within": _workload("within", "main", 8, True, True),
@@ -109,9 +198,8 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
         "pdb": _workload("pdb", "main", 1, True, True),
         "tainted": _workload("tainted", "side", 1, True, False),
     }
-    for body in specs.values():
-        body["metadata"]["namespace"] = namespace
-        create_object(api, body)
+    zones = Zones(api, core, namespace, nodes, SETS)
+    zones.create(specs)
     budget = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
@@ -119,49 +207,21 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
         "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "pdb"}}},
     }
     create_object(api, budget)
-
-    def per_zone(app: str) -> dict[str, Any] | None:
-        """The app's zones (a/b/c) when all its pods are live, bound, Running and Ready; else None."""
-        pods = core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
-        live = [p for p in pods if p.metadata.deletion_timestamp is None]
-        if len(pods) != REPLICAS or len(live) != REPLICAS:
-            return None
-        if not all(p.spec.node_name and p.status.phase == "Running" and is_ready(p) for p in live):
-            return None
-        counts = collections.Counter(zone_of[p.spec.node_name] for p in live)
-        return {z: counts.get(z, 0) for z in "abc"}
-
-    def all_settled() -> dict[str, dict[str, int]] | None:
-        now = {app: per_zone(app) for app in specs}
-        return now if all(v is not None for v in now.values()) else None  # type: ignore[misc]
-
-    wait_for(all_settled, 120, "every Deployment Running and Ready", interval=0.5)
-
-    # The zone is lost: its pods are evicted by taint-eviction and replaced in A and B.
-    lost = [name for name, zone in zone_of.items() if zone == "c"]
-    for name in lost:
-        core.patch_node(name, {"spec": {"taints": [{"key": DOWN, "effect": "NoExecute"}]}})
-
-    def failed_over() -> dict[str, dict[str, int]] | None:
-        now = all_settled()
-        return now if now is not None and all(now[app]["c"] == 0 for app in SETS if SETS[app] == "main") else None
-
-    during = wait_for(failed_over, 120, "zone C's pods replaced in A and B", interval=0.5)
+    during = zones.lose_zone_c()
     assert during["moved"] == {"a": 6, "b": 6, "c": 0}, during  # the hard spread over A and B
 
     metrics_before = scheduler.metrics()
     mark = ledger.mark()
     # The zone comes back; the side set's zone C joins, with a taint its pods do not tolerate.
     returned = time.monotonic()
-    for name in lost:
-        core.patch_node(name, {"spec": {"taints": []}})
+    zones.bring_back_zone_c()
     side_c = nodes(
         "side-c",
-        labels={ZONE: f"{tag}-side-c", "rebalance-set": "side"},
+        labels={ZONE: f"{zones.tag}-side-c", "rebalance-set": "side"},
         cpu="16",
         taints=[{"key": "e2e.spread-scheduler.io/side-c", "effect": "NoSchedule"}],
     )
-    zone_of[side_c] = "c"
+    zones.zone_of[side_c] = "c"
 
     # Never two evictions of one workload in flight: at every look, at most one of its 12 pods is
     # missing from the live, bound and Ready ones (the evicted pod, or its replacement on its way).
@@ -172,8 +232,7 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
         pods = core.list_namespaced_pod(namespace, label_selector="app=moved").items
         ready = [p for p in pods if p.metadata.deletion_timestamp is None and p.spec.node_name and is_ready(p)]
         worst_in_flight = max(worst_in_flight, REPLICAS - len(ready))
-        zones = per_zone("moved")
-        return zones if zones is not None and max(zones.values()) - min(zones.values()) <= 1 else None
+        return zones.rebalanced("moved")
 
     after = wait_for(rebalanced, RETURN_DEADLINE, "moved within maxSkew 1 again", interval=0.2)
     took = time.monotonic() - returned
@@ -186,7 +245,7 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
 
     (blocked_event, *_) = wait_for(blocked, 60, "a RebalanceBlocked Event on pdb's ReplicaSet", interval=1)
     time.sleep(10)  # a few more debounces and plans: the others must still see nothing
-    final = all_settled()
+    final = zones.settled()
     assert final is not None, "every Deployment Running and Ready at the end"
 
     writes = [w for w in ledger.writes(mark) if w.kind == "eviction" and w.namespace == namespace]
@@ -233,6 +292,7 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
     assert took < RETURN_DEADLINE
     assert sum(by_app["moved"].values()) == minimum, by_app  # every eviction sent was one of the fewest
     assert worst_in_flight <= 1, worst_in_flight
+    assert not second_in_flight([w for w in mine if w.name.startswith("moved-")], core, namespace, "moved")
     for app in ("within", "notopted", "tainted"):
         assert not by_app.get(app), (app, by_app)  # never touched: not even a refused attempt
     assert by_app["pdb"][201] == 0 and set(by_app["pdb"]) <= {429}, by_app
@@ -244,3 +304,79 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
     # Our own count agrees with the server's record, and nothing went out without the Lease.
     assert evicted == sent_ok
     assert counts["evictions"] == len(mine) and counts["writes_without_lease"] == 0, counts
+
+
+def test_a_sigkill_and_a_leader_change_mid_plan_stack_no_eviction(
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    control_plane: Cluster,
+    scheduler: SchedulerProcess,
+    namespace: str,
+    nodes: Callable[..., str],
+    ledger: Ledger,
+) -> None:
+    """Two replicas on the session's Lease. Right after the first eviction the leader is SIGKILLed;
+    right after the next eviction (by the replica that took over) that one is paused past its lease
+    (SIGSTOP: the other takes over), then woken: it must send nothing more and step down. Together
+    they still send the fewest evictions, never two in flight, none without the Lease."""
+    if not control_plane.kwok:
+        pytest.skip("needs kwok: the pods must run, be Ready and terminate")
+    assert scheduler.config is not None
+    standby = SchedulerProcess(scheduler.kubeconfig, scheduler.config, name="rebalance-standby")
+    standby.start()
+    procs = [scheduler, standby]
+    try:
+        zones = Zones(api, core, namespace, nodes, {"moved": "main"})
+        zones.create({"moved": _workload("moved", "main", 1, True, True)})
+        during = zones.lose_zone_c()
+        assert during["moved"] == {"a": 6, "b": 6, "c": 0}, during
+        mark = ledger.mark()
+        zones.bring_back_zone_c()
+
+        def evictions() -> list[Write]:
+            users = {u for p in procs for u in p.users}
+            return [
+                w
+                for w in ledger.writes(mark)
+                if w.kind == "eviction" and w.namespace == namespace and w.user in users and w.ok
+            ]
+
+        def owner(write: Write) -> SchedulerProcess:
+            return next(p for p in procs if write.user in p.users)
+
+        # 1. SIGKILL the leader right after its first eviction; it comes back as a follower.
+        first = wait_for(lambda: evictions()[:1], 60, "the first eviction", interval=0.1)[0]
+        killed = owner(first)
+        killed.stop(signal.SIGKILL)
+        killed.start()
+        # 2. The replica that took over evicts next: pause it past its lease right after.
+        second = wait_for(lambda: evictions()[1:2], 90, "the next eviction, by the new leader", interval=0.1)[0]
+        paused = owner(second)
+        assert paused.proc is not None and second.user != first.user, (first, second)
+        paused.proc.send_signal(signal.SIGSTOP)
+        other = next(p for p in procs if p is not paused)
+        wait_for(lambda: b"Successfully acquired lease" in other.log_path.read_bytes(), 30, "the takeover")
+        paused.proc.send_signal(signal.SIGCONT)
+        assert paused.proc.wait(timeout=30) == 1, paused.log()[-3000:]  # "Leaderelection lost"
+        paused.proc = None
+        paused.start()
+
+        after = wait_for(lambda: zones.rebalanced("moved"), RETURN_DEADLINE, "moved within maxSkew 1", interval=0.5)
+        time.sleep(5)
+        sent = evictions()
+        users = [u for p in procs for u in p.users]
+        counts = session_counts(ledger, mark, namespace, users)
+        stacked = second_in_flight(sent, core, namespace, "moved")
+        print(
+            f"\nfaults mid-plan: {during['moved']} -> {after}; evictions accepted {len(sent)} "
+            f"(minimum {minimum_moves(list(during['moved'].values()))}) by "
+            f"{collections.Counter(w.user for w in sent)}; {counts}"
+        )
+        assert len(sent) == minimum_moves(list(during["moved"].values())), [str(w) for w in sent]
+        assert not stacked, stacked
+        assert counts["writes_without_lease"] == 0 and counts["writes_after_losing_lease"] == 0, counts
+    finally:
+        if standby.proc is not None:
+            standby.stop()
+        if scheduler.proc is None:
+            scheduler.start()
