@@ -40,7 +40,16 @@ from kubernetes import client
 
 from e2e.cluster import Cluster
 from e2e.conftest import SchedulerProcess, session_counts
-from e2e.kube_helpers import ZONE, create_object, deployment, events_for, is_ready, pod_body, wait_for
+from e2e.kube_helpers import (
+    ZONE,
+    create_object,
+    deployment,
+    disruption_budget,
+    events_for,
+    is_ready,
+    pod_body,
+    wait_for,
+)
 from e2e.ledger import Ledger, Write
 from scheduler.spread.rebalance import REBALANCE_ANNOTATION
 
@@ -49,7 +58,6 @@ pytestmark = pytest.mark.slow
 REPLICAS = 12
 DOWN = "e2e.spread-scheduler.io/zone-down"  # the zone's loss: a NoExecute taint on its nodes
 RETURN_DEADLINE = 180  # issue #40: within maxSkew again within 3 minutes of the zone's return
-SETS = {"moved": "main", "within": "main", "notopted": "main", "pdb": "main", "tainted": "side"}
 
 
 def _workload(name: str, node_set: str, max_skew: int, opt_in: bool, honor: bool) -> dict[str, Any]:
@@ -93,11 +101,13 @@ class Zones:
     core: client.CoreV1Api
     namespace: str
     nodes: Callable[..., str]
-    apps: dict[str, str]  # app -> node set
+    apps: dict[str, str] = field(default_factory=dict)  # app -> node set, as create() made them
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:4])
     zone_of: dict[str, str] = field(default_factory=dict)  # node -> a/b/c
 
     def create(self, specs: dict[str, dict[str, Any]]) -> None:
+        for app, spec in specs.items():
+            self.apps[app] = spec["spec"]["template"]["spec"]["nodeSelector"]["rebalance-set"]
         for zone in "abc":
             for i in range(2):
                 labels = {ZONE: f"{self.tag}-{zone}", "rebalance-set": "main"}
@@ -180,17 +190,23 @@ def second_in_flight(evictions: list[Write], core: client.CoreV1Api, namespace: 
     return found
 
 
-def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
+@pytest.fixture
+def zones(
     api: client.ApiClient,
     core: client.CoreV1Api,
     control_plane: Cluster,
-    scheduler: SchedulerProcess,
     namespace: str,
     nodes: Callable[..., str],
-    ledger: Ledger,
-) -> None:
+) -> Zones:
     if not control_plane.kwok:
         pytest.skip("needs kwok: the pods must run, be Ready and terminate")
+    return Zones(api, core, namespace, nodes)
+
+
+def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
+    zones: Zones, scheduler: SchedulerProcess, ledger: Ledger
+) -> None:
+    api, core, namespace, nodes = zones.api, zones.core, zones.namespace, zones.nodes
     specs = {
         "moved": _workload("moved", "main", 1, True, True),
         "within": _workload("within", "main", 8, True, True),
@@ -198,15 +214,8 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
         "pdb": _workload("pdb", "main", 1, True, True),
         "tainted": _workload("tainted", "side", 1, True, False),
     }
-    zones = Zones(api, core, namespace, nodes, SETS)
     zones.create(specs)
-    budget = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "pdb", "namespace": namespace},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "pdb"}}},
-    }
-    create_object(api, budget)
+    create_object(api, disruption_budget("pdb", namespace, "pdb", maxUnavailable=0))
     during = zones.lose_zone_c()
     assert during["moved"] == {"a": 6, "b": 6, "c": 0}, during  # the hard spread over A and B
 
@@ -307,26 +316,18 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
 
 
 def test_a_sigkill_and_a_leader_change_mid_plan_stack_no_eviction(
-    api: client.ApiClient,
-    core: client.CoreV1Api,
-    control_plane: Cluster,
-    scheduler: SchedulerProcess,
-    namespace: str,
-    nodes: Callable[..., str],
-    ledger: Ledger,
+    zones: Zones, scheduler: SchedulerProcess, ledger: Ledger
 ) -> None:
     """Two replicas on the session's Lease. Right after the first eviction the leader is SIGKILLed;
     right after the next eviction (by the replica that took over) that one is paused past its lease
     (SIGSTOP: the other takes over), then woken: it must send nothing more and step down. Together
     they still send the fewest evictions, never two in flight, none without the Lease."""
-    if not control_plane.kwok:
-        pytest.skip("needs kwok: the pods must run, be Ready and terminate")
+    core, namespace = zones.core, zones.namespace
     assert scheduler.config is not None
     standby = SchedulerProcess(scheduler.kubeconfig, scheduler.config, name="rebalance-standby")
     standby.start()
     procs = [scheduler, standby]
     try:
-        zones = Zones(api, core, namespace, nodes, {"moved": "main"})
         zones.create({"moved": _workload("moved", "main", 1, True, True)})
         during = zones.lose_zone_c()
         assert during["moved"] == {"a": 6, "b": 6, "c": 0}, during

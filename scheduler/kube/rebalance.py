@@ -40,7 +40,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.kube.fence import always
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
-from scheduler.kube.writes import ApiWriter
+from scheduler.kube.writes import ApiRecorder, ApiWriter
 from scheduler.spread.deletion_cost import Workload, workload_of
 from scheduler.spread.rebalance import (
     IN_FLIGHT,
@@ -94,18 +94,6 @@ class Evictor(Protocol):
     async def evict(self, pod: Pod) -> None: ...
 
 
-class Recorder(Protocol):
-    async def object_event(
-        self,
-        regarding: dict[str, Any],
-        event_type: str,
-        reason: str,
-        action: str,
-        note: str,
-        related: Pod | None = None,
-    ) -> None: ...
-
-
 class ApiEvictor:
     """``POST pods/{name}/eviction`` (policy/v1 Eviction), with the pod's UID as a precondition: a
     pod of the same name created since (a StatefulSet's) is never evicted by mistake (409)."""
@@ -121,13 +109,7 @@ class ApiEvictor:
         }
         if pod.uid:
             body["deleteOptions"] = {"preconditions": {"uid": pod.uid}}
-        await self._writer.write(
-            f"evicting {pod.key}",
-            "POST",
-            "/api/v1/namespaces/{namespace}/pods/{name}/eviction",
-            {"namespace": pod.namespace, "name": pod.name},
-            body,
-        )
+        await self._writer.post_to_pod(f"evicting {pod.key}", pod, "eviction", body)
 
 
 @dataclass(slots=True)
@@ -171,7 +153,7 @@ class Rebalancer(WorkloadMarker):
         cache: Cache,
         frameworks: Mapping[str, Framework],
         evictor: Evictor,
-        recorder: Recorder,
+        recorder: ApiRecorder,
         metrics: SchedulerMetrics,
         *,
         default: bool = False,

@@ -319,6 +319,16 @@ class ApiWriter:
             self.fence,
         )
 
+    async def post_to_pod(self, what: str, pod: Pod, subresource: str, body: dict[str, Any]) -> bytes:
+        """``POST pods/{name}/<subresource>`` of ``pod`` (a Binding, an Eviction)."""
+        return await self.write(
+            what,
+            "POST",
+            "/api/v1/namespaces/{namespace}/pods/{name}/" + subresource,
+            {"namespace": pod.namespace, "name": pod.name},
+            body,
+        )
+
 
 class ApiBinder:
     """``POST pods/<name>/binding`` as DefaultBinder does it."""
@@ -340,13 +350,7 @@ class ApiBinder:
             "metadata": metadata,
             "target": {"kind": "Node", "name": node_name},
         }
-        await self._writer.write(
-            f"binding {pod.key} to {node_name}",
-            "POST",
-            "/api/v1/namespaces/{namespace}/pods/{name}/binding",
-            {"namespace": pod.namespace, "name": pod.name},
-            body,
-        )
+        await self._writer.post_to_pod(f"binding {pod.key} to {node_name}", pod, "binding", body)
 
 
 def _rfc3339(now: datetime) -> str:

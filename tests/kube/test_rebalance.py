@@ -22,6 +22,7 @@ from scheduler.simulate import Simulation
 from scheduler.spread.deletion_cost import Workload
 from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, Skew, plan_workload
 from scheduler.testing import make_node, make_pod
+from tests.kube.test_deletion_cost import run_arguments
 from tests.kube.test_writes import Sent, sent  # noqa: F401 - the fixture
 
 ZONE = "topology.kubernetes.io/zone"
@@ -69,16 +70,9 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str, str]] = []  # (regarding kind/name, type, reason, note)
 
-    async def object_event(
-        self,
-        regarding: dict[str, Any],
-        event_type: str,
-        reason: str,
-        action: str,
-        note: str,
-        related: Pod | None = None,
-    ) -> None:
-        self.events.append((f"{regarding['kind']}/{regarding['name']}", event_type, reason, note))
+    async def object_event(self, regarding: dict[str, Any], kind: str, reason: str, *rest: Any) -> None:
+        _action, note, *_related = rest
+        self.events.append((f"{regarding['kind']}/{regarding['name']}", kind, reason, note))
 
 
 class Planner:
@@ -122,7 +116,7 @@ class Harness:
             self.sim.cache,
             self.sim.frameworks,
             self.evictor,
-            self.recorder,
+            self.recorder,  # type: ignore[arg-type]
             self.metrics,
             default=default,
             pending=lambda: self.pending,
@@ -443,15 +437,7 @@ def test_a_pdb_429_is_not_throttling() -> None:
     ],
 )
 def test_the_flags(args: list[str], enabled: bool, default: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: dict[str, Any] = {}
-
-    async def run_scheduler(config: object, kubeconfig: object, **kwargs: Any) -> int:
-        seen.update(kwargs)
-        return 0
-
-    monkeypatch.setattr(app, "run_scheduler", run_scheduler)
-    assert cli.main(["run", *args]) == 0
-    assert seen["rebalance"] == app.Rebalancing(enabled, default)
+    assert run_arguments(args, monkeypatch)["rebalance"] == app.Rebalancing(enabled, default)
 
 
 def test_a_bad_flag_value_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
