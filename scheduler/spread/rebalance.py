@@ -161,10 +161,14 @@ def _in_flight(pods: Sequence[Pod], pending: Sequence[Pod], cache: Cache) -> str
 
 
 def _budget(pods: Sequence[Pod], cache: Cache) -> str | None:
-    """A PodDisruptionBudget covering a pod of the workload that allows no disruption (the Eviction
-    API answers 429 while ``disruptionsAllowed`` < 1)."""
+    """A PodDisruptionBudget covering a pod of the workload that allows no disruption: the Eviction
+    API answers 429 while ``disruptionsAllowed`` < 1. Covering as the Eviction API decides it
+    (``getPodDisruptionBudgets``, pkg/registry/core/pod/storage/eviction.go): same namespace, the
+    selector matches; an invalid selector matches nothing, an empty one every pod (unlike
+    preemption's ``PodDisruptionBudget.matches``)."""
     for pdb in sorted(cache.pod_disruption_budgets(), key=lambda b: b.key):
-        if pdb.disruptions_allowed < 1 and any(pdb.matches(p.namespace, p.labels) for p in pods):
+        covered = any(p.namespace == pdb.namespace and pdb.selector.matches(p.labels) for p in pods)
+        if pdb.disruptions_allowed < 1 and covered:
             return f"PodDisruptionBudget {pdb.key} allows {max(pdb.disruptions_allowed, 0)} disruptions"
     return None
 

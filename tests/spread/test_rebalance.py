@@ -233,6 +233,51 @@ def test_a_stateful_set_replacement_keeps_its_name() -> None:
     assert plan.reason == PLANNED and len(plan.moves) == 2
 
 
+def _zonal_volume(i: int, zone: str) -> list[dict[str, Any]]:
+    """Claim data-db-<i> bound to a volume that lives in ``zone`` only."""
+    term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"pv-{i}"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "csi": {"driver": "d", "volumeHandle": f"h{i}"},
+            "claimRef": {"namespace": "default", "name": f"data-db-{i}"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+        },
+        "status": {"phase": "Bound"},
+    }
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": f"data-db-{i}",
+            "namespace": "default",
+            "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+        },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "volumeName": f"pv-{i}",
+        },
+        "status": {"phase": "Bound"},
+    }
+    return [pv, pvc]
+
+
+def test_a_stateful_set_pod_tied_to_its_zone_by_its_volume_is_never_moved() -> None:
+    placement = ["b0", "b1", "c0", "c1", "b0", "b1"]
+    objects = []
+    for i, node in enumerate(placement):
+        objects.append(_pod(f"db-{i}", node, i, kind="StatefulSet", owner="db").pvc("data", f"data-db-{i}").dict())
+        objects += _zonal_volume(i, node[0])
+    (plan,) = _plans(_world(objects))
+    assert (plan.reason, plan.moves) == (NO_IMPROVING_MOVE, ())
+    assert "didn't match PersistentVolume's node affinity" in plan.message
+
+
 def test_pods_with_different_constraints_are_not_planned() -> None:
     objects = _zone_down(["b0", "b1", "c0", "c1", "b0"])
     objects.append(_pod("p9", "b1", 9).spread(HOST, 2, match=APP).dict())
@@ -285,6 +330,12 @@ def test_a_budget_that_allows_nothing_stops_the_plan_and_says_which() -> None:
     (plan,) = _plans(_world(objects))
     assert (plan.reason, plan.moves) == (PDB, ())
     assert "default/web-pdb" in plan.message
+
+
+def test_a_budget_with_an_empty_selector_covers_every_pod_as_for_the_eviction_api() -> None:
+    objects = [*_zone_down(["b0", "b1", "c0", "c1", "b0", "b1"]), _pdb("all", {}, 0)]
+    (plan,) = _plans(_world(objects))
+    assert plan.reason == PDB and "default/all" in plan.message
 
 
 def test_a_budget_that_allows_one_or_covers_other_pods_does_not() -> None:
