@@ -49,7 +49,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.schedule_one import ExtendersNeedAsyncError, SchedulingAlgorithm
 from scheduler.spread.deletion_cost import Workload, workload_of
 from scheduler.spread.moves import STATEFUL_SET, Move, Spec, measure, over, replacement_of, workload_spec
-from scheduler.spread.search import search
+from scheduler.spread.search import MAX_CYCLES, search
 
 __all__ = [
     "REBALANCED_KINDS",
@@ -191,13 +191,14 @@ def plan_workload(
     *,
     max_moves: int | None = None,
     pending: Iterable[Pod] = (),
+    max_cycles: int = MAX_CYCLES,
 ) -> Plan:
     """The plan for one workload (opt-in is the caller's: see ``plan_rebalance``). ``pending`` are the
     scheduler's pending pods (the cache holds only placed ones); one of this workload's means a move
     is in flight."""
     pods = [p for p in _pods_of(cache, workload) if p.scheduler_name == framework.profile_name]
     waiting = [p for p in pending if p.namespace == workload.namespace and workload_of(p, REBALANCED_KINDS) == workload]
-    return _plan(cache, framework, workload, pods, waiting, max_moves)
+    return _plan(cache, framework, workload, pods, waiting, max_moves, max_cycles)
 
 
 def _plan(
@@ -207,6 +208,7 @@ def _plan(
     pods: Sequence[Pod],
     pending: Sequence[Pod],
     max_moves: int | None,
+    max_cycles: int = MAX_CYCLES,
 ) -> Plan:
     flight = _in_flight(pods, pending, cache)
     if flight is not None:
@@ -225,7 +227,7 @@ def _plan(
         return Plan(workload, (), PDB, budget, skews)
     # Its own RNG and start index: planning never moves the live cycle's tie-breaks.
     try:
-        found = search(spec, list(pods), cache, framework, SchedulingAlgorithm(random.Random(0)))
+        found = search(spec, list(pods), cache, framework, SchedulingAlgorithm(random.Random(0)), max_cycles)
     except ExtendersNeedAsyncError as exc:
         return Plan(workload, (), EXTENDERS, f"the profile asks an extender ({exc}): not planned", skews)
     if not found.moves:
@@ -251,6 +253,7 @@ def plan_rebalance(
     namespace: str | None = None,
     pending: Iterable[Pod] = (),
     max_moves: int | None = None,
+    max_cycles: int = MAX_CYCLES,
 ) -> list[Plan]:
     """A plan for every workload of ours with spread constraints and placed pods, sorted by
     namespace, kind and name (not opted in and a bad annotation are plans that say so)."""
@@ -277,5 +280,5 @@ def plan_rebalance(
         elif not all(verdicts):
             plans.append(Plan(workload, (), NOT_OPTED_IN, f'{REBALANCE_ANNOTATION} is not "true" on its pods'))
         else:
-            plans.append(_plan(cache, framework, workload, placed, waiting, max_moves))
+            plans.append(_plan(cache, framework, workload, placed, waiting, max_moves, max_cycles))
     return plans

@@ -75,6 +75,7 @@ class _Search:
     framework: Framework
     algorithm: SchedulingAlgorithm
     working: Working
+    max_cycles: int = MAX_CYCLES
     cycles: int = 0
     failed: set[Hashable] = field(default_factory=set)
 
@@ -155,14 +156,14 @@ class _Search:
         over_now = over(self.spec, now.skews)
         if not over_now:
             return list(path)
-        if left < lower_bound(self.spec, now) or self.cycles >= MAX_CYCLES:
+        if left < lower_bound(self.spec, now) or self.cycles >= self.max_cycles:
             return None
         key = self._key(movable, left)
         if key in self.failed:
             return None
         i = over_now[0]
         for victim in self._crowded_first(i, now, movable, None):
-            if self.cycles >= MAX_CYCLES:
+            if self.cycles >= self.max_cycles:
                 return None
             move, replacement, _ = self._try(i, victim, now, len(path) + 1)
             if move is None or replacement is None:
@@ -184,9 +185,11 @@ def search(
     cache: Cache,
     framework: Framework,
     algorithm: SchedulingAlgorithm,
+    max_cycles: int = MAX_CYCLES,
 ) -> Result:
-    """The fewest moves our cycle says help, greedy's where the search finds none shorter."""
-    s = _Search(spec, cache, framework, algorithm, Working(cache))
+    """The fewest moves our cycle says help, greedy's where the search finds none shorter (within
+    ``max_cycles`` scheduling cycles of search)."""
+    s = _Search(spec, cache, framework, algorithm, Working(cache), max_cycles)
     try:
         greedy = s.greedy(pods)
         final = greedy.moves[-1].skews_after if greedy.moves else measure(spec, cache).skews
@@ -200,9 +203,9 @@ def search(
             found = s.within(list(pods), depth, [])
             if found is not None:
                 return Result(found, "", s.cycles, True)
-            if s.cycles >= MAX_CYCLES:
+            if s.cycles >= max_cycles:
                 break
-        greedy.cycles, greedy.exhaustive = s.cycles, s.cycles < MAX_CYCLES
+        greedy.cycles, greedy.exhaustive = s.cycles, s.cycles < max_cycles
         return greedy
     finally:
         s.working.restore()

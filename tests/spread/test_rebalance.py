@@ -401,3 +401,35 @@ def test_a_replacement_is_the_pod_pending_under_a_new_name() -> None:
     assert new.labels == pod.labels and new.controller == pod.controller
     assert new.spread_constraints == pod.spread_constraints and new.uid != pod.uid
     assert isinstance(new, Pod) and "nodeName" not in new.raw["spec"]
+
+
+# -- the fewest moves ----------------------------------------------------------------------------
+
+
+def _tied_crowded_hosts() -> Simulation:
+    """The property test's case against greedy: hostname spread, a0=5 and b0=3 (two of b0's pods a
+    Job's, which never move), b1 and b2 empty, room for 2 pods a node. Greedy fills b1 and b2 from
+    a0 and is stuck at a0=3 b0=3 b1=1 b2=1 (no single move lowers the skew); moving b0's pod early
+    reaches 2/2/2/2."""
+    sim = Simulation(load_config(None))
+    nodes = [make_node(n).zone(n[0]).capacity(cpu="4", memory="8Gi", pods="2").dict() for n in ("a0", "b0", "b1", "b2")]
+    pods = [
+        _pod(f"p{i}", node, i).set("spec.topologySpreadConstraints", []).spread(HOST, 1, match=APP).dict()
+        for i, node in enumerate(["a0"] * 5 + ["b0"])
+    ]
+    jobs = [make_pod(f"job-{i}").labels(APP).node("b0").phase("Running").owner("Job", "batch").dict() for i in range(2)]
+    sim.add_objects([*nodes, *pods, *jobs])
+    return sim
+
+
+def test_the_fewest_moves_where_greedy_gets_stuck() -> None:
+    (plan,) = _plans(_tied_crowded_hosts())
+    assert plan.reason == PLANNED and len(plan.moves) == 4 and plan.moves[-1].skews_after == (0,)
+    assert "default/p5" in [m.pod for m in plan.moves]  # the pod greedy never takes: not in the fullest host
+
+
+def test_without_search_budget_the_plan_is_greedys_and_says_no_further_move_helps() -> None:
+    sim = _tied_crowded_hosts()
+    (plan,) = plan_rebalance(sim.cache, sim.frameworks, default=True, max_cycles=0)
+    assert [m.skews_after for m in plan.moves] == [(4,), (2,)]
+    assert plan.message.endswith("no further move helps")
