@@ -52,12 +52,12 @@ def _kubectl_plugin(tmp_path: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_a_zone_back_gets_a_plan_to_it_and_kubectl_spread_prints_the_same(
+    nodes: Callable[..., str],
+    namespace: str,
+    kubeconfig: str,
+    scheduler: SchedulerProcess,
     core: client.CoreV1Api,
     api: client.ApiClient,
-    scheduler: SchedulerProcess,
-    kubeconfig: str,
-    namespace: str,
-    nodes: Callable[..., str],
     tmp_path: Path,
 ) -> None:
     zoned_nodes(nodes, {"zone-b": 2, "zone-c": 2})

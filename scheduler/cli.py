@@ -186,30 +186,27 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _objects(args: argparse.Namespace, config: SchedulerConfig) -> list[Mapping[str, Any]] | int:
-    """The objects of ``-f FILE`` or of the live cluster (PodDisruptionBudgets too, where allowed: a
-    plan stops at one); an exit code after printing why there are none."""
+def _inputs(args: argparse.Namespace) -> tuple[SchedulerConfig, list[Mapping[str, Any]]] | int:
+    """``--config`` and the objects of ``-f FILE`` or of the live cluster (PodDisruptionBudgets too,
+    where allowed: a plan stops at one); an exit code after printing why there are none."""
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return 2
     if args.file is not None:
         try:
-            return list(load_objects(args.file))
+            return config, list(load_objects(args.file))
         except ReadError as exc:
             print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
             return 2
     from scheduler.kube.dump import ListingError, cluster_objects  # noqa: PLC0415
 
     try:
-        return list(asyncio.run(cluster_objects(config, args.kubeconfig, preemption=True)))
+        return config, list(asyncio.run(cluster_objects(config, args.kubeconfig, preemption=True)))
     except ListingError as exc:
         print(f"spread-scheduler: {exc}", file=sys.stderr)
         return 1
-
-
-def _config(args: argparse.Namespace) -> SchedulerConfig | None:
-    try:
-        return load_config(args.config)
-    except ConfigError as exc:
-        print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
-        return None
 
 
 def _skew(args: argparse.Namespace) -> int:
@@ -219,12 +216,10 @@ def _skew(args: argparse.Namespace) -> int:
     from scheduler.skew.plot import PlotUnavailableError, plot  # noqa: PLC0415
     from scheduler.spread.dry_run import dry_run  # noqa: PLC0415
 
-    config = _config(args)
-    if config is None:
-        return 2
-    objects = _objects(args, config)
-    if isinstance(objects, int):
-        return objects
+    inputs = _inputs(args)
+    if isinstance(inputs, int):
+        return inputs
+    config, objects = inputs
     sim = Simulation(config)
     sim.add_objects(objects)
     workloads = skew_report(objects, config, args.namespace, sim=sim)
@@ -259,12 +254,10 @@ def _rebalance(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    config = _config(args)
-    if config is None:
-        return 2
-    objects = _objects(args, config)
-    if isinstance(objects, int):
-        return objects
+    inputs = _inputs(args)
+    if isinstance(inputs, int):
+        return inputs
+    config, objects = inputs
     dry = dry_run(objects, config, default=args.default_rebalance, namespace=args.namespace)
     if args.output == "json":
         print(plans_to_json(dry.plans, dry.deployments))

@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.objects import Pod, PodKey
-from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.podtopologyspread.common import Constraint
-from scheduler.plugins.podtopologyspread.counting import domain_counts, eligibility_key
+from scheduler.plugins.podtopologyspread.counting import eligibility_key
 from scheduler.schedule_one import SchedulingAlgorithm
-from scheduler.spread.deletion_cost import spread_constraints_of
+from scheduler.spread.deletion_cost import counts_of, spread_constraints_of
 
 __all__ = [
     "STATEFUL_SET",
@@ -114,18 +113,9 @@ class Counts:
 
 def measure(spec: Spec, cache: Cache) -> Counts:
     """The skews as the Filter (hard) and Score (soft) count: ``domain_counts``, as ``skew`` reports."""
-    skews: list[int] = []
-    counts: list[dict[str, int]] = []
-    domain_of: list[dict[str, str]] = []
-    for action, cs in ((DO_NOT_SCHEDULE, spec.hard), (SCHEDULE_ANYWAY, spec.soft)):
-        if cs:
-            c_counts, minima, c_domains = domain_counts(
-                spec.rep, action, cs, cache, require_all_keys=spec.require_all_keys
-            )
-            skews += [max(b.values()) - m if b else 0 for b, m in zip(c_counts, minima, strict=True)]
-            counts += c_counts
-            domain_of += c_domains
-    return Counts(tuple(skews), tuple(counts), tuple(domain_of))
+    counts, minima, domain_of = counts_of(spec.rep, spec.hard, spec.soft, cache, require_all_keys=spec.require_all_keys)
+    skews = tuple(max(b.values()) - m if b else 0 for b, m in zip(counts, minima, strict=True))
+    return Counts(skews, tuple(counts), tuple(domain_of))
 
 
 def over(spec: Spec, skews: Sequence[int]) -> list[int]:

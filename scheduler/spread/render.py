@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,18 +29,14 @@ __all__ = [
 OURS_MARK = "*"  # after a deletion cost: we set it (spread-scheduler.io/deletion-cost equals it)
 
 
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)
+
+
 def _move_to_json(m: Move) -> dict[str, Any]:
-    return {
-        "pod": m.pod,
-        "fromNode": m.from_node,
-        "toNode": m.to_node,
-        "topologyKey": m.topology_key,
-        "fromDomain": m.from_domain,
-        "toDomain": m.to_domain,
-        "skewBefore": m.skew_before,
-        "skewAfter": m.skew_after,
-        "skewsAfter": list(m.skews_after),
-    }
+    """The move's fields, camelCased as the API's JSON is (``from_node`` -> ``fromNode``)."""
+    return {_camel(k): list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(m).items()}
 
 
 def plan_to_json(plan: Plan, deployments: Mapping[tuple[str, str], str]) -> dict[str, Any]:
