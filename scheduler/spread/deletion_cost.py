@@ -58,6 +58,7 @@ __all__ = [
     "Workload",
     "constraint_selectors",
     "cost_changes",
+    "counts_of",
     "rank_costs",
     "spread_constraints_of",
     "widths",
@@ -228,18 +229,26 @@ def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, F
     return out
 
 
-def _group_costs(group: _Group, cache: Cache) -> dict[PodKey, int]:
-    constraints: list[Constraint] = []
+def counts_of(
+    rep: Pod, hard: Sequence[Constraint], soft: Sequence[Constraint], cache: Cache, *, require_all_keys: bool
+) -> tuple[list[dict[str, int]], list[int], list[dict[str, str]]]:
+    """``domain_counts`` for the hard constraints, then the soft ones, in one list each (the order
+    the ranks and the rebalancing skews combine them in)."""
     counts: list[dict[str, int]] = []
+    minima: list[int] = []
     domain_of: list[dict[str, str]] = []
-    for action, cs in ((DO_NOT_SCHEDULE, group.hard), (SCHEDULE_ANYWAY, group.soft)):
+    for action, cs in ((DO_NOT_SCHEDULE, hard), (SCHEDULE_ANYWAY, soft)):
         if cs:
-            c_counts, _, c_domains = domain_counts(
-                group.rep, action, cs, cache, require_all_keys=group.require_all_keys
-            )
-            constraints += cs
+            c_counts, c_minima, c_domains = domain_counts(rep, action, cs, cache, require_all_keys=require_all_keys)
             counts += c_counts
+            minima += c_minima
             domain_of += c_domains
+    return counts, minima, domain_of
+
+
+def _group_costs(group: _Group, cache: Cache) -> dict[PodKey, int]:
+    constraints = group.hard + group.soft
+    counts, _, domain_of = counts_of(group.rep, group.hard, group.soft, cache, require_all_keys=group.require_all_keys)
     members: list[Member] = []
     others = [dict(c) for c in counts]
     for pod in group.pods:

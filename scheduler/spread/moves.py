@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.objects import Pod, PodKey
-from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.podtopologyspread.common import Constraint
-from scheduler.plugins.podtopologyspread.counting import domain_counts, eligibility_key
+from scheduler.plugins.podtopologyspread.counting import eligibility_key
 from scheduler.schedule_one import SchedulingAlgorithm
-from scheduler.spread.deletion_cost import spread_constraints_of
+from scheduler.spread.deletion_cost import counts_of, spread_constraints_of
 
 __all__ = [
     "STATEFUL_SET",
@@ -90,21 +89,33 @@ class Counts:
     def where(self, node: str) -> tuple[str | None, ...]:
         return tuple(d.get(node) for d in self.domain_of)
 
+    def moved(self, spec: Spec, pod: Pod, from_node: str, to_node: str) -> tuple[int, ...]:
+        """The skews once ``pod`` (counted now on ``from_node``) is on ``to_node`` instead: the same
+        counts with one pod taken from a domain and one added to another (the domains and every other
+        pod stay), and each constraint's global minimum as the Filter takes it (``min_match_num``:
+        0 while a hard constraint has fewer domains than its minDomains)."""
+        out = []
+        hard = len(spec.hard)
+        for i, c in enumerate(spec.constraints):
+            bucket = dict(self.counts[i])
+            if not c.selector.empty and c.selector.matches(pod.labels):  # an empty selector counts nothing
+                for node, step in ((from_node, -1), (to_node, 1)):
+                    domain = self.domain_of[i].get(node)
+                    if domain is not None:
+                        bucket[domain] += step
+            if not bucket:
+                out.append(0)
+                continue
+            floor = 0 if i < hard and len(bucket) < c.min_domains else min(bucket.values())
+            out.append(max(bucket.values()) - floor)
+        return tuple(out)
+
 
 def measure(spec: Spec, cache: Cache) -> Counts:
     """The skews as the Filter (hard) and Score (soft) count: ``domain_counts``, as ``skew`` reports."""
-    skews: list[int] = []
-    counts: list[dict[str, int]] = []
-    domain_of: list[dict[str, str]] = []
-    for action, cs in ((DO_NOT_SCHEDULE, spec.hard), (SCHEDULE_ANYWAY, spec.soft)):
-        if cs:
-            c_counts, minima, c_domains = domain_counts(
-                spec.rep, action, cs, cache, require_all_keys=spec.require_all_keys
-            )
-            skews += [max(b.values()) - m if b else 0 for b, m in zip(c_counts, minima, strict=True)]
-            counts += c_counts
-            domain_of += c_domains
-    return Counts(tuple(skews), tuple(counts), tuple(domain_of))
+    counts, minima, domain_of = counts_of(spec.rep, spec.hard, spec.soft, cache, require_all_keys=spec.require_all_keys)
+    skews = tuple(max(b.values()) - m if b else 0 for b, m in zip(counts, minima, strict=True))
+    return Counts(skews, tuple(counts), tuple(domain_of))
 
 
 def over(spec: Spec, skews: Sequence[int]) -> list[int]:
@@ -193,29 +204,26 @@ def try_move(
 ) -> Tried:
     """Evicting ``victim`` for constraint ``i``: our cycle places its replacement on the cache without
     it. A move only if every node tied at the top score (the live cycle picks one at random) leaves
-    the skews ``better``; ``to_node`` is the first of them by name. The cache is left as found."""
+    the skews ``better``; ``to_node`` is the first of them by name. ``now``: the counts with the
+    victim in place. The cache is left as found."""
     from_node = cache.pod_node(victim.key) or ""
     replacement = replacement_of(victim, replacement_name(victim, step))
-    outcomes: dict[tuple[str | None, ...], Counts] = {}
     cache.remove_pod(victim)
     try:
         attempt = algorithm.schedule_pod(framework, cache, replacement)
-        if not attempt.succeeded or attempt.host is None:
-            return Tried(None, None, f"its replacement would not be placed: {attempt.message}")
-        best = max(attempt.totals.values(), default=0)
-        top = sorted({str(n) for n in attempt.scored_nodes if attempt.totals.get(n) == best} or {attempt.host})
-        for node in top:
-            where = now.where(node)
-            if where not in outcomes:  # the counts depend on the domains only, not on the node
-                cache.assume_pod(replacement, node)
-                try:
-                    outcomes[where] = measure(spec, cache)
-                finally:
-                    cache.forget_pod(replacement)
     finally:
         cache.add_pod(victim)
-    for where, after in outcomes.items():
-        if not better(after.skews, now.skews):
+    if not attempt.succeeded or attempt.host is None:
+        return Tried(None, None, f"its replacement would not be placed: {attempt.message}")
+    best = max(attempt.totals.values(), default=0)
+    top = sorted({str(n) for n in attempt.scored_nodes if attempt.totals.get(n) == best} or {attempt.host})
+    outcomes: dict[tuple[str | None, ...], tuple[int, ...]] = {}
+    for node in top:
+        where = now.where(node)
+        if where not in outcomes:  # the counts depend on the domains only, not on the node
+            outcomes[where] = now.moved(spec, victim, from_node, node)
+    for where, skews in outcomes.items():
+        if not better(skews, now.skews):
             landing = ", ".join(f"{c.topology_key}={w}" for c, w in zip(spec.constraints, where, strict=True))
             return Tried(None, None, f"its replacement could land in {landing}, which does not lower the skews")
     to_node = top[0]
@@ -228,7 +236,7 @@ def try_move(
         from_domain=now.domain_of[i].get(from_node, ""),
         to_domain=now.domain_of[i].get(to_node, ""),
         skew_before=now.skews[i],
-        skew_after=after.skews[i],
-        skews_after=after.skews,
+        skew_after=after[i],
+        skews_after=after,
     )
     return Tried(move, replacement, "")

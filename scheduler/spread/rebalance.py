@@ -17,22 +17,23 @@ Rules (docs/rebalance.md has the reasoning and examples):
 - Nothing moves while a PodDisruptionBudget covering a pod of the workload allows 0 disruptions
   (the Eviction API would answer 429); a budget with an invalid selector covers nothing, as for the
   Eviction API and the disruption controller.
-- A move: a pod from the most crowded domain of the first constraint above its maxSkew, taken in
-  deletion-cost order (so a doubled-up host loses it first); our scheduling cycle
-  (``SchedulingAlgorithm.schedule_pod`` with the pod's profile) runs for its replacement (the pod
-  copied, no node, a new name) on the cache with the pod gone. The move is kept only if the
+- A move: evicting one pod. Our scheduling cycle (``SchedulingAlgorithm.schedule_pod``, the pod's
+  profile, its own RNG) runs for its replacement (the pod copied, no node, a new name; a
+  StatefulSet's keeps the name) on the cache with the pod gone. The move counts only if the
   replacement is placed and **every node the cycle could pick** (all nodes tied at the top score:
-  the live cycle picks one at random) gives a skew vector no worse on any constraint and better on
-  at least one. A replacement that would not land in the emptier domain (a taint it does not
-  tolerate, affinity, resources) is therefore never planned for. The move's ``to_node`` is the first
-  of the tied nodes by name. If no pod of that domain gives such a move, the next constraint above
-  its maxSkew is tried. The first move found is applied to the working state and the next planned.
-- Each move lowers the sum of the skews, so planning ends; ``max_moves`` stops it earlier.
+  the live cycle picks one at random) leaves no constraint's skew higher and one lower
+  (``moves.better``: hard constraints first, so also lexicographically lower). A replacement that
+  would not land in the emptier domain (a taint it does not tolerate, affinity, resources) is
+  therefore never planned for. ``to_node`` is the first of the tied nodes by name.
+- The fewest such moves that bring every constraint within its maxSkew (``search``): greedy from
+  the most crowded domain in deletion-cost order (the doubled-up host loses first), checked
+  against a lower bound and, where they differ, a bounded search of every order. Where no sequence
+  gets there, the moves that lower the skews as far as they go. ``max_moves`` truncates the plan.
 
 The caller's cache is used as the working state and restored before returning (the pod put back,
 the replacements forgotten), also on an exception: the scheduler's loop runs planning between its
-cycles, so no watch event sees the intermediate state. Restoring re-adds a pod as a watch update
-does; nothing reads the order of a node's pods.
+cycles, so no watch event sees the intermediate state. Restoring re-adds a pod as every watch
+update of a pod does (the node's pods in a new order, a new NodeInfo generation).
 """
 
 from __future__ import annotations
@@ -46,19 +47,9 @@ from scheduler.api.objects import Pod
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.schedule_one import ExtendersNeedAsyncError, SchedulingAlgorithm
-from scheduler.spread.deletion_cost import Workload, workload_costs, workload_of
-from scheduler.spread.moves import (
-    STATEFUL_SET,
-    Counts,
-    Move,
-    Spec,
-    Working,
-    measure,
-    over,
-    replacement_of,
-    try_move,
-    workload_spec,
-)
+from scheduler.spread.deletion_cost import Workload, workload_of
+from scheduler.spread.moves import STATEFUL_SET, Move, Spec, measure, over, replacement_of, workload_spec
+from scheduler.spread.search import MAX_CYCLES, search
 
 __all__ = [
     "REBALANCED_KINDS",
@@ -80,9 +71,6 @@ REBALANCED_KINDS = ("ReplicaSet", "ReplicationController", STATEFUL_SET)
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 MAX_SHOWN = 80  # characters of a bad annotation value quoted in a message (a value may be long)
-# Scheduling cycles tried per move at most: bounds the time planning holds the scheduler's loop on a
-# workload whose crowded domain spans many nodes (pods on one node are tried once).
-MAX_TRIES_PER_MOVE = 16
 
 WITHIN_SKEW = "within-skew"
 PLANNED = "planned"
@@ -151,59 +139,6 @@ def pod_ready(pod: Pod) -> bool:
     return False
 
 
-def _candidates(spec: Spec, i: int, now: Counts, pods: Sequence[Pod], cache: Cache, framework: Framework) -> list[Pod]:
-    """The workload's pods in constraint ``i``'s most crowded domains, deletion-cost order (lowest
-    first: the youngest pod of the most crowded host), one pod per node where pods are alike."""
-    c, bucket, domain_of = spec.constraints[i], now.counts[i], now.domain_of[i]
-    top = max(bucket.values(), default=0)
-    crowded = []
-    for p in pods:
-        domain = domain_of.get(cache.pod_node(p.key) or "")
-        if domain is not None and bucket.get(domain) == top and c.selector.matches(p.labels):
-            crowded.append(p)
-    costs = workload_costs(crowded, cache, {framework.profile_name: framework})
-    crowded.sort(key=lambda p: (costs.get(p.key, 0), -p.created, p.name))
-    out: list[Pod] = []
-    seen: set[str] = set()
-    for p in crowded:
-        node = cache.pod_node(p.key) or ""
-        alike = p.controller is None or p.controller.kind != STATEFUL_SET  # its pods differ (volumes, names)
-        if alike and node in seen:
-            continue
-        seen.add(node)
-        out.append(p)
-    return out[:MAX_TRIES_PER_MOVE]
-
-
-@dataclass(frozen=True, slots=True)
-class _Found:
-    move: Move | None
-    victim: Pod | None
-    replacement: Pod | None
-    why: str  # why there is no move: the first candidate's reason
-
-
-def _next_move(
-    spec: Spec,
-    now: Counts,
-    movable: Sequence[Pod],
-    cache: Cache,
-    framework: Framework,
-    algorithm: SchedulingAlgorithm,
-    step: int,
-) -> _Found:
-    """The first move that helps: the constraints above their maxSkew in order, each one's
-    candidates in deletion-cost order."""
-    why = ""
-    for i in over(spec, now.skews):
-        for victim in _candidates(spec, i, now, movable, cache, framework):
-            tried = try_move(spec, i, victim, now, cache, framework, algorithm, step)
-            if tried.move is not None:
-                return _Found(tried.move, victim, tried.replacement, "")
-            why = why or f"moving {victim.key} ({spec.constraints[i].topology_key}): {tried.why}"
-    return _Found(None, None, None, why)
-
-
 def _pods_of(cache: Cache, workload: Workload) -> list[Pod]:
     return sorted(
         (p for p in cache.pods() if p.namespace == workload.namespace and workload_of(p, REBALANCED_KINDS) == workload),
@@ -226,10 +161,14 @@ def _in_flight(pods: Sequence[Pod], pending: Sequence[Pod], cache: Cache) -> str
 
 
 def _budget(pods: Sequence[Pod], cache: Cache) -> str | None:
-    """A PodDisruptionBudget covering a pod of the workload that allows no disruption (the Eviction
-    API answers 429 while ``disruptionsAllowed`` < 1)."""
+    """A PodDisruptionBudget covering a pod of the workload that allows no disruption: the Eviction
+    API answers 429 while ``disruptionsAllowed`` < 1. Covering as the Eviction API decides it
+    (``getPodDisruptionBudgets``, pkg/registry/core/pod/storage/eviction.go): same namespace, the
+    selector matches; an invalid selector matches nothing, an empty one every pod (unlike
+    preemption's ``PodDisruptionBudget.matches``)."""
     for pdb in sorted(cache.pod_disruption_budgets(), key=lambda b: b.key):
-        if pdb.disruptions_allowed < 1 and any(pdb.matches(p.namespace, p.labels) for p in pods):
+        covered = any(p.namespace == pdb.namespace and pdb.selector.matches(p.labels) for p in pods)
+        if pdb.disruptions_allowed < 1 and covered:
             return f"PodDisruptionBudget {pdb.key} allows {max(pdb.disruptions_allowed, 0)} disruptions"
     return None
 
@@ -252,13 +191,14 @@ def plan_workload(
     *,
     max_moves: int | None = None,
     pending: Iterable[Pod] = (),
+    max_cycles: int = MAX_CYCLES,
 ) -> Plan:
     """The plan for one workload (opt-in is the caller's: see ``plan_rebalance``). ``pending`` are the
     scheduler's pending pods (the cache holds only placed ones); one of this workload's means a move
     is in flight."""
     pods = [p for p in _pods_of(cache, workload) if p.scheduler_name == framework.profile_name]
     waiting = [p for p in pending if p.namespace == workload.namespace and workload_of(p, REBALANCED_KINDS) == workload]
-    return _plan(cache, framework, workload, pods, waiting, max_moves)
+    return _plan(cache, framework, workload, pods, waiting, max_moves, max_cycles)
 
 
 def _plan(
@@ -268,6 +208,7 @@ def _plan(
     pods: Sequence[Pod],
     pending: Sequence[Pod],
     max_moves: int | None,
+    max_cycles: int = MAX_CYCLES,
 ) -> Plan:
     flight = _in_flight(pods, pending, cache)
     if flight is not None:
@@ -285,34 +226,22 @@ def _plan(
     if budget is not None:
         return Plan(workload, (), PDB, budget, skews)
     # Its own RNG and start index: planning never moves the live cycle's tie-breaks.
-    algorithm = SchedulingAlgorithm(random.Random(0))
-    working = Working(cache)
-    moves: list[Move] = []
-    why = ""
     try:
-        movable = list(pods)  # a replacement is not moved again: it does not exist yet
-        while (max_moves is None or len(moves) < max_moves) and over(spec, now.skews):
-            found = _next_move(spec, now, movable, cache, framework, algorithm, len(moves) + 1)
-            if found.move is None or found.victim is None or found.replacement is None:
-                why = found.why
-                break
-            working.apply(found.victim, found.replacement, found.move.to_node)
-            moves.append(found.move)
-            movable.remove(found.victim)
-            now = measure(spec, cache)
+        found = search(spec, list(pods), cache, framework, SchedulingAlgorithm(random.Random(0)), max_cycles)
     except ExtendersNeedAsyncError as exc:
         return Plan(workload, (), EXTENDERS, f"the profile asks an extender ({exc}): not planned", skews)
-    finally:
-        working.restore()
-    if not moves:
-        return Plan(workload, (), NO_IMPROVING_MOVE, f"{_describe(spec, now.skews)}; no move helps: {why}", skews)
-    if not over(spec, now.skews):
-        left = ""
-    elif why:
+    if not found.moves:
+        message = f"{_describe(spec, now.skews)}; no move helps: {found.why}"
+        return Plan(workload, (), NO_IMPROVING_MOVE, message, skews)
+    moves = found.moves if max_moves is None else found.moves[:max_moves]
+    final = moves[-1].skews_after
+    if len(moves) < len(found.moves):
+        left = f"; {len(found.moves) - len(moves)} more planned"
+    elif over(spec, final):
         left = "; no further move helps"
     else:
-        left = "; more may follow"
-    message = f"{len(moves)} move{'s' if len(moves) > 1 else ''} leave {_describe(spec, now.skews)}{left}"
+        left = ""
+    message = f"{len(moves)} move{'s' if len(moves) > 1 else ''} leave {_describe(spec, final)}{left}"
     return Plan(workload, tuple(moves), PLANNED, message, skews)
 
 
@@ -324,6 +253,7 @@ def plan_rebalance(
     namespace: str | None = None,
     pending: Iterable[Pod] = (),
     max_moves: int | None = None,
+    max_cycles: int = MAX_CYCLES,
 ) -> list[Plan]:
     """A plan for every workload of ours with spread constraints and placed pods, sorted by
     namespace, kind and name (not opted in and a bad annotation are plans that say so)."""
@@ -350,5 +280,5 @@ def plan_rebalance(
         elif not all(verdicts):
             plans.append(Plan(workload, (), NOT_OPTED_IN, f'{REBALANCE_ANNOTATION} is not "true" on its pods'))
         else:
-            plans.append(_plan(cache, framework, workload, placed, waiting, max_moves))
+            plans.append(_plan(cache, framework, workload, placed, waiting, max_moves, max_cycles))
     return plans
