@@ -42,6 +42,7 @@ from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
 from scheduler.kube.writes import ApiRecorder, ApiWriter
 from scheduler.spread.deletion_cost import Workload, workload_of
+from scheduler.spread.moves import measure, workload_spec
 from scheduler.spread.rebalance import (
     IN_FLIGHT,
     NO_IMPROVING_MOVE,
@@ -239,9 +240,8 @@ class Rebalancer(WorkloadMarker):
         # Every pod must opt in (a rollout that adds the annotation counts once it is done).
         verdicts = [rebalance_opt_in(p, self._default) for p in (*pods, *waiting)]
         bad = next((v for v in verdicts if isinstance(v, str)), None)
+        self._gauge(workload, pods, framework)  # every workload's, opted in or not
         if bad is not None or not all(verdicts):
-            # Planned without a move all the same: the skew gauge is for every workload.
-            self._gauge(self._planner(self._cache, framework, workload, max_moves=0, pending=waiting))
             self._skip("bad-annotation" if bad is not None else "not-opted-in")
             if bad is not None:
                 await self._tell(workload, pods[0], state, BAD_ANNOTATION, bad)
@@ -260,7 +260,6 @@ class Rebalancer(WorkloadMarker):
             self._wait(workload, state, state.moves[0] + MOVE_WINDOW - now)
             return
         plan = self._planner(self._cache, framework, workload, max_moves=1, pending=waiting)
-        self._gauge(plan)
         if plan.reason != PLANNED or not plan.moves:
             await self._unplanned(workload, pods[0], state, plan)
             return
@@ -279,17 +278,19 @@ class Rebalancer(WorkloadMarker):
             return
         await self._carry_out(workload, state, move, pods[0])
 
-    def _gauge(self, plan: Plan) -> None:
-        """The plan's skews (none while a move is in flight: the last ones stay), per topology key
-        the constraint furthest above its maxSkew."""
-        if not plan.skews:
+    def _gauge(self, workload: Workload, pods: list[Pod], framework: Framework) -> None:
+        """The workload's skews now, counted as the planner counts them, per topology key the
+        constraint furthest above its maxSkew (none while its pods disagree: the last ones stay)."""
+        spec = workload_spec(pods, framework, self._cache)
+        if isinstance(spec, str):
             return
         worst: dict[str, tuple[int, int]] = {}
-        for s in plan.skews:
-            held = worst.get(s.topology_key)
-            if held is None or s.skew - s.max_skew > held[0] - held[1]:
-                worst[s.topology_key] = (s.skew, s.max_skew)
-        self._metrics.set_skews(plan.workload.namespace, plan.workload.name, worst)
+        if spec is not None:
+            for c, skew in zip(spec.constraints, measure(spec, self._cache).skews, strict=True):
+                held = worst.get(c.topology_key)
+                if held is None or skew - c.max_skew > held[0] - held[1]:
+                    worst[c.topology_key] = (skew, c.max_skew)
+        self._metrics.set_skews(workload.namespace, workload.name, worst)
 
     async def _unplanned(self, workload: Workload, pod: Pod, state: _State, plan: Plan) -> None:
         self._skip(plan.reason)

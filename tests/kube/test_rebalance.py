@@ -20,7 +20,7 @@ from scheduler.kube.rebalance import ApiEvictor, Rebalancer, move_note
 from scheduler.kube.writes import ApiWriter, RateLimiter, map_status
 from scheduler.simulate import Simulation
 from scheduler.spread.deletion_cost import Workload
-from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, Skew, plan_workload
+from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, plan_workload
 from scheduler.testing import make_node, make_pod
 from tests.kube.test_deletion_cost import run_arguments
 from tests.kube.test_writes import Sent, sent  # noqa: F401 - the fixture
@@ -82,14 +82,10 @@ class Planner:
     def __init__(self) -> None:
         self.plans: list[Plan] = []
         self.calls: list[Workload] = []
-        self.gauged: list[Workload] = []
 
     def __call__(
         self, cache: object, framework: object, workload: Workload, *, max_moves: int, pending: list[Pod]
     ) -> Plan:
-        if max_moves == 0:  # for the skew gauge only
-            self.gauged.append(workload)
-            return Plan(workload, (), "within-skew", "", (Skew(ZONE, 1, True, 2),))
         assert max_moves == 1  # only the first move is ever carried out
         self.calls.append(workload)
         if pending:
@@ -353,7 +349,8 @@ def test_workloads_not_opted_in_are_never_planned(value: str | None, default: bo
     h.rebalancer.dirty.add(WEB)
     h.sync()
     assert h.planner.calls == [] and h.evictor.evicted == []
-    assert h.planner.gauged == [WEB, WEB]  # its skew is shown all the same
+    labels = {"namespace": "default", "workload": "web-1", "topology_key": ZONE}
+    assert h.value("spread_scheduler_workload_skew", **labels) == 3  # its skew is shown all the same
     assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason=reason) == 2
     if reason == "bad-annotation":  # one Warning naming the annotation, not one per pass
         ((_, kind, event_reason, note),) = h.recorder.events
@@ -374,7 +371,7 @@ def test_the_skew_gauge_follows_the_workload_and_goes_with_it() -> None:
     _lopsided(h, opt_in=None)
     h.sync()
     labels = {"namespace": "default", "workload": "web-1", "topology_key": ZONE}
-    assert h.value("spread_scheduler_workload_skew", **labels) == 2
+    assert h.value("spread_scheduler_workload_skew", **labels) == 3  # 3/1/0
     assert h.value("spread_scheduler_workload_max_skew", **labels) == 1
     for i, node in enumerate(("a0", "a0", "a0", "b0")):
         h.add(_pod(f"p{i}", node), event="DELETED")
