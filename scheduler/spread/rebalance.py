@@ -241,7 +241,8 @@ def _plan(
         left = "; no further move helps"
     else:
         left = ""
-    message = f"{len(moves)} move{'s' if len(moves) > 1 else ''} leave {_describe(spec, final)}{left}"
+    verb = "moves leave" if len(moves) > 1 else "move leaves"
+    message = f"{len(moves)} {verb} {_describe(spec, final)}{left}"
     return Plan(workload, tuple(moves), PLANNED, message, skews)
 
 

@@ -26,6 +26,8 @@ def test_dry_run_table_names_each_move_and_the_skew_after_it(capsys: pytest.Capt
     assert out.splitlines() == [
         "shop/Deployment/api (ReplicaSet/api-5d8b)",
         '  not-opted-in: spread-scheduler.io/rebalance is not "true" on its pods',
+        "shop/Deployment/cache (ReplicaSet/cache-6f4c)",
+        "  in-flight: pod shop/cache-6f4c-w2k9d is pending: waiting for it to be placed and Ready",
         "shop/Deployment/web (ReplicaSet/web-7c9d): topology.kubernetes.io/zone skew 4/1",
         "  planned: 2 moves leave topology.kubernetes.io/zone skew 0 (maxSkew 1)",
         "  1. web-7c9d-t5r8s: zone-b (zone-b-2) -> zone-a (zone-a-1), topology.kubernetes.io/zone skew 4 -> 2",
@@ -35,7 +37,7 @@ def test_dry_run_table_names_each_move_and_the_skew_after_it(capsys: pytest.Capt
 
 def test_dry_run_json_and_the_default_for_unannotated_workloads(capsys: pytest.CaptureFixture[str]) -> None:
     plans = json.loads(_out(capsys, main, "rebalance", "--dry-run", "-f", EXAMPLE, "-o", "json"))["plans"]
-    web = plans[1]
+    web = plans[2]
     assert (web["kind"], web["name"], web["owner"], web["reason"]) == (
         "Deployment",
         "web",
@@ -54,6 +56,7 @@ def test_dry_run_json_and_the_default_for_unannotated_workloads(capsys: pytest.C
     )["plans"]
     assert [(p["name"], p["reason"], len(p["moves"])) for p in everyone] == [
         ("api", "planned", 1),
+        ("cache", "in-flight", 0),
         ("web", "planned", 2),
     ]
 
@@ -69,7 +72,7 @@ def test_skew_shows_the_costs_in_force_and_the_plans(capsys: pytest.CaptureFixtu
     assert "  shop/Deployment/api: api-5d8b-9kzq1=100\n" in out  # someone else's: no mark
     assert "web-7c9d-t5r8s=-4*" in out
     assert "    1. web-7c9d-t5r8s: zone-b (zone-b-2) -> zone-a (zone-a-1)" in out
-    web = json.loads(_out(capsys, main, "skew", "-f", EXAMPLE, "-o", "json"))["workloads"][1]
+    web = json.loads(_out(capsys, main, "skew", "-f", EXAMPLE, "-o", "json"))["workloads"][2]
     assert {"pod": "shop/web-7c9d-t5r8s", "cost": "-4", "ours": True} in web["deletionCosts"]
     assert [p["reason"] for p in web["rebalance"]] == ["planned"]
 
