@@ -111,6 +111,16 @@ def deployment(name: str, replicas: int, spec: dict[str, Any], namespace: str | 
     }
 
 
+def disruption_budget(name: str, namespace: str, app: str, **spec: Any) -> dict[str, Any]:
+    """A policy/v1 PodDisruptionBudget of the pods labelled ``app: <app>`` (``spec``: minAvailable...)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {**spec, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
 def zone_and_host_spread(match: dict[str, str]) -> list[dict[str, Any]]:
     """The flagship spread: hard over zones, soft over hosts (maxSkew 1 each), for pods matching ``match``."""
     return [

@@ -39,6 +39,8 @@ AUDIT_POLICY: dict[str, Any] = {
         },
         {"level": "Metadata", "verbs": ["update", "patch"], "resources": [{"group": "", "resources": ["pods/status"]}]},
         {"level": "Metadata", "verbs": ["delete"], "resources": [{"group": "", "resources": ["pods"]}]},
+        # Rebalancing: evictions (create pods/eviction).
+        {"level": "Metadata", "verbs": ["create"], "resources": [{"group": "", "resources": ["pods/eviction"]}]},
         # Spread-aware scale-down: the pod-deletion-cost annotation (a merge patch of the pod).
         {"level": "Metadata", "verbs": ["patch"], "resources": [{"group": "", "resources": ["pods"]}]},
         {  # VolumeBinding's PreBind: a PV's claimRef, a claim's selected node
@@ -50,7 +52,7 @@ AUDIT_POLICY: dict[str, Any] = {
     ],
 }
 
-SCHEDULER_WRITES = frozenset({"binding", "status", "delete", "volume", "cost"})
+SCHEDULER_WRITES = frozenset({"binding", "status", "delete", "volume", "cost", "eviction"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,7 @@ class Write:
 
     @property
     def kind(self) -> str:
-        """binding | status | delete | volume | cost | lease | other."""
+        """binding | status | delete | volume | cost | eviction | lease | other."""
         if self.resource == "leases":
             return "lease"
         if self.resource in ("persistentvolumes", "persistentvolumeclaims") and not self.subresource:
@@ -78,6 +80,8 @@ class Write:
             return "binding"
         if self.subresource == "status":
             return "status"
+        if self.resource == "pods" and self.subresource == "eviction":
+            return "eviction"
         if self.resource == "pods" and not self.subresource and self.verb in ("delete", "patch"):
             return "delete" if self.verb == "delete" else "cost"  # a patch of a pod: its deletion cost
         return "other"
@@ -226,4 +230,5 @@ def summary(writes: Sequence[Write], namespace: str, users: Iterable[str]) -> di
         "rebinds_by_one_process": len(rebinds_by_one_process((w for w in writes if w.user in mine), namespace)),
         "pod_deletions": sum(1 for w in writes if w.user in mine and w.kind == "delete" and w.namespace == namespace),
         "cost_patches": sum(1 for w in writes if w.user in mine and w.kind == "cost" and w.namespace == namespace),
+        "evictions": sum(1 for w in writes if w.user in mine and w.kind == "eviction" and w.namespace == namespace),
     }

@@ -1,4 +1,5 @@
-"""Command line: ``spread-scheduler simulate | run | version``."""
+"""Command line: ``spread-scheduler simulate | run | explain | skew | rebalance | version``, and the
+read-only ones as the kubectl plugin ``kubectl-spread`` (``kubectl spread skew|explain|rebalance``)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import asyncio
 import gc
 import ipaddress
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import structlog
 
 from scheduler import __version__, logs
 from scheduler.boundedyaml import ReadError
-from scheduler.config import ConfigError, load_config
+from scheduler.config import ConfigError, SchedulerConfig, load_config
 from scheduler.simulate import (
     Simulation,
     load_objects,
@@ -23,7 +25,7 @@ from scheduler.simulate import (
     to_json,
 )
 
-__all__ = ["main"]
+__all__ = ["kubectl_main", "main"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -137,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     # that no later pass walks them either (docs/benchmarks.md, "Why the I/O layer is shaped as it is").
     gc.disable()
     try:
-        from scheduler.kube.app import SecureServing, run_scheduler  # noqa: PLC0415
+        from scheduler.kube.app import Rebalancing, SecureServing, run_scheduler  # noqa: PLC0415
         from scheduler.kube.delegated_auth import PathAuthorizer  # noqa: PLC0415
     finally:
         gc.freeze()
@@ -169,7 +171,13 @@ def _run(args: argparse.Namespace) -> int:
         always_allow_paths=paths,
     )
     return asyncio.run(
-        run_scheduler(config, args.kubeconfig, serving=serving, scale_down_spread=args.scale_down_spread)
+        run_scheduler(
+            config,
+            args.kubeconfig,
+            serving=serving,
+            scale_down_spread=args.scale_down_spread,
+            rebalance=Rebalancing(args.rebalance, args.rebalance_default),
+        )
     )
 
 
@@ -180,7 +188,10 @@ def _explain(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
         target = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
-        print(asyncio.run(explain(config, target, args.kubeconfig, args.output, args.seed)), end="")
+        result = explain(
+            config, target, args.kubeconfig, args.output, args.seed, default_rebalance=args.default_rebalance
+        )
+        print(asyncio.run(result), end="")
     except ConfigError as exc:
         print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
@@ -190,11 +201,9 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _skew(args: argparse.Namespace) -> int:
-    """``skew``: the spread report of a file of objects (``-f``) or of the live cluster."""
-    from scheduler.skew import render_table, skew_report, to_json  # noqa: PLC0415
-    from scheduler.skew.plot import PlotUnavailableError, plot  # noqa: PLC0415
-
+def _inputs(args: argparse.Namespace) -> tuple[SchedulerConfig, list[Mapping[str, Any]]] | int:
+    """``--config`` and the objects of ``-f FILE`` or of the live cluster (PodDisruptionBudgets too,
+    where allowed: a plan stops at one); an exit code after printing why there are none."""
     try:
         config = load_config(args.config)
     except ConfigError as exc:
@@ -202,21 +211,36 @@ def _skew(args: argparse.Namespace) -> int:
         return 2
     if args.file is not None:
         try:
-            objects = load_objects(args.file)
+            return config, list(load_objects(args.file))
         except ReadError as exc:
             print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
             return 2
-    else:
-        from scheduler.kube.dump import ListingError, cluster_objects  # noqa: PLC0415
+    from scheduler.kube.dump import ListingError, cluster_objects  # noqa: PLC0415
 
-        try:
-            objects = asyncio.run(cluster_objects(config, args.kubeconfig))
-        except ListingError as exc:
-            print(f"spread-scheduler: {exc}", file=sys.stderr)
-            return 1
-    workloads = skew_report(objects, config, args.namespace)
+    try:
+        return config, list(asyncio.run(cluster_objects(config, args.kubeconfig, preemption=True)))
+    except ListingError as exc:
+        print(f"spread-scheduler: {exc}", file=sys.stderr)
+        return 1
+
+
+def _skew(args: argparse.Namespace) -> int:
+    """``skew``: the spread report of a file of objects (``-f``) or of the live cluster, with the
+    deletion costs in force and the rebalancing plans."""
+    from scheduler.skew import render_table, skew_report, to_json  # noqa: PLC0415
+    from scheduler.skew.plot import PlotUnavailableError, plot  # noqa: PLC0415
+    from scheduler.spread.dry_run import dry_run  # noqa: PLC0415
+
+    inputs = _inputs(args)
+    if isinstance(inputs, int):
+        return inputs
+    config, objects = inputs
+    sim = Simulation(config)
+    sim.add_objects(objects)
+    workloads = skew_report(objects, config, args.namespace, sim=sim)
+    dry = dry_run(objects, config, default=args.default_rebalance, namespace=args.namespace, sim=sim)
     print(
-        to_json(workloads) if args.output == "json" else render_table(workloads),
+        to_json(workloads, dry) if args.output == "json" else render_table(workloads, dry),
         end="\n" if args.output == "json" else "",
     )
     if args.plot:
@@ -229,6 +253,31 @@ def _skew(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"spread-scheduler: cannot write {args.plot}: {exc}", file=sys.stderr)
             return 2
+    return 0
+
+
+def _rebalance(args: argparse.Namespace) -> int:
+    """``rebalance --dry-run``: the plan per workload; without --dry-run, a refusal (the controller
+    inside ``run`` carries plans out, one eviction at a time)."""
+    from scheduler.spread.dry_run import dry_run  # noqa: PLC0415
+    from scheduler.spread.render import plans_to_json, render_plans  # noqa: PLC0415
+
+    if not args.dry_run:
+        print(
+            "spread-scheduler: rebalance only prints plans (--dry-run): the rebalancing controller inside "
+            "'spread-scheduler run' evicts, one pod at a time",
+            file=sys.stderr,
+        )
+        return 2
+    inputs = _inputs(args)
+    if isinstance(inputs, int):
+        return inputs
+    config, objects = inputs
+    dry = dry_run(objects, config, default=args.default_rebalance, namespace=args.namespace)
+    if args.output == "json":
+        print(plans_to_json(dry.plans, dry.deployments))
+    else:
+        print(render_plans(dry.plans, dry.deployments), end="")
     return 0
 
 
@@ -260,6 +309,107 @@ def _logging_flags() -> argparse.ArgumentParser:
         "-v", "--v", dest="v", type=_verbosity, default=0, metavar="LEVEL", help="number for the log level verbosity"
     )
     return flags
+
+
+KUBECONFIG_HELP = "kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)"
+
+
+def _add_read_only(sub: Any, common: list[argparse.ArgumentParser], *, kubectl: bool) -> None:
+    """``explain``, ``skew`` and ``rebalance``: for ``spread-scheduler`` and ``kubectl-spread``. As a
+    kubectl plugin, no -n means the current context's namespace, and -A every namespace."""
+
+    def namespaces(parser: argparse.ArgumentParser, help_all: str) -> None:
+        if kubectl:
+            parser.add_argument("-n", "--namespace", default=None, help="the namespace (default: the context's)")
+            parser.add_argument("-A", "--all-namespaces", action="store_true", help=help_all)
+        else:
+            parser.add_argument("-n", "--namespace", default=None, help=f"{help_all[0].lower()}{help_all[1:]}")
+
+    exp = sub.add_parser(
+        "explain", parents=common, help="replay one pod's scheduling on the live cluster and explain each node"
+    )
+    exp.add_argument("pod", help="NAME or NAMESPACE/NAME (a pending or a bound pod)")
+    if kubectl:
+        exp.add_argument("-n", "--namespace", default=None, help="the pod's namespace (default: the context's)")
+    else:
+        exp.add_argument("-n", "--namespace", default="default", help="the pod's namespace when POD has none")
+    exp.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
+    exp.add_argument("--kubeconfig", help=KUBECONFIG_HELP)
+    exp.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    exp.add_argument("--seed", type=int, default=None)
+    _default_rebalance(exp)
+    exp.set_defaults(func=_explain)
+
+    skew = sub.add_parser(
+        "skew",
+        parents=common,
+        help="per workload: pods per topology domain, skew against maxSkew, the pods now in violation, the "
+        "deletion costs in force and the rebalancing plan",
+    )
+    skew.add_argument("-f", "--file", help="read objects from this file (kubectl get -o yaml) instead of the cluster")
+    skew.add_argument("--kubeconfig", help=KUBECONFIG_HELP)
+    skew.add_argument("--config", help="a KubeSchedulerConfiguration file (its PodTopologySpread default constraints)")
+    namespaces(skew, "Only this namespace's workloads (default: all)" if not kubectl else "every namespace")
+    skew.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    skew.add_argument("--plot", metavar="FILE.png", help="also draw pods per domain (needs spread-scheduler[plot])")
+    _default_rebalance(skew)
+    skew.set_defaults(func=_skew)
+
+    reb = sub.add_parser(
+        "rebalance",
+        parents=common,
+        help="with --dry-run: per workload, the evictions that would bring its spread back within maxSkew",
+    )
+    reb.add_argument("--dry-run", action="store_true", help="print the plan (required: nothing is ever evicted here)")
+    reb.add_argument("-f", "--file", help="read objects from this file (kubectl get -o yaml) instead of the cluster")
+    reb.add_argument("--kubeconfig", help=KUBECONFIG_HELP)
+    reb.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
+    namespaces(reb, "Only this namespace's workloads (default: all)" if not kubectl else "every namespace")
+    reb.add_argument("--output", "-o", choices=("table", "json"), default="table")
+    _default_rebalance(reb)
+    reb.set_defaults(func=_rebalance)
+
+
+def _default_rebalance(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--default-rebalance",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="true|false",
+        help="treat workloads without the spread-scheduler.io/rebalance annotation as opted in (the "
+        "controller's cluster-wide default; default false)",
+    )
+
+
+def _context_namespace(kubeconfig: str | None) -> str:
+    """The current context's namespace, as kubectl defaults -n ("default" without one)."""
+    from scheduler.kube.kubeconfig import KubeconfigError, read, source  # noqa: PLC0415
+
+    where = source(kubeconfig)
+    if where is None:
+        return "default"
+    try:
+        return read(where).namespace or "default"
+    except KubeconfigError:
+        return "default"  # the listing reports the kubeconfig's problem itself
+
+
+def kubectl_main(argv: Sequence[str] | None = None) -> int:
+    """``kubectl spread skew|explain|rebalance --dry-run``: the read-only commands as a kubectl plugin."""
+    parser = argparse.ArgumentParser(
+        prog="kubectl spread", description="spread-scheduler's read-only commands, as a kubectl plugin"
+    )
+    parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_read_only(sub, [_logging_flags()], kubectl=True)
+    args = parser.parse_args(argv)
+    if args.namespace is None and not getattr(args, "all_namespaces", False) and getattr(args, "file", None) is None:
+        args.namespace = _context_namespace(args.kubeconfig)
+    logs.configure(args.logging_format, args.v)
+    result: int = args.func(args)
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -339,32 +489,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="keep controller.kubernetes.io/pod-deletion-cost on the pods of our ReplicaSets so that a scale-down "
         "keeps their topology spread (default true; --scale-down-spread=false turns it off)",
     )
+    run.add_argument(
+        "--rebalance",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="true|false",
+        help="evict, one at a time, pods of opted-in workloads whose skew is above maxSkew when our scheduling "
+        "cycle places the replacement where it lowers the skew (default true; --rebalance=false turns it off)",
+    )
+    run.add_argument(
+        "--rebalance-default",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="true|false",
+        help='whether a workload whose pods lack the annotation spread-scheduler.io/rebalance ("true" or '
+        '"false") is rebalanced (default false: only the workloads that opt in)',
+    )
     run.add_argument("--health-address", default=None, help=argparse.SUPPRESS)  # removed: refused with a pointer
     run.set_defaults(func=_run)
 
-    exp = sub.add_parser(
-        "explain", parents=common, help="replay one pod's scheduling on the live cluster and explain each node"
-    )
-    exp.add_argument("pod", help="NAME or NAMESPACE/NAME (a pending or a bound pod)")
-    exp.add_argument("-n", "--namespace", default="default", help="the pod's namespace when POD has none")
-    exp.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
-    exp.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-    exp.add_argument("--output", "-o", choices=("table", "json"), default="table")
-    exp.add_argument("--seed", type=int, default=None)
-    exp.set_defaults(func=_explain)
-
-    skew = sub.add_parser(
-        "skew",
-        parents=common,
-        help="per workload: pods per topology domain, skew against maxSkew, and the pods now in violation",
-    )
-    skew.add_argument("-f", "--file", help="read objects from this file (kubectl get -o yaml) instead of the cluster")
-    skew.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-    skew.add_argument("--config", help="a KubeSchedulerConfiguration file (its PodTopologySpread default constraints)")
-    skew.add_argument("-n", "--namespace", default=None, help="only this namespace's workloads (default: all)")
-    skew.add_argument("--output", "-o", choices=("table", "json"), default="table")
-    skew.add_argument("--plot", metavar="FILE.png", help="also draw pods per domain (needs spread-scheduler[plot])")
-    skew.set_defaults(func=_skew)
+    _add_read_only(sub, common, kubectl=False)
 
     ver = sub.add_parser(
         "version", parents=common, help="print the version and the upstream version whose decisions we match"

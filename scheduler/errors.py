@@ -3,13 +3,21 @@
 SchedulerIOError
 ├── PodGoneError            the pod no longer exists (404): never requeue it
 ├── BindConflictError       someone else bound it, or it is terminating (409): never requeue it
+├── DisruptionBudgetError   an eviction a PodDisruptionBudget refuses (429 with its cause): not retried
 └── TransientAPIError  429, 5xx, connection trouble, after retries: requeue with backoff
     └── NotLeadingError  not sent: the leader is no longer sure of its lease (fencing)
 """
 
 from __future__ import annotations
 
-__all__ = ["BindConflictError", "NotLeadingError", "PodGoneError", "SchedulerIOError", "TransientAPIError"]
+__all__ = [
+    "BindConflictError",
+    "DisruptionBudgetError",
+    "NotLeadingError",
+    "PodGoneError",
+    "SchedulerIOError",
+    "TransientAPIError",
+]
 
 
 class SchedulerIOError(Exception):
@@ -22,6 +30,11 @@ class PodGoneError(SchedulerIOError):
 
 class BindConflictError(SchedulerIOError):
     """The pod is already bound (to another node, or by another scheduler) or cannot be bound any more."""
+
+
+class DisruptionBudgetError(SchedulerIOError):
+    """An eviction refused by a PodDisruptionBudget: the server's 429 carries a ``DisruptionBudget``
+    cause. Not throttling: retrying at once only asks again; the caller waits and plans again."""
 
 
 class TransientAPIError(SchedulerIOError):

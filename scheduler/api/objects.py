@@ -363,15 +363,16 @@ def _bound_pod_view(
     root: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any]
 ) -> dict[str, Any]:
     """What is read of a bound pod's API object besides its parsed fields: its metadata, the
-    tolerations and extended-resource claim status its update events compare, and the
-    DisruptionTarget condition preemption patches. The rest (containers, volumes, container
+    tolerations and extended-resource claim status its update events compare, the
+    DisruptionTarget condition preemption patches, and the Ready condition (rebalancing moves a
+    workload's pods only while all of them are Ready). The rest (containers, volumes, container
     statuses) was 88 % of a cached pod's memory and nothing reads it once the pod is bound."""
     kept_spec = {k: spec[k] for k in _BOUND_SPEC if k in spec}
     kept_status = {k: status[k] for k in _BOUND_STATUS if k in status}
     conditions = status.get("conditions")
     if isinstance(conditions, list):
         kept_status["conditions"] = [
-            c for c in conditions if isinstance(c, Mapping) and c.get("type") == _DISRUPTION_TARGET
+            c for c in conditions if isinstance(c, Mapping) and c.get("type") in _KEPT_CONDITIONS
         ]
     view = {k: root[k] for k in ("apiVersion", "kind") if k in root}
     view.update(metadata=meta, spec=kept_spec, status=kept_status)
@@ -381,6 +382,7 @@ def _bound_pod_view(
 _BOUND_SPEC = ("nodeName", "schedulerName", "priority", "tolerations")
 _BOUND_STATUS = ("phase", "extendedResourceClaimStatus")
 _DISRUPTION_TARGET = "DisruptionTarget"
+_KEPT_CONDITIONS = (_DISRUPTION_TARGET, "Ready")
 
 
 def _priority(value: object, errors: list[FieldError]) -> int:

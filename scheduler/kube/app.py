@@ -32,14 +32,16 @@ from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_el
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.preemption import AsyncPreemption
 from scheduler.kube.progress import LoopProgress
+from scheduler.kube.rebalance import ApiEvictor, Rebalancer
 from scheduler.kube.server import SecureServer, ServingAuth, bind_host, serving_ssl_context
 from scheduler.kube.tls_buffers import use_small_tls_read_buffers
 from scheduler.kube.volumes import ApiVolumeBinder
 from scheduler.kube.watch import KopfEngine, watch_session
+from scheduler.kube.workload_marks import WorkloadMarker
 from scheduler.kube.writes import ApiBinder, ApiPodWriter, ApiRecorder, ApiWriter, ApiWrites, RateLimiter
 from scheduler.scheduler import Scheduler
 
-__all__ = ["SecureServing", "ServingError", "run_scheduler"]
+__all__ = ["Rebalancing", "SecureServing", "ServingError", "run_scheduler"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -70,6 +72,15 @@ class SecureServing:
     tls_cert_file: str | None = None
     tls_private_key_file: str | None = None
     always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
+
+
+@dataclass(frozen=True, slots=True)
+class Rebalancing:
+    """``--rebalance`` (on: the opted-in workloads are rebalanced) and ``--rebalance-default`` (the
+    opt-in of a workload whose pods carry no ``spread-scheduler.io/rebalance`` annotation)."""
+
+    enabled: bool = True
+    default: bool = False
 
 
 class ServingError(Exception):
@@ -160,10 +171,12 @@ async def run_scheduler(
     serving: SecureServing | None = None,
     stop: asyncio.Event | None = None,
     scale_down_spread: bool = True,
+    rebalance: Rebalancing | None = None,
 ) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0.
 
-    ``scale_down_spread``: keep the pod-deletion-cost of our ReplicaSets' pods (``--scale-down-spread``)."""
+    ``scale_down_spread``: keep the pod-deletion-cost of our ReplicaSets' pods (``--scale-down-spread``);
+    ``rebalance``: move pods of opted-in workloads back within their skew (``--rebalance``)."""
     serving = serving or SecureServing()
     use_small_tls_read_buffers()  # before the first connection: each keeps the buffer it opened with
     kubeconfig = kubeconfig or config.kubeconfig
@@ -182,7 +195,9 @@ async def run_scheduler(
         def count(outcome: str) -> None:
             metrics.api_requests.labels(outcome).inc()
 
-        sched, writes, leadership, keeper = _compose(config, api, metrics, count, scale_down_spread)
+        sched, writes, leadership, keepers = _compose(
+            config, api, metrics, count, scale_down_spread, rebalance or Rebalancing()
+        )
         exits.push_async_callback(writes.close)
         exits.push_async_callback(close_extenders, sched.extenders)
         # The scheduling loop's heartbeat: /healthz and the Lease renewals require it (scheduler.kube.progress).
@@ -208,9 +223,9 @@ async def run_scheduler(
         log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
         housekeeping = asyncio.create_task(gc_housekeeping(stop), name="gc-housekeeping")
         exits.push_async_callback(_cancel, housekeeping)
-        if keeper is not None:
-            costs = asyncio.create_task(keeper.run(stop), name="deletion-costs")
-            exits.push_async_callback(_cancel, costs)
+        for keeper in keepers:
+            kept = asyncio.create_task(keeper.run(stop), name=type(keeper).__name__)
+            exits.push_async_callback(_cancel, kept)
         lease = with_lease_namespace(config.leader_election, os.environ)
         identity = f"{socket.gethostname()}_{os.getpid()}_{time.time_ns():x}"
         try:
@@ -240,7 +255,8 @@ def _compose(
     metrics: SchedulerMetrics,
     count: Callable[[str], None],
     scale_down_spread: bool,
-) -> tuple[Scheduler, ApiWrites, Leadership, DeletionCostKeeper | None]:
+    rebalance: Rebalancing,
+) -> tuple[Scheduler, ApiWrites, Leadership, list[WorkloadMarker]]:
     """The scheduler with its writers, each fenced by the Lease and rate-limited by the config's QPS."""
     limiter = RateLimiter(config.qps, config.burst)
     event_limiter = RateLimiter(config.qps, config.burst)
@@ -265,17 +281,26 @@ def _compose(
     sched.use_preemption(preemption, preemption.drain)
     sched.use_volume_binder(ApiVolumeBinder(writer, sched.cache.storage))
     _attach_metrics(sched, metrics)
-    keeper = None
+    keepers: list[WorkloadMarker] = []
     if scale_down_spread:
-        keeper = DeletionCostKeeper(
-            sched.cache,
-            sched.frameworks,
-            ApiCostWriter(writer),
-            leadership.sure,
+        keepers.append(DeletionCostKeeper(sched.cache, sched.frameworks, ApiCostWriter(writer), leadership.sure))
+    if rebalance.enabled:
+        keepers.append(
+            Rebalancer(
+                sched.cache,
+                sched.frameworks,
+                ApiEvictor(writer),
+                recorder,
+                metrics,
+                default=rebalance.default,
+                pending=sched.handlers.pending.values,
+                fence=leadership.sure,
+            )
         )
+    for keeper in keepers:
         sched.handlers.pod_changes.append(keeper.pod_changed)
         sched.handlers.node_changes.append(keeper.node_changed)
-    return sched, writes, leadership, keeper
+    return sched, writes, leadership, keepers
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

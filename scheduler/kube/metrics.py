@@ -125,6 +125,48 @@ class SchedulerMetrics:
             registry=self.registry,
         )
         self._incoming_seen: dict[tuple[str, str], int] = {}
+        # Rebalancing (scheduler.kube.rebalance, docs/rebalance.md).
+        self.rebalance_moves = Counter(
+            "spread_scheduler_rebalance_moves",
+            "Evictions the rebalancer sent to move a pod to a domain that lowers its workload's skew, by "
+            "result: evicted, pdb-blocked (429 from a PodDisruptionBudget), gone (404) or failed.",
+            ["result"],
+            registry=self.registry,
+        )
+        self.rebalance_skipped = Counter(
+            "spread_scheduler_rebalance_plans_skipped",
+            "Workloads the rebalancer looked at and moved nothing of, by reason: within-skew, not-opted-in, "
+            "bad-annotation, in-flight, no-improving-move, not-converging, move-limit, pdb, or another "
+            "reason of the planner.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.workload_skew = Gauge(
+            "spread_scheduler_workload_skew",
+            "Per workload (ReplicaSet) of ours and topology key: the largest domain's pod count minus the "
+            "global minimum, as the Filter counts it now; compare with spread_scheduler_workload_max_skew.",
+            ["namespace", "workload", "topology_key"],
+            registry=self.registry,
+        )
+        self.workload_max_skew = Gauge(
+            "spread_scheduler_workload_max_skew",
+            "The maxSkew of the constraint spread_scheduler_workload_skew reports (same labels).",
+            ["namespace", "workload", "topology_key"],
+            registry=self.registry,
+        )
+        self._skew_keys: dict[tuple[str, str], set[str]] = {}  # the series set_skews wrote, to drop them
+
+    def set_skews(self, namespace: str, workload: str, skews: dict[str, tuple[int, int]]) -> None:
+        """One workload's series: topology key -> (skew, maxSkew); keys it no longer has are dropped."""
+        held = self._skew_keys.pop((namespace, workload), set())
+        for key in held - skews.keys():
+            self.workload_skew.remove(namespace, workload, key)
+            self.workload_max_skew.remove(namespace, workload, key)
+        if skews:
+            self._skew_keys[(namespace, workload)] = set(skews)
+        for key, (skew, max_skew) in skews.items():
+            self.workload_skew.labels(namespace, workload, key).set(skew)
+            self.workload_max_skew.labels(namespace, workload, key).set(max_skew)
 
     def publish_queue(self, pending: dict[str, int], incoming: dict[tuple[str, str], int]) -> None:
         """Copy the queue's numbers into the metrics; called on the scheduling loop, before a scrape."""

@@ -31,7 +31,7 @@ from tenacity import (
 )
 
 from scheduler.api.objects import Pod
-from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, TransientAPIError
+from scheduler.errors import BindConflictError, DisruptionBudgetError, NotLeadingError, PodGoneError, TransientAPIError
 from scheduler.kube.fence import FENCE, NOT_SURE, always
 from scheduler.kube.rest import expand, note_reply, request_headers, send
 from scheduler.kube.transport import WRITE_CONNECTIONS, Http1Connections
@@ -84,10 +84,11 @@ def map_status(status: int, body: bytes, what: str, retry_after: float | None = 
     """The error of ours for an HTTP status, or None for 2xx. Every handled code is listed here."""
     if 200 <= status < 300:
         return None
-    reason = ""
+    reason, budget = "", None
     try:
         status_body = json.loads(body)
         message, reason = str(status_body.get("message", "")), str(status_body.get("reason", ""))
+        budget = _budget_cause(status_body)
     except (ValueError, AttributeError):
         message = body[:200].decode(errors="replace")
     # The API's Status reason too (Forbidden, Invalid, Conflict): what an operator greps the log for.
@@ -96,9 +97,22 @@ def map_status(status: int, body: bytes, what: str, retry_after: float | None = 
         return PodGoneError(text)
     if status == 409:
         return BindConflictError(text)
+    if status == 429 and budget is not None:
+        return DisruptionBudgetError(f"{text} ({budget})")
     if status == 429 or status >= 500:
         return TransientAPIError(text, retry_after)
     return RuntimeError(text)  # 400/403/422: a bug or missing RBAC; not retried, reported
+
+
+def _budget_cause(status_body: Any) -> str | None:
+    """The message of a Status's ``DisruptionBudget`` cause (policy/v1 ``DisruptionBudgetCause``, which
+    the eviction subresource adds to its 429s, pkg/registry/core/pod/storage/eviction.go); None without one."""
+    details = status_body.get("details") if isinstance(status_body, dict) else None
+    causes = details.get("causes") if isinstance(details, dict) else None
+    for cause in causes if isinstance(causes, list) else ():
+        if isinstance(cause, dict) and cause.get("type") == "DisruptionBudget":
+            return str(cause.get("message", ""))
+    return None
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -305,6 +319,16 @@ class ApiWriter:
             self.fence,
         )
 
+    async def post_to_pod(self, what: str, pod: Pod, subresource: str, body: dict[str, Any]) -> bytes:
+        """``POST pods/{name}/<subresource>`` of ``pod`` (a Binding, an Eviction)."""
+        return await self.write(
+            what,
+            "POST",
+            "/api/v1/namespaces/{namespace}/pods/{name}/" + subresource,
+            {"namespace": pod.namespace, "name": pod.name},
+            body,
+        )
+
 
 class ApiBinder:
     """``POST pods/<name>/binding`` as DefaultBinder does it."""
@@ -320,13 +344,7 @@ class ApiBinder:
             "metadata": metadata,
             "target": {"kind": "Node", "name": node_name},
         }
-        await self._writer.write(
-            f"binding {pod.key} to {node_name}",
-            "POST",
-            "/api/v1/namespaces/{namespace}/pods/{name}/binding",
-            {"namespace": pod.namespace, "name": pod.name},
-            body,
-        )
+        await self._writer.post_to_pod(f"binding {pod.key} to {node_name}", pod, "binding", body)
 
 
 def _rfc3339(now: datetime) -> str:
@@ -389,11 +407,25 @@ class ApiRecorder:
     async def event(
         self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
     ) -> None:
+        await self.object_event(_object_reference(pod), event_type, reason, action, note, related)
+
+    async def object_event(
+        self,
+        regarding: dict[str, Any],
+        event_type: str,
+        reason: str,
+        action: str,
+        note: str,
+        related: Pod | None = None,
+    ) -> None:
+        """An Event about any object (``regarding``: its ObjectReference, with a namespace and name),
+        such as the ReplicaSet whose pod the rebalancer moved."""
         now = datetime.now(UTC)
+        namespace, name = str(regarding["namespace"]), str(regarding["name"])
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
+            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
             "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "reportingController": self._controller,
             "reportingInstance": self._instance,
@@ -401,23 +433,16 @@ class ApiRecorder:
             "reason": reason,
             "note": note,
             "type": event_type,
-            "regarding": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": pod.namespace,
-                "name": pod.name,
-                "uid": pod.uid,
-                "resourceVersion": pod.resource_version,
-            },
+            "regarding": regarding,
         }
         if related is not None:
             body["related"] = _object_reference(related)
         try:
             await self._writer.write(
-                f"posting event {reason} for {pod.key}",
+                f"posting event {reason} for {namespace}/{name}",
                 "POST",
                 "/apis/events.k8s.io/v1/namespaces/{namespace}/events",
-                {"namespace": pod.namespace},
+                {"namespace": namespace},
                 body,
                 limiter=self._event_limiter,
             )

@@ -30,6 +30,7 @@ from scheduler.plugins.podtopologyspread.common import Constraint, pod_constrain
 from scheduler.plugins.podtopologyspread.counting import domain_counts, eligibility_key
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.simulate import Simulation
+from scheduler.spread.dry_run import DEPLOYMENT, REPLICA_SET, deployment_owners
 
 __all__ = [
     "SOURCE_DEFAULT",
@@ -45,9 +46,8 @@ SOURCE_POD = "pod"  # the pod's own topologySpreadConstraints
 SOURCE_SYSTEM_DEFAULT = "system-default"  # defaultingType System: hostname maxSkew 3, zone maxSkew 5
 SOURCE_DEFAULT = "default"  # defaultingType List: the configured defaultConstraints
 
-# Kinds of controller owners the report names; a ReplicaSet owned by a Deployment is reported as it.
-DEPLOYMENT = "Deployment"
-REPLICA_SET = "ReplicaSet"
+# Kinds of controller owners the report names (DEPLOYMENT, REPLICA_SET); a ReplicaSet owned by a
+# Deployment is reported as it.
 PODS = "Pods"  # pods without a controller: named by their constraints' selector
 
 
@@ -105,22 +105,6 @@ def selector_string(selector: Selector) -> str:
         else:
             parts.append(f"{req.key}{'>' if req.operator is Operator.GT else '<'}{req.number}")
     return ",".join(parts)
-
-
-def _controller_owners(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
-    """(namespace, ReplicaSet name) -> the Deployment that controls it."""
-    out: dict[tuple[str, str], str] = {}
-    for obj in objects:
-        if obj.get("kind") != REPLICA_SET:
-            continue
-        meta = obj.get("metadata")
-        if not isinstance(meta, Mapping):
-            continue
-        refs = meta.get("ownerReferences")
-        for ref in refs if isinstance(refs, list) else ():
-            if isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") == DEPLOYMENT:
-                out[(str(meta.get("namespace") or "default"), str(meta.get("name")))] = str(ref.get("name"))
-    return out
 
 
 def _workload(
@@ -197,19 +181,24 @@ def _report_group(group: _Group, cache: Cache) -> list[ConstraintReport]:
 
 
 def skew_report(
-    objects: Iterable[Mapping[str, Any]], config: SchedulerConfig, namespace: str | None = None
+    objects: Iterable[Mapping[str, Any]],
+    config: SchedulerConfig,
+    namespace: str | None = None,
+    sim: Simulation | None = None,
 ) -> list[WorkloadReport]:
     """Every workload with spread constraints (its own or the profile's defaults), sorted by namespace,
     kind and name; ``namespace`` keeps one namespace's workloads only.
 
     A pod's defaults are those of the profile named by its schedulerName, or of the first profile for
     pods another scheduler placed (the built-in profile's are kube-scheduler's: System defaulting).
+    ``sim``: the same objects already loaded (``skew`` plans on it too).
     """
     objects = list(objects)
-    sim = Simulation(config)
-    sim.add_objects(objects)
+    if sim is None:
+        sim = Simulation(config)
+        sim.add_objects(objects)
     cache = sim.cache
-    deployments = _controller_owners(objects)
+    deployments = deployment_owners(objects)
     first = next(iter(sim.frameworks.values()), None)
     groups: dict[Hashable, _Group] = {}
     for pod in cache.pods():

@@ -58,7 +58,9 @@ __all__ = [
     "Workload",
     "constraint_selectors",
     "cost_changes",
+    "counts_of",
     "rank_costs",
+    "spread_constraints_of",
     "widths",
     "workload_costs",
     "workload_of",
@@ -82,10 +84,11 @@ class Workload:
     name: str
 
 
-def workload_of(pod: Pod) -> Workload | None:
-    """The ReplicaSet (or ReplicationController) that controls ``pod``; None for anything else."""
+def workload_of(pod: Pod, kinds: Sequence[str] = RANKED_KINDS) -> Workload | None:
+    """The controller of one of ``kinds`` (ReplicaSet, ReplicationController) that controls ``pod``;
+    None for anything else."""
     owner = pod.controller
-    if owner is None or owner.kind not in RANKED_KINDS:
+    if owner is None or owner.kind not in kinds:
         return None
     return Workload(pod.namespace, owner.kind, owner.name)
 
@@ -165,7 +168,7 @@ def _defaults(framework: Framework) -> tuple[tuple[SpreadConstraint, ...], bool]
     return plugin.default_constraints, plugin.system_defaulted
 
 
-def _constraints(
+def spread_constraints_of(
     pod: Pod, framework: Framework, cache: Cache
 ) -> tuple[tuple[Constraint, ...], tuple[Constraint, ...], bool]:
     """The pod's hard and soft constraints (its own, or its profile's defaults) and whether every
@@ -181,7 +184,7 @@ def constraint_selectors(pod: Pod, frameworks: Mapping[str, Framework], cache: C
     framework = frameworks.get(pod.scheduler_name)
     if framework is None:
         return ()
-    hard, soft, _ = _constraints(pod, framework, cache)
+    hard, soft, _ = spread_constraints_of(pod, framework, cache)
     return tuple(dict.fromkeys(c.selector for c in hard + soft))
 
 
@@ -211,7 +214,7 @@ def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, F
             or not cost_in_force(pod)[1]
         ):
             continue
-        hard, soft, require_all = _constraints(pod, framework, cache)
+        hard, soft, require_all = spread_constraints_of(pod, framework, cache)
         if not hard and not soft:
             continue
         key = (pod.namespace, hard, soft, require_all, eligibility_key(pod, hard + soft))
@@ -226,18 +229,26 @@ def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, F
     return out
 
 
-def _group_costs(group: _Group, cache: Cache) -> dict[PodKey, int]:
-    constraints: list[Constraint] = []
+def counts_of(
+    rep: Pod, hard: Sequence[Constraint], soft: Sequence[Constraint], cache: Cache, *, require_all_keys: bool
+) -> tuple[list[dict[str, int]], list[int], list[dict[str, str]]]:
+    """``domain_counts`` for the hard constraints, then the soft ones, in one list each (the order
+    the ranks and the rebalancing skews combine them in)."""
     counts: list[dict[str, int]] = []
+    minima: list[int] = []
     domain_of: list[dict[str, str]] = []
-    for action, cs in ((DO_NOT_SCHEDULE, group.hard), (SCHEDULE_ANYWAY, group.soft)):
+    for action, cs in ((DO_NOT_SCHEDULE, hard), (SCHEDULE_ANYWAY, soft)):
         if cs:
-            c_counts, _, c_domains = domain_counts(
-                group.rep, action, cs, cache, require_all_keys=group.require_all_keys
-            )
-            constraints += cs
+            c_counts, c_minima, c_domains = domain_counts(rep, action, cs, cache, require_all_keys=require_all_keys)
             counts += c_counts
+            minima += c_minima
             domain_of += c_domains
+    return counts, minima, domain_of
+
+
+def _group_costs(group: _Group, cache: Cache) -> dict[PodKey, int]:
+    constraints = group.hard + group.soft
+    counts, _, domain_of = counts_of(group.rep, group.hard, group.soft, cache, require_all_keys=group.require_all_keys)
     members: list[Member] = []
     others = [dict(c) for c in counts]
     for pod in group.pods:

@@ -204,6 +204,11 @@ def test_a_patch_is_fenced(sent: Sent) -> None:  # noqa: F811
 def test_the_flag_is_on_by_default_and_false_turns_it_off(
     args: list[str], expected: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    assert run_arguments(args, monkeypatch)["scale_down_spread"] is expected
+
+
+def run_arguments(args: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The keyword arguments ``spread-scheduler run ARGS`` hands ``run_scheduler`` (which does not run)."""
     seen: dict[str, Any] = {}
 
     async def run_scheduler(config: object, kubeconfig: object, **kwargs: Any) -> int:
@@ -212,7 +217,7 @@ def test_the_flag_is_on_by_default_and_false_turns_it_off(
 
     monkeypatch.setattr(app, "run_scheduler", run_scheduler)
     assert cli.main(["run", *args]) == 0
-    assert seen["scale_down_spread"] is expected
+    return seen
 
 
 def test_a_bad_flag_value_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:

@@ -59,6 +59,9 @@ def test_json_schema_and_the_scale_down_violation(capsys: pytest.CaptureFixture[
                 "podsOutsideDomains": [],
             }
         ],
+        # Its pods are kube-scheduler's (no schedulerName): no cost of ours, no plan.
+        "deletionCosts": [],
+        "rebalance": [],
     }
     host, zone = workloads[2]["constraints"]
     assert (host["source"], host["maxSkew"], host["skew"], host["violated"]) == ("system-default", 3, 2, None)

@@ -1,0 +1,285 @@
+"""Rebalancing: the fewest evictions that bring a workload's topology spread back within maxSkew, each
+one only where our own scheduling cycle puts the replacement somewhere better. Pure: the cache in,
+plans out; ``scheduler.kube`` carries them out (one eviction at a time, replanning after each).
+
+Rules (docs/rebalance.md has the reasoning and examples):
+
+- A *workload* is the pods of one controller owner (ReplicaSet, ReplicationController, StatefulSet)
+  whose schedulerName names one of our profiles. Pods without a controller are no workload.
+- Opt-in: ``spread-scheduler.io/rebalance`` on the pod template (so on every pod), parsed as
+  Kubernetes parses booleans; absent, the cluster-wide default. Every pod must opt in (a rollout
+  that adds the annotation takes effect once it is done); a bad value on any pod skips the workload.
+- Constraints: the pods' own, or their profile's defaults (System or List), as PodTopologySpread
+  resolves them; hard ones first, then soft, each in the pod's order. Counted by ``domain_counts``,
+  the Filter's own counting, so the skew here is the skew the Filter and ``skew`` see.
+- Nothing moves while a move may be in flight: a pod of the workload terminating, pending, assumed
+  (binding) or not Ready. A new leader after a failover so never stacks a second eviction.
+- Nothing moves while a PodDisruptionBudget covering a pod of the workload allows 0 disruptions
+  (the Eviction API would answer 429); a budget with an invalid selector covers nothing, as for the
+  Eviction API and the disruption controller.
+- A move: evicting one pod. Our scheduling cycle (``SchedulingAlgorithm.schedule_pod``, the pod's
+  profile, its own RNG) runs for its replacement (the pod copied, no node, a new name; a
+  StatefulSet's keeps the name) on the cache with the pod gone. The move counts only if the
+  replacement is placed and **every node the cycle could pick** (all nodes tied at the top score:
+  the live cycle picks one at random) leaves no constraint's skew higher and one lower
+  (``moves.better``: hard constraints first, so also lexicographically lower). A replacement that
+  would not land in the emptier domain (a taint it does not tolerate, affinity, resources) is
+  therefore never planned for. ``to_node`` is the first of the tied nodes by name.
+- The fewest such moves that bring every constraint within its maxSkew (``search``): greedy from
+  the most crowded domain in deletion-cost order (the doubled-up host loses first), checked
+  against a lower bound and, where they differ, a bounded search of every order. Where no sequence
+  gets there, the moves that lower the skews as far as they go. ``max_moves`` truncates the plan.
+
+The caller's cache is used as the working state and restored before returning (the pod put back,
+the replacements forgotten), also on an exception: the scheduler's loop runs planning between its
+cycles, so no watch event sees the intermediate state. Restoring re-adds a pod as every watch
+update of a pod does (the node's pods in a new order, a new NodeInfo generation).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from scheduler.api.objects import Pod
+from scheduler.backend.cache.cache import Cache
+from scheduler.framework.runtime import Framework
+from scheduler.schedule_one import ExtendersNeedAsyncError, SchedulingAlgorithm
+from scheduler.spread.deletion_cost import Workload, workload_of
+from scheduler.spread.moves import STATEFUL_SET, Move, Spec, measure, over, replacement_of, workload_spec
+from scheduler.spread.search import MAX_CYCLES, search
+
+__all__ = [
+    "REBALANCED_KINDS",
+    "REBALANCE_ANNOTATION",
+    "Move",
+    "Plan",
+    "Skew",
+    "plan_rebalance",
+    "plan_workload",
+    "pod_ready",
+    "rebalance_opt_in",
+    "replacement_of",
+]
+
+REBALANCE_ANNOTATION = "spread-scheduler.io/rebalance"
+# Controllers that recreate an evicted pod (a StatefulSet under the same name).
+REBALANCED_KINDS = ("ReplicaSet", "ReplicationController", STATEFUL_SET)
+# Go's strconv.ParseBool, which Kubernetes uses for boolean annotations and flags.
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+MAX_SHOWN = 80  # characters of a bad annotation value quoted in a message (a value may be long)
+
+WITHIN_SKEW = "within-skew"
+PLANNED = "planned"
+NO_IMPROVING_MOVE = "no-improving-move"
+NOT_OPTED_IN = "not-opted-in"
+BAD_ANNOTATION = "bad-annotation"
+IN_FLIGHT = "in-flight"
+PDB = "pdb"
+MIXED_CONSTRAINTS = "mixed-constraints"
+EXTENDERS = "extenders"
+__all__ += [
+    "BAD_ANNOTATION",
+    "EXTENDERS",
+    "IN_FLIGHT",
+    "MIXED_CONSTRAINTS",
+    "NOT_OPTED_IN",
+    "NO_IMPROVING_MOVE",
+    "PDB",
+    "PLANNED",
+    "WITHIN_SKEW",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Skew:
+    """One constraint of the workload and its skew before any move."""
+
+    topology_key: str
+    max_skew: int
+    hard: bool
+    skew: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    workload: Workload
+    moves: tuple[Move, ...]  # in order; empty unless reason is "planned"
+    reason: str  # machine-readable: one of the reason constants above
+    message: str  # one human line
+    skews: tuple[Skew, ...] = ()  # the constraints, hard first, with their skew now
+
+
+def rebalance_opt_in(pod: Pod, default: bool) -> bool | str:
+    """Whether the pod's template opts in; a one-line message for a value that is not a boolean."""
+    meta = pod.raw.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    value = annotations.get(REBALANCE_ANNOTATION) if isinstance(annotations, Mapping) else None
+    if value is None:
+        return default
+    if isinstance(value, str):
+        if value in _TRUE:
+            return True
+        if value in _FALSE:
+            return False
+    shown = json.dumps(value, default=str)[:MAX_SHOWN]
+    return f'metadata.annotations["{REBALANCE_ANNOTATION}"]: invalid value {shown}: want "true" or "false"'
+
+
+def pod_ready(pod: Pod) -> bool:
+    """``podutil.IsPodReady``: the Ready condition is True (a pod without one is not Ready)."""
+    status = pod.raw.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
+
+
+def _pods_of(cache: Cache, workload: Workload) -> list[Pod]:
+    return sorted(
+        (p for p in cache.pods() if p.namespace == workload.namespace and workload_of(p, REBALANCED_KINDS) == workload),
+        key=lambda p: p.key,
+    )
+
+
+def _in_flight(pods: Sequence[Pod], pending: Sequence[Pod], cache: Cache) -> str | None:
+    """Why a move may be in flight: a pod of the workload pending, binding, terminating, not Ready."""
+    for pod in pending:
+        return f"pod {pod.key} is pending: waiting for it to be placed and Ready"
+    for pod in pods:
+        if pod.terminating:
+            return f"pod {pod.key} is terminating: waiting for it to go"
+        if cache.is_assumed(pod.key):
+            return f"pod {pod.key} is being bound: waiting for it to be Ready"
+        if not pod_ready(pod):
+            return f"pod {pod.key} is not Ready: waiting for it"
+    return None
+
+
+def _budget(pods: Sequence[Pod], cache: Cache) -> str | None:
+    """A PodDisruptionBudget covering a pod of the workload that allows no disruption: the Eviction
+    API answers 429 while ``disruptionsAllowed`` < 1. Covering as the Eviction API decides it
+    (``getPodDisruptionBudgets``, pkg/registry/core/pod/storage/eviction.go): same namespace, the
+    selector matches; an invalid selector matches nothing, an empty one every pod (unlike
+    preemption's ``PodDisruptionBudget.matches``)."""
+    for pdb in sorted(cache.pod_disruption_budgets(), key=lambda b: b.key):
+        covered = any(p.namespace == pdb.namespace and pdb.selector.matches(p.labels) for p in pods)
+        if pdb.disruptions_allowed < 1 and covered:
+            return f"PodDisruptionBudget {pdb.key} allows {max(pdb.disruptions_allowed, 0)} disruptions"
+    return None
+
+
+def _skews(spec: Spec, skews: Sequence[int]) -> tuple[Skew, ...]:
+    hard = len(spec.hard)
+    return tuple(Skew(c.topology_key, c.max_skew, i < hard, skews[i]) for i, c in enumerate(spec.constraints))
+
+
+def _describe(spec: Spec, skews: Sequence[int]) -> str:
+    return ", ".join(
+        f"{c.topology_key} skew {s} (maxSkew {c.max_skew})" for c, s in zip(spec.constraints, skews, strict=True)
+    )
+
+
+def plan_workload(
+    cache: Cache,
+    framework: Framework,
+    workload: Workload,
+    *,
+    max_moves: int | None = None,
+    pending: Iterable[Pod] = (),
+    max_cycles: int = MAX_CYCLES,
+) -> Plan:
+    """The plan for one workload (opt-in is the caller's: see ``plan_rebalance``). ``pending`` are the
+    scheduler's pending pods (the cache holds only placed ones); one of this workload's means a move
+    is in flight."""
+    pods = [p for p in _pods_of(cache, workload) if p.scheduler_name == framework.profile_name]
+    waiting = [p for p in pending if p.namespace == workload.namespace and workload_of(p, REBALANCED_KINDS) == workload]
+    return _plan(cache, framework, workload, pods, waiting, max_moves, max_cycles)
+
+
+def _plan(
+    cache: Cache,
+    framework: Framework,
+    workload: Workload,
+    pods: Sequence[Pod],
+    pending: Sequence[Pod],
+    max_moves: int | None,
+    max_cycles: int = MAX_CYCLES,
+) -> Plan:
+    flight = _in_flight(pods, pending, cache)
+    if flight is not None:
+        return Plan(workload, (), IN_FLIGHT, flight)
+    spec = workload_spec(pods, framework, cache)
+    if spec is None:
+        return Plan(workload, (), WITHIN_SKEW, "no spread constraints")
+    if isinstance(spec, str):
+        return Plan(workload, (), MIXED_CONSTRAINTS, spec)
+    now = measure(spec, cache)
+    skews = _skews(spec, now.skews)
+    if not over(spec, now.skews):
+        return Plan(workload, (), WITHIN_SKEW, _describe(spec, now.skews), skews)
+    budget = _budget(pods, cache)
+    if budget is not None:
+        return Plan(workload, (), PDB, budget, skews)
+    # Its own RNG and start index: planning never moves the live cycle's tie-breaks.
+    try:
+        found = search(spec, list(pods), cache, framework, SchedulingAlgorithm(random.Random(0)), max_cycles)
+    except ExtendersNeedAsyncError as exc:
+        return Plan(workload, (), EXTENDERS, f"the profile asks an extender ({exc}): not planned", skews)
+    if not found.moves:
+        message = f"{_describe(spec, now.skews)}; no move helps: {found.why}"
+        return Plan(workload, (), NO_IMPROVING_MOVE, message, skews)
+    moves = found.moves if max_moves is None else found.moves[:max_moves]
+    final = moves[-1].skews_after
+    if len(moves) < len(found.moves):
+        left = f"; {len(found.moves) - len(moves)} more planned"
+    elif over(spec, final):
+        left = "; no further move helps"
+    else:
+        left = ""
+    verb = "moves leave" if len(moves) > 1 else "move leaves"
+    message = f"{len(moves)} {verb} {_describe(spec, final)}{left}"
+    return Plan(workload, tuple(moves), PLANNED, message, skews)
+
+
+def plan_rebalance(
+    cache: Cache,
+    frameworks: Mapping[str, Framework],
+    *,
+    default: bool,
+    namespace: str | None = None,
+    pending: Iterable[Pod] = (),
+    max_moves: int | None = None,
+    max_cycles: int = MAX_CYCLES,
+) -> list[Plan]:
+    """A plan for every workload of ours with spread constraints and placed pods, sorted by
+    namespace, kind and name (not opted in and a bad annotation are plans that say so)."""
+    groups: dict[Workload, tuple[list[Pod], list[Pod]]] = {}
+    for which, source in ((0, cache.pods()), (1, pending)):
+        for pod in source:
+            if pod.scheduler_name not in frameworks or (namespace is not None and pod.namespace != namespace):
+                continue
+            workload = workload_of(pod, REBALANCED_KINDS)
+            if workload is not None:
+                groups.setdefault(workload, ([], []))[which].append(pod)
+    plans: list[Plan] = []
+    for workload in sorted(groups, key=lambda w: (w.namespace, w.kind, w.name)):
+        placed, waiting = groups[workload]
+        placed.sort(key=lambda p: p.key)
+        everyone = placed + waiting
+        framework = frameworks[everyone[0].scheduler_name]
+        if not placed or workload_spec(placed, framework, cache) is None:
+            continue  # nothing placed yet, or nothing to spread
+        verdicts = [rebalance_opt_in(p, default) for p in everyone]
+        bad = next((v for v in verdicts if isinstance(v, str)), None)
+        if bad is not None:
+            plans.append(Plan(workload, (), BAD_ANNOTATION, bad))
+        elif not all(verdicts):
+            plans.append(Plan(workload, (), NOT_OPTED_IN, f'{REBALANCE_ANNOTATION} is not "true" on its pods'))
+        else:
+            plans.append(_plan(cache, framework, workload, placed, waiting, max_moves, max_cycles))
+    return plans
