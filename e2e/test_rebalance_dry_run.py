@@ -23,7 +23,6 @@ from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import deployment, is_ready, pods_in, wait_for, zone_spread, zoned_nodes
-from scheduler.spread.rebalance import REBALANCE_ANNOTATION
 
 BIN = Path(sys.executable).parent
 
@@ -66,14 +65,15 @@ def test_a_zone_back_gets_a_plan_to_it_and_kubectl_spread_prints_the_same(
         "containers": [{"name": "c", "image": "registry.invalid/pause:3.10"}],
         "topologySpreadConstraints": [zone_spread(1, {"app": "web"})],
     }
-    body = deployment("web", 6, spec)
-    body["spec"]["template"]["metadata"]["annotations"] = {REBALANCE_ANNOTATION: "true"}
-    client.AppsV1Api(api).create_namespaced_deployment(namespace, body)
+    # Not opted in: the suite's running scheduler (its controller on, default off) leaves it be while
+    # the dry runs plan it as if it were (--rebalance-default).
+    client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment("web", 6, spec))
     wait_for(lambda: _ready(core, namespace, 6), 90, "6 Ready replicas in zone-b and zone-c")
 
     # The zone comes back: 0/3/3.
     back = zoned_nodes(nodes, {"zone-a": 2})
-    dry_run = [str(BIN / "spread-scheduler"), "rebalance", "--dry-run", "--kubeconfig", kubeconfig, "-n", namespace]
+    plan_all = ["--rebalance-default", "--kubeconfig", kubeconfig, "-n", namespace]
+    dry_run = [str(BIN / "spread-scheduler"), "rebalance", "--dry-run", *plan_all]
     (plan,) = json.loads(_run([*dry_run, "-o", "json"]))["plans"]
     assert (plan["kind"], plan["name"], plan["reason"]) == ("Deployment", "web", "planned"), plan
     assert [c["skew"] for c in plan["constraints"]] == [3]
@@ -85,13 +85,13 @@ def test_a_zone_back_gets_a_plan_to_it_and_kubectl_spread_prints_the_same(
 
     table = _run(dry_run)
     plugin = _run(
-        ["kubectl", "spread", "rebalance", "--dry-run", "--kubeconfig", kubeconfig, "-n", namespace],
+        ["kubectl", "spread", "rebalance", "--dry-run", *plan_all],
         env=_kubectl_plugin(tmp_path),
     )
     assert plugin == table
-    skew = _run([str(BIN / "spread-scheduler"), "skew", "--kubeconfig", kubeconfig, "-n", namespace])
+    skew = _run([str(BIN / "spread-scheduler"), "skew", *plan_all])
     assert "Rebalancing (spread-scheduler rebalance --dry-run):" in skew
-    print(f"\n$ spread-scheduler rebalance --dry-run -n {namespace}\n{table}")
+    print(f"\n$ spread-scheduler rebalance --dry-run --rebalance-default -n {namespace}\n{table}")
     print(f"$ spread-scheduler skew -n {namespace}\n{skew}")
 
     # A dry run evicts nothing: the same six pods, where they were.

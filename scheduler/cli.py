@@ -189,7 +189,7 @@ def _explain(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         target = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
         result = explain(
-            config, target, args.kubeconfig, args.output, args.seed, default_rebalance=args.default_rebalance
+            config, target, args.kubeconfig, args.output, args.seed, default_rebalance=args.rebalance_default
         )
         print(asyncio.run(result), end="")
     except ConfigError as exc:
@@ -238,7 +238,7 @@ def _skew(args: argparse.Namespace) -> int:
     sim = Simulation(config)
     sim.add_objects(objects)
     workloads = skew_report(objects, config, args.namespace, sim=sim)
-    dry = dry_run(objects, config, default=args.default_rebalance, namespace=args.namespace, sim=sim)
+    dry = dry_run(objects, config, default=args.rebalance_default, namespace=args.namespace, sim=sim)
     print(
         to_json(workloads, dry) if args.output == "json" else render_table(workloads, dry),
         end="\n" if args.output == "json" else "",
@@ -273,7 +273,7 @@ def _rebalance(args: argparse.Namespace) -> int:
     if isinstance(inputs, int):
         return inputs
     config, objects = inputs
-    dry = dry_run(objects, config, default=args.default_rebalance, namespace=args.namespace)
+    dry = dry_run(objects, config, default=args.rebalance_default, namespace=args.namespace)
     if args.output == "json":
         print(plans_to_json(dry.plans, dry.deployments))
     else:
@@ -372,14 +372,14 @@ def _add_read_only(sub: Any, common: list[argparse.ArgumentParser], *, kubectl: 
 
 def _default_rebalance(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--default-rebalance",
+        "--rebalance-default",
         type=_bool,
         nargs="?",
         const=True,
         default=False,
         metavar="true|false",
-        help="treat workloads without the spread-scheduler.io/rebalance annotation as opted in (the "
-        "controller's cluster-wide default; default false)",
+        help='whether a workload whose pods lack the annotation spread-scheduler.io/rebalance ("true" or '
+        '"false") is rebalanced: the controller\'s cluster-wide default (default false: only those that opt in)',
     )
 
 
@@ -499,16 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="evict, one at a time, pods of opted-in workloads whose skew is above maxSkew when our scheduling "
         "cycle places the replacement where it lowers the skew (default true; --rebalance=false turns it off)",
     )
-    run.add_argument(
-        "--rebalance-default",
-        type=_bool,
-        nargs="?",
-        const=True,
-        default=False,
-        metavar="true|false",
-        help='whether a workload whose pods lack the annotation spread-scheduler.io/rebalance ("true" or '
-        '"false") is rebalanced (default false: only the workloads that opt in)',
-    )
+    _default_rebalance(run)
     run.add_argument("--health-address", default=None, help=argparse.SUPPRESS)  # removed: refused with a pointer
     run.set_defaults(func=_run)
 

@@ -259,7 +259,7 @@ class Rebalancer(WorkloadMarker):
             self._skip("move-limit")
             self._wait(workload, state, state.moves[0] + MOVE_WINDOW - now)
             return
-        plan = self._planner(self._cache, framework, workload, max_moves=1, pending=waiting)
+        plan = self._planner(self._cache, framework, workload, max_moves=1, pending=waiting, placed=pods)
         if plan.reason != PLANNED or not plan.moves:
             await self._unplanned(workload, pods[0], state, plan)
             return

@@ -192,11 +192,20 @@ def plan_workload(
     max_moves: int | None = None,
     pending: Iterable[Pod] = (),
     max_cycles: int = MAX_CYCLES,
+    placed: Iterable[Pod] | None = None,
 ) -> Plan:
     """The plan for one workload (opt-in is the caller's: see ``plan_rebalance``). ``pending`` are the
     scheduler's pending pods (the cache holds only placed ones); one of this workload's means a move
-    is in flight."""
-    pods = [p for p in _pods_of(cache, workload) if p.scheduler_name == framework.profile_name]
+    is in flight. ``placed``: the workload's placed pods where the caller keeps them (the controller
+    does), so that a plan costs the workload, not a walk over every pod of the cluster."""
+    candidates = _pods_of(cache, workload) if placed is None else sorted(placed, key=lambda p: p.key)
+    pods = [
+        p
+        for p in candidates
+        if p.scheduler_name == framework.profile_name
+        and p.namespace == workload.namespace
+        and workload_of(p, REBALANCED_KINDS) == workload
+    ]
     waiting = [p for p in pending if p.namespace == workload.namespace and workload_of(p, REBALANCED_KINDS) == workload]
     return _plan(cache, framework, workload, pods, waiting, max_moves, max_cycles)
 

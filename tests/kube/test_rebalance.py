@@ -84,7 +84,14 @@ class Planner:
         self.calls: list[Workload] = []
 
     def __call__(
-        self, cache: object, framework: object, workload: Workload, *, max_moves: int, pending: list[Pod]
+        self,
+        cache: object,
+        framework: object,
+        workload: Workload,
+        *,
+        max_moves: int,
+        pending: list[Pod],
+        placed: list[Pod],
     ) -> Plan:
         assert max_moves == 1  # only the first move is ever carried out
         self.calls.append(workload)

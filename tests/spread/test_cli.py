@@ -52,7 +52,7 @@ def test_dry_run_json_and_the_default_for_unannotated_workloads(capsys: pytest.C
         ("shop/web-7c9d-p9t6v", "zone-b", "zone-a", [0]),
     ]
     everyone = json.loads(
-        _out(capsys, main, "rebalance", "--dry-run", "-f", EXAMPLE, "-o", "json", "--default-rebalance")
+        _out(capsys, main, "rebalance", "--dry-run", "-f", EXAMPLE, "-o", "json", "--rebalance-default")
     )["plans"]
     assert [(p["name"], p["reason"], len(p["moves"])) for p in everyone] == [
         ("api", "planned", 1),

@@ -181,6 +181,23 @@ def test_a_zone_back_gets_its_share_with_the_fewest_moves() -> None:
     assert plan.skews[0].skew == 4 and plan.skews[0].hard
 
 
+def test_the_controller_s_pods_spare_a_walk_over_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the workload's placed pods given (the controller keeps them), a plan never lists every
+    pod of the cache: its cost is the workload's, not the cluster's. Other workloads' pods among
+    those given are left out, as the walk would."""
+    sim = _world([*_zone_down(["b0", "b1", "c0", "c1", "b0", "b1"]), _pod("other", "a0", owner="api-1").dict()])
+    (want, *_) = _plans(sim)
+    placed = sim.cache.pods()
+    framework = next(iter(sim.frameworks.values()))
+
+    def walked() -> list[Pod]:
+        raise AssertionError("the planner walked every pod of the cache")
+
+    monkeypatch.setattr(sim.cache, "pods", walked)
+    got = plan_workload(sim.cache, framework, want.workload, placed=placed, pending=sim.pending)
+    assert got == want
+
+
 def test_the_moved_pod_is_the_youngest_on_the_doubled_up_host() -> None:
     # Zone b: b0 holds 3 pods, b1 one; the deletion-cost order takes b0's youngest first.
     sim = _world(_zone_down(["b0", "b0", "b1", "c0", "b0"]))
