@@ -92,7 +92,7 @@ def test_a_zone_back_gets_a_plan_to_it_and_kubectl_spread_prints_the_same(
     skew = _run([str(BIN / "spread-scheduler"), "skew", *plan_all])
     assert "Rebalancing (spread-scheduler rebalance --dry-run):" in skew
     print(f"\n$ spread-scheduler rebalance --dry-run --rebalance-default -n {namespace}\n{table}")
-    print(f"$ spread-scheduler skew -n {namespace}\n{skew}")
+    print(f"$ spread-scheduler skew --rebalance-default -n {namespace}\n{skew}")
 
     # A dry run evicts nothing: the same six pods, where they were.
     assert len(_ready(core, namespace, 6)) == 6
