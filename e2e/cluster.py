@@ -543,6 +543,7 @@ class Cluster:
             _log(f"already up at {self.server}: export KUBECONFIG={self.kubeconfig}")
             return
         self.down(quiet=True)  # leftovers of a crashed run: processes, etcd data
+        self.fresh_ledger()
         ensure_built()
         kwok = ensure_kwok() if self.kwok else None  # built before anything starts
         started = time.monotonic()
@@ -554,6 +555,13 @@ class Cluster:
             self.down(quiet=True)
             raise
         _log(f"up in {time.monotonic() - started:.1f}s at {self.server}; logs in {self.logs}")
+
+    def fresh_ledger(self) -> None:
+        """A new cluster starts a new audit log: the ledger reads its whole file (the Lease's terms
+        from the start), and a previous cluster's writes in this directory are another story. The
+        last one is kept beside it for a post-mortem."""
+        if self.audit_log.exists():
+            self.audit_log.replace(self.logs / "audit.previous.log")
 
     def _start_all(self, timeout: float, kwok: Path | None) -> None:
         pki, data = self.pki, self.dir / "etcd-data"
