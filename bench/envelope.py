@@ -8,7 +8,8 @@ pod runs): ``--nodes`` nodes and ``--running`` pods already Running on them (bou
 turn, alternated over ``--repeat`` runs, on that same cluster:
 
 - **sync**: seconds from starting the process to its caches synced and ready to schedule
-  (kube-scheduler's ``/readyz``, our "cache synced" line): what a new leader pays after a failover;
+  (kube-scheduler's ``/readyz``, our "cache synced" line): what a scheduler pays at start before it can
+  schedule (a standby replica syncs before it leads, in both, so a failover does not pay it again);
 - **pods/s** for ``--pods`` new pods (four Deployments with bench/e2e.py's spread, scaled up once
   the contestant is ready), from the first scale to the last bound pod;
 - **peak RSS** of the process over the whole run, and its CPU per new pod.
