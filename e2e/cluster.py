@@ -8,6 +8,7 @@ as the kubelet of the nodes ``add-node`` creates (heartbeats through Leases, pod
     python -m e2e.cluster down [--dir DIR]        # stop everything, leave no process behind
     python -m e2e.cluster helm                    # build (or reuse) helm from e2e/tools/helm; print its path
     python -m e2e.cluster kwok                    # build (or reuse) kwok from e2e/tools/kwok; print its path
+    python -m e2e.cluster descheduler             # the same for the descheduler (bench/rebalance_compare.py)
 
 Run from the repository root (``e2e`` is a package there, not installed with spread-scheduler).
 
@@ -964,6 +965,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("status", help="exit 0 if up", parents=[common])
     kwok = sub.add_parser("kwok", help="build kwok (e2e/tools/kwok) unless cached; print its path", parents=[common])
     kwok.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    desched = sub.add_parser(
+        "descheduler", help="build the descheduler (e2e/tools/descheduler) unless cached; its path", parents=[common]
+    )
+    desched.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
     node = sub.add_parser("add-node", help="create a Ready node that kwok runs", parents=[common])
     node.add_argument("name")
     node.add_argument("--label", action="append", default=[], metavar="K=V")
@@ -990,6 +995,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(ensure_helm(force=args.force))
     elif args.command == "kwok":
         print(ensure_kwok(force=args.force))
+    elif args.command == "descheduler":
+        print(ensure_descheduler(force=args.force))
     elif args.command == "up":
         cluster.up()
         print(f"export KUBECONFIG={cluster.kubeconfig}")
