@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,7 @@ def run_once(run: int, observe: float, interval: int) -> dict[str, dict[str, Any
             assert during[app] == {"a": 6, "b": 6, "c": 0}, (app, during)  # the hard spread over a and b only
         mark = ledger.mark()
         returned = time.monotonic()
+        returned_at = datetime.now(UTC)  # the API server's clock too: the audit log's times are on it
         zones.bring_back_zone_c()
         side_c = make_node(
             "side-c",
@@ -183,7 +185,7 @@ def run_once(run: int, observe: float, interval: int) -> dict[str, dict[str, Any
             taints=[{"key": SIDE_TAINT, "effect": "NoSchedule"}],
         )
         zones.zone_of[side_c] = "c"
-        return observe_return(zones, returned, observe, lambda: ledger.writes(mark), users, during)
+        return observe_return(zones, (returned, returned_at), observe, lambda: ledger.writes(mark), users, during)
     finally:
         for proc in reversed(procs):
             stop_contestant(proc)
@@ -192,13 +194,15 @@ def run_once(run: int, observe: float, interval: int) -> dict[str, dict[str, Any
 
 def observe_return(
     zones: Zones,
-    returned: float,
+    clock: tuple[float, datetime],
     observe: float,
     writes: Callable[[], list[Any]],
     users: dict[str, str],
     during: dict[str, dict[str, int]],
 ) -> dict[str, dict[str, Any]]:
-    """Look at every app once a second for ``observe`` seconds after the zone's return."""
+    """Look at every app once a second for ``observe`` seconds after the zone's return (``clock``:
+    then, monotonic and wall)."""
+    returned, returned_at = clock
     within: dict[str, float | None] = dict.fromkeys(SCENARIOS)
     best = {app: skew(during[app] | {"c": 0}) for app in SCENARIOS}
     while (elapsed := time.monotonic() - returned) < observe:
@@ -217,12 +221,16 @@ def observe_return(
         mine = [w for w in evictions if w.name.rsplit("-", 2)[0] == app]  # Deployment-ReplicaSet hash-pod hash
         who = collections.Counter(w.user for w in mine)
         accepted = sum(1 for w in mine if w.ok)
+        times = sorted(w.at for w in mine if w.ok)
         rows[app] = {
             "scenario": app,
             "within_max_skew_s": within[app],
             "evictions_sent": len(mine),
             "evictions_accepted": accepted,
             "evictions_not_lowering_skew": max(0, accepted - counts["c"]),
+            # How the evictions were spread: all in one pass, or one at a time.
+            "first_eviction_s": round((times[0] - returned_at).total_seconds(), 1) if times else None,
+            "eviction_span_s": round((times[-1] - times[0]).total_seconds(), 1) if times else None,
             "minimum_evictions": minimum_moves(list(during[app].values())) if SCENARIOS[app][3] else 0,
             "skew_at_return": skew(during[app] | {"c": 0}),
             "best_skew": best[app],  # with all 12 bound and Ready
@@ -253,8 +261,8 @@ def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def table(rows: list[dict[str, Any]], observe: float) -> str:
     lines = [
         "| contestant | scenario | within maxSkew after the zone's return | evictions sent (accepted) "
-        "| not lowering the skew | best / final skew | final a/b/c (+pending) |",
-        "|---|---|---|---|---|---|---|",
+        "| first eviction, span | not lowering the skew | best / final skew | final a/b/c (+pending) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     names = {
         "alone": ("kube-scheduler alone", "zone lost, back"),
@@ -271,10 +279,12 @@ def table(rows: list[dict[str, Any]], observe: float) -> str:
         who, what = names[row["scenario"]]
         took = f"{row['within_max_skew_s']} s" if row["within_max_skew_s"] is not None else f"not in {observe:.0f} s"
         final = row["final"]
+        first, span = row.get("first_eviction_s"), row.get("eviction_span_s")
+        when = f"{first} s, {span} s" if first is not None else "-"
         pending = f" (+{row['final_pending']})" if row["final_pending"] else ""
         lines.append(
             f"| {who} | {what} | {took} | {row['evictions_sent']} ({row['evictions_accepted']}) "
-            f"| {row['evictions_not_lowering_skew']} | {row['best_skew']} / {row['final_skew']} "
+            f"| {when} | {row['evictions_not_lowering_skew']} | {row['best_skew']} / {row['final_skew']} "
             f"| {final['a']}/{final['b']}/{final['c']}{pending} |"
         )
     return "\n".join(lines)
