@@ -5,20 +5,22 @@ descheduler, and spread-scheduler's rebalancing controller, on the local control
 
 Each repeat starts a fresh cluster and runs every contestant at once, on one clock, in one namespace
 (the setup of e2e/test_rebalance.py, reused: ``Zones``, ``_workload``): six kwok nodes in zones a/b/c
-shared by three Deployments of 12 with a hard zone spread (maxSkew 1, ``nodeTaintsPolicy: Honor``),
-each counting only its own pods (``app`` label):
+shared by Deployments of 12 with a zone spread (maxSkew 1, ``nodeTaintsPolicy: Honor``), each
+counting only its own pods (``app`` label):
 
 - ``alone``: served by kube-scheduler; nothing evicts;
 - ``desched``: served by kube-scheduler; the descheduler's ``RemovePodsViolatingTopologySpreadConstraint``
   runs every ``--interval`` seconds, limited to the ``desched*`` pods by its ``labelSelector``;
-- ``spread``: served by spread-scheduler (rebalancing on by default), opted in by its annotation.
+- ``spread``: served by spread-scheduler (rebalancing on by default), opted in by its annotation;
+- ``desched-soft``, ``spread-soft``: the same two with ``whenUnsatisfiable: ScheduleAnyway``.
 
 Zone c is lost (a NoExecute taint on its nodes: replacements land in a and b, 6/6/0), then comes back;
 the clock starts there and runs ``--observe`` seconds. Beside them, the untolerated-taint case, on two
 nodes of their own (zones a and b, 6/6) with the spread's default ``nodeTaintsPolicy: Ignore``:
-``desched-tainted`` and ``spread-tainted``. Their zone c joins at the same moment with a NoSchedule
-taint the pods do not tolerate: under Ignore it is a domain (skew 6) that no replacement can reach,
-so every eviction there is for nothing (and the evicted pod's replacement stays Pending).
+``desched-tainted``, ``spread-tainted`` and ``desched-nofit-tainted`` (the descheduler with
+``topologyBalanceNodeFit: false``). Their zone c joins at the same moment with a NoSchedule taint the
+pods do not tolerate: under Ignore it is a domain (skew 6) that no replacement can reach, so every
+eviction there is for nothing (and the evicted pod's replacement stays Pending).
 
 Evictions are counted from the API server's audit log (e2e/ledger.py), by the user each process logs
 in as. An eviction "did not lower the skew" when its replacement did not end in zone c (from 6/6/0 or
