@@ -8,6 +8,7 @@ as the kubelet of the nodes ``add-node`` creates (heartbeats through Leases, pod
     python -m e2e.cluster down [--dir DIR]        # stop everything, leave no process behind
     python -m e2e.cluster helm                    # build (or reuse) helm from e2e/tools/helm; print its path
     python -m e2e.cluster kwok                    # build (or reuse) kwok from e2e/tools/kwok; print its path
+    python -m e2e.cluster descheduler             # the same for the descheduler (bench/rebalance_compare.py)
 
 Run from the repository root (``e2e`` is a package there, not installed with spread-scheduler).
 
@@ -51,6 +52,7 @@ CONTROLPLANE_MODULE = HERE / "controlplane"
 ETCD_MODULE = HERE / "etcd"
 HELM_MODULE = HERE / "tools" / "helm"  # its own module: helm's k8s.io/* versions never touch the control plane's
 KWOK_MODULE = HERE / "tools" / "kwok"  # the same for kwok (client-go v0.36)
+DESCHEDULER_MODULE = HERE / "tools" / "descheduler"  # the same for the descheduler (bench/rebalance_compare.py)
 KWOK_STAGES = KWOK_MODULE / "stages.yaml"  # what kwok's kubelet does; kwok v0.8.0 has no built-in stages
 # Nodes with this label (value "fake") are kwok's: it renews their Leases and runs their pods. A node
 # without it stays a static object, and so does one whose label changes (``stop_heartbeats``): kwok's
@@ -320,6 +322,24 @@ def ensure_kwok(force: bool = False) -> Path:
     """kwok's controller built from e2e/tools/kwok's go.mod; cached in ``$SPREAD_CACHE_DIR/kwok-VERSION/bin``
     (127 s on 2 cores with an empty build cache, its modules already downloaded)."""
     return _ensure_module_tool("kwok", kwok_version(), KWOK_MODULE, "sigs.k8s.io/kwok/cmd/kwok", "-s -w", force=force)
+
+
+def descheduler_version() -> str:
+    """The descheduler release e2e/tools/descheduler/go.mod pins."""
+    return _required_version(DESCHEDULER_MODULE / "go.mod", "sigs.k8s.io/descheduler")
+
+
+def ensure_descheduler(force: bool = False) -> Path:
+    """The descheduler built from e2e/tools/descheduler's go.mod; cached in
+    ``$SPREAD_CACHE_DIR/descheduler-VERSION/bin`` (see ``_ensure_module_tool``)."""
+    return _ensure_module_tool(
+        "descheduler",
+        descheduler_version(),
+        DESCHEDULER_MODULE,
+        "sigs.k8s.io/descheduler/cmd/descheduler",
+        "-s -w",
+        force=force,
+    )
 
 
 def _ensure_module_tool(name: str, version: str, module: Path, package: str, ldflags: str, *, force: bool) -> Path:
@@ -953,6 +973,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("status", help="exit 0 if up", parents=[common])
     kwok = sub.add_parser("kwok", help="build kwok (e2e/tools/kwok) unless cached; print its path", parents=[common])
     kwok.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    desched = sub.add_parser(
+        "descheduler", help="build the descheduler (e2e/tools/descheduler) unless cached; its path", parents=[common]
+    )
+    desched.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
     node = sub.add_parser("add-node", help="create a Ready node that kwok runs", parents=[common])
     node.add_argument("name")
     node.add_argument("--label", action="append", default=[], metavar="K=V")
@@ -979,6 +1003,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(ensure_helm(force=args.force))
     elif args.command == "kwok":
         print(ensure_kwok(force=args.force))
+    elif args.command == "descheduler":
+        print(ensure_descheduler(force=args.force))
     elif args.command == "up":
         cluster.up()
         print(f"export KUBECONFIG={cluster.kubeconfig}")
