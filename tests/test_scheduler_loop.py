@@ -1026,15 +1026,21 @@ def test_a_claim_the_controller_chose_not_to_generate_lifts_the_refusal() -> Non
     run(body)
 
 
+async def _run_until_bound(c: Cluster, pods: int) -> asyncio.Task[None]:
+    """Run the loop on one node with ``pods`` pods until all are bound, then ask it to stop."""
+    c.add(make_node("n1"), *[make_pod(f"p{i}") for i in range(pods)])
+    stop = asyncio.Event()
+    runner = asyncio.create_task(c.sched.run(stop))
+    while len(c.binder.binds) < pods:
+        await asyncio.sleep(0)
+    stop.set()
+    return runner
+
+
 def test_run_stops_when_asked_and_drains_bindings() -> None:
     async def body() -> None:
         c = Cluster()
-        c.add(make_node("n1"), *[make_pod(f"p{i}") for i in range(5)])
-        stop = asyncio.Event()
-        runner = asyncio.create_task(c.sched.run(stop))
-        while len(c.binder.binds) < 5:
-            await asyncio.sleep(0)
-        stop.set()
+        runner = await _run_until_bound(c, 5)
         await asyncio.wait_for(runner, timeout=5)
         assert runner.done() and len(c.binder.binds) == 5
 
@@ -1201,12 +1207,7 @@ def test_a_stop_drops_reports_stuck_behind_the_event_limiter_but_not_bindings() 
             await never.wait()
 
         c.recorder.event = stuck_event  # type: ignore[method-assign]
-        c.add(make_node("n1"), *[make_pod(f"p{i}") for i in range(3)])
-        stop = asyncio.Event()
-        runner = asyncio.create_task(c.sched.run(stop))
-        while len(c.binder.binds) < 3:
-            await asyncio.sleep(0)
-        stop.set()
+        runner = await _run_until_bound(c, 3)
         started = time.monotonic()
         await asyncio.wait_for(runner, timeout=REPORT_GRACE + 3)
         assert REPORT_GRACE <= time.monotonic() - started < REPORT_GRACE + 2
