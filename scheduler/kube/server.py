@@ -108,6 +108,12 @@ class _Guard(asyncio.Protocol):
         asyncio.get_running_loop().create_task(self._handshake())
 
     async def _handshake(self) -> None:
+        """TLS on the raw connection; the slot is given back on every way out but a handed-over connection.
+
+        While the handshake runs, asyncio's TLS protocol owns the raw transport and, if the connection
+        dies then (a reset, a close, a failed or timed-out handshake), never calls this guard's
+        ``connection_lost``: the count is released here, or a port scan would fill the cap for good.
+        """
         loop = asyncio.get_running_loop()
         assert self._raw is not None
         try:
@@ -118,11 +124,14 @@ class _Guard(asyncio.Protocol):
                 server_side=True,
                 ssl_handshake_timeout=self._owner.limits.tls_handshake_timeout,
             )
-        except (OSError, ssl.SSLError, TimeoutError, ConnectionError):
+        except BaseException as exc:
             self._raw.abort()  # type: ignore[attr-defined]
-            return
+            self._release()
+            if isinstance(exc, Exception):
+                return  # a client that went away or spoke no TLS: nothing to report
+            raise  # cancelled (the server stops)
         if tls is None or self._raw.is_closing():
-            return
+            return  # asyncio's protocol calls connection_lost (and so _release) once the transport closes
         self._tls = tls
         self._owner.guards[self._inner] = self
         self._arm()
@@ -160,13 +169,17 @@ class _Guard(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._inner.resume_writing()
 
+    def _release(self) -> None:
+        """Un-count this connection, once, whichever way it ends."""
+        if self._counted:
+            self._counted = False
+            self._owner.connections -= 1
+
     def connection_lost(self, exc: Exception | None) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
-        if self._counted:
-            self._counted = False
-            self._owner.connections -= 1
+        self._release()
         self._owner.guards.pop(self._inner, None)
         if self._tls is not None:
             self._inner.connection_lost(exc)
