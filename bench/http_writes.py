@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from e2e.cluster import Cluster
-from scheduler.kube.client import api_client
-from scheduler.kube.rest import send
-from scheduler.kube.transport import WRITE_CONNECTIONS
+from scheduler.kube.client.apiclient import api_client
+from scheduler.kube.client.rest import send
+from scheduler.kube.client.transport import WRITE_CONNECTIONS
 from scheduler.kube.writes import ApiWrites, _send
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ import time
 
 from aiohttp import web
 
-from scheduler.kube.server import SWITCH_INTERVAL, serving_ssl_context
+from scheduler.kube.serving.server import SWITCH_INTERVAL, serving_ssl_context
 
 CPYTHON_DEFAULT = 0.005
 

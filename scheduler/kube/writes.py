@@ -32,9 +32,9 @@ from tenacity import (
 
 from scheduler.api.objects import Pod
 from scheduler.errors import BindConflictError, DisruptionBudgetError, NotLeadingError, PodGoneError, TransientAPIError
+from scheduler.kube.client.rest import expand, note_reply, request_headers, send
+from scheduler.kube.client.transport import WRITE_CONNECTIONS, Http1Connections
 from scheduler.kube.fence import FENCE, NOT_SURE, always
-from scheduler.kube.rest import expand, note_reply, request_headers, send
-from scheduler.kube.transport import WRITE_CONNECTIONS, Http1Connections
 
 __all__ = [
     "ApiBinder",

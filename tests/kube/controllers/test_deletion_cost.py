@@ -13,7 +13,7 @@ from scheduler.api.objects import Pod
 from scheduler.config import load_config
 from scheduler.errors import BindConflictError, NotLeadingError
 from scheduler.kube import app
-from scheduler.kube.deletion_cost import ApiCostWriter, DeletionCostKeeper
+from scheduler.kube.controllers.deletion_cost import ApiCostWriter, DeletionCostKeeper
 from scheduler.kube.writes import ApiWriter, RateLimiter
 from scheduler.simulate import Simulation
 from scheduler.spread.deletion_cost import COST_ANNOTATION, MARKER_ANNOTATION, CostChange, Workload

@@ -28,8 +28,8 @@ from kopf._cogs.structs.credentials import Vault, VaultKey
 from kopf._cogs.structs.references import Resource
 from kubernetes.aio import client
 
-from scheduler.kube.credentials import credentials_of
-from scheduler.kube.rest import request_headers
+from scheduler.kube.client.credentials import credentials_of
+from scheduler.kube.client.rest import request_headers
 
 __all__ = ["PAGE_SIZE", "WATCHED", "Engine", "Kind", "KopfEngine", "watch_session"]
 

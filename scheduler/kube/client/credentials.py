@@ -37,8 +37,8 @@ import aiohttp
 import structlog
 from kubernetes.aio import client
 
-from scheduler.kube import exec_plugin, kubeconfig
-from scheduler.kube.kubeconfig import KubeconfigError
+from scheduler.kube.client import exec_plugin, kubeconfig
+from scheduler.kube.client.kubeconfig import KubeconfigError
 
 __all__ = [
     "SERVICE_ACCOUNT_CA",

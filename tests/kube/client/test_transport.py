@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from kubernetes.aio import client
 
 from scheduler.errors import NotLeadingError
-from scheduler.kube import transport, writes
-from scheduler.kube.transport import MAX_BODY, Http1Connections, MalformedResponseError, Reply, parse_response
+from scheduler.kube import writes
+from scheduler.kube.client import transport
+from scheduler.kube.client.transport import MAX_BODY, Http1Connections, MalformedResponseError, Reply, parse_response
 from scheduler.kube.writes import ApiWrites, RateLimiter, _call
 
 CREATED = b'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"kind":1}\n'

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from scheduler.kube.watch import WATCHED, Engine, Kind
+from scheduler.kube.client.watch import WATCHED, Engine, Kind
 
 __all__ = ["BACKOFF_INITIAL", "BACKOFF_MAX", "Informer", "Sink"]
 

@@ -12,9 +12,9 @@ import os
 
 from kubernetes.aio import client
 
-from scheduler.kube.credentials import KubeconfigError, load
+from scheduler.kube.client.credentials import KubeconfigError, load
+from scheduler.kube.client.transport import PROXY_VARIABLES, WRITE_CONNECTIONS
 from scheduler.kube.fence import FencedRequest
-from scheduler.kube.transport import PROXY_VARIABLES, WRITE_CONNECTIONS
 
 __all__ = ["KubeconfigError", "api_client"]
 

@@ -19,8 +19,8 @@ import structlog
 from scheduler.backend.cache.cache import Cache
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError
 from scheduler.framework.runtime import Framework
+from scheduler.kube.controllers.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
 from scheduler.kube.fence import always
-from scheduler.kube.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
 from scheduler.kube.writes import ApiWriter
 from scheduler.spread.deletion_cost import (
     COST_ANNOTATION,

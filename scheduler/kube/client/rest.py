@@ -7,7 +7,7 @@ from urllib.parse import quote, urlencode
 
 from kubernetes.aio import client
 
-from scheduler.kube.credentials import credentials_of
+from scheduler.kube.client.credentials import credentials_of
 
 __all__ = ["expand", "note_reply", "request_headers", "send"]
 

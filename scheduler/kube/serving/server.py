@@ -31,14 +31,14 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from scheduler.kube.delegated_auth import (
+from scheduler.kube.metrics import SchedulerMetrics
+from scheduler.kube.serving.delegated_auth import (
     AuthenticationError,
     DelegatingAuthenticator,
     DelegatingAuthorizer,
     forbidden_message,
 )
-from scheduler.kube.metrics import SchedulerMetrics
-from scheduler.kube.selfsigned import SelfSignedCert, generate_self_signed
+from scheduler.kube.serving.selfsigned import SelfSignedCert, generate_self_signed
 
 __all__ = ["SCRAPE_REFRESH_WAIT", "SecureServer", "ServingAuth", "ServingLimits", "serving_ssl_context"]
 

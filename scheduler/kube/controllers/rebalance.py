@@ -37,9 +37,9 @@ from scheduler.api.objects import Node, Pod, PodKey
 from scheduler.backend.cache.cache import Cache
 from scheduler.errors import BindConflictError, DisruptionBudgetError, NotLeadingError, PodGoneError
 from scheduler.framework.runtime import Framework
+from scheduler.kube.controllers.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
 from scheduler.kube.fence import always
 from scheduler.kube.metrics import SchedulerMetrics
-from scheduler.kube.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
 from scheduler.kube.writes import ApiRecorder, ApiWriter
 from scheduler.spread.deletion_cost import Workload, workload_of
 from scheduler.spread.moves import measure, workload_spec
