@@ -1,4 +1,4 @@
-"""CPU per write: the client's aiohttp session against our own connections (scheduler.kube.transport).
+"""CPU per write: the client's aiohttp session against our own connections (scheduler.kube.client.transport).
 
     python -m bench.http_writes [--requests 2000] [--rounds 3]
 

@@ -1,5 +1,5 @@
 """Probe latency of a server thread while another thread computes: CPython's switch interval at 5 ms
-(its default) against the secure server's 1 ms (``scheduler.kube.server.SWITCH_INTERVAL``).
+(its default) against the secure server's 1 ms (``scheduler.kube.serving.server.SWITCH_INTERVAL``).
 
     python -m bench.switch_interval [--probes 200] [--rounds 3]
 

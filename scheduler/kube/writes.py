@@ -239,7 +239,7 @@ async def _try(
 
 
 class ApiWrites:
-    """Where the writes go: our own keep-alive connections (``scheduler.kube.transport``), or the
+    """Where the writes go: our own keep-alive connections (``scheduler.kube.client.transport``), or the
     client's session when a proxy is configured (which only it knows how to go through)."""
 
     def __init__(self, api: client.ApiClient, connections: int = WRITE_CONNECTIONS) -> None:

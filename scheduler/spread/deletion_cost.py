@@ -1,6 +1,6 @@
 """Spread-aware scale-down: the ``controller.kubernetes.io/pod-deletion-cost`` each pod of a
 ReplicaSet should carry so that kube-controller-manager, deleting the lowest cost first, keeps the
-topology spread. Pure: pods and the cache in, costs out; ``scheduler.kube.deletion_cost`` writes them.
+topology spread. Pure: pods and the cache in, costs out; ``scheduler.kube.controllers.deletion_cost`` writes them.
 
 The ReplicaSet controller ranks the pods it may delete (``ActivePodsWithRanks``, k8s.io/kubernetes
 pkg/controller/controller_utils.go): unassigned first, then Pending < Unknown < Running, then not

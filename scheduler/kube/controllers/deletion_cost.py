@@ -1,7 +1,7 @@
 """Spread-aware scale-down, the writing half: keep ``controller.kubernetes.io/pod-deletion-cost`` on
 the pods of our ReplicaSets as ``scheduler.spread.deletion_cost`` ranks them.
 
-Cheap and batched (``scheduler.kube.workload_marks``: cache changes mark workloads, a burst
+Cheap and batched (``scheduler.kube.controllers.workload_marks``: cache changes mark workloads, a burst
 settles, then the marked workloads are served): the marked workloads are ranked again and only
 the pods whose cost must change are patched. Every patch is fenced by the Lease
 (``Leadership.sure``) and passes the same rate limiter as the other writes; it carries the
@@ -59,7 +59,7 @@ class ApiCostWriter:
 
 
 class DeletionCostKeeper(WorkloadMarker):
-    """Ranks the marked workloads (``scheduler.kube.workload_marks``) and patches their pods' costs."""
+    """Ranks the marked workloads (``scheduler.kube.controllers.workload_marks``) and patches their pods' costs."""
 
     def __init__(
         self,

@@ -2,7 +2,7 @@
 its maxSkew, when ``scheduler.spread.rebalance`` (the planner: our own scheduling cycle on the
 cache, the pod gone and its replacement pending) places the replacement in a domain that lowers it.
 
-Beside the deletion-cost keeper, on the same marking (``scheduler.kube.workload_marks``): cache
+Beside the deletion-cost keeper, on the same marking (``scheduler.kube.controllers.workload_marks``): cache
 changes mark workloads; after the debounce each marked workload is planned, and only the **first
 move** of a plan is carried out, through the Eviction API (``POST pods/{name}/eviction``, so
 PodDisruptionBudgets are respected) on the one write path (``ApiWriter``: fenced by the Lease,

@@ -7,7 +7,7 @@ queue's numbers (``before_scrape``) and waits for that at most ``SCRAPE_REFRESH_
 means numbers a moment old, never a slow scrape).
 
 Every request is authenticated (a bearer token -> TokenReview, none -> ``system:anonymous``) and
-authorized (``scheduler.kube.delegated_auth``), then answered; the answers for 401/403 are
+authorized (``scheduler.kube.serving.delegated_auth``), then answered; the answers for 401/403 are
 upstream's ``metav1.Status`` bodies.
 """
 

@@ -213,7 +213,7 @@ async def _kopf_get(context: APIContext, path: str) -> tuple[int, Any]:
 
 
 async def _call_login(api: Any) -> Any:
-    """What the informer's engine gets from its login (scheduler.kube.watch.watch_session)."""
+    """What the informer's engine gets from its login (scheduler.kube.client.watch.watch_session)."""
     return await watch_session(api, lambda: None)()
 
 
@@ -423,7 +423,7 @@ def test_proxies_apply_to_kopfs_session_too(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_a_401_on_a_write_over_our_own_connections_renews_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Writes go over scheduler.kube.transport, not the client's session: they report their 401s too."""
+    """Writes go over scheduler.kube.client.transport, not the client's session: they report their 401s too."""
     from scheduler.kube.client.rest import note_reply  # noqa: PLC0415
 
     Clock(monkeypatch)

@@ -1,4 +1,4 @@
-"""The writes' own HTTP/1.1 connections (``scheduler.kube.transport``): responses parsed from any
+"""The writes' own HTTP/1.1 connections (``scheduler.kube.client.transport``): responses parsed from any
 split of their bytes, connections reused only when whole, bounded, dropped on any doubt, and a
 request that its check refuses never reaching the server."""
 
