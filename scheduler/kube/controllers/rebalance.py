@@ -40,7 +40,8 @@ from scheduler.framework.runtime import Framework
 from scheduler.kube.controllers.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
 from scheduler.kube.fence import always
 from scheduler.kube.metrics import SchedulerMetrics
-from scheduler.kube.writes import ApiRecorder, ApiWriter
+from scheduler.kube.record import ApiRecorder
+from scheduler.kube.writes import ApiWriter
 from scheduler.spread.deletion_cost import Workload, workload_of
 from scheduler.spread.moves import measure, workload_spec
 from scheduler.spread.rebalance import (

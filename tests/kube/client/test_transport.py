@@ -22,7 +22,8 @@ from scheduler.errors import NotLeadingError
 from scheduler.kube import writes
 from scheduler.kube.client import transport
 from scheduler.kube.client.transport import MAX_BODY, Http1Connections, MalformedResponseError, Reply, parse_response
-from scheduler.kube.writes import ApiWrites, RateLimiter, _call
+from scheduler.kube.flowcontrol import RateLimiter
+from scheduler.kube.writes import ApiWrites, _call
 
 CREATED = b'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"kind":1}\n'
 CHUNKED = (

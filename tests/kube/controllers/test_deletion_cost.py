@@ -14,7 +14,8 @@ from scheduler.config import load_config
 from scheduler.errors import BindConflictError, NotLeadingError
 from scheduler.kube import app
 from scheduler.kube.controllers.deletion_cost import ApiCostWriter, DeletionCostKeeper
-from scheduler.kube.writes import ApiWriter, RateLimiter
+from scheduler.kube.flowcontrol import RateLimiter
+from scheduler.kube.writes import ApiWriter
 from scheduler.simulate import Simulation
 from scheduler.spread.deletion_cost import COST_ANNOTATION, MARKER_ANNOTATION, CostChange, Workload
 from scheduler.testing import make_node, make_pod

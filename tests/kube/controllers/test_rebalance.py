@@ -17,8 +17,9 @@ from scheduler.errors import DisruptionBudgetError, NotLeadingError, PodGoneErro
 from scheduler.kube import app
 from scheduler.kube.controllers import rebalance
 from scheduler.kube.controllers.rebalance import ApiEvictor, Rebalancer, move_note
+from scheduler.kube.flowcontrol import RateLimiter
 from scheduler.kube.metrics import SchedulerMetrics
-from scheduler.kube.writes import ApiWriter, RateLimiter, map_status
+from scheduler.kube.writes import ApiWriter, map_status
 from scheduler.simulate import Simulation
 from scheduler.spread.deletion_cost import Workload
 from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, plan_workload
