@@ -26,10 +26,10 @@ from scheduler.spread.deletion_cost import (
     COST_ANNOTATION,
     MARKER_ANNOTATION,
     CostChange,
-    Workload,
     cost_changes,
     workload_costs,
 )
+from scheduler.spread.workload import Workload
 
 __all__ = ["DEBOUNCE", "MAX_DELAY", "ApiCostWriter", "DeletionCostKeeper"]
 

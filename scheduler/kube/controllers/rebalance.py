@@ -42,7 +42,6 @@ from scheduler.kube.fence import always
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.record import ApiRecorder
 from scheduler.kube.writes import ApiWriter
-from scheduler.spread.deletion_cost import Workload, workload_of
 from scheduler.spread.moves import measure, workload_spec
 from scheduler.spread.rebalance import (
     IN_FLIGHT,
@@ -56,6 +55,7 @@ from scheduler.spread.rebalance import (
     plan_workload,
     rebalance_opt_in,
 )
+from scheduler.spread.workload import Workload, workload_of
 
 __all__ = [
     "FAILURE_BACKOFF",

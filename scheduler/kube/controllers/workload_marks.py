@@ -18,7 +18,7 @@ from scheduler.api.objects import Node, Pod, PodKey
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.kube.fence import always
-from scheduler.spread.deletion_cost import RANKED_KINDS, Workload, constraint_selectors, workload_of
+from scheduler.spread.workload import RANKED_KINDS, Workload, constraint_selectors, workload_of
 
 __all__ = ["DEBOUNCE", "MAX_DELAY", "NOT_LEADING_RETRY", "WorkloadMarker"]
 

@@ -21,8 +21,8 @@ from scheduler.kube.flowcontrol import RateLimiter
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.writes import ApiWriter, map_status
 from scheduler.simulate import Simulation
-from scheduler.spread.deletion_cost import Workload
 from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, plan_workload
+from scheduler.spread.workload import Workload
 from scheduler.testing import make_node, make_pod
 from tests.kube.controllers.test_deletion_cost import run_arguments
 from tests.kube.test_writes import Sent, sent  # noqa: F401 - the fixture
