@@ -140,7 +140,7 @@ def _run(args: argparse.Namespace) -> int:
     gc.disable()
     try:
         from scheduler.kube.app import Rebalancing, SecureServing, run_scheduler  # noqa: PLC0415
-        from scheduler.kube.delegated_auth import PathAuthorizer  # noqa: PLC0415
+        from scheduler.kube.serving.delegated_auth import PathAuthorizer  # noqa: PLC0415
     finally:
         gc.freeze()
         gc.enable()
@@ -182,7 +182,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from scheduler.kube.dump import ListingError  # noqa: PLC0415
+    from scheduler.kube.client.dump import ListingError  # noqa: PLC0415
     from scheduler.kube.explain import explain  # noqa: PLC0415
 
     try:
@@ -215,7 +215,7 @@ def _inputs(args: argparse.Namespace) -> tuple[SchedulerConfig, list[Mapping[str
         except ReadError as exc:
             print(f"spread-scheduler: cannot read {args.file}: {exc}", file=sys.stderr)
             return 2
-    from scheduler.kube.dump import ListingError, cluster_objects  # noqa: PLC0415
+    from scheduler.kube.client.dump import ListingError, cluster_objects  # noqa: PLC0415
 
     try:
         return config, list(asyncio.run(cluster_objects(config, args.kubeconfig, preemption=True)))
@@ -385,7 +385,7 @@ def _default_rebalance(parser: argparse.ArgumentParser) -> None:
 
 def _context_namespace(kubeconfig: str | None) -> str:
     """The current context's namespace, as kubectl defaults -n ("default" without one)."""
-    from scheduler.kube.kubeconfig import KubeconfigError, read, source  # noqa: PLC0415
+    from scheduler.kube.client.kubeconfig import KubeconfigError, read, source  # noqa: PLC0415
 
     where = source(kubeconfig)
     if where is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from scheduler.config import SchedulerConfig
-from scheduler.kube.dump import cluster_objects
+from scheduler.kube.client.dump import cluster_objects
 from scheduler.kube.extender import simulate_with_extenders
 from scheduler.simulate import render_table, replay_objects, to_json
 from scheduler.spread.dry_run import dry_run

@@ -1,6 +1,6 @@
 """Prometheus metrics with kube-scheduler's names and labels, fed by the scheduler's observer hooks.
 
-Only ``prometheus_client`` here; the HTTP endpoint lives in ``scheduler.kube.server``. Scrapes run on
+Only ``prometheus_client`` here; the HTTP endpoint lives in ``scheduler.kube.serving.server``. Scrapes run on
 the server's own thread: everything it reads is a prometheus_client metric (locked) or a copy the
 scheduling loop published (``publish_queue``), never the queue itself.
 """
@@ -125,7 +125,7 @@ class SchedulerMetrics:
             registry=self.registry,
         )
         self._incoming_seen: dict[tuple[str, str], int] = {}
-        # Rebalancing (scheduler.kube.rebalance, docs/rebalance.md).
+        # Rebalancing (scheduler.kube.controllers.rebalance, docs/rebalance.md).
         self.rebalance_moves = Counter(
             "spread_scheduler_rebalance_moves",
             "Evictions the rebalancer sent to move a pod to a domain that lowers its workload's skew, by "

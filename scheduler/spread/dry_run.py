@@ -11,8 +11,8 @@ from typing import Any
 
 from scheduler.config import SchedulerConfig
 from scheduler.simulate import Simulation
-from scheduler.spread.deletion_cost import Workload
 from scheduler.spread.rebalance import Plan, plan_rebalance
+from scheduler.spread.workload import Workload
 
 __all__ = ["DEPLOYMENT", "REPLICA_SET", "DryRun", "deployment_owners", "dry_run", "shown_as"]
 

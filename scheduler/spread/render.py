@@ -9,9 +9,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
-from scheduler.spread.deletion_cost import cost_in_force, workload_of
+from scheduler.spread.deletion_cost import cost_in_force
 from scheduler.spread.dry_run import shown_as
 from scheduler.spread.rebalance import REBALANCED_KINDS, Move, Plan
+from scheduler.spread.workload import workload_of
 
 __all__ = [
     "OURS_MARK",

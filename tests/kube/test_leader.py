@@ -21,8 +21,9 @@ from scheduler.config import LeaderElection
 from scheduler.errors import NotLeadingError
 from scheduler.kube import leader as leader_module
 from scheduler.kube.fence import FencedRequest
+from scheduler.kube.flowcontrol import RateLimiter
 from scheduler.kube.leader import Leadership, LeadershipLost, LeaseElector, run_with_leader_election
-from scheduler.kube.writes import RateLimiter, _call
+from scheduler.kube.writes import _call
 
 SETTINGS = LeaderElection(
     leader_elect=True,

@@ -20,14 +20,14 @@ import pytest
 
 from scheduler.config import LeaderElection
 from scheduler.kube import leader as leader_module
-from scheduler.kube.delegated_auth import DelegatingAuthenticator, DelegatingAuthorizer
 from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_election
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.progress import LOOP_PROGRESS_TIMEOUT, LoopProgress
-from scheduler.kube.server import SecureServer, ServingAuth, serving_ssl_context
-from tests.kube.test_delegated_auth import AccessReviews, TokenReviews
+from scheduler.kube.serving.delegated_auth import DelegatingAuthenticator, DelegatingAuthorizer
+from scheduler.kube.serving.server import SecureServer, ServingAuth, serving_ssl_context
+from tests.kube.serving.test_delegated_auth import AccessReviews, TokenReviews
+from tests.kube.serving.test_secure_server import get
 from tests.kube.test_leader import FAST, Elector, LeaseServer, _ClosableApi, use_fake_electors
-from tests.kube.test_secure_server import get
 
 FAILED = "[-]scheduling-loop failed: reason withheld\nhealthz check failed\n"
 

@@ -99,7 +99,7 @@ def listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         asked.append(str(kubeconfig))
         return load_objects(EXAMPLE)
 
-    monkeypatch.setattr("scheduler.kube.dump.cluster_objects", cluster_objects)
+    monkeypatch.setattr("scheduler.kube.client.dump.cluster_objects", cluster_objects)
     monkeypatch.setattr("scheduler.kube.explain.cluster_objects", cluster_objects)
     return asked
 

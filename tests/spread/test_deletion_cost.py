@@ -11,11 +11,10 @@ from scheduler.simulate import Simulation
 from scheduler.spread.deletion_cost import (
     COST_ANNOTATION,
     MARKER_ANNOTATION,
-    Workload,
     cost_changes,
     workload_costs,
-    workload_of,
 )
+from scheduler.spread.workload import Workload, workload_of
 from scheduler.testing import PodBuilder, make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

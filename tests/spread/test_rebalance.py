@@ -13,7 +13,6 @@ from scheduler.backend.cache.cache import Cache
 from scheduler.config import load_config
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.simulate import Simulation
-from scheduler.spread.deletion_cost import Workload
 from scheduler.spread.rebalance import (
     BAD_ANNOTATION,
     IN_FLIGHT,
@@ -30,6 +29,7 @@ from scheduler.spread.rebalance import (
     rebalance_opt_in,
     replacement_of,
 )
+from scheduler.spread.workload import Workload
 from scheduler.testing import PodBuilder, make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

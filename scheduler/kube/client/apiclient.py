@@ -1,4 +1,4 @@
-"""The API client from the process's one credential stack (``scheduler.kube.credentials``).
+"""The API client from the process's one credential stack (``scheduler.kube.client.credentials``).
 
 Every way loading can fail (a missing or unparsable file, a context that is not there, no
 configuration at all, a bad exec stanza) is a ``KubeconfigError`` whose message is the line to print.
@@ -12,9 +12,9 @@ import os
 
 from kubernetes.aio import client
 
-from scheduler.kube.credentials import KubeconfigError, load
+from scheduler.kube.client.credentials import KubeconfigError, load
+from scheduler.kube.client.transport import PROXY_VARIABLES, WRITE_CONNECTIONS
 from scheduler.kube.fence import FencedRequest
-from scheduler.kube.transport import PROXY_VARIABLES, WRITE_CONNECTIONS
 
 __all__ = ["KubeconfigError", "api_client"]
 
@@ -33,7 +33,7 @@ async def api_client(kubeconfig: str | None) -> client.ApiClient:
         # aiohttp's trust_env reads ~/.netrc in a worker thread on every request: with no proxy to
         # honour, that is pure cost (docs/benchmarks.md, "Why the I/O layer is shaped as it is").
         api.configuration.client_session_kwargs = {"trust_env": False}
-    # Writes go over our own connections (scheduler.kube.transport); behind a proxy, over the
+    # Writes go over our own connections (scheduler.kube.client.transport); behind a proxy, over the
     # client's session, with as many connections and the same fence on each.
     api.configuration.tcp_connector_limit_per_host = WRITE_CONNECTIONS
     # The session is made at the first request: every write it carries asks its fence once more when

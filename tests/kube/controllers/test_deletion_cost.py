@@ -13,10 +13,12 @@ from scheduler.api.objects import Pod
 from scheduler.config import load_config
 from scheduler.errors import BindConflictError, NotLeadingError
 from scheduler.kube import app
-from scheduler.kube.deletion_cost import ApiCostWriter, DeletionCostKeeper
-from scheduler.kube.writes import ApiWriter, RateLimiter
+from scheduler.kube.controllers.deletion_cost import ApiCostWriter, DeletionCostKeeper
+from scheduler.kube.flowcontrol import RateLimiter
+from scheduler.kube.writes import ApiWriter
 from scheduler.simulate import Simulation
-from scheduler.spread.deletion_cost import COST_ANNOTATION, MARKER_ANNOTATION, CostChange, Workload
+from scheduler.spread.deletion_cost import COST_ANNOTATION, MARKER_ANNOTATION, CostChange
+from scheduler.spread.workload import Workload
 from scheduler.testing import make_node, make_pod
 from tests.kube.test_writes import Sent, sent  # noqa: F401 - the fixture
 

@@ -14,15 +14,17 @@ from scheduler import cli
 from scheduler.api.objects import Pod, PodKey
 from scheduler.config import load_config
 from scheduler.errors import DisruptionBudgetError, NotLeadingError, PodGoneError, TransientAPIError
-from scheduler.kube import app, rebalance
+from scheduler.kube import app
+from scheduler.kube.controllers import rebalance
+from scheduler.kube.controllers.rebalance import ApiEvictor, Rebalancer, move_note
+from scheduler.kube.flowcontrol import RateLimiter
 from scheduler.kube.metrics import SchedulerMetrics
-from scheduler.kube.rebalance import ApiEvictor, Rebalancer, move_note
-from scheduler.kube.writes import ApiWriter, RateLimiter, map_status
+from scheduler.kube.writes import ApiWriter, map_status
 from scheduler.simulate import Simulation
-from scheduler.spread.deletion_cost import Workload
 from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, plan_workload
+from scheduler.spread.workload import Workload
 from scheduler.testing import make_node, make_pod
-from tests.kube.test_deletion_cost import run_arguments
+from tests.kube.controllers.test_deletion_cost import run_arguments
 from tests.kube.test_writes import Sent, sent  # noqa: F401 - the fixture
 
 ZONE = "topology.kubernetes.io/zone"

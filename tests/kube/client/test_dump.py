@@ -15,8 +15,8 @@ from aiohttp import web
 from kubernetes.aio import client
 
 from scheduler.config import load_config
-from scheduler.kube import dump
-from scheduler.kube.dump import ListingError, cluster_objects, list_cluster_objects
+from scheduler.kube.client import dump
+from scheduler.kube.client.dump import ListingError, cluster_objects, list_cluster_objects
 
 Answer = Callable[[web.Request], web.Response]
 

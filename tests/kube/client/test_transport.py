@@ -1,4 +1,4 @@
-"""The writes' own HTTP/1.1 connections (``scheduler.kube.transport``): responses parsed from any
+"""The writes' own HTTP/1.1 connections (``scheduler.kube.client.transport``): responses parsed from any
 split of their bytes, connections reused only when whole, bounded, dropped on any doubt, and a
 request that its check refuses never reaching the server."""
 
@@ -19,9 +19,11 @@ from hypothesis import strategies as st
 from kubernetes.aio import client
 
 from scheduler.errors import NotLeadingError
-from scheduler.kube import transport, writes
-from scheduler.kube.transport import MAX_BODY, Http1Connections, MalformedResponseError, Reply, parse_response
-from scheduler.kube.writes import ApiWrites, RateLimiter, _call
+from scheduler.kube import writes
+from scheduler.kube.client import transport
+from scheduler.kube.client.transport import MAX_BODY, Http1Connections, MalformedResponseError, Reply, parse_response
+from scheduler.kube.flowcontrol import RateLimiter
+from scheduler.kube.writes import ApiWrites, _call
 
 CREATED = b'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"kind":1}\n'
 CHUNKED = (

@@ -20,9 +20,9 @@ import pytest
 from aiohttp import web
 from kopf._cogs.clients.auth import APIContext
 
-from scheduler.kube.client import KubeconfigError, api_client
-from scheduler.kube.rest import request_headers
-from scheduler.kube.watch import watch_session
+from scheduler.kube.client.apiclient import KubeconfigError, api_client
+from scheduler.kube.client.rest import request_headers
+from scheduler.kube.client.watch import watch_session
 
 PLUGIN = """
 import json, os, sys, time, datetime
@@ -44,7 +44,7 @@ class Clock:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.offset = 0.0
         try:
-            from scheduler.kube import credentials  # noqa: PLC0415
+            from scheduler.kube.client import credentials  # noqa: PLC0415
         except ImportError:  # the old code: nothing to move, the test shows what it does instead
             return
         monkeypatch.setattr(credentials, "_now", lambda: time.time() + self.offset)
@@ -106,7 +106,7 @@ def nowhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     try:
-        from scheduler.kube import credentials  # noqa: PLC0415
+        from scheduler.kube.client import credentials  # noqa: PLC0415
     except ImportError:  # the old code
         return
     monkeypatch.setattr(credentials, "_loaded", {})  # each test's kubeconfig read anew, though at one path
@@ -213,7 +213,7 @@ async def _kopf_get(context: APIContext, path: str) -> tuple[int, Any]:
 
 
 async def _call_login(api: Any) -> Any:
-    """What the informer's engine gets from its login (scheduler.kube.watch.watch_session)."""
+    """What the informer's engine gets from its login (scheduler.kube.client.watch.watch_session)."""
     return await watch_session(api, lambda: None)()
 
 
@@ -257,7 +257,7 @@ def test_a_401_on_the_clients_requests_runs_the_plugin_again(tmp_path: Path, mon
         async for server in _serve(echo):
             kubeconfig = _kubeconfig(tmp_path, server, _exec_user(tmp_path, lifetime=3600))
             async with _client(kubeconfig) as api:
-                from scheduler.kube.rest import send  # noqa: PLC0415
+                from scheduler.kube.client.rest import send  # noqa: PLC0415
 
                 echo.refused.add("Bearer token-1")
                 for _ in range(2):
@@ -318,7 +318,7 @@ def test_a_plugins_bad_answer_is_one_line(tmp_path: Path, output: str, expected:
 
 
 def test_a_plugin_is_bounded_in_time_and_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduler.kube import credentials, exec_plugin  # noqa: PLC0415
+    from scheduler.kube.client import credentials, exec_plugin  # noqa: PLC0415
 
     monkeypatch.setattr(exec_plugin, "PLUGIN_TIMEOUT", 0.5)
     monkeypatch.setattr(exec_plugin, "MAX_OUTPUT", 1000)
@@ -376,7 +376,7 @@ def test_in_cluster_credentials_go_where_kubernetes_service_host_points(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """client-go's InClusterConfig: the env's host and port, the ServiceAccount's token file re-read."""
-    from scheduler.kube import credentials  # noqa: PLC0415
+    from scheduler.kube.client import credentials  # noqa: PLC0415
 
     token = tmp_path / "token"
     token.write_text("sa-token\n")
@@ -394,7 +394,7 @@ def test_in_cluster_credentials_go_where_kubernetes_service_host_points(
 
 
 def test_the_kubeconfig_is_parsed_once_for_every_consumer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduler.kube import credentials  # noqa: PLC0415
+    from scheduler.kube.client import credentials  # noqa: PLC0415
 
     kubeconfig = _kubeconfig(tmp_path, "https://127.0.0.1:1", {"token": "t"})
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
@@ -423,8 +423,8 @@ def test_proxies_apply_to_kopfs_session_too(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_a_401_on_a_write_over_our_own_connections_renews_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Writes go over scheduler.kube.transport, not the client's session: they report their 401s too."""
-    from scheduler.kube.rest import note_reply  # noqa: PLC0415
+    """Writes go over scheduler.kube.client.transport, not the client's session: they report their 401s too."""
+    from scheduler.kube.client.rest import note_reply  # noqa: PLC0415
 
     Clock(monkeypatch)
     kubeconfig = _kubeconfig(tmp_path, "https://127.0.0.1:1", _exec_user(tmp_path, lifetime=3600))
@@ -449,7 +449,7 @@ def test_renewal_is_shared_by_concurrent_requests_and_loops(tmp_path: Path, monk
     """One plugin run serves every request waiting for it, on this loop and on another thread's."""
     import threading  # noqa: PLC0415
 
-    from scheduler.kube import credentials  # noqa: PLC0415
+    from scheduler.kube.client import credentials  # noqa: PLC0415
 
     Clock(monkeypatch)
     stack = credentials.load(str(_kubeconfig(tmp_path, "https://127.0.0.1:1", _exec_user(tmp_path, lifetime=3600))))
@@ -520,7 +520,7 @@ def test_a_plugins_client_certificate_is_used_for_new_connections(tmp_path: Path
     assert loaded == cert.read_text()  # and a client made later from the configuration loads it too
     cert.write_text("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
     with pytest.raises(KubeconfigError, match="failed parsing client key/certificate") as raised:
-        from scheduler.kube import credentials  # noqa: PLC0415
+        from scheduler.kube.client import credentials  # noqa: PLC0415
 
         credentials._loaded.clear()
         asyncio.run(_authorization(kubeconfig))

@@ -7,7 +7,7 @@ queue's numbers (``before_scrape``) and waits for that at most ``SCRAPE_REFRESH_
 means numbers a moment old, never a slow scrape).
 
 Every request is authenticated (a bearer token -> TokenReview, none -> ``system:anonymous``) and
-authorized (``scheduler.kube.delegated_auth``), then answered; the answers for 401/403 are
+authorized (``scheduler.kube.serving.delegated_auth``), then answered; the answers for 401/403 are
 upstream's ``metav1.Status`` bodies.
 """
 
@@ -31,14 +31,14 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from scheduler.kube.delegated_auth import (
+from scheduler.kube.metrics import SchedulerMetrics
+from scheduler.kube.serving.delegated_auth import (
     AuthenticationError,
     DelegatingAuthenticator,
     DelegatingAuthorizer,
     forbidden_message,
 )
-from scheduler.kube.metrics import SchedulerMetrics
-from scheduler.kube.selfsigned import SelfSignedCert, generate_self_signed
+from scheduler.kube.serving.selfsigned import SelfSignedCert, generate_self_signed
 
 __all__ = ["SCRAPE_REFRESH_WAIT", "SecureServer", "ServingAuth", "ServingLimits", "serving_ssl_context"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.kube.client import KubeconfigError, api_client
+from scheduler.kube.client.apiclient import KubeconfigError, api_client
 
 CONTEXTLESS = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\ncurrent-context: nope\n"
 GOOD = (

@@ -1,6 +1,6 @@
 """The informer: each watched kind listed, then watched from the list's version; a re-list replaces.
 
-client-go's reflector, on kopf's list and watch (``scheduler.kube.watch``):
+client-go's reflector, on kopf's list and watch (``scheduler.kube.client.watch``):
 
 - **has_synced** once every kind's first list has been delivered (``WaitForCacheSync``): no decision
   is made on a cache that misses objects that exist.
@@ -9,7 +9,7 @@ client-go's reflector, on kopf's list and watch (``scheduler.kube.watch``):
 - **Gaps cannot hide**: a watch that ends is resumed from the last version seen; the API server
   either replays what happened since, or answers 410 Gone, and then the kind is listed again.
 - **Outages** are the engine's own errors (its session reports each failed request as it happens,
-  ``scheduler.kube.watch.watch_session``): a list or watch that fails is logged and retried with
+  ``scheduler.kube.client.watch.watch_session``): a list or watch that fails is logged and retried with
   the reflector's backoff (800 ms doubling to 30 s, jittered, never giving up).
 """
 
@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from scheduler.kube.watch import WATCHED, Engine, Kind
+from scheduler.kube.client.watch import WATCHED, Engine, Kind
 
 __all__ = ["BACKOFF_INITIAL", "BACKOFF_MAX", "Informer", "Sink"]
 

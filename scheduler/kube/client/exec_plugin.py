@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from scheduler.kube.kubeconfig import KubeconfigError
+from scheduler.kube.client.kubeconfig import KubeconfigError
 
 __all__ = ["API_VERSIONS", "MAX_OUTPUT", "PLUGIN_TIMEOUT", "ExecConfig", "ExecCredential", "run"]
 

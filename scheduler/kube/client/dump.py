@@ -16,7 +16,7 @@ from kubernetes.aio.client.exceptions import ApiException
 
 from scheduler.boundedyaml import MAX_BYTES
 from scheduler.config import SchedulerConfig
-from scheduler.kube.client import KubeconfigError, api_client
+from scheduler.kube.client.apiclient import KubeconfigError, api_client
 
 __all__ = ["ListingError", "cluster_objects", "list_cluster_objects"]
 

@@ -8,7 +8,7 @@ was three fifths of the scheduler's CPU while syncing a large cluster (docs/benc
 it, the informer also sees where each listing ends, which a re-list that replaces needs.
 
 These are kopf's internal modules (``kopf._cogs``), so the kopf version is pinned exactly in
-pyproject.toml and tests/kube/test_informer.py drives this module against a stub API server.
+pyproject.toml and tests/kube/client/test_informer.py drives this module against a stub API server.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from kopf._cogs.structs.credentials import Vault, VaultKey
 from kopf._cogs.structs.references import Resource
 from kubernetes.aio import client
 
-from scheduler.kube.credentials import credentials_of
-from scheduler.kube.rest import request_headers
+from scheduler.kube.client.credentials import credentials_of
+from scheduler.kube.client.rest import request_headers
 
 __all__ = ["PAGE_SIZE", "WATCHED", "Engine", "Kind", "KopfEngine", "watch_session"]
 
@@ -221,7 +221,7 @@ def watch_session(
             trace_configs=[trace],
             middlewares=(authorize,),
             proxy=configuration.proxy or None,
-            # As the client's own session: HTTPS_PROXY/NO_PROXY honoured when set (scheduler.kube.client).
+            # As the client's own session: HTTPS_PROXY/NO_PROXY honoured when set (scheduler.kube.client.apiclient).
             trust_env=(getattr(configuration, "client_session_kwargs", None) or {}).get("trust_env", True),
         )
         return kopf.AiohttpSession(aiohttp_session=session, server=configuration.host.rstrip("/"))

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from scheduler.kube import server as server_module
-from scheduler.kube.server import SecureServer, serving_ssl_context
-from tests.kube.test_secure_server import Scheduling, _insecure, serve
+from scheduler.kube.serving import server as server_module
+from scheduler.kube.serving.server import SecureServer, serving_ssl_context
+from tests.kube.serving.test_secure_server import Scheduling, _insecure, serve
 
 HALF_HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # no blank line: the head never ends
 DEADLINE = 1.0  # every timeout, shortened

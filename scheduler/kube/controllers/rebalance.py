@@ -2,7 +2,7 @@
 its maxSkew, when ``scheduler.spread.rebalance`` (the planner: our own scheduling cycle on the
 cache, the pod gone and its replacement pending) places the replacement in a domain that lowers it.
 
-Beside the deletion-cost keeper, on the same marking (``scheduler.kube.workload_marks``): cache
+Beside the deletion-cost keeper, on the same marking (``scheduler.kube.controllers.workload_marks``): cache
 changes mark workloads; after the debounce each marked workload is planned, and only the **first
 move** of a plan is carried out, through the Eviction API (``POST pods/{name}/eviction``, so
 PodDisruptionBudgets are respected) on the one write path (``ApiWriter``: fenced by the Lease,
@@ -37,11 +37,11 @@ from scheduler.api.objects import Node, Pod, PodKey
 from scheduler.backend.cache.cache import Cache
 from scheduler.errors import BindConflictError, DisruptionBudgetError, NotLeadingError, PodGoneError
 from scheduler.framework.runtime import Framework
+from scheduler.kube.controllers.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
 from scheduler.kube.fence import always
 from scheduler.kube.metrics import SchedulerMetrics
-from scheduler.kube.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
-from scheduler.kube.writes import ApiRecorder, ApiWriter
-from scheduler.spread.deletion_cost import Workload, workload_of
+from scheduler.kube.record import ApiRecorder
+from scheduler.kube.writes import ApiWriter
 from scheduler.spread.moves import measure, workload_spec
 from scheduler.spread.rebalance import (
     IN_FLIGHT,
@@ -55,6 +55,7 @@ from scheduler.spread.rebalance import (
     plan_workload,
     rebalance_opt_in,
 )
+from scheduler.spread.workload import Workload, workload_of
 
 __all__ = [
     "FAILURE_BACKOFF",

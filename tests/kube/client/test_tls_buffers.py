@@ -12,7 +12,7 @@ import pytest
 
 from scheduler.config.parse import load_config
 from scheduler.kube.app import run_scheduler
-from scheduler.kube.tls_buffers import TLS_READ_BUFFER, use_small_tls_read_buffers
+from scheduler.kube.client.tls_buffers import TLS_READ_BUFFER, use_small_tls_read_buffers
 
 STDLIB_DEFAULT = 256 * 1024
 

@@ -23,8 +23,8 @@ from kubernetes.aio import client
 from scheduler import logs
 from scheduler.config import load_config
 from scheduler.kube import app
-from scheduler.kube.informer import Informer
-from scheduler.kube.watch import NOT_TERMINAL, PAGE_SIZE, WATCHED, Engine, Kind, KopfEngine, watch_session
+from scheduler.kube.client.informer import Informer
+from scheduler.kube.client.watch import NOT_TERMINAL, PAGE_SIZE, WATCHED, Engine, Kind, KopfEngine, watch_session
 from scheduler.scheduler import Scheduler
 from scheduler.testing import make_node, make_pod
 from tests.fakes import FakeBinder, FakeClock, FakeRecorder
@@ -399,7 +399,7 @@ def test_a_401_logs_in_again_with_a_fresh_token_and_a_500_is_reported_at_once(mo
         await real_sleep(0)
 
     real_sleep = asyncio.sleep
-    monkeypatch.setattr("scheduler.kube.informer.asyncio.sleep", quick_sleep)
+    monkeypatch.setattr("scheduler.kube.client.informer.asyncio.sleep", quick_sleep)
 
     async def main() -> None:
         server = web.AppRunner(stub.app())

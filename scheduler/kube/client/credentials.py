@@ -4,7 +4,7 @@ Lists, writes, the Lease, ``explain``, ``skew`` and the informer's watches all a
 ``Credentials`` for the Authorization to send and report a 401 to it; the TLS settings and proxy
 come from it too. The credentials are renewed as client-go renews them:
 
-* an exec plugin's (``scheduler.kube.exec_plugin``) when its ``expirationTimestamp`` has passed, and
+* an exec plugin's (``scheduler.kube.client.exec_plugin``) when its ``expirationTimestamp`` has passed, and
   after a 401 for the credentials just sent (exec.go's ``getCreds`` and ``maybeRefreshCreds``);
 * a token file's (``tokenFile``, the in-cluster token) re-read when a minute has passed, whitespace
   trimmed, the last good token kept while the file cannot be read (transport/token_source.go's
@@ -37,8 +37,8 @@ import aiohttp
 import structlog
 from kubernetes.aio import client
 
-from scheduler.kube import exec_plugin, kubeconfig
-from scheduler.kube.kubeconfig import KubeconfigError
+from scheduler.kube.client import exec_plugin, kubeconfig
+from scheduler.kube.client.kubeconfig import KubeconfigError
 
 __all__ = [
     "SERVICE_ACCOUNT_CA",

@@ -7,7 +7,7 @@ from urllib.parse import quote, urlencode
 
 from kubernetes.aio import client
 
-from scheduler.kube.credentials import credentials_of
+from scheduler.kube.client.credentials import credentials_of
 
 __all__ = ["expand", "note_reply", "request_headers", "send"]
 
@@ -47,7 +47,7 @@ def expand(path: str, params: dict[str, str]) -> str:
 async def request_headers(api: client.ApiClient, content_type: str, accept: str = "application/json") -> dict[str, str]:
     """The client's default headers (its User-Agent), the content type, what to send back (JSON), and
     the Authorization asked of the configuration now: its hook asks the credential stack
-    (``scheduler.kube.credentials``), which renews an exec plugin's or a token file's when due."""
+    (``scheduler.kube.client.credentials``), which renews an exec plugin's or a token file's when due."""
     headers = {**api.default_headers, "Content-Type": content_type, "Accept": accept}
     bearer = (await api.configuration.auth_settings()).get("BearerToken")
     if bearer is not None and bearer.get("value"):

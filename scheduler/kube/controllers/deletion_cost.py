@@ -1,7 +1,7 @@
 """Spread-aware scale-down, the writing half: keep ``controller.kubernetes.io/pod-deletion-cost`` on
 the pods of our ReplicaSets as ``scheduler.spread.deletion_cost`` ranks them.
 
-Cheap and batched (``scheduler.kube.workload_marks``: cache changes mark workloads, a burst
+Cheap and batched (``scheduler.kube.controllers.workload_marks``: cache changes mark workloads, a burst
 settles, then the marked workloads are served): the marked workloads are ranked again and only
 the pods whose cost must change are patched. Every patch is fenced by the Lease
 (``Leadership.sure``) and passes the same rate limiter as the other writes; it carries the
@@ -19,17 +19,17 @@ import structlog
 from scheduler.backend.cache.cache import Cache
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError
 from scheduler.framework.runtime import Framework
+from scheduler.kube.controllers.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
 from scheduler.kube.fence import always
-from scheduler.kube.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
 from scheduler.kube.writes import ApiWriter
 from scheduler.spread.deletion_cost import (
     COST_ANNOTATION,
     MARKER_ANNOTATION,
     CostChange,
-    Workload,
     cost_changes,
     workload_costs,
 )
+from scheduler.spread.workload import Workload
 
 __all__ = ["DEBOUNCE", "MAX_DELAY", "ApiCostWriter", "DeletionCostKeeper"]
 
@@ -59,7 +59,7 @@ class ApiCostWriter:
 
 
 class DeletionCostKeeper(WorkloadMarker):
-    """Ranks the marked workloads (``scheduler.kube.workload_marks``) and patches their pods' costs."""
+    """Ranks the marked workloads (``scheduler.kube.controllers.workload_marks``) and patches their pods' costs."""
 
     def __init__(
         self,

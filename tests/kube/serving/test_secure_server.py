@@ -24,12 +24,12 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from scheduler.kube import server as server_module
-from scheduler.kube.delegated_auth import DelegatingAuthenticator, DelegatingAuthorizer
 from scheduler.kube.metrics import SchedulerMetrics
-from scheduler.kube.selfsigned import SelfSignedCert, generate_self_signed
-from scheduler.kube.server import SCRAPE_REFRESH_WAIT, SecureServer, ServingAuth, serving_ssl_context
-from tests.kube.test_delegated_auth import AccessReviews, TokenReviews
+from scheduler.kube.serving import server as server_module
+from scheduler.kube.serving.delegated_auth import DelegatingAuthenticator, DelegatingAuthorizer
+from scheduler.kube.serving.selfsigned import SelfSignedCert, generate_self_signed
+from scheduler.kube.serving.server import SCRAPE_REFRESH_WAIT, SecureServer, ServingAuth, serving_ssl_context
+from tests.kube.serving.test_delegated_auth import AccessReviews, TokenReviews
 
 BLOCK_SECONDS = 1.5
 

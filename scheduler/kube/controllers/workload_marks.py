@@ -1,7 +1,7 @@
 """Which of our workloads a cache change touches, and a loop that serves them once the burst settles.
 
-Shared by the deletion-cost keeper (``scheduler.kube.deletion_cost``) and the rebalancer
-(``scheduler.kube.rebalance``): a cache change marks the workloads it touches (the pod's own
+Shared by the deletion-cost keeper (``scheduler.kube.controllers.deletion_cost``) and the rebalancer
+(``scheduler.kube.controllers.rebalance``): a cache change marks the workloads it touches (the pod's own
 ReplicaSet, those whose constraints count it, the pods' workloads on a relabelled or retainted
 node), never a scan of the cluster; after ``DEBOUNCE`` seconds without news (or ``MAX_DELAY`` after
 the first mark, so a cluster that is never quiet is still served) ``sync_once`` serves the marked
@@ -18,7 +18,7 @@ from scheduler.api.objects import Node, Pod, PodKey
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.kube.fence import always
-from scheduler.spread.deletion_cost import RANKED_KINDS, Workload, constraint_selectors, workload_of
+from scheduler.spread.workload import RANKED_KINDS, Workload, constraint_selectors, workload_of
 
 __all__ = ["DEBOUNCE", "MAX_DELAY", "NOT_LEADING_RETRY", "WorkloadMarker"]
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from scheduler.kube.delegated_auth import (
+from scheduler.kube.serving.delegated_auth import (
     ANONYMOUS,
     AuthenticationError,
     Decision,
