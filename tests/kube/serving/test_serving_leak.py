@@ -20,9 +20,9 @@ from collections.abc import Callable
 
 import pytest
 
-from scheduler.kube import server as server_module
-from scheduler.kube.server import SecureServer, serving_ssl_context
-from tests.kube.test_secure_server import Scheduling, get, serve
+from scheduler.kube.serving import server as server_module
+from scheduler.kube.serving.server import SecureServer, serving_ssl_context
+from tests.kube.serving.test_secure_server import Scheduling, get, serve
 
 CLIENTS = 1000
 WAVE = 100  # clients open at once: below the cap, so every probe between waves has a slot
