@@ -24,7 +24,7 @@ import random
 import time
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from structlog.typing import FilteringBoundLogger
@@ -64,6 +64,8 @@ __all__ = [
     "ExtenderCall",
     "ExtenderFilterCall",
     "ExtenderPrioritizeCall",
+    "NoProgress",
+    "Progress",
     "ScheduleOne",
     "SchedulerStats",
     "SchedulingAlgorithm",
@@ -508,6 +510,36 @@ def truncate_note(message: str) -> str:
     return data[: EVENT_NOTE_LIMIT - 4].decode(errors="ignore") + " ..."
 
 
+class Progress(Protocol):
+    """Where the scheduling loop says that it gets on (the live scheduler's health:
+    ``scheduler.kube.progress``): whether it runs, each time it comes round, and each binding cycle
+    it starts and sees finish. Called on the scheduling loop; cheap, and never blocks."""
+
+    def scheduling(self, running: bool) -> None: ...
+
+    def came_round(self) -> None: ...
+
+    def binding_started(self) -> None: ...
+
+    def binding_finished(self) -> None: ...
+
+
+class NoProgress:
+    """Nobody listens (``simulate``, the tests)."""
+
+    def scheduling(self, running: bool) -> None:
+        return None
+
+    def came_round(self) -> None:
+        return None
+
+    def binding_started(self) -> None:
+        return None
+
+    def binding_finished(self) -> None:
+        return None
+
+
 class ScheduleOne:
     """One pod at a time: pop, decide (the scheduling cycle), then bind in a task (the binding cycle).
 
@@ -542,6 +574,7 @@ class ScheduleOne:
         self._reported: dict[PodKey, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # binding cycles: a stop waits for them
         self._reports: set[asyncio.Task[None]] = set()  # status patches and Events: best effort
+        self.progress: Progress = NoProgress()
         handlers.forgotten.append(self._forget_reported)
         for fwk in frameworks.values():
             # Consecutive cycles run here, so batching's state lives from here on (upstream creates it
@@ -800,11 +833,15 @@ class ScheduleOne:
     def _spawn(self, coro: Coroutine[Any, Any, None], *, report: bool = False) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         tasks = self._reports if report else self._tasks
+        if not report:
+            self.progress.binding_started()
         tasks.add(task)
         task.add_done_callback(functools.partial(self._task_done, tasks))
 
     def _task_done(self, tasks: set[asyncio.Task[None]], task: asyncio.Task[None]) -> None:
         tasks.discard(task)
+        if tasks is self._tasks:
+            self.progress.binding_finished()
         if not task.cancelled() and task.exception() is not None:
             self.log.error("background write failed", err=str(task.exception()))
 

@@ -1,16 +1,34 @@
-"""Whether the scheduling loop makes progress: a heartbeat the loop beats itself, read from other threads.
+"""Whether the scheduler gets on with its work: what the scheduling loop reports, read from other threads.
 
 Lease renewal runs on a thread of its own (``leader._Renewal.on_thread``) and the secure port on
-another (``server``), so neither notices a scheduling loop that is wedged: a blocking call, a cycle
-that never yields. The loop beats a monotonic timestamp from a timer on itself, idle or busy (the
-scheduling loop yields between cycles); a loop that has not beaten for ``timeout`` is wedged. Then
-``/healthz`` fails and the renewal thread stops renewing, so a healthy replica takes the Lease.
+another (``server``), so neither notices a scheduler that has stopped getting on. Three things must
+each have moved within ``timeout``, or the scheduler is stalled: then ``/healthz`` fails and the
+renewal thread stops renewing, so a healthy replica takes the Lease.
+
+* The event loop turns: a timer on it beats, idle or busy (the loop yields between cycles). A loop
+  blocked in CPU or in a blocking call stops beating.
+* While it schedules (the leader's ``Scheduler.run``), the scheduling loop comes round: after each
+  cycle, and at least once a second when it waits for work. A cycle stuck on an await that never
+  returns (an extender's call, a bug) stops it coming round while the event loop still turns. A loop
+  idle with nothing to schedule comes round every second and stays healthy; so does a long burst of
+  short cycles. A follower does not schedule, so only its event loop counts.
+* While binding cycles are in flight, one of them finishes (bound or failed). Progress is counted on
+  the binding cycles as a whole, not on each: in a burst thousands wait behind the write rate limiter
+  and each may take minutes, but one finishes every few milliseconds. A binding cycle waits for the
+  API within bounded timeouts (each request, the retries), and a single slow one among others that
+  finish is not a stall. Binding cycles that all wait and none finishes for ``timeout`` are: every
+  binder stuck on an await that never returns, or an API server that answers none of our writes for
+  20 s, which with renewDeadline 10 s could not keep the Lease answered either.
+
+A cycle in progress longer than ``timeout`` is a stall whatever it waits for: with extenders, one
+whose ``httpTimeout`` lets a cycle run past 20 s fails ``/healthz`` while it does (upstream's default
+is 5 s).
 
 Upstream's nearest: client-go's ``leaderelection.HealthzAdaptor``, which kube-scheduler registers on
 ``/healthz`` as the ``leaderElection`` check with a 20 s timeout (``NewLeaderHealthzAdaptor(time.Second
 * 20)``, cmd/kube-scheduler/app/options/options.go). It fails a leader whose renewals have stopped
 for leaseDuration + 20 s, and renewals go on whatever the scheduling goroutines do. Ours watches the
-loop that schedules and makes renewal depend on it; the 20 s bound is upstream's number.
+work itself and makes renewal depend on it; the 20 s bound is upstream's number.
 """
 
 from __future__ import annotations
@@ -24,22 +42,60 @@ __all__ = ["HEARTBEAT_PERIOD", "LOOP_PROGRESS_TIMEOUT", "LoopProgress"]
 LOOP_PROGRESS_TIMEOUT = 20.0  # kube-scheduler's leader-election healthz timeout (see above)
 HEARTBEAT_PERIOD = 1.0  # a beat a second: the bound is far above it, and an idle loop costs nothing
 
+EVENT_LOOP = "event loop"
+SCHEDULING_CYCLE = "scheduling cycle"
+BINDING_CYCLES = "binding cycles"
+
 
 class LoopProgress:
-    """The last beat of the scheduling loop (one float: written there, read from any thread)."""
+    """When each part last moved (floats and a count: written on the scheduling loop, read from any
+    thread). Implements ``scheduler.schedule_one.Progress``, which ``Scheduler.run`` reports to."""
 
     def __init__(self, timeout: float = LOOP_PROGRESS_TIMEOUT, clock: Callable[[], float] = time.monotonic) -> None:
         self.timeout = timeout
         self._clock = clock
-        self._last = clock()
+        self._last = clock()  # the event loop's last beat
+        self._round_at: float | None = None  # the scheduling loop's last time round; None: not scheduling
+        self._bindings = 0  # binding cycles in flight
+        self._binding_at = self._last  # when one last finished, or the first of a batch started
         self._timer: asyncio.TimerHandle | None = None
 
     def beat(self) -> None:
         self._last = self._clock()
 
+    # -- what the scheduling loop reports (scheduler.schedule_one.Progress) -----------------------
+
+    def scheduling(self, running: bool) -> None:
+        self._round_at = self._clock() if running else None
+
+    def came_round(self) -> None:
+        self._round_at = self._clock()
+
+    def binding_started(self) -> None:
+        if self._bindings == 0:
+            self._binding_at = self._clock()  # before the count: whoever reads the count sees this time
+        self._bindings += 1
+
+    def binding_finished(self) -> None:
+        self._binding_at = self._clock()
+        self._bindings = max(0, self._bindings - 1)
+
+    # -- what /healthz and the renewals ask -----------------------------------------------------
+
+    def stall(self) -> tuple[float, str]:
+        """Seconds since the part that has gone longest without moving last moved, and that part."""
+        now = self._clock()
+        parts = [(now - self._last, EVENT_LOOP)]
+        round_at = self._round_at
+        if round_at is not None:
+            parts.append((now - round_at, SCHEDULING_CYCLE))
+        if self._bindings > 0:  # read before the time, which binding_started writes first
+            parts.append((now - self._binding_at, BINDING_CYCLES))
+        seconds, part = max(parts, key=lambda found: found[0])
+        return max(0.0, seconds), part
+
     def stalled_for(self) -> float:
-        """Seconds since the loop last beat."""
-        return max(0.0, self._clock() - self._last)
+        return self.stall()[0]
 
     def wedged(self) -> bool:
         return self.stalled_for() > self.timeout
