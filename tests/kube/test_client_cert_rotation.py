@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import datetime
 import ipaddress
 import json
@@ -32,7 +33,6 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kopf._cogs.clients.auth import APIContext
 from kubernetes.aio import client
 
-from scheduler.config import LeaderElection
 from scheduler.kube.client import api_client
 from scheduler.kube.leader import run_with_leader_election
 from scheduler.kube.rest import send
@@ -40,6 +40,7 @@ from scheduler.kube.watch import watch_session
 from scheduler.kube.writes import ApiBinder, ApiWriter, ApiWrites, RateLimiter
 from scheduler.testing import make_pod
 from tests.kube.test_credentials import Clock, _kubeconfig, _plugin_user, nowhere  # noqa: F401 (autouse fixture)
+from tests.kube.test_leader import SETTINGS
 
 # The plugin answers with the pair named by the file ``current`` and the expiry written beside it.
 ROTATING_PLUGIN = """
@@ -56,14 +57,7 @@ print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "Exec
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/ns/leases"
 # Generous timings: a plugin run (a Python start-up) on a busy machine must not cost the Lease.
-SETTINGS = LeaderElection(
-    leader_elect=True,
-    lease_duration=8.0,
-    renew_deadline=6.0,
-    retry_period=0.1,
-    resource_namespace="ns",
-    resource_name="lease",
-)
+SLOW = dataclasses.replace(SETTINGS, lease_duration=8.0, renew_deadline=6.0, retry_period=0.1)
 
 
 def _pem(cert: x509.Certificate) -> bytes:
@@ -240,7 +234,7 @@ def test_every_client_presents_the_rotated_certificate(tmp_path: Path, monkeypat
             election = asyncio.ensure_future(
                 run_with_leader_election(
                     api,
-                    SETTINGS,
+                    SLOW,
                     "a",
                     lead,
                     stop,

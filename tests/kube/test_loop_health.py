@@ -14,7 +14,7 @@ import dataclasses
 import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import pytest
@@ -73,10 +73,11 @@ def test_an_idle_loop_keeps_beating() -> None:
     assert asyncio.run(main()) < 0.3
 
 
-def _serve_blocked(body: Callable[[SecureServer], Any], progress: LoopProgress, block: float) -> Any:
-    """Serve with the loop's heartbeat as the /healthz check; ``body(server)`` runs in a client
-    thread while the test's loop (the scheduling loop) is blocked by ``time.sleep(block)``."""
-    tls = serving_ssl_context(None, None, "127.0.0.1")
+@contextlib.asynccontextmanager
+async def _healthz_server(
+    loop: asyncio.AbstractEventLoop, progress: LoopProgress, tls: ssl.SSLContext
+) -> AsyncIterator[SecureServer]:
+    """The secure port with the progress check, as run_scheduler serves it."""
 
     async def make_auth() -> ServingAuth:
         async def close() -> None:
@@ -84,27 +85,38 @@ def _serve_blocked(body: Callable[[SecureServer], Any], progress: LoopProgress, 
 
         return ServingAuth(DelegatingAuthenticator(TokenReviews()), DelegatingAuthorizer(AccessReviews(set())), close)
 
+    server = SecureServer(
+        SchedulerMetrics(process=False),
+        lambda: True,
+        before_scrape=lambda: None,
+        scheduler_loop=loop,
+        make_auth=make_auth,
+        ssl_context=tls,
+        checks=[("scheduling-loop", progress.healthy)],
+    )
+    server.start("127.0.0.1", 0)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _serve_blocked(body: Callable[[SecureServer], Any], progress: LoopProgress, block: float) -> Any:
+    """Serve with the loop's heartbeat as the /healthz check; ``body(server)`` runs in a client
+    thread while the test's loop (the scheduling loop) is blocked by ``time.sleep(block)``."""
+    tls = serving_ssl_context(None, None, "127.0.0.1")
+
     async def main() -> Any:
         loop = asyncio.get_running_loop()
         progress.beat_on(loop, period=0.05)
-        server = SecureServer(
-            SchedulerMetrics(process=False),
-            lambda: True,
-            before_scrape=lambda: None,
-            scheduler_loop=loop,
-            make_auth=make_auth,
-            ssl_context=tls,
-            checks=[("scheduling-loop", progress.healthy)],
-        )
-        server.start("127.0.0.1", 0)
         try:
-            client = asyncio.ensure_future(asyncio.to_thread(body, server))
-            await asyncio.sleep(0.05)
-            time.sleep(block)  # the scheduling loop is wedged: no beat, no task, nothing
-            return await client
+            async with _healthz_server(loop, progress, tls) as server:
+                client = asyncio.ensure_future(asyncio.to_thread(body, server))
+                await asyncio.sleep(0.05)
+                time.sleep(block)  # the scheduling loop is wedged: no beat, no task, nothing
+                return await client
         finally:
             progress.stop()
-            server.stop()
 
     return asyncio.run(main())
 
@@ -128,6 +140,26 @@ def test_healthz_fails_while_the_scheduling_loop_is_wedged_and_recovers_after() 
     assert answers["recovered"] == (200, "ok")
 
 
+def _as_replica_a(
+    settings: LeaderElection,
+    lead: Callable[[asyncio.Event], Awaitable[None]],
+    fence: Leadership,
+    progress: LoopProgress,
+) -> Coroutine[Any, Any, None]:
+    """``lead`` as replica "a" under leader election over the fake electors, renewing on a thread of
+    its own that asks ``progress`` first."""
+    return run_with_leader_election(
+        None,  # type: ignore[arg-type]
+        settings,
+        "a",
+        lead,
+        asyncio.Event(),
+        leadership=fence,
+        renew_api=_ClosableApi,  # type: ignore[arg-type]
+        progress=progress,
+    )
+
+
 def _lead_with_heartbeat(
     settings: LeaderElection,
     lead: Callable[[asyncio.Event], Awaitable[None]],
@@ -140,16 +172,7 @@ def _lead_with_heartbeat(
     async def body() -> None:
         progress.beat_on(asyncio.get_running_loop(), period=0.05)
         try:
-            await run_with_leader_election(
-                None,  # type: ignore[arg-type]
-                settings,
-                "a",
-                lead,
-                asyncio.Event(),
-                leadership=fence,
-                renew_api=_ClosableApi,  # type: ignore[arg-type]
-                progress=progress,
-            )
+            await _as_replica_a(settings, lead, fence, progress)
         finally:
             progress.stop()
 
@@ -224,11 +247,17 @@ def test_a_busy_loop_within_the_bound_keeps_the_lease(monkeypatch: pytest.Monkey
 # -- progress per scheduling cycle (issue #46, finding 3) -------------------------------------------
 
 
-def test_an_idle_scheduler_coming_round_every_second_stays_healthy() -> None:
-    """Nothing to schedule: the loop waits a second at a time and comes round after each wait."""
+def _scheduling() -> tuple[Clock, LoopProgress]:
+    """A fake clock and the progress of a leader whose scheduling loop has started, bound 20 s."""
     clock = Clock()
     progress = LoopProgress(timeout=20.0, clock=clock)
     progress.scheduling(True)
+    return clock, progress
+
+
+def test_an_idle_scheduler_coming_round_every_second_stays_healthy() -> None:
+    """Nothing to schedule: the loop waits a second at a time and comes round after each wait."""
+    clock, progress = _scheduling()
     for _ in range(120):
         clock.now += 1.0
         progress.beat()
@@ -239,9 +268,7 @@ def test_an_idle_scheduler_coming_round_every_second_stays_healthy() -> None:
 def test_a_scheduling_cycle_in_progress_past_the_bound_is_a_stall() -> None:
     """The event loop turns (it beats), but the scheduling loop has not come round for 20 s: a cycle
     stuck on an await. It recovers the moment the loop comes round again."""
-    clock = Clock()
-    progress = LoopProgress(timeout=20.0, clock=clock)
-    progress.scheduling(True)
+    clock, progress = _scheduling()
     for _ in range(20):
         clock.now += 1.0
         progress.beat()
@@ -255,9 +282,7 @@ def test_a_scheduling_cycle_in_progress_past_the_bound_is_a_stall() -> None:
 
 def test_a_follower_is_judged_by_its_event_loop_alone() -> None:
     """A follower runs no scheduling loop: it never comes round, and must not fail for that."""
-    clock = Clock()
-    progress = LoopProgress(timeout=20.0, clock=clock)
-    progress.scheduling(True)
+    clock, progress = _scheduling()
     progress.scheduling(False)  # the loop stopped (lost the lease, or stopping)
     clock.now += 60.0
     progress.beat()
@@ -267,9 +292,7 @@ def test_a_follower_is_judged_by_its_event_loop_alone() -> None:
 def test_a_long_burst_of_short_cycles_and_slow_bindings_stays_healthy() -> None:
     """Thousands of binding cycles queue behind the write rate limiter, each for minutes, while
     cycles run every few milliseconds: one binding finishes every 20 ms, so the bindings progress."""
-    clock = Clock()
-    progress = LoopProgress(timeout=20.0, clock=clock)
-    progress.scheduling(True)
+    clock, progress = _scheduling()
     for _ in range(5000):
         progress.binding_started()
     for step in range(15_000):  # 300 s of a 50 QPS budget
@@ -286,9 +309,7 @@ def test_binding_cycles_of_which_none_finishes_past_the_bound_are_a_stall() -> N
     """Every binder stuck on an await: the loop still turns and comes round (nothing left to
     schedule), but no binding cycle finishes. One that finishes (or a first one starting after an
     idle spell) restarts the count."""
-    clock = Clock()
-    progress = LoopProgress(timeout=20.0, clock=clock)
-    progress.scheduling(True)
+    clock, progress = _scheduling()
     clock.now += 300.0  # idle for long: a binding that starts now is not late
     progress.beat()
     progress.came_round()
@@ -407,18 +428,9 @@ def test_a_cycle_stuck_on_an_await_fails_healthz_and_stops_the_renewals(
             stamps["stuck"] = time.monotonic()
             await scheduling
 
-        async with _healthz_server(loop, progress, tls) as port:
-            client = asyncio.ensure_future(asyncio.to_thread(probe.run, port))
-            election = run_with_leader_election(
-                None,  # type: ignore[arg-type]
-                settings,
-                "a",
-                lead,
-                asyncio.Event(),
-                leadership=fence,
-                renew_api=_ClosableApi,  # type: ignore[arg-type]
-                progress=progress,
-            )
+        async with _healthz_server(loop, progress, tls) as serving:
+            client = asyncio.ensure_future(asyncio.to_thread(probe.run, serving.port))
+            election = _as_replica_a(settings, lead, fence, progress)
             try:
                 await asyncio.wait_for(election, timeout=4.0)
             except LeadershipLost:
@@ -442,31 +454,3 @@ def test_a_cycle_stuck_on_an_await_fails_healthz_and_stops_the_renewals(
     settled = [version for at, _, version in probe.seen if at > stuck_at + bound + 0.3]
     assert settled and settled[-1] - settled[0] <= 1, f"renewed {settled[-1] - settled[0]} times after the bound"
     assert lost, "the leader kept its Lease"
-
-
-@contextlib.asynccontextmanager
-async def _healthz_server(
-    loop: asyncio.AbstractEventLoop, progress: LoopProgress, tls: ssl.SSLContext
-) -> AsyncIterator[int]:
-    """The secure port with the progress check, as run_scheduler serves it."""
-
-    async def make_auth() -> ServingAuth:
-        async def close() -> None:
-            return None
-
-        return ServingAuth(DelegatingAuthenticator(TokenReviews()), DelegatingAuthorizer(AccessReviews(set())), close)
-
-    server = SecureServer(
-        SchedulerMetrics(process=False),
-        lambda: True,
-        before_scrape=lambda: None,
-        scheduler_loop=loop,
-        make_auth=make_auth,
-        ssl_context=tls,
-        checks=[("scheduling-loop", progress.healthy)],
-    )
-    server.start("127.0.0.1", 0)
-    try:
-        yield server.port
-    finally:
-        server.stop()
