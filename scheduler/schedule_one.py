@@ -511,17 +511,18 @@ def truncate_note(message: str) -> str:
 
 
 class Progress(Protocol):
-    """Where the scheduling loop says that it gets on (the live scheduler's health:
-    ``scheduler.kube.progress``): whether it runs, each time it comes round, and each binding cycle
-    it starts and sees finish. Called on the scheduling loop; cheap, and never blocks."""
+    """Where the scheduler says that it gets on (the live scheduler's health: ``scheduler.kube.progress``):
+    whether the scheduling loop runs, each time it comes round, and each bind (a binding cycle's
+    Binding, through an extender or the Bind plugins) as it starts and ends. Called on the
+    scheduling loop; cheap, and never blocks."""
 
     def scheduling(self, running: bool) -> None: ...
 
     def came_round(self) -> None: ...
 
-    def binding_started(self) -> None: ...
+    def bind_started(self) -> None: ...
 
-    def binding_finished(self) -> None: ...
+    def bind_finished(self) -> None: ...
 
 
 class NoProgress:
@@ -533,10 +534,10 @@ class NoProgress:
     def came_round(self) -> None:
         return None
 
-    def binding_started(self) -> None:
+    def bind_started(self) -> None:
         return None
 
-    def binding_finished(self) -> None:
+    def bind_finished(self) -> None:
         return None
 
 
@@ -755,12 +756,17 @@ class ScheduleOne:
         )
 
     async def _bind(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> Status | None:
-        """Upstream's ``bind``: extenders that bind come first, then the Bind plugins."""
-        if self.bind_through_extenders:
-            handled, error = await extenders_binding(fwk.extenders, pod, host)
-            if handled:
-                return None if error is None else Status.as_error(error)
-        status = await fwk.run_bind_plugins(state, pod, host)
+        """Upstream's ``bind``: extenders that bind come first, then the Bind plugins. Reported to
+        ``progress`` (not PreBind before it, whose wait for a volume can last ``bindTimeoutSeconds``)."""
+        self.progress.bind_started()
+        try:
+            if self.bind_through_extenders:
+                handled, error = await extenders_binding(fwk.extenders, pod, host)
+                if handled:
+                    return None if error is None else Status.as_error(error)
+            status = await fwk.run_bind_plugins(state, pod, host)
+        finally:
+            self.progress.bind_finished()
         if status.is_success():
             return None
         if status.is_skip():
@@ -833,15 +839,11 @@ class ScheduleOne:
     def _spawn(self, coro: Coroutine[Any, Any, None], *, report: bool = False) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         tasks = self._reports if report else self._tasks
-        if not report:
-            self.progress.binding_started()
         tasks.add(task)
         task.add_done_callback(functools.partial(self._task_done, tasks))
 
     def _task_done(self, tasks: set[asyncio.Task[None]], task: asyncio.Task[None]) -> None:
         tasks.discard(task)
-        if tasks is self._tasks:
-            self.progress.binding_finished()
         if not task.cancelled() and task.exception() is not None:
             self.log.error("background write failed", err=str(task.exception()))
 

@@ -105,7 +105,7 @@ class Scheduler:
         self._drain_preemption = drain
 
     def use_progress(self, progress: Progress) -> None:
-        """Who hears that the loop gets on: each time round, each binding cycle (``run``'s health)."""
+        """Who hears that the scheduler gets on: each time round the loop, each bind (``run``'s health)."""
         self.cycles.progress = progress
 
     @property

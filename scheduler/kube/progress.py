@@ -12,17 +12,19 @@ renewal thread stops renewing, so a healthy replica takes the Lease.
   returns (an extender's call, a bug) stops it coming round while the event loop still turns. A loop
   idle with nothing to schedule comes round every second and stays healthy; so does a long burst of
   short cycles. A follower does not schedule, so only its event loop counts.
-* While binding cycles are in flight, one of them finishes (bound or failed). Progress is counted on
-  the binding cycles as a whole, not on each: in a burst thousands wait behind the write rate limiter
-  and each may take minutes, but one finishes every few milliseconds. A binding cycle waits for the
-  API within bounded timeouts (each request, the retries), and a single slow one among others that
-  finish is not a stall. Binding cycles that all wait and none finishes for ``timeout`` are: every
-  binder stuck on an await that never returns, or an API server that answers none of our writes for
-  20 s, which with renewDeadline 10 s could not keep the Lease answered either.
+* While binds are in flight (a binding cycle's Binding, through an extender or the Bind plugins),
+  one of them ends (bound or failed). Progress is counted on the binds as a whole, not on each: in a
+  burst thousands wait behind the write rate limiter, each for minutes, but one ends every few
+  milliseconds. A bind waits for the API within bounded timeouts (each request, the retries), and one
+  slow bind among others that end is not a stall. Binds of which none ends for ``timeout`` are:
+  every binder stuck on an await that never returns, or an API server that has answered none of our
+  writes for 20 s, twice the renewDeadline in which it must answer the Lease's.
+  PreBind is left out on purpose: VolumeBinding's waits for the PV controller to provision a volume,
+  up to ``bindTimeoutSeconds`` (10 minutes by default), and a quiet cluster may have nothing else to do.
 
-A cycle in progress longer than ``timeout`` is a stall whatever it waits for: with extenders, one
-whose ``httpTimeout`` lets a cycle run past 20 s fails ``/healthz`` while it does (upstream's default
-is 5 s).
+A scheduling cycle in progress longer than ``timeout`` is a stall whatever it waits for: with
+extenders, one whose ``httpTimeout`` lets a cycle run past 20 s fails ``/healthz`` while it does
+(upstream's default is 5 s).
 
 Upstream's nearest: client-go's ``leaderelection.HealthzAdaptor``, which kube-scheduler registers on
 ``/healthz`` as the ``leaderElection`` check with a 20 s timeout (``NewLeaderHealthzAdaptor(time.Second
@@ -44,7 +46,7 @@ HEARTBEAT_PERIOD = 1.0  # a beat a second: the bound is far above it, and an idl
 
 EVENT_LOOP = "event loop"
 SCHEDULING_CYCLE = "scheduling cycle"
-BINDING_CYCLES = "binding cycles"
+BINDS = "binds"
 
 
 class LoopProgress:
@@ -56,8 +58,8 @@ class LoopProgress:
         self._clock = clock
         self._last = clock()  # the event loop's last beat
         self._round_at: float | None = None  # the scheduling loop's last time round; None: not scheduling
-        self._bindings = 0  # binding cycles in flight
-        self._binding_at = self._last  # when one last finished, or the first of a batch started
+        self._binds = 0  # binds in flight
+        self._bind_at = self._last  # when one last ended, or the first of a batch started
         self._timer: asyncio.TimerHandle | None = None
 
     def beat(self) -> None:
@@ -71,14 +73,14 @@ class LoopProgress:
     def came_round(self) -> None:
         self._round_at = self._clock()
 
-    def binding_started(self) -> None:
-        if self._bindings == 0:
-            self._binding_at = self._clock()  # before the count: whoever reads the count sees this time
-        self._bindings += 1
+    def bind_started(self) -> None:
+        if self._binds == 0:
+            self._bind_at = self._clock()  # before the count: whoever reads the count sees this time
+        self._binds += 1
 
-    def binding_finished(self) -> None:
-        self._binding_at = self._clock()
-        self._bindings = max(0, self._bindings - 1)
+    def bind_finished(self) -> None:
+        self._bind_at = self._clock()
+        self._binds = max(0, self._binds - 1)
 
     # -- what /healthz and the renewals ask -----------------------------------------------------
 
@@ -89,8 +91,8 @@ class LoopProgress:
         round_at = self._round_at
         if round_at is not None:
             parts.append((now - round_at, SCHEDULING_CYCLE))
-        if self._bindings > 0:  # read before the time, which binding_started writes first
-            parts.append((now - self._binding_at, BINDING_CYCLES))
+        if self._binds > 0:  # read before the time, which bind_started writes first
+            parts.append((now - self._bind_at, BINDS))
         seconds, part = max(parts, key=lambda found: found[0])
         return max(0.0, seconds), part
 

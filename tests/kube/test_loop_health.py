@@ -289,41 +289,41 @@ def test_a_follower_is_judged_by_its_event_loop_alone() -> None:
     assert progress.healthy()
 
 
-def test_a_long_burst_of_short_cycles_and_slow_bindings_stays_healthy() -> None:
-    """Thousands of binding cycles queue behind the write rate limiter, each for minutes, while
-    cycles run every few milliseconds: one binding finishes every 20 ms, so the bindings progress."""
+def test_a_long_burst_of_short_cycles_and_slow_binds_stays_healthy() -> None:
+    """Thousands of binds queue behind the write rate limiter, each for minutes, while cycles run
+    every few milliseconds: one bind ends every 20 ms, so the binds progress."""
     clock, progress = _scheduling()
     for _ in range(5000):
-        progress.binding_started()
+        progress.bind_started()
     for step in range(15_000):  # 300 s of a 50 QPS budget
         clock.now += 0.02
         progress.came_round()
         if step % 50 == 0:
             progress.beat()
-        progress.binding_finished()
-        progress.binding_started()
+        progress.bind_finished()
+        progress.bind_started()
         assert progress.stalled_for() < 1.0
 
 
-def test_binding_cycles_of_which_none_finishes_past_the_bound_are_a_stall() -> None:
+def test_binds_of_which_none_ends_past_the_bound_are_a_stall() -> None:
     """Every binder stuck on an await: the loop still turns and comes round (nothing left to
-    schedule), but no binding cycle finishes. One that finishes (or a first one starting after an
-    idle spell) restarts the count."""
+    schedule), but no bind ends. One that ends (or a first one starting after an idle spell)
+    restarts the count."""
     clock, progress = _scheduling()
-    clock.now += 300.0  # idle for long: a binding that starts now is not late
+    clock.now += 300.0  # idle for long (or waiting in PreBind for a volume): a bind starting now is not late
     progress.beat()
     progress.came_round()
-    progress.binding_started()
-    progress.binding_started()
+    progress.bind_started()
+    progress.bind_started()
     assert progress.healthy()
     for _ in range(21):
         clock.now += 1.0
         progress.beat()
         progress.came_round()
-    assert progress.wedged() and progress.stall() == (21.0, "binding cycles")
-    progress.binding_finished()  # one of them returned: the other may simply be slow
+    assert progress.wedged() and progress.stall() == (21.0, "binds")
+    progress.bind_finished()  # one of them returned: the other may simply be slow
     assert progress.healthy()
-    progress.binding_finished()
+    progress.bind_finished()
     clock.now += 60.0
     progress.beat()
     progress.came_round()
