@@ -94,6 +94,19 @@ def _kubeconfig_for(path: Path, cluster: dict[str, Any], user: dict[str, Any]) -
     return str(path)
 
 
+def _exec_user(script: Path, env: dict[str, str]) -> dict[str, Any]:
+    """A kubeconfig user whose exec plugin is ``script``, run by this Python with ``env``."""
+    return {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": [str(script)],
+            "env": [{"name": k, "value": v} for k, v in env.items()],
+            "interactiveMode": "Never",
+        }
+    }
+
+
 def _config(path: Path) -> str:
     """Leader election on, on the Lease the shipped Role allows; a profile of its own."""
     path.write_text(
@@ -175,16 +188,7 @@ def test_an_exec_plugin_with_a_short_expiry_serves_run_explain_and_skew(
         "SA_NAMESPACE": SA_NAMESPACE,
         "LIFETIME": str(LIFETIME),
     }
-    user = {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": [str(script)],
-            "env": [{"name": k, "value": v} for k, v in env.items()],
-            "interactiveMode": "Never",
-        }
-    }
-    exec_kubeconfig = _kubeconfig_for(tmp_path / "exec.kubeconfig", _cluster_of(kubeconfig), user)
+    exec_kubeconfig = _kubeconfig_for(tmp_path / "exec.kubeconfig", _cluster_of(kubeconfig), _exec_user(script, env))
 
     def run_times() -> list[float]:
         return [float(line) for line in runs.read_text().split()] if runs.exists() else []
@@ -342,16 +346,7 @@ def test_a_plugins_rotated_client_certificate_keeps_the_lease_past_the_first_one
         "LIFE": str(CERT_LIFE),
         "RENEW": str(CERT_RENEW),
     }
-    user = {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": [str(script)],
-            "env": [{"name": k, "value": v} for k, v in env.items()],
-            "interactiveMode": "Never",
-        }
-    }
-    cert_kubeconfig = _kubeconfig_for(tmp_path / "cert.kubeconfig", _cluster_of(kubeconfig), user)
+    cert_kubeconfig = _kubeconfig_for(tmp_path / "cert.kubeconfig", _cluster_of(kubeconfig), _exec_user(script, env))
     try:
         mark = ledger.mark()
         scheduler = started(cert_kubeconfig)

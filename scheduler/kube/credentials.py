@@ -369,7 +369,10 @@ class Credentials:
     ) -> aiohttp.ClientResponse:
         """For an aiohttp session: the Authorization (unless the request has one), the TLS server
         name, and a 401 reported, as client-go's exec and token-source round trippers do."""
-        if "Authorization" not in request.headers:
+        if not request.headers.get("Authorization"):
+            # The generated API classes decide to send the key before asking for it: with no token
+            # (a plugin answering only a certificate) they leave ``None`` here, which cannot be sent.
+            request.headers.popall("Authorization", None)
             value = await self.authorization()
             if value:
                 request.headers["Authorization"] = value

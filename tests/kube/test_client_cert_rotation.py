@@ -14,22 +14,17 @@ import base64
 import contextlib
 import dataclasses
 import datetime
-import ipaddress
 import json
 import ssl
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
 from kopf._cogs.clients.auth import APIContext
 from kubernetes.aio import client
 
@@ -39,7 +34,14 @@ from scheduler.kube.rest import send
 from scheduler.kube.watch import watch_session
 from scheduler.kube.writes import ApiBinder, ApiWriter, ApiWrites, RateLimiter
 from scheduler.testing import make_pod
-from tests.kube.test_credentials import Clock, _kubeconfig, _plugin_user, nowhere  # noqa: F401 (autouse fixture)
+from tests.kube.test_credentials import (  # noqa: F401 (nowhere: an autouse fixture)
+    Clock,
+    ThrowawayCA,
+    _kubeconfig,
+    _pem,
+    _plugin_user,
+    nowhere,
+)
 from tests.kube.test_leader import SETTINGS
 
 # The plugin answers with the pair named by the file ``current`` and the expiry written beside it.
@@ -58,55 +60,6 @@ print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "Exec
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/ns/leases"
 # Generous timings: a plugin run (a Python start-up) on a busy machine must not cost the Lease.
 SLOW = dataclasses.replace(SETTINGS, lease_duration=8.0, renew_deadline=6.0, retry_period=0.1)
-
-
-def _pem(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-@dataclass
-class ThrowawayCA:
-    """A CA made for one test, and the certificates it signs (P-256: fast to make)."""
-
-    key: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
-
-    def __post_init__(self) -> None:
-        self.name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "throwaway-ca")])
-        self.cert = (
-            self._builder(self.name, self.key.public_key())
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(self.key, hashes.SHA256())
-        )
-
-    def _builder(self, subject: x509.Name, public_key: ec.EllipticCurvePublicKey) -> x509.CertificateBuilder:
-        now = datetime.datetime.now(datetime.UTC)
-        return (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(self.name)
-            .public_key(public_key)
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-        )
-
-    def issue(self, common_name: str, usage: x509.ObjectIdentifier, *, ip: str | None = None) -> tuple[bytes, bytes]:
-        """A certificate and key (PEM) for ``common_name``, for ``usage`` (client or server auth)."""
-        key = ec.generate_private_key(ec.SECP256R1())
-        builder = self._builder(
-            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]), key.public_key()
-        ).add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        if ip is not None:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))]), critical=False
-            )
-        return _pem(builder.sign(self.key, hashes.SHA256())), _key_pem(key)
 
 
 class RecordingServer:
