@@ -203,9 +203,10 @@ async def run_scheduler(
         )
         exits.push_async_callback(writes.close)
         exits.push_async_callback(close_extenders, sched.extenders)
-        # The scheduling loop's heartbeat: /healthz and the Lease renewals require it (scheduler.kube.progress).
+        # The scheduler's progress: /healthz and the Lease renewals require it (scheduler.kube.progress).
         progress = LoopProgress()
         progress.beat_on(asyncio.get_running_loop())
+        sched.use_progress(progress)
         exits.callback(progress.stop)
         try:
             server = _start_server(serving, tls, kubeconfig, sched, metrics, progress)

@@ -25,10 +25,10 @@ async def api_client(kubeconfig: str | None) -> client.ApiClient:
     configuration = type.__call__(client.Configuration)  # not a copy of the client's process-wide default
     credentials.configure(configuration)
     try:
+        credentials.ssl_context()  # the CA and client certificate files, loaded here
         api = client.ApiClient(configuration)
-    except (OSError, ValueError) as exc:  # the CA or client certificate files, loaded into the TLS context here
+    except (OSError, ValueError) as exc:
         raise KubeconfigError(f"unable to load TLS files of the kubeconfig: {exc}") from exc
-    credentials.track(api.rest_client.ssl_context)
     if not any(os.environ.get(name) for name in PROXY_VARIABLES):
         # aiohttp's trust_env reads ~/.netrc in a worker thread on every request: with no proxy to
         # honour, that is pure cost (docs/benchmarks.md, "Why the I/O layer is shaped as it is").
@@ -40,7 +40,9 @@ async def api_client(kubeconfig: str | None) -> client.ApiClient:
     # it has a connection and right before its body (scheduler.kube.fence.FencedRequest).
     api.configuration.client_session_kwargs = {
         **(getattr(api.configuration, "client_session_kwargs", None) or {}),
-        "request_class": FencedRequest,
+        # Its connections present the stack's current client certificate, and so do those of every
+        # client made from this configuration (the Lease's, on its own thread).
+        "request_class": credentials.request_class(FencedRequest),
         # A 401 renews the credentials it was for, whichever request saw it (client-go's round trippers).
         "middlewares": (credentials.middleware,),
     }

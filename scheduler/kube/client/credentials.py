@@ -9,8 +9,17 @@ come from it too. The credentials are renewed as client-go renews them:
 * a token file's (``tokenFile``, the in-cluster token) re-read when a minute has passed, whitespace
   trimmed, the last good token kept while the file cannot be read (transport/token_source.go's
   ``NewCachedFileTokenSource``), and re-read at once after a 401 for its token;
-* a certificate from an exec plugin installed in every TLS context made from the stack, for the
-  connections opened after it.
+* a certificate from an exec plugin presented by every connection opened after it, whichever client
+  of the process opens it (``ssl_context``, ``request_class``).
+
+Every TLS context for the API server is made here (``ssl_context``), one per client certificate and
+never changed once handed out. A rotation makes a new one, and every client of the process (the
+scheduling loop's, the Lease's, the secure port's delegated auth, the watches, the writes' own
+connections) asks for the current one each time it opens a connection. Connections are pooled per
+context, so one opened with the old certificate is never used for another request: the effect of
+client-go's ``connTracker.CloseAll()`` on a new certificate (exec.go), without reaching into the pools.
+A request already under way (a watch) ends on its connection; the API server authenticates a request
+when it starts.
 
 The stack is shared by the scheduling loop, the Lease's loop and the secure port's loop, so its state
 is guarded by a thread lock and one plugin run at a time serves every loop that waits for it.
@@ -35,6 +44,7 @@ from typing import Any
 
 import aiohttp
 import structlog
+from aiohttp.client_reqrep import ConnectionKey
 from kubernetes.aio import client
 
 from scheduler.kube.client import exec_plugin, kubeconfig
@@ -49,6 +59,7 @@ __all__ = [
     "KubeconfigError",
     "credentials_of",
     "load",
+    "tls_of",
 ]
 
 log = structlog.get_logger("scheduler.kube.credentials")
@@ -209,7 +220,8 @@ class Credentials:
         self._issued: _Issued | None = None
         self._refused: _Issued | None = None  # the generation a 401 was answered to
         self._renewing: concurrent.futures.Future[_Issued] | None = None
-        self._contexts: weakref.WeakSet[ssl.SSLContext] = weakref.WeakSet()
+        self._context: ssl.SSLContext | None = None  # the current one, made at first use
+        self._request_classes: dict[type[aiohttp.ClientRequest], type[aiohttp.ClientRequest]] = {}
         self._configurations: weakref.WeakSet[client.Configuration] = weakref.WeakSet()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Credentials:
@@ -273,24 +285,57 @@ class Credentials:
             return issued
 
     def _install(self, previous: _Issued | None, issued: _Issued) -> None:
-        """A new certificate from the plugin: into the files new clients load, and every live context."""
+        """A new certificate from the plugin: a new TLS context for the connections opened from now
+        on, and the files a client made later from a configuration loads."""
         if issued.certificate is None or (previous is not None and previous.certificate == issued.certificate):
             return
         certificate, key = (part.encode() for part in issued.certificate)
-        try:  # checked on files of their own first: the files clients load are replaced only by a good pair
-            check = (
+        try:  # loaded from files of their own: the files clients load are replaced only by a good pair
+            context = self._new_context(
                 self._files.write("exec-client.crt.check", certificate),
                 self._files.write("exec-client.key.check", key),
             )
-            ssl.create_default_context().load_cert_chain(*check)
         except (ssl.SSLError, OSError) as exc:
             raise CredentialsError(f"{self._source}: failed parsing client key/certificate: {exc}") from exc
         self.cert_file = self._files.write("exec-client.crt", certificate)
         self.key_file = self._files.write("exec-client.key", key)
-        for context in list(self._contexts):
-            context.load_cert_chain(self.cert_file, self.key_file)
+        with self._lock:
+            self._context = context
         for configuration in list(self._configurations):
             configuration.cert_file, configuration.key_file = self.cert_file, self.key_file
+
+    def _new_context(self, cert_file: str | None, key_file: str | None) -> ssl.SSLContext:
+        """The one place a TLS context for the API server is made: the kubeconfig's CA (or the
+        system's), its insecure-skip-tls-verify, and the client certificate given."""
+        context = ssl.create_default_context(cafile=self.ca_file, cadata=self.ca_data)
+        if cert_file:
+            context.load_cert_chain(cert_file, key_file)
+        if self.insecure:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The TLS context for a connection to the API server opened now (with the current client
+        certificate). Never changed once handed out: a new certificate comes in a new context.
+        Raises ``OSError``/``ssl.SSLError`` for CA or certificate files that cannot be loaded."""
+        context = self._context
+        if context is None:
+            with self._lock:
+                if self._context is None:
+                    self._context = self._new_context(self.cert_file, self.key_file)
+                context = self._context
+        return context
+
+    def request_class(self, base: type[aiohttp.ClientRequest]) -> type[aiohttp.ClientRequest]:
+        """``base`` made to present the stack's current TLS context (for an aiohttp session's
+        ``request_class``): asked when the request looks for its connection, after the Authorization
+        (and a renewed certificate) is settled, and part of its connection's pool key."""
+        with self._lock:
+            made = self._request_classes.get(base)
+            if made is None:
+                made = self._request_classes[base] = _presenting(base, self.ssl_context)
+        return made
 
     # -- the consumers ----------------------------------------------------------------------------
 
@@ -317,13 +362,6 @@ class Credentials:
         else:
             configuration.api_key.pop("BearerToken", None)
 
-    def track(self, context: ssl.SSLContext) -> None:
-        """A TLS context made from the stack: a certificate the plugin renews is loaded into it too."""
-        self._contexts.add(context)
-        issued = self._issued
-        if issued is not None and issued.certificate is not None and self.cert_file and self.key_file:
-            context.load_cert_chain(self.cert_file, self.key_file)
-
     async def middleware(
         self,
         request: aiohttp.ClientRequest,
@@ -331,7 +369,10 @@ class Credentials:
     ) -> aiohttp.ClientResponse:
         """For an aiohttp session: the Authorization (unless the request has one), the TLS server
         name, and a 401 reported, as client-go's exec and token-source round trippers do."""
-        if "Authorization" not in request.headers:
+        if not request.headers.get("Authorization"):
+            # The generated API classes decide to send the key before asking for it: with no token
+            # (a plugin answering only a certificate) they leave ``None`` here, which cannot be sent.
+            request.headers.popall("Authorization", None)
             value = await self.authorization()
             if value:
                 request.headers["Authorization"] = value
@@ -347,6 +388,35 @@ def credentials_of(api: client.ApiClient) -> Credentials | None:
     """The stack a client was configured from (None for a client made some other way, as in tests)."""
     found = getattr(api.configuration, "credentials", None)
     return found if isinstance(found, Credentials) else None
+
+
+def _presenting(
+    base: type[aiohttp.ClientRequest], current: Callable[[], ssl.SSLContext]
+) -> type[aiohttp.ClientRequest]:
+    """A subclass of ``base`` whose default TLS context is ``current()`` at the time it is asked."""
+
+    class Presenting(base):  # type: ignore[misc,valid-type]  # a base chosen at run time
+        @property
+        def ssl(self) -> ssl.SSLContext | bool | aiohttp.Fingerprint:
+            chosen = super().ssl
+            return current() if chosen is True else chosen
+
+        @property
+        def connection_key(self) -> ConnectionKey:
+            key: ConnectionKey = super().connection_key
+            return key._replace(ssl=self.ssl)  # connections are pooled per context
+
+    return Presenting
+
+
+def tls_of(api: client.ApiClient) -> Callable[[], ssl.SSLContext]:
+    """Where ``api``'s connections get their TLS context: its stack's current one, or the client's
+    own for a client made some other way (as in tests)."""
+    stack = credentials_of(api)
+    if stack is not None:
+        return stack.ssl_context
+    fixed: ssl.SSLContext = api.rest_client.ssl_context
+    return lambda: fixed
 
 
 def _from_kubeconfig(where: str) -> Credentials:

@@ -33,6 +33,8 @@ from urllib.parse import urlsplit
 
 from kubernetes.aio import client
 
+from scheduler.kube.client.credentials import tls_of
+
 __all__ = [
     "CONNECT_TIMEOUT",
     "MAX_BODY",
@@ -248,6 +250,7 @@ class _Connection(asyncio.Protocol):
         self.usable = True
         self._buffer = bytearray()
         self._reply: asyncio.Future[Reply] | None = None
+        self.tls: ssl.SSLContext | None = None  # the context it was opened with (its client certificate)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -318,7 +321,7 @@ class Http1Connections:
     def __init__(
         self,
         url: str,
-        ssl_context: ssl.SSLContext | None,
+        ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext] | None,
         limit: int,
         *,
         server_hostname: str | None = None,
@@ -332,8 +335,17 @@ class Http1Connections:
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
         self._authority = parts.netloc
         self.prefix = parts.path.rstrip("/")
-        self._ssl = ssl_context if parts.scheme == "https" else None
-        self._server_hostname = server_hostname if self._ssl is not None else None
+        # A callable is asked for the context at each new connection: the credential stack's current
+        # one, so a rotated client certificate is presented from then on (and idle connections opened
+        # with the old one are dropped, not reused).
+        tls: Callable[[], ssl.SSLContext | None]
+        if ssl_context is None or isinstance(ssl_context, ssl.SSLContext):
+            fixed = ssl_context
+            tls = lambda: fixed  # noqa: E731
+        else:
+            tls = ssl_context
+        self._tls = tls if parts.scheme == "https" else None
+        self._server_hostname = server_hostname if self._tls is not None else None
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._slots = asyncio.Semaphore(limit)
@@ -349,7 +361,7 @@ class Http1Connections:
             return None
         return cls(
             config.host,
-            api.rest_client.ssl_context,
+            tls_of(api),
             limit,
             server_hostname=config.tls_server_name or None,
         )
@@ -397,9 +409,10 @@ class Http1Connections:
         self._open.discard(conn)
 
     async def _connection(self) -> _Connection:
+        tls = self._tls() if self._tls is not None else None
         while self._idle:
             conn = self._idle.pop()
-            if conn.usable and conn.transport is not None and not conn.transport.is_closing():
+            if conn.usable and conn.tls is tls and conn.transport is not None and not conn.transport.is_closing():
                 return conn
             self._drop(conn)
         loop = asyncio.get_running_loop()
@@ -409,9 +422,9 @@ class Http1Connections:
                     _Connection,
                     self._host,
                     self._port,
-                    ssl=self._ssl,
+                    ssl=tls,
                     server_hostname=self._server_hostname,
-                    ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if self._ssl is not None else None,
+                    ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if tls is not None else None,
                 )
         except TimeoutError as exc:
             raise ConnectionError(
@@ -421,6 +434,7 @@ class Http1Connections:
             raise
         except OSError as exc:  # unreachable, a failed TLS handshake: an outage like a refusal, retried
             raise ConnectionError(f"connecting to {self._authority}: {exc}") from exc
+        conn.tls = tls
         self._open.add(conn)
         return conn
 

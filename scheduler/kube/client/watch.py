@@ -28,7 +28,7 @@ from kopf._cogs.structs.credentials import Vault, VaultKey
 from kopf._cogs.structs.references import Resource
 from kubernetes.aio import client
 
-from scheduler.kube.client.credentials import credentials_of
+from scheduler.kube.client.credentials import credentials_of, tls_of
 from scheduler.kube.client.rest import request_headers
 
 __all__ = ["PAGE_SIZE", "WATCHED", "Engine", "Kind", "KopfEngine", "watch_session"]
@@ -183,10 +183,14 @@ def watch_session(
     """Sessions for the engine, from the client's own TLS context, proxy and credentials.
 
     The bearer token is asked of the client's configuration on every request (a token file or an exec
-    plugin may have renewed it), and every failed request (no answer, or a 5xx) is reported as it
-    happens, not when kopf's retries give up.
+    plugin may have renewed it), a new connection presents the stack's current client certificate,
+    and every failed request (no answer, or a 5xx) is reported as it happens, not when kopf's retries
+    give up.
     """
     configuration = api.configuration
+    tls = tls_of(api)
+    stack = credentials_of(api)
+    request_class = stack.request_class(aiohttp.ClientRequest) if stack is not None else aiohttp.ClientRequest
 
     async def on_exception(_s: aiohttp.ClientSession, _c: Any, params: aiohttp.TraceRequestExceptionParams) -> None:
         if not isinstance(params.exception, asyncio.CancelledError):  # our own stop, not the server's trouble
@@ -216,7 +220,8 @@ def watch_session(
         trace.on_request_exception.append(on_exception)
         trace.on_request_end.append(on_end)
         session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, ssl=api.rest_client.ssl_context),
+            connector=aiohttp.TCPConnector(limit=0, ssl=tls()),
+            request_class=request_class,
             headers={"User-Agent": api.user_agent, "Accept": "application/json"},
             trace_configs=[trace],
             middlewares=(authorize,),

@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
+import ipaddress
 import json
 import sys
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kopf._cogs.clients.auth import APIContext
 
 from scheduler.kube.client.apiclient import KubeconfigError, api_client
@@ -525,3 +532,81 @@ def test_a_plugins_client_certificate_is_used_for_new_connections(tmp_path: Path
         credentials._loaded.clear()
         asyncio.run(_authorization(kubeconfig))
     assert "\n" not in str(raised.value)
+
+
+def _pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+@dataclass
+class ThrowawayCA:
+    """A CA made for one test, and the certificates it signs (P-256: fast to make)."""
+
+    key: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
+
+    def __post_init__(self) -> None:
+        self.name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "throwaway-ca")])
+        self.cert = (
+            self._builder(self.name, self.key.public_key())
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(self.key, hashes.SHA256())
+        )
+
+    def _builder(self, subject: x509.Name, public_key: ec.EllipticCurvePublicKey) -> x509.CertificateBuilder:
+        now = datetime.datetime.now(datetime.UTC)
+        return (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(self.name)
+            .public_key(public_key)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+        )
+
+    def issue(self, common_name: str, usage: x509.ObjectIdentifier, *, ip: str | None = None) -> tuple[bytes, bytes]:
+        """A certificate and key (PEM) for ``common_name``, for ``usage`` (client or server auth)."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = self._builder(
+            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]), key.public_key()
+        ).add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        if ip is not None:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))]), critical=False
+            )
+        return _pem(builder.sign(self.key, hashes.SHA256())), _key_pem(key)
+
+
+def test_a_certificate_only_plugin_sends_no_empty_authorization(tmp_path: Path) -> None:
+    """A plugin that answers a certificate and no token: the generated API classes (the Lease's)
+    put ``authorization: None`` in the request the first time (the client decides to send the key
+    before asking for it); that request failed ("Cannot serialize non-str key None"), so the first
+    Lease round of every client failed. Now no Authorization is sent, and the request goes out."""
+    from kubernetes.aio import client  # noqa: PLC0415
+
+    cert, key = ThrowawayCA().issue("plugin-user", ExtendedKeyUsageOID.CLIENT_AUTH)
+    (tmp_path / "c.crt").write_bytes(cert)
+    (tmp_path / "c.key").write_bytes(key)
+    echo = Echo()
+
+    async def main() -> list[int]:
+        async for url in _serve(echo):
+            kubeconfig = _kubeconfig(tmp_path, url, _cert_user(tmp_path, tmp_path / "c.crt", tmp_path / "c.key"))
+            async with _client(kubeconfig) as api:
+                versions = client.VersionApi(api)
+                statuses = []
+                for _ in range(2):
+                    response = await versions.get_code_without_preload_content()
+                    statuses.append(response.status)
+                    response.release()
+                return statuses
+        raise AssertionError("unreachable")
+
+    assert asyncio.run(main()) == [200, 200]
+    assert echo.seen == [None, None]
