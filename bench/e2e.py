@@ -43,7 +43,8 @@ from kubernetes import client, config
 from kubernetes.watch.watch import iter_resp_lines
 
 from bench.churn import CHANGE_STRIDE, CHURN_KEY, STATUS_STRIDE, status_rate
-from e2e.cluster import Cluster, _free_port, ensure_tool, start_kube_scheduler
+from e2e.build import ensure_tool
+from e2e.cluster import Cluster, _free_port, start_kube_scheduler
 from e2e.kube_helpers import ZONE, node_body, pod_body, wait_for, zone_and_host_spread
 from scheduler.config import upstream_config
 

@@ -47,7 +47,8 @@ import yaml
 from kubernetes import client, config
 
 from bench.e2e import scheduler_config, start_contestant, stop_contestant
-from e2e.cluster import Cluster, ensure_descheduler
+from e2e.build import ensure_descheduler
+from e2e.cluster import Cluster
 from e2e.kube_helpers import ZONE, create_node, is_ready
 from e2e.test_rebalance import REPLICAS, Zones, _workload, minimum_moves
 
