@@ -6,7 +6,7 @@ Importable for pytest fixtures and benchmarks: ``Cluster(dir).up()`` / ``.down()
 ``.server`` / ``.add_node(...)`` / ``.request(...)``, and ``start_kube_scheduler(cluster, config_path)`` for
 the upstream reference scheduler. The binaries come from e2e/build.py (``ensure_built``), the certificates
 from e2e/pki.py; ``python -m e2e.cluster up|down|build|...`` is the command line of e2e/cluster_cli.py.
-Standard library only (plus the ``openssl`` command for certificates). See e2e/README.md.
+Standard library only (the certificates: ``cryptography``). See e2e/README.md.
 """
 
 from __future__ import annotations
@@ -439,7 +439,7 @@ class Cluster:
     def user_kubeconfig(self, user: str, group: str = "system:masters") -> Path:
         """A kubeconfig of this cluster for ``user`` (a client certificate, in ``group``), so the
         ledger tells one scheduler process from another."""
-        client_cert(self.pki, user, f"/O={group}/CN={user}")
+        client_cert(self.pki, user, group=group)
         path = self.dir / "users" / f"{user}.kubeconfig"
         path.parent.mkdir(exist_ok=True)
         self._write_kubeconfig(self.server, user=user, path=path)
