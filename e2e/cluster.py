@@ -45,7 +45,8 @@ STOP_TIMEOUT = 15.0
 STOP_ORDER = ("kwok", "kube-controller-manager", "kube-apiserver", "etcd")
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the OS picks it; another process may take it before use)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -203,7 +204,7 @@ class Cluster:
 
     def _start_all(self, timeout: float, kwok: Path | None) -> None:
         pki, data = self.pki, self.dir / "etcd-data"
-        etcd_client, etcd_peer, api_port = _free_port(), _free_port(), _free_port()
+        etcd_client, etcd_peer, api_port = free_port(), free_port(), free_port()
         etcd = self._start(
             "etcd",
             [
