@@ -23,6 +23,7 @@ from scheduler.kube import leader as leader_module
 from scheduler.kube.fence import FencedRequest
 from scheduler.kube.leader import Leadership, LeadershipLost, LeaseElector, run_with_leader_election
 from scheduler.kube.writes import RateLimiter, _call
+from tests.fakes import FakeClock
 
 SETTINGS = LeaderElection(
     leader_elect=True,
@@ -32,14 +33,6 @@ SETTINGS = LeaderElection(
     resource_namespace="ns",
     resource_name="lease",
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class LeaseServer:
@@ -65,7 +58,7 @@ class LeaseServer:
 
 
 class Elector(LeaseElector):
-    def __init__(self, server: LeaseServer, identity: str, clock: Clock, skew: float = 0.0) -> None:
+    def __init__(self, server: LeaseServer, identity: str, clock: FakeClock, skew: float = 0.0) -> None:
         def wall() -> str:
             return (datetime.now(UTC) + timedelta(seconds=skew)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -88,7 +81,7 @@ FAST = dataclasses.replace(SETTINGS, lease_duration=1.5, renew_deadline=0.6, ret
 def use_fake_electors(monkeypatch: pytest.MonkeyPatch, server: LeaseServer) -> None:
     """``run_with_leader_election`` builds its electors over ``server`` instead of the API."""
     monkeypatch.setattr(
-        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Elector(server, identity, Clock())
+        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Elector(server, identity, FakeClock())
     )
 
 
@@ -100,7 +93,7 @@ def rounds(elector: Elector) -> bool:
 def test_a_skewed_clock_never_takes_a_live_lease_and_takes_a_dead_one_after_a_lease_duration(skew: float) -> None:
     """The holder's clock is 30 s off (behind: its renewTime looks 30 s old; ahead: 30 s in the
     future). The follower judges from what it saw change, on its own monotonic clock."""
-    server, clock = LeaseServer(), Clock()
+    server, clock = LeaseServer(), FakeClock()
     holder = Elector(server, "a", clock, skew=skew)
     follower = Elector(server, "b", clock)
     assert rounds(holder)
@@ -122,7 +115,7 @@ def test_a_skewed_clock_never_takes_a_live_lease_and_takes_a_dead_one_after_a_le
 def test_the_old_rule_would_have_taken_the_lease() -> None:
     """What the test above guards against: the holder's renewTime 30 s behind our wall clock looks
     expired by any renewTime-based rule (leaseDurationSeconds 15)."""
-    server, clock = LeaseServer(), Clock()
+    server, clock = LeaseServer(), FakeClock()
     assert rounds(Elector(server, "a", clock, skew=-30))
     assert server.lease is not None
     renewed = datetime.fromisoformat(server.lease["spec"]["renewTime"].replace("Z", "+00:00"))
@@ -130,7 +123,7 @@ def test_the_old_rule_would_have_taken_the_lease() -> None:
 
 
 def test_a_released_lease_is_taken_at_once() -> None:
-    server, clock = LeaseServer(), Clock()
+    server, clock = LeaseServer(), FakeClock()
     assert rounds(Elector(server, "a", clock))
     assert server.lease is not None
     server.lease["spec"]["holderIdentity"] = None  # what release() writes
@@ -140,7 +133,7 @@ def test_a_released_lease_is_taken_at_once() -> None:
 
 
 def test_leadership_is_sure_only_within_renew_deadline_of_the_last_accepted_renewal() -> None:
-    clock = Clock()
+    clock = FakeClock()
     fence = Leadership(10.0, clock)
     assert not fence.sure()  # never renewed
     fence.renewed(clock.now)
@@ -292,7 +285,7 @@ def test_a_renewal_that_ignores_cancellation_still_loses_the_lease_in_time(monke
             return self.server.read()
 
     monkeypatch.setattr(
-        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Stubborn(server, identity, Clock())
+        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Stubborn(server, identity, FakeClock())
     )
 
     async def lead(stop: asyncio.Event) -> None:

@@ -25,6 +25,7 @@ from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_el
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.progress import LOOP_PROGRESS_TIMEOUT, LoopProgress
 from scheduler.kube.server import SecureServer, ServingAuth, serving_ssl_context
+from tests.fakes import FakeClock
 from tests.kube.test_delegated_auth import AccessReviews, TokenReviews
 from tests.kube.test_leader import FAST, Elector, LeaseServer, _ClosableApi, use_fake_electors
 from tests.kube.test_secure_server import get
@@ -32,16 +33,8 @@ from tests.kube.test_secure_server import get
 FAILED = "[-]scheduling-loop failed: reason withheld\nhealthz check failed\n"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_heartbeat_is_wedged_only_past_its_bound() -> None:
-    clock = Clock()
+    clock = FakeClock()
     progress = LoopProgress(timeout=20.0, clock=clock)
     clock.now += 20.0
     assert progress.healthy() and progress.stalled_for() == 20.0
