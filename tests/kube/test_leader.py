@@ -9,6 +9,7 @@ import contextlib
 import copy
 import dataclasses
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -83,6 +84,19 @@ def use_fake_electors(monkeypatch: pytest.MonkeyPatch, server: LeaseServer) -> N
     monkeypatch.setattr(
         leader_module, "LeaseElector", lambda _api, _s, identity, clock: Elector(server, identity, FakeClock())
     )
+
+
+def seconds_to_lose(settings: LeaderElection, lead: Callable[[asyncio.Event], Awaitable[None]], **kwargs: Any) -> float:
+    """How long ``run_with_leader_election`` (no API: the fake electors) takes to raise LeadershipLost."""
+
+    async def body() -> float:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(LeadershipLost):
+            await run_with_leader_election(None, settings, "a", lead, asyncio.Event(), **kwargs)  # type: ignore[arg-type]
+        return loop.time() - started
+
+    return asyncio.run(body())
 
 
 def rounds(elector: Elector) -> bool:
@@ -178,14 +192,7 @@ def test_a_hanging_renewal_loses_the_lease_within_renew_deadline(monkeypatch: py
         await stop.wait()
         seen.append(fence.sure())
 
-    async def body() -> float:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        with pytest.raises(LeadershipLost):
-            await run_with_leader_election(None, settings, "a", lead, asyncio.Event(), leadership=fence)  # type: ignore[arg-type]
-        return loop.time() - started
-
-    took = asyncio.run(body())
+    took = seconds_to_lose(settings, lead, leadership=fence)
     assert seen == [True, False]
     assert took < settings.renew_deadline + 2 * settings.retry_period + 0.3, took
 
@@ -292,14 +299,7 @@ def test_a_renewal_that_ignores_cancellation_still_loses_the_lease_in_time(monke
         server.hang = True
         await stop.wait()
 
-    async def body() -> float:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        with pytest.raises(LeadershipLost):
-            await run_with_leader_election(None, settings, "a", lead, asyncio.Event())  # type: ignore[arg-type]
-        return loop.time() - started
-
-    took = asyncio.run(body())
+    took = seconds_to_lose(settings, lead)
     assert took < settings.renew_deadline + 2 * settings.retry_period + 0.3, took  # not the 3 s the read takes
 
 
@@ -315,14 +315,7 @@ def test_a_lost_leader_does_not_wait_for_its_writes_in_flight(monkeypatch: pytes
         await stop.wait()
         await asyncio.sleep(30)  # draining a Binding the server never answers
 
-    async def body() -> float:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        with pytest.raises(LeadershipLost):
-            await run_with_leader_election(None, settings, "a", lead, asyncio.Event())  # type: ignore[arg-type]
-        return loop.time() - started
-
-    took = asyncio.run(body())
+    took = seconds_to_lose(settings, lead)
     assert took < settings.renew_deadline + 2 * settings.retry_period + leader_module.LOST_GRACE_SECONDS, took
 
 
