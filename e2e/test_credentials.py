@@ -27,7 +27,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from e2e.cluster import bin_dir
+from e2e.build import bin_dir
 from e2e.conftest import ROOT, SchedulerProcess
 from e2e.kube_helpers import pod_body, pods_in, wait_for
 

@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NewType
 
-from scheduler.api.fields import FieldError, as_list, as_mapping, as_str_map, int32_errors, opt_int, opt_str
+from scheduler.api.fields import (
+    FieldError,
+    as_list,
+    as_mapping,
+    as_str_map,
+    int32_errors,
+    opt_int,
+    opt_str,
+    required_name,
+)
 from scheduler.api.images import parse_node_images, parse_pod_images
 from scheduler.api.labels import NOTHING, Selector, parse_label_selector, selector_from_map
 from scheduler.api.names import label_key_errors, label_value_errors
@@ -156,9 +165,7 @@ class Pod:
         errors: list[FieldError] = []
         meta = as_mapping(meta, "metadata", errors)
         labels = as_str_map(meta.get("labels"), "metadata.labels", errors)  # checked with the spec
-        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
-        if not name:
-            errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+        name = required_name(meta, errors)
         controller = _controller(meta, errors)
         node_name = opt_str(spec.get("nodeName"), "spec.nodeName", errors) or ""
         return cls(
@@ -195,9 +202,7 @@ class Pod:
         for k, v in labels.items():
             errors.extend(label_key_errors(k, "metadata.labels"))
             errors.extend(label_value_errors(v, "metadata.labels"))
-        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
-        if not name:
-            errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+        name = required_name(meta, errors)
         node_selector_raw = spec.get("nodeSelector")
         node_selector = None
         if node_selector_raw is not None:
@@ -485,9 +490,7 @@ class Namespace:
         errors: list[FieldError] = []
         root = as_mapping(obj, "namespace", errors)
         meta = as_mapping(root.get("metadata"), "metadata", errors)
-        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
-        if not name:
-            errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+        name = required_name(meta, errors)
         return cls(name=name, labels=as_str_map(meta.get("labels"), "metadata.labels", errors), errors=tuple(errors))
 
 

@@ -31,7 +31,7 @@ from scheduler.kube.serving.delegated_auth import DelegatingAuthenticator, Deleg
 from scheduler.kube.serving.server import SecureServer, ServingAuth, serving_ssl_context
 from scheduler.scheduler import Scheduler
 from scheduler.testing import make_node, make_pod
-from tests.fakes import FakeBinder, FakeRecorder
+from tests.fakes import FakeBinder, FakeClock, FakeRecorder
 from tests.kube.serving.test_delegated_auth import AccessReviews, TokenReviews
 from tests.kube.serving.test_secure_server import get
 from tests.kube.test_leader import FAST, Elector, LeaseServer, _ClosableApi, use_fake_electors
@@ -39,16 +39,8 @@ from tests.kube.test_leader import FAST, Elector, LeaseServer, _ClosableApi, use
 FAILED = "[-]scheduling-loop failed: reason withheld\nhealthz check failed\n"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_heartbeat_is_wedged_only_past_its_bound() -> None:
-    clock = Clock()
+    clock = FakeClock()
     progress = LoopProgress(timeout=20.0, clock=clock)
     clock.now += 20.0
     assert progress.healthy() and progress.stalled_for() == 20.0
@@ -247,9 +239,9 @@ def test_a_busy_loop_within_the_bound_keeps_the_lease(monkeypatch: pytest.Monkey
 # -- progress per scheduling cycle (issue #46, finding 3) -------------------------------------------
 
 
-def _scheduling() -> tuple[Clock, LoopProgress]:
+def _scheduling() -> tuple[FakeClock, LoopProgress]:
     """A fake clock and the progress of a leader whose scheduling loop has started, bound 20 s."""
-    clock = Clock()
+    clock = FakeClock()
     progress = LoopProgress(timeout=20.0, clock=clock)
     progress.scheduling(True)
     return clock, progress

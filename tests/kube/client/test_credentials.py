@@ -30,6 +30,7 @@ from kopf._cogs.clients.auth import APIContext
 from scheduler.kube.client.apiclient import KubeconfigError, api_client
 from scheduler.kube.client.rest import request_headers
 from scheduler.kube.client.watch import watch_session
+from tests.fakes import FakeClock
 
 PLUGIN = """
 import json, os, sys, time, datetime
@@ -45,19 +46,16 @@ print(json.dumps({"apiVersion": info["apiVersion"], "kind": "ExecCredential", "s
 """
 
 
-class Clock:
-    """Wall-clock time as the credential stack sees it (its module's ``_now``), moved by the test."""
+class Clock(FakeClock):
+    """Wall-clock time as the credential stack sees it (its module's ``_now``): the test's start, moved by hand."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.offset = 0.0
+        super().__init__(time.time())
         try:
             from scheduler.kube.client import credentials  # noqa: PLC0415
         except ImportError:  # the old code: nothing to move, the test shows what it does instead
             return
-        monkeypatch.setattr(credentials, "_now", lambda: time.time() + self.offset)
-
-    def advance(self, seconds: float) -> None:
-        self.offset += seconds
+        monkeypatch.setattr(credentials, "_now", self)
 
 
 def _kubeconfig(tmp_path: Path, server: str, user: dict[str, Any], cluster: dict[str, Any] | None = None) -> Path:
@@ -149,7 +147,7 @@ def test_an_exec_plugins_token_is_refreshed_once_it_expires(tmp_path: Path, monk
             seen = [await _bearer(api)]
             seen.append(await _bearer(api))  # still valid
             clock.advance(16)
-            monkeypatch.setenv("NOW", str(time.time() + clock.offset))  # the plugin states its expiry from "now"
+            monkeypatch.setenv("NOW", str(clock.now))  # the plugin states its expiry from "now"
             seen.append(await _bearer(api))
             return seen
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import gc
 import json
 import random
@@ -356,26 +357,32 @@ class StubApiServer:
         return response
 
 
+@contextlib.asynccontextmanager
+async def served(stub: StubApiServer) -> AsyncIterator[client.ApiClient]:
+    """The stub on a free local port, and a kubernetes.aio client of it that sends ``Bearer token-1``."""
+    server = web.AppRunner(stub.app())
+    await server.setup()
+    site = web.TCPSite(server, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
+    configuration.api_key = {"authorization": "Bearer token-1"}
+    api = client.ApiClient(configuration)
+    try:
+        yield api
+    finally:
+        await api.close()  # type: ignore[no-untyped-call]
+        await server.cleanup()
+
+
 def test_kopf_lists_in_pages_watches_from_the_list_and_filters_terminal_pods() -> None:
     stub, sched = StubApiServer(), _scheduler()
     failures: list[None] = []
 
     async def main() -> None:
-        server = web.AppRunner(stub.app())
-        await server.setup()
-        site = web.TCPSite(server, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
-        configuration.api_key = {"authorization": "Bearer token-1"}
-        api = client.ApiClient(configuration)
-        try:
-            async with KopfEngine(watch_session(api, lambda: failures.append(None))) as engine:
-                informer = Informer(engine, sched.handlers, kinds=(NODES, PODS))
-                await _running(informer, lambda: sched.cache.get("late") is not None)
-        finally:
-            await api.close()  # type: ignore[no-untyped-call]
-            await server.cleanup()
+        async with served(stub) as api, KopfEngine(watch_session(api, lambda: failures.append(None))) as engine:
+            informer = Informer(engine, sched.handlers, kinds=(NODES, PODS))
+            await _running(informer, lambda: sched.cache.get("late") is not None)
 
     asyncio.run(main())
     node_lists = [r for r in stub.requests if r.path == "/api/v1/nodes" and "watch" not in r.query]
@@ -402,29 +409,18 @@ def test_a_401_logs_in_again_with_a_fresh_token_and_a_500_is_reported_at_once(mo
     monkeypatch.setattr("scheduler.kube.client.informer.asyncio.sleep", quick_sleep)
 
     async def main() -> None:
-        server = web.AppRunner(stub.app())
-        await server.setup()
-        site = web.TCPSite(server, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
-        configuration.api_key = {"authorization": "Bearer token-1"}
-        api = client.ApiClient(configuration)
-        login = watch_session(api, lambda: failures.append(None))
+        async with served(stub) as api:
+            login = watch_session(api, lambda: failures.append(None))
 
-        async def counting_login() -> Any:
-            logins.append("login")
-            if len(logins) > 1:  # the credential stack would have renewed the token by now
-                configuration.api_key = {"authorization": "Bearer token-2"}
-            return await login()
+            async def counting_login() -> Any:
+                logins.append("login")
+                if len(logins) > 1:  # the credential stack would have renewed the token by now
+                    api.configuration.api_key = {"authorization": "Bearer token-2"}
+                return await login()
 
-        try:
             async with KopfEngine(counting_login) as engine:
                 informer = Informer(engine, sched.handlers, kinds=(NODES,))
                 await _running(informer, lambda: sched.cache.get("late") is not None)
-        finally:
-            await api.close()  # type: ignore[no-untyped-call]
-            await server.cleanup()
 
     asyncio.run(main())
     assert len(failures) == 1  # the 500, reported by the session itself

@@ -24,6 +24,7 @@ from scheduler.simulate import Simulation
 from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, plan_workload
 from scheduler.spread.workload import Workload
 from scheduler.testing import make_node, make_pod
+from tests.fakes import FakeClock
 from tests.kube.controllers.test_deletion_cost import run_arguments
 from tests.kube.test_writes import Sent, sent  # noqa: F401 - the fixture
 
@@ -47,14 +48,6 @@ def _pod(name: str, node: str, opt_in: str | None = "true", owner: str = "web-1"
     for path, value in extra.items():
         builder.set(path.replace("__", "."), value)
     return builder.dict()
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Evictor:
@@ -114,7 +107,7 @@ class Harness:
     def __init__(self, default: bool = False, fence: Any = lambda: True) -> None:
         self.sim = Simulation(load_config(None))
         self.sim.add_objects([make_node(f"{z}0").zone(z).dict() for z in "abc"])
-        self.evictor, self.recorder, self.planner, self.clock = Evictor(), Recorder(), Planner(), Clock()
+        self.evictor, self.recorder, self.planner, self.clock = Evictor(), Recorder(), Planner(), FakeClock()
         self.metrics = SchedulerMetrics(process=False)
         self.pending: list[Pod] = []
         self.rebalancer = Rebalancer(

@@ -17,16 +17,9 @@ from scheduler.kube.serving.delegated_auth import (
     bearer_token,
     forbidden_message,
 )
+from tests.fakes import FakeClock
 
 ALICE = UserInfo("alice", "uid-1", ("team",))
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class TokenReviews:
@@ -82,7 +75,7 @@ def test_a_reviewed_token_gains_the_authenticated_group() -> None:
 
 
 def test_token_answers_are_cached_for_the_ttl_refusals_too() -> None:
-    clock, reviews = Clock(), TokenReviews()
+    clock, reviews = FakeClock(), TokenReviews()
     authn = DelegatingAuthenticator(reviews, ttl=10.0, clock=clock)
 
     async def main() -> None:
@@ -160,7 +153,7 @@ def test_authorization_order_masters_paths_then_sar() -> None:
 
 
 def test_sar_answers_are_cached_allowed_and_denied_for_their_ttls() -> None:
-    clock, sar = Clock(), AccessReviews(allowed={"alice"})
+    clock, sar = FakeClock(), AccessReviews(allowed={"alice"})
     authz = DelegatingAuthorizer(sar, allowed_ttl=10.0, denied_ttl=5.0, clock=clock)
 
     async def ask() -> None:
