@@ -14,11 +14,12 @@ socket, in the same step of the event loop, so a process paused while it waited 
 never sends after waking. A connection whose request failed, timed out or was cancelled is closed,
 never reused: its next bytes could belong to the wrong request.
 
-Responses are parsed by llhttp (``httptools``), one slice at a time as they arrive, and held to
-Go's ``net/http`` (the client kube-scheduler uses) where the two differ: chunk sizes of 1-16 hex
-digits, one Content-Length, ``chunked`` as the only transfer coding, the heads of the 1xx responses
-and the final one within one budget (64 KiB), trailers within 64 KiB, a bounded body; anything else
-fails the request with ``MalformedResponseError`` and drops the connection. What we send is checked
+Responses are parsed by llhttp (``httptools``) as they arrive, held to what Go's ``net/http`` (the
+client kube-scheduler uses) accepts: chunk sizes of 1-16 hex digits, ``chunked`` as the only
+transfer coding, the heads of the 1xx responses and the final one within one budget (64 KiB),
+trailers within 64 KiB, a bounded body; a repeated Content-Length, which Go takes when its values
+agree, llhttp refuses. Anything else fails the request with ``MalformedResponseError`` and drops the
+connection. What we send is checked
 too: a header name or value that would split the request (CR, LF, NUL) is refused before a
 connection is asked for.
 """
@@ -121,14 +122,16 @@ def _malformed(exc: Exception) -> MalformedResponseError:
 class _Response:
     """One response, read by llhttp (``httptools``) as its bytes arrive, within our bounds.
 
-    llhttp rather than h11 or aiohttp's parser, measured (docs/benchmarks.md): h11 cost several times
-    the CPU per reply and as much as the old re-parse on 1-byte chunks; aiohttp's is lenient by
-    default and private, and neither shows a chunk's or a trailer's bytes.
+    llhttp through httptools, measured against h11 and aiohttp's parser (docs/benchmarks.md): h11
+    nearly doubled a write's CPU and took 30 times as long on a stream of 1-byte chunks; aiohttp's is
+    not its public API and shows neither a head's nor a trailer's bytes, so the bounds below could
+    not be counted.
 
-    The parser reads a slice at a time, so what it holds and every count below is bounded to the byte
-    where it matters: the heads of the 1xx responses and the final one share the head budget (Go's
-    ``persistConn.readLimit``, 64 KiB here), the body ``MAX_BODY``, trailers 64 KiB (Go: its read
-    buffer), and as many bytes without body data (chunk lines, trailers) 64 KiB."""
+    The parser reads a slice at a time, so the counts below stop it within a slice of their bound
+    (the head's to the byte): the heads of the 1xx responses and the final one share one budget (Go's
+    ``persistConn.readLimit``, 64 KiB here), the body ``MAX_BODY``, the trailers' fields 64 KiB (Go:
+    its read buffer), and so do the bytes read without body data (a chunk line, an unfinished
+    trailer)."""
 
     __slots__ = (
         "_in_head",

@@ -600,6 +600,15 @@ def test_trailers_past_64_kib_in_all_are_refused() -> None:
         asyncio.run(_one_reply(answer))
 
 
+@pytest.mark.parametrize(
+    "rest", [b"0\r\nX-Trailer: " + b"t" * 200_000, b"1;" + b"e" * 200_000], ids=["trailer", "chunk line"]
+)
+def test_bytes_without_body_data_are_bounded_too(rest: bytes) -> None:
+    """An unfinished trailer line or chunk line: llhttp would hold the one and skip the other."""
+    with pytest.raises(MalformedResponseError, match="without data"):
+        parse_response(CHUNKED_HEAD + b"2\r\nok\r\n" + rest)
+
+
 def test_endless_informational_responses_fail_the_request_at_the_head_budget() -> None:
     """A server that answers ``100 Continue`` forever. Go's transport (since 1.24) counts the heads
     of 1xx responses and the final one against one limit and fails the request with "server
