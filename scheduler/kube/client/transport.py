@@ -14,11 +14,14 @@ socket, in the same step of the event loop, so a process paused while it waited 
 never sends after waking. A connection whose request failed, timed out or was cancelled is closed,
 never reused: its next bytes could belong to the wrong request.
 
-Hand-written protocol code reads outside bytes, so it is strict where Go's ``net/http`` is (the
-client kube-scheduler uses): chunk sizes of 1-16 hex digits, one Content-Length, ``chunked`` as the
-only transfer coding, a bounded head and body; anything else fails the request with
-``MalformedResponseError`` and drops the connection. What we send is checked too: a header name or
-value that would split the request (CR, LF, NUL) is refused before a connection is asked for.
+Responses are parsed by llhttp (``httptools``) as they arrive, held to what Go's ``net/http`` (the
+client kube-scheduler uses) accepts: chunk sizes of 1-16 hex digits, ``chunked`` as the only
+transfer coding, the heads of the 1xx responses and the final one within one budget (64 KiB),
+trailers within 64 KiB, a bounded body; a repeated Content-Length, which Go takes when its values
+agree, llhttp refuses. Anything else fails the request with ``MalformedResponseError`` and drops the
+connection. What we send is checked
+too: a header name or value that would split the request (CR, LF, NUL) is refused before a
+connection is asked for.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import ssl
 from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
+import httptools
 from kubernetes.aio import client
 
 from scheduler.kube.client.credentials import tls_of
@@ -59,12 +63,11 @@ TLS_HANDSHAKE_TIMEOUT = 10.0  # client-go's http.Transport (transport/cache.go: 
 # probe; the interval and count are Go's defaults (net/dial.go: 15 s, 9 probes).
 KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT = 30, 15, 9
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
-_MAX_HEAD = 64 * 1024  # a response head (or a chunked body's trailers) larger than this is not an API server's
-# A body's bytes on the wire (chunk framing included): a write's reply is one object or a Status, a
-# few KiB; the cap only bounds what a broken or hostile server can make us hold.
+_MAX_HEAD = 64 * 1024  # a response's heads (1xx ones too) or its trailers larger than this are not an API server's
+# A body's bytes: a write's reply is one object or a Status, a few KiB; the cap only bounds what a
+# broken or hostile server can make us hold.
 MAX_BODY = 64 * 1024 * 1024
-_MAX_CHUNK_LINE = 4096  # Go's net/http/internal/chunked.go maxLineLength: a size and its extension
-_HEX_DIGITS = b"0123456789abcdefABCDEF"
+_SLICE = 16 * 1024  # the parser reads at most this much at a time once the head is complete
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 section 5.6.2: a field name is a token
 _SPLITS_A_FIELD = re.compile(r"[\r\n\x00]")  # RFC 9110 section 5.5: never in a field value
 _NOT_IN_TARGET = re.compile(r"[\x00-\x20\x7f-\uffff]")  # a request target is visible ASCII (RFC 9112 3.2)
@@ -91,68 +94,167 @@ class Reply:
         return None
 
 
-def parse_response(buffer: bytes | bytearray, eof: bool = False) -> tuple[int, dict[str, str], bytes, int] | None:
-    """The first complete response in ``buffer``: (status, headers, body, bytes used), or None if
-    more bytes are needed. ``eof``: the server closed the connection, so a body with neither a
-    length nor chunks ends here. Informational (1xx) responses are skipped. Header names are in lower
-    case; a repeated field's values are joined by ", " in order (RFC 9110 section 5.3). Raises
+def parse_response(buffer: bytes | bytearray, eof: bool = False) -> tuple[int, dict[str, str], bytes] | None:
+    """The first complete response in ``buffer``: (status, headers, body), or None if more bytes are
+    needed. ``eof``: the server closed the connection, so a body with neither a length nor chunks
+    ends here. Informational (1xx) responses are skipped. Header names are in lower case; a repeated
+    field's values are joined by ", " in order (RFC 9110 section 5.3). Raises
     ``MalformedResponseError`` for anything else, as soon as the bytes show it."""
-    start = 0
-    while True:
-        end = buffer.find(b"\r\n\r\n", start)
-        if end < 0:
-            if len(buffer) - start > _MAX_HEAD:
-                raise MalformedResponseError("response head over 64 KiB")
-            return None
-        if end - start > _MAX_HEAD:
-            raise MalformedResponseError("response head over 64 KiB")
-        status, headers = _head(bytes(buffer[start:end]).decode("latin-1").split("\r\n"))
-        body_start = end + 4
-        if 100 <= status < 200:
-            start = body_start
-            continue
-        if status in (204, 304):
-            return status, headers, b"", body_start
-        chunked, length = _framing(headers)
-        if chunked:
-            chunks = _dechunk(buffer, body_start)
-            if chunks is None:
-                return None
-            return status, headers, chunks[0], chunks[1]
-        if length is not None:
-            stop = body_start + length
-            return (status, headers, bytes(buffer[body_start:stop]), stop) if len(buffer) >= stop else None
-        if len(buffer) - body_start > MAX_BODY:
-            raise MalformedResponseError(f"response body over {MAX_BODY} bytes")
-        if not eof:
-            return None
-        return status, headers, bytes(buffer[body_start:]), len(buffer)
+    response = _Response()
+    if not response.feed(bytes(buffer)) and eof:
+        response.finish()
+    return (response.status, response.headers, response.body()) if response.complete else None
 
 
-def _head(lines: list[str]) -> tuple[int, dict[str, str]]:
-    """The status code and the header fields of a response head's lines."""
-    version, _, rest = lines[0].partition(" ")
-    code = rest[:3]
-    if not version.startswith("HTTP/1.") or not (code.isascii() and code.isdigit()) or rest[3:4] not in ("", " "):
-        raise MalformedResponseError(f"not an HTTP/1.1 status line: {lines[0][:80]!r}")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(":")
-        if not colon:
-            raise MalformedResponseError(f"malformed header line: {line[:80]!r}")
-        name = name.strip(" \t").lower()
-        value = value.strip(" \t")
-        seen = headers.get(name)
+class _BeyondTheResponse(Exception):  # noqa: N818  (a signal out of the parser's callback, not an error)
+    """Bytes after the final response: the parser stops there."""
+
+
+def _malformed(exc: Exception) -> MalformedResponseError:
+    """What the parser raised, as the error a write connection fails with."""
+    cause = exc.__context__  # an exception raised in one of our callbacks
+    if isinstance(cause, MalformedResponseError):
+        return cause
+    if isinstance(exc, httptools.HttpParserUpgrade):
+        return MalformedResponseError("101 Switching Protocols in reply to a write")
+    reason = str(cause or exc)
+    return MalformedResponseError(f"malformed response: {reason[:1].lower()}{reason[1:]}")
+
+
+class _Response:
+    """One response, read by llhttp (``httptools``) as its bytes arrive, within our bounds.
+
+    llhttp through httptools, measured against h11 and aiohttp's parser (docs/benchmarks.md): h11
+    nearly doubled a write's CPU and took 30 times as long on a stream of 1-byte chunks; aiohttp's is
+    not its public API and shows neither a head's nor a trailer's bytes, so the bounds below could
+    not be counted.
+
+    The parser reads a slice at a time, so the counts below stop it within a slice of their bound
+    (the head's to the byte): the heads of the 1xx responses and the final one share one budget (Go's
+    ``persistConn.readLimit``, 64 KiB here), the body ``MAX_BODY``, the trailers' fields 64 KiB (Go:
+    its read buffer), and so do the bytes read without body data (a chunk line, an unfinished
+    trailer)."""
+
+    __slots__ = (
+        "_in_head",
+        "_parser",
+        "_parts",
+        "_quiet",
+        "_saw_body",
+        "_size",
+        "_trailers",
+        "_until_eof",
+        "complete",
+        "extra",
+        "final",
+        "head_bytes",
+        "headers",
+        "keep_alive",
+        "status",
+    )
+
+    def __init__(self) -> None:
+        self._parser = httptools.HttpResponseParser(self)
+        # Go's removeChunkExtension trims blanks after a chunk size (llhttp refuses them by default).
+        self._parser.set_dangerous_leniencies(lenient_spaces_after_chunk_size=True)
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self._parts: list[bytes] = []
+        self._size = 0  # body bytes
+        self.head_bytes = 0  # bytes read before the final response's head was complete
+        self.final = False  # the final (not 1xx) head is complete
+        self._in_head = False
+        self._trailers = 0
+        self._quiet = 0  # bytes since the last body data, once the head is complete
+        self._saw_body = False
+        self._until_eof = False
+        self.complete = False
+        self.extra = False  # bytes came after the response
+        self.keep_alive = False
+
+    def feed(self, data: bytes) -> bool:
+        """Read ``data``; True once the response is complete (what follows it sets ``extra``)."""
+        view = memoryview(data)
+        while view:
+            if self.complete:
+                self.extra = True
+                break
+            in_body = self.final
+            size = _SLICE if in_body else _MAX_HEAD - self.head_bytes
+            piece, view = view[:size], view[size:]
+            self._saw_body = False
+            try:
+                self._parser.feed_data(piece)
+            except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+                if self.complete:  # what follows the response is not read: the connection goes
+                    self.extra = True
+                    break
+                raise _malformed(exc) from None
+            if not self.final:
+                self.head_bytes += len(piece)
+                if self.head_bytes >= _MAX_HEAD:  # Go's message (transport.go, readLoop)
+                    raise MalformedResponseError(f"server response headers exceeded {_MAX_HEAD} bytes; aborted")
+            elif in_body and not self.complete and not self._saw_body:
+                self._quiet += len(piece)
+                if self._quiet > _MAX_HEAD:
+                    raise MalformedResponseError(f"over {_MAX_HEAD} bytes of chunk lines or trailers without data")
+        return self.complete
+
+    def finish(self) -> None:
+        """The connection ended: a body framed by the connection's end is complete."""
+        if self.final and self._until_eof:
+            self.complete = True
+            self.keep_alive = False
+
+    def body(self) -> bytes:
+        return b"".join(self._parts)
+
+    # httptools' callbacks
+
+    def on_message_begin(self) -> None:
+        if self.complete:
+            raise _BeyondTheResponse  # stops the parser; feed() sees the response complete
+        self.headers = {}
+        self._in_head = True
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self._in_head:  # a trailer: counted, not kept (as before)
+            self._trailers += len(name) + len(value) + 4
+            if self._trailers > _MAX_HEAD:  # Go: "http: suspiciously long trailer after chunked body"
+                raise MalformedResponseError(f"chunked trailers over {_MAX_HEAD} bytes")
+            return
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1").strip(" \t")
+        seen = self.headers.get(key)
         if seen is None:
-            headers[name] = value
-        elif name == "content-length":
-            if seen != value:  # Go's fixLength: duplicates of one value are one length
-                raise MalformedResponseError(f"multiple Content-Length headers: {seen[:20]!r}, {value[:20]!r}")
-        elif name == "transfer-encoding":
+            self.headers[key] = text
+        elif key == "transfer-encoding":
             raise MalformedResponseError("too many transfer encodings")  # Go's parseTransferEncoding
-        else:
-            headers[name] = f"{seen}, {value}"
-    return int(code), headers
+        else:  # llhttp refuses a second Content-Length
+            self.headers[key] = f"{seen}, {text}"
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        status = self._parser.get_status_code()
+        if 100 <= status < 200:
+            return  # informational: llhttp reads it as a message of its own, without a body
+        self.status = status
+        self.final = True
+        chunked, length = _framing(self.headers)
+        self._until_eof = not chunked and length is None and status not in (204, 304)
+
+    def on_body(self, body: bytes) -> None:
+        self._size += len(body)
+        if self._size > MAX_BODY:
+            raise MalformedResponseError(f"response body over {MAX_BODY} bytes")
+        self._parts.append(body)
+        self._saw_body = True
+        self._quiet = 0
+
+    def on_message_complete(self) -> None:
+        if self.final:
+            self.complete = True
+            self.keep_alive = self._parser.should_keep_alive()
 
 
 def _framing(headers: dict[str, str]) -> tuple[bool, int | None]:
@@ -172,51 +274,6 @@ def _framing(headers: dict[str, str]) -> tuple[bool, int | None]:
     if len(length) > 19 or int(length) > MAX_BODY:
         raise MalformedResponseError(f"response body over {MAX_BODY} bytes (Content-Length {length[:20]})")
     return False, int(length)
-
-
-def _dechunk(buffer: bytes | bytearray, start: int) -> tuple[bytes, int] | None:
-    """The body of a chunked response from ``start``, and where it ends; None if incomplete."""
-    parts: list[bytes] = []
-    pos = start
-    while True:
-        line_end = buffer.find(b"\r\n", pos, pos + _MAX_CHUNK_LINE)
-        if line_end < 0:
-            if len(buffer) - pos >= _MAX_CHUNK_LINE:
-                raise MalformedResponseError("chunk size line too long")
-            return None
-        size = _chunk_size(bytes(buffer[pos:line_end]))
-        pos = line_end + 2
-        if size == 0:
-            while True:  # trailers, up to the empty line
-                line_end = buffer.find(b"\r\n", pos)
-                if line_end < 0:
-                    if len(buffer) - pos > _MAX_HEAD:
-                        raise MalformedResponseError("chunked trailers over 64 KiB")
-                    return None
-                if line_end == pos:
-                    return b"".join(parts), pos + 2
-                pos = line_end + 2
-        stop = pos + size
-        if stop + 2 - start > MAX_BODY:
-            raise MalformedResponseError(f"response body over {MAX_BODY} bytes")
-        if len(buffer) < stop + 2:
-            return None
-        if buffer[stop : stop + 2] != b"\r\n":
-            raise MalformedResponseError("chunk data not followed by CRLF")
-        parts.append(bytes(buffer[pos:stop]))
-        pos = stop + 2
-
-
-def _chunk_size(line: bytes) -> int:
-    """Go's ``readChunkLine``, ``removeChunkExtension`` and ``parseHexUint``: no CR or LF inside the
-    line, the extension and trailing blanks dropped, then 1-16 hex digits and nothing else (Python's
-    ``int(_, 16)`` would also take a sign, ``0x`` and underscores)."""
-    if b"\r" in line or b"\n" in line:
-        raise MalformedResponseError("invalid CR or LF in chunk size line")
-    digits = line.split(b";", 1)[0].rstrip(b" \t")
-    if not digits or len(digits) > 16 or digits.strip(_HEX_DIGITS):
-        raise MalformedResponseError(f"chunk size {digits[:20]!r}")
-    return int(digits, 16)
 
 
 def _checked_head(method: str, target: str, authority: str, headers: Mapping[str, str], length: int) -> bytes:
@@ -248,7 +305,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.usable = True
-        self._buffer = bytearray()
+        self._response: _Response | None = None
         self._reply: asyncio.Future[Reply] | None = None
         self.tls: ssl.SSLContext | None = None  # the context it was opened with (its client certificate)
 
@@ -266,17 +323,27 @@ class _Connection(asyncio.Protocol):
 
     def expect(self, reply: asyncio.Future[Reply]) -> None:
         self._reply = reply
+        self._response = _Response()
 
     def data_received(self, data: bytes) -> None:
-        self._buffer += data
-        reply = self._reply
-        if reply is None or reply.done():
+        reply, response = self._reply, self._response
+        if reply is None or reply.done() or response is None:
             self._fail(MalformedResponseError("bytes from the API server with no request waiting"))
             return
-        self._deliver(eof=False)
+        try:
+            complete = response.feed(data)
+        except MalformedResponseError as exc:
+            self._fail(exc)
+            return
+        if complete:
+            self._deliver(response)
 
     def eof_received(self) -> bool | None:
-        self._deliver(eof=True)
+        response = self._response
+        if response is not None and self._reply is not None and not self._reply.done():
+            response.finish()
+            if response.complete:
+                self._deliver(response)
         self._fail(ConnectionResetError("the API server closed the connection"))
         return None  # close our side too
 
@@ -288,27 +355,16 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
-    def _deliver(self, eof: bool) -> None:
-        reply = self._reply
-        if reply is None or reply.done():
-            return
-        try:
-            parsed = parse_response(self._buffer, eof)
-        except MalformedResponseError as exc:
-            self._fail(exc)
-            return
-        if parsed is None:
-            return
-        status, headers, body, used = parsed
-        del self._buffer[:used]
-        if self._buffer or "close" in headers.get("connection", "").lower():
+    def _deliver(self, response: _Response) -> None:
+        reply, self._reply, self._response = self._reply, None, None
+        if response.extra or not response.keep_alive:
             self.usable = False  # bytes beyond the reply, or the server will close: not reused
-        self._reply = None
-        reply.set_result(Reply(status, headers, body))
+        if reply is not None and not reply.done():
+            reply.set_result(Reply(response.status, response.headers, response.body()))
 
     def _fail(self, exc: Exception) -> None:
         self.usable = False
-        reply, self._reply = self._reply, None
+        reply, self._reply, self._response = self._reply, None, None
         if reply is not None and not reply.done():
             reply.set_exception(exc)
         if self.transport is not None and not self.transport.is_closing():
