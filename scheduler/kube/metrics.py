@@ -129,7 +129,8 @@ class SchedulerMetrics:
         self.rebalance_moves = Counter(
             "spread_scheduler_rebalance_moves",
             "Evictions the rebalancer sent to move a pod to a domain that lowers its workload's skew, by "
-            "result: evicted, pdb-blocked (429 from a PodDisruptionBudget), gone (404) or failed.",
+            "result: evicted, pdb-blocked (429 from a PodDisruptionBudget), gone (404) or failed; timed-out: a move "
+            "not done (the pod gone, a replacement bound and Ready) 5 minutes after its eviction.",
             ["result"],
             registry=self.registry,
         )
