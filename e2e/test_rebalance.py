@@ -60,7 +60,9 @@ DOWN = "e2e.spread-scheduler.io/zone-down"  # the zone's loss: a NoExecute taint
 RETURN_DEADLINE = 180  # issue #40: within maxSkew again within 3 minutes of the zone's return
 
 
-def _workload(name: str, node_set: str, max_skew: int, opt_in: bool, honor: bool) -> dict[str, Any]:
+def _workload(
+    name: str, node_set: str, max_skew: int, opt_in: bool, honor: bool, replicas: int = REPLICAS
+) -> dict[str, Any]:
     labels = {"app": name}
     spread: dict[str, Any] = {
         "maxSkew": max_skew,
@@ -72,7 +74,7 @@ def _workload(name: str, node_set: str, max_skew: int, opt_in: bool, honor: bool
         spread["nodeTaintsPolicy"] = "Honor"
     spec = pod_body(name, labels, nodeSelector={"rebalance-set": node_set}, topologySpreadConstraints=[spread])["spec"]
     spec["containers"][0]["resources"] = {"requests": {"cpu": "10m"}}
-    body = deployment(name, REPLICAS, spec)
+    body = deployment(name, replicas, spec)
     if opt_in:
         body["spec"]["template"]["metadata"]["annotations"] = {REBALANCE_ANNOTATION: "true"}
     return body
@@ -102,12 +104,14 @@ class Zones:
     namespace: str
     nodes: Callable[..., str]
     apps: dict[str, str] = field(default_factory=dict)  # app -> node set, as create() made them
+    replicas: dict[str, int] = field(default_factory=dict)  # app -> its Deployment's replicas
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:4])
     zone_of: dict[str, str] = field(default_factory=dict)  # node -> a/b/c
 
     def create(self, specs: dict[str, dict[str, Any]]) -> None:
         for app, spec in specs.items():
             self.apps[app] = spec["spec"]["template"]["spec"]["nodeSelector"]["rebalance-set"]
+            self.replicas[app] = spec["spec"]["replicas"]
         for zone in "abc":
             for i in range(2):
                 labels = {ZONE: f"{self.tag}-{zone}", "rebalance-set": "main"}
@@ -124,7 +128,7 @@ class Zones:
         """The app's zones (a/b/c) when all its pods are live, bound, Running and Ready; else None."""
         pods = self.core.list_namespaced_pod(self.namespace, label_selector=f"app={app}").items
         live = [p for p in pods if p.metadata.deletion_timestamp is None]
-        if len(pods) != REPLICAS or len(live) != REPLICAS:
+        if len(pods) != self.replicas[app] or len(live) != self.replicas[app]:
             return None
         if not all(p.spec.node_name and p.status.phase == "Running" and is_ready(p) for p in live):
             return None
@@ -313,6 +317,46 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
     # Our own count agrees with the server's record, and nothing went out without the Lease.
     assert evicted == sent_ok
     assert counts["evictions"] == len(mine) and counts["writes_without_lease"] == 0, counts
+
+
+def test_pods_without_a_grace_period_are_rebalanced_to_the_end(
+    zones: Zones, scheduler: SchedulerProcess, ledger: Ledger
+) -> None:
+    """Issue #48, as a new user found it: 6 replicas with ``terminationGracePeriodSeconds: 0``. The
+    API server deletes such a pod in the eviction itself (kwok never sees it Terminating), so its
+    DELETED event may be handled before the eviction's answer; every move must still come."""
+    core, namespace = zones.core, zones.namespace
+    spec = _workload("instant", "main", 1, True, True, replicas=6)
+    spec["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0
+    zones.create({"instant": spec})
+    during = zones.lose_zone_c()
+    assert during["instant"] == {"a": 3, "b": 3, "c": 0}, during
+    metrics_before = scheduler.metrics()
+    mark = ledger.mark()
+    returned = time.monotonic()
+    zones.bring_back_zone_c()
+    after = wait_for(lambda: zones.rebalanced("instant"), RETURN_DEADLINE, "instant within maxSkew 1", interval=0.2)
+    took = time.monotonic() - returned
+    time.sleep(3)  # a debounce or two more: nothing else may go out
+    sent = [
+        w
+        for w in ledger.writes(mark)
+        if w.kind == "eviction" and w.namespace == namespace and w.user in scheduler.users
+    ]
+    # A pod's end by kwok (a grace period run out) would be a DELETE of its own: there is none.
+    deletions = [w for w in ledger.writes(mark) if w.kind == "delete" and w.namespace == namespace]
+    metrics_after = scheduler.metrics()
+    timed_out = metrics_after.get('spread_scheduler_rebalance_moves_total{result="timed-out"}', 0.0) - (
+        metrics_before.get('spread_scheduler_rebalance_moves_total{result="timed-out"}', 0.0)
+    )
+    print(
+        f"\nno grace period: zone back -> instant within maxSkew 1 in {took:.1f} s ({during['instant']} -> {after}); "
+        f"evictions {[(w.name, w.code) for w in sent]}; deletions by others {len(deletions)}; timed out {timed_out}"
+    )
+    assert [w.code for w in sent] == [201] * minimum_moves(list(during["instant"].values())), sent
+    assert not second_in_flight(sent, core, namespace, "instant")
+    assert timed_out == 0  # finished by the cache, not by the backstop
+    assert not deletions, deletions  # the pods did end in the eviction itself
 
 
 def test_a_sigkill_and_a_leader_change_mid_plan_stack_no_eviction(

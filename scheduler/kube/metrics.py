@@ -137,7 +137,7 @@ class SchedulerMetrics:
         self.rebalance_skipped = Counter(
             "spread_scheduler_rebalance_plans_skipped",
             "Workloads the rebalancer looked at and moved nothing of, by reason: within-skew, not-opted-in, "
-            "bad-annotation, in-flight, no-improving-move, not-converging, move-limit, pdb, or another "
+            "bad-annotation, in-flight, no-improving-move, not-converging, move-limit, pdb, error, or another "
             "reason of the planner.",
             ["reason"],
             registry=self.registry,

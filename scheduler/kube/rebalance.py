@@ -22,7 +22,8 @@ rate-limited, transient failures retried). Then the workload waits:
 - a 429 from a PodDisruptionBudget: ``PDB_RETRY`` and plan again; a ``RebalanceBlocked`` Event at
   most once per ``NO_MOVE_COOLDOWN``. 404 (gone) or 409 (another pod of that name): not a move; the
   deletion marks the workload again, and it is looked at again after ``FAILURE_BACKOFF`` anyway.
-  Other errors back off, doubling from ``FAILURE_BACKOFF`` to ``NO_MOVE_COOLDOWN``.
+  Other errors back off, doubling from ``FAILURE_BACKOFF`` to ``NO_MOVE_COOLDOWN``; a workload whose
+  planning raises is logged and looked at again after ``FAILURE_BACKOFF``, the others go on.
 
 Every move gets a ``Rebalanced`` Event on the workload (its ReplicaSet), and metrics (moves by
 result, skipped plans by reason, each workload's skew per topology key). docs/rebalance.md.
@@ -236,6 +237,10 @@ class Rebalancer(WorkloadMarker):
                 self.dirty |= batch  # the rest waits for a replica sure of the Lease
                 self._wake.set()
                 return
+            except Exception:  # one workload's failure (a bug) must not end the loop for all of them
+                self._skip("error")
+                log.exception("rebalance: planning failed", namespace=workload.namespace, workload=workload.name)
+                self._defer(workload, self._clock() + FAILURE_BACKOFF)
 
     def _skip(self, reason: str) -> None:
         self._metrics.rebalance_skipped.labels(reason).inc()

@@ -306,9 +306,35 @@ def test_the_real_planner_looks_again_at_a_workload_whose_pod_stays_not_ready() 
     h.clock.now += rebalance.MOVE_TIMEOUT
     h.sync()
     assert len(h.evictor.evicted) == 1
+    assert h.rebalancer._idle_timeout() == rebalance.MOVE_TIMEOUT  # looked at again, even without an event
     assert h.value("spread_scheduler_rebalance_moves_total", result="timed-out") == 1
     assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="in-flight") == 1
-    assert h.rebalancer._idle_timeout() == rebalance.MOVE_TIMEOUT
+
+
+def test_a_failing_plan_does_not_end_the_loop_and_is_looked_at_again() -> None:
+    h = Harness()
+    _lopsided(h)
+    h.add(_pod("q0", "a0", owner="web-2"), _pod("q1", "b0", owner="web-2"))
+    h.planner.plans = [planned(_move("p0"))]
+    real = h.planner.__call__
+
+    def planner(cache: object, framework: object, workload: Workload, **kwargs: Any) -> Plan:
+        if workload == WEB and not h.planner.calls:
+            h.planner.calls.append(workload)
+            raise KeyError("a bug")
+        if workload != WEB:
+            h.planner.calls.append(workload)
+            return Plan(workload, (), "within-skew", "")
+        return real(cache, framework, workload, **kwargs)
+
+    h.rebalancer._planner = planner
+    h.sync()  # web-1 first: it fails, web-2 is still served
+    assert h.planner.calls == [WEB, Workload("default", "ReplicaSet", "web-2")]
+    assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="error") == 1
+    h.clock.now += rebalance.FAILURE_BACKOFF
+    assert h.rebalancer._idle_timeout() == 0
+    h.sync()
+    assert h.evictor.evicted == ["p0"]
 
 
 def test_a_pdb_429_waits_and_says_so_once() -> None:
