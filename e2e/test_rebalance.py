@@ -215,6 +215,47 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
     assert counts["evictions"] == len(mine) and counts["writes_without_lease"] == 0, counts
 
 
+def test_pods_without_a_grace_period_are_rebalanced_to_the_end(
+    zones: Zones, scheduler: SchedulerProcess, ledger: Ledger
+) -> None:
+    """Issue #48, as a new user found it: 6 replicas with ``terminationGracePeriodSeconds: 0``. The
+    API server deletes such a pod in the eviction itself (kwok never sees it Terminating), so its
+    DELETED event may be handled before the eviction's answer; every move must still come."""
+    core, namespace = zones.core, zones.namespace
+    spec = rebalance_workload("instant", "main", 1, True, True, replicas=6)
+    spec["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0
+    zones.create({"instant": spec})
+    during = zones.lose_zone_c()
+    assert during["instant"] == {"a": 3, "b": 3, "c": 0}, during
+    metrics_before = scheduler.metrics()
+    mark = ledger.mark()
+    returned = time.monotonic()
+    zones.bring_back_zone_c()
+    after = wait_for(lambda: zones.rebalanced("instant"), RETURN_DEADLINE, "instant within maxSkew 1", interval=0.2)
+    took = time.monotonic() - returned
+    time.sleep(3)  # a debounce or two more: nothing else may go out
+    sent = [
+        w
+        for w in ledger.writes(mark)
+        if w.kind == "eviction" and w.namespace == namespace and w.user in scheduler.users
+    ]
+    # A pod's end by kwok (a grace period run out) would be a DELETE of its own: none succeeds (kwok
+    # may still try, late, for a pod the API server already deleted: a 404).
+    deletions = [w for w in ledger.writes(mark) if w.kind == "delete" and w.namespace == namespace and w.ok]
+    metrics_after = scheduler.metrics()
+    timed_out = metrics_after.get('spread_scheduler_rebalance_moves_total{result="timed-out"}', 0.0) - (
+        metrics_before.get('spread_scheduler_rebalance_moves_total{result="timed-out"}', 0.0)
+    )
+    print(
+        f"\nno grace period: zone back -> instant within maxSkew 1 in {took:.1f} s ({during['instant']} -> {after}); "
+        f"evictions {[(w.name, w.code) for w in sent]}; other pod deletions {len(deletions)}; timed out {timed_out}"
+    )
+    assert [w.code for w in sent] == [201] * minimum_moves(list(during["instant"].values())), sent
+    assert not second_in_flight(sent, core, namespace, "instant")
+    assert timed_out == 0  # finished by the cache, not by the backstop
+    assert not deletions, deletions  # the pods did end in the eviction itself
+
+
 def test_a_sigkill_and_a_leader_change_mid_plan_stack_no_eviction(
     zones: Zones, scheduler: SchedulerProcess, ledger: Ledger
 ) -> None:

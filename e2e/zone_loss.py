@@ -20,7 +20,9 @@ REPLICAS = 12
 DOWN = "e2e.spread-scheduler.io/zone-down"  # the zone's loss: a NoExecute taint on its nodes
 
 
-def rebalance_workload(name: str, node_set: str, max_skew: int, opt_in: bool, honor: bool) -> dict[str, Any]:
+def rebalance_workload(
+    name: str, node_set: str, max_skew: int, opt_in: bool, honor: bool, replicas: int = REPLICAS
+) -> dict[str, Any]:
     """A Deployment of ``REPLICAS`` 10m pods on the nodes of ``node_set`` (``main`` or ``side``) with a hard
     zone spread of ``max_skew``; ``opt_in``: our rebalancing annotation; ``honor``: ``nodeTaintsPolicy: Honor``."""
     labels = {"app": name}
@@ -34,7 +36,7 @@ def rebalance_workload(name: str, node_set: str, max_skew: int, opt_in: bool, ho
         spread["nodeTaintsPolicy"] = "Honor"
     spec = pod_body(name, labels, nodeSelector={"rebalance-set": node_set}, topologySpreadConstraints=[spread])["spec"]
     spec["containers"][0]["resources"] = {"requests": {"cpu": "10m"}}
-    body = deployment(name, REPLICAS, spec)
+    body = deployment(name, replicas, spec)
     if opt_in:
         body["spec"]["template"]["metadata"]["annotations"] = {REBALANCE_ANNOTATION: "true"}
     return body
@@ -57,12 +59,14 @@ class Zones:
     namespace: str
     nodes: Callable[..., str]
     apps: dict[str, str] = field(default_factory=dict)  # app -> node set, as create() made them
+    replicas: dict[str, int] = field(default_factory=dict)  # app -> its Deployment's replicas
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:4])
     zone_of: dict[str, str] = field(default_factory=dict)  # node -> a/b/c
 
     def create(self, specs: dict[str, dict[str, Any]]) -> None:
         for app, spec in specs.items():
             self.apps[app] = spec["spec"]["template"]["spec"]["nodeSelector"]["rebalance-set"]
+            self.replicas[app] = spec["spec"]["replicas"]
         for zone in "abc":
             for i in range(2):
                 labels = {ZONE: f"{self.tag}-{zone}", "rebalance-set": "main"}
@@ -79,7 +83,7 @@ class Zones:
         """The app's zones (a/b/c) when all its pods are live, bound, Running and Ready; else None."""
         pods = self.core.list_namespaced_pod(self.namespace, label_selector=f"app={app}").items
         live = [p for p in pods if p.metadata.deletion_timestamp is None]
-        if len(pods) != REPLICAS or len(live) != REPLICAS:
+        if len(pods) != self.replicas[app] or len(live) != self.replicas[app]:
             return None
         if not all(p.spec.node_name and p.status.phase == "Running" and is_ready(p) for p in live):
             return None

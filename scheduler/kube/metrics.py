@@ -129,14 +129,15 @@ class SchedulerMetrics:
         self.rebalance_moves = Counter(
             "spread_scheduler_rebalance_moves",
             "Evictions the rebalancer sent to move a pod to a domain that lowers its workload's skew, by "
-            "result: evicted, pdb-blocked (429 from a PodDisruptionBudget), gone (404) or failed.",
+            "result: evicted, pdb-blocked (429 from a PodDisruptionBudget), gone (404) or failed; timed-out: a move "
+            "not done (the pod gone, a replacement bound and Ready) 5 minutes after its eviction.",
             ["result"],
             registry=self.registry,
         )
         self.rebalance_skipped = Counter(
             "spread_scheduler_rebalance_plans_skipped",
             "Workloads the rebalancer looked at and moved nothing of, by reason: within-skew, not-opted-in, "
-            "bad-annotation, in-flight, no-improving-move, not-converging, move-limit, pdb, or another "
+            "bad-annotation, in-flight, no-improving-move, not-converging, move-limit, pdb, error, or another "
             "reason of the planner.",
             ["reason"],
             registry=self.registry,

@@ -8,17 +8,22 @@ move** of a plan is carried out, through the Eviction API (``POST pods/{name}/ev
 PodDisruptionBudgets are respected) on the one write path (``ApiWriter``: fenced by the Lease,
 rate-limited, transient failures retried). Then the workload waits:
 
-- **in flight**: nothing more for a workload while its evicted pod is not gone (an in-memory record,
-  for the moment before the informer sees the eviction), a pod of it waits to be scheduled, or (the
-  planner's "in-flight") a pod of it is terminating or not Ready. Everything but the in-memory record
-  is read from the cache, so a new leader after a failover or a SIGKILL sees a move in flight too.
+- **in flight**: nothing more for a workload while its move is in flight: an in-memory record of the
+  eviction, checked against the cache at every look (the evicted pod still there under its UID, or
+  no pod of the workload that was not there at the eviction bound and Ready yet), and held at most
+  ``MOVE_TIMEOUT`` (then logged, counted as ``timed-out``, planned again); nor while (the planner's
+  "in-flight", read from the cache alone, so a new leader after a failover or a SIGKILL sees it
+  too) a pod of it waits to be scheduled, is terminating or is not Ready. A workload held either way
+  is looked at again on its pods' events and, without one, after ``MOVE_TIMEOUT``.
 - **cool-down**: ``MOVE_SETTLE`` after each move; ``NO_MOVE_COOLDOWN`` after a plan with no
   improving move (lifted when a node appears or changes labels or taints: a domain may have come
   back); a workload whose moves did not bring the skew the planner promised ``MAX_MISSES`` times in
   a row stops for ``NO_MOVE_COOLDOWN``; at most as many moves per ``MOVE_WINDOW`` as it has pods.
 - a 429 from a PodDisruptionBudget: ``PDB_RETRY`` and plan again; a ``RebalanceBlocked`` Event at
-  most once per ``NO_MOVE_COOLDOWN``. 404: the pod is gone, its deletion marks the workload again.
-  Other errors back off, doubling from ``FAILURE_BACKOFF`` to ``NO_MOVE_COOLDOWN``.
+  most once per ``NO_MOVE_COOLDOWN``. 404 (gone) or 409 (another pod of that name): not a move; the
+  deletion marks the workload again, and it is looked at again after ``FAILURE_BACKOFF`` anyway.
+  Other errors back off, doubling from ``FAILURE_BACKOFF`` to ``NO_MOVE_COOLDOWN``; a workload whose
+  planning raises is logged and looked at again after ``FAILURE_BACKOFF``, the others go on.
 
 Every move gets a ``Rebalanced`` Event on the workload (its ReplicaSet), and metrics (moves by
 result, skipped plans by reason, each workload's skew per topology key). docs/rebalance.md.
@@ -53,6 +58,7 @@ from scheduler.spread.rebalance import (
     Move,
     Plan,
     plan_workload,
+    pod_ready,
     rebalance_opt_in,
 )
 from scheduler.spread.workload import Workload, workload_of
@@ -61,6 +67,7 @@ __all__ = [
     "FAILURE_BACKOFF",
     "MAX_MISSES",
     "MOVE_SETTLE",
+    "MOVE_TIMEOUT",
     "MOVE_WINDOW",
     "NO_MOVE_COOLDOWN",
     "PDB_RETRY",
@@ -73,6 +80,9 @@ log = structlog.get_logger("spread-scheduler")
 # After a move, this long before the workload is planned again, on top of its replacement being
 # bound and Ready: the controllers' caches (the ReplicaSet's, the disruption controller's) catch up.
 MOVE_SETTLE = 10.0
+# The longest a move is in flight by our own record: a replacement that is never created (the
+# ReplicaSet scaled down, its controller down) or never Ready holds the workload no longer.
+MOVE_TIMEOUT = 300.0
 # After a plan that found no improving move (or a workload that stopped converging): the cluster
 # must change for a plan to change; a node that appears or is relabelled or retainted lifts it.
 NO_MOVE_COOLDOWN = 300.0
@@ -114,13 +124,27 @@ class ApiEvictor:
         await self._writer.post_to_pod(f"evicting {pod.key}", pod, "eviction", body)
 
 
+@dataclass(frozen=True, slots=True)
+class _Flight:
+    """A move sent: the evicted pod, the workload's pods when it was sent (any other pod of the
+    workload is a replacement; a StatefulSet's keeps the name, so a pod is its key and UID)."""
+
+    pod: tuple[PodKey, str]
+    before: frozenset[tuple[PodKey, str]]
+    since: float
+
+
+def _who(pod: Pod) -> tuple[PodKey, str]:
+    return pod.key, pod.uid
+
+
 @dataclass(slots=True)
 class _State:
     """What the rebalancer remembers of one workload between plans."""
 
     not_before: float = 0.0
     no_move: bool = False  # the wait is a no-improving-move cool-down (a changed node lifts it)
-    in_flight: PodKey | None = None  # evicted, its deletion not seen yet
+    in_flight: _Flight | None = None  # the last move, until the cache shows it done (or MOVE_TIMEOUT)
     moves: list[float] = field(default_factory=list)  # when the moves of the current window were sent
     last_move: Move | None = None
     misses: int = 0
@@ -175,17 +199,10 @@ class Rebalancer(WorkloadMarker):
         self._planner = planner
         self._clock = clock
         self._states: dict[Workload, _State] = {}
-        self._deferred: set[Workload] = set()
+        self._deferred: dict[Workload, float] = {}  # served again at that time without a mark
         self.evicted = 0
 
     # -- the event handlers' side -------------------------------------------------------------
-
-    def pod_changed(self, old: Pod | None, new: Pod | None) -> None:
-        super().pod_changed(old, new)
-        if old is not None and new is None and (workload := workload_of(old, REBALANCED_KINDS)) is not None:
-            state = self._states.get(workload)
-            if state is not None and state.in_flight == old.key:
-                state.in_flight = None  # its deletion is seen: the cache tells the rest
 
     def node_changed(self, old: Node | None, new: Node | None) -> None:
         super().node_changed(old, new)
@@ -201,14 +218,14 @@ class Rebalancer(WorkloadMarker):
     # -- the serving side ---------------------------------------------------------------------
 
     def _idle_timeout(self) -> float | None:
-        dues = [s.not_before for w in self._deferred if (s := self._states.get(w)) is not None]
-        return max(0.0, min(dues) - self._clock()) if dues else None
+        return max(0.0, min(self._deferred.values()) - self._clock()) if self._deferred else None
 
     async def sync_once(self) -> None:
         """Plan every marked workload (and those whose wait is over); at most one eviction each."""
         now = self._clock()
-        due = {w for w in self._deferred if (s := self._states.get(w)) is None or s.not_before <= now}
-        self._deferred -= due
+        due = {w for w, at in self._deferred.items() if at <= now}
+        for workload in due:
+            del self._deferred[workload]
         batch, self.dirty = self.dirty | due, set()
         pending: dict[Workload, list[Pod]] = {}
         for pod in self._pending():
@@ -221,19 +238,27 @@ class Rebalancer(WorkloadMarker):
                 self.dirty |= batch  # the rest waits for a replica sure of the Lease
                 self._wake.set()
                 return
+            except Exception:  # one workload's failure (a bug) must not end the loop for all of them
+                self._skip("error")
+                log.exception("rebalance: planning failed", namespace=workload.namespace, workload=workload.name)
+                self._defer(workload, self._clock() + FAILURE_BACKOFF)
 
     def _skip(self, reason: str) -> None:
         self._metrics.rebalance_skipped.labels(reason).inc()
 
     def _wait(self, workload: Workload, state: _State, seconds: float, *, no_move: bool = False) -> None:
         state.not_before, state.no_move = self._clock() + seconds, no_move
-        self._deferred.add(workload)
+        self._defer(workload, state.not_before)
+
+    def _defer(self, workload: Workload, at: float) -> None:
+        """Serve the workload again at ``at`` (or earlier) without a mark; a mark before serves it too."""
+        self._deferred[workload] = min(at, self._deferred.get(workload, at))
 
     async def _serve(self, workload: Workload, waiting: list[Pod]) -> None:
         pods = self._pods(workload)
         if not pods:
             self._states.pop(workload, None)
-            self._deferred.discard(workload)
+            self._deferred.pop(workload, None)
             self._metrics.set_skews(workload.namespace, workload.name, {})
             return
         framework = self._frameworks[pods[0].scheduler_name]
@@ -248,12 +273,14 @@ class Rebalancer(WorkloadMarker):
                 await self._tell(workload, pods[0], state, BAD_ANNOTATION, bad)
             return
         now = self._clock()
-        if state.in_flight is not None:
-            self._skip(IN_FLIGHT)  # evicted, its deletion not seen yet: the cache cannot tell
+        if state.in_flight is not None and self._flying(workload, state.in_flight, pods, now):
+            self._skip(IN_FLIGHT)
+            self._defer(workload, state.in_flight.since + MOVE_TIMEOUT)
             return
+        state.in_flight = None
         if state.not_before > now:
             self._skip("cool-down")
-            self._deferred.add(workload)
+            self._defer(workload, state.not_before)
             return
         state.moves = [t for t in state.moves if t > now - MOVE_WINDOW]
         if len(state.moves) >= len(pods):
@@ -277,7 +304,29 @@ class Rebalancer(WorkloadMarker):
             note = f"stopped: {MAX_MISSES} moves in a row left the skew above what the plan expected"
             await self._tell(workload, pods[0], state, STOPPED, note)
             return
-        await self._carry_out(workload, state, move, pods[0])
+        await self._carry_out(workload, state, move, pods)
+
+    def _flying(self, workload: Workload, flight: _Flight, pods: list[Pod], now: float) -> bool:
+        """Whether the move is still in flight, by the cache: the evicted pod is there, or no
+        replacement is bound and Ready yet; at most ``MOVE_TIMEOUT``, then it says so."""
+        if any(_who(p) == flight.pod for p in pods):
+            left = "the evicted pod is still there"
+        elif any(_who(p) not in flight.before and pod_ready(p) and not self._cache.is_assumed(p.key) for p in pods):
+            return False
+        else:
+            left = "no replacement is bound and Ready"
+        if now - flight.since < MOVE_TIMEOUT:
+            return True
+        self._metrics.rebalance_moves.labels("timed-out").inc()
+        log.warning(
+            "rebalance: a move did not finish in time; planning again",
+            namespace=workload.namespace,
+            workload=workload.name,
+            pod=flight.pod[0],
+            waited=MOVE_TIMEOUT,
+            why=left,
+        )
+        return False
 
     def _gauge(self, workload: Workload, pods: list[Pod], framework: Framework) -> None:
         """The workload's skews now, counted as the planner counts them, per topology key the
@@ -295,7 +344,9 @@ class Rebalancer(WorkloadMarker):
 
     async def _unplanned(self, workload: Workload, pod: Pod, state: _State, plan: Plan) -> None:
         self._skip(plan.reason)
-        if plan.reason == NO_IMPROVING_MOVE:
+        if plan.reason == IN_FLIGHT:  # its pods' events end it; a missed one does not hold it for ever
+            self._defer(workload, self._clock() + MOVE_TIMEOUT)
+        elif plan.reason == NO_IMPROVING_MOVE:
             state.last_move = None
             self._wait(workload, state, NO_MOVE_COOLDOWN, no_move=True)
         elif plan.reason == PDB:
@@ -304,10 +355,13 @@ class Rebalancer(WorkloadMarker):
         elif plan.reason == WITHIN_SKEW:
             state.last_move, state.misses = None, 0
 
-    async def _carry_out(self, workload: Workload, state: _State, move: Move, member: Pod) -> None:
-        pod = self._cache.pod(move.pod)
+    async def _carry_out(self, workload: Workload, state: _State, move: Move, pods: list[Pod]) -> None:
+        pod, member = self._cache.pod(move.pod), pods[0]
         if pod is None:
             return  # gone meanwhile: its deletion marks the workload again
+        # Taken before the request: the evicted pod's events (a pod without a grace period is deleted
+        # by the eviction itself) and its replacement's may be handled before the answer is.
+        before = frozenset(map(_who, pods))
         try:
             await self._evictor.evict(pod)
         except NotLeadingError:
@@ -321,6 +375,7 @@ class Rebalancer(WorkloadMarker):
         except (PodGoneError, BindConflictError) as exc:  # 404, or 409: another pod of that name now
             self._metrics.rebalance_moves.labels("gone").inc()
             log.info("rebalance: the pod to move is gone", pod=pod.key, err=str(exc))
+            self._defer(workload, self._clock() + FAILURE_BACKOFF)  # should its deletion go unseen
             return
         except Exception as exc:  # an outage after the retries, a refusal (RBAC): back off
             self._metrics.rebalance_moves.labels("failed").inc()
@@ -331,7 +386,8 @@ class Rebalancer(WorkloadMarker):
             return
         self.evicted += 1
         self._metrics.rebalance_moves.labels("evicted").inc()
-        state.in_flight, state.last_move, state.failures = pod.key, move, 0
+        state.in_flight = _Flight(_who(pod), before, self._clock())
+        state.last_move, state.failures = move, 0
         state.moves.append(self._clock())
         self._wait(workload, state, MOVE_SETTLE)
         note = move_note(move)

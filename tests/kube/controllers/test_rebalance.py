@@ -6,6 +6,7 @@ status mapping of a PDB's 429, and the flags."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,7 +14,13 @@ import pytest
 from scheduler import cli
 from scheduler.api.objects import Pod, PodKey
 from scheduler.config import load_config
-from scheduler.errors import DisruptionBudgetError, NotLeadingError, PodGoneError, TransientAPIError
+from scheduler.errors import (
+    BindConflictError,
+    DisruptionBudgetError,
+    NotLeadingError,
+    PodGoneError,
+    TransientAPIError,
+)
 from scheduler.kube import app
 from scheduler.kube.controllers import rebalance
 from scheduler.kube.controllers.rebalance import ApiEvictor, Rebalancer, move_note
@@ -42,6 +49,7 @@ def _pod(name: str, node: str, opt_in: str | None = "true", owner: str = "web-1"
         .spread(ZONE, 1, match={"app": owner})
         .set("metadata.uid", f"uid-{name}")
         .set("metadata.resourceVersion", "7")
+        .set("status.conditions", [{"type": "Ready", "status": "True"}])
     )
     if opt_in is not None:
         builder.set("metadata.annotations", {REBALANCE_ANNOTATION: opt_in})
@@ -51,11 +59,18 @@ def _pod(name: str, node: str, opt_in: str | None = "true", owner: str = "web-1"
 
 
 class Evictor:
+    """Records each eviction; ``during`` runs while the request is awaited (the watch events that
+    are handled before the answer), then ``error`` is raised if set."""
+
     def __init__(self) -> None:
         self.evicted: list[str] = []
         self.error: Exception | None = None
+        self.during: Callable[[Pod], None] | None = None
 
     async def evict(self, pod: Pod) -> None:
+        if self.during is not None:
+            await asyncio.sleep(0)
+            self.during(pod)
         if self.error is not None:
             raise self.error
         self.evicted.append(pod.name)
@@ -173,7 +188,7 @@ def test_nothing_more_while_the_move_is_in_flight_until_the_deletion_and_the_rep
     h.sync()
     assert h.evictor.evicted == ["p0"]
     assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="in-flight") == 2
-    # Bound (Ready or not: the planner's "in-flight" judges that): planned again.
+    # Bound and Ready: planned again.
     h.pending = []
     h.add(_pod("p9", "c0"))
     h.planner.plans = [planned(_move("p1", 2, 1))]
@@ -197,6 +212,125 @@ def test_a_workload_is_not_planned_again_before_the_settle_time() -> None:
     h.planner.plans = [planned(_move("p1", 1, 1))]
     h.sync()
     assert h.evictor.evicted == ["p0", "p1"]
+
+
+def _replaced(h: Harness, name: str, node: str, ready: bool = True) -> Callable[[Pod], None]:
+    """The evicted pod's DELETED event (no grace period: the eviction deletes it) and its
+    replacement bound there, as the watch delivers them."""
+
+    def deliver(pod: Pod) -> None:
+        h.add(dict(pod.raw), event="DELETED")
+        conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+        h.add(_pod(name, node, status__conditions=conditions))
+
+    return deliver
+
+
+def test_a_pod_deleted_before_the_evictions_answer_does_not_hold_the_workload() -> None:
+    """Issue #48: the deletion handled while the eviction is awaited; the next move still comes."""
+    h = Harness()
+    _lopsided(h)
+    h.planner.plans = [planned(_move("p0"))]
+    h.evictor.during = _replaced(h, "p9", "c0")
+    h.sync()
+    assert h.evictor.evicted == ["p0"]
+    h.evictor.during = None
+    h.planner.plans = [planned(_move("p1", 2, 1, to="b"))]
+    h.sync()  # marked by the events, within the settle time
+    h.clock.now += rebalance.MOVE_SETTLE
+    h.sync()
+    assert h.evictor.evicted == ["p0", "p1"]
+    assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="cool-down") == 1
+    assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="in-flight") == 0
+
+
+@pytest.mark.parametrize(
+    "error", [PodGoneError("404: pods p0 not found"), BindConflictError("409: Precondition failed: UID")]
+)
+def test_an_eviction_answered_404_or_409_is_no_move_and_the_workload_is_planned_again(error: Exception) -> None:
+    h = Harness()
+    _lopsided(h)
+    h.planner.plans = [planned(_move("p0"))]
+    h.evictor.error = error
+    h.sync()
+    assert h.evictor.evicted == [] and h.recorder.events == []
+    assert h.value("spread_scheduler_rebalance_moves_total", result="gone") == 1
+    assert h.rebalancer._states[WEB].in_flight is None
+    # The deletion (or the pod of that name) is not seen yet, and nothing else happens: looked at again.
+    h.evictor.error = None
+    h.planner.plans = [planned(_move("p1"))]
+    h.clock.now += rebalance.FAILURE_BACKOFF
+    assert h.rebalancer._idle_timeout() == 0
+    h.sync()
+    assert h.evictor.evicted == ["p1"]
+
+
+def test_a_replacement_never_ready_holds_the_workload_until_the_move_times_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    h = Harness()
+    _lopsided(h)
+    h.planner.plans = [planned(_move("p0"))]
+    h.evictor.during = _replaced(h, "p9", "c0", ready=False)
+    h.sync()
+    h.evictor.during = None
+    h.planner.plans = [planned(_move("p1", 2, 1, to="b"))]
+    h.clock.now += rebalance.MOVE_SETTLE
+    h.sync()
+    assert h.evictor.evicted == ["p0"] and len(h.planner.calls) == 1
+    assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="in-flight") == 1
+    # Nothing happens any more: the workload is looked at again when the move times out.
+    h.clock.now += rebalance.MOVE_TIMEOUT - rebalance.MOVE_SETTLE
+    assert h.rebalancer._idle_timeout() == 0
+    h.sync()
+    assert h.evictor.evicted == ["p0", "p1"]
+    assert h.value("spread_scheduler_rebalance_moves_total", result="timed-out") == 1
+    captured = capsys.readouterr()
+    out = captured.out + captured.err  # stderr once a test before has called logs.configure
+    assert "a move did not finish in time" in out and "no replacement is bound and Ready" in out
+
+
+def test_the_real_planner_looks_again_at_a_workload_whose_pod_stays_not_ready() -> None:
+    """After the time-out the planner's own rule (a pod not Ready) still holds the workload: no
+    pods into a domain where they do not become Ready; looked at again, not forgotten."""
+    h = Harness()
+    h.rebalancer._planner = plan_workload
+    _lopsided(h)
+    h.evictor.during = _replaced(h, "p9", "c0", ready=False)
+    h.sync()
+    h.evictor.during = None
+    h.clock.now += rebalance.MOVE_TIMEOUT
+    h.sync()
+    assert len(h.evictor.evicted) == 1
+    assert h.rebalancer._idle_timeout() == rebalance.MOVE_TIMEOUT  # looked at again, even without an event
+    assert h.value("spread_scheduler_rebalance_moves_total", result="timed-out") == 1
+    assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="in-flight") == 1
+
+
+def test_a_failing_plan_does_not_end_the_loop_and_is_looked_at_again() -> None:
+    h = Harness()
+    _lopsided(h)
+    h.add(_pod("q0", "a0", owner="web-2"), _pod("q1", "b0", owner="web-2"))
+    h.planner.plans = [planned(_move("p0"))]
+    real = h.planner.__call__
+
+    def planner(cache: object, framework: object, workload: Workload, **kwargs: Any) -> Plan:
+        if workload == WEB and not h.planner.calls:
+            h.planner.calls.append(workload)
+            raise KeyError("a bug")
+        if workload != WEB:
+            h.planner.calls.append(workload)
+            return Plan(workload, (), "within-skew", "")
+        return real(cache, framework, workload, **kwargs)
+
+    h.rebalancer._planner = planner
+    h.sync()  # web-1 first: it fails, web-2 is still served
+    assert h.planner.calls == [WEB, Workload("default", "ReplicaSet", "web-2")]
+    assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="error") == 1
+    h.clock.now += rebalance.FAILURE_BACKOFF
+    assert h.rebalancer._idle_timeout() == 0
+    h.sync()
+    assert h.evictor.evicted == ["p0"]
 
 
 def test_a_pdb_429_waits_and_says_so_once() -> None:
@@ -295,8 +429,9 @@ def test_at_most_as_many_moves_per_window_as_pods() -> None:
     for i in range(6):
         h.planner.plans = [planned(_move("p3", 3, 3))]  # never a miss, never done
         h.sync()
-        h.add(_pod("p3", "b0", metadata__resourceVersion=str(10 + i)), event="DELETED")
-        h.add(_pod("p3", "b0", metadata__resourceVersion=str(20 + i)))
+        uid = "uid-p3" if i == 0 else f"uid-p3-{i}"  # a StatefulSet's: the name kept, a new UID
+        h.add(_pod("p3", "b0", metadata__resourceVersion=str(10 + i), metadata__uid=uid), event="DELETED")
+        h.add(_pod("p3", "b0", metadata__resourceVersion=str(20 + i), metadata__uid=f"uid-p3-{i + 1}"))
         h.clock.now += rebalance.MOVE_SETTLE
     assert len(h.evictor.evicted) == 4  # 4 pods
     assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="move-limit") >= 1
