@@ -17,11 +17,42 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-K8S_VERSION = "v1.35.4"
-K8S_BUILD_DATE = "2026-04-15T18:01:22Z"  # the tag's time, from the Go proxy's k8s.io/kubernetes@v1.35.4.info
+
+@dataclass(frozen=True)
+class Release:
+    """One Kubernetes release the local control plane builds: its own go.mod in e2e/controlplane (one Go
+    module requires one version of k8s.io/kubernetes), and the Go build tag our mains' per-release files use."""
+
+    version: str  # vMAJOR.MINOR.PATCH, the tag of k8s.io/kubernetes
+    build_date: str  # the tag's time, from the Go proxy's k8s.io/kubernetes@VERSION.info
+    modfile: str  # under e2e/controlplane: go.mod for the default release, go.1.N.mod for the others
+
+    @property
+    def minor(self) -> str:
+        """``1.N``, as the scheduler's ``--kube-version`` names it."""
+        return ".".join(self.version.lstrip("v").split(".")[:2])
+
+    @property
+    def go_tag(self) -> str:
+        """The build tag for files of ours that differ by release (``k8s1_37``): ``//go:build k8s1_37``."""
+        return "k8s" + self.minor.replace(".", "_")
+
+
+RELEASES = {
+    r.minor: r
+    for r in (
+        Release("v1.35.4", "2026-04-15T18:01:22Z", "go.mod"),
+        Release("v1.36.3", "2026-07-22T18:07:38Z", "go.1.36.mod"),
+        Release("v1.37.2", "2026-10-27T12:01:04Z", "go.1.37.mod"),
+    )
+}
+K8S_VERSION = "v1.35.4"  # the default release (make test, e2e); the others by --version / SPREAD_E2E_KUBE_VERSION
+# One etcd for every release: 3.6 is the minor 1.35 and 1.36 are released with (3.6.6, 3.6.8) and one 1.37
+# supports (its build/dependencies.yaml names 3.7.0, and its apiserver keeps working with 3.6 servers).
 ETCD_VERSION = "v3.6.16"
 HERE = Path(__file__).resolve().parent
 CONTROLPLANE_MODULE = HERE / "controlplane"
@@ -38,14 +69,25 @@ def _cache_base() -> Path:
     return Path(os.environ.get("SPREAD_CACHE_DIR", Path.home() / ".cache" / "spread-scheduler"))
 
 
-def cache_dir() -> Path:
+def release(version: str = K8S_VERSION) -> Release:
+    """The release for ``1.N``, ``1.N.P`` or ``v1.N.P``; a patch must be the one we build."""
+    text = version.lstrip("v")
+    minor = ".".join(text.split(".")[:2])
+    found = RELEASES.get(minor)
+    if found is None or (text.count(".") == 2 and found.version != f"v{text}"):
+        supported = ", ".join(r.version for r in RELEASES.values())
+        raise ValueError(f"Kubernetes {version}: the local control plane builds {supported}")
+    return found
+
+
+def cache_dir(version: str = K8S_VERSION) -> Path:
     """Where the binaries and their stamp live, per Kubernetes version."""
-    return _cache_base() / f"k8s-{K8S_VERSION}"
+    return _cache_base() / f"k8s-{release(version).version}"
 
 
-def bin_dir() -> Path:
+def bin_dir(version: str = K8S_VERSION) -> Path:
     """The directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler."""
-    return cache_dir() / "bin"
+    return cache_dir(version) / "bin"
 
 
 def log(message: str) -> None:
@@ -53,31 +95,39 @@ def log(message: str) -> None:
     print(f"[cluster] {message}", file=sys.stderr, flush=True)
 
 
-def _go_env() -> dict[str, str]:
+def _go_env(rel: Release | None = None) -> dict[str, str]:
+    """Go's environment for our builds; with ``rel``, its go.mod (``-modfile``) and build tag."""
     env = dict(os.environ)
     env.update({"CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly", "GOWORK": "off"})
+    if rel is not None:
+        env["GOFLAGS"] += f" -modfile={rel.modfile} -tags={rel.go_tag}"
     return env
 
 
-def _modules_digest() -> str:
+def _sum_file(modfile: str) -> str:
+    """go.sum beside go.mod, go.1.37.sum beside go.1.37.mod (as ``go -modfile`` reads them)."""
+    return modfile.removesuffix(".mod") + ".sum"
+
+
+def _modules_digest(rel: Release) -> str:
     digest = hashlib.sha256()
-    for module in (CONTROLPLANE_MODULE, ETCD_MODULE):
-        for name in ("go.mod", "go.sum"):
+    for module, modfile in ((CONTROLPLANE_MODULE, rel.modfile), (ETCD_MODULE, "go.mod")):
+        for name in (modfile, _sum_file(modfile)):
             path = module / name
             digest.update(f"{path.relative_to(HERE)}\0".encode())
             digest.update(path.read_bytes() if path.exists() else b"")
     return digest.hexdigest()
 
 
-def _version_ldflags() -> str:
-    major, minor = K8S_VERSION.lstrip("v").split(".")[:2]
+def _version_ldflags(rel: Release) -> str:
+    major, minor = rel.version.lstrip("v").split(".")[:2]
     values = {
-        "gitVersion": K8S_VERSION,
+        "gitVersion": rel.version,
         "gitMajor": major,
         "gitMinor": minor,
         "gitTreeState": "clean",
         "gitCommit": "0" * 40,  # the proxy's zip carries no commit id; /version shows gitVersion
-        "buildDate": K8S_BUILD_DATE,
+        "buildDate": rel.build_date,
     }
     flags = ["-s", "-w"]
     for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
@@ -85,22 +135,23 @@ def _version_ldflags() -> str:
     return " ".join(flags)
 
 
-def build_inputs() -> dict[str, str]:
+def build_inputs(version: str = K8S_VERSION) -> dict[str, str]:
     """Everything the cached binaries depend on; the stamp file holds this as JSON."""
+    rel = release(version)
     go_version = subprocess.run(
         ["go", "version"], capture_output=True, text=True, check=True, env=_go_env()
     ).stdout.strip()
     return {
-        "k8s": K8S_VERSION,
+        "k8s": rel.version,
         "etcd": ETCD_VERSION,
         "go": go_version,
-        "modules_sha256": _modules_digest(),
-        "ldflags_sha256": hashlib.sha256(_version_ldflags().encode()).hexdigest(),
+        "modules_sha256": _modules_digest(rel),
+        "ldflags_sha256": hashlib.sha256(_version_ldflags(rel).encode()).hexdigest(),
     }
 
 
-def _inputs_digest() -> str:
-    return hashlib.sha256(json.dumps(build_inputs(), sort_keys=True).encode()).hexdigest()
+def _inputs_digest(version: str) -> str:
+    return hashlib.sha256(json.dumps(build_inputs(version), sort_keys=True).encode()).hexdigest()
 
 
 def _read_stamp(stamp: Path) -> dict[str, Any] | None:
@@ -112,9 +163,8 @@ def _read_stamp(stamp: Path) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def _build_lock(where: Path | None = None) -> Iterator[None]:
+def _build_lock(where: Path) -> Iterator[None]:
     """Serialize builds between processes (two pytest sessions, a benchmark and a test...)."""
-    where = where or cache_dir()
     where.mkdir(parents=True, exist_ok=True)
     with (where / "build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -124,10 +174,10 @@ def _build_lock(where: Path | None = None) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _check_free_disk(need: int = BUILD_FREE_BYTES) -> None:
+def _check_free_disk(cache: Path, need: int = BUILD_FREE_BYTES) -> None:
     go_env = subprocess.run(["go", "env", "GOCACHE"], check=False, capture_output=True, text=True, env=_go_env())
     go_cache = go_env.stdout.strip()
-    for where in {cache_dir(), Path(go_cache or Path.home())}:
+    for where in {cache, Path(go_cache or Path.home())}:
         probe = where
         while not probe.exists():
             probe = probe.parent
@@ -139,19 +189,19 @@ def _check_free_disk(need: int = BUILD_FREE_BYTES) -> None:
             )
 
 
-def _go_build(args: Sequence[str], cwd: Path, what: str) -> float:
+def _go_build(args: Sequence[str], cwd: Path, what: str, rel: Release | None = None) -> float:
     started = time.monotonic()
-    log(f"go build {what} (in {cwd.relative_to(HERE.parent)})")
-    subprocess.run(["go", "build", "-trimpath", *args], cwd=cwd, env=_go_env(), check=True)
+    log(f"go build {what} (in {cwd.relative_to(HERE.parent)}{f', {rel.modfile}' if rel else ''})")
+    subprocess.run(["go", "build", "-trimpath", *args], cwd=cwd, env=_go_env(rel), check=True)
     took = time.monotonic() - started
     log(f"built {what} in {took:.0f}s")
     return took
 
 
 @contextlib.contextmanager
-def _staging_dir(where: Path | None = None) -> Iterator[Path]:
+def _staging_dir(where: Path) -> Iterator[Path]:
     """A fresh directory next to bin/ for ``go build -o``, removed afterwards."""
-    tmp = (where or cache_dir()) / f"bin.tmp-{os.getpid()}"
+    tmp = where / f"bin.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
@@ -160,75 +210,128 @@ def _staging_dir(where: Path | None = None) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _install(tmp: Path, names: Iterable[str]) -> None:
+def _install(tmp: Path, names: Iterable[str], out: Path) -> None:
     """Rename the new binaries into bin/: a running cluster keeps its old files (no "text file busy")."""
-    bin_dir().mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     for name in names:
-        os.replace(tmp / name, bin_dir() / name)
+        os.replace(tmp / name, out / name)
 
 
-def ensure_built(force: bool = False) -> Path:
+def ensure_built(force: bool = False, version: str = K8S_VERSION) -> Path:
     """Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler unless the cached ones match.
 
     The stamp (``cache_dir()/stamp``, JSON) records the Kubernetes and etcd versions, ``go version``,
     and a hash of both modules' go.mod/go.sum and the ldflags; a build happens when it differs or a
     binary is missing. Returns the bin directory.
     """
-    out = bin_dir()
-    stamp = cache_dir() / "stamp"
-    with _build_lock():
-        inputs = build_inputs()
+    rel = release(version)
+    out = bin_dir(version)
+    where = cache_dir(version)
+    stamp = where / "stamp"
+    with _build_lock(where):
+        inputs = build_inputs(version)
         if not force and _read_stamp(stamp) == inputs and all((out / c).is_file() for c in COMPONENTS):
             return out
-        _check_free_disk()
+        _check_free_disk(where)
         stamp.unlink(missing_ok=True)
         started = time.monotonic()
-        log(f"building the control plane {K8S_VERSION} + etcd {ETCD_VERSION} (2 cores: ~6 min cold, ~1 min warm)")
-        with _staging_dir() as tmp:
+        log(f"building the control plane {rel.version} + etcd {ETCD_VERSION} (2 cores: ~6 min cold, ~1 min warm)")
+        with _staging_dir(where) as tmp:
             _go_build(
                 [
                     "-ldflags",
-                    _version_ldflags(),
+                    _version_ldflags(rel),
                     "-o",
                     f"{tmp}/",
                     *(f"k8s.io/kubernetes/cmd/{c}" for c in K8S_COMMANDS),
                 ],
                 CONTROLPLANE_MODULE,
                 ", ".join(K8S_COMMANDS),
+                rel,
             )
             _go_build(["-ldflags", "-s -w", "-o", str(tmp / "etcd"), "go.etcd.io/etcd/server/v3"], ETCD_MODULE, "etcd")
-            _install(tmp, COMPONENTS)
+            _install(tmp, COMPONENTS, out)
         stamp.write_text(json.dumps(inputs, indent=2) + "\n")
         log(f"control plane built in {time.monotonic() - started:.0f}s into {out}")
         return out
 
 
+def _modfile_text(rel: Release, upstream_go_mod: str) -> str:
+    """Our go.mod for ``rel``: its k8s.io/kubernetes, and each staging module it replaces with
+    ``./staging/src/...`` replaced here with that module's published tag (a dependency's replaces are ignored)."""
+    staging_tag = "v0" + rel.version.lstrip("v").removeprefix("1")  # v1.37.2 -> v0.37.2
+    staging = sorted(
+        line.split("=>")[0].strip() for line in upstream_go_mod.splitlines() if "=> ./staging/src/" in line
+    )
+    go_line = next(line for line in upstream_go_mod.splitlines() if line.startswith("go "))
+    godebug = [line for line in upstream_go_mod.splitlines() if line.startswith("godebug ")]
+    replaces = "\n".join(f"\t{module} => {module} {staging_tag}" for module in staging)
+    return (
+        f"// Generated by `python -m e2e.cluster modfile --version {rel.version}` (e2e/build.py), then"
+        " `go mod tidy`:\n"
+        f"// the control plane's module (see go.mod) at k8s.io/kubernetes {rel.version}, with every staging\n"
+        f"// module at its published {staging_tag} tag. Builds use it with `go build -modfile={rel.modfile}`.\n"
+        "module spreadscheduler/e2e/controlplane\n\n"
+        f"{go_line}\n\n" + "".join(f"{line}\n\n" for line in godebug) + f"require k8s.io/kubernetes {rel.version}\n\n"
+        f"// Every staging module of k8s.io/kubernetes@{rel.version}, at its published tag.\n"
+        f"replace (\n{replaces}\n)\n"
+    )
+
+
+def write_modfile(version: str) -> Path:
+    """(Re)write e2e/controlplane/go.1.N.mod and its go.1.N.sum for a release other than the default.
+
+    A maintainer's step when a release is added or moved to a new patch (it reaches the Go module proxy);
+    builds only read the checked-in files (``-mod=readonly``), so every build of a release is the same.
+    """
+    rel = release(version)
+    if rel.modfile == "go.mod":
+        raise ValueError(f"{rel.version} is the default release: edit e2e/controlplane/go.mod by hand")
+    env = _go_env()
+    env["GOFLAGS"] = ""
+    upstream = subprocess.run(
+        ["go", "mod", "download", "-json", f"k8s.io/kubernetes@{rel.version}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    go_mod = Path(json.loads(upstream.stdout)["GoMod"]).read_text()
+    modfile = CONTROLPLANE_MODULE / rel.modfile
+    modfile.write_text(_modfile_text(rel, go_mod))
+    (CONTROLPLANE_MODULE / _sum_file(rel.modfile)).unlink(missing_ok=True)
+    subprocess.run(["go", "mod", "tidy", f"-modfile={rel.modfile}"], cwd=CONTROLPLANE_MODULE, env=env, check=True)
+    return modfile
+
+
 TOOL_BUILDS_KEPT = 6  # per tool: enough for the worktrees of a working day, about 70 MB each
 
 
-def ensure_oracle() -> Path:
+def ensure_oracle(version: str = K8S_VERSION) -> Path:
     """The differential-test oracle (upstream's scheduler framework as a library), built on demand."""
-    return ensure_tool("oracle")
+    return ensure_tool("oracle", version)
 
 
-def ensure_tool(name: str) -> Path:
+def ensure_tool(name: str, version: str = K8S_VERSION) -> Path:
     """A Go main of ours under e2e/controlplane/cmd/NAME (oracle, schedbench), built once per version of its source.
 
     Each build is kept under its own digest (``tools/NAME-<digest>``), so checkouts at different revisions
     (worktrees, a long campaign beside a branch) never replace each other's binary; the oldest builds
     beyond ``TOOL_BUILDS_KEPT`` are removed.
     """
+    rel = release(version)
     source_dir = CONTROLPLANE_MODULE / "cmd" / name
-    digest = hashlib.sha256(_inputs_digest().encode())
+    digest = hashlib.sha256(_inputs_digest(version).encode())
     for source in sorted(source_dir.rglob("*")):
         if source.is_file():
             digest.update(f"{source.relative_to(source_dir)}\0".encode() + source.read_bytes())
-    tools = cache_dir() / "tools"
+    where = cache_dir(version)
+    tools = where / "tools"
     out = tools / f"{name}-{digest.hexdigest()[:16]}"
-    with _build_lock():
+    with _build_lock(where):
         if not out.is_file():
-            with _staging_dir() as tmp:
-                _go_build(["-ldflags", "-s -w", "-o", str(tmp / name), f"./cmd/{name}"], CONTROLPLANE_MODULE, name)
+            with _staging_dir(where) as tmp:
+                _go_build(["-ldflags", "-s -w", "-o", str(tmp / name), f"./cmd/{name}"], CONTROLPLANE_MODULE, name, rel)
                 tools.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(tmp / name), out)
         out.touch()  # most recently used: kept by the pruning below

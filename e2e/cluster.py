@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from e2e.build import KWOK_MODULE, bin_dir, ensure_built, ensure_kwok, log
+from e2e.build import K8S_VERSION, KWOK_MODULE, bin_dir, ensure_built, ensure_kwok, log, release
 from e2e.ledger import AUDIT_POLICY, Ledger
 from e2e.pki import client_cert, make_pki
 
@@ -87,8 +87,12 @@ class Cluster:
         controller_manager: bool = True,
         kwok: bool = True,
         api_flags: Mapping[str, str] | None = None,
+        version: str = K8S_VERSION,
     ) -> None:
         """``api_flags`` override kube-apiserver's flags by name (``{"--max-requests-inflight": "10"}``).
+
+        ``version``: the Kubernetes release of the control plane (``1.37``, ``v1.37.2``: e2e/build.py's
+        ``RELEASES``), and of the kube-scheduler ``start_kube_scheduler`` starts beside it.
 
         ``kwok``: run kwok as the kubelet of the nodes labelled ``KWOK_NODE_LABEL=fake`` (``add_node``'s
         default), and with it the controller-manager's node lifecycle and taint-eviction controllers;
@@ -98,6 +102,7 @@ class Cluster:
         self.controller_manager = controller_manager
         self.kwok = kwok
         self.api_flags = dict(api_flags or {})
+        self.version = release(version).version
         self.pki = self.dir / "pki"
         self.logs = self.dir / "logs"
         self.pids = self.dir / "pids"
@@ -142,7 +147,7 @@ class Cluster:
             log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} {name} {' '.join(args)}\n".encode())
             log.flush()
             proc = subprocess.Popen(
-                [str(binary or bin_dir() / name), *args],
+                [str(binary or bin_dir(self.version) / name), *args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -183,7 +188,7 @@ class Cluster:
             return
         self.down(quiet=True)  # leftovers of a crashed run: processes, etcd data
         self.fresh_ledger()
-        ensure_built()
+        ensure_built(version=self.version)
         kwok = ensure_kwok() if self.kwok else None  # built before anything starts
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -193,7 +198,7 @@ class Cluster:
         except BaseException:
             self.down(quiet=True)
             raise
-        log(f"up in {time.monotonic() - started:.1f}s at {self.server}; logs in {self.logs}")
+        log(f"{self.version} up in {time.monotonic() - started:.1f}s at {self.server}; logs in {self.logs}")
 
     def fresh_ledger(self) -> None:
         """A new cluster starts a new audit log: the ledger reads its whole file (the Lease's terms
@@ -548,13 +553,19 @@ def start_kube_scheduler(
     ``leaderElection.leaderElect: false``. The log goes to ``log_path`` (default
     ``cluster.logs/kube-scheduler.log``); the pid is recorded, so ``cluster.down()`` stops it too.
     """
-    ensure_built()
+    ensure_built(version=cluster.version)
     log = Path(log_path) if log_path is not None else cluster.logs / "kube-scheduler.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cluster.pids.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [str(bin_dir() / "kube-scheduler"), f"--config={config_path}", "--secure-port=0", "--v=1", *extra_args],
+            [
+                str(bin_dir(cluster.version) / "kube-scheduler"),
+                f"--config={config_path}",
+                "--secure-port=0",
+                "--v=1",
+                *extra_args,
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -2,18 +2,21 @@
 """A local Kubernetes cluster built from Go modules: etcd, kube-apiserver, kube-controller-manager, and kwok
 as the kubelet of the nodes ``add-node`` creates (heartbeats through Leases, pods that run and terminate).
 
-    python -m e2e.cluster build                   # build (or reuse) the binaries, cached by version
-    python -m e2e.cluster up [--dir DIR]          # start on 127.0.0.1, write DIR/admin.kubeconfig
+    python -m e2e.cluster build [--version 1.37.2] # build (or reuse) the binaries, cached by version
+    python -m e2e.cluster up [--dir DIR] [--version 1.37.2]  # start on 127.0.0.1, write DIR/admin.kubeconfig
     python -m e2e.cluster add-node NAME --label k=v --taint k=v:NoSchedule
     python -m e2e.cluster down [--dir DIR]        # stop everything, leave no process behind
     python -m e2e.cluster helm                    # build (or reuse) helm from e2e/tools/helm; print its path
     python -m e2e.cluster kwok                    # build (or reuse) kwok from e2e/tools/kwok; print its path
     python -m e2e.cluster descheduler             # the same for the descheduler (bench/rebalance_compare.py)
+    python -m e2e.cluster modfile --version 1.37.2  # maintainers: regenerate e2e/controlplane/go.1.37.mod/.sum
 
 Run from the repository root (``e2e`` is a package there, not installed with spread-scheduler).
 
 DIR defaults to ``$SPREAD_CLUSTER_DIR`` or ``./.cluster``; the binaries live in
-``$SPREAD_CACHE_DIR/k8s-v1.35.4/bin`` (default ``~/.cache/spread-scheduler``).
+``$SPREAD_CACHE_DIR/k8s-VERSION/bin`` (default ``~/.cache/spread-scheduler``). ``--version`` is one of
+e2e/build.py's ``RELEASES`` (v1.35.4, the default; v1.36.3; v1.37.2), each built from its own go.mod in
+e2e/controlplane (go.mod, go.1.36.mod, go.1.37.mod).
 The builds are e2e/build.py's, the certificates e2e/pki.py's, the cluster e2e/cluster.py's. See e2e/README.md.
 """
 
@@ -26,12 +29,16 @@ from collections.abc import Sequence
 
 from e2e.build import (
     CONTROLPLANE_MODULE,
+    K8S_VERSION,
+    RELEASES,
     ensure_built,
     ensure_descheduler,
     ensure_helm,
     ensure_kwok,
     ensure_oracle,
     log,
+    release,
+    write_modfile,
 )
 from e2e.cluster import DEFAULT_DIR, Cluster
 
@@ -43,6 +50,14 @@ def parse_taint(text: str) -> tuple[str, str, str]:
         raise ValueError(f"taint {text!r}: want key[=value]:NoSchedule|PreferNoSchedule|NoExecute")
     key, _, value = kv.partition("=")
     return key, value, effect
+
+
+def _version(text: str) -> str:
+    """``--version``: a release we build, as its tag."""
+    try:
+        return release(text).version
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -57,13 +72,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common],
     )
+    versioned = argparse.ArgumentParser(add_help=False)
+    versioned.add_argument(
+        "--version",
+        type=_version,
+        default=K8S_VERSION,
+        help=f"Kubernetes release: {', '.join(r.version for r in RELEASES.values())} (default {K8S_VERSION})",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    build = sub.add_parser("build", help="build the binaries unless cached", parents=[common])
+    build = sub.add_parser("build", help="build the binaries unless cached", parents=[common, versioned])
     build.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
     build.add_argument("--no-oracle", dest="oracle", action="store_false", help="skip e2e/controlplane/cmd/oracle")
     helm = sub.add_parser("helm", help="build helm (e2e/tools/helm) unless cached; print its path", parents=[common])
     helm.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
-    up = sub.add_parser("up", help="start the control plane", parents=[common])
+    up = sub.add_parser("up", help="start the control plane", parents=[common, versioned])
     up.add_argument("--with-controller-manager", dest="controller_manager", action="store_true", default=True)
     up.add_argument("--no-controller-manager", dest="controller_manager", action="store_false")
     up.add_argument(
@@ -77,6 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "descheduler", help="build the descheduler (e2e/tools/descheduler) unless cached; its path", parents=[common]
     )
     desched.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    sub.add_parser(
+        "modfile", help="regenerate e2e/controlplane/go.1.N.mod and .sum (reaches the Go proxy)", parents=[versioned]
+    )
     node = sub.add_parser("add-node", help="create a Ready node that kwok runs", parents=[common])
     node.add_argument("name")
     node.add_argument("--label", action="append", default=[], metavar="K=V")
@@ -91,14 +116,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         getattr(args, "dir", DEFAULT_DIR),
         controller_manager=getattr(args, "controller_manager", True),
         kwok=getattr(args, "kwok", True),
+        version=getattr(args, "version", K8S_VERSION),
     )
     if args.command == "build":
         started = time.monotonic()
-        print(ensure_built(force=args.force))
+        print(ensure_built(force=args.force, version=args.version))
         print(ensure_kwok(force=args.force))
         if args.oracle and (CONTROLPLANE_MODULE / "cmd" / "oracle").is_dir():
-            print(ensure_oracle())
+            print(ensure_oracle(args.version))
         log(f"build: {time.monotonic() - started:.1f}s")
+    elif args.command == "modfile":
+        print(write_modfile(args.version))
     elif args.command == "helm":
         print(ensure_helm(force=args.force))
     elif args.command == "kwok":
