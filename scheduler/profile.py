@@ -37,7 +37,7 @@ def build_frameworks(
             if ignored and name == NODE_RESOURCES_FIT:
                 args = {**args, "ignoredResources": ignored}
             try:
-                plugins[name] = REGISTRY[name](args, handle)
+                plugins[name] = REGISTRY[name](args, handle, config.features)
             except ValueError as exc:
                 raise ConfigError(f"profiles[{i}].pluginConfig[{name}].args: {exc}") from exc
         pct = prof.percentage_of_nodes_to_score

@@ -1,10 +1,11 @@
-"""The in-tree registry: plugin name → factory ``(args, handle) -> plugin``."""
+"""The in-tree registry: plugin name → factory ``(args, handle, features) -> plugin``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from scheduler.features import Features
 from scheduler.framework.interface import Handle, Plugin
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder.default_binder import DefaultBinder
@@ -28,9 +29,10 @@ from scheduler.plugins.volumebinding.volume_binding import VolumeBinding
 from scheduler.plugins.volumerestrictions.volume_restrictions import VolumeRestrictions
 from scheduler.plugins.volumezone.volume_zone import VolumeZone
 
-__all__ = ["DEFAULT_MULTI_POINT", "REGISTRY", "PluginFactory"]
+__all__ = ["REGISTRY", "PluginFactory"]
 
-PluginFactory = Callable[[Mapping[str, Any], Handle], Plugin]
+# Upstream's ``PluginFactory`` receives ``feature.Features``: so does ours, at composition.
+PluginFactory = Callable[[Mapping[str, Any], Handle, Features], Plugin]
 
 REGISTRY: dict[str, PluginFactory] = {
     names.SCHEDULING_GATES: SchedulingGates,
@@ -52,33 +54,6 @@ REGISTRY: dict[str, PluginFactory] = {
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
     names.DEFAULT_PREEMPTION: DefaultPreemption,
-    # Opt-in, not in DEFAULT_MULTI_POINT: enable it in a profile's plugins (see README).
+    # Opt-in, in no default profile (scheduler.config.default_plugins): enable it in a profile (see README).
     names.SELECTOR_SPREAD: SelectorSpread,
 }
-
-# Upstream's default multiPoint order (default_plugins.go) restricted to the plugins we ship,
-# with upstream's score weights. The order decides which Filter reason a node shows, and which
-# refusing stand-in names itself first.
-DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
-    (names.SCHEDULING_GATES, 0),
-    (names.PRIORITY_SORT, 0),
-    (names.NODE_UNSCHEDULABLE, 0),
-    (names.NODE_NAME, 0),
-    (names.TAINT_TOLERATION, 3),
-    (names.NODE_AFFINITY, 2),
-    (names.NODE_PORTS, 0),
-    (names.NODE_RESOURCES_FIT, 1),
-    (names.VOLUME_RESTRICTIONS, 0),
-    (names.NODE_VOLUME_LIMITS, 0),
-    (names.VOLUME_BINDING, 0),
-    (names.VOLUME_ZONE, 0),
-    (names.POD_TOPOLOGY_SPREAD, 2),
-    (names.INTER_POD_AFFINITY, 2),
-    # applyDynamicResources inserts it (DynamicResourceAllocation is locked on in 1.35) right before
-    # DefaultPreemption, with weight 2; our stand-in has no Score, so the weight is unused.
-    (names.DYNAMIC_RESOURCES, 2),
-    (names.DEFAULT_PREEMPTION, 0),
-    (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
-    (names.IMAGE_LOCALITY, 1),
-    (names.DEFAULT_BINDER, 0),
-)

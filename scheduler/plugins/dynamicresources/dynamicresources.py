@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import NodeName, Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -60,7 +61,7 @@ def claim_field(pod: Pod) -> str | None:
 class DynamicResources:
     NAME = names.DYNAMIC_RESOURCES
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         # DynamicResourcesArgs (filterTimeout, bindingTimeout) are accepted and unused.
         self.handle = handle
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
@@ -76,7 +77,7 @@ class ImageLocality:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:

@@ -9,6 +9,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -30,7 +31,7 @@ ERR_REASON = "node(s) didn't match the requested node name"
 class NodeName:
     NAME = names.NODE_NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
@@ -105,7 +106,7 @@ class BalancedAllocation:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         resources = parse_balanced_allocation_args(args)
         self.scorer = ResourceAllocationScorer(resources, balanced_resource_scorer, use_requested=True)
         self.handle = handle

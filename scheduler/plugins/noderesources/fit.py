@@ -12,6 +12,7 @@ from typing import Any
 
 from scheduler.api.objects import Node, Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, is_extended_resource_name
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -135,7 +136,7 @@ class Fit:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         parsed = parse_fit_args(args)
         self.ignored_resources = parsed.ignored_resources
         self.ignored_resource_groups = parsed.ignored_resource_groups

@@ -20,6 +20,7 @@ from typing import Any
 from scheduler.api.objects import Pod
 from scheduler.api.storage import CSINode, PersistentVolumeClaim, VolumeAttachment, not_found
 from scheduler.api.volumes import Volume
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -67,7 +68,7 @@ class NodeVolumeLimits:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
         # Handles of claims not bound yet: ``<prefix>-<namespace>/<claim>``, a prefix no real handle has.
         self._prefix = uuid.uuid4().hex

@@ -24,6 +24,7 @@ from scheduler.api.storage import (
     PersistentVolume,
     StorageClass,
 )
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState, StateKeyError
 from scheduler.framework.events import (
@@ -99,7 +100,7 @@ class VolumeBinding:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         # Kept for PreBind's wait once claims are bound here; validated now so a bad value stops the start.
         self.bind_timeout_seconds = parse_args(args)
         self.handle = handle

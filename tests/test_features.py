@@ -1,0 +1,194 @@
+"""The Kubernetes minors we decide as, their feature gates, and ``--kube-version`` / ``--feature-gates``
+(issue #47). Gate defaults are those of ``pkg/features/kube_features.go`` at v1.35.4, v1.36.3 and
+v1.37.2; messages are component-base ``featuregate/feature_gate.go``'s (``unsafeSetFromMap``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scheduler.cli import main
+from scheduler.config import load_config, parse_config
+from scheduler.config.default_plugins import DEFAULT_MULTI_POINT, default_multi_point
+from scheduler.features import (
+    DEFAULT_FEATURES,
+    FeatureGateError,
+    features_at,
+    features_from_flags,
+    parse_feature_gates,
+    supported_minor,
+)
+from scheduler.profile import build_frameworks
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "two-zones.yaml"
+
+
+@pytest.mark.parametrize(
+    ("gate", "defaults"),
+    [
+        # kube_features.go: Alpha 1.35 (off), Beta 1.36 (on), GA 1.37 (on, locked).
+        ("NodeDeclaredFeatures", (False, True, True)),
+        ("DRAExtendedResource", (False, True, True)),
+        ("StorageCapacityScoring", (False, False, True)),
+        ("VolumeLimitScaling", (False, False, True)),
+        ("InPlacePodLevelResourcesVerticalScaling", (False, True, True)),
+        ("GenericWorkload", (False, False, False)),
+        ("DynamicResourceAllocation", (True, True, True)),
+    ],
+)
+def test_gate_defaults_per_minor(gate: str, defaults: tuple[bool, bool, bool]) -> None:
+    assert tuple(features_at(minor).enabled(gate) for minor in ("1.35", "1.36", "1.37")) == defaults
+
+
+def test_a_gate_a_minor_does_not_have_is_off() -> None:
+    assert "SchedulerQueueingHints" not in features_at("1.37").gates  # removed in 1.37
+    assert not features_at("1.35").enabled("TopologyAwareWorkloadScheduling")  # added in 1.36
+
+
+def test_default_features_are_1_35() -> None:
+    assert DEFAULT_FEATURES.release == "v1.35.4"
+    assert load_config(None).features.minor == "1.35"
+
+
+@pytest.mark.parametrize("text", ["1.37", "v1.37", "v1.37.2", "1.37.0"])
+def test_supported_minor_spellings(text: str) -> None:
+    assert supported_minor(text) == "1.37"
+
+
+@pytest.mark.parametrize("text", ["1.38", "1.34", "2", "v1.x", ""])
+def test_unsupported_version_names_the_supported(text: str) -> None:
+    with pytest.raises(ValueError, match=r"1\.35 \(v1\.35\.4\), 1\.36 \(v1\.36\.3\), 1\.37 \(v1\.37\.2\)"):
+        supported_minor(text)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("NodeDeclaredFeatures", "missing bool value for NodeDeclaredFeatures"),
+        (
+            "NodeDeclaredFeatures=yes",
+            'invalid value of NodeDeclaredFeatures=yes, err: strconv.ParseBool: parsing "yes": invalid syntax',
+        ),
+    ],
+)
+def test_parse_errors_are_component_base_s(value: str, message: str) -> None:
+    with pytest.raises(FeatureGateError) as err:
+        parse_feature_gates(value)
+    assert str(err.value) == message
+
+
+def test_parse_accepts_go_bools_and_blank_items() -> None:
+    assert parse_feature_gates(" A = T ,,B=0") == {"A": True, "B": False}
+
+
+def test_unknown_gate() -> None:
+    with pytest.raises(FeatureGateError) as err:
+        features_from_flags("1.37", "NoSuchGate=true")
+    assert str(err.value) == "unrecognized feature gate: NoSuchGate"
+
+
+def test_gate_removed_at_a_minor_is_unknown_there() -> None:
+    features_at("1.36", {"GangScheduling": False})
+    with pytest.raises(FeatureGateError, match=r"^unrecognized feature gate: GangScheduling$"):
+        features_at("1.37", {"GangScheduling": False})
+
+
+def test_locked_gate() -> None:
+    with pytest.raises(FeatureGateError) as err:
+        features_from_flags("1.37", "NodeDeclaredFeatures=false")
+    assert str(err.value) == "cannot set feature gate NodeDeclaredFeatures to false, feature is locked to true"
+
+
+def test_setting_a_gate_to_its_default_is_accepted() -> None:
+    assert features_from_flags("1.37", "NodeDeclaredFeatures=true,GenericWorkload=false").enable_node_declared_features
+
+
+def test_dependencies_left_off() -> None:
+    """1.36: four gates on by default depend on NodeDeclaredFeatures (the aggregate lists them all)."""
+    with pytest.raises(FeatureGateError) as err:
+        features_from_flags("1.36", "NodeDeclaredFeatures=false")
+    assert str(err.value) == (
+        "[ExtendWebSocketsToKubelet is enabled, but depends on features that are disabled: [NodeDeclaredFeatures], "
+        "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: "
+        "[NodeDeclaredFeatures], InPlacePodVerticalScalingInitContainers is enabled, but depends on features that "
+        "are disabled: [NodeDeclaredFeatures], RestartAllContainersOnContainerExits is enabled, but depends on "
+        "features that are disabled: [NodeDeclaredFeatures]]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("minor", "gate", "value"),
+    [
+        ("1.37", "GenericWorkload", True),
+        ("1.36", "TaintTolerationComparisonOperators", True),
+        ("1.35", "NodeDeclaredFeatures", True),
+        ("1.37", "InterPodAffinityHostnameFastPath", True),
+        ("1.37", "StorageCapacityScoring", False),
+    ],
+)
+def test_a_scheduler_gate_we_do_not_implement_is_refused(minor: str, gate: str, value: bool) -> None:
+    shown = str(value).lower()
+    with pytest.raises(FeatureGateError) as err:
+        features_at(minor, {gate: value})
+    assert str(err.value).startswith(f"feature gate {gate}={shown}: kube-scheduler v{minor}.")
+    assert f"spread-scheduler decides only with its default ({str(not value).lower()})" in str(err.value)
+
+
+def test_dependencies_are_checked_before_our_refusal() -> None:
+    with pytest.raises(FeatureGateError, match=r"^TopologyAwareWorkloadScheduling is enabled, but depends on"):
+        features_at("1.37", {"TopologyAwareWorkloadScheduling": True})
+
+
+def test_a_gate_the_scheduler_does_not_read_may_be_set() -> None:
+    assert features_at("1.37", {"UserNamespacesHostNetworkSupport": True}).enabled("UserNamespacesHostNetworkSupport")
+
+
+def test_1_35_default_profile_is_unchanged() -> None:
+    assert default_multi_point(DEFAULT_FEATURES) == DEFAULT_MULTI_POINT
+    assert DEFAULT_MULTI_POINT[2:4] == (("NodeUnschedulable", 0), ("NodeName", 0))
+
+
+def test_the_config_carries_the_features_to_the_plugins() -> None:
+    features = features_at("1.37")
+    config = parse_config({}, features=features)
+    assert config.features is features
+    fwk = build_frameworks(config)["spread-scheduler"]
+    assert all(getattr(p, "features", features) is features for p in fwk.plugins.values())
+
+
+class TestFlags:
+    def run(self, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+        code = main(["simulate", str(EXAMPLE), "-o", "json", *args])
+        return code, capsys.readouterr().err
+
+    def test_unknown_version_is_refused_naming_the_supported(self, capsys: pytest.CaptureFixture[str]) -> None:
+        code, err = self.run(capsys, "--kube-version", "1.38")
+        assert code == 2
+        assert err == (
+            "spread-scheduler: --kube-version: unsupported Kubernetes version '1.38': spread-scheduler decides "
+            "as kube-scheduler 1.35 (v1.35.4), 1.36 (v1.36.3), 1.37 (v1.37.2)\n"
+        )
+
+    def test_unknown_gate_reads_as_kube_scheduler_s_flag_error(self, capsys: pytest.CaptureFixture[str]) -> None:
+        code, err = self.run(capsys, "--feature-gates", "Nope=true")
+        assert (code, err) == (
+            2,
+            'spread-scheduler: invalid argument "Nope=true" for "--feature-gates" flag: '
+            "unrecognized feature gate: Nope\n",
+        )
+
+    def test_unimplemented_gate_is_refused(self, capsys: pytest.CaptureFixture[str]) -> None:
+        code, err = self.run(capsys, "--kube-version", "1.36", "--feature-gates", "GenericWorkload=true")
+        assert code == 2
+        assert "feature gate GenericWorkload=true: kube-scheduler v1.36.3 reads it" in err
+
+    @pytest.mark.parametrize("version", ["1.35", "1.36", "1.37"])
+    def test_each_version_decides(self, capsys: pytest.CaptureFixture[str], version: str) -> None:
+        assert self.run(capsys, "--kube-version", version) == (0, "")
+
+    @pytest.mark.parametrize("command", ["skew", "rebalance"])
+    def test_the_other_offline_commands_take_the_flags(self, capsys: pytest.CaptureFixture[str], command: str) -> None:
+        extra = ["--dry-run"] if command == "rebalance" else []
+        assert main([command, *extra, "-f", str(EXAMPLE), "--kube-version", "1.34"]) == 2
+        assert "--kube-version: unsupported Kubernetes version '1.34'" in capsys.readouterr().err
