@@ -4,9 +4,12 @@ v1.37.2; messages are component-base ``featuregate/feature_gate.go``'s (``unsafe
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from scheduler.cli import main
 from scheduler.config import load_config, parse_config
@@ -20,6 +23,7 @@ from scheduler.features import (
     supported_minor,
 )
 from scheduler.profile import build_frameworks
+from scheduler.testing import make_node, make_pod
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "two-zones.yaml"
 
@@ -192,3 +196,31 @@ class TestFlags:
         extra = ["--dry-run"] if command == "rebalance" else []
         assert main([command, *extra, "-f", str(EXAMPLE), "--kube-version", "1.34"]) == 2
         assert "--kube-version: unsupported Kubernetes version '1.34'" in capsys.readouterr().err
+
+
+class TestDecisions:
+    """The same dump decided as two minors: where a change of decision shows end to end."""
+
+    def decide(self, tmp_path: Path, capsys: pytest.CaptureFixture[str], objects: list[Any], *args: str) -> Any:
+        path = tmp_path / "in.yaml"
+        path.write_text(yaml.safe_dump_all(objects))
+        assert main(["simulate", str(path), "-o", "json", *args]) == 0, capsys.readouterr().err
+        return json.loads(capsys.readouterr().out)["results"]
+
+    def test_balanced_allocation_scores_the_change_from_1_36(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """a: 10 cpu / 10Gi, empty; b: 20 cpu / 10Gi with 1 cpu / 4Gi used. The pod asks 9 cpu / 6Gi.
+        LeastAllocated gives both 25. 1.35, the balance with the pod: a 85, b 75, so a. 1.36, the
+        change: a 100 -> 85 scores 67, b 82 -> 75 scores 71, so b, whose balance the pod hurts less."""
+        objects = [
+            make_node("a").capacity(cpu="10", memory="10Gi", pods="110").dict(),
+            make_node("b").capacity(cpu="20", memory="10Gi", pods="110").dict(),
+            make_pod("used").node("b").requests(cpu="1", memory="4Gi").dict(),
+            make_pod("p").requests(cpu="9", memory="6Gi").dict(),
+        ]
+        picks = {}
+        for version in ("1.35", "1.36", "1.37"):
+            (result,) = self.decide(tmp_path, capsys, objects, "--kube-version", version)
+            picks[version] = result["node"]
+        assert picks == {"1.35": "a", "1.36": "b", "1.37": "b"}

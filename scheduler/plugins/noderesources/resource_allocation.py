@@ -189,13 +189,20 @@ class ResourceAllocationScorer:
         return not any(pod_requests)
 
     def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
+        requested, _, allocatable = self.node_requests(node_info, pod_requests)
+        return self.scorer(requested, allocatable)
+
+    def node_requests(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+        """Per configured resource: requested with the pod, allocated without it, allocatable (1.36's
+        ``calculateNodeAllocatableRequest``; a resource the node does not offer stays 0 in all three)."""
         requested = [0] * len(self.names)
+        allocated = [0] * len(self.names)
         allocatable = [0] * len(self.names)
         for i, name in enumerate(self.names):
             alloc, req = self._allocatable_requested(node_info, name, pod_requests[i])
             if alloc:
-                allocatable[i], requested[i] = alloc, req
-        return self.scorer(requested, allocatable)
+                allocatable[i], requested[i], allocated[i] = alloc, req, req - pod_requests[i]
+        return requested, allocated, allocatable
 
     def _allocatable_requested(self, info: NodeInfo, name: str, pod_request: int) -> tuple[int, int]:
         """``calculateResourceAllocatableRequest``: cpu/memory count the node's non-zero totals."""
