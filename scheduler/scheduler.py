@@ -65,7 +65,9 @@ class Scheduler:
             on_change=self._wakeup.set,
         )
         whole_nodes = any(not e.node_cache_capable for e in config.extenders)
-        self.handlers = EventHandlers(self.cache, self.queue, self.frameworks, HeldChanges(), whole_nodes=whole_nodes)
+        self.handlers = EventHandlers(
+            self.cache, self.queue, self.frameworks, HeldChanges(), whole_nodes=whole_nodes, features=config.features
+        )
         # The nominator checks that a pod it nominates still waits unbound (upstream: its podLister),
         # and Filter counts the nominated pods through each profile's handle.
         self.queue.nominator.pod_lister = self.handlers.pending.get

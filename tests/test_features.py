@@ -22,6 +22,7 @@ from scheduler.features import (
     parse_feature_gates,
     supported_minor,
 )
+from scheduler.framework.events import ActionType, node_scheduling_properties_change
 from scheduler.profile import build_frameworks
 from scheduler.testing import make_node, make_pod
 
@@ -224,3 +225,28 @@ class TestDecisions:
             (result,) = self.decide(tmp_path, capsys, objects, "--kube-version", version)
             picks[version] = result["node"]
         assert picks == {"1.35": "a", "1.36": "b", "1.37": "b"}
+
+    def test_node_declared_features_from_1_36(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A host-network pod without a user namespace needs UserNamespacesHostNetworkSupport from 1.36."""
+        objects = [
+            make_node("plain").capacity(cpu="1", memory="1Gi", pods="10").dict(),
+            make_pod("p").set("spec.hostNetwork", True).set("spec.hostUsers", False).dict(),
+        ]
+        (old,) = self.decide(tmp_path, capsys, objects, "--kube-version", "1.35")
+        assert old["node"] == "plain"
+        for version in ("1.36", "1.37"):
+            (new,) = self.decide(tmp_path, capsys, objects, "--kube-version", version)
+            assert new["node"] is None
+            assert new["nodes"]["plain"]["filter"]["reason"] == "node(s) didn't match Pod's required features"
+        declaring = make_node("declaring").capacity(cpu="1", memory="1Gi", pods="10")
+        objects.append(declaring.declared_features("UserNamespacesHostNetworkSupport").dict())
+        (placed,) = self.decide(tmp_path, capsys, objects, "--kube-version", "1.36")
+        assert placed["node"] == "declaring"
+
+
+def test_a_node_s_declared_features_changing_is_an_event_with_the_gate_only() -> None:
+    old = make_node("n").build()
+    new = make_node("n").declared_features("X").build()
+    assert node_scheduling_properties_change(new, old) == []
+    (event,) = node_scheduling_properties_change(new, old, declared_features=True)
+    assert (event.action, str(event)) == (ActionType.UPDATE_NODE_DECLARED_FEATURE, "NodeUpdateNodeDeclaredFeature")

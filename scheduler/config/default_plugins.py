@@ -41,6 +41,8 @@ def default_multi_point(features: Features) -> tuple[tuple[str, int], ...]:
     if features.node_name_first:  # 1.37 lists NodeName before NodeUnschedulable
         i, j = plugins.index((names.NODE_UNSCHEDULABLE, 0)), plugins.index((names.NODE_NAME, 0))
         plugins[i], plugins[j] = plugins[j], plugins[i]
+    if features.enable_node_declared_features:  # applyFeatureGates appends it
+        plugins.append((names.NODE_DECLARED_FEATURES, 0))
     # applyDynamicResources (DynamicResourceAllocation is locked on at every minor we support) inserts
     # it right before DefaultPreemption, with weight 2; our stand-in has no Score, so the weight is unused.
     at = plugins.index((names.DEFAULT_PREEMPTION, 0))

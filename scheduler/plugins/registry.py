@@ -14,6 +14,7 @@ from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
 from scheduler.plugins.imagelocality.image_locality import ImageLocality
 from scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
+from scheduler.plugins.nodedeclaredfeatures.node_declared_features import NodeDeclaredFeatures
 from scheduler.plugins.nodename.node_name import NodeName
 from scheduler.plugins.nodeports.node_ports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
@@ -54,6 +55,7 @@ REGISTRY: dict[str, PluginFactory] = {
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
     names.DEFAULT_PREEMPTION: DefaultPreemption,
+    names.NODE_DECLARED_FEATURES: NodeDeclaredFeatures,
     # Opt-in, in no default profile (scheduler.config.default_plugins): enable it in a profile (see README).
     names.SELECTOR_SPREAD: SelectorSpread,
 }
