@@ -22,6 +22,7 @@ from scheduler.features import (
     parse_feature_gates,
     supported_minor,
 )
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, node_scheduling_properties_change
 from scheduler.profile import build_frameworks
 from scheduler.testing import make_node, make_pod
@@ -250,3 +251,33 @@ def test_a_node_s_declared_features_changing_is_an_event_with_the_gate_only() ->
     assert node_scheduling_properties_change(new, old) == []
     (event,) = node_scheduling_properties_change(new, old, declared_features=True)
     assert (event.action, str(event)) == (ActionType.UPDATE_NODE_DECLARED_FEATURE, "NodeUpdateNodeDeclaredFeature")
+
+
+class TestNodeNameFirst:
+    """1.37 (default_plugins.go; nodename PreFilter): NodeName before NodeUnschedulable, with a PreFilter."""
+
+    @pytest.mark.parametrize(
+        ("minor", "first", "pre_filter"),
+        [("1.35", "NodeUnschedulable", False), ("1.36", "NodeUnschedulable", False), ("1.37", "NodeName", True)],
+    )
+    def test_order_and_pre_filter(self, minor: str, first: str, pre_filter: bool) -> None:
+        points = parse_config({}, features=features_at(minor)).profiles[0].points
+        assert next(n for n in points["filter"] if n in ("NodeName", "NodeUnschedulable")) == first
+        assert ("NodeName" in points["preFilter"]) is pre_filter
+
+    @pytest.mark.parametrize(
+        ("node_name", "want"),
+        [
+            pytest.param(
+                "foo", frozenset({"foo"}), id="assigned pod with nodeName set, prefilter restricts to assigned node"
+            ),
+            pytest.param("", None, id="unassigned pod without nodeName set, prefilter returns nil"),
+        ],
+    )
+    def test_pre_filter(self, node_name: str, want: frozenset[str] | None) -> None:
+        fwk = build_frameworks(parse_config({}, features=features_at("1.37")))["spread-scheduler"]
+        plugin = fwk.plugins["NodeName"]
+        pod = make_pod("p").node(node_name).build() if node_name else make_pod("p").build()
+        result, status = plugin.pre_filter(CycleState(), pod, [])  # type: ignore[attr-defined]
+        assert status is None
+        assert (None if result is None else result.node_names) == want

@@ -27,7 +27,7 @@ from scheduler.config.types import (
 from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import EXTENSION_POINTS
-from scheduler.plugins.registry import REGISTRY
+from scheduler.plugins.registry import REGISTRY, registry
 
 __all__ = ["check_same_queue_sort", "load_config", "parse_config", "upstream_config"]
 
@@ -83,6 +83,7 @@ def _resolve_profile(raw: Mapping[str, Any], path: str, features: Features) -> P
     plugins = _mapping(raw.get("plugins"), f"{path}.plugins")  # unknown points: refused by strict decoding
 
     # multiPoint: upstream defaults, minus what the user disables, plus what the user enables.
+    plugin_classes = registry(features)
     multi_cfg = _mapping(plugins.get("multiPoint"), f"{path}.plugins.multiPoint")
     disabled = {
         r.name for r in _plugin_refs(multi_cfg.get("disabled"), f"{path}.plugins.multiPoint.disabled", disabled=True)
@@ -108,13 +109,15 @@ def _resolve_profile(raw: Mapping[str, Any], path: str, features: Features) -> P
         off = {r.name for r in _plugin_refs(cfg.get("disabled"), f"{path}.plugins.{point}.disabled", disabled=True)}
         specific_names = [r.name for r in specific]
         multi_here = [
-            m.name for m in multi if "*" not in off and m.name not in off and _class_implements(REGISTRY[m.name], point)
+            m.name
+            for m in multi
+            if "*" not in off and m.name not in off and _class_implements(plugin_classes[m.name], point)
         ]
         ordered = [n for n in specific_names if n in multi_here]
         ordered += [n for n in multi_here if n not in specific_names]
         ordered += [n for n in specific_names if n not in multi_here]
         for i, ref in enumerate(specific):
-            if not _class_implements(REGISTRY[ref.name], point):
+            if not _class_implements(plugin_classes[ref.name], point):
                 raise ConfigError(
                     f'{path}.plugins.{point}.enabled[{i}].name: Invalid value: "{ref.name}": '
                     f"plugin does not extend {point}"
@@ -242,11 +245,12 @@ def _validate_plugin_args(profiles: Sequence[ProfileConfig], features: Features)
 
     Our plugins validate their args in ``__init__`` (upstream: ``validation_pluginargs.go``).
     """
+    plugin_classes = registry(features)
     for i, prof in enumerate(profiles):
         handle = Handle()
         for name in sorted({name for names in prof.points.values() for name in names}):
             try:
-                REGISTRY[name](prof.plugin_args.get(name, {}), handle, features)
+                plugin_classes[name](prof.plugin_args.get(name, {}), handle, features)
             except ValueError as exc:
                 raise ConfigError(f"profiles[{i}].pluginConfig[{name}].args: {exc}") from exc
 

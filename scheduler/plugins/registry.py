@@ -15,7 +15,7 @@ from scheduler.plugins.imagelocality.image_locality import ImageLocality
 from scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
 from scheduler.plugins.nodedeclaredfeatures.node_declared_features import NodeDeclaredFeatures
-from scheduler.plugins.nodename.node_name import NodeName
+from scheduler.plugins.nodename.node_name import NodeName, NodeNameWithPreFilter
 from scheduler.plugins.nodeports.node_ports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.plugins.noderesources.fit import Fit
@@ -30,7 +30,7 @@ from scheduler.plugins.volumebinding.volume_binding import VolumeBinding
 from scheduler.plugins.volumerestrictions.volume_restrictions import VolumeRestrictions
 from scheduler.plugins.volumezone.volume_zone import VolumeZone
 
-__all__ = ["REGISTRY", "PluginFactory"]
+__all__ = ["REGISTRY", "PluginFactory", "registry"]
 
 # Upstream's ``PluginFactory`` receives ``feature.Features``: so does ours, at composition.
 PluginFactory = Callable[[Mapping[str, Any], Handle, Features], Plugin]
@@ -59,3 +59,11 @@ REGISTRY: dict[str, PluginFactory] = {
     # Opt-in, in no default profile (scheduler.config.default_plugins): enable it in a profile (see README).
     names.SELECTOR_SPREAD: SelectorSpread,
 }
+
+
+def registry(features: Features) -> Mapping[str, PluginFactory]:
+    """The plugins of the minor ``features`` belong to: where a plugin gained an extension point
+    without a gate, the class that has it (``parse`` reads the points off the class)."""
+    if features.node_name_first:
+        return {**REGISTRY, names.NODE_NAME: NodeNameWithPreFilter}
+    return REGISTRY
