@@ -296,10 +296,11 @@ _SETTABLE: Mapping[str, frozenset[str]] = {
 # Changes a minor made without a gate (each names where upstream made it); cumulative.
 BALANCED_ALLOCATION_SCORES_CHANGE = "BalancedAllocationScoresChange"  # balanced_allocation.go, 1.36
 NODE_NAME_FIRST = "NodeNameFirst"  # default_plugins.go and nodename PreFilter, 1.37
+PREEMPTION_PLACEMENT_MESSAGE = "PreemptionPlacementMessage"  # preemption.go Preempt, 1.37 (#140180)
 _CHANGES: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
     "1.36": frozenset({BALANCED_ALLOCATION_SCORES_CHANGE}),
-    "1.37": frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, NODE_NAME_FIRST}),
+    "1.37": frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, NODE_NAME_FIRST, PREEMPTION_PLACEMENT_MESSAGE}),
 }
 
 # component-helpers ``nodedeclaredfeatures/features.AllFeatures`` at each minor's own go.mod
@@ -347,6 +348,11 @@ class Features:
     def node_name_first(self) -> bool:
         """1.37: NodeName runs before NodeUnschedulable and has a PreFilter."""
         return NODE_NAME_FIRST in self.changes
+
+    @property
+    def preemption_placement_message(self) -> bool:
+        """1.37: a successful preemption says where and how many victims, at the end of the FitError."""
+        return PREEMPTION_PLACEMENT_MESSAGE in self.changes
 
     @property
     def declared_features_inferred(self) -> frozenset[str]:

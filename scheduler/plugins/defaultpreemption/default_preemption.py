@@ -93,7 +93,7 @@ class DefaultPreemption:
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute = parse_args(args)
         self.handle = handle
-        self.evaluator = Evaluator(self.NAME, handle, self)
+        self.evaluator = Evaluator(self.NAME, handle, self, placement_message=features.preemption_placement_message)
         # The random offset into the potential nodes (upstream's ``getOffsetRand``, ``rand.Int31n``):
         # ``simulate`` seeds it, tests replace it.
         self.offset_rand: Callable[[int], int] = random.Random().randrange
