@@ -297,10 +297,13 @@ _SETTABLE: Mapping[str, frozenset[str]] = {
 BALANCED_ALLOCATION_SCORES_CHANGE = "BalancedAllocationScoresChange"  # balanced_allocation.go, 1.36
 NODE_NAME_FIRST = "NodeNameFirst"  # default_plugins.go and nodename PreFilter, 1.37
 PREEMPTION_PLACEMENT_MESSAGE = "PreemptionPlacementMessage"  # preemption.go Preempt, 1.37 (#140180)
+IMAGE_VOLUMES_SCORED = "ImageVolumesScored"  # image_locality.go sumImageScores, 1.36 (#130231)
+IMAGE_VOLUMES_COUNTED = "ImageVolumesCounted"  # image_locality.go calculatePriority, 1.37 (#138951)
+_1_36 = frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, IMAGE_VOLUMES_SCORED})
 _CHANGES: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
-    "1.36": frozenset({BALANCED_ALLOCATION_SCORES_CHANGE}),
-    "1.37": frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, NODE_NAME_FIRST, PREEMPTION_PLACEMENT_MESSAGE}),
+    "1.36": _1_36,
+    "1.37": _1_36 | {NODE_NAME_FIRST, PREEMPTION_PLACEMENT_MESSAGE, IMAGE_VOLUMES_COUNTED},
 }
 
 # component-helpers ``nodedeclaredfeatures/features.AllFeatures`` at each minor's own go.mod
@@ -348,6 +351,16 @@ class Features:
     def node_name_first(self) -> bool:
         """1.37: NodeName runs before NodeUnschedulable and has a PreFilter."""
         return NODE_NAME_FIRST in self.changes
+
+    @property
+    def image_volumes_scored(self) -> bool:
+        """1.36: ImageLocality sums the images of image volumes too."""
+        return IMAGE_VOLUMES_SCORED in self.changes
+
+    @property
+    def image_volumes_counted(self) -> bool:
+        """1.37: ...and counts them with the containers in the upper threshold."""
+        return IMAGE_VOLUMES_COUNTED in self.changes
 
     @property
     def preemption_placement_message(self) -> bool:
