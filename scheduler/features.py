@@ -289,8 +289,8 @@ _SCHEDULER_READS = frozenset(
 # from their default. (A locked gate cannot be set away at all.)
 _SETTABLE: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
-    "1.36": frozenset({"NodeDeclaredFeatures"}),
-    "1.37": frozenset(),
+    "1.36": frozenset({"NodeDeclaredFeatures", "VolumeLimitScaling"}),
+    "1.37": frozenset({"VolumeLimitScaling"}),
 }
 
 # Changes a minor made without a gate (each names where upstream made it); cumulative.

@@ -379,6 +379,8 @@ class CSIDriver:
     name: str
     attach_required: bool = True  # the API server's default
     storage_capacity: bool = False
+    # spec.preventPodSchedulingIfMissing: NodeVolumeLimits refuses nodes without the driver (VolumeLimitScaling).
+    prevent_pod_scheduling_if_missing: bool = False
     errors: tuple[FieldError, ...] = ()
 
     @classmethod
@@ -391,6 +393,7 @@ class CSIDriver:
             name=name,
             attach_required=spec.get("attachRequired") is not False,
             storage_capacity=spec.get("storageCapacity") is True,
+            prevent_pod_scheduling_if_missing=spec.get("preventPodSchedulingIfMissing") is True,
             errors=tuple(errors),
         )
 
