@@ -305,6 +305,7 @@ _STORAGE_RESOURCES = {
     "CSIDriver": ev.EventResource.CSI_DRIVER,
     "CSIStorageCapacity": ev.EventResource.CSI_STORAGE_CAPACITY,
     "VolumeAttachment": ev.EventResource.VOLUME_ATTACHMENT,
+    "DeviceClass": ev.EventResource.DEVICE_CLASS,
 }
 
 

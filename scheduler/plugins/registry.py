@@ -10,7 +10,7 @@ from scheduler.framework.interface import Handle, Plugin
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder.default_binder import DefaultBinder
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
-from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
+from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources, DynamicResourcesWithExtendedResources
 from scheduler.plugins.imagelocality.image_locality import ImageLocality
 from scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
@@ -64,6 +64,9 @@ REGISTRY: dict[str, PluginFactory] = {
 def registry(features: Features) -> Mapping[str, PluginFactory]:
     """The plugins of the minor ``features`` belong to: where a plugin gained an extension point
     without a gate, the class that has it (``parse`` reads the points off the class)."""
+    out: dict[str, PluginFactory] = dict(REGISTRY)
     if features.node_name_first:
-        return {**REGISTRY, names.NODE_NAME: NodeNameWithPreFilter}
-    return REGISTRY
+        out[names.NODE_NAME] = NodeNameWithPreFilter
+    if features.enable_dra_extended_resource:
+        out[names.DYNAMIC_RESOURCES] = DynamicResourcesWithExtendedResources
+    return out

@@ -22,6 +22,7 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
 from scheduler.plugins import names
+from scheduler.plugins.noderesources.fit import DRA_SIGNATURE_DISABLED, delegated_to_dra
 from scheduler.plugins.noderesources.resource_allocation import DEFAULT_RESOURCES, ResourceAllocationScorer
 
 __all__ = [
@@ -133,7 +134,8 @@ class BalancedAllocation:
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
-        # DRAExtendedResource (alpha, off) would refuse every pod here.
+        if delegated_to_dra(self.handle, pod, enabled=self.features.enable_dra_extended_resource):
+            return (), DRA_SIGNATURE_DISABLED
         return [(signers.RESOURCES_SIGNER_NAME, signers.resources_signer(pod))], None
 
     def sign_pod(self, pod: Pod) -> Hashable:
