@@ -12,10 +12,10 @@ from scheduler.api.names import label_key_errors
 from scheduler.api.objects import Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name, request_value
 from scheduler.framework.types import NodeInfo
+from scheduler.plugins.helper.shape_score import parse_shape
 from scheduler.plugins.noderesources.least_allocated import least_resource_scorer
 from scheduler.plugins.noderesources.most_allocated import most_resource_scorer
 from scheduler.plugins.noderesources.requested_to_capacity_ratio import (
-    MAX_CUSTOM_PRIORITY_SCORE,
     requested_to_capacity_ratio_scorer,
 )
 
@@ -105,43 +105,17 @@ def parse_fit_args(args: Mapping[str, Any]) -> FitArgs:
                 resources.append((name, weight))
         ratio = raw.get("requestedToCapacityRatio")
         if ratio is not None:
-            shape = _parse_shape(_mapping(ratio, "scoringStrategy.requestedToCapacityRatio", errors), errors)
+            shape = parse_shape(
+                _mapping(ratio, "scoringStrategy.requestedToCapacityRatio", errors).get("shape"),
+                "scoringStrategy.shape",
+                errors,
+            )
         elif strategy == REQUESTED_TO_CAPACITY_RATIO:
             # Upstream dereferences the missing shape and panics; we refuse the config instead.
             errors.append("scoringStrategy.requestedToCapacityRatio: Required value: a shape is needed for this type")
     if errors:
         raise ValueError("; ".join(errors))
     return FitArgs(frozenset(ignored), frozenset(groups), strategy, tuple(resources), tuple(shape))
-
-
-def _parse_shape(ratio: Mapping[str, Any], errors: list[str]) -> list[tuple[int, int]]:
-    """``validateFunctionShape`` (its paths say ``scoringStrategy.shape``, as upstream's do)."""
-    raw = ratio.get("shape")
-    if not isinstance(raw, list) or not raw:
-        errors.append("scoringStrategy.shape: Required value: at least one point must be specified")
-        return []
-    points = []
-    for i, item in enumerate(raw):
-        point = _mapping(item, f"scoringStrategy.shape[{i}]", errors)
-        util = _int(point.get("utilization"), f"scoringStrategy.shape[{i}].utilization", errors)
-        score = _int(point.get("score"), f"scoringStrategy.shape[{i}].score", errors)
-        points.append((util, score))
-    for i in range(1, len(points)):
-        if points[i - 1][0] >= points[i][0]:
-            errors.append(
-                f"scoringStrategy.shape[{i}].utilization: Invalid value: {points[i][0]}: "
-                "values must be sorted in increasing order"
-            )
-            break
-    for i, (util, score) in enumerate(points):
-        if not 0 <= util <= 100:
-            errors.append(f"scoringStrategy.shape[{i}].utilization: Invalid value: {util}: not in valid range [0, 100]")
-        if not 0 <= score <= MAX_CUSTOM_PRIORITY_SCORE:
-            errors.append(
-                f"scoringStrategy.shape[{i}].score: Invalid value: {score}: "
-                f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
-            )
-    return points
 
 
 Scorer = Callable[[Sequence[int], Sequence[int]], int]
