@@ -290,7 +290,7 @@ _SCHEDULER_READS = frozenset(
 _SETTABLE: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
     "1.36": frozenset({"NodeDeclaredFeatures", "VolumeLimitScaling"}),
-    "1.37": frozenset({"VolumeLimitScaling"}),
+    "1.37": frozenset({"VolumeLimitScaling", "StorageCapacityScoring"}),
 }
 
 # Changes a minor made without a gate (each names where upstream made it); cumulative.

@@ -130,7 +130,7 @@ def test_dependencies_left_off() -> None:
         ("1.36", "TaintTolerationComparisonOperators", True),
         ("1.35", "NodeDeclaredFeatures", True),
         ("1.37", "InterPodAffinityHostnameFastPath", True),
-        ("1.37", "StorageCapacityScoring", False),
+        ("1.36", "InPlacePodLevelResourcesVerticalScaling", False),
     ],
 )
 def test_a_scheduler_gate_we_do_not_implement_is_refused(minor: str, gate: str, value: bool) -> None:
@@ -144,6 +144,18 @@ def test_a_scheduler_gate_we_do_not_implement_is_refused(minor: str, gate: str, 
 def test_dependencies_are_checked_before_our_refusal() -> None:
     with pytest.raises(FeatureGateError, match=r"^TopologyAwareWorkloadScheduling is enabled, but depends on"):
         features_at("1.37", {"TopologyAwareWorkloadScheduling": True})
+
+
+@pytest.mark.parametrize(
+    ("minor", "gate", "value"),
+    [
+        ("1.36", "VolumeLimitScaling", True),
+        ("1.37", "VolumeLimitScaling", False),
+        ("1.37", "StorageCapacityScoring", False),
+    ],
+)
+def test_a_scheduler_gate_implemented_both_ways_may_be_set(minor: str, gate: str, value: bool) -> None:
+    assert features_at(minor, {gate: value}).enabled(gate) is value
 
 
 def test_a_gate_the_scheduler_does_not_read_may_be_set() -> None:

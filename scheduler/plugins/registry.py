@@ -26,7 +26,7 @@ from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
 from scheduler.plugins.selectorspread.selector_spread import SelectorSpread
 from scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
-from scheduler.plugins.volumebinding.volume_binding import VolumeBinding
+from scheduler.plugins.volumebinding.volume_binding import VolumeBinding, VolumeBindingWithCapacityScoring
 from scheduler.plugins.volumerestrictions.volume_restrictions import VolumeRestrictions
 from scheduler.plugins.volumezone.volume_zone import VolumeZone
 
@@ -69,4 +69,6 @@ def registry(features: Features) -> Mapping[str, PluginFactory]:
         out[names.NODE_NAME] = NodeNameWithPreFilter
     if features.enable_dra_extended_resource:
         out[names.DYNAMIC_RESOURCES] = DynamicResourcesWithExtendedResources
+    if features.enabled("StorageCapacityScoring"):
+        out[names.VOLUME_BINDING] = VolumeBindingWithCapacityScoring
     return out
