@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["MAX_CUSTOM_PRIORITY_SCORE", "MAX_UTILIZATION", "broken_linear", "parse_shape"]
+__all__ = ["MAX_CUSTOM_PRIORITY_SCORE", "MAX_UTILIZATION", "broken_linear", "int_arg", "parse_shape"]
 
 MAX_CUSTOM_PRIORITY_SCORE = 10  # shape scores are 0..10, scaled onto 0..MaxNodeScore
 MAX_UTILIZATION = 100
@@ -34,7 +34,8 @@ def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
     return f
 
 
-def _int(raw: object, path: str, errors: list[str]) -> int:
+def int_arg(raw: object, path: str, errors: list[str]) -> int:
+    """An integer field of plugin args: absent is 0, anything else but an integer an error."""
     if raw is None:
         return 0
     if isinstance(raw, bool) or not isinstance(raw, int):
@@ -56,8 +57,8 @@ def parse_shape(raw: object, path: str, errors: list[str]) -> list[tuple[int, in
             errors.append(f"{path}[{i}]: must be an object")
         points.append(
             (
-                _int(point.get("utilization"), f"{path}[{i}].utilization", errors),
-                _int(point.get("score"), f"{path}[{i}].score", errors),
+                int_arg(point.get("utilization"), f"{path}[{i}].utilization", errors),
+                int_arg(point.get("score"), f"{path}[{i}].score", errors),
             )
         )
     for i in range(1, len(points)):

@@ -12,7 +12,7 @@ from scheduler.api.names import label_key_errors
 from scheduler.api.objects import Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name, request_value
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins.helper.shape_score import parse_shape
+from scheduler.plugins.helper.shape_score import int_arg, parse_shape
 from scheduler.plugins.noderesources.least_allocated import least_resource_scorer
 from scheduler.plugins.noderesources.most_allocated import most_resource_scorer
 from scheduler.plugins.noderesources.requested_to_capacity_ratio import (
@@ -45,15 +45,6 @@ def _str_list(raw: object, path: str, errors: list[str]) -> list[str]:
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
         errors.append(f"{path}: must be a list of strings")
         return []
-    return raw
-
-
-def _int(raw: object, path: str, errors: list[str]) -> int:
-    if raw is None:
-        return 0
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        errors.append(f"{path}: must be an integer, got {raw!r}")
-        return 0
     return raw
 
 
@@ -96,7 +87,7 @@ def parse_fit_args(args: Mapping[str, Any]) -> FitArgs:
             for i, item in enumerate(raw_resources):
                 spec = _mapping(item, f"scoringStrategy.resources[{i}]", errors)
                 name = str(spec.get("name") or "")
-                weight = _int(spec.get("weight"), f"scoringStrategy.resources[{i}].weight", errors) or 1
+                weight = int_arg(spec.get("weight"), f"scoringStrategy.resources[{i}].weight", errors) or 1
                 if not 0 < weight <= 100:
                     errors.append(
                         f"scoringStrategy.resources[{i}].weight: Invalid value: {weight}: "
