@@ -26,6 +26,7 @@ __all__ = [
     "Features",
     "features_at",
     "features_from_flags",
+    "minor_for_server",
     "parse_feature_gates",
     "supported_minor",
 ]
@@ -383,6 +384,25 @@ def supported_minor(text: str) -> str:
             + ", ".join(f"{m} ({r})" for m, r in RELEASES.items())
         )
     return minor
+
+
+def minor_for_server(major: str, minor: str) -> str:
+    """The minor to decide as for an API server's ``/version`` (``major``, ``minor``; ``"37+"`` as some
+    providers write it): its own, or the newest we have when it is one minor newer (the version skew
+    policy lets kube-scheduler be one minor older than the API server, never newer). Raises
+    ``ValueError`` naming the supported minors otherwise."""
+    digits = "".join(ch for ch in minor if ch.isdigit())
+    server = f"{major.strip()}.{digits}"
+    if server in RELEASES:
+        return server
+    newest_major, newest_minor = NEWEST.split(".")
+    if major.strip() == newest_major and digits and int(digits) == int(newest_minor) + 1:
+        return NEWEST
+    raise ValueError(
+        f"the API server is Kubernetes {major}.{minor}: spread-scheduler decides as kube-scheduler "
+        + ", ".join(f"{m} ({r})" for m, r in RELEASES.items())
+        + " and may be at most one minor older than the API server, never newer"
+    )
 
 
 def _parse_bool(text: str) -> bool | None:

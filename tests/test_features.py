@@ -19,6 +19,7 @@ from scheduler.features import (
     FeatureGateError,
     features_at,
     features_from_flags,
+    minor_for_server,
     parse_feature_gates,
     supported_minor,
 )
@@ -50,6 +51,20 @@ def test_gate_defaults_per_minor(gate: str, defaults: tuple[bool, bool, bool]) -
 def test_a_gate_a_minor_does_not_have_is_off() -> None:
     assert "SchedulerQueueingHints" not in features_at("1.37").gates  # removed in 1.37
     assert not features_at("1.35").enabled("TopologyAwareWorkloadScheduling")  # added in 1.36
+
+
+@pytest.mark.parametrize(
+    ("major", "minor", "want"),
+    [("1", "35", "1.35"), ("1", "36", "1.36"), ("1", "37+", "1.37"), ("1", "38", "1.37")],
+)
+def test_minor_for_server_follows_the_skew_policy(major: str, minor: str, want: str) -> None:
+    assert minor_for_server(major, minor) == want
+
+
+@pytest.mark.parametrize(("major", "minor"), [("1", "34"), ("1", "39"), ("2", "0")])
+def test_a_server_out_of_skew_is_refused(major: str, minor: str) -> None:
+    with pytest.raises(ValueError, match="at most one minor older than the API server, never newer"):
+        minor_for_server(major, minor)
 
 
 def test_default_features_are_1_35() -> None:
