@@ -19,7 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 __all__ = [
+    "DEFAULT_FEATURES",
     "NEWEST",
+    "OLDEST",
     "RELEASES",
     "SUPPORTED",
     "FeatureGateError",

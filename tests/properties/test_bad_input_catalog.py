@@ -551,7 +551,8 @@ CONFIG_CASES = [
         API + PROFILE + "  plugins: {filter: {enabled: [{name: Nope}]}}\n",
         'profiles[0].plugins.filter.enabled[0].name: Invalid value: "Nope": plugin does not exist (known: '
         "DefaultBinder, DefaultPreemption, DynamicResources, ImageLocality, InterPodAffinity, NodeAffinity, "
-        "NodeDeclaredFeatures, NodeName, NodePorts, NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, NodeVolumeLimits, "
+        "NodeDeclaredFeatures, NodeName, NodePorts, NodeResourcesBalancedAllocation, NodeResourcesFit, "
+        "NodeUnschedulable, NodeVolumeLimits, "
         "PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, TaintToleration, VolumeBinding, "
         "VolumeRestrictions, VolumeZone)",
         id="unknown-plugin",
