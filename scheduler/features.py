@@ -292,7 +292,7 @@ _SCHEDULER_READS = frozenset(
 # from their default. (A locked gate cannot be set away at all.)
 _SETTABLE: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
-    "1.36": frozenset({"NodeDeclaredFeatures", "VolumeLimitScaling"}),
+    "1.36": frozenset({"NodeDeclaredFeatures", "VolumeLimitScaling", "InPlacePodLevelResourcesVerticalScaling"}),
     "1.37": frozenset({"VolumeLimitScaling", "StorageCapacityScoring"}),
 }
 

@@ -145,7 +145,7 @@ def test_dependencies_left_off() -> None:
         ("1.36", "TaintTolerationComparisonOperators", True),
         ("1.35", "NodeDeclaredFeatures", True),
         ("1.37", "InterPodAffinityHostnameFastPath", True),
-        ("1.36", "InPlacePodLevelResourcesVerticalScaling", False),
+        ("1.37", "OpportunisticBatching", False),
     ],
 )
 def test_a_scheduler_gate_we_do_not_implement_is_refused(minor: str, gate: str, value: bool) -> None:

@@ -335,6 +335,7 @@ def _spec_key(meta: object, spec: Mapping[str, Any], status: Mapping[str, Any]) 
         _status_requests(status.get("containerStatuses")),
         _status_requests(status.get("initContainerStatuses")),
         repr(resize),
+        repr((status.get("resources"), status.get("allocatedResources"))),  # the pod-level resize
     )
 
 

@@ -224,6 +224,8 @@ def test_1_36_can_turn_it_off_with_the_gates_that_need_it() -> None:
         "InPlacePodVerticalScalingInitContainers": False,
         "RestartAllContainersOnContainerExits": False,
     }
-    # InPlacePodLevelResourcesVerticalScaling depends on it too, and is a gate we do not implement off.
-    with pytest.raises(ValueError, match="InPlacePodLevelResourcesVerticalScaling=false"):
-        features_at("1.36", {**gates, "InPlacePodLevelResourcesVerticalScaling": False})
+    with pytest.raises(ValueError, match=r"^InPlacePodLevelResourcesVerticalScaling is enabled, but depends on"):
+        features_at("1.36", gates)
+    off = features_at("1.36", {**gates, "InPlacePodLevelResourcesVerticalScaling": False})
+    assert not off.enable_node_declared_features
+    assert "NodeDeclaredFeatures" not in parse_config({}, features=off).profiles[0].points["filter"]
