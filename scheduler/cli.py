@@ -16,7 +16,16 @@ import structlog
 from scheduler import __version__, logs
 from scheduler.boundedyaml import ReadError
 from scheduler.config import ConfigError, SchedulerConfig, load_config
-from scheduler.features import NEWEST, RELEASES, features_at, parse_feature_gates, supported_minor
+from scheduler.features import (
+    NEWEST,
+    RELEASES,
+    SUPPORTED,
+    FeatureGateError,
+    Features,
+    features_at,
+    parse_feature_gates,
+    supported_minor,
+)
 from scheduler.simulate import (
     Simulation,
     load_objects,
@@ -50,23 +59,75 @@ def _offline_config(args: argparse.Namespace) -> SchedulerConfig | int:
     A gate error reads as kube-scheduler's flag error: ``invalid argument ... for "--feature-gates" flag``.
     """
     try:
-        minor = supported_minor(args.kube_version)
+        minor = supported_minor(args.kube_version or NEWEST)
     except ValueError as exc:
         print(f"spread-scheduler: --kube-version: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         features = features_at(minor, parse_feature_gates(args.feature_gates))
     except ValueError as exc:
-        print(
-            f'spread-scheduler: invalid argument "{args.feature_gates}" for "--feature-gates" flag: {exc}',
-            file=sys.stderr,
-        )
+        print(_gates_error(args.feature_gates, exc), file=sys.stderr)
         return EXIT_BAD_INPUT
+    return _load(args.config, features)
+
+
+def _gates_error(value: str, exc: ValueError) -> str:
+    return f'spread-scheduler: invalid argument "{value}" for "--feature-gates" flag: {exc}'
+
+
+def _load(path: str | None, features: Features) -> SchedulerConfig | int:
     try:
-        return load_config(args.config, features)
+        return load_config(path, features)
     except ConfigError as exc:
         print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def _provisional_config(path: str | None) -> SchedulerConfig:
+    """The file read at the first minor that accepts it, before the API server says which minor is
+    ours: only its ``clientConnection`` is used. Raises the oldest minor's ``ConfigError`` when none does."""
+    first: ConfigError | None = None
+    for minor in SUPPORTED:
+        try:
+            return load_config(path, features_at(minor))
+        except ConfigError as exc:
+            first = first or exc
+    assert first is not None
+    raise first
+
+
+def _live_config(args: argparse.Namespace) -> SchedulerConfig | int:
+    """``--config`` for a command reading the live cluster: at ``--kube-version`` when given, else at the
+    API server's minor (``scheduler.kube.kube_version``); an exit code after printing why not."""
+    if args.kube_version is not None:
+        return _offline_config(args)
+    from scheduler.kube.client.version import VersionError  # noqa: PLC0415
+    from scheduler.kube.kube_version import KubeVersion, decide_live  # noqa: PLC0415
+
+    try:
+        gates = parse_feature_gates(args.feature_gates)
+    except FeatureGateError as exc:
+        print(_gates_error(args.feature_gates, exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        provisional = _provisional_config(args.config)
+    except ConfigError as exc:
+        print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        decided = asyncio.run(decide_live(args.kubeconfig or provisional.kubeconfig, KubeVersion(None, gates)))
+    except VersionError as exc:
+        print(f"spread-scheduler: {exc}", file=sys.stderr)
+        return 1
+    except FeatureGateError as exc:
+        print(_gates_error(args.feature_gates, exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ValueError as exc:
+        print(f"spread-scheduler: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if decided.warning:
+        print(f"spread-scheduler: warning: {decided.warning}", file=sys.stderr)
+    return _load(args.config, decided.features)
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -170,8 +231,22 @@ def _run(args: argparse.Namespace) -> int:
         gc.freeze()
         gc.enable()
 
+    from scheduler.kube.kube_version import KubeVersion  # noqa: PLC0415
+
     try:
-        config = load_config(args.config)
+        gates = parse_feature_gates(args.feature_gates)
+        pinned = None if args.kube_version is None else supported_minor(args.kube_version)
+    except FeatureGateError as exc:
+        return _refuse(f'invalid argument "{args.feature_gates}" for "--feature-gates" flag: {exc}')
+    except ValueError as exc:
+        return _refuse(f"--kube-version: {exc}")
+    try:
+        if pinned is not None:
+            config = load_config(args.config, features_at(pinned, gates))
+        else:
+            config = _provisional_config(args.config)  # the minor is the API server's: read at start
+    except FeatureGateError as exc:
+        return _refuse(f'invalid argument "{args.feature_gates}" for "--feature-gates" flag: {exc}')
     except ConfigError as exc:
         return _refuse(str(exc))
     if args.health_address is not None:
@@ -202,6 +277,8 @@ def _run(args: argparse.Namespace) -> int:
             serving=serving,
             scale_down_spread=args.scale_down_spread,
             rebalance=Rebalancing(args.rebalance, args.rebalance_default),
+            kube_version=KubeVersion(pinned, gates),
+            compose=lambda features: load_config(args.config, features),
         )
     )
 
@@ -210,16 +287,15 @@ def _explain(args: argparse.Namespace) -> int:
     from scheduler.kube.client.dump import ListingError  # noqa: PLC0415
     from scheduler.kube.explain import explain  # noqa: PLC0415
 
+    config = _live_config(args)
+    if isinstance(config, int):
+        return config
     try:
-        config = load_config(args.config)
         target = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
         result = explain(
             config, target, args.kubeconfig, args.output, args.seed, default_rebalance=args.rebalance_default
         )
         print(asyncio.run(result), end="")
-    except ConfigError as exc:
-        print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
-        return 2
     except (LookupError, ListingError) as exc:
         print(f"spread-scheduler: {exc}", file=sys.stderr)
         return 1
@@ -229,7 +305,7 @@ def _explain(args: argparse.Namespace) -> int:
 def _inputs(args: argparse.Namespace) -> tuple[SchedulerConfig, list[Mapping[str, Any]]] | int:
     """``--config`` and the objects of ``-f FILE`` or of the live cluster (PodDisruptionBudgets too,
     where allowed: a plan stops at one); an exit code after printing why there are none."""
-    config = _offline_config(args)
+    config = _offline_config(args) if args.file is not None else _live_config(args)
     if isinstance(config, int):
         return config
     if args.file is not None:
@@ -361,6 +437,7 @@ def _add_read_only(sub: Any, common: list[argparse.ArgumentParser], *, kubectl: 
     exp.add_argument("--output", "-o", choices=("table", "json"), default="table")
     exp.add_argument("--seed", type=int, default=None)
     _default_rebalance(exp)
+    _version_flags(exp, live="the API server's")
     exp.set_defaults(func=_explain)
 
     skew = sub.add_parser(
@@ -376,7 +453,7 @@ def _add_read_only(sub: Any, common: list[argparse.ArgumentParser], *, kubectl: 
     skew.add_argument("--output", "-o", choices=("table", "json"), default="table")
     skew.add_argument("--plot", metavar="FILE.png", help="also draw pods per domain (needs spread-scheduler[plot])")
     _default_rebalance(skew)
-    _version_flags(skew)
+    _version_flags(skew, live=LIVE_OR_FILE)
     skew.set_defaults(func=_skew)
 
     reb = sub.add_parser(
@@ -391,18 +468,22 @@ def _add_read_only(sub: Any, common: list[argparse.ArgumentParser], *, kubectl: 
     namespaces(reb, "Only this namespace's workloads (default: all)" if not kubectl else "every namespace")
     reb.add_argument("--output", "-o", choices=("table", "json"), default="table")
     _default_rebalance(reb)
-    _version_flags(reb)
+    _version_flags(reb, live=LIVE_OR_FILE)
     reb.set_defaults(func=_rebalance)
 
 
-def _version_flags(parser: argparse.ArgumentParser) -> None:
-    """``--kube-version`` and ``--feature-gates``: whose decisions a file of objects is decided with."""
+LIVE_OR_FILE = f"the API server's for the live cluster; {NEWEST}, the newest, for -f (a dump does not say)"
+
+
+def _version_flags(parser: argparse.ArgumentParser, *, live: str | None = None) -> None:
+    """``--kube-version`` and ``--feature-gates``: whose decisions are made. ``live``: what the default is
+    when the command reads the live cluster (its API server's minor); else the newest, as for a file."""
+    default = live or f"{NEWEST}, the newest: a dump does not say which version its cluster runs"
     parser.add_argument(
         "--kube-version",
-        default=NEWEST,
+        default=None,
         metavar="|".join(RELEASES),
-        help=f"decide as this minor's kube-scheduler ({', '.join(RELEASES.values())}); default {NEWEST}, the newest: "
-        "a dump does not say which version its cluster runs",
+        help=f"decide as this minor's kube-scheduler ({', '.join(RELEASES.values())}); default {default}",
     )
     parser.add_argument(
         "--feature-gates",
@@ -544,6 +625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cycle places the replacement where it lowers the skew (default true; --rebalance=false turns it off)",
     )
     _default_rebalance(run)
+    _version_flags(run, live="the API server's (/version; one minor newer than ours: our newest, with a warning)")
     run.add_argument("--health-address", default=None, help=argparse.SUPPRESS)  # removed: refused with a pointer
     run.set_defaults(func=_run)
 

@@ -16,11 +16,14 @@ from typing import Any
 import structlog
 from kubernetes.aio import client
 
-from scheduler.config import SchedulerConfig
+from scheduler import __version__
+from scheduler.config import ConfigError, SchedulerConfig
+from scheduler.features import Features
 from scheduler.kube.binder import ApiBinder
 from scheduler.kube.client.apiclient import KubeconfigError, api_client
 from scheduler.kube.client.informer import Informer
 from scheduler.kube.client.tls_buffers import use_small_tls_read_buffers
+from scheduler.kube.client.version import VersionError
 from scheduler.kube.client.watch import KopfEngine, watch_session
 from scheduler.kube.controllers.deletion_cost import ApiCostWriter, DeletionCostKeeper
 from scheduler.kube.controllers.rebalance import ApiEvictor, Rebalancer
@@ -28,6 +31,7 @@ from scheduler.kube.controllers.workload_marks import WorkloadMarker
 from scheduler.kube.extender import close_extenders, http_extenders
 from scheduler.kube.flowcontrol import RateLimiter
 from scheduler.kube.gc_policy import gc_housekeeping
+from scheduler.kube.kube_version import KubeVersion, read_decided
 from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_election, with_lease_namespace
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.preemption import ApiPodWriter, AsyncPreemption
@@ -175,11 +179,16 @@ async def run_scheduler(
     stop: asyncio.Event | None = None,
     scale_down_spread: bool = True,
     rebalance: Rebalancing | None = None,
+    kube_version: KubeVersion | None = None,
+    compose: Callable[[Features], SchedulerConfig] | None = None,
 ) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0.
 
     ``scale_down_spread``: keep the pod-deletion-cost of our ReplicaSets' pods (``--scale-down-spread``);
-    ``rebalance``: move pods of opted-in workloads back within their skew (``--rebalance``)."""
+    ``rebalance``: move pods of opted-in workloads back within their skew (``--rebalance``);
+    ``kube_version``: decide as ``--kube-version``, else as the API server's ``/version`` says, with
+    ``compose`` making the configuration at that minor (None: as ``config`` is, no ``/version`` read).
+    A server we cannot decide for is refused (exit 2) before anything is watched."""
     serving = serving or SecureServing()
     use_small_tls_read_buffers()  # before the first connection: each keeps the buffer it opened with
     kubeconfig = kubeconfig or config.kubeconfig
@@ -194,6 +203,21 @@ async def run_scheduler(
     async with contextlib.AsyncExitStack() as exits:
         exits.push_async_callback(api.close)
         metrics = SchedulerMetrics()
+        server = ""
+        if kube_version is not None:
+            try:
+                decided = await read_decided(api, kube_version)
+                if compose is not None and decided.features != config.features:
+                    config = compose(decided.features)
+            except (VersionError, ValueError, ConfigError) as exc:
+                log.error("command failed", err=str(exc))
+                return 2
+            if decided.warning:
+                log.warning(decided.warning)
+            server = decided.server
+        minor = config.features.minor
+        metrics.build_info.labels(__version__, minor, config.features.release, server).set(1)
+        log.info("deciding as kube-scheduler", kube_version=minor, release=config.features.release, server=server)
 
         def count(outcome: str) -> None:
             metrics.api_requests.labels(outcome).inc()
@@ -209,12 +233,12 @@ async def run_scheduler(
         sched.use_progress(progress)
         exits.callback(progress.stop)
         try:
-            server = _start_server(serving, tls, kubeconfig, sched, metrics, progress)
+            secure = _start_server(serving, tls, kubeconfig, sched, metrics, progress)
         except ServingError as exc:
             log.error("command failed", err=str(exc))
             return 1
-        if server is not None:
-            exits.callback(server.stop)
+        if secure is not None:
+            exits.callback(secure.stop)
         engine = await exits.enter_async_context(KopfEngine(watch_session(api, lambda: count("outage"))))
         informer = Informer(engine, sched.handlers)
         watching = asyncio.create_task(informer.run(), name="informer")

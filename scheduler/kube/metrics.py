@@ -156,6 +156,13 @@ class SchedulerMetrics:
             registry=self.registry,
         )
         self._skew_keys: dict[tuple[str, str], set[str]] = {}  # the series set_skews wrote, to drop them
+        self.build_info = Gauge(
+            "spread_scheduler_build_info",
+            "1, labelled with spread-scheduler's version, the kube-scheduler minor and release it decides as "
+            "(--kube-version, else the API server's), and the API server's gitVersion (empty when not read).",
+            ["version", "kube_version", "kube_release", "server_version"],
+            registry=self.registry,
+        )
 
     def set_skews(self, namespace: str, workload: str, skews: dict[str, tuple[int, int]]) -> None:
         """One workload's series: topology key -> (skew, maxSkew); keys it no longer has are dropped."""

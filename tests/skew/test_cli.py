@@ -156,5 +156,8 @@ def test_unreachable_api_server_is_one_line(capsys: pytest.CaptureFixture[str], 
         "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t}}]\n"
     )
     assert main(["skew", "--kubeconfig", str(kubeconfig)]) == 1
+    err = capsys.readouterr().err  # the first request: which minor to decide as (its /version)
+    assert err.startswith("spread-scheduler: GET /version: ") and err.count("\n") == 1, err
+    assert main(["skew", "--kubeconfig", str(kubeconfig), "--kube-version", "1.37"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("spread-scheduler: cannot list the cluster:") and err.count("\n") == 1, err

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from scheduler.cli import kubectl_main, main
+from scheduler.kube.client.version import ServerVersion
+from scheduler.kube.kube_version import Decided, KubeVersion, decide_as
 from scheduler.simulate import load_objects
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "rebalance.yaml")
@@ -99,8 +101,12 @@ def listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         asked.append(str(kubeconfig))
         return load_objects(EXAMPLE)
 
+    async def decide_live(_kubeconfig: str | None, asked: KubeVersion) -> Decided:
+        return decide_as(asked, ServerVersion("1", "37", "v1.37.2"))  # the API server's /version
+
     monkeypatch.setattr("scheduler.kube.client.dump.cluster_objects", cluster_objects)
     monkeypatch.setattr("scheduler.kube.explain.cluster_objects", cluster_objects)
+    monkeypatch.setattr("scheduler.kube.kube_version.decide_live", decide_live)
     return asked
 
 

@@ -1,0 +1,205 @@
+"""``run`` (and the live read-only commands) decide as the API server's minor: its own when we have it,
+our newest with a warning when it is one minor newer, a refusal naming the supported versions
+otherwise; ``--kube-version`` pins the minor and ``--feature-gates`` is checked at the chosen one."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from aiohttp import web
+from kubernetes.aio import client
+
+from scheduler import cli
+from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.features import FeatureGateError, Features
+from scheduler.kube import app
+from scheduler.kube.client.version import ServerVersion
+from scheduler.kube.kube_version import KubeVersion, decide_as
+
+
+def _server(minor: str, git: str | None = None) -> ServerVersion:
+    return ServerVersion("1", minor, git or f"v1.{minor}.0")
+
+
+@pytest.mark.parametrize("minor", ["35", "36", "37"])
+def test_a_supported_server_is_decided_as_its_own_minor(minor: str) -> None:
+    decided = decide_as(KubeVersion(), _server(minor))
+    assert decided.features.minor == f"1.{minor}"
+    assert decided.warning is None
+    assert decided.server == f"v1.{minor}.0"
+
+
+def test_a_server_one_minor_newer_is_decided_as_our_newest_with_a_warning() -> None:
+    decided = decide_as(KubeVersion(), _server("38+", "v1.38.1-gke.100"))
+    assert decided.features.minor == "1.37"
+    assert decided.warning is not None
+    assert "v1.38.1-gke.100" in decided.warning and "1.37 (v1.37.2)" in decided.warning
+
+
+@pytest.mark.parametrize("minor", ["34", "39", "20"])
+def test_a_server_we_cannot_follow_is_refused_naming_the_supported_versions(minor: str) -> None:
+    with pytest.raises(ValueError, match=r"1\.35 \(v1\.35\.4\), 1\.36 \(v1\.36\.3\), 1\.37 \(v1\.37\.2\)"):
+        decide_as(KubeVersion(), _server(minor))
+
+
+def test_kube_version_pins_the_minor_whatever_the_server() -> None:
+    assert decide_as(KubeVersion("1.36"), _server("37")).features.minor == "1.36"
+    assert decide_as(KubeVersion("v1.35.4"), None).features.minor == "1.35"
+
+
+def test_feature_gates_are_checked_at_the_servers_minor() -> None:
+    gates = {"StorageCapacityScoring": True}
+    assert decide_as(KubeVersion(None, gates), _server("37")).features.enabled("StorageCapacityScoring")
+    with pytest.raises(FeatureGateError, match="StorageCapacityScoring"):
+        decide_as(KubeVersion(None, gates), _server("35"))
+
+
+async def _version_server(info: dict[str, str]) -> tuple[web.AppRunner, str]:
+    async def answer(_request: web.Request) -> web.Response:
+        return web.json_response(info)
+
+    server = web.Application()
+    server.router.add_get("/version", answer)
+    runner = web.AppRunner(server)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, info: dict[str, str], composed: list[str]) -> int:
+    """run_scheduler against a server that answers only /version; ``compose`` records the minor
+    and stops the run (a ConfigError), so nothing is watched."""
+
+    def compose(features: Features) -> Any:
+        composed.append(features.minor)
+        raise ConfigError("stop here")
+
+    async def main() -> int:
+        runner, host = await _version_server(info)
+
+        async def fake_client(_kubeconfig: str | None) -> client.ApiClient:
+            return client.ApiClient(client.Configuration(host=host))
+
+        monkeypatch.setattr(app, "api_client", fake_client)
+        try:
+            return await app.run_scheduler(load_config(None), kube_version=KubeVersion(), compose=compose)
+        finally:
+            await runner.cleanup()
+
+    return asyncio.run(main())
+
+
+def test_run_reads_the_servers_version_and_composes_at_its_minor(monkeypatch: pytest.MonkeyPatch) -> None:
+    composed: list[str] = []
+    assert _run(monkeypatch, {"major": "1", "minor": "36", "gitVersion": "v1.36.3"}, composed) == 2
+    assert composed == ["1.36"]
+
+
+def test_run_refuses_a_server_older_than_our_oldest(monkeypatch: pytest.MonkeyPatch) -> None:
+    composed: list[str] = []
+    with structlog.testing.capture_logs() as logs:
+        assert _run(monkeypatch, {"major": "1", "minor": "34", "gitVersion": "v1.34.9"}, composed) == 2
+    assert composed == []
+    failed = [entry for entry in logs if entry["event"] == "command failed"]
+    assert failed and "1.35 (v1.35.4)" in failed[0]["err"] and "1.34" in failed[0]["err"]
+
+
+def _kubeconfig(tmp_path: Path, host: str) -> str:
+    path = tmp_path / f"kubeconfig-{host.rpartition(':')[2]}"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": host}}],
+                "users": [{"name": "u", "user": {}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return str(path)
+
+
+def _live_minor(tmp_path: Path, info: dict[str, str], *flags: str) -> tuple[str | int, str]:
+    """The minor ``skew`` (live) decides as against a server answering ``info``, and its stderr."""
+
+    err = io.StringIO()
+
+    async def main() -> SchedulerConfig | int:
+        runner, host = await _version_server(info)
+        try:
+            args = argparse.Namespace(
+                kubeconfig=_kubeconfig(tmp_path, host), config=None, kube_version=None, feature_gates=""
+            )
+            for flag in flags:
+                key, _, value = flag.removeprefix("--").partition("=")
+                setattr(args, key.replace("-", "_"), value)
+            with contextlib.redirect_stderr(err):
+                # The command runs its own event loop: on a thread, while this one serves.
+                return await asyncio.get_running_loop().run_in_executor(None, cli._live_config, args)
+        finally:
+            await runner.cleanup()
+
+    config = asyncio.run(main())
+    return (config if isinstance(config, int) else config.features.minor), err.getvalue()
+
+
+def test_live_commands_decide_as_the_servers_minor(tmp_path: Path) -> None:
+    assert _live_minor(tmp_path, {"major": "1", "minor": "36", "gitVersion": "v1.36.3"}) == ("1.36", "")
+    minor, err = _live_minor(tmp_path, {"major": "1", "minor": "38", "gitVersion": "v1.38.0"})
+    assert minor == "1.37" and "warning: the API server is Kubernetes v1.38.0" in err
+    assert _live_minor(tmp_path, {"major": "1", "minor": "36", "gitVersion": "v1.36.3"}, "--kube-version=1.35")[0] == (
+        "1.35"
+    )
+
+
+def test_live_commands_refuse_a_server_too_old_or_a_gate_not_at_its_minor(tmp_path: Path) -> None:
+    code, err = _live_minor(tmp_path, {"major": "1", "minor": "33", "gitVersion": "v1.33.1"})
+    assert code == cli.EXIT_BAD_INPUT and "Kubernetes 1.33" in err and "1.37 (v1.37.2)" in err
+    code, err = _live_minor(
+        tmp_path, {"major": "1", "minor": "35", "gitVersion": "v1.35.4"}, "--feature-gates=StorageCapacityScoring=true"
+    )
+    assert code == cli.EXIT_BAD_INPUT and 'for "--feature-gates" flag' in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--kube-version=1.34"], "--kube-version: unsupported Kubernetes version '1.34'"),
+        (["--feature-gates=NoSuchGate=true", "--kube-version=1.37"], "unrecognized feature gate: NoSuchGate"),
+        (["--feature-gates=NoSuchGate"], "missing bool value for NoSuchGate"),
+    ],
+)
+def test_run_refuses_bad_version_flags_before_connecting(
+    flags: list[str], message: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["run", *flags]) == 2
+    err = capfd.readouterr().err
+    assert '"command failed"' in err and message.replace('"', '\\"') in err
+
+
+def test_run_hands_the_version_flags_to_the_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    async def run_scheduler(config: SchedulerConfig, _kubeconfig: object, **kwargs: Any) -> int:
+        seen.append((config.features.minor, kwargs["kube_version"]))
+        return 0
+
+    monkeypatch.setattr(app, "run_scheduler", run_scheduler)
+    assert cli.main(["run", "--kube-version", "1.36", "--feature-gates", "VolumeLimitScaling=true"]) == 0
+    assert cli.main(["run"]) == 0
+    assert seen == [
+        ("1.36", KubeVersion("1.36", {"VolumeLimitScaling": True})),
+        ("1.35", KubeVersion(None, {})),  # the server's minor, read at start; 1.35 until then
+    ]
