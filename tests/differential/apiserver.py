@@ -20,7 +20,7 @@ the same cluster every time.
 
 The control plane is ``e2e.cluster.Cluster`` without a controller-manager (so without ServiceAccount
 admission, which would mount a token volume into every pod), in ``$SPREAD_DIFF_APISERVER_DIR`` or
-``.cluster/differential``; one already up there is reused and left running.
+``.cluster/differential-VERSION``; one already up there is reused and left running.
 """
 
 from __future__ import annotations
@@ -229,12 +229,14 @@ class RoundTrip:
 class ControlPlane:
     """kube-apiserver + etcd from ``e2e.cluster`` (started here, or one already up reused)."""
 
-    def __init__(self, directory: Path | None = None) -> None:
-        from e2e.cluster import Cluster  # noqa: PLC0415 - the control plane helpers live with the e2e tests
+    def __init__(self, directory: Path | None = None, version: str | None = None) -> None:
+        from e2e.build import K8S_VERSION  # noqa: PLC0415 - the control plane helpers live with the e2e tests
+        from e2e.cluster import Cluster  # noqa: PLC0415
 
-        default = os.environ.get("SPREAD_DIFF_APISERVER_DIR") or ROOT / ".cluster" / "differential"
+        version = version or K8S_VERSION
+        default = os.environ.get("SPREAD_DIFF_APISERVER_DIR") or ROOT / ".cluster" / f"differential-{version}"
         # Kept for as long as its processes run: it holds their Popen objects.
-        self.cluster = Cluster(directory or Path(default), controller_manager=False, kwok=False)
+        self.cluster = Cluster(directory or Path(default), controller_manager=False, kwok=False, version=version)
         self.started = False
 
     def up(self) -> RoundTrip:
@@ -254,11 +256,12 @@ class ControlPlane:
 _planes: dict[int, ControlPlane] = {}
 
 
-def start(share: float) -> RoundTrip | None:
-    """For ``runner --through-apiserver SHARE``: a RoundTrip on a control plane (None at share 0)."""
+def start(share: float, version: str | None = None) -> RoundTrip | None:
+    """For ``runner --through-apiserver SHARE``: a RoundTrip on a control plane of ``version`` (default
+    e2e/build.py's) (None at share 0)."""
     if share <= 0:
         return None
-    plane = ControlPlane()
+    plane = ControlPlane(version=version)
     trip = plane.up()
     _planes[id(trip)] = plane
     return trip

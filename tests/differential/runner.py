@@ -3,7 +3,13 @@
 difference.
 
     .venv/bin/python -m tests.differential.runner --count 100000 --start 0   # a long campaign
+    .venv/bin/python -m tests.differential.runner --kube-version 1.37 ...     # as kube-scheduler v1.37.2
     SPREAD_ORACLE=/path/to/oracle ...                                          # a locally built oracle
+
+``--kube-version`` (default 1.35, ``SPREAD_DIFF_KUBE_VERSION``) and ``--feature-gates`` reach both
+sides: ours decides with ``scheduler.features.features_at`` of them (that minor's default profile
+too), and the oracle is the one built against that release's own go.mod (e2e/build.py's
+``RELEASES``), given the same ``-feature-gates``.
 
 The profile sent to both sides is upstream's default profile minus ``UPSTREAM_ONLY_PLUGINS`` (the one
 list to shrink as our plugins land; empty now), DefaultPreemption included, spelled out for both.
@@ -67,7 +73,8 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.config import parse_config, upstream_config
-from scheduler.config.default_plugins import DEFAULT_MULTI_POINT
+from scheduler.config.default_plugins import default_multi_point
+from scheduler.features import DEFAULT_FEATURES, Features, features_at, parse_feature_gates, supported_minor
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.plugins.names import DEFAULT_PREEMPTION
 from scheduler.schedule_one import Attempt
@@ -85,22 +92,36 @@ UPSTREAM_ONLY_PLUGINS: tuple[str, ...] = ()  # every one runs here now (volumes 
 ORACLE_WORKERS = 8 * (os.cpu_count() or 1)
 
 
-def oracle_binary() -> Path:
-    """``$SPREAD_ORACLE`` if set, else the cached build of e2e/controlplane/cmd/oracle."""
+def kube_features() -> Features:
+    """The features the differential tests decide with: ``$SPREAD_DIFF_KUBE_VERSION`` (default 1.35)
+    and ``$SPREAD_DIFF_FEATURE_GATES``."""
+    minor = supported_minor(os.environ.get("SPREAD_DIFF_KUBE_VERSION") or DEFAULT_FEATURES.minor)
+    return features_at(minor, parse_feature_gates(os.environ.get("SPREAD_DIFF_FEATURE_GATES", "")))
+
+
+def oracle_binary(features: Features = DEFAULT_FEATURES) -> Path:
+    """``$SPREAD_ORACLE`` if set, else the cached build of e2e/controlplane/cmd/oracle at ``features``'s release."""
     if path := os.environ.get("SPREAD_ORACLE"):
         return Path(path)
     from e2e.build import ensure_oracle  # noqa: PLC0415 - the build helper lives with the control plane
 
-    return ensure_oracle()
+    return ensure_oracle(features.release)
 
 
-def upstream_default_profile(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with each profile that spells out our plugins (``upstream_config``'s form) turned into
-    upstream's default profile minus ``UPSTREAM_ONLY_PLUGINS``, spelled out for both sides: our default
-    multiPoint, DefaultPreemption included. Other plugin sets are left as written."""
+def oracle_gates(features: Features) -> str:
+    """``-feature-gates`` for the oracle: the gates set away from the minor's defaults."""
+    defaults = features_at(features.minor).gates
+    return ",".join(f"{name}={str(on).lower()}" for name, on in sorted(features.gates.items()) if defaults[name] != on)
+
+
+def upstream_default_profile(config: dict[str, Any], features: Features = DEFAULT_FEATURES) -> dict[str, Any]:
+    """``config`` with each profile that spells out our plugins (``upstream_config``'s form, as the
+    generator writes it) turned into upstream's default profile at ``features``'s minor minus
+    ``UPSTREAM_ONLY_PLUGINS``, spelled out for both sides: our default multiPoint, DefaultPreemption
+    included. Other plugin sets are left as written."""
     ours = upstream_config()["profiles"][0]["plugins"]
     enabled = []
-    for name, weight in DEFAULT_MULTI_POINT:
+    for name, weight in default_multi_point(features):
         if name not in UPSTREAM_ONLY_PLUGINS:
             enabled.append({"name": name, "weight": weight} if weight else {"name": name})
     default = {"multiPoint": {"disabled": [{"name": "*"}], "enabled": enabled}}
@@ -136,10 +157,15 @@ def informer_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def python_side(
-    objects: list[dict[str, Any]], config: dict[str, Any], seed: int, *, reuse: bool = True
+    objects: list[dict[str, Any]],
+    config: dict[str, Any],
+    seed: int,
+    *,
+    reuse: bool = True,
+    features: Features = DEFAULT_FEATURES,
 ) -> list[dict[str, Any]]:
     """Every attempt as JSON; ``reuse=False`` turns off results reused across pods of one signature."""
-    sim = Simulation(parse_config(config), seed=seed)
+    sim = Simulation(parse_config(config, features=features), seed=seed)
     for fwk in sim.frameworks.values():
         fwk.reuse_node_results = reuse
     sim.add_objects(informer_order(objects))
@@ -381,13 +407,15 @@ def run_batch(
     oracle: Path,
     make: Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]] = scenario,
     stats: Counter[str] | None = None,
+    features: Features = DEFAULT_FEATURES,
 ) -> dict[int, list[str]]:
-    """Mismatches per seed (empty lists are dropped); ``stats`` counts what upstream did."""
+    """Mismatches per seed (empty lists are dropped); ``stats`` counts what upstream did. ``features``:
+    the minor and gates both sides decide with (``oracle`` must be built for that release)."""
     lines, ours = [], {}
     for seed in seeds:
         objects, config = make(seed)
-        config = upstream_default_profile(config)
-        py = python_side(objects, config, seed)
+        config = upstream_default_profile(config, features)
+        py = python_side(objects, config, seed, features=features)
         ours[seed] = py
         placements = {r["pod"]: r["node"] for r in py}
         rankings = {r["pod"]: r["ranking"] for r in py if r.get("ranking")}
@@ -396,8 +424,9 @@ def run_batch(
         scenario_line = {"id": str(seed), "objects": objects, "config": config, "placements": placements}
         extra = {"rankings": rankings, "offsets": offsets, "nominations": nominations}
         lines.append(json.dumps({**scenario_line, **extra}))
+    gates = oracle_gates(features)
     done = subprocess.run(
-        [str(oracle), f"-workers={ORACLE_WORKERS}"],
+        [str(oracle), f"-workers={ORACLE_WORKERS}", *([f"-feature-gates={gates}"] if gates else [])],
         input="\n".join(lines) + "\n",
         capture_output=True,
         text=True,
@@ -465,14 +494,27 @@ def main() -> int:
         choices=sorted(DRAWN_FEATURES),
         help="compare only the seeds whose cluster has this feature (the others are skipped, not counted)",
     )
+    parser.add_argument(
+        "--kube-version",
+        default=os.environ.get("SPREAD_DIFF_KUBE_VERSION") or DEFAULT_FEATURES.minor,
+        help="decide as this minor's kube-scheduler on both sides (1.35, 1.36, 1.37; default 1.35)",
+    )
+    parser.add_argument("--feature-gates", default="", help="kube-scheduler's --feature-gates, for both sides")
     args = parser.parse_args()
-    oracle = oracle_binary()
-    trip = apiserver.start(args.through_apiserver)
+    try:
+        features = features_at(supported_minor(args.kube_version), parse_feature_gates(args.feature_gates))
+    except ValueError as exc:
+        parser.error(str(exc))
+    oracle = oracle_binary(features)
+    trip = apiserver.start(args.through_apiserver, features.release)
     base = crowded if args.crowded else scenario
     make = trip.wrap(base, args.through_apiserver) if trip else base
     last = args.start + args.count - 1
     only = f", only those with {args.only_with}" if args.only_with else ""
-    header = f"seeds {args.start}..{last} ({args.count} clusters{only}) at revision {revision()}, oracle {oracle}"
+    header = (
+        f"seeds {args.start}..{last} ({args.count} clusters{only}) as {features.release} at revision {revision()},"
+        f" oracle {oracle}"
+    )
     print(header, flush=True)
     started, total, bad = time.monotonic(), 0, 0
     stats: Counter[str] = Counter()
@@ -480,7 +522,7 @@ def main() -> int:
         seeds: Sequence[int] = range(first, min(first + args.batch, args.start + args.count))
         if args.only_with:
             seeds = [seed for seed in seeds if drawn(seed, args.only_with)]
-        mismatches = run_batch(seeds, oracle, make, stats=stats)
+        mismatches = run_batch(seeds, oracle, make, stats=stats, features=features)
         total += len(seeds)
         bad += len(mismatches)
         for seed, problems in sorted(mismatches.items())[:5]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.config import upstream_config
-from tests.differential.runner import UPSTREAM_ONLY_PLUGINS, compare, upstream_default_profile
+from scheduler.features import features_at
+from tests.differential.runner import UPSTREAM_ONLY_PLUGINS, compare, oracle_gates, upstream_default_profile
 
 FEASIBLE = {"filter": None, "scores": {}, "total": None}
 SKIPPED = {"filter": None, "scores": {}, "total": None, "evaluated": False}
@@ -188,6 +189,20 @@ def test_the_profile_sent_is_upstreams_default_minus_one_list() -> None:
     assert not set(UPSTREAM_ONLY_PLUGINS) & set(names)
     assert {"name": "TaintToleration", "weight": 3} in multi["enabled"]
     assert profile["pluginConfig"] == args
+
+
+def test_the_profile_sent_is_the_default_of_the_minor_decided_as() -> None:
+    """The generator spells out 1.35's profile; at 1.37 both sides get 1.37's default (NodeName before
+    NodeUnschedulable, NodeDeclaredFeatures last), and the oracle the gates set away from 1.37's defaults."""
+    features = features_at("1.37")
+    (profile,) = upstream_default_profile(upstream_config(), features)["profiles"]
+    names = [p["name"] for p in profile["plugins"]["multiPoint"]["enabled"]]
+    assert names.index("NodeName") < names.index("NodeUnschedulable")
+    assert names[-1] == "NodeDeclaredFeatures"
+    (old,) = upstream_default_profile(upstream_config())["profiles"]
+    assert "NodeDeclaredFeatures" not in [p["name"] for p in old["plugins"]["multiPoint"]["enabled"]]
+    assert oracle_gates(features) == ""
+    assert oracle_gates(features_at("1.37", {"VolumeLimitScaling": False})) == "VolumeLimitScaling=false"
 
 
 def candidate(node: str, victims: list[str], criteria: list[int]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-// Command oracle runs kube-scheduler v1.35.4 itself (k8s.io/kubernetes imported as a library, never
+// Command oracle runs kube-scheduler itself, at the release of the go.mod it is built with (go.mod:
+// v1.35.4; go.1.36.mod, go.1.37.mod: see e2e/build.py) (k8s.io/kubernetes imported as a library, never
 // copied) on scenarios that spread-scheduler also decides, and prints JSON close to
 // `spread-scheduler simulate --output json`, so a differential test can compare them field by field.
 //
@@ -73,6 +74,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 )
@@ -152,7 +154,12 @@ func main() {
 	klog.InitFlags(nil)
 	workers := flag.Int("workers", 2*goruntime.NumCPU(), "scenarios decided at once")
 	logs := flag.Bool("log", false, "keep the scheduler's klog output (stderr); without it, it is dropped")
+	gates := flag.String("feature-gates", "", "kube-scheduler's --feature-gates (Gate=true,...), at this build's release")
 	flag.Parse()
+	if err := utilfeature.DefaultMutableFeatureGate.Set(*gates); err != nil {
+		fmt.Fprintf(os.Stderr, "oracle: -feature-gates: %v\n", err)
+		os.Exit(2)
+	}
 	if !*logs {
 		// The real cycle logs every plugin error it meets (a PreScore error is an expected outcome here).
 		klog.SetLogger(logr.Discard())

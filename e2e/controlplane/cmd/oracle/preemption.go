@@ -184,7 +184,7 @@ func (w *world) victimsOn(ctx context.Context, profile string, state fwk.CycleSt
 	if err != nil {
 		return nil, err
 	}
-	pods, _, st := pl.SelectVictimsOnNode(ctx, state.Clone(), pod, info.Snapshot(), pdbs)
+	pods, _, st := selectVictims(ctx, pl, state.Clone(), pod, info, pdbs)
 	if !st.IsSuccess() {
 		return nil, st.AsError()
 	}

@@ -51,7 +51,7 @@ func buildScorers(ctx context.Context, profiles []config.KubeSchedulerProfile, i
 			if !ok {
 				continue
 			}
-			pl, err := factory(ctx, pluginArgs(profile, ref.Name), inner[profile.SchedulerName])
+			pl, err := factory(ctx, pluginArgs(profile, ref.Name), secondInstance{inner[profile.SchedulerName]})
 			if err != nil {
 				return nil, fmt.Errorf("plugin %s: %w", ref.Name, err)
 			}
@@ -62,6 +62,15 @@ func buildScorers(ctx context.Context, profiles []config.KubeSchedulerProfile, i
 	}
 	return out, nil
 }
+
+// secondInstance is the handle of a plugin's second instance: the real profile's, under another
+// ProfileName, so what a plugin registers per profile on shared informers (DynamicResources' pod
+// indexer, from 1.37) does not collide with the real instance's.
+type secondInstance struct {
+	framework.Framework
+}
+
+func (h secondInstance) ProfileName() string { return h.Framework.ProfileName() + "/oracle-view" }
 
 func (w *world) weights(profile string) map[string]int64 {
 	out := map[string]int64{}

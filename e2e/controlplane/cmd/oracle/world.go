@@ -21,8 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
@@ -111,12 +109,11 @@ func (o *observed) RunPreFilterPlugins(ctx context.Context, state fwk.CycleState
 	return res, status, plugins
 }
 
-func (o *observed) GetNodeHint(ctx context.Context, pod *v1.Pod, state fwk.CycleState, cycleCount int64) (string, fwk.PodSignature) {
-	hint, signature := o.Framework.GetNodeHint(ctx, pod, state, cycleCount)
-	if c := o.w.current; c != nil {
+// noteHint records the hint batching offered (GetNodeHint, whose signature is per release: compat_*.go).
+func (w *world) noteHint(hint string) {
+	if c := w.current; c != nil {
 		c.hint = hint
 	}
-	return hint, signature
 }
 
 func (o *observed) RunFilterPluginsWithNominatedPods(ctx context.Context, state fwk.CycleState, pod *v1.Pod, info fwk.NodeInfo) *fwk.Status {
@@ -236,7 +233,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clock := testingclock.NewFakeClock(time.Now())
 	sched, err := scheduler.New(ctx, client, factory, nil,
-		func(string) events.EventRecorder { return &events.FakeRecorder{} },
+		fakeRecorders,
 		scheduler.WithProfiles(cfg.Profiles...),
 		scheduler.WithPercentageOfNodesToScore(cfg.PercentageOfNodesToScore),
 		scheduler.WithParallelism(cfg.Parallelism),
@@ -318,30 +315,31 @@ func run(sc *scenario) ([]resultJSON, error) {
 	return results, nil
 }
 
-// wrap puts the recorders around NextPod, SchedulePod and FailureHandler (exported fields of Scheduler).
+// popped starts the record of a cycle for the pod the queue popped (NextPod, or NextEntity from 1.37).
+func (w *world) popped(info *framework.QueuedPodInfo) {
+	if info != nil && info.Pod != nil {
+		w.current = &cycle{pod: info.Pod, filtered: map[string]*fwk.Status{}}
+	}
+}
+
+// scheduled records what SchedulePod decided for pod (its signature is per release: compat_*.go).
+func (w *world) scheduled(ctx context.Context, pod *v1.Pod, res scheduler.ScheduleResult, err error) {
+	c := w.current
+	c.result, c.scheduled = res, err == nil
+	var fitErr *framework.FitError
+	if errors.As(err, &fitErr) {
+		c.fitErr, c.messageBefore = fitErr, fitErr.Error() // PostFilterMsg is still empty here
+	}
+	// The snapshot is this cycle's and nothing is assumed yet: the second view sees the same world.
+	c.full = w.fullView(ctx, pod.Spec.SchedulerName, pod)
+}
+
+// wrap puts the recorders around the queue's pop, SchedulePod and FailureHandler (exported fields of
+// Scheduler; the first two are wrapped per release in compat_*.go).
 func (w *world) wrap() {
 	sched := w.sched
-	next := sched.NextPod
-	sched.NextPod = func(logger klog.Logger) (*framework.QueuedPodInfo, error) {
-		info, err := next(logger)
-		if info != nil && info.Pod != nil {
-			w.current = &cycle{pod: info.Pod, filtered: map[string]*fwk.Status{}}
-		}
-		return info, err
-	}
-	schedulePod := sched.SchedulePod
-	sched.SchedulePod = func(ctx context.Context, f framework.Framework, state fwk.CycleState, pod *v1.Pod) (scheduler.ScheduleResult, error) {
-		res, err := schedulePod(ctx, f, state, pod)
-		c := w.current
-		c.result, c.scheduled = res, err == nil
-		var fitErr *framework.FitError
-		if errors.As(err, &fitErr) {
-			c.fitErr, c.messageBefore = fitErr, fitErr.Error() // PostFilterMsg is still empty here
-		}
-		// The snapshot is this cycle's and nothing is assumed yet: the second view sees the same world.
-		c.full = w.fullView(ctx, pod.Spec.SchedulerName, pod)
-		return res, err
-	}
+	w.wrapPop()
+	w.wrapSchedulePod()
 	failed := sched.FailureHandler
 	sched.FailureHandler = func(ctx context.Context, f framework.Framework, info *framework.QueuedPodInfo, status *fwk.Status, nominating *fwk.NominatingInfo, start time.Time) {
 		c := w.current
