@@ -1,7 +1,9 @@
 """e2e fixtures: a real control plane (built from Go modules), the scheduler as a real process.
 
 The cluster comes from ``e2e/cluster.py`` unless ``SPREAD_E2E_KUBECONFIG`` names one to use instead
-(kind, or any cluster with no other scheduler named ``spread-scheduler``).
+(kind, or any cluster with no other scheduler named ``spread-scheduler``). ``SPREAD_E2E_KUBE_VERSION``
+(``1.36.3``, ``1.37.2``; default e2e/build.py's ``K8S_VERSION``) picks the local control plane's release,
+and so the kube-scheduler the parity tests run beside ours; ours follows the API server's /version.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pytest
 import yaml
 from kubernetes import client, config
 
+from e2e.build import K8S_VERSION, release
 from e2e.cluster import Cluster
 from e2e.kube_helpers import create_node, wait_for
 from e2e.ledger import Ledger, lease_terms, summary, writes_after_losing, writes_without_lease
@@ -44,8 +47,12 @@ def local_cluster() -> Iterator[Cluster | None]:
     if os.environ.get("SPREAD_E2E_KUBECONFIG"):
         yield None
         return
-    # SPREAD_E2E_DIR lets two runs (say, the suite and a full-size fault run) keep separate clusters.
-    cluster = Cluster(os.environ.get("SPREAD_E2E_DIR") or ROOT / ".cluster" / "e2e")
+    # SPREAD_E2E_DIR lets two runs (say, the suite and a full-size fault run) keep separate clusters;
+    # SPREAD_E2E_KUBE_VERSION (1.36.3, 1.37.2) another release of the control plane and of the
+    # kube-scheduler beside ours, in a directory of its own.
+    version = release(os.environ.get("SPREAD_E2E_KUBE_VERSION") or K8S_VERSION).version
+    default = ROOT / ".cluster" / ("e2e" if version == K8S_VERSION else f"e2e-{version}")
+    cluster = Cluster(os.environ.get("SPREAD_E2E_DIR") or default, version=version)
     cluster.up()
     _LOCAL.append(cluster)
     try:
@@ -280,7 +287,8 @@ def scheduler(kubeconfig: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
 def kube_scheduler(
     kubeconfig: str, local_cluster: Cluster | None, tmp_path: Path
 ) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    """Start upstream kube-scheduler v1.35.4 with one profile (``schedulerName`` and plugins as given).
+    """Start upstream kube-scheduler (the local control plane's release) with one profile (``schedulerName``
+    and plugins as given).
 
     Runs on our local control plane only: an external cluster already has its own default-scheduler.
     """
