@@ -23,6 +23,7 @@ from scheduler.features import FeatureGateError, Features
 from scheduler.kube import app
 from scheduler.kube.client.version import ServerVersion
 from scheduler.kube.kube_version import KubeVersion, decide_as
+from tests.kube.client.test_dump import _serve as serve
 
 
 def _server(minor: str, git: str | None = None) -> ServerVersion:
@@ -63,17 +64,7 @@ def test_feature_gates_are_checked_at_the_servers_minor() -> None:
 
 
 async def _version_server(info: dict[str, str]) -> tuple[web.AppRunner, str]:
-    async def answer(_request: web.Request) -> web.Response:
-        return web.json_response(info)
-
-    server = web.Application()
-    server.router.add_get("/version", answer)
-    runner = web.AppRunner(server)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    return runner, f"http://127.0.0.1:{port}"
+    return await serve({"/version": lambda _request: web.json_response(info)}, [])
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, info: dict[str, str], composed: list[str]) -> int:

@@ -17,6 +17,7 @@ from kubernetes.aio.client.exceptions import ApiException
 from scheduler.boundedyaml import MAX_BYTES
 from scheduler.config import SchedulerConfig
 from scheduler.kube.client.apiclient import KubeconfigError, api_client
+from scheduler.kube.client.rest import BodyTooLargeError, read_body
 
 __all__ = ["ListingError", "cluster_objects", "list_cluster_objects"]
 
@@ -59,12 +60,10 @@ MAX_PAGE_BYTES = MAX_BYTES
 
 async def _read_body(response: Any, kind: str) -> bytes:
     """A list response's body, read at most ``MAX_PAGE_BYTES`` (RuntimeError past that)."""
-    body = bytearray()
-    async for chunk in response.content.iter_any():
-        body += chunk
-        if len(body) > MAX_PAGE_BYTES:
-            raise RuntimeError(f"listing {kind}: HTTP {response.status}: response larger than {MAX_PAGE_BYTES} bytes")
-    return bytes(body)
+    try:
+        return await read_body(response, MAX_PAGE_BYTES)
+    except BodyTooLargeError as exc:
+        raise RuntimeError(f"listing {kind}: {exc}") from None
 
 
 def _parse_page(body: bytes, kind: str, status: int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from kubernetes.aio import client
 
 from scheduler.kube.client.credentials import credentials_of
 
-__all__ = ["expand", "note_reply", "request_headers", "send"]
+__all__ = ["BodyTooLargeError", "expand", "note_reply", "read_body", "request_headers", "send"]
 
 
 async def send(
@@ -37,6 +37,20 @@ async def send(
     headers = await request_headers(api, content_type, accept)
     reply = await api.rest_client.request(method, url, headers=headers, body=body)  # type: ignore[no-untyped-call]
     return reply.response
+
+
+class BodyTooLargeError(RuntimeError):
+    """A response's body went past the bound its reader set."""
+
+
+async def read_body(response: Any, limit: int) -> bytes:
+    """An aiohttp response's body, read at most ``limit`` bytes (``BodyTooLargeError`` past that)."""
+    body = bytearray()
+    async for chunk in response.content.iter_any():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLargeError(f"HTTP {response.status}: response larger than {limit} bytes")
+    return bytes(body)
 
 
 def expand(path: str, params: dict[str, str]) -> str:

@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
 from kubernetes.aio import client
 
-from scheduler.kube.client.rest import send
+from scheduler.kube.client.rest import BodyTooLargeError, read_body, send
 
 __all__ = ["MAX_VERSION_BYTES", "VERSION_TIMEOUT", "ServerVersion", "VersionError", "server_version"]
 
@@ -34,15 +33,6 @@ class ServerVersion:
     major: str
     minor: str
     git_version: str
-
-
-async def _body(response: Any) -> bytes:
-    body = bytearray()
-    async for chunk in response.content.iter_any():
-        body += chunk
-        if len(body) > MAX_VERSION_BYTES:
-            raise VersionError(f"GET /version: HTTP {response.status}: larger than {MAX_VERSION_BYTES} bytes")
-    return bytes(body)
 
 
 def parse_version(body: bytes, status: int) -> ServerVersion:
@@ -68,7 +58,9 @@ async def server_version(api: client.ApiClient, timeout: float = VERSION_TIMEOUT
     async def read() -> ServerVersion:
         response = await send(api, "GET", "/version", {})
         try:
-            return parse_version(await _body(response), response.status)
+            return parse_version(await read_body(response, MAX_VERSION_BYTES), response.status)
+        except BodyTooLargeError as exc:
+            raise VersionError(f"GET /version: {exc}") from None
         finally:
             response.release()
 

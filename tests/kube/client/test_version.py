@@ -51,7 +51,7 @@ def test_a_reply_larger_than_the_bound_is_refused(monkeypatch: pytest.MonkeyPatc
     async def answer(_request: web.Request) -> web.Response:
         return web.json_response({**INFO, "pad": "x" * 1000})
 
-    with pytest.raises(VersionError, match="larger than 100 bytes"):
+    with pytest.raises(VersionError, match="response larger than 100 bytes"):
         _read(answer)
 
 
