@@ -4,12 +4,7 @@ otherwise; ``--kube-version`` pins the minor and ``--feature-gates`` is checked 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import contextlib
-import io
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +12,7 @@ import structlog
 from aiohttp import web
 from kubernetes.aio import client
 
-from scheduler import cli
-from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.config import ConfigError, load_config
 from scheduler.features import FeatureGateError, Features
 from scheduler.kube import app
 from scheduler.kube.client.version import ServerVersion
@@ -103,94 +97,3 @@ def test_run_refuses_a_server_older_than_our_oldest(monkeypatch: pytest.MonkeyPa
     assert composed == []
     failed = [entry for entry in logs if entry["event"] == "command failed"]
     assert failed and "1.35 (v1.35.4)" in failed[0]["err"] and "1.34" in failed[0]["err"]
-
-
-def _kubeconfig(tmp_path: Path, host: str) -> str:
-    path = tmp_path / f"kubeconfig-{host.rpartition(':')[2]}"
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": host}}],
-                "users": [{"name": "u", "user": {}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
-    return str(path)
-
-
-def _live_minor(tmp_path: Path, info: dict[str, str], *flags: str) -> tuple[str | int, str]:
-    """The minor ``skew`` (live) decides as against a server answering ``info``, and its stderr."""
-
-    err = io.StringIO()
-
-    async def main() -> SchedulerConfig | int:
-        runner, host = await _version_server(info)
-        try:
-            args = argparse.Namespace(
-                kubeconfig=_kubeconfig(tmp_path, host), config=None, kube_version=None, feature_gates=""
-            )
-            for flag in flags:
-                key, _, value = flag.removeprefix("--").partition("=")
-                setattr(args, key.replace("-", "_"), value)
-            with contextlib.redirect_stderr(err):
-                # The command runs its own event loop: on a thread, while this one serves.
-                return await asyncio.get_running_loop().run_in_executor(None, cli._live_config, args)
-        finally:
-            await runner.cleanup()
-
-    config = asyncio.run(main())
-    return (config if isinstance(config, int) else config.features.minor), err.getvalue()
-
-
-def test_live_commands_decide_as_the_servers_minor(tmp_path: Path) -> None:
-    assert _live_minor(tmp_path, {"major": "1", "minor": "36", "gitVersion": "v1.36.3"}) == ("1.36", "")
-    minor, err = _live_minor(tmp_path, {"major": "1", "minor": "38", "gitVersion": "v1.38.0"})
-    assert minor == "1.37" and "warning: the API server is Kubernetes v1.38.0" in err
-    assert _live_minor(tmp_path, {"major": "1", "minor": "36", "gitVersion": "v1.36.3"}, "--kube-version=1.35")[0] == (
-        "1.35"
-    )
-
-
-def test_live_commands_refuse_a_server_too_old_or_a_gate_not_at_its_minor(tmp_path: Path) -> None:
-    code, err = _live_minor(tmp_path, {"major": "1", "minor": "33", "gitVersion": "v1.33.1"})
-    assert code == cli.EXIT_BAD_INPUT and "Kubernetes 1.33" in err and "1.37 (v1.37.2)" in err
-    code, err = _live_minor(
-        tmp_path, {"major": "1", "minor": "35", "gitVersion": "v1.35.4"}, "--feature-gates=StorageCapacityScoring=true"
-    )
-    assert code == cli.EXIT_BAD_INPUT and 'for "--feature-gates" flag' in err
-
-
-@pytest.mark.parametrize(
-    ("flags", "message"),
-    [
-        (["--kube-version=1.34"], "--kube-version: unsupported Kubernetes version '1.34'"),
-        (["--feature-gates=NoSuchGate=true", "--kube-version=1.37"], "unrecognized feature gate: NoSuchGate"),
-        (["--feature-gates=NoSuchGate"], "missing bool value for NoSuchGate"),
-    ],
-)
-def test_run_refuses_bad_version_flags_before_connecting(
-    flags: list[str], message: str, capfd: pytest.CaptureFixture[str]
-) -> None:
-    assert cli.main(["run", *flags]) == 2
-    err = capfd.readouterr().err
-    assert '"command failed"' in err and message.replace('"', '\\"') in err
-
-
-def test_run_hands_the_version_flags_to_the_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[tuple[str, Any]] = []
-
-    async def run_scheduler(config: SchedulerConfig, _kubeconfig: object, **kwargs: Any) -> int:
-        seen.append((config.features.minor, kwargs["kube_version"]))
-        return 0
-
-    monkeypatch.setattr(app, "run_scheduler", run_scheduler)
-    assert cli.main(["run", "--kube-version", "1.36", "--feature-gates", "VolumeLimitScaling=true"]) == 0
-    assert cli.main(["run"]) == 0
-    assert seen == [
-        ("1.36", KubeVersion("1.36", {"VolumeLimitScaling": True})),
-        ("1.35", KubeVersion(None, {})),  # the server's minor, read at start; 1.35 until then
-    ]
