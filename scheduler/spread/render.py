@@ -45,7 +45,7 @@ def plan_to_json(plan: Plan, deployments: Mapping[tuple[str, str, str], str]) ->
         "namespace": namespace,
         "kind": kind,
         "name": name,
-        "owner": {"kind": plan.workload.kind, "name": plan.workload.name},
+        "owner": {"kind": plan.workload.kind, "name": plan.workload.name, "uid": plan.workload.uid},
         "reason": plan.reason,
         "message": plan.message,
         "constraints": [
