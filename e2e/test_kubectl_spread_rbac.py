@@ -145,7 +145,8 @@ def test_kubectl_spread_as_a_namespace_user_with_a_context_and_flags_before_the_
         assert zone["domains"] == {"zone-a": 2, "zone-b": 1, "zone-c": 0} and zone["skew"] == 2, zone
         assert zone["violated"] is True
     table = _kubectl(["spread", "--context", "reader", "--kubeconfig", kubeconfig, "skew"], env)
-    assert table.returncode == 0 and f"{namespace}/" in table.stdout, table
+    assert table.returncode == 0 and namespace in table.stdout and "web-0, web-2" in table.stdout, table
+    assert "placements count only this namespace" in table.stderr, table.stderr
     print(f"\n$ kubectl spread --context reader skew   # as {READER}\n{table.stdout}")
 
     # Without the nodes' ClusterRole: one line naming the permission, no traceback.
