@@ -41,7 +41,7 @@ def test_dry_run_json_and_the_default_for_unannotated_workloads(capsys: pytest.C
     assert (web["kind"], web["name"], web["owner"], web["reason"]) == (
         "Deployment",
         "web",
-        {"kind": "ReplicaSet", "name": "web-7c9d"},
+        {"kind": "ReplicaSet", "name": "web-7c9d", "uid": "u-web-7c9d"},
         "planned",
     )
     assert web["constraints"] == [
