@@ -1,5 +1,5 @@
 """The deletion-cost keeper: which cache changes mark which workloads, what one pass patches, the
-Lease fence, and the merge patch it sends (captured at ``writes._send``)."""
+Lease fence, and the merge patch it sends (captured at ``writes.send_once``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The rebalancer's state machine, on a simulated cache with a planner and an evictor of the test's:
 one move of a plan at a time, nothing while a move is in flight, 429 (a PDB) and 404, cool-downs,
-not leading, bad annotations; then the Eviction request it sends (captured at ``writes._send``), the
+not leading, bad annotations; then the Eviction request it sends (captured at ``writes.send_once``), the
 status mapping of a PDB's 429, and the flags."""
 
 from __future__ import annotations
