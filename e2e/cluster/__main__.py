@@ -14,7 +14,7 @@ Run from the repository root (``e2e`` is a package there, not installed with spr
 
 DIR defaults to ``$SPREAD_CLUSTER_DIR`` or ``./.cluster``; the binaries live in
 ``$SPREAD_CACHE_DIR/k8s-v1.35.4/bin`` (default ``~/.cache/spread-scheduler``).
-The builds are e2e/build.py's, the certificates e2e/pki.py's, the cluster e2e/cluster.py's. See e2e/README.md.
+The builds are e2e/build.py's, the certificates e2e/pki.py's, the cluster e2e/cluster/__init__.py's. See e2e/README.md.
 """
 
 from __future__ import annotations
