@@ -43,8 +43,9 @@ from kubernetes import client, config
 from kubernetes.watch.watch import iter_resp_lines
 
 from bench.churn import CHANGE_STRIDE, CHURN_KEY, STATUS_STRIDE, status_rate
-from e2e.cluster import Cluster, _free_port, ensure_tool, start_kube_scheduler
-from e2e.kube_helpers import ZONE, node_body, pod_body, wait_for, zone_and_host_spread
+from e2e.build import ensure_tool
+from e2e.cluster import Cluster, free_port, start_kube_scheduler
+from e2e.kube_helpers import ZONE, deployment, node_body, pod_body, wait_for, zone_and_host_spread
 from scheduler.config import upstream_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +75,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _watch_until_bound(core: client.CoreV1Api, pods: int, started: float, which: str) -> tuple[float, float]:
+def watch_until_bound(core: client.CoreV1Api, pods: int, started: float, which: str) -> tuple[float, float]:
     """Follow the pods with one raw watch (a repeated list of 1000 pods would cost the API server,
     on the same two cores, more than the schedulers being compared): when the last pod was bound,
     and when the last one was created (if that is late, pod creation and not the scheduler set the pace)."""
@@ -226,7 +227,7 @@ def start_contestant(which: str, cluster: Cluster, cfg_path: Path, qps: int, bur
             )
         wait_for(lambda: b"caches synced" in log.read_bytes(), 120, "null binder ready")
     else:
-        port = _free_port()
+        port = free_port()
         cores = which.partition("@")[2]
         env = {"GOMAXPROCS": cores} if cores else {}
         args = [f"--secure-port={port}", f"--cert-dir={cluster.dir / 'kube-scheduler-certs'}"]
@@ -285,7 +286,8 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _deployment(d: int) -> dict[str, Any]:
+def web_deployment(d: int) -> dict[str, Any]:
+    """Deployment ``web-D`` (no replicas yet: the run scales it): zone and hostname spread on the general pool."""
     lab = {"app": f"web-{d}"}
     spec = pod_body(
         "x",
@@ -301,16 +303,7 @@ def _deployment(d: int) -> dict[str, Any]:
             }
         },
     )["spec"]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": f"web-{d}"},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": lab},
-            "template": {"metadata": {"labels": lab}, "spec": spec},
-        },
-    }
+    return deployment(f"web-{d}", 0, spec)
 
 
 EXISTING_NAMESPACE = "existing"
@@ -365,7 +358,7 @@ def run_once(
             create_existing_pods(core, names, existing)
         per_deployment = pods // 4
         for d in range(4):  # created at 0 replicas before the contestant starts; scaled up on the clock
-            apps.create_namespaced_deployment("default", _deployment(d))
+            apps.create_namespaced_deployment("default", web_deployment(d))
         cfg_path = cluster.dir / f"{which}-config.yaml"
         cfg_path.write_text(yaml.safe_dump(scheduler_config(cluster.kubeconfig, qps, burst)))
         with _affinity(contestant_cpus):
@@ -388,7 +381,7 @@ def run_once(
             started = time.monotonic()
             for d in range(4):
                 apps.patch_namespaced_deployment_scale(f"web-{d}", "default", {"spec": {"replicas": per_deployment}})
-            bound_at, created_at = _watch_until_bound(core, pods, started, which)
+            bound_at, created_at = watch_until_bound(core, pods, started, which)
         elapsed = bound_at - started
         if spy is not None:
             spy.send_signal(signal.SIGINT)
@@ -518,7 +511,7 @@ def main() -> int:
                     mine[w].append(row)
                     runs.append(row)
                     _print(row)
-            medians = {w: _median_row(mine[w]) for w in args.contestants}
+            medians = {w: median_row(mine[w]) for w in args.contestants}
             ratios = _ratios(medians)
             for w in args.contestants:
                 rows.append(medians[w] | ({"ratios": ratios} if w == "spread-scheduler" else {}))
@@ -532,7 +525,7 @@ def main() -> int:
     return 0
 
 
-def _median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Each figure's own median over the runs (for an even count, the worse of the middle two).
 
     Not the run with the median time: its CPU and peak RSS were one run's, the best or the worst of

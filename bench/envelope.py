@@ -37,15 +37,15 @@ import yaml
 from kubernetes import client, config
 
 from bench.e2e import (
-    _deployment,
-    _median_row,
-    _watch_until_bound,
     cpu_seconds,
     create_existing_pods,
+    median_row,
     peak_rss_mb,
     scheduler_config,
     start_contestant,
     stop_contestant,
+    watch_until_bound,
+    web_deployment,
 )
 from e2e.cluster import Cluster
 from e2e.kube_helpers import ZONE, node_body, wait_for
@@ -95,7 +95,7 @@ def run_once(
         cpu_before = cpu_seconds(proc.pid)
         clock = time.monotonic()
         _scale(apps, pods // DEPLOYMENTS)
-        bound_at, _ = _watch_until_bound(core, pods, clock, which)
+        bound_at, _ = watch_until_bound(core, pods, clock, which)
         cpu = cpu_seconds(proc.pid) - cpu_before
         rss = peak_rss_mb(proc.pid)
     finally:
@@ -131,7 +131,7 @@ def run_size(
         setup["pods_created_s"] = round(time.monotonic() - t0, 1)
         setup["pods_running_s"] = round(_wait_running(core, "existing", 1800), 1)
         for d in range(DEPLOYMENTS):
-            apps.create_namespaced_deployment("default", _deployment(d))
+            apps.create_namespaced_deployment("default", web_deployment(d))
         print(f"# {nodes} nodes, {running} running pods: setup {setup}", flush=True)
         for run in range(repeat):
             order = list(contestants)
@@ -164,7 +164,7 @@ def medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[int, int, str], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault((row["nodes"], row["running"], row["scheduler"]), []).append(row)
-    return [_median_row(runs) for runs in groups.values()]
+    return [median_row(runs) for runs in groups.values()]
 
 
 def per_object_fit(rows: list[dict[str, Any]], key: str, which: str) -> dict[str, float]:

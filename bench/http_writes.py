@@ -1,4 +1,4 @@
-"""CPU per write: the client's aiohttp session against our own connections (scheduler.kube.transport).
+"""CPU per write: the client's aiohttp session against our own connections (scheduler.kube.client.transport).
 
     python -m bench.http_writes [--requests 2000] [--rounds 3]
 
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from e2e.cluster import Cluster
-from scheduler.kube.client import api_client
-from scheduler.kube.rest import send
-from scheduler.kube.transport import WRITE_CONNECTIONS
+from scheduler.kube.client.apiclient import api_client
+from scheduler.kube.client.rest import send
+from scheduler.kube.client.transport import WRITE_CONNECTIONS
 from scheduler.kube.writes import ApiWrites, _send
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,7 +26,7 @@ from typing import Any
 
 from bench.churn import CHANGE_STRIDE, Churn, status_rate
 from bench.workloads import UNMEASURED, WORKLOADS
-from e2e.cluster import ensure_tool
+from e2e.build import ensure_tool
 from scheduler.api.objects import Pod
 from scheduler.config import parse_config, upstream_config
 from scheduler.simulate import Simulation

@@ -4,8 +4,8 @@ descheduler, and spread-scheduler's rebalancing controller, on the local control
     .venv/bin/python -m bench.rebalance_compare --repeat 3
 
 Each repeat starts a fresh cluster and runs every contestant at once, on one clock, in one namespace
-(the setup of e2e/test_rebalance.py, reused: ``Zones``, ``_workload``): six kwok nodes in zones a/b/c
-shared by Deployments of 12 with a zone spread (maxSkew 1, ``nodeTaintsPolicy: Honor``), each
+(the setup of e2e/test_rebalance.py, e2e/zone_loss.py: ``Zones``, ``rebalance_workload``): six kwok nodes
+in zones a/b/c shared by Deployments of 12 with a zone spread (maxSkew 1, ``nodeTaintsPolicy: Honor``), each
 counting only its own pods (``app`` label):
 
 - ``alone``: served by kube-scheduler; nothing evicts;
@@ -47,9 +47,10 @@ import yaml
 from kubernetes import client, config
 
 from bench.e2e import scheduler_config, start_contestant, stop_contestant
-from e2e.cluster import Cluster, ensure_descheduler
+from e2e.build import ensure_descheduler
+from e2e.cluster import Cluster
 from e2e.kube_helpers import ZONE, create_node, is_ready
-from e2e.test_rebalance import REPLICAS, Zones, _workload, minimum_moves
+from e2e.zone_loss import REPLICAS, Zones, minimum_moves, rebalance_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE = "compare"
@@ -126,7 +127,7 @@ def start_descheduler(cluster: Cluster, kubeconfig: Path, interval: int) -> subp
 def specs() -> dict[str, dict[str, Any]]:
     out = {}
     for app, (served_by, node_set, opt_in, honor) in SCENARIOS.items():
-        body = _workload(app, node_set, 1, opt_in, honor)
+        body = rebalance_workload(app, node_set, 1, opt_in, honor)
         if served_by == "kube-scheduler":
             body["spec"]["template"]["spec"]["schedulerName"] = KUBE_SCHEDULER_NAME
         if app in SOFT:

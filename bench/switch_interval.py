@@ -1,5 +1,5 @@
 """Probe latency of a server thread while another thread computes: CPython's switch interval at 5 ms
-(its default) against the secure server's 1 ms (``scheduler.kube.server.SWITCH_INTERVAL``).
+(its default) against the secure server's 1 ms (``scheduler.kube.serving.server.SWITCH_INTERVAL``).
 
     python -m bench.switch_interval [--probes 200] [--rounds 3]
 
@@ -24,7 +24,7 @@ import time
 
 from aiohttp import web
 
-from scheduler.kube.server import SWITCH_INTERVAL, serving_ssl_context
+from scheduler.kube.serving.server import SWITCH_INTERVAL, serving_ssl_context
 
 CPYTHON_DEFAULT = 0.005
 

@@ -1,33 +1,18 @@
 #!/usr/bin/env python3
-"""A local Kubernetes cluster built from Go modules: etcd, kube-apiserver, kube-controller-manager, and kwok
-as the kubelet of the nodes ``add-node`` creates (heartbeats through Leases, pods that run and terminate).
+"""The local Kubernetes cluster: etcd, kube-apiserver, kube-controller-manager and kwok (the kubelet of the
+nodes ``add_node`` creates) as child processes on 127.0.0.1, their state under one directory.
 
-    python -m e2e.cluster build                   # build (or reuse) the binaries, cached by version
-    python -m e2e.cluster up [--dir DIR]          # start on 127.0.0.1, write DIR/admin.kubeconfig
-    python -m e2e.cluster add-node NAME --label k=v --taint k=v:NoSchedule
-    python -m e2e.cluster down [--dir DIR]        # stop everything, leave no process behind
-    python -m e2e.cluster helm                    # build (or reuse) helm from e2e/tools/helm; print its path
-    python -m e2e.cluster kwok                    # build (or reuse) kwok from e2e/tools/kwok; print its path
-    python -m e2e.cluster descheduler             # the same for the descheduler (bench/rebalance_compare.py)
-
-Run from the repository root (``e2e`` is a package there, not installed with spread-scheduler).
-
-DIR defaults to ``$SPREAD_CLUSTER_DIR`` or ``./.cluster``; the binaries live in
-``$SPREAD_CACHE_DIR/k8s-v1.35.4/bin`` (default ``~/.cache/spread-scheduler``).
-
-Also importable (``from e2e.cluster import Cluster``), for pytest fixtures and benchmarks:
-``Cluster(dir).up()`` / ``.down()`` / ``.kubeconfig`` / ``.server`` / ``.add_node(...)`` / ``.request(...)``,
-``ensure_built()`` and ``start_kube_scheduler(cluster, config_path)`` for the upstream reference scheduler.
-Standard library only (plus the ``openssl`` command for certificates). See e2e/README.md.
+Importable for pytest fixtures and benchmarks: ``Cluster(dir).up()`` / ``.down()`` / ``.kubeconfig`` /
+``.server`` / ``.add_node(...)`` / ``.request(...)``, and ``start_kube_scheduler(cluster, config_path)`` for
+the upstream reference scheduler. The binaries come from e2e/build.py (``ensure_built``), the certificates
+from e2e/pki.py; ``python -m e2e.cluster up|down|build|...`` is the command line of e2e/cluster_cli.py.
+Standard library only (the certificates: ``cryptography``). See e2e/README.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
-import fcntl
-import hashlib
 import http.client
 import json
 import os
@@ -38,21 +23,14 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from e2e.build import KWOK_MODULE, bin_dir, ensure_built, ensure_kwok, log
 from e2e.ledger import AUDIT_POLICY, Ledger
+from e2e.pki import client_cert, make_pki
 
-K8S_VERSION = "v1.35.4"
-K8S_BUILD_DATE = "2026-04-15T18:01:22Z"  # the tag's time, from the Go proxy's k8s.io/kubernetes@v1.35.4.info
-ETCD_VERSION = "v3.6.16"
-HERE = Path(__file__).resolve().parent
-CONTROLPLANE_MODULE = HERE / "controlplane"
-ETCD_MODULE = HERE / "etcd"
-HELM_MODULE = HERE / "tools" / "helm"  # its own module: helm's k8s.io/* versions never touch the control plane's
-KWOK_MODULE = HERE / "tools" / "kwok"  # the same for kwok (client-go v0.36)
-DESCHEDULER_MODULE = HERE / "tools" / "descheduler"  # the same for the descheduler (bench/rebalance_compare.py)
 KWOK_STAGES = KWOK_MODULE / "stages.yaml"  # what kwok's kubelet does; kwok v0.8.0 has no built-in stages
 # Nodes with this label (value "fake") are kwok's: it renews their Leases and runs their pods. A node
 # without it stays a static object, and so does one whose label changes (``stop_heartbeats``): kwok's
@@ -61,345 +39,14 @@ KWOK_NODE_LABEL = "kwok.x-k8s.io/node"
 NODE_LEASE_SECONDS = 40  # the kubelet's nodeLeaseDurationSeconds; kwok renews at a quarter of it, as the kubelet
 POD_CIDR = "10.64.0.0/12"  # room for the 150,000 pods of the envelope benchmark
 DEFAULT_DIR = Path(os.environ.get("SPREAD_CLUSTER_DIR", Path.cwd() / ".cluster"))
-K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
-COMPONENTS = ("etcd", *K8S_COMMANDS)
-BUILD_FREE_BYTES = 6 * 2**30  # measured cold: 0.8 GiB of modules, 2.9 GiB of GOCACHE, 0.4 GiB of binaries
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 15.0
 # Stopped first to last; anything else found in the pid directory (kube-scheduler@PID) goes first.
 STOP_ORDER = ("kwok", "kube-controller-manager", "kube-apiserver", "etcd")
 
 
-def _cache_base() -> Path:
-    return Path(os.environ.get("SPREAD_CACHE_DIR", Path.home() / ".cache" / "spread-scheduler"))
-
-
-def cache_dir() -> Path:
-    """Where the binaries and their stamp live, per Kubernetes version."""
-    return _cache_base() / f"k8s-{K8S_VERSION}"
-
-
-def bin_dir() -> Path:
-    """The directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler."""
-    return cache_dir() / "bin"
-
-
-def _log(message: str) -> None:
-    print(f"[cluster] {message}", file=sys.stderr, flush=True)
-
-
-# -- building -------------------------------------------------------------------------------
-
-
-def _go_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({"CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly", "GOWORK": "off"})
-    return env
-
-
-def _modules_digest() -> str:
-    digest = hashlib.sha256()
-    for module in (CONTROLPLANE_MODULE, ETCD_MODULE):
-        for name in ("go.mod", "go.sum"):
-            path = module / name
-            digest.update(f"{path.relative_to(HERE)}\0".encode())
-            digest.update(path.read_bytes() if path.exists() else b"")
-    return digest.hexdigest()
-
-
-def _version_ldflags() -> str:
-    major, minor = K8S_VERSION.lstrip("v").split(".")[:2]
-    values = {
-        "gitVersion": K8S_VERSION,
-        "gitMajor": major,
-        "gitMinor": minor,
-        "gitTreeState": "clean",
-        "gitCommit": "0" * 40,  # the proxy's zip carries no commit id; /version shows gitVersion
-        "buildDate": K8S_BUILD_DATE,
-    }
-    flags = ["-s", "-w"]
-    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
-        flags += [f"-X {pkg}.{key}={value}" for key, value in values.items()]
-    return " ".join(flags)
-
-
-def build_inputs() -> dict[str, str]:
-    """Everything the cached binaries depend on; the stamp file holds this as JSON."""
-    go_version = subprocess.run(
-        ["go", "version"], capture_output=True, text=True, check=True, env=_go_env()
-    ).stdout.strip()
-    return {
-        "k8s": K8S_VERSION,
-        "etcd": ETCD_VERSION,
-        "go": go_version,
-        "modules_sha256": _modules_digest(),
-        "ldflags_sha256": hashlib.sha256(_version_ldflags().encode()).hexdigest(),
-    }
-
-
-def _inputs_digest() -> str:
-    return hashlib.sha256(json.dumps(build_inputs(), sort_keys=True).encode()).hexdigest()
-
-
-def _read_stamp(stamp: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(stamp.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-@contextlib.contextmanager
-def _build_lock(where: Path | None = None) -> Iterator[None]:
-    """Serialize builds between processes (two pytest sessions, a benchmark and a test...)."""
-    where = where or cache_dir()
-    where.mkdir(parents=True, exist_ok=True)
-    with (where / "build.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _check_free_disk(need: int = BUILD_FREE_BYTES) -> None:
-    go_env = subprocess.run(["go", "env", "GOCACHE"], check=False, capture_output=True, text=True, env=_go_env())
-    go_cache = go_env.stdout.strip()
-    for where in {cache_dir(), Path(go_cache or Path.home())}:
-        probe = where
-        while not probe.exists():
-            probe = probe.parent
-        free = shutil.disk_usage(probe).free
-        if free < need:
-            raise SystemExit(
-                f"[cluster] need about {need / 2**30:.0f} GiB free under {where} to build the control plane,"
-                f" have {free / 2**30:.1f} GiB"
-            )
-
-
-def _go_build(args: Sequence[str], cwd: Path, what: str) -> float:
-    started = time.monotonic()
-    _log(f"go build {what} (in {cwd.relative_to(HERE.parent)})")
-    subprocess.run(["go", "build", "-trimpath", *args], cwd=cwd, env=_go_env(), check=True)
-    took = time.monotonic() - started
-    _log(f"built {what} in {took:.0f}s")
-    return took
-
-
-@contextlib.contextmanager
-def _staging_dir(where: Path | None = None) -> Iterator[Path]:
-    """A fresh directory next to bin/ for ``go build -o``, removed afterwards."""
-    tmp = (where or cache_dir()) / f"bin.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _install(tmp: Path, names: Iterable[str]) -> None:
-    """Rename the new binaries into bin/: a running cluster keeps its old files (no "text file busy")."""
-    bin_dir().mkdir(parents=True, exist_ok=True)
-    for name in names:
-        os.replace(tmp / name, bin_dir() / name)
-
-
-def ensure_built(force: bool = False) -> Path:
-    """Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler unless the cached ones match.
-
-    The stamp (``cache_dir()/stamp``, JSON) records the Kubernetes and etcd versions, ``go version``,
-    and a hash of both modules' go.mod/go.sum and the ldflags; a build happens when it differs or a
-    binary is missing. Returns the bin directory.
-    """
-    out = bin_dir()
-    stamp = cache_dir() / "stamp"
-    with _build_lock():
-        inputs = build_inputs()
-        if not force and _read_stamp(stamp) == inputs and all((out / c).is_file() for c in COMPONENTS):
-            return out
-        _check_free_disk()
-        stamp.unlink(missing_ok=True)
-        started = time.monotonic()
-        _log(f"building the control plane {K8S_VERSION} + etcd {ETCD_VERSION} (2 cores: ~6 min cold, ~1 min warm)")
-        with _staging_dir() as tmp:
-            _go_build(
-                [
-                    "-ldflags",
-                    _version_ldflags(),
-                    "-o",
-                    f"{tmp}/",
-                    *(f"k8s.io/kubernetes/cmd/{c}" for c in K8S_COMMANDS),
-                ],
-                CONTROLPLANE_MODULE,
-                ", ".join(K8S_COMMANDS),
-            )
-            _go_build(["-ldflags", "-s -w", "-o", str(tmp / "etcd"), "go.etcd.io/etcd/server/v3"], ETCD_MODULE, "etcd")
-            _install(tmp, COMPONENTS)
-        stamp.write_text(json.dumps(inputs, indent=2) + "\n")
-        _log(f"control plane built in {time.monotonic() - started:.0f}s into {out}")
-        return out
-
-
-TOOL_BUILDS_KEPT = 6  # per tool: enough for the worktrees of a working day, about 70 MB each
-
-
-def ensure_oracle() -> Path:
-    """The differential-test oracle (upstream's scheduler framework as a library), built on demand."""
-    return ensure_tool("oracle")
-
-
-def ensure_tool(name: str) -> Path:
-    """A Go main of ours under e2e/controlplane/cmd/NAME (oracle, schedbench), built once per version of its source.
-
-    Each build is kept under its own digest (``tools/NAME-<digest>``), so checkouts at different revisions
-    (worktrees, a long campaign beside a branch) never replace each other's binary; the oldest builds
-    beyond ``TOOL_BUILDS_KEPT`` are removed.
-    """
-    source_dir = CONTROLPLANE_MODULE / "cmd" / name
-    digest = hashlib.sha256(_inputs_digest().encode())
-    for source in sorted(source_dir.rglob("*")):
-        if source.is_file():
-            digest.update(f"{source.relative_to(source_dir)}\0".encode() + source.read_bytes())
-    tools = cache_dir() / "tools"
-    out = tools / f"{name}-{digest.hexdigest()[:16]}"
-    with _build_lock():
-        if not out.is_file():
-            with _staging_dir() as tmp:
-                _go_build(["-ldflags", "-s -w", "-o", str(tmp / name), f"./cmd/{name}"], CONTROLPLANE_MODULE, name)
-                tools.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(tmp / name), out)
-        out.touch()  # most recently used: kept by the pruning below
-        builds = sorted(tools.glob(f"{name}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in builds[TOOL_BUILDS_KEPT:]:
-            old.unlink(missing_ok=True)
-    return out
-
-
-def _required_version(go_mod: Path, module: str) -> str:
-    """The version ``go_mod`` requires of ``module`` (direct or ``// indirect``)."""
-    for line in go_mod.read_text().splitlines():
-        fields = line.split()
-        if fields[:1] == ["require"]:
-            fields = fields[1:]
-        if len(fields) >= 2 and fields[0] == module:
-            return fields[1]
-    raise RuntimeError(f"{go_mod}: no requirement on {module}")
-
-
-def helm_version() -> str:
-    """The helm release e2e/tools/helm/go.mod pins (v3.x)."""
-    return _required_version(HELM_MODULE / "go.mod", "helm.sh/helm/v3")
-
-
-def _helm_ldflags() -> str:
-    """As helm's Makefile: its version, and the Kubernetes version its client-go is (chart capabilities, lint)."""
-    client_go = _required_version(HELM_MODULE / "go.mod", "k8s.io/client-go")  # v0.N.x is Kubernetes 1.N
-    minor = client_go.lstrip("v").split(".")[1]
-    flags = ["-s", "-w", f"-X helm.sh/helm/v3/internal/version.version={helm_version()}"]
-    for pkg in ("helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"):
-        flags += [f"-X {pkg}.k8sVersionMajor=1", f"-X {pkg}.k8sVersionMinor={minor}"]
-    return " ".join(flags)
-
-
-def ensure_helm(force: bool = False) -> Path:
-    """The helm CLI built from e2e/tools/helm's go.mod; cached in ``$SPREAD_CACHE_DIR/helm-VERSION/bin``.
-
-    A build (~2 min on 2 cores with a warm module cache) happens when the stamp differs or the binary
-    is missing (see ``_ensure_module_tool``). Raises (never skips) when Go or the module proxy fails.
-    """
-    return _ensure_module_tool(
-        "helm", helm_version(), HELM_MODULE, "helm.sh/helm/v3/cmd/helm", _helm_ldflags(), force=force
-    )
-
-
-def kwok_version() -> str:
-    """The kwok release e2e/tools/kwok/go.mod pins."""
-    return _required_version(KWOK_MODULE / "go.mod", "sigs.k8s.io/kwok")
-
-
-def ensure_kwok(force: bool = False) -> Path:
-    """kwok's controller built from e2e/tools/kwok's go.mod; cached in ``$SPREAD_CACHE_DIR/kwok-VERSION/bin``
-    (127 s on 2 cores with an empty build cache, its modules already downloaded)."""
-    return _ensure_module_tool("kwok", kwok_version(), KWOK_MODULE, "sigs.k8s.io/kwok/cmd/kwok", "-s -w", force=force)
-
-
-def descheduler_version() -> str:
-    """The descheduler release e2e/tools/descheduler/go.mod pins."""
-    return _required_version(DESCHEDULER_MODULE / "go.mod", "sigs.k8s.io/descheduler")
-
-
-def ensure_descheduler(force: bool = False) -> Path:
-    """The descheduler built from e2e/tools/descheduler's go.mod; cached in
-    ``$SPREAD_CACHE_DIR/descheduler-VERSION/bin`` (see ``_ensure_module_tool``)."""
-    return _ensure_module_tool(
-        "descheduler",
-        descheduler_version(),
-        DESCHEDULER_MODULE,
-        "sigs.k8s.io/descheduler/cmd/descheduler",
-        "-s -w",
-        force=force,
-    )
-
-
-def _ensure_module_tool(name: str, version: str, module: Path, package: str, ldflags: str, *, force: bool) -> Path:
-    """``go build`` of ``package`` in ``module``, cached in ``$SPREAD_CACHE_DIR/NAME-VERSION/bin/NAME``.
-
-    Its stamp (``NAME-VERSION/stamp``, JSON) holds ``go version`` and a SHA-256 of the module's
-    go.mod/go.sum and of the ldflags; the binary is rebuilt when it differs or the binary is missing.
-    """
-    where = _cache_base() / f"{name}-{version}"
-    out = where / "bin" / name
-    digest = hashlib.sha256(ldflags.encode())
-    for file in ("go.mod", "go.sum"):
-        digest.update(f"{file}\0".encode() + (module / file).read_bytes())
-    go_version = subprocess.run(["go", "version"], capture_output=True, text=True, check=True, env=_go_env())
-    inputs = {name: version, "go": go_version.stdout.strip(), "sha256": digest.hexdigest()}
-    stamp = where / "stamp"
-    with _build_lock(where):
-        if not force and out.is_file() and _read_stamp(stamp) == inputs:
-            return out
-        stamp.unlink(missing_ok=True)
-        with _staging_dir(where) as tmp:
-            _go_build(["-ldflags", ldflags, "-o", str(tmp / name), package], module, f"{name} {version}")
-            out.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp / name, out)
-        stamp.write_text(json.dumps(inputs, indent=2) + "\n")
-    return out
-
-
-# -- certificates ----------------------------------------------------------------------------
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def _make_pki(pki: Path) -> None:
-    """A CA, the apiserver serving cert (127.0.0.1, localhost), an admin client cert, SA keys.
-
-    Kept across ``down``/``up`` (only etcd's data is removed), so kubeconfigs stay valid.
-    """
-    pki.mkdir(parents=True, exist_ok=True)
-    if all((pki / f).exists() for f in ("ca.crt", "apiserver.crt", "admin.crt", "sa.key", "sa.pub")):
-        return
-    _openssl(
-        *("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", "3650"),
-        *("-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=spread-scheduler-local-ca"),
-        cwd=pki,
-    )
-    (pki / "serving.ext").write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
-        "DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n"
-    )
-    (pki / "client.ext").write_text("extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n")
-    _signed_cert(pki, "apiserver", "/CN=kube-apiserver", "serving.ext")
-    _client_cert(pki, "admin", "/O=system:masters/CN=admin")
-    _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
-    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
-
-
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the OS picks it; another process may take it before use)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -416,38 +63,10 @@ def _cmdline(pid: int) -> list[str]:
         return []
 
 
-def parse_taint(text: str) -> tuple[str, str, str]:
-    """``key=value:Effect`` or ``key:Effect`` -> (key, value, effect)."""
-    kv, sep, effect = text.rpartition(":")
-    if not sep or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-        raise ValueError(f"taint {text!r}: want key[=value]:NoSchedule|PreferNoSchedule|NoExecute")
-    key, _, value = kv.partition("=")
-    return key, value, effect
-
-
 def _with_flags(args: list[str], overrides: Mapping[str, str]) -> list[str]:
     """``args`` with each ``--flag=value`` in ``overrides`` replaced (or added)."""
     kept = [a for a in args if a.split("=", 1)[0] not in overrides]
     return kept + [f"{flag}={value}" for flag, value in overrides.items()]
-
-
-def _client_cert(pki: Path, name: str, subject: str) -> None:
-    """``pki/NAME.crt`` and ``.key``, a client certificate for ``subject``, unless it exists."""
-    if not (pki / f"{name}.crt").exists():
-        _signed_cert(pki, name, subject, "client.ext")
-
-
-def _signed_cert(pki: Path, name: str, subject: str, ext: str) -> None:
-    _openssl(
-        *("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject),
-        *("-keyout", f"{name}.key", "-out", f"{name}.csr"),
-        cwd=pki,
-    )
-    _openssl(
-        *("x509", "-req", "-sha256", "-days", "3650", "-in", f"{name}.csr", "-extfile", ext),
-        *("-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", f"{name}.crt"),
-        cwd=pki,
-    )
 
 
 # -- the cluster -------------------------------------------------------------------------------
@@ -560,7 +179,7 @@ class Cluster:
         ServiceAccount exists in ``default``. Does nothing if this directory's cluster is already up.
         """
         if self.alive() and self.is_ready():
-            _log(f"already up at {self.server}: export KUBECONFIG={self.kubeconfig}")
+            log(f"already up at {self.server}: export KUBECONFIG={self.kubeconfig}")
             return
         self.down(quiet=True)  # leftovers of a crashed run: processes, etcd data
         self.fresh_ledger()
@@ -568,13 +187,13 @@ class Cluster:
         kwok = ensure_kwok() if self.kwok else None  # built before anything starts
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
-        _make_pki(self.pki)
+        make_pki(self.pki)
         try:
             self._start_all(timeout, kwok)
         except BaseException:
             self.down(quiet=True)
             raise
-        _log(f"up in {time.monotonic() - started:.1f}s at {self.server}; logs in {self.logs}")
+        log(f"up in {time.monotonic() - started:.1f}s at {self.server}; logs in {self.logs}")
 
     def fresh_ledger(self) -> None:
         """A new cluster starts a new audit log: the ledger reads its whole file (the Lease's terms
@@ -585,7 +204,7 @@ class Cluster:
 
     def _start_all(self, timeout: float, kwok: Path | None) -> None:
         pki, data = self.pki, self.dir / "etcd-data"
-        etcd_client, etcd_peer, api_port = _free_port(), _free_port(), _free_port()
+        etcd_client, etcd_peer, api_port = free_port(), free_port(), free_port()
         etcd = self._start(
             "etcd",
             [
@@ -746,7 +365,7 @@ class Cluster:
             shutil.rmtree(stale, ignore_errors=True)
         self.state_file.unlink(missing_ok=True)
         if alive and not quiet:
-            _log(f"stopped {', '.join(order)}")
+            log(f"stopped {', '.join(order)}")
 
     def _stop(self, name: str, pid: int, timeout: float) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -755,7 +374,7 @@ class Cluster:
         while name in self.alive() and time.monotonic() < deadline:
             time.sleep(0.1)
         if name in self.alive():
-            _log(f"{name} (pid {pid}) ignored SIGTERM for {timeout:.0f}s: SIGKILL")
+            log(f"{name} (pid {pid}) ignored SIGTERM for {timeout:.0f}s: SIGKILL")
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             deadline = time.monotonic() + 5
@@ -821,7 +440,7 @@ class Cluster:
     def user_kubeconfig(self, user: str, group: str = "system:masters") -> Path:
         """A kubeconfig of this cluster for ``user`` (a client certificate, in ``group``), so the
         ledger tells one scheduler process from another."""
-        _client_cert(self.pki, user, f"/O={group}/CN={user}")
+        client_cert(self.pki, user, group=group)
         path = self.dir / "users" / f"{user}.kubeconfig"
         path.parent.mkdir(exist_ok=True)
         self._write_kubeconfig(self.server, user=user, path=path)
@@ -945,87 +564,7 @@ def start_kube_scheduler(
     return proc
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line; see the module docstring."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--dir", default=argparse.SUPPRESS, help="state directory (default: $SPREAD_CLUSTER_DIR or ./.cluster)"
-    )
-    parser = argparse.ArgumentParser(
-        prog="python -m e2e.cluster",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[common],
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    build = sub.add_parser("build", help="build the binaries unless cached", parents=[common])
-    build.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
-    build.add_argument("--no-oracle", dest="oracle", action="store_false", help="skip e2e/controlplane/cmd/oracle")
-    helm = sub.add_parser("helm", help="build helm (e2e/tools/helm) unless cached; print its path", parents=[common])
-    helm.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
-    up = sub.add_parser("up", help="start the control plane", parents=[common])
-    up.add_argument("--with-controller-manager", dest="controller_manager", action="store_true", default=True)
-    up.add_argument("--no-controller-manager", dest="controller_manager", action="store_false")
-    up.add_argument(
-        "--no-kwok", dest="kwok", action="store_false", help="no kubelet stand-in: nodes are static, pods stay Pending"
-    )
-    sub.add_parser("down", help="stop everything it started, drop etcd data", parents=[common])
-    sub.add_parser("status", help="exit 0 if up", parents=[common])
-    kwok = sub.add_parser("kwok", help="build kwok (e2e/tools/kwok) unless cached; print its path", parents=[common])
-    kwok.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
-    desched = sub.add_parser(
-        "descheduler", help="build the descheduler (e2e/tools/descheduler) unless cached; its path", parents=[common]
-    )
-    desched.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
-    node = sub.add_parser("add-node", help="create a Ready node that kwok runs", parents=[common])
-    node.add_argument("name")
-    node.add_argument("--label", action="append", default=[], metavar="K=V")
-    node.add_argument("--taint", action="append", default=[], metavar="K[=V]:EFFECT")
-    node.add_argument("--cpu", default="4")
-    node.add_argument("--memory", default="32Gi")
-    node.add_argument("--pods", default="110")
-    node.add_argument("--unschedulable", action="store_true")
-    node.add_argument("--static", action="store_true", help="a node object nothing heartbeats (no kwok)")
-    args = parser.parse_args(argv)
-    cluster = Cluster(
-        getattr(args, "dir", DEFAULT_DIR),
-        controller_manager=getattr(args, "controller_manager", True),
-        kwok=getattr(args, "kwok", True),
-    )
-    if args.command == "build":
-        started = time.monotonic()
-        print(ensure_built(force=args.force))
-        print(ensure_kwok(force=args.force))
-        if args.oracle and (CONTROLPLANE_MODULE / "cmd" / "oracle").is_dir():
-            print(ensure_oracle())
-        _log(f"build: {time.monotonic() - started:.1f}s")
-    elif args.command == "helm":
-        print(ensure_helm(force=args.force))
-    elif args.command == "kwok":
-        print(ensure_kwok(force=args.force))
-    elif args.command == "descheduler":
-        print(ensure_descheduler(force=args.force))
-    elif args.command == "up":
-        cluster.up()
-        print(f"export KUBECONFIG={cluster.kubeconfig}")
-    elif args.command == "down":
-        cluster.down()
-    elif args.command == "status":
-        ready = cluster.is_ready()
-        print(f"up at {cluster.server}" if ready else "down")
-        return 0 if ready else 1
-    elif args.command == "add-node":
-        try:
-            labels = dict(item.split("=", 1) for item in args.label)
-            taints = [parse_taint(item) for item in args.taint]
-        except ValueError as err:
-            parser.error(str(err))
-        cluster.add_node(
-            args.name, labels, taints, args.cpu, args.memory, args.pods, args.unschedulable, kubelet=not args.static
-        )
-        print(f"node/{args.name} created")
-    return 0
+if __name__ == "__main__":  # python -m e2e.cluster, as the Makefile, the docs and CI call it
+    from e2e.cluster_cli import main
 
-
-if __name__ == "__main__":
     sys.exit(main())

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from e2e.cluster import Cluster, bin_dir
+from e2e.build import bin_dir
+from e2e.cluster import Cluster
 from e2e.kube_helpers import ZONE, create_node, pod_body, wait_for, zone_and_host_spread
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -194,6 +194,12 @@ def pods_in(core: client.CoreV1Api, namespace: str) -> list[Any]:
     return list(core.list_namespaced_pod(namespace).items)
 
 
+def bound_pods(core: client.CoreV1Api, namespace: str, expected: int) -> list[Any]:
+    """The namespace's pods bound to a node once there are ``expected`` of them, else [] (for ``wait_for``)."""
+    pods = [p for p in pods_in(core, namespace) if p.spec.node_name]
+    return pods if len(pods) >= expected else []
+
+
 def is_ready(pod: Any) -> bool:
     """The pod's Ready condition is True (its kubelet, kwok here, says its containers run and are ready)."""
     return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
@@ -204,6 +210,16 @@ def scheduled_condition(pod: Any) -> Any | None:
         if cond.type == "PodScheduled":
             return cond
     return None
+
+
+def wait_unschedulable(core: client.CoreV1Api, namespace: str, name: str, timeout: float = 30.0) -> Any:
+    """Wait until pod ``name`` is PodScheduled=False (refused, for any reason); returns that condition."""
+
+    def refused() -> Any:
+        cond = scheduled_condition(core.read_namespaced_pod(name, namespace))
+        return cond if cond is not None and cond.status == "False" else None
+
+    return wait_for(refused, timeout, f"{name} PodScheduled=False")
 
 
 def events_for(core: client.CoreV1Api, namespace: str, name: str) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from kubernetes import client
 
 from e2e.cluster import Cluster
 from e2e.conftest import LOGS, SchedulerProcess, insecure_tls
-from e2e.kube_helpers import pod_body, pods_in, wait_for, watch_bindings, zone_spread, zoned_nodes
+from e2e.kube_helpers import bound_pods, pod_body, pods_in, wait_for, watch_bindings, zone_spread, zoned_nodes
 
 OUTAGE_SECONDS = 5.0
 REPORT = LOGS / "api-faults.json"
@@ -93,11 +93,7 @@ def _burst_through(
         body = pod_body(f"fault-{i:03d}", labels, topologySpreadConstraints=[zone_spread(1, labels)])
         wait_for(lambda b=body: _created(core, namespace, b), 60, f"pod {i} created")
 
-    def all_bound() -> list[client.V1Pod]:
-        pods = [p for p in pods_in(core, namespace) if p.spec.node_name]
-        return pods if len(pods) == total else []
-
-    pods = wait_for(all_bound, 120, f"all {total} pods bound")
+    pods = wait_for(lambda: bound_pods(core, namespace, total), 120, f"all {total} pods bound")
     wait_for(lambda: sum(1 for h in seen.values() if h) >= total, 60, "the watch saw every binding")
     stop.set()
     assert sched.proc is not None and sched.proc.poll() is None, "the scheduler rode out the fault"

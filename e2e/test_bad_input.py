@@ -38,6 +38,7 @@ from e2e.kube_helpers import (
     pod_body,
     scheduled_condition,
     wait_for,
+    wait_unschedulable,
     without_preemption,
     zone_spread,
 )
@@ -364,12 +365,7 @@ def test_refused_node_is_refused_by_the_api_and_named_by_our_parser(
 
 def _failed(core: client.CoreV1Api, namespace: str, name: str, message: str) -> None:
     """PodScheduled=False with exactly ``message``, and one FailedScheduling Event saying it."""
-
-    def condition() -> Any:
-        cond = scheduled_condition(core.read_namespaced_pod(name, namespace))
-        return cond if cond is not None and cond.status == "False" else None
-
-    cond = wait_for(condition, 30, f"{name} PodScheduled=False")
+    cond = wait_unschedulable(core, namespace, name)
     assert (cond.reason, cond.message) == ("Unschedulable", message)
     events = wait_for(
         lambda: [e for e in events_for(core, namespace, name) if e["reason"] == "FailedScheduling"], 30, "event"

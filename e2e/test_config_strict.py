@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.cluster import ensure_built
+from e2e.build import ensure_built
 from tests.helpers import command_failed
 
 SPREAD_CLI = str(Path(sys.executable).parent / "spread-scheduler")

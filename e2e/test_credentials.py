@@ -15,6 +15,7 @@ import os
 import ssl
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -26,7 +27,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from e2e.cluster import bin_dir
+from e2e.build import bin_dir
 from e2e.conftest import ROOT, SchedulerProcess
 from e2e.kube_helpers import pod_body, pods_in, wait_for
 
@@ -91,6 +92,19 @@ def _kubeconfig_for(path: Path, cluster: dict[str, Any], user: dict[str, Any]) -
         )
     )
     return str(path)
+
+
+def _exec_user(script: Path, env: dict[str, str]) -> dict[str, Any]:
+    """A kubeconfig user whose exec plugin is ``script``, run by this Python with ``env``."""
+    return {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": [str(script)],
+            "env": [{"name": k, "value": v} for k, v in env.items()],
+            "interactiveMode": "Never",
+        }
+    }
 
 
 def _config(path: Path) -> str:
@@ -174,16 +188,7 @@ def test_an_exec_plugin_with_a_short_expiry_serves_run_explain_and_skew(
         "SA_NAMESPACE": SA_NAMESPACE,
         "LIFETIME": str(LIFETIME),
     }
-    user = {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": [str(script)],
-            "env": [{"name": k, "value": v} for k, v in env.items()],
-            "interactiveMode": "Never",
-        }
-    }
-    exec_kubeconfig = _kubeconfig_for(tmp_path / "exec.kubeconfig", _cluster_of(kubeconfig), user)
+    exec_kubeconfig = _kubeconfig_for(tmp_path / "exec.kubeconfig", _cluster_of(kubeconfig), _exec_user(script, env))
 
     def run_times() -> list[float]:
         return [float(line) for line in runs.read_text().split()] if runs.exists() else []
@@ -260,3 +265,107 @@ def test_a_rotated_token_file_keeps_the_scheduler_binding(
     later = _create_pods(core, namespace, "token-b", 3)
     wait_for(lambda: _all_bound(core, namespace, later), 90, "pods bound after the token file was rotated")
     assert scheduler.proc is not None and scheduler.proc.poll() is None, scheduler.log()[-3000:]
+
+
+CERT_LIFE = 30  # seconds each certificate of the plugin below is valid
+CERT_RENEW = 10  # seconds after which it states its answer expires: the stack asks again
+CERT_GROUP = "e2e-rotating-certs"  # the certificates' O: the shipped roles are bound to this group
+
+CERT_PLUGIN = """
+import datetime, json, os, pathlib
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+runs = pathlib.Path(os.environ["COUNT_FILE"])
+n = len(runs.read_text().split()) + 1 if runs.exists() else 1
+with runs.open("a") as count:
+    count.write(f"{n}\\n")
+pki = pathlib.Path(os.environ["PKI"])
+ca = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
+ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None)
+key = ec.generate_private_key(ec.SECP256R1())
+now = datetime.datetime.now(datetime.timezone.utc)
+name = x509.Name([
+    x509.NameAttribute(NameOID.ORGANIZATION_NAME, os.environ["GROUP"]),
+    x509.NameAttribute(NameOID.COMMON_NAME, f"e2e-cert-{n}"),
+])
+cert = (
+    x509.CertificateBuilder().subject_name(name).issuer_name(ca.subject).public_key(key.public_key())
+    .serial_number(x509.random_serial_number())
+    .not_valid_before(now - datetime.timedelta(minutes=1))
+    .not_valid_after(now + datetime.timedelta(seconds=int(os.environ["LIFE"])))
+    .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+    .sign(ca_key, hashes.SHA256())
+)
+status = {
+    "clientCertificateData": cert.public_bytes(serialization.Encoding.PEM).decode(),
+    "clientKeyData": key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode(),
+    "expirationTimestamp": (now + datetime.timedelta(seconds=int(os.environ["RENEW"]))).strftime("%Y-%m-%dT%H:%M:%SZ"),
+}
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status}))
+"""
+
+
+@pytest.mark.slow
+def test_a_plugins_rotated_client_certificate_keeps_the_lease_past_the_first_ones_expiry(
+    core: client.CoreV1Api,
+    kubeconfig: str,
+    shipped_rbac: None,
+    control_plane: Any,
+    ledger: Any,
+    started: Callable[[str], SchedulerProcess],
+    namespace: str,
+    nodes: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """An exec plugin answering a fresh client certificate (valid 30 s, ``e2e-cert-<n>``) every 10 s:
+    past the first one's expiry the leader still renews its Lease and binds, and the API server saw
+    every client of the process (the Lease's on its own thread included) move to the newer ones.
+
+    Old code (issue #46, finding 2): the Lease's client, and every connection kept alive from before
+    a rotation, kept presenting the first certificate; once it expired the renewals were refused and
+    the leader exited with ``Leaderelection lost``."""
+    nodes("cert-a")
+    _kubectl(
+        kubeconfig, "create", "clusterrolebinding", f"{CERT_GROUP}-{namespace}",
+        "--clusterrole=spread-scheduler", f"--group={CERT_GROUP}",
+    )  # fmt: skip
+    _kubectl(
+        kubeconfig, "create", "rolebinding", f"{CERT_GROUP}-{namespace}", "-n", SA_NAMESPACE,
+        "--role=spread-scheduler-lease", f"--group={CERT_GROUP}",
+    )  # fmt: skip
+    script, runs = tmp_path / "cert-plugin.py", tmp_path / "plugin-runs"
+    script.write_text(CERT_PLUGIN)
+    env = {
+        "COUNT_FILE": str(runs),
+        "PKI": str(control_plane.pki),
+        "GROUP": CERT_GROUP,
+        "LIFE": str(CERT_LIFE),
+        "RENEW": str(CERT_RENEW),
+    }
+    cert_kubeconfig = _kubeconfig_for(tmp_path / "cert.kubeconfig", _cluster_of(kubeconfig), _exec_user(script, env))
+    try:
+        mark = ledger.mark()
+        scheduler = started(cert_kubeconfig)
+        first = _create_pods(core, namespace, "cert-before", 2)
+        wait_for(lambda: _all_bound(core, namespace, first), 60, "pods bound with the first certificate")
+        time.sleep(CERT_LIFE + 15)  # the first certificate has expired; renewDeadline (3 s) long past
+        assert scheduler.proc is not None and scheduler.proc.poll() is None, scheduler.log()[-3000:]
+        later = _create_pods(core, namespace, "cert-after", 2)
+        wait_for(lambda: _all_bound(core, namespace, later), 60, "pods bound after the first certificate expired")
+        assert "Leaderelection lost" not in scheduler.log()
+        writes = [w for w in ledger.writes(mark) if w.user.startswith("e2e-cert-")]
+        leases = [w for w in writes if w.kind == "lease" and w.namespace == SA_NAMESPACE]
+        assert leases and all(w.ok for w in leases), [str(w) for w in leases if not w.ok][:5]
+        # The Lease was renewed under at least three certificates, the last ones well after the first expired.
+        assert len({w.user for w in leases}) >= 3, sorted({w.user for w in leases})
+        assert "e2e-cert-1" not in {w.user for w in leases[-5:]}, [str(w) for w in leases[-5:]]
+        assert {w.user for w in writes if w.kind == "binding"} - {"e2e-cert-1"}, "later pods bound under a newer one"
+    finally:
+        _kubectl(kubeconfig, "delete", "clusterrolebinding", f"{CERT_GROUP}-{namespace}", "--ignore-not-found")
+        _kubectl(
+            kubeconfig, "delete", "rolebinding", f"{CERT_GROUP}-{namespace}", "-n", SA_NAMESPACE, "--ignore-not-found"
+        )

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from kubernetes import client
 
 from e2e.conftest import LEASE_DURATION, LEASE_NAME, LEASE_NAMESPACE, LOGS, SchedulerProcess
-from e2e.kube_helpers import pod_body, pods_in, wait_for, watch_bindings, zone_spread, zoned_nodes
+from e2e.kube_helpers import bound_pods, pod_body, wait_for, watch_bindings, zone_spread, zoned_nodes
 from e2e.ledger import (
     Ledger,
     binding_attempts,
@@ -60,11 +60,7 @@ def test_sigkill_during_a_burst_loses_nothing_and_binds_nothing_twice(
             scheduler.start()
         core.create_namespaced_pod(namespace, pod_body(f"crash-{i:03d}", labels, topologySpreadConstraints=[spread]))
 
-    def all_bound() -> list[client.V1Pod]:
-        pods = [p for p in pods_in(core, namespace) if p.spec.node_name]
-        return pods if len(pods) == PODS else []
-
-    pods = wait_for(all_bound, 180, f"all {PODS} pods bound after {kills} kills")
+    pods = wait_for(lambda: bound_pods(core, namespace, PODS), 180, f"all {PODS} pods bound after {kills} kills")
     wait_for(lambda: sum(1 for h in seen.values() if h) >= PODS, 30, "the watch saw every binding")
     stop.set()
     assert kills == KILLS

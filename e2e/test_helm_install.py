@@ -26,7 +26,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from e2e.cluster import ensure_helm
+from e2e.build import ensure_helm
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import (
     create_object,

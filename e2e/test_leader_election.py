@@ -28,7 +28,7 @@ from kubernetes import client
 
 from e2e.cluster import Cluster
 from e2e.conftest import LOGS, SchedulerProcess
-from e2e.kube_helpers import pod_body, pods_in, wait_for, watch_bindings
+from e2e.kube_helpers import bound_pods, pod_body, pods_in, wait_for, watch_bindings
 from e2e.ledger import (
     Ledger,
     binding_attempts,
@@ -123,11 +123,7 @@ def test_a_leader_paused_past_its_lease_writes_nothing_after_the_takeover(
     first.proc = None
     assert "Leaderelection lost" in first.log()
 
-    def all_bound() -> list[client.V1Pod]:
-        pods = [p for p in pods_in(core, namespace) if p.spec.node_name]
-        return pods if len(pods) == PODS else []
-
-    pods = wait_for(all_bound, 120, f"all {PODS} pods bound")
+    pods = wait_for(lambda: bound_pods(core, namespace, PODS), 120, f"all {PODS} pods bound")
     wait_for(lambda: sum(1 for h in seen.values() if h) >= PODS, 30, "the watch saw every binding")
     stop_watch.set()
     assert not {n: h for n, h in seen.items() if len(h) != 1}

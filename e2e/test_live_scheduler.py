@@ -21,12 +21,14 @@ from kubernetes import client
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import (
     ZONE,
+    bound_pods,
     events_for,
     node_of,
     pod_body,
     pods_in,
     scheduled_condition,
     wait_for,
+    wait_unschedulable,
     watch_bindings,
     zone_spread,
     zoned_nodes,
@@ -34,11 +36,6 @@ from e2e.kube_helpers import (
 from tests.helpers import NO_CLAIMS, preemption_not_helpful
 
 SPREAD_REASON = "node(s) didn't match pod topology spread constraints"
-
-
-def _bound(core: client.CoreV1Api, namespace: str, expected: int) -> list[Any]:
-    pods = [p for p in pods_in(core, namespace) if p.spec.node_name]
-    return pods if len(pods) >= expected else []
 
 
 def test_deployment_spreads_evenly_over_zones(
@@ -64,7 +61,7 @@ def test_deployment_spreads_evenly_over_zones(
         },
     }
     client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment)
-    pods = wait_for(lambda: _bound(core, namespace, 9), 60, "9 bound replicas")
+    pods = wait_for(lambda: bound_pods(core, namespace, 9), 60, "9 bound replicas")
     per_zone = collections.Counter(zone_of[p.spec.node_name] for p in pods)
     assert sorted(per_zone.values()) == [3, 3, 3], per_zone
     for pod in pods:
@@ -110,14 +107,6 @@ def _existing(core: client.CoreV1Api, namespace: str, name: str, node: str, labe
     core.create_namespaced_pod(namespace, pod_body(name, labels, scheduler="default-scheduler", nodeName=node))
 
 
-def _unschedulable(core: client.CoreV1Api, namespace: str, name: str) -> Any:
-    def check() -> Any:
-        cond = scheduled_condition(core.read_namespaced_pod(name, namespace))
-        return cond if cond is not None and cond.status == "False" else None
-
-    return wait_for(check, 30, f"{name} PodScheduled=False")
-
-
 def test_unmet_spread_waits_then_a_new_zone_binds_it(
     core: client.CoreV1Api, scheduler: SchedulerProcess, namespace: str, nodes: Callable[..., str]
 ) -> None:
@@ -128,7 +117,7 @@ def test_unmet_spread_waits_then_a_new_zone_binds_it(
     spread = zone_spread(1, labels) | {"minDomains": 3}
     core.create_namespaced_pod(namespace, pod_body("new", labels, topologySpreadConstraints=[spread]))
 
-    cond = _unschedulable(core, namespace, "new")
+    cond = wait_unschedulable(core, namespace, "new")
     assert cond.reason == "Unschedulable"
     assert cond.message == (
         f"0/2 nodes are available: 2 {SPREAD_REASON}. {NO_CLAIMS}, {preemption_not_helpful(2, no_victims=2)}"
@@ -159,7 +148,7 @@ def test_deleting_a_pod_frees_a_domain(
         names.append((f"old-{i}", node))
     spread = zone_spread(1, labels) | {"minDomains": 3}
     core.create_namespaced_pod(namespace, pod_body("new", labels, topologySpreadConstraints=[spread]))
-    _unschedulable(core, namespace, "new")
+    wait_unschedulable(core, namespace, "new")
 
     victim, freed_node = names[1]
     started = time.monotonic()
@@ -211,7 +200,7 @@ def test_taints_selectors_and_affinity_are_honoured(
             assert node in allowed, (name, node)
             assert node not in (cordoned,)
         else:
-            cond = _unschedulable(core, namespace, name)
+            cond = wait_unschedulable(core, namespace, name)
             assert "node(s) had untolerated taint(s)" in cond.message, cond.message
 
 
@@ -246,7 +235,7 @@ def test_200_pods_bind_once_each_and_spread_holds(
     watcher = threading.Thread(target=watch_bindings, args=(core, namespace, stop, seen), daemon=True)
     watcher.start()
     _burst(core, namespace, 200, labels)
-    pods = wait_for(lambda: _bound(core, namespace, 200), 120, "200 bound pods")
+    pods = wait_for(lambda: bound_pods(core, namespace, 200), 120, "200 bound pods")
     wait_for(lambda: sum(1 for h in seen.values() if h) >= 200, 30, "watch saw every binding")
     stop.set()
     assert all(len(history) == 1 for history in seen.values()), {k: v for k, v in seen.items() if len(v) != 1}
@@ -268,7 +257,7 @@ def test_restart_in_the_middle_of_a_burst_resumes(
         core.create_namespaced_pod(namespace, pod_body(f"burst-{i:03d}", labels, topologySpreadConstraints=[spread]))
     bound_at_stop = len([p for p in pods_in(core, namespace) if p.spec.node_name])
     scheduler.start()
-    pods = wait_for(lambda: _bound(core, namespace, 120), 120, "all 120 bound after restart")
+    pods = wait_for(lambda: bound_pods(core, namespace, 120), 120, "all 120 bound after restart")
     per_zone = collections.Counter(zone_of[p.spec.node_name] for p in pods)
     assert max(per_zone.values()) - min(per_zone.values()) <= 1, per_zone
     assert bound_at_stop < 120, "precondition: the scheduler was stopped before the burst was done"
@@ -378,7 +367,7 @@ def test_explain_replays_a_pending_pod_on_the_live_cluster(
     core.create_namespaced_pod(
         namespace, pod_body("stuck", labels, topologySpreadConstraints=[zone_spread(1, labels) | {"minDomains": 3}])
     )
-    cond = _unschedulable(core, namespace, "stuck")
+    cond = wait_unschedulable(core, namespace, "stuck")
     exe = str(Path(sys.executable).parent / "spread-scheduler")
     out = subprocess.run(
         [exe, "explain", f"{namespace}/stuck", "--kubeconfig", kubeconfig, "-o", "json"],

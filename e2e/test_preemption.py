@@ -37,7 +37,7 @@ from typing import Any
 from kubernetes import client, watch
 
 from e2e.conftest import LOGS, SchedulerProcess, session_counts
-from e2e.kube_helpers import ZONE, create_object, events_for, pod_body, wait_for
+from e2e.kube_helpers import ZONE, create_object, disruption_budget, events_for, pod_body, wait_for
 from e2e.ledger import Ledger, binding_attempts, rebinds_by_one_process
 from scheduler.config import upstream_config
 
@@ -161,15 +161,7 @@ def _scenario(
                     },
                 },
             )
-        create_object(
-            api,
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "protected", "namespace": namespace},
-                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "protected"}}},
-            },
-        )
+        create_object(api, disruption_budget("protected", namespace, "protected", maxUnavailable=0))
         # a2, b2: bare pods, started at known times (b2's later than a2's), grace 30 s (the default).
         for node, (early, late) in (("a2", (10, 20)), ("b2", (30, 40))):
             for which, second in (("early", early), ("late", late)):
@@ -422,15 +414,7 @@ def _budget_scenario(
             body = pod_body(name, {"app": name.split("-")[0]}, priorityClassName=low, nodeName=full[node])
             body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
             _started_at(core, namespace, body, second)
-        create_object(
-            api,
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "protected", "namespace": namespace},
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "protected"}}},
-            },
-        )
+        create_object(api, disruption_budget("protected", namespace, "protected", minAvailable=1))
 
         def allows(count: int) -> bool:
             status = policy.read_namespaced_pod_disruption_budget("protected", namespace).status

@@ -29,9 +29,7 @@ from __future__ import annotations
 import collections
 import signal
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,47 +41,17 @@ from e2e.conftest import SchedulerProcess, session_counts
 from e2e.kube_helpers import (
     ZONE,
     create_object,
-    deployment,
     disruption_budget,
     events_for,
     is_ready,
-    pod_body,
     wait_for,
 )
 from e2e.ledger import Ledger, Write
-from scheduler.spread.rebalance import REBALANCE_ANNOTATION
+from e2e.zone_loss import REPLICAS, Zones, minimum_moves, rebalance_workload
 
 pytestmark = pytest.mark.slow
 
-REPLICAS = 12
-DOWN = "e2e.spread-scheduler.io/zone-down"  # the zone's loss: a NoExecute taint on its nodes
 RETURN_DEADLINE = 180  # issue #40: within maxSkew again within 3 minutes of the zone's return
-
-
-def _workload(name: str, node_set: str, max_skew: int, opt_in: bool, honor: bool) -> dict[str, Any]:
-    labels = {"app": name}
-    spread: dict[str, Any] = {
-        "maxSkew": max_skew,
-        "topologyKey": ZONE,
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": labels},
-    }
-    if honor:
-        spread["nodeTaintsPolicy"] = "Honor"
-    spec = pod_body(name, labels, nodeSelector={"rebalance-set": node_set}, topologySpreadConstraints=[spread])["spec"]
-    spec["containers"][0]["resources"] = {"requests": {"cpu": "10m"}}
-    body = deployment(name, REPLICAS, spec)
-    if opt_in:
-        body["spec"]["template"]["metadata"]["annotations"] = {REBALANCE_ANNOTATION: "true"}
-    return body
-
-
-def minimum_moves(counts: list[int]) -> int:
-    """The fewest pods to move so that the counts differ by at most 1 (maxSkew 1): the largest zones
-    keep the ceiling of the mean, the rest the floor; every pod above its zone's target moves."""
-    total, zones = sum(counts), len(counts)
-    targets = [total // zones + (1 if i < total % zones else 0) for i in range(zones)]
-    return sum(max(0, c - t) for c, t in zip(sorted(counts, reverse=True), targets, strict=True))
 
 
 def test_minimum_moves() -> None:
@@ -91,74 +59,6 @@ def test_minimum_moves() -> None:
     assert minimum_moves([4, 4, 4]) == 0
     assert minimum_moves([5, 4, 0]) == 3  # 3/3/3
     assert minimum_moves([7, 0]) == 3  # 4/3
-
-
-@dataclass
-class Zones:
-    """The test's nodes and Deployments, and the zone's loss and return."""
-
-    api: client.ApiClient
-    core: client.CoreV1Api
-    namespace: str
-    nodes: Callable[..., str]
-    apps: dict[str, str] = field(default_factory=dict)  # app -> node set, as create() made them
-    tag: str = field(default_factory=lambda: uuid.uuid4().hex[:4])
-    zone_of: dict[str, str] = field(default_factory=dict)  # node -> a/b/c
-
-    def create(self, specs: dict[str, dict[str, Any]]) -> None:
-        for app, spec in specs.items():
-            self.apps[app] = spec["spec"]["template"]["spec"]["nodeSelector"]["rebalance-set"]
-        for zone in "abc":
-            for i in range(2):
-                labels = {ZONE: f"{self.tag}-{zone}", "rebalance-set": "main"}
-                self.zone_of[self.nodes(f"main-{zone}{i}", labels=labels, cpu="16")] = zone
-        if "side" in self.apps.values():
-            for zone in "ab":
-                labels = {ZONE: f"{self.tag}-side-{zone}", "rebalance-set": "side"}
-                self.zone_of[self.nodes(f"side-{zone}", labels=labels, cpu="16")] = zone
-        for spec in specs.values():
-            spec["metadata"]["namespace"] = self.namespace
-            create_object(self.api, spec)
-
-    def per_zone(self, app: str) -> dict[str, int] | None:
-        """The app's zones (a/b/c) when all its pods are live, bound, Running and Ready; else None."""
-        pods = self.core.list_namespaced_pod(self.namespace, label_selector=f"app={app}").items
-        live = [p for p in pods if p.metadata.deletion_timestamp is None]
-        if len(pods) != REPLICAS or len(live) != REPLICAS:
-            return None
-        if not all(p.spec.node_name and p.status.phase == "Running" and is_ready(p) for p in live):
-            return None
-        counts = collections.Counter(self.zone_of[p.spec.node_name] for p in live)
-        return {z: counts.get(z, 0) for z in "abc"}
-
-    def settled(self) -> dict[str, dict[str, int]] | None:
-        now = {app: self.per_zone(app) for app in self.apps}
-        return now if all(v is not None for v in now.values()) else None  # type: ignore[misc]
-
-    def lose_zone_c(self) -> dict[str, dict[str, int]]:
-        """NoExecute-taint zone C's nodes; wait until every main-set app has been replaced in A and B."""
-        wait_for(self.settled, 120, "every Deployment Running and Ready", interval=0.5)
-        for name in self.lost:
-            self.core.patch_node(name, {"spec": {"taints": [{"key": DOWN, "effect": "NoExecute"}]}})
-
-        def failed_over() -> dict[str, dict[str, int]] | None:
-            now = self.settled()
-            main = [app for app, node_set in self.apps.items() if node_set == "main"]
-            return now if now is not None and all(now[app]["c"] == 0 for app in main) else None
-
-        return wait_for(failed_over, 120, "zone C's pods replaced in A and B", interval=0.5)
-
-    @property
-    def lost(self) -> list[str]:
-        return [n for n, z in self.zone_of.items() if z == "c" and "-main-" in n]
-
-    def bring_back_zone_c(self) -> None:
-        for name in self.lost:
-            self.core.patch_node(name, {"spec": {"taints": []}})
-
-    def rebalanced(self, app: str) -> dict[str, int] | None:
-        zones = self.per_zone(app)
-        return zones if zones is not None and max(zones.values()) - min(zones.values()) <= 1 else None
 
 
 def _server_time(text: Any) -> datetime:
@@ -208,11 +108,11 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
 ) -> None:
     api, core, namespace, nodes = zones.api, zones.core, zones.namespace, zones.nodes
     specs = {
-        "moved": _workload("moved", "main", 1, True, True),
-        "within": _workload("within", "main", 8, True, True),
-        "notopted": _workload("notopted", "main", 1, False, True),
-        "pdb": _workload("pdb", "main", 1, True, True),
-        "tainted": _workload("tainted", "side", 1, True, False),
+        "moved": rebalance_workload("moved", "main", 1, True, True),
+        "within": rebalance_workload("within", "main", 8, True, True),
+        "notopted": rebalance_workload("notopted", "main", 1, False, True),
+        "pdb": rebalance_workload("pdb", "main", 1, True, True),
+        "tainted": rebalance_workload("tainted", "side", 1, True, False),
     }
     zones.create(specs)
     create_object(api, disruption_budget("pdb", namespace, "pdb", maxUnavailable=0))
@@ -315,6 +215,47 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
     assert counts["evictions"] == len(mine) and counts["writes_without_lease"] == 0, counts
 
 
+def test_pods_without_a_grace_period_are_rebalanced_to_the_end(
+    zones: Zones, scheduler: SchedulerProcess, ledger: Ledger
+) -> None:
+    """Issue #48, as a new user found it: 6 replicas with ``terminationGracePeriodSeconds: 0``. The
+    API server deletes such a pod in the eviction itself (kwok never sees it Terminating), so its
+    DELETED event may be handled before the eviction's answer; every move must still come."""
+    core, namespace = zones.core, zones.namespace
+    spec = rebalance_workload("instant", "main", 1, True, True, replicas=6)
+    spec["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0
+    zones.create({"instant": spec})
+    during = zones.lose_zone_c()
+    assert during["instant"] == {"a": 3, "b": 3, "c": 0}, during
+    metrics_before = scheduler.metrics()
+    mark = ledger.mark()
+    returned = time.monotonic()
+    zones.bring_back_zone_c()
+    after = wait_for(lambda: zones.rebalanced("instant"), RETURN_DEADLINE, "instant within maxSkew 1", interval=0.2)
+    took = time.monotonic() - returned
+    time.sleep(3)  # a debounce or two more: nothing else may go out
+    sent = [
+        w
+        for w in ledger.writes(mark)
+        if w.kind == "eviction" and w.namespace == namespace and w.user in scheduler.users
+    ]
+    # A pod's end by kwok (a grace period run out) would be a DELETE of its own: none succeeds (kwok
+    # may still try, late, for a pod the API server already deleted: a 404).
+    deletions = [w for w in ledger.writes(mark) if w.kind == "delete" and w.namespace == namespace and w.ok]
+    metrics_after = scheduler.metrics()
+    timed_out = metrics_after.get('spread_scheduler_rebalance_moves_total{result="timed-out"}', 0.0) - (
+        metrics_before.get('spread_scheduler_rebalance_moves_total{result="timed-out"}', 0.0)
+    )
+    print(
+        f"\nno grace period: zone back -> instant within maxSkew 1 in {took:.1f} s ({during['instant']} -> {after}); "
+        f"evictions {[(w.name, w.code) for w in sent]}; other pod deletions {len(deletions)}; timed out {timed_out}"
+    )
+    assert [w.code for w in sent] == [201] * minimum_moves(list(during["instant"].values())), sent
+    assert not second_in_flight(sent, core, namespace, "instant")
+    assert timed_out == 0  # finished by the cache, not by the backstop
+    assert not deletions, deletions  # the pods did end in the eviction itself
+
+
 def test_a_sigkill_and_a_leader_change_mid_plan_stack_no_eviction(
     zones: Zones, scheduler: SchedulerProcess, ledger: Ledger
 ) -> None:
@@ -328,7 +269,7 @@ def test_a_sigkill_and_a_leader_change_mid_plan_stack_no_eviction(
     standby.start()
     procs = [scheduler, standby]
     try:
-        zones.create({"moved": _workload("moved", "main", 1, True, True)})
+        zones.create({"moved": rebalance_workload("moved", "main", 1, True, True)})
         during = zones.lose_zone_c()
         assert during["moved"] == {"a": 6, "b": 6, "c": 0}, during
         mark = ledger.mark()

@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import SCHEDULER, events_for, node_of, pod_body, scheduled_condition, wait_for
+from e2e.kube_helpers import SCHEDULER, events_for, node_of, pod_body, scheduled_condition, wait_for, wait_unschedulable
 from tests.helpers import preemption_not_helpful
 
 # A PreFilter refusal before DynamicResources' (VolumeRestrictions', VolumeBinding's) ends the
@@ -54,14 +54,6 @@ def _attempts(scheduler: SchedulerProcess, key: str) -> list[str]:
         if entry.get("pod") == {"name": name, "namespace": namespace} and entry["msg"] in RESULTS:
             results.append(RESULTS[entry["msg"]])
     return results
-
-
-def _refused(core: client.CoreV1Api, namespace: str, name: str) -> Any:
-    def check() -> Any:
-        cond = scheduled_condition(core.read_namespaced_pod(name, namespace))
-        return cond if cond is not None and cond.status == "False" else None
-
-    return wait_for(check, 30, f"{name} PodScheduled=False")
 
 
 def test_pvc_and_resource_claim_pods_are_refused_with_one_event_and_no_binding(
@@ -102,7 +94,7 @@ def test_pvc_and_resource_claim_pods_are_refused_with_one_event_and_no_binding(
             f"{name}'s FailedScheduling event #{count}",
         )
 
-    cond = _refused(core, namespace, "pvc")
+    cond = wait_unschedulable(core, namespace, "pvc")
     assert (cond.reason, cond.message) == ("Unschedulable", MISSING_CLAIM_MESSAGE)
     failed_scheduling("pvc", 1)
     core.create_namespaced_persistent_volume_claim(
@@ -118,7 +110,7 @@ def test_pvc_and_resource_claim_pods_are_refused_with_one_event_and_no_binding(
         "the pvc pod retried within 5 s of its claim's creation (VolumeRestrictions' hint)",
     )
     for name, messages in (("pvc", [MISSING_CLAIM_MESSAGE, PVC_MESSAGE]), ("claim", [CLAIM_MESSAGE])):
-        cond = _refused(core, namespace, name)
+        cond = wait_unschedulable(core, namespace, name)
         assert (cond.reason, cond.message) == ("Unschedulable", messages[-1])
         failed_scheduling(name, len(messages))
         failed = [e for e in events_for(core, namespace, name) if e["reason"] == "FailedScheduling"]

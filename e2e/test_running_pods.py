@@ -17,7 +17,17 @@ from kubernetes import client
 
 from e2e.cluster import Cluster
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import ZONE, create_object, deployment, is_ready, pod_body, wait_for, zone_spread, zoned_nodes
+from e2e.kube_helpers import (
+    ZONE,
+    create_object,
+    deployment,
+    disruption_budget,
+    is_ready,
+    pod_body,
+    wait_for,
+    zone_spread,
+    zoned_nodes,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -116,13 +126,7 @@ def test_a_pdb_counts_the_ready_pods_we_bound(
 ) -> None:
     zoned_nodes(nodes, {"a": 1, "b": 1, "c": 1})
     create_object(api, _deployment(namespace, "web", 3))
-    budget = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "web", "namespace": namespace},
-        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
-    }
-    create_object(api, budget)
+    create_object(api, disruption_budget("web", namespace, "web", minAvailable=2))
     policy = client.PolicyV1Api(api)
 
     def status() -> tuple[int, int, int] | None:

@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import pod_body, pods_in, wait_for
+from e2e.kube_helpers import bound_pods, pod_body, wait_for
 
 KEY = "e2e.spread-scheduler.io/skew-zone"
 LABELS = {"app": "skewed"}
@@ -35,11 +35,6 @@ def _skew(kubeconfig: str, namespace: str) -> dict[str, Any]:
     )
     (workload,) = json.loads(out.stdout)["workloads"]
     return dict(workload)
-
-
-def _bound(core: client.CoreV1Api, namespace: str, expected: int) -> list[Any]:
-    pods = [p for p in pods_in(core, namespace) if p.spec.node_name]
-    return pods if len(pods) >= expected else []
 
 
 def test_skew_reports_a_violation_after_a_node_moves_domain(
@@ -67,7 +62,7 @@ def test_skew_reports_a_violation_after_a_node_moves_domain(
         },
     }
     client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment)
-    pods = wait_for(lambda: _bound(core, namespace, 6), 60, "6 bound replicas")
+    pods = wait_for(lambda: bound_pods(core, namespace, 6), 60, "6 bound replicas")
     on = collections.defaultdict(list)
     for pod in pods:
         on[pod.spec.node_name].append(f"{namespace}/{pod.metadata.name}")

@@ -30,9 +30,9 @@ from e2e.kube_helpers import (
     ZONE,
     node_of,
     pod_body,
-    scheduled_condition,
     stateful_set,
     wait_for,
+    wait_unschedulable,
     without_preemption,
     zone_spread,
     zoned_nodes,
@@ -115,11 +115,7 @@ def test_claims_bound_immediate_and_waiting(
         core.create_namespaced_persistent_volume_claim(namespace, _claim("later"))
         core.create_namespaced_pod(namespace, pod_body("waits", volumes=_data("later")))
 
-        def refused(name: str) -> Any:
-            cond = scheduled_condition(core.read_namespaced_pod(name, namespace))
-            return cond if cond is not None and cond.status == "False" else None
-
-        cond = wait_for(lambda: refused("waits"), 30, "waits refused")
+        cond = wait_unschedulable(core, namespace, "waits")
         assert (
             without_preemption(cond.message)
             == "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."

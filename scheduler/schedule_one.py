@@ -24,7 +24,7 @@ import random
 import time
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from structlog.typing import FilteringBoundLogger
@@ -64,6 +64,8 @@ __all__ = [
     "ExtenderCall",
     "ExtenderFilterCall",
     "ExtenderPrioritizeCall",
+    "NoProgress",
+    "Progress",
     "ScheduleOne",
     "SchedulerStats",
     "SchedulingAlgorithm",
@@ -508,6 +510,37 @@ def truncate_note(message: str) -> str:
     return data[: EVENT_NOTE_LIMIT - 4].decode(errors="ignore") + " ..."
 
 
+class Progress(Protocol):
+    """Where the scheduler says that it gets on (the live scheduler's health: ``scheduler.kube.progress``):
+    whether the scheduling loop runs, each time it comes round, and each bind (a binding cycle's
+    Binding, through an extender or the Bind plugins) as it starts and ends. Called on the
+    scheduling loop; cheap, and never blocks."""
+
+    def scheduling(self, running: bool) -> None: ...
+
+    def came_round(self) -> None: ...
+
+    def bind_started(self) -> None: ...
+
+    def bind_finished(self) -> None: ...
+
+
+class NoProgress:
+    """Nobody listens (``simulate``, the tests)."""
+
+    def scheduling(self, running: bool) -> None:
+        return None
+
+    def came_round(self) -> None:
+        return None
+
+    def bind_started(self) -> None:
+        return None
+
+    def bind_finished(self) -> None:
+        return None
+
+
 class ScheduleOne:
     """One pod at a time: pop, decide (the scheduling cycle), then bind in a task (the binding cycle).
 
@@ -542,6 +575,7 @@ class ScheduleOne:
         self._reported: dict[PodKey, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # binding cycles: a stop waits for them
         self._reports: set[asyncio.Task[None]] = set()  # status patches and Events: best effort
+        self.progress: Progress = NoProgress()
         handlers.forgotten.append(self._forget_reported)
         for fwk in frameworks.values():
             # Consecutive cycles run here, so batching's state lives from here on (upstream creates it
@@ -722,12 +756,17 @@ class ScheduleOne:
         )
 
     async def _bind(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> Status | None:
-        """Upstream's ``bind``: extenders that bind come first, then the Bind plugins."""
-        if self.bind_through_extenders:
-            handled, error = await extenders_binding(fwk.extenders, pod, host)
-            if handled:
-                return None if error is None else Status.as_error(error)
-        status = await fwk.run_bind_plugins(state, pod, host)
+        """Upstream's ``bind``: extenders that bind come first, then the Bind plugins. Reported to
+        ``progress`` (not PreBind before it, whose wait for a volume can last ``bindTimeoutSeconds``)."""
+        self.progress.bind_started()
+        try:
+            if self.bind_through_extenders:
+                handled, error = await extenders_binding(fwk.extenders, pod, host)
+                if handled:
+                    return None if error is None else Status.as_error(error)
+            status = await fwk.run_bind_plugins(state, pod, host)
+        finally:
+            self.progress.bind_finished()
         if status.is_success():
             return None
         if status.is_skip():

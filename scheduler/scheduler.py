@@ -21,7 +21,7 @@ from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, PreemptionSink, Recorder, VolumeBinder
 from scheduler.framework.runtime import Framework
 from scheduler.profile import build_frameworks, queue_sort_key
-from scheduler.schedule_one import ScheduleOne, SchedulerStats, SchedulingAlgorithm
+from scheduler.schedule_one import Progress, ScheduleOne, SchedulerStats, SchedulingAlgorithm
 
 # Seconds a stop gives the status patches and Events still waiting for the rate limiter, after the
 # last binding: a stop must end within the pod's termination grace period (30 s by default).
@@ -106,6 +106,10 @@ class Scheduler:
             fwk.handle.preemption = sink
         self._drain_preemption = drain
 
+    def use_progress(self, progress: Progress) -> None:
+        """Who hears that the scheduler gets on: each time round the loop, each bind (``run``'s health)."""
+        self.cycles.progress = progress
+
     @property
     def pending(self) -> Mapping[PodKey, Pod]:
         return self.handlers.pending
@@ -119,9 +123,23 @@ class Scheduler:
         self.handlers.synced = value
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Schedule until ``stop`` is set, then let in-flight bindings finish."""
+        """Schedule until ``stop`` is set, then let in-flight bindings finish.
+
+        Comes round after every cycle and at least once a second when idle, and says so (``Progress``):
+        a cycle that never ends, on an await that never returns, shows as a loop that stopped coming round.
+        """
+        progress = self.cycles.progress
+        progress.scheduling(True)
+        try:
+            await self._loop(stop, progress)
+        finally:
+            progress.scheduling(False)
+        await self.drain(report_grace=REPORT_GRACE)
+
+    async def _loop(self, stop: asyncio.Event, progress: Progress) -> None:
         last_flush = self.clock()
         while not stop.is_set():
+            progress.came_round()
             now = self.clock()
             if now - last_flush >= UNSCHEDULABLE_FLUSH_PERIOD:
                 self.queue.flush_unschedulable_leftover()
@@ -135,7 +153,6 @@ class Scheduler:
             await asyncio.wait({waiter, stopper}, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
             stopper.cancel()
-        await self.drain(report_grace=REPORT_GRACE)
 
     async def drain(self, report_grace: float | None = None) -> None:
         """Let every binding cycle and write in flight finish (reports: ``ScheduleOne.drain``)."""

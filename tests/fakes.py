@@ -19,7 +19,8 @@ __all__ = ["WAIT_SECONDS", "Condition", "Event", "FakeBinder", "FakeClock", "Fak
 
 
 class FakeClock:
-    """``Scheduler(clock=...)``: returns ``now`` until a test calls ``advance``."""
+    """Any ``clock=`` seam (``Scheduler``, the queue, leader election, caches with a TTL): returns ``now``
+    until the test calls ``advance`` or sets ``now``."""
 
     def __init__(self, now: float = 1_000.0) -> None:
         self.now = now

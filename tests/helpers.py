@@ -22,6 +22,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo
 from scheduler.profile import build_frameworks
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
 from scheduler.testing import NodeBuilder, PodBuilder, make_node, make_pod
@@ -283,6 +284,16 @@ def code_of(status: Status | None) -> Code:
 
 def message_of(status: Status | None) -> str:
     return "" if status is None else status.message()
+
+
+def pre_filter_then_filter(plugin: Any, pod: Pod, info: NodeInfo) -> tuple[Status | None, Status | None]:
+    """PreFilter, then Filter on ``info`` with the same CycleState when PreFilter succeeded (as upstream's
+    plugin tests): (PreFilter's refusal, None) or (None, Filter's status)."""
+    state = CycleState()
+    _, pre = plugin.pre_filter(state, pod, [info])
+    if pre is not None:
+        return pre, None
+    return None, plugin.filter(state, pod, info)
 
 
 def score_nodes(plugin: Any, cache: Cache, pod: Pod, candidates: Sequence[str]) -> tuple[list[int], list[int]]:

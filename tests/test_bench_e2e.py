@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench.e2e import _affinity, _median_row, own_core_layout
+from bench.e2e import _affinity, median_row, own_core_layout
 
 
 def _run(run: int, seconds: float, cpu: float, rss: float, apiserver: float) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def _run(run: int, seconds: float, cpu: float, rss: float, apiserver: float) -> 
 def test_each_figure_is_its_own_median() -> None:
     # The median-time run (5.0 s) has the highest CPU and RSS of the three: it must not decide them.
     rows = [_run(0, 4.0, 3.0, 110.0, 4.0), _run(1, 5.0, 3.5, 125.0, 5.0), _run(2, 6.0, 3.2, 115.0, 4.5)]
-    row = _median_row(rows)
+    row = median_row(rows)
     assert (row["seconds"], row["pods_per_s"]) == (5.0, 200.0)
     assert (row["cpu_ms_per_pod"], row["peak_rss_mb"]) == (3.2, 115.0)
     assert row["plane_cpu_ms_per_pod"] == {"kube-apiserver": 4.5, "etcd": 1.0}
@@ -41,7 +41,7 @@ def test_an_even_count_takes_the_worse_of_the_middle_two() -> None:
         _run(i, s, c, m, 4.0)
         for i, (s, c, m) in enumerate([(4.0, 3.0, 110.0), (5.0, 3.1, 111.0), (6.0, 3.2, 112.0), (7.0, 3.3, 113.0)])
     ]
-    row = _median_row(rows)
+    row = median_row(rows)
     assert (row["seconds"], row["pods_per_s"], row["cpu_ms_per_pod"], row["peak_rss_mb"]) == (6.0, 166.7, 3.2, 112.0)
 
 

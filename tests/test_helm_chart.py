@@ -39,7 +39,7 @@ SERVING_RULES = [
 
 @cache
 def helm() -> str:
-    from e2e.cluster import ensure_helm  # noqa: PLC0415 - the Go build helpers live with the control plane
+    from e2e.build import ensure_helm  # noqa: PLC0415 - the Go build helpers live with the control plane
 
     return str(ensure_helm())
 

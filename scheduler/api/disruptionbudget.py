@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scheduler.api.fields import FieldError, as_mapping, opt_int, opt_str
+from scheduler.api.fields import FieldError, as_mapping, opt_int, opt_str, required_name
 from scheduler.api.labels import NOTHING, Selector, parse_label_selector
 
 __all__ = ["PodDisruptionBudget"]
@@ -46,9 +46,7 @@ class PodDisruptionBudget:
         meta = as_mapping(root.get("metadata"), "metadata", errors)
         spec = as_mapping(root.get("spec"), "spec", errors)
         status = as_mapping(root.get("status"), "status", errors)
-        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
-        if not name:
-            errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+        name = required_name(meta, errors)
         selector_errors: list[FieldError] = []
         selector = parse_label_selector(spec.get("selector"), "spec.selector", selector_errors)
         errors.extend(selector_errors)

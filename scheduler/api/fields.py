@@ -20,6 +20,7 @@ __all__ = [
     "opt_int",
     "opt_str",
     "parse_go_int64",
+    "required_name",
 ]
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -78,6 +79,14 @@ def opt_str(value: object, path: str, errors: list[FieldError]) -> str | None:
         return value
     errors.append(FieldError(path, f"must be a string, got {type(value).__name__}"))
     return None
+
+
+def required_name(meta: Mapping[str, Any], errors: list[FieldError]) -> str:
+    """``metadata.name``, which ObjectMeta validation requires ("" with its error when missing)."""
+    name = opt_str(meta.get("name"), "metadata.name", errors) or ""
+    if not name:
+        errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+    return name
 
 
 def opt_int(value: object, path: str, errors: list[FieldError]) -> int | None:

@@ -12,7 +12,16 @@ from datetime import datetime
 from typing import Any, NewType
 
 from scheduler.api.declaredfeatures import parse_node_declared_features, pod_feature_uses
-from scheduler.api.fields import FieldError, as_list, as_mapping, as_str_map, int32_errors, opt_int, opt_str
+from scheduler.api.fields import (
+    FieldError,
+    as_list,
+    as_mapping,
+    as_str_map,
+    int32_errors,
+    opt_int,
+    opt_str,
+    required_name,
+)
 from scheduler.api.images import parse_node_images, parse_pod_images
 from scheduler.api.labels import NOTHING, Selector, parse_label_selector, selector_from_map
 from scheduler.api.names import label_key_errors, label_value_errors
@@ -68,6 +77,7 @@ class OwnerRef:
     api_version: str
     kind: str
     name: str
+    uid: str = ""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -159,9 +169,7 @@ class Pod:
         errors: list[FieldError] = []
         meta = as_mapping(meta, "metadata", errors)
         labels = as_str_map(meta.get("labels"), "metadata.labels", errors)  # checked with the spec
-        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
-        if not name:
-            errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+        name = required_name(meta, errors)
         controller = _controller(meta, errors)
         node_name = opt_str(spec.get("nodeName"), "spec.nodeName", errors) or ""
         return cls(
@@ -198,9 +206,7 @@ class Pod:
         for k, v in labels.items():
             errors.extend(label_key_errors(k, "metadata.labels"))
             errors.extend(label_value_errors(v, "metadata.labels"))
-        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
-        if not name:
-            errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+        name = required_name(meta, errors)
         node_selector_raw = spec.get("nodeSelector")
         node_selector = None
         if node_selector_raw is not None:
@@ -276,7 +282,9 @@ def _controller(meta: Mapping[str, Any], errors: list[FieldError]) -> OwnerRef |
     for i, ref in enumerate(as_list(meta.get("ownerReferences"), "metadata.ownerReferences", errors)):
         r = as_mapping(ref, f"metadata.ownerReferences[{i}]", errors)
         if r.get("controller") is True:
-            return OwnerRef(str(r.get("apiVersion", "")), str(r.get("kind", "")), str(r.get("name", "")))
+            return OwnerRef(
+                str(r.get("apiVersion", "")), str(r.get("kind", "")), str(r.get("name", "")), str(r.get("uid") or "")
+            )
     return None
 
 
@@ -504,9 +512,7 @@ class Namespace:
         errors: list[FieldError] = []
         root = as_mapping(obj, "namespace", errors)
         meta = as_mapping(root.get("metadata"), "metadata", errors)
-        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
-        if not name:
-            errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+        name = required_name(meta, errors)
         return cls(name=name, labels=as_str_map(meta.get("labels"), "metadata.labels", errors), errors=tuple(errors))
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.fields import FieldError, as_mapping, int32_errors, opt_int, opt_str
+from scheduler.api.fields import FieldError, as_mapping, int32_errors, opt_int, opt_str, required_name
 
 __all__ = [
     "HIGHEST_USER_DEFINABLE_PRIORITY",
@@ -44,9 +44,7 @@ class PriorityClass:
         errors: list[FieldError] = []
         root = as_mapping(obj, "priorityClass", errors)
         meta = as_mapping(root.get("metadata"), "metadata", errors)
-        name = opt_str(meta.get("name"), "metadata.name", errors) or ""
-        if not name:
-            errors.append(FieldError("metadata.name", "Required value: name or generateName is required"))
+        name = required_name(meta, errors)
         raw_value = root.get("value")
         if raw_value is None:
             errors.append(FieldError("value", "Required value"))

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from scheduler.boundedyaml import BoundedLoader, load_single
+from scheduler.framework.runtime import EXTENSION_POINTS
 from scheduler.plugins import names
 from scheduler.plugins.registry import REGISTRY
 
@@ -49,26 +50,7 @@ _TYPE_META = ("apiVersion", "kind")
 
 _PLUGIN = _struct("name", "weight")
 _PLUGIN_SET = _struct(enabled=ListOf(_PLUGIN), disabled=ListOf(_PLUGIN))
-_PLUGINS = _struct(
-    **dict.fromkeys(
-        (
-            "preEnqueue",
-            "queueSort",
-            "preFilter",
-            "filter",
-            "postFilter",
-            "preScore",
-            "score",
-            "reserve",
-            "permit",
-            "preBind",
-            "bind",
-            "postBind",
-            "multiPoint",
-        ),
-        _PLUGIN_SET,
-    )
-)
+_PLUGINS = _struct(**dict.fromkeys((*EXTENSION_POINTS, "multiPoint"), _PLUGIN_SET))
 # ``args`` is a RawExtension here; its fields are checked per plugin, against PLUGIN_ARGS.
 _PROFILE = _struct(
     "schedulerName",

@@ -55,22 +55,9 @@ PluginObserver = Callable[[str, str, str, float], None]
 NodeFilter = Callable[[NodeInfo], "Status | None"]
 """``(plugin, extension point, status code name, seconds)``: for sampled cycles only."""
 
-EXTENSION_POINTS = (
-    "queueSort",
-    "preEnqueue",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
-
-
+# Each extension point by its KubeSchedulerConfiguration name (``plugins.<point>``), and the interface a
+# plugin enabled there must implement (upstream: frameworkImpl.getExtensionPoints). The one list of them:
+# the config's parsing and its strict field tree read EXTENSION_POINTS.
 _POINT_TYPES: dict[str, type] = {
     "queueSort": QueueSortPlugin,
     "preEnqueue": PreEnqueuePlugin,
@@ -85,6 +72,7 @@ _POINT_TYPES: dict[str, type] = {
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
 }
+EXTENSION_POINTS = tuple(_POINT_TYPES)
 
 
 def implements(plugin: object, point: str) -> bool:

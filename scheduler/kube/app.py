@@ -17,28 +17,31 @@ import structlog
 from kubernetes.aio import client
 
 from scheduler.config import SchedulerConfig
-from scheduler.kube.client import KubeconfigError, api_client
-from scheduler.kube.delegated_auth import (
+from scheduler.kube.binder import ApiBinder
+from scheduler.kube.client.apiclient import KubeconfigError, api_client
+from scheduler.kube.client.informer import Informer
+from scheduler.kube.client.tls_buffers import use_small_tls_read_buffers
+from scheduler.kube.client.watch import KopfEngine, watch_session
+from scheduler.kube.controllers.deletion_cost import ApiCostWriter, DeletionCostKeeper
+from scheduler.kube.controllers.rebalance import ApiEvictor, Rebalancer
+from scheduler.kube.controllers.workload_marks import WorkloadMarker
+from scheduler.kube.extender import close_extenders, http_extenders
+from scheduler.kube.flowcontrol import RateLimiter
+from scheduler.kube.gc_policy import gc_housekeeping
+from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_election, with_lease_namespace
+from scheduler.kube.metrics import SchedulerMetrics
+from scheduler.kube.preemption import ApiPodWriter, AsyncPreemption
+from scheduler.kube.progress import LoopProgress
+from scheduler.kube.record import ApiRecorder
+from scheduler.kube.serving.delegated_auth import (
     DEFAULT_ALWAYS_ALLOW_PATHS,
     DelegatingAuthenticator,
     DelegatingAuthorizer,
     api_reviews,
 )
-from scheduler.kube.deletion_cost import ApiCostWriter, DeletionCostKeeper
-from scheduler.kube.extender import close_extenders, http_extenders
-from scheduler.kube.gc_policy import gc_housekeeping
-from scheduler.kube.informer import Informer
-from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_election, with_lease_namespace
-from scheduler.kube.metrics import SchedulerMetrics
-from scheduler.kube.preemption import AsyncPreemption
-from scheduler.kube.progress import LoopProgress
-from scheduler.kube.rebalance import ApiEvictor, Rebalancer
-from scheduler.kube.server import SecureServer, ServingAuth, bind_host, serving_ssl_context
-from scheduler.kube.tls_buffers import use_small_tls_read_buffers
+from scheduler.kube.serving.server import SecureServer, ServingAuth, bind_host, serving_ssl_context
 from scheduler.kube.volumes import ApiVolumeBinder
-from scheduler.kube.watch import KopfEngine, watch_session
-from scheduler.kube.workload_marks import WorkloadMarker
-from scheduler.kube.writes import ApiBinder, ApiPodWriter, ApiRecorder, ApiWriter, ApiWrites, RateLimiter
+from scheduler.kube.writes import ApiWriter, ApiWrites
 from scheduler.scheduler import Scheduler
 
 __all__ = ["Rebalancing", "SecureServing", "ServingError", "run_scheduler"]
@@ -200,9 +203,10 @@ async def run_scheduler(
         )
         exits.push_async_callback(writes.close)
         exits.push_async_callback(close_extenders, sched.extenders)
-        # The scheduling loop's heartbeat: /healthz and the Lease renewals require it (scheduler.kube.progress).
+        # The scheduler's progress: /healthz and the Lease renewals require it (scheduler.kube.progress).
         progress = LoopProgress()
         progress.beat_on(asyncio.get_running_loop())
+        sched.use_progress(progress)
         exits.callback(progress.stop)
         try:
             server = _start_server(serving, tls, kubeconfig, sched, metrics, progress)

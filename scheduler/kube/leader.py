@@ -297,9 +297,11 @@ class _Renewal:
             return False
         if not self._said_wedged:
             self._said_wedged = True
+            stalled, part = self.progress.stall()
             log.error(
                 "not renewing the leader lease: the scheduling loop has made no progress",
-                stalled=f"{self.progress.stalled_for():.1f}s",
+                stalled=f"{stalled:.1f}s",
+                waiting=part,
                 bound=f"{self.progress.timeout:g}s",
             )
         return True

@@ -1,6 +1,6 @@
 """Prometheus metrics with kube-scheduler's names and labels, fed by the scheduler's observer hooks.
 
-Only ``prometheus_client`` here; the HTTP endpoint lives in ``scheduler.kube.server``. Scrapes run on
+Only ``prometheus_client`` here; the HTTP endpoint lives in ``scheduler.kube.serving.server``. Scrapes run on
 the server's own thread: everything it reads is a prometheus_client metric (locked) or a copy the
 scheduling loop published (``publish_queue``), never the queue itself.
 """
@@ -125,18 +125,19 @@ class SchedulerMetrics:
             registry=self.registry,
         )
         self._incoming_seen: dict[tuple[str, str], int] = {}
-        # Rebalancing (scheduler.kube.rebalance, docs/rebalance.md).
+        # Rebalancing (scheduler.kube.controllers.rebalance, docs/rebalance.md).
         self.rebalance_moves = Counter(
             "spread_scheduler_rebalance_moves",
             "Evictions the rebalancer sent to move a pod to a domain that lowers its workload's skew, by "
-            "result: evicted, pdb-blocked (429 from a PodDisruptionBudget), gone (404) or failed.",
+            "result: evicted, pdb-blocked (429 from a PodDisruptionBudget), gone (404) or failed; timed-out: a move "
+            "not done (the pod gone, a replacement bound and Ready) 5 minutes after its eviction.",
             ["result"],
             registry=self.registry,
         )
         self.rebalance_skipped = Counter(
             "spread_scheduler_rebalance_plans_skipped",
             "Workloads the rebalancer looked at and moved nothing of, by reason: within-skew, not-opted-in, "
-            "bad-annotation, in-flight, no-improving-move, not-converging, move-limit, pdb, or another "
+            "bad-annotation, in-flight, no-improving-move, not-converging, move-limit, pdb, error, or another "
             "reason of the planner.",
             ["reason"],
             registry=self.registry,

@@ -33,11 +33,13 @@ from scheduler.api.objects import Pod, PodKey
 from scheduler.errors import PodGoneError
 from scheduler.framework.interface import PodNominator, Recorder
 from scheduler.framework.status import Status
+from scheduler.kube.writes import STRATEGIC_MERGE_PATCH, ApiWriter
 from scheduler.logs import kobj
 
 __all__ = [
     "DISRUPTION_TARGET",
     "PREEMPTION_BY_SCHEDULER",
+    "ApiPodWriter",
     "AsyncPreemption",
     "PodWriter",
     "disruption_target_condition",
@@ -51,7 +53,7 @@ PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 class PodWriter(Protocol):
-    """The API calls a preemption makes (``scheduler.kube.writes.ApiPodWriter``); 404 raises
+    """The API calls a preemption makes (``ApiPodWriter``); 404 raises
     ``PodGoneError``."""
 
     async def add_condition(self, pod: Pod, condition: dict[str, Any]) -> None: ...
@@ -59,6 +61,42 @@ class PodWriter(Protocol):
     async def clear_nominated_node_name(self, pod: Pod) -> None: ...
 
     async def delete_pod(self, pod: Pod) -> None: ...
+
+
+class ApiPodWriter:
+    """Preemption's writes to other pods (upstream's ``PreemptPod`` and ``clearNominatedNodeName``):
+    strategic-merge patches of ``pods/status`` and ``DELETE pods``. A 404 raises ``PodGoneError``:
+    the caller decides that a victim already gone is fine."""
+
+    def __init__(self, writer: ApiWriter) -> None:
+        self._writer = writer
+
+    async def _patch_status(self, pod: Pod, status: dict[str, Any], what: str) -> None:
+        await self._writer.write(
+            f"{what} of {pod.key}",
+            "PATCH",
+            "/api/v1/namespaces/{namespace}/pods/{name}/status",
+            {"namespace": pod.namespace, "name": pod.name},
+            {"status": status},
+            STRATEGIC_MERGE_PATCH,
+        )
+
+    async def add_condition(self, pod: Pod, condition: dict[str, Any]) -> None:
+        """One condition, merged by type into ``status.conditions``."""
+        await self._patch_status(pod, {"conditions": [condition]}, "patching status")
+
+    async def clear_nominated_node_name(self, pod: Pod) -> None:
+        await self._patch_status(pod, {"nominatedNodeName": None}, "clearing nominatedNodeName")
+
+    async def delete_pod(self, pod: Pod) -> None:
+        """``util.DeletePod``: default DeleteOptions (the pod's own grace period, no preconditions)."""
+        await self._writer.write(
+            f"deleting {pod.key}",
+            "DELETE",
+            "/api/v1/namespaces/{namespace}/pods/{name}",
+            {"namespace": pod.namespace, "name": pod.name},
+            {},
+        )
 
 
 def disruption_target_condition(preemptor: Pod, victim: Pod, now: datetime) -> dict[str, Any]:

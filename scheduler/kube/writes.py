@@ -1,11 +1,14 @@
-"""The scheduler's only writes: Binding, the PodScheduled=False condition (with
-``status.nominatedNodeName``), Events, and preemption's: a victim's DisruptionTarget condition and
-deletion, a lower-priority pod's nomination cleared.
+"""The one way the scheduler writes to the API: ``ApiWriter`` (the rate limiter, the leadership
+fence, the request, its status mapped to our errors, transient failures retried) over ``ApiWrites``
+(our own connections, or the client's session behind a proxy). The writers hold one: the Binding
+(``scheduler.kube.binder``), PodScheduled=False and Events (``scheduler.kube.record``), preemption's
+(``scheduler.kube.preemption``), the volumes' and the controllers'.
 
 Built on ``kubernetes.aio`` (the official client's asyncio package, on the scheduler's loop). API errors
 are mapped once, here, to the few errors the core understands (``scheduler.errors``); transient
 ones (429, 5xx, connection trouble) are retried with exponential backoff by tenacity, never 404/409.
-Requests pass a token bucket so the client honours ``clientConnection.qps``/``burst``.
+Requests pass a token bucket (``scheduler.kube.flowcontrol``) so the client honours
+``clientConnection.qps``/``burst``.
 """
 
 from __future__ import annotations
@@ -14,9 +17,7 @@ import asyncio
 import json
 import random
 import socket
-import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -32,52 +33,20 @@ from tenacity import (
 
 from scheduler.api.objects import Pod
 from scheduler.errors import BindConflictError, DisruptionBudgetError, NotLeadingError, PodGoneError, TransientAPIError
+from scheduler.kube.client.rest import expand, note_reply, request_headers, send
+from scheduler.kube.client.transport import WRITE_CONNECTIONS, Http1Connections
 from scheduler.kube.fence import FENCE, NOT_SURE, always
-from scheduler.kube.rest import expand, note_reply, request_headers, send
-from scheduler.kube.transport import WRITE_CONNECTIONS, Http1Connections
+from scheduler.kube.flowcontrol import RateLimiter
 
 __all__ = [
-    "ApiBinder",
-    "ApiPodWriter",
-    "ApiRecorder",
     "ApiWriter",
     "ApiWrites",
-    "RateLimiter",
     "map_status",
 ]
 
 log = structlog.get_logger("spread-scheduler")
 
 MAX_TRIES = 5
-
-
-class RateLimiter:
-    """A token bucket: ``qps`` tokens a second, at most ``burst`` saved up (client-go's flowcontrol)."""
-
-    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.qps = qps
-        self.burst = max(1, burst)
-        self._tokens = float(self.burst)
-        self._clock = clock
-        self._last = clock()
-        self._lock = asyncio.Lock()
-
-    async def acquire(self) -> None:
-        if self.qps <= 0:
-            return
-        async with self._lock:
-            self._refill()
-            if self._tokens < 1:
-                await asyncio.sleep((1 - self._tokens) / self.qps)
-                # Count the time actually slept: a busy loop wakes us late, and those tokens are
-                # owed (setting the bucket to one token lost them and the QPS was not reached).
-                self._refill()
-            self._tokens -= 1
-
-    def _refill(self) -> None:
-        now = self._clock()
-        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
-        self._last = now
 
 
 def map_status(status: int, body: bytes, what: str, retry_after: float | None = None) -> Exception | None:
@@ -239,7 +208,7 @@ async def _try(
 
 
 class ApiWrites:
-    """Where the writes go: our own keep-alive connections (``scheduler.kube.transport``), or the
+    """Where the writes go: our own keep-alive connections (``scheduler.kube.client.transport``), or the
     client's session when a proxy is configured (which only it knows how to go through)."""
 
     def __init__(self, api: client.ApiClient, connections: int = WRITE_CONNECTIONS) -> None:
@@ -328,179 +297,3 @@ class ApiWriter:
             {"namespace": pod.namespace, "name": pod.name},
             body,
         )
-
-
-class ApiBinder:
-    """``POST pods/<name>/binding`` as DefaultBinder does it."""
-
-    def __init__(self, writer: ApiWriter) -> None:
-        self._writer = writer
-
-    async def bind(self, pod: Pod, node_name: str) -> None:
-        metadata = {"name": pod.name, "namespace": pod.namespace} | ({"uid": pod.uid} if pod.uid else {})
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": metadata,
-            "target": {"kind": "Node", "name": node_name},
-        }
-        await self._writer.post_to_pod(f"binding {pod.key} to {node_name}", pod, "binding", body)
-
-
-def _rfc3339(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class ApiRecorder:
-    """PodScheduled=False via a strategic-merge patch of ``pods/status``, and events.k8s.io/v1 Events."""
-
-    def __init__(
-        self, writer: ApiWriter, scheduler_name: str, instance: str, event_limiter: RateLimiter | None = None
-    ) -> None:
-        self._writer = writer
-        # Events get their own budget, as kube-scheduler's event client has its own rate limiter
-        # (``createClients`` in cmd/kube-scheduler/app/options/options.go builds a second clientset
-        # for events): otherwise every Scheduled event would halve the binding rate at the default QPS.
-        self._event_limiter = event_limiter or writer.limiter
-        self._controller = scheduler_name
-        self._instance = instance
-
-    async def set_unschedulable(
-        self, pod: Pod, reason: str, message: str, nominated_node_name: str | None = None
-    ) -> None:
-        current = _pod_scheduled_condition(pod)
-        same = current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
-            "False",
-            reason,
-            message,
-        )
-        status: dict[str, Any] = {}
-        if nominated_node_name is not None and nominated_node_name != pod.nominated_node_name:
-            status["nominatedNodeName"] = nominated_node_name or None  # null removes it (omitempty)
-        if same and not status:
-            return  # nothing changed: upstream sends no patch either
-        if not same:
-            now = datetime.now(UTC)
-            condition: dict[str, Any] = {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": reason,
-                "message": message,
-                "lastProbeTime": None,
-            }
-            if current is None or current.get("status") != "False":
-                condition["lastTransitionTime"] = _rfc3339(now)
-            status["conditions"] = [condition]
-        body = {"status": status}
-        try:
-            await self._writer.write(
-                f"patching status of {pod.key}",
-                "PATCH",
-                "/api/v1/namespaces/{namespace}/pods/{name}/status",
-                {"namespace": pod.namespace, "name": pod.name},
-                body,
-                STRATEGIC_MERGE_PATCH,
-            )
-        except PodGoneError:
-            return
-
-    async def event(
-        self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
-    ) -> None:
-        await self.object_event(_object_reference(pod), event_type, reason, action, note, related)
-
-    async def object_event(
-        self,
-        regarding: dict[str, Any],
-        event_type: str,
-        reason: str,
-        action: str,
-        note: str,
-        related: Pod | None = None,
-    ) -> None:
-        """An Event about any object (``regarding``: its ObjectReference, with a namespace and name),
-        such as the ReplicaSet whose pod the rebalancer moved."""
-        now = datetime.now(UTC)
-        namespace, name = str(regarding["namespace"]), str(regarding["name"])
-        body = {
-            "apiVersion": "events.k8s.io/v1",
-            "kind": "Event",
-            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
-            "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "reportingController": self._controller,
-            "reportingInstance": self._instance,
-            "action": action,
-            "reason": reason,
-            "note": note,
-            "type": event_type,
-            "regarding": regarding,
-        }
-        if related is not None:
-            body["related"] = _object_reference(related)
-        try:
-            await self._writer.write(
-                f"posting event {reason} for {namespace}/{name}",
-                "POST",
-                "/apis/events.k8s.io/v1/namespaces/{namespace}/events",
-                {"namespace": namespace},
-                body,
-                limiter=self._event_limiter,
-            )
-        except (PodGoneError, BindConflictError):
-            return  # namespace gone, or a duplicate name: an event is best effort
-
-
-def _object_reference(pod: Pod) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "namespace": pod.namespace,
-        "name": pod.name,
-        "uid": pod.uid,
-        "resourceVersion": pod.resource_version,
-    }
-
-
-class ApiPodWriter:
-    """Preemption's writes to other pods (upstream's ``PreemptPod`` and ``clearNominatedNodeName``):
-    strategic-merge patches of ``pods/status`` and ``DELETE pods``. A 404 raises ``PodGoneError``:
-    the caller decides that a victim already gone is fine."""
-
-    def __init__(self, writer: ApiWriter) -> None:
-        self._writer = writer
-
-    async def _patch_status(self, pod: Pod, status: dict[str, Any], what: str) -> None:
-        await self._writer.write(
-            f"{what} of {pod.key}",
-            "PATCH",
-            "/api/v1/namespaces/{namespace}/pods/{name}/status",
-            {"namespace": pod.namespace, "name": pod.name},
-            {"status": status},
-            STRATEGIC_MERGE_PATCH,
-        )
-
-    async def add_condition(self, pod: Pod, condition: dict[str, Any]) -> None:
-        """One condition, merged by type into ``status.conditions``."""
-        await self._patch_status(pod, {"conditions": [condition]}, "patching status")
-
-    async def clear_nominated_node_name(self, pod: Pod) -> None:
-        await self._patch_status(pod, {"nominatedNodeName": None}, "clearing nominatedNodeName")
-
-    async def delete_pod(self, pod: Pod) -> None:
-        """``util.DeletePod``: default DeleteOptions (the pod's own grace period, no preconditions)."""
-        await self._writer.write(
-            f"deleting {pod.key}",
-            "DELETE",
-            "/api/v1/namespaces/{namespace}/pods/{name}",
-            {"namespace": pod.namespace, "name": pod.name},
-            {},
-        )
-
-
-def _pod_scheduled_condition(pod: Pod) -> dict[str, Any] | None:
-    status = pod.raw.get("status")
-    conditions = status.get("conditions") if isinstance(status, dict) else None
-    for cond in conditions or ():
-        if isinstance(cond, dict) and cond.get("type") == "PodScheduled":
-            return cond
-    return None

@@ -1,6 +1,6 @@
 """Spread-aware scale-down: the ``controller.kubernetes.io/pod-deletion-cost`` each pod of a
 ReplicaSet should carry so that kube-controller-manager, deleting the lowest cost first, keeps the
-topology spread. Pure: pods and the cache in, costs out; ``scheduler.kube.deletion_cost`` writes them.
+topology spread. Pure: pods and the cache in, costs out; ``scheduler.kube.controllers.deletion_cost`` writes them.
 
 The ReplicaSet controller ranks the pods it may delete (``ActivePodsWithRanks``, k8s.io/kubernetes
 pkg/controller/controller_utils.go): unassigned first, then Pending < Unknown < Running, then not
@@ -39,31 +39,22 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.labels import Selector
 from scheduler.api.objects import Pod, PodKey
-from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, SpreadConstraint
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
-from scheduler.plugins import names
-from scheduler.plugins.podtopologyspread.common import Constraint, pod_constraints
-from scheduler.plugins.podtopologyspread.counting import domain_counts, eligibility_key
-from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from scheduler.plugins.podtopologyspread.common import Constraint
+from scheduler.plugins.podtopologyspread.counting import eligibility_key
+from scheduler.spread.workload import counts_of, spread_constraints_of
 
 __all__ = [
     "COST_ANNOTATION",
     "MARKER_ANNOTATION",
-    "RANKED_KINDS",
     "CostChange",
     "Member",
-    "Workload",
-    "constraint_selectors",
     "cost_changes",
-    "counts_of",
     "rank_costs",
-    "spread_constraints_of",
     "widths",
     "workload_costs",
-    "workload_of",
 ]
 
 # k8s.io/api core/v1 annotation_key_constants.go: PodDeletionCost.
@@ -71,26 +62,7 @@ COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 # Written beside every cost we set, with the same value: a cost without it, or with another value,
 # was set by someone else and is never overwritten.
 MARKER_ANNOTATION = "spread-scheduler.io/deletion-cost"
-# Controllers whose scale-down reads the cost (the ReplicationController manager is the ReplicaSet
-# controller's code). StatefulSets delete by ordinal and cannot be steered.
-RANKED_KINDS = ("ReplicaSet", "ReplicationController")
 INT32_BITS = 31  # magnitude bits of an int32 cost: costs are -1 .. -(2**31 - 1)
-
-
-@dataclass(frozen=True, slots=True)
-class Workload:
-    namespace: str
-    kind: str
-    name: str
-
-
-def workload_of(pod: Pod, kinds: Sequence[str] = RANKED_KINDS) -> Workload | None:
-    """The controller of one of ``kinds`` (ReplicaSet, ReplicationController) that controls ``pod``;
-    None for anything else."""
-    owner = pod.controller
-    if owner is None or owner.kind not in kinds:
-        return None
-    return Workload(pod.namespace, owner.kind, owner.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,33 +133,6 @@ def cost_in_force(pod: Pod) -> tuple[str | None, bool]:
     return text, text is not None and marker == text
 
 
-def _defaults(framework: Framework) -> tuple[tuple[SpreadConstraint, ...], bool]:
-    plugin = framework.plugins.get(names.POD_TOPOLOGY_SPREAD)
-    if not isinstance(plugin, PodTopologySpread):
-        return (), False
-    return plugin.default_constraints, plugin.system_defaulted
-
-
-def spread_constraints_of(
-    pod: Pod, framework: Framework, cache: Cache
-) -> tuple[tuple[Constraint, ...], tuple[Constraint, ...], bool]:
-    """The pod's hard and soft constraints (its own, or its profile's defaults) and whether every
-    node must carry all their keys (all but the built-in System defaults)."""
-    defaults, system = _defaults(framework)
-    hard = tuple(pod_constraints(pod, DO_NOT_SCHEDULE, defaults, cache))
-    soft = tuple(pod_constraints(pod, SCHEDULE_ANYWAY, defaults, cache))
-    return hard, soft, bool(pod.spread_constraints) or not system
-
-
-def constraint_selectors(pod: Pod, frameworks: Mapping[str, Framework], cache: Cache) -> tuple[Selector, ...]:
-    """The selectors ``pod``'s constraints count with: whose pods move its workload's ranks."""
-    framework = frameworks.get(pod.scheduler_name)
-    if framework is None:
-        return ()
-    hard, soft, _ = spread_constraints_of(pod, framework, cache)
-    return tuple(dict.fromkeys(c.selector for c in hard + soft))
-
-
 @dataclass(slots=True)
 class _Group:
     rep: Pod
@@ -227,23 +172,6 @@ def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, F
     for group in groups.values():
         out.update(_group_costs(group, cache))
     return out
-
-
-def counts_of(
-    rep: Pod, hard: Sequence[Constraint], soft: Sequence[Constraint], cache: Cache, *, require_all_keys: bool
-) -> tuple[list[dict[str, int]], list[int], list[dict[str, str]]]:
-    """``domain_counts`` for the hard constraints, then the soft ones, in one list each (the order
-    the ranks and the rebalancing skews combine them in)."""
-    counts: list[dict[str, int]] = []
-    minima: list[int] = []
-    domain_of: list[dict[str, str]] = []
-    for action, cs in ((DO_NOT_SCHEDULE, hard), (SCHEDULE_ANYWAY, soft)):
-        if cs:
-            c_counts, c_minima, c_domains = domain_counts(rep, action, cs, cache, require_all_keys=require_all_keys)
-            counts += c_counts
-            minima += c_minima
-            domain_of += c_domains
-    return counts, minima, domain_of
 
 
 def _group_costs(group: _Group, cache: Cache) -> dict[PodKey, int]:

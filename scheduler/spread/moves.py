@@ -17,7 +17,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.plugins.podtopologyspread.common import Constraint
 from scheduler.plugins.podtopologyspread.counting import eligibility_key
 from scheduler.schedule_one import SchedulingAlgorithm
-from scheduler.spread.deletion_cost import counts_of, spread_constraints_of
+from scheduler.spread.workload import counts_of, spread_constraints_of
 
 __all__ = [
     "STATEFUL_SET",

@@ -47,9 +47,9 @@ from scheduler.api.objects import Pod
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.schedule_one import ExtendersNeedAsyncError, SchedulingAlgorithm
-from scheduler.spread.deletion_cost import Workload, workload_of
 from scheduler.spread.moves import STATEFUL_SET, Move, Spec, measure, over, replacement_of, workload_spec
 from scheduler.spread.search import MAX_CYCLES, search
+from scheduler.spread.workload import Workload, workload_of
 
 __all__ = [
     "REBALANCED_KINDS",
@@ -276,7 +276,7 @@ def plan_rebalance(
             if workload is not None:
                 groups.setdefault(workload, ([], []))[which].append(pod)
     plans: list[Plan] = []
-    for workload in sorted(groups, key=lambda w: (w.namespace, w.kind, w.name)):
+    for workload in sorted(groups):
         placed, waiting = groups[workload]
         placed.sort(key=lambda p: p.key)
         everyone = placed + waiting

@@ -89,7 +89,7 @@ def oracle_binary() -> Path:
     """``$SPREAD_ORACLE`` if set, else the cached build of e2e/controlplane/cmd/oracle."""
     if path := os.environ.get("SPREAD_ORACLE"):
         return Path(path)
-    from e2e.cluster import ensure_oracle  # noqa: PLC0415 - the build helper lives with the control plane
+    from e2e.build import ensure_oracle  # noqa: PLC0415 - the build helper lives with the control plane
 
     return ensure_oracle()
 

@@ -20,6 +20,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.testing import make_node, make_pod
+from tests.fakes import FakeClock
 
 BLOCKING = "b"
 NON_BLOCKING = "n"
@@ -61,14 +62,6 @@ def node_with(name: str, *pods: Pod) -> NodeInfo:
     for p in pods:
         info.pods[PodKey(p.key)] = p
     return info
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def hint_for(
@@ -115,7 +108,7 @@ def test_batch_basic(
     hint: str | None,
     left: list[str] | None,
 ) -> None:
-    b = OpportunisticBatch(Clock())
+    b = OpportunisticBatch(FakeClock(100.0))
     profile = FakeProfile(first_sig.encode())
     first = pod("pod", first_uid + "1")
     got, _ = hint_for(b, profile, first, 1, FakeSnapshot())
@@ -143,7 +136,7 @@ class Batched:
     """A first blocking pod placed on n3 with n1, n2 left, then a second one in the next cycle."""
 
     def __init__(self) -> None:
-        self.clock = Clock()
+        self.clock = FakeClock(100.0)
         self.batch = OpportunisticBatch(self.clock)
         self.profile = FakeProfile()
         self.first = pod("first", "b1")
@@ -231,7 +224,7 @@ class TestStore:
     def test_an_unused_hint_stores_the_new_ranking(self) -> None:
         b = Batched()
         hint = b.second()
-        b.batch.clock = Clock()
+        b.batch.clock = FakeClock(100.0)
         b.batch.store_schedule_results(b"sig", hint, "n2", [NodeName("n5")], 2)
         assert b.batch.state == batching.BatchState(b"sig", ["n5"], 100.0)
 

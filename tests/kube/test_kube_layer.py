@@ -8,7 +8,8 @@ import pytest
 
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, SchedulerIOError, TransientAPIError
 from scheduler.kube import writes
-from scheduler.kube.writes import MAX_TRIES, RateLimiter, _call, map_status, retry_after_seconds
+from scheduler.kube.flowcontrol import RateLimiter
+from scheduler.kube.writes import MAX_TRIES, _call, map_status, retry_after_seconds
 
 
 @pytest.mark.parametrize(

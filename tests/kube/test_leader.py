@@ -9,6 +9,7 @@ import contextlib
 import copy
 import dataclasses
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,8 +22,10 @@ from scheduler.config import LeaderElection
 from scheduler.errors import NotLeadingError
 from scheduler.kube import leader as leader_module
 from scheduler.kube.fence import FencedRequest
+from scheduler.kube.flowcontrol import RateLimiter
 from scheduler.kube.leader import Leadership, LeadershipLost, LeaseElector, run_with_leader_election
-from scheduler.kube.writes import RateLimiter, _call
+from scheduler.kube.writes import _call
+from tests.fakes import FakeClock
 
 SETTINGS = LeaderElection(
     leader_elect=True,
@@ -32,14 +35,6 @@ SETTINGS = LeaderElection(
     resource_namespace="ns",
     resource_name="lease",
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class LeaseServer:
@@ -65,7 +60,7 @@ class LeaseServer:
 
 
 class Elector(LeaseElector):
-    def __init__(self, server: LeaseServer, identity: str, clock: Clock, skew: float = 0.0) -> None:
+    def __init__(self, server: LeaseServer, identity: str, clock: FakeClock, skew: float = 0.0) -> None:
         def wall() -> str:
             return (datetime.now(UTC) + timedelta(seconds=skew)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -88,8 +83,21 @@ FAST = dataclasses.replace(SETTINGS, lease_duration=1.5, renew_deadline=0.6, ret
 def use_fake_electors(monkeypatch: pytest.MonkeyPatch, server: LeaseServer) -> None:
     """``run_with_leader_election`` builds its electors over ``server`` instead of the API."""
     monkeypatch.setattr(
-        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Elector(server, identity, Clock())
+        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Elector(server, identity, FakeClock())
     )
+
+
+def seconds_to_lose(settings: LeaderElection, lead: Callable[[asyncio.Event], Awaitable[None]], **kwargs: Any) -> float:
+    """How long ``run_with_leader_election`` (no API: the fake electors) takes to raise LeadershipLost."""
+
+    async def body() -> float:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(LeadershipLost):
+            await run_with_leader_election(None, settings, "a", lead, asyncio.Event(), **kwargs)  # type: ignore[arg-type]
+        return loop.time() - started
+
+    return asyncio.run(body())
 
 
 def rounds(elector: Elector) -> bool:
@@ -100,7 +108,7 @@ def rounds(elector: Elector) -> bool:
 def test_a_skewed_clock_never_takes_a_live_lease_and_takes_a_dead_one_after_a_lease_duration(skew: float) -> None:
     """The holder's clock is 30 s off (behind: its renewTime looks 30 s old; ahead: 30 s in the
     future). The follower judges from what it saw change, on its own monotonic clock."""
-    server, clock = LeaseServer(), Clock()
+    server, clock = LeaseServer(), FakeClock()
     holder = Elector(server, "a", clock, skew=skew)
     follower = Elector(server, "b", clock)
     assert rounds(holder)
@@ -122,7 +130,7 @@ def test_a_skewed_clock_never_takes_a_live_lease_and_takes_a_dead_one_after_a_le
 def test_the_old_rule_would_have_taken_the_lease() -> None:
     """What the test above guards against: the holder's renewTime 30 s behind our wall clock looks
     expired by any renewTime-based rule (leaseDurationSeconds 15)."""
-    server, clock = LeaseServer(), Clock()
+    server, clock = LeaseServer(), FakeClock()
     assert rounds(Elector(server, "a", clock, skew=-30))
     assert server.lease is not None
     renewed = datetime.fromisoformat(server.lease["spec"]["renewTime"].replace("Z", "+00:00"))
@@ -130,7 +138,7 @@ def test_the_old_rule_would_have_taken_the_lease() -> None:
 
 
 def test_a_released_lease_is_taken_at_once() -> None:
-    server, clock = LeaseServer(), Clock()
+    server, clock = LeaseServer(), FakeClock()
     assert rounds(Elector(server, "a", clock))
     assert server.lease is not None
     server.lease["spec"]["holderIdentity"] = None  # what release() writes
@@ -140,7 +148,7 @@ def test_a_released_lease_is_taken_at_once() -> None:
 
 
 def test_leadership_is_sure_only_within_renew_deadline_of_the_last_accepted_renewal() -> None:
-    clock = Clock()
+    clock = FakeClock()
     fence = Leadership(10.0, clock)
     assert not fence.sure()  # never renewed
     fence.renewed(clock.now)
@@ -185,14 +193,7 @@ def test_a_hanging_renewal_loses_the_lease_within_renew_deadline(monkeypatch: py
         await stop.wait()
         seen.append(fence.sure())
 
-    async def body() -> float:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        with pytest.raises(LeadershipLost):
-            await run_with_leader_election(None, settings, "a", lead, asyncio.Event(), leadership=fence)  # type: ignore[arg-type]
-        return loop.time() - started
-
-    took = asyncio.run(body())
+    took = seconds_to_lose(settings, lead, leadership=fence)
     assert seen == [True, False]
     assert took < settings.renew_deadline + 2 * settings.retry_period + 0.3, took
 
@@ -292,21 +293,14 @@ def test_a_renewal_that_ignores_cancellation_still_loses_the_lease_in_time(monke
             return self.server.read()
 
     monkeypatch.setattr(
-        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Stubborn(server, identity, Clock())
+        leader_module, "LeaseElector", lambda _api, _s, identity, clock: Stubborn(server, identity, FakeClock())
     )
 
     async def lead(stop: asyncio.Event) -> None:
         server.hang = True
         await stop.wait()
 
-    async def body() -> float:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        with pytest.raises(LeadershipLost):
-            await run_with_leader_election(None, settings, "a", lead, asyncio.Event())  # type: ignore[arg-type]
-        return loop.time() - started
-
-    took = asyncio.run(body())
+    took = seconds_to_lose(settings, lead)
     assert took < settings.renew_deadline + 2 * settings.retry_period + 0.3, took  # not the 3 s the read takes
 
 
@@ -322,14 +316,7 @@ def test_a_lost_leader_does_not_wait_for_its_writes_in_flight(monkeypatch: pytes
         await stop.wait()
         await asyncio.sleep(30)  # draining a Binding the server never answers
 
-    async def body() -> float:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        with pytest.raises(LeadershipLost):
-            await run_with_leader_election(None, settings, "a", lead, asyncio.Event())  # type: ignore[arg-type]
-        return loop.time() - started
-
-    took = asyncio.run(body())
+    took = seconds_to_lose(settings, lead)
     assert took < settings.renew_deadline + 2 * settings.retry_period + leader_module.LOST_GRACE_SECONDS, took
 
 

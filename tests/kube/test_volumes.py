@@ -11,8 +11,9 @@ import pytest
 
 from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.backend.cache.storage_objects import StorageObjects
+from scheduler.kube.flowcontrol import RateLimiter
 from scheduler.kube.volumes import ApiVolumeBinder
-from scheduler.kube.writes import ApiWriter, RateLimiter
+from scheduler.kube.writes import ApiWriter
 from scheduler.testing import make_pod
 
 

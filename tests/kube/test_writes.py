@@ -14,7 +14,11 @@ from kubernetes.aio import client
 
 from scheduler.errors import PodGoneError
 from scheduler.kube import writes
-from scheduler.kube.writes import ApiPodWriter, ApiRecorder, ApiWriter, RateLimiter
+from scheduler.kube.binder import ApiBinder
+from scheduler.kube.flowcontrol import RateLimiter
+from scheduler.kube.preemption import ApiPodWriter
+from scheduler.kube.record import ApiRecorder
+from scheduler.kube.writes import ApiWriter
 from scheduler.testing import make_pod
 
 
@@ -133,7 +137,7 @@ def test_a_write_goes_out_with_its_path_quoted_its_token_and_its_json_body() -> 
             return web.Response(text="{}")
 
         async with _writes_to(handler, "first") as sender:
-            binder = writes.ApiBinder(ApiWriter(sender, LIMITER))
+            binder = ApiBinder(ApiWriter(sender, LIMITER))
             await binder.bind(make_pod("web 1", "shop").build(), "n1")
             sender.api.configuration.api_key = {"BearerToken": "second"}
             await binder.bind(make_pod("web", "shop").build(), "n2")
@@ -160,9 +164,7 @@ def test_a_token_with_a_trailing_newline_is_never_written_into_the_header() -> N
         outcomes: list[str] = []
         async with _writes_to(handler, "secret\n") as sender:
             try:
-                await writes.ApiBinder(ApiWriter(sender, LIMITER, outcomes.append)).bind(
-                    make_pod("web", "shop").build(), "n1"
-                )
+                await ApiBinder(ApiWriter(sender, LIMITER, outcomes.append)).bind(make_pod("web", "shop").build(), "n1")
                 error = ""
             except ValueError as exc:
                 error = str(exc)

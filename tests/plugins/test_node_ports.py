@@ -23,7 +23,7 @@ from scheduler.framework.types import NodeInfo
 from scheduler.plugins.nodeports.node_ports import NodePorts, fits_ports
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.testing import make_node, make_pod
-from tests.helpers import Run, as_pod, framework, make_cache
+from tests.helpers import Run, as_pod, framework, make_cache, pre_filter_then_filter
 
 NP = "NodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -48,13 +48,7 @@ def info_with(*pods: Pod) -> NodeInfo:
 
 
 def run(pod: Pod, info: NodeInfo) -> tuple[Status | None, Status | None]:
-    plugin = NodePorts({}, Handle())
-    state = CycleState()
-    result, pre = plugin.pre_filter(state, pod, [info])
-    assert result is None
-    if pre is not None:
-        return pre, None
-    return None, plugin.filter(state, pod, info)
+    return pre_filter_then_filter(NodePorts({}, Handle()), pod, info)
 
 
 def _init_port_pod(sidecar: bool) -> Pod:

@@ -34,7 +34,7 @@ from scheduler.framework.types import NodeInfo
 from scheduler.plugins.nodevolumelimits.csi import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
 from scheduler.plugins.nodevolumelimits.translation import translate_inline, translate_pv
 from scheduler.testing import PodBuilder, make_node, make_pod
-from tests.helpers import make_cache
+from tests.helpers import make_cache, pre_filter_then_filter
 
 NVL = "NodeVolumeLimits"
 EBS = "ebs.csi.aws.com"
@@ -269,11 +269,7 @@ def _run(
     if node is not None:
         cache.storage.upsert(node)
     info = NodeInfo(make_node(NODE).build(), {p.key: p for p in existing})
-    plugin = NodeVolumeLimits({}, Handle(snapshot=cache))
-    _, pre = plugin.pre_filter(CycleState(), new, [info])
-    if pre is not None:
-        return pre, None
-    return None, plugin.filter(CycleState(), new, info)
+    return pre_filter_then_filter(NodeVolumeLimits({}, Handle(snapshot=cache)), new, info)
 
 
 @pytest.mark.parametrize(

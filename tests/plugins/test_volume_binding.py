@@ -26,7 +26,7 @@ from scheduler.framework.types import NodeInfo
 from scheduler.plugins.volumebinding.binder import ERR_REASON_NODE_CONFLICT, ERR_REASON_PV_NOT_EXIST
 from scheduler.plugins.volumebinding.volume_binding import VolumeBinding
 from scheduler.testing import PodBuilder, make_node, make_pod
-from tests.helpers import make_cache
+from tests.helpers import make_cache, pre_filter_then_filter
 
 VB = "VolumeBinding"
 SKIP = Status(Code.SKIP)
@@ -108,12 +108,7 @@ def cache_with(*objects: Any) -> Cache:
 
 
 def run(pod: Pod, node: NodeInfo, *objects: Any) -> tuple[Status | None, Status | None]:
-    plugin = VolumeBinding({}, Handle(snapshot=cache_with(*objects)))
-    state = CycleState()
-    _, pre = plugin.pre_filter(state, pod, [node])
-    if pre is not None:
-        return pre, None
-    return None, plugin.filter(state, pod, node)
+    return pre_filter_then_filter(VolumeBinding({}, Handle(snapshot=cache_with(*objects))), pod, node)
 
 
 def node(name: str = "node-a", **labels: str) -> NodeInfo:

@@ -29,7 +29,7 @@ from scheduler.plugins.volumerestrictions.volume_restrictions import (
 )
 from scheduler.simulate import Simulation
 from scheduler.testing import make_node, make_pod
-from tests.helpers import make_cache
+from tests.helpers import make_cache, pre_filter_then_filter
 
 VR = "VolumeRestrictions"
 SKIP = Status(Code.SKIP)
@@ -58,13 +58,7 @@ def vol_pod(source: dict[str, Any] | None = None, name: str = "p", node: str = "
 
 def run(pod: Pod, info: NodeInfo, cache: Cache | None = None) -> tuple[Status | None, Status | None]:
     """PreFilter, then Filter on ``info`` when PreFilter succeeded (as upstream's tests)."""
-    plugin = VolumeRestrictions({}, Handle(snapshot=cache or make_cache()))
-    state = CycleState()
-    result, pre = plugin.pre_filter(state, pod, [info])
-    assert result is None
-    if pre is not None:
-        return pre, None
-    return None, plugin.filter(state, pod, info)
+    return pre_filter_then_filter(VolumeRestrictions({}, Handle(snapshot=cache or make_cache())), pod, info)
 
 
 def info_with(*pods: Pod) -> NodeInfo:

@@ -38,9 +38,9 @@ from scheduler.framework.runtime import Framework
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.simulate import Simulation
 from scheduler.skew.report import skew_report
-from scheduler.spread.deletion_cost import Workload
 from scheduler.spread.moves import Spec, Working, measure, over, try_move, workload_spec
 from scheduler.spread.rebalance import PLANNED, Plan, plan_rebalance
+from scheduler.spread.workload import Workload
 from scheduler.testing import make_node, make_pod
 from tests.fuzz_seed import FUZZ_SEED
 
@@ -48,7 +48,7 @@ SETTINGS = settings(max_examples=1500, deadline=None, suppress_health_check=[Hea
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 APP = {"app": "web"}
-WEB = Workload("default", "ReplicaSet", "web-1")
+WEB = Workload("default", "ReplicaSet", "web-1", "uid-web-1")
 DEPTH = 4  # the brute force's horizon: moves in a sequence
 CONSTRAINTS = [(ZONE, "DoNotSchedule"), (HOST, "DoNotSchedule"), (ZONE, "ScheduleAnyway"), (HOST, "ScheduleAnyway")]
 

@@ -41,7 +41,7 @@ def test_dry_run_json_and_the_default_for_unannotated_workloads(capsys: pytest.C
     assert (web["kind"], web["name"], web["owner"], web["reason"]) == (
         "Deployment",
         "web",
-        {"kind": "ReplicaSet", "name": "web-7c9d"},
+        {"kind": "ReplicaSet", "name": "web-7c9d", "uid": "u-web-7c9d"},
         "planned",
     )
     assert web["constraints"] == [
@@ -99,7 +99,7 @@ def listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         asked.append(str(kubeconfig))
         return load_objects(EXAMPLE)
 
-    monkeypatch.setattr("scheduler.kube.dump.cluster_objects", cluster_objects)
+    monkeypatch.setattr("scheduler.kube.client.dump.cluster_objects", cluster_objects)
     monkeypatch.setattr("scheduler.kube.explain.cluster_objects", cluster_objects)
     return asked
 

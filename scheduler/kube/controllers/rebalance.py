@@ -1,0 +1,416 @@
+"""Rebalancing, the writing half: evict one pod at a time of an opted-in workload whose skew is above
+its maxSkew, when ``scheduler.spread.rebalance`` (the planner: our own scheduling cycle on the
+cache, the pod gone and its replacement pending) places the replacement in a domain that lowers it.
+
+Beside the deletion-cost keeper, on the same marking (``scheduler.kube.controllers.workload_marks``): cache
+changes mark workloads; after the debounce each marked workload is planned, and only the **first
+move** of a plan is carried out, through the Eviction API (``POST pods/{name}/eviction``, so
+PodDisruptionBudgets are respected) on the one write path (``ApiWriter``: fenced by the Lease,
+rate-limited, transient failures retried). Then the workload waits:
+
+- **in flight**: nothing more for a workload while its move is in flight: an in-memory record of the
+  eviction, checked against the cache at every look (the evicted pod still there under its UID, or
+  no pod of the workload that was not there at the eviction bound and Ready yet), and held at most
+  ``MOVE_TIMEOUT`` (then logged, counted as ``timed-out``, planned again); nor while (the planner's
+  "in-flight", read from the cache alone, so a new leader after a failover or a SIGKILL sees it
+  too) a pod of it waits to be scheduled, is terminating or is not Ready. A workload held either way
+  is looked at again on its pods' events and, without one, after ``MOVE_TIMEOUT``.
+- **cool-down**: ``MOVE_SETTLE`` after each move; ``NO_MOVE_COOLDOWN`` after a plan with no
+  improving move (lifted when a node appears or changes labels or taints: a domain may have come
+  back); a workload whose moves did not bring the skew the planner promised ``MAX_MISSES`` times in
+  a row stops for ``NO_MOVE_COOLDOWN``; at most as many moves per ``MOVE_WINDOW`` as it has pods.
+- a 429 from a PodDisruptionBudget: ``PDB_RETRY`` and plan again; a ``RebalanceBlocked`` Event at
+  most once per ``NO_MOVE_COOLDOWN``. 404 (gone) or 409 (another pod of that name): not a move; the
+  deletion marks the workload again, and it is looked at again after ``FAILURE_BACKOFF`` anyway.
+  Other errors back off, doubling from ``FAILURE_BACKOFF`` to ``NO_MOVE_COOLDOWN``; a workload whose
+  planning raises is logged and looked at again after ``FAILURE_BACKOFF``, the others go on.
+
+Every move gets a ``Rebalanced`` Event on the workload (its ReplicaSet), and metrics (moves by
+result, skipped plans by reason, each workload's skew per topology key). docs/rebalance.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+
+from scheduler.api.objects import Node, Pod, PodKey
+from scheduler.backend.cache.cache import Cache
+from scheduler.errors import BindConflictError, DisruptionBudgetError, NotLeadingError, PodGoneError
+from scheduler.framework.runtime import Framework
+from scheduler.kube.controllers.workload_marks import DEBOUNCE, MAX_DELAY, WorkloadMarker
+from scheduler.kube.fence import always
+from scheduler.kube.metrics import SchedulerMetrics
+from scheduler.kube.record import ApiRecorder
+from scheduler.kube.writes import ApiWriter
+from scheduler.spread.moves import measure, workload_spec
+from scheduler.spread.rebalance import (
+    IN_FLIGHT,
+    NO_IMPROVING_MOVE,
+    PDB,
+    PLANNED,
+    REBALANCED_KINDS,
+    WITHIN_SKEW,
+    Move,
+    Plan,
+    plan_workload,
+    pod_ready,
+    rebalance_opt_in,
+)
+from scheduler.spread.workload import Workload, workload_of
+
+__all__ = [
+    "FAILURE_BACKOFF",
+    "MAX_MISSES",
+    "MOVE_SETTLE",
+    "MOVE_TIMEOUT",
+    "MOVE_WINDOW",
+    "NO_MOVE_COOLDOWN",
+    "PDB_RETRY",
+    "ApiEvictor",
+    "Rebalancer",
+]
+
+log = structlog.get_logger("spread-scheduler")
+
+# After a move, this long before the workload is planned again, on top of its replacement being
+# bound and Ready: the controllers' caches (the ReplicaSet's, the disruption controller's) catch up.
+MOVE_SETTLE = 10.0
+# The longest a move is in flight by our own record: a replacement that is never created (the
+# ReplicaSet scaled down, its controller down) or never Ready holds the workload no longer.
+MOVE_TIMEOUT = 300.0
+# After a plan that found no improving move (or a workload that stopped converging): the cluster
+# must change for a plan to change; a node that appears or is relabelled or retainted lifts it.
+NO_MOVE_COOLDOWN = 300.0
+# A PodDisruptionBudget that allows no disruption: look again this often (kubectl drain retries
+# every 5 s; a budget frees up when a pod becomes Ready, which marks the workload anyway).
+PDB_RETRY = 30.0
+# An eviction that failed otherwise (RBAC, an outage after the retries): doubling from this.
+FAILURE_BACKOFF = 10.0
+# A workload whose replacement twice in a row did not land where the planner said stops.
+MAX_MISSES = 2
+# At most as many moves per window as the workload has pods: beyond that it is a loop, not a fix.
+MOVE_WINDOW = 600.0
+
+MOVED = "Rebalanced"
+BLOCKED = "RebalanceBlocked"
+STOPPED = "RebalanceStopped"
+BAD_ANNOTATION = "RebalanceBadAnnotation"
+
+
+class Evictor(Protocol):
+    async def evict(self, pod: Pod) -> None: ...
+
+
+class ApiEvictor:
+    """``POST pods/{name}/eviction`` (policy/v1 Eviction), with the pod's UID as a precondition: a
+    pod of the same name created since (a StatefulSet's) is never evicted by mistake (409)."""
+
+    def __init__(self, writer: ApiWriter) -> None:
+        self._writer = writer  # the one write path: limiter, fence, retries
+
+    async def evict(self, pod: Pod) -> None:
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod.name, "namespace": pod.namespace},
+        }
+        if pod.uid:
+            body["deleteOptions"] = {"preconditions": {"uid": pod.uid}}
+        await self._writer.post_to_pod(f"evicting {pod.key}", pod, "eviction", body)
+
+
+@dataclass(frozen=True, slots=True)
+class _Flight:
+    """A move sent: the evicted pod, the workload's pods when it was sent (any other pod of the
+    workload is a replacement; a StatefulSet's keeps the name, so a pod is its key and UID)."""
+
+    pod: tuple[PodKey, str]
+    before: frozenset[tuple[PodKey, str]]
+    since: float
+
+
+def _who(pod: Pod) -> tuple[PodKey, str]:
+    return pod.key, pod.uid
+
+
+@dataclass(slots=True)
+class _State:
+    """What the rebalancer remembers of one workload between plans."""
+
+    not_before: float = 0.0
+    no_move: bool = False  # the wait is a no-improving-move cool-down (a changed node lifts it)
+    in_flight: _Flight | None = None  # the last move, until the cache shows it done (or MOVE_TIMEOUT)
+    moves: list[float] = field(default_factory=list)  # when the moves of the current window were sent
+    last_move: Move | None = None
+    misses: int = 0
+    failures: int = 0
+    told: dict[str, float] = field(default_factory=dict)  # Event reason -> when last posted
+
+
+def _reference(workload: Workload, pod: Pod) -> dict[str, Any]:
+    """The ObjectReference of the pod's controller (the ReplicaSet), for its Events."""
+    owner = pod.controller
+    return {
+        "apiVersion": owner.api_version if owner is not None else "apps/v1",
+        "kind": workload.kind,
+        "namespace": workload.namespace,
+        "name": workload.name,
+        "uid": workload.uid,
+    }
+
+
+def move_note(move: Move) -> str:
+    name = move.pod.rpartition("/")[2]
+    return (
+        f"moved pod {name} from {move.topology_key}={move.from_domain} (node {move.from_node}) to "
+        f"{move.topology_key}={move.to_domain} (node {move.to_node}): skew {move.skew_before} -> {move.skew_after}"
+    )
+
+
+class Rebalancer(WorkloadMarker):
+    """Plans the marked workloads and carries out the first move of each plan (see the module)."""
+
+    def __init__(
+        self,
+        cache: Cache,
+        frameworks: Mapping[str, Framework],
+        evictor: Evictor,
+        recorder: ApiRecorder,
+        metrics: SchedulerMetrics,
+        *,
+        default: bool = False,
+        pending: Callable[[], Iterable[Pod]] = tuple,
+        fence: Callable[[], bool] = always,
+        planner: Callable[..., Plan] = plan_workload,
+        clock: Callable[[], float] = time.monotonic,
+        debounce: float = DEBOUNCE,
+        max_delay: float = MAX_DELAY,
+    ) -> None:
+        super().__init__(cache, frameworks, fence, debounce, max_delay, REBALANCED_KINDS)
+        self._evictor = evictor
+        self._recorder = recorder
+        self._metrics = metrics
+        self._default = default
+        self._pending = pending  # the pods waiting to be scheduled (the event handlers' pending)
+        self._planner = planner
+        self._clock = clock
+        self._states: dict[Workload, _State] = {}
+        self._deferred: dict[Workload, float] = {}  # served again at that time without a mark
+        self.evicted = 0
+
+    # -- the event handlers' side -------------------------------------------------------------
+
+    def node_changed(self, old: Node | None, new: Node | None) -> None:
+        super().node_changed(old, new)
+        if new is None or (old is not None and dict(old.labels) == dict(new.labels) and old.taints == new.taints):
+            return
+        # A node appeared or moved domains (a zone back, a taint lifted): a plan that found no
+        # move may find one now; an empty domain holds no pod whose event would say so.
+        for state in self._states.values():
+            if state.no_move:
+                state.not_before, state.no_move = 0.0, False
+        self._mark_all()
+
+    # -- the serving side ---------------------------------------------------------------------
+
+    def _idle_timeout(self) -> float | None:
+        return max(0.0, min(self._deferred.values()) - self._clock()) if self._deferred else None
+
+    async def sync_once(self) -> None:
+        """Plan every marked workload (and those whose wait is over); at most one eviction each."""
+        now = self._clock()
+        due = {w for w, at in self._deferred.items() if at <= now}
+        for workload in due:
+            del self._deferred[workload]
+        batch, self.dirty = self.dirty | due, set()
+        pending: dict[Workload, list[Pod]] = {}
+        for pod in self._pending():
+            if (owner := workload_of(pod, REBALANCED_KINDS)) is not None:
+                pending.setdefault(owner, []).append(pod)
+        for workload in sorted(batch):
+            try:
+                await self._serve(workload, pending.get(workload, []))
+            except NotLeadingError:
+                self.dirty |= batch  # the rest waits for a replica sure of the Lease
+                self._wake.set()
+                return
+            except Exception:  # one workload's failure (a bug) must not end the loop for all of them
+                self._skip("error")
+                log.exception("rebalance: planning failed", namespace=workload.namespace, workload=workload.name)
+                self._defer(workload, self._clock() + FAILURE_BACKOFF)
+
+    def _skip(self, reason: str) -> None:
+        self._metrics.rebalance_skipped.labels(reason).inc()
+
+    def _wait(self, workload: Workload, state: _State, seconds: float, *, no_move: bool = False) -> None:
+        state.not_before, state.no_move = self._clock() + seconds, no_move
+        self._defer(workload, state.not_before)
+
+    def _defer(self, workload: Workload, at: float) -> None:
+        """Serve the workload again at ``at`` (or earlier) without a mark; a mark before serves it too."""
+        self._deferred[workload] = min(at, self._deferred.get(workload, at))
+
+    async def _serve(self, workload: Workload, waiting: list[Pod]) -> None:
+        pods = self._pods(workload)
+        if not pods:
+            self._states.pop(workload, None)
+            self._deferred.pop(workload, None)
+            self._metrics.set_skews(workload.namespace, workload.name, {})
+            return
+        framework = self._frameworks[pods[0].scheduler_name]
+        state = self._states.setdefault(workload, _State())
+        # Every pod must opt in (a rollout that adds the annotation counts once it is done).
+        verdicts = [rebalance_opt_in(p, self._default) for p in (*pods, *waiting)]
+        bad = next((v for v in verdicts if isinstance(v, str)), None)
+        self._gauge(workload, pods, framework)  # every workload's, opted in or not
+        if bad is not None or not all(verdicts):
+            self._skip("bad-annotation" if bad is not None else "not-opted-in")
+            if bad is not None:
+                await self._tell(workload, pods[0], state, BAD_ANNOTATION, bad)
+            return
+        now = self._clock()
+        if state.in_flight is not None and self._flying(workload, state.in_flight, pods, now):
+            self._skip(IN_FLIGHT)
+            self._defer(workload, state.in_flight.since + MOVE_TIMEOUT)
+            return
+        state.in_flight = None
+        if state.not_before > now:
+            self._skip("cool-down")
+            self._defer(workload, state.not_before)
+            return
+        state.moves = [t for t in state.moves if t > now - MOVE_WINDOW]
+        if len(state.moves) >= len(pods):
+            self._skip("move-limit")
+            self._wait(workload, state, state.moves[0] + MOVE_WINDOW - now)
+            return
+        plan = self._planner(self._cache, framework, workload, max_moves=1, pending=waiting, placed=pods)
+        if plan.reason != PLANNED or not plan.moves:
+            await self._unplanned(workload, pods[0], state, plan)
+            return
+        move = plan.moves[0]
+        last = state.last_move
+        if last is not None and last.topology_key == move.topology_key and move.skew_before > last.skew_after:
+            state.misses += 1  # the replacement did not land where the planner said
+        else:
+            state.misses = 0
+        if state.misses >= MAX_MISSES:
+            self._skip("not-converging")
+            state.last_move, state.misses = None, 0
+            self._wait(workload, state, NO_MOVE_COOLDOWN, no_move=True)
+            note = f"stopped: {MAX_MISSES} moves in a row left the skew above what the plan expected"
+            await self._tell(workload, pods[0], state, STOPPED, note)
+            return
+        await self._carry_out(workload, state, move, pods)
+
+    def _flying(self, workload: Workload, flight: _Flight, pods: list[Pod], now: float) -> bool:
+        """Whether the move is still in flight, by the cache: the evicted pod is there, or no
+        replacement is bound and Ready yet; at most ``MOVE_TIMEOUT``, then it says so."""
+        if any(_who(p) == flight.pod for p in pods):
+            left = "the evicted pod is still there"
+        elif any(_who(p) not in flight.before and pod_ready(p) and not self._cache.is_assumed(p.key) for p in pods):
+            return False
+        else:
+            left = "no replacement is bound and Ready"
+        if now - flight.since < MOVE_TIMEOUT:
+            return True
+        self._metrics.rebalance_moves.labels("timed-out").inc()
+        log.warning(
+            "rebalance: a move did not finish in time; planning again",
+            namespace=workload.namespace,
+            workload=workload.name,
+            pod=flight.pod[0],
+            waited=MOVE_TIMEOUT,
+            why=left,
+        )
+        return False
+
+    def _gauge(self, workload: Workload, pods: list[Pod], framework: Framework) -> None:
+        """The workload's skews now, counted as the planner counts them, per topology key the
+        constraint furthest above its maxSkew (none while its pods disagree: the last ones stay)."""
+        spec = workload_spec(pods, framework, self._cache)
+        if isinstance(spec, str):
+            return
+        worst: dict[str, tuple[int, int]] = {}
+        if spec is not None:
+            for c, skew in zip(spec.constraints, measure(spec, self._cache).skews, strict=True):
+                held = worst.get(c.topology_key)
+                if held is None or skew - c.max_skew > held[0] - held[1]:
+                    worst[c.topology_key] = (skew, c.max_skew)
+        self._metrics.set_skews(workload.namespace, workload.name, worst)
+
+    async def _unplanned(self, workload: Workload, pod: Pod, state: _State, plan: Plan) -> None:
+        self._skip(plan.reason)
+        if plan.reason == IN_FLIGHT:  # its pods' events end it; a missed one does not hold it for ever
+            self._defer(workload, self._clock() + MOVE_TIMEOUT)
+        elif plan.reason == NO_IMPROVING_MOVE:
+            state.last_move = None
+            self._wait(workload, state, NO_MOVE_COOLDOWN, no_move=True)
+        elif plan.reason == PDB:
+            self._wait(workload, state, PDB_RETRY)
+            await self._tell(workload, pod, state, BLOCKED, plan.message)
+        elif plan.reason == WITHIN_SKEW:
+            state.last_move, state.misses = None, 0
+
+    async def _carry_out(self, workload: Workload, state: _State, move: Move, pods: list[Pod]) -> None:
+        pod, member = self._cache.pod(move.pod), pods[0]
+        if pod is None:
+            return  # gone meanwhile: its deletion marks the workload again
+        # Taken before the request: the evicted pod's events (a pod without a grace period is deleted
+        # by the eviction itself) and its replacement's may be handled before the answer is.
+        before = frozenset(map(_who, pods))
+        try:
+            await self._evictor.evict(pod)
+        except NotLeadingError:
+            raise
+        except DisruptionBudgetError as exc:
+            self._metrics.rebalance_moves.labels("pdb-blocked").inc()
+            log.warning("rebalance blocked by a PodDisruptionBudget", pod=pod.key, err=str(exc))
+            self._wait(workload, state, PDB_RETRY)
+            await self._tell(workload, member, state, BLOCKED, f"not moving pod {pod.name}: {exc}")
+            return
+        except (PodGoneError, BindConflictError) as exc:  # 404, or 409: another pod of that name now
+            self._metrics.rebalance_moves.labels("gone").inc()
+            log.info("rebalance: the pod to move is gone", pod=pod.key, err=str(exc))
+            self._defer(workload, self._clock() + FAILURE_BACKOFF)  # should its deletion go unseen
+            return
+        except Exception as exc:  # an outage after the retries, a refusal (RBAC): back off
+            self._metrics.rebalance_moves.labels("failed").inc()
+            state.failures += 1
+            backoff = min(NO_MOVE_COOLDOWN, FAILURE_BACKOFF * 2 ** (state.failures - 1))
+            log.warning("rebalance eviction failed", pod=pod.key, err=str(exc), retry_in=backoff)
+            self._wait(workload, state, backoff)
+            return
+        self.evicted += 1
+        self._metrics.rebalance_moves.labels("evicted").inc()
+        state.in_flight = _Flight(_who(pod), before, self._clock())
+        state.last_move, state.failures = move, 0
+        state.moves.append(self._clock())
+        self._wait(workload, state, MOVE_SETTLE)
+        note = move_note(move)
+        log.info("rebalanced", namespace=workload.namespace, workload=workload.name, move=note)
+        await self._event(workload, member, "Normal", MOVED, note, pod)
+
+    async def _tell(self, workload: Workload, pod: Pod, state: _State, reason: str, note: str) -> None:
+        """A Warning Event on the workload, at most once per ``NO_MOVE_COOLDOWN`` for one reason."""
+        now = self._clock()
+        told = state.told.get(reason)
+        if told is not None and now - told < NO_MOVE_COOLDOWN:
+            return
+        state.told[reason] = now
+        log.warning("rebalance: " + reason, namespace=workload.namespace, workload=workload.name, note=note)
+        await self._event(workload, pod, "Warning", reason, note)
+
+    async def _event(
+        self, workload: Workload, pod: Pod, event_type: str, reason: str, note: str, related: Pod | None = None
+    ) -> None:
+        try:
+            await self._recorder.object_event(_reference(workload, pod), event_type, reason, "Rebalance", note, related)
+        except NotLeadingError:
+            raise
+        except Exception as exc:  # an Event is best effort
+            log.warning("rebalance event not posted", reason=reason, err=str(exc))

@@ -1,0 +1,139 @@
+"""client-go's tools/record, as the scheduler uses it: events.k8s.io/v1 Events, and the
+PodScheduled=False condition of a pod that did not fit (with ``status.nominatedNodeName``); both
+through the one writer (``scheduler.kube.writes``), the Events on a budget of their own."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler.api.objects import Pod
+from scheduler.errors import BindConflictError, PodGoneError
+from scheduler.kube.flowcontrol import RateLimiter
+from scheduler.kube.writes import STRATEGIC_MERGE_PATCH, ApiWriter
+
+__all__ = ["ApiRecorder"]
+
+
+def _rfc3339(now: datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ApiRecorder:
+    """PodScheduled=False via a strategic-merge patch of ``pods/status``, and events.k8s.io/v1 Events."""
+
+    def __init__(
+        self, writer: ApiWriter, scheduler_name: str, instance: str, event_limiter: RateLimiter | None = None
+    ) -> None:
+        self._writer = writer
+        # Events get their own budget, as kube-scheduler's event client has its own rate limiter
+        # (``createClients`` in cmd/kube-scheduler/app/options/options.go builds a second clientset
+        # for events): otherwise every Scheduled event would halve the binding rate at the default QPS.
+        self._event_limiter = event_limiter or writer.limiter
+        self._controller = scheduler_name
+        self._instance = instance
+
+    async def set_unschedulable(
+        self, pod: Pod, reason: str, message: str, nominated_node_name: str | None = None
+    ) -> None:
+        current = _pod_scheduled_condition(pod)
+        same = current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
+            "False",
+            reason,
+            message,
+        )
+        status: dict[str, Any] = {}
+        if nominated_node_name is not None and nominated_node_name != pod.nominated_node_name:
+            status["nominatedNodeName"] = nominated_node_name or None  # null removes it (omitempty)
+        if same and not status:
+            return  # nothing changed: upstream sends no patch either
+        if not same:
+            now = datetime.now(UTC)
+            condition: dict[str, Any] = {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": None,
+            }
+            if current is None or current.get("status") != "False":
+                condition["lastTransitionTime"] = _rfc3339(now)
+            status["conditions"] = [condition]
+        body = {"status": status}
+        try:
+            await self._writer.write(
+                f"patching status of {pod.key}",
+                "PATCH",
+                "/api/v1/namespaces/{namespace}/pods/{name}/status",
+                {"namespace": pod.namespace, "name": pod.name},
+                body,
+                STRATEGIC_MERGE_PATCH,
+            )
+        except PodGoneError:
+            return
+
+    async def event(
+        self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
+    ) -> None:
+        await self.object_event(_object_reference(pod), event_type, reason, action, note, related)
+
+    async def object_event(
+        self,
+        regarding: dict[str, Any],
+        event_type: str,
+        reason: str,
+        action: str,
+        note: str,
+        related: Pod | None = None,
+    ) -> None:
+        """An Event about any object (``regarding``: its ObjectReference, with a namespace and name),
+        such as the ReplicaSet whose pod the rebalancer moved."""
+        now = datetime.now(UTC)
+        namespace, name = str(regarding["namespace"]), str(regarding["name"])
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
+            "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "reportingController": self._controller,
+            "reportingInstance": self._instance,
+            "action": action,
+            "reason": reason,
+            "note": note,
+            "type": event_type,
+            "regarding": regarding,
+        }
+        if related is not None:
+            body["related"] = _object_reference(related)
+        try:
+            await self._writer.write(
+                f"posting event {reason} for {namespace}/{name}",
+                "POST",
+                "/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+                {"namespace": namespace},
+                body,
+                limiter=self._event_limiter,
+            )
+        except (PodGoneError, BindConflictError):
+            return  # namespace gone, or a duplicate name: an event is best effort
+
+
+def _object_reference(pod: Pod) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": pod.uid,
+        "resourceVersion": pod.resource_version,
+    }
+
+
+def _pod_scheduled_condition(pod: Pod) -> dict[str, Any] | None:
+    status = pod.raw.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for cond in conditions or ():
+        if isinstance(cond, dict) and cond.get("type") == "PodScheduled":
+            return cond
+    return None
