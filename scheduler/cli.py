@@ -16,6 +16,7 @@ import structlog
 from scheduler import __version__, logs
 from scheduler.boundedyaml import ReadError
 from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.features import NEWEST, RELEASES, features_at, parse_feature_gates, supported_minor
 from scheduler.simulate import (
     Simulation,
     load_objects,
@@ -43,13 +44,37 @@ EXIT_BAD_INPUT = 2
 EXIT_UNSCHEDULABLE = 3
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    """Only the result goes to stdout; warnings and errors go to stderr, so ``-o json`` stays parseable."""
+def _offline_config(args: argparse.Namespace) -> SchedulerConfig | int:
+    """``--config`` decided as ``--kube-version`` with ``--feature-gates``; exit 2 after saying why not.
+
+    A gate error reads as kube-scheduler's flag error: ``invalid argument ... for "--feature-gates" flag``.
+    """
     try:
-        config = load_config(args.config)
+        minor = supported_minor(args.kube_version)
+    except ValueError as exc:
+        print(f"spread-scheduler: --kube-version: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        features = features_at(minor, parse_feature_gates(args.feature_gates))
+    except ValueError as exc:
+        print(
+            f'spread-scheduler: invalid argument "{args.feature_gates}" for "--feature-gates" flag: {exc}',
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    try:
+        return load_config(args.config, features)
     except ConfigError as exc:
         print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    """Only the result goes to stdout; warnings and errors go to stderr, so ``-o json`` stays parseable."""
+    loaded = _offline_config(args)
+    if isinstance(loaded, int):
+        return loaded
+    config = loaded
     source = "stdin" if args.file == "-" else args.file
     try:
         objects = load_objects(args.file, sys.stdin)
@@ -210,11 +235,9 @@ def _explain(args: argparse.Namespace) -> int:
 def _inputs(args: argparse.Namespace) -> tuple[SchedulerConfig, list[Mapping[str, Any]]] | int:
     """``--config`` and the objects of ``-f FILE`` or of the live cluster (PodDisruptionBudgets too,
     where allowed: a plan stops at one); an exit code after printing why there are none."""
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
-        return 2
+    config = _offline_config(args)
+    if isinstance(config, int):
+        return config
     if args.file is not None:
         try:
             return config, list(load_objects(args.file))
@@ -397,6 +420,7 @@ def _add_read_only(sub: Any, common: list[argparse.ArgumentParser], *, kubectl: 
     skew.add_argument("--output", "-o", choices=("table", "json"), default="table")
     skew.add_argument("--plot", metavar="FILE.png", help="also draw pods per domain (needs spread-scheduler[plot])")
     _default_rebalance(skew)
+    _version_flags(skew)
     skew.set_defaults(func=_skew)
 
     reb = sub.add_parser(
@@ -410,7 +434,26 @@ def _add_read_only(sub: Any, common: list[argparse.ArgumentParser], *, kubectl: 
     namespaces(reb, "only this namespace's workloads, and its objects only (default: all)")
     reb.add_argument("--output", "-o", choices=("table", "json"), default="table")
     _default_rebalance(reb)
+    _version_flags(reb)
     reb.set_defaults(func=_rebalance)
+
+
+def _version_flags(parser: argparse.ArgumentParser) -> None:
+    """``--kube-version`` and ``--feature-gates``: whose decisions a file of objects is decided with."""
+    parser.add_argument(
+        "--kube-version",
+        default=NEWEST,
+        metavar="|".join(RELEASES),
+        help=f"decide as this minor's kube-scheduler ({', '.join(RELEASES.values())}); default {NEWEST}, the newest: "
+        "a dump does not say which version its cluster runs",
+    )
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="Gate=true,...",
+        help="kube-scheduler's --feature-gates, checked at --kube-version; a gate the scheduler reads is "
+        "accepted away from its default only where spread-scheduler implements that state",
+    )
 
 
 def _default_rebalance(parser: argparse.ArgumentParser) -> None:
@@ -519,6 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help=f"exit {EXIT_UNSCHEDULABLE} when a reported pod is not placed",
     )
+    _version_flags(sim)
     sim.set_defaults(func=_simulate)
 
     run = sub.add_parser(

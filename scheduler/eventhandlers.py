@@ -19,6 +19,7 @@ from scheduler.api.objects import SELECTING_KINDS, Namespace, Node, Pod, PodKey,
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.storage_objects import STORAGE_KINDS, key_of
 from scheduler.backend.queue.scheduling_queue import SchedulingQueue
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import events as ev
 
 __all__ = ["EventHandlers", "HeldChanges"]
@@ -68,8 +69,11 @@ class EventHandlers:
         held: HeldChanges,
         *,
         whole_nodes: bool = False,
+        features: Features = DEFAULT_FEATURES,
     ) -> None:
         self.cache = cache
+        # Node updates of declared features are an event only with NodeDeclaredFeatures (1.36+).
+        self.declared_features = features.enable_node_declared_features
         # Keep each Node's API object whole (an extender is sent them), not without its images.
         self.whole_nodes = whole_nodes
         self.queue = queue
@@ -125,7 +129,7 @@ class EventHandlers:
         if _older(node.resource_version, old.resource_version):
             return  # an event older than the version we hold (integer resourceVersions): never go back
         self.cache.update_node(old, node)
-        for event in ev.node_scheduling_properties_change(node, old):
+        for event in ev.node_scheduling_properties_change(node, old, declared_features=self.declared_features):
             self.queue.move_all_to_active_or_backoff(event, old, node)
         self._tell(self.node_changes, old, node)
 
@@ -301,6 +305,7 @@ _STORAGE_RESOURCES = {
     "CSIDriver": ev.EventResource.CSI_DRIVER,
     "CSIStorageCapacity": ev.EventResource.CSI_STORAGE_CAPACITY,
     "VolumeAttachment": ev.EventResource.VOLUME_ATTACHMENT,
+    "DeviceClass": ev.EventResource.DEVICE_CLASS,
 }
 
 

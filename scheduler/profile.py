@@ -10,7 +10,7 @@ from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, Handle, Plugin
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.names import NODE_RESOURCES_FIT
-from scheduler.plugins.registry import REGISTRY
+from scheduler.plugins.registry import registry
 
 __all__ = ["build_frameworks", "queue_sort_key"]
 
@@ -28,6 +28,7 @@ def build_frameworks(
     ordered = [e for e in extenders if not e.is_ignorable()] + [e for e in extenders if e.is_ignorable()]
     ignored = [r.name for ext in config.extenders for r in ext.managed_resources if r.ignored_by_scheduler]
     out: dict[str, Framework] = {}
+    plugin_classes = registry(config.features)
     for i, prof in enumerate(config.profiles):
         handle = Handle(binder=binder)
         used = {name for names in prof.points.values() for name in names}
@@ -37,7 +38,7 @@ def build_frameworks(
             if ignored and name == NODE_RESOURCES_FIT:
                 args = {**args, "ignoredResources": ignored}
             try:
-                plugins[name] = REGISTRY[name](args, handle)
+                plugins[name] = plugin_classes[name](args, handle, config.features)
             except ValueError as exc:
                 raise ConfigError(f"profiles[{i}].pluginConfig[{name}].args: {exc}") from exc
         pct = prof.percentage_of_nodes_to_score

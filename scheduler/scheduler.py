@@ -55,7 +55,7 @@ class Scheduler:
         self.frameworks: dict[str, Framework] = build_frameworks(config, binder, self.extenders)
         self.clock = clock
         self._wakeup = asyncio.Event()
-        self.cache = Cache()
+        self.cache = Cache(pod_level_resize=config.features.enabled("InPlacePodLevelResourcesVerticalScaling"))
         self.queue = SchedulingQueue(
             self.frameworks,
             sort_key=queue_sort_key(self.frameworks),
@@ -65,7 +65,9 @@ class Scheduler:
             on_change=self._wakeup.set,
         )
         whole_nodes = any(not e.node_cache_capable for e in config.extenders)
-        self.handlers = EventHandlers(self.cache, self.queue, self.frameworks, HeldChanges(), whole_nodes=whole_nodes)
+        self.handlers = EventHandlers(
+            self.cache, self.queue, self.frameworks, HeldChanges(), whole_nodes=whole_nodes, features=config.features
+        )
         # The nominator checks that a pod it nominates still waits unbound (upstream: its podLister),
         # and Filter counts the nominated pods through each profile's handle.
         self.queue.nominator.pod_lister = self.handlers.pending.get

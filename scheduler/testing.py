@@ -301,6 +301,11 @@ class NodeBuilder:
         self.obj["status"].setdefault("images", []).append({"names": list(names), "sizeBytes": size_bytes})
         return self
 
+    def declared_features(self, *names: str) -> Self:
+        """``status.declaredFeatures`` (upstream's ``st.MakeNode().DeclaredFeatures``)."""
+        self.obj["status"]["declaredFeatures"] = list(names)
+        return self
+
     def dict(self) -> dict[str, Any]:
         return copy.deepcopy(self.obj)
 

@@ -36,8 +36,12 @@ ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 
 
+# The tables and scores below are kube-scheduler 1.35's (simulate's default is the newest minor).
+AS_1_35 = ("--kube-version", "1.35")
+
+
 def simulate_json(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, Any]]:
-    assert main(["simulate", *args, "--output", "json"]) == 0
+    assert main(["simulate", *args, *AS_1_35, "--output", "json"]) == 0
     results: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["results"]
     return results
 
@@ -149,7 +153,7 @@ class TestTwoZonesExample:
 
     def test_table(self, capsys: pytest.CaptureFixture[str]) -> None:
         """The table names the decision, every node, its verdict, and the weighted score columns."""
-        assert main(["simulate", str(EXAMPLES / "two-zones.yaml"), "--seed", "1"]) == 0
+        assert main(["simulate", str(EXAMPLES / "two-zones.yaml"), "--seed", "1", *AS_1_35]) == 0
         table = capsys.readouterr().out
         lines = table.splitlines()
         assert lines[0] == "pod default/incoming: -> node4"
@@ -181,7 +185,7 @@ class TestMinDomainsExample:
 
     def test_table_shows_the_message_and_each_node(self, capsys: pytest.CaptureFixture[str]) -> None:
         """UNSCHEDULABLE with the message, then one row per node with its reason."""
-        assert main(["simulate", str(EXAMPLES / "min-domains.yaml")]) == 0
+        assert main(["simulate", str(EXAMPLES / "min-domains.yaml"), *AS_1_35]) == 0
         lines = capsys.readouterr().out.splitlines()
         assert lines[0] == (
             f"pod default/db-4: UNSCHEDULABLE: 0/3 nodes are available: 3 {SPREAD}. "
@@ -378,11 +382,11 @@ class TestInputFormats:
         (tmp_path / "multi.yaml").write_text(yaml.safe_dump_all(items))
         docs = []
         for name in ("list.yaml", "multi.yaml"):
-            assert main(["simulate", str(tmp_path / name), "--output", "json"]) == 0
+            assert main(["simulate", str(tmp_path / name), *AS_1_35, "--output", "json"]) == 0
             docs.append(json.loads(capsys.readouterr().out))
         a, b = docs
         assert a == b and a["results"][0]["node"] is None
-        assert main(["simulate", str(tmp_path / "multi.yaml")]) == 0
+        assert main(["simulate", str(tmp_path / "multi.yaml"), *AS_1_35]) == 0
         table = capsys.readouterr().out
         assert "UNSCHEDULABLE" in table and "n1" in table and "PodTopologySpread" in table
 

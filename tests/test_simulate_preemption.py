@@ -11,6 +11,7 @@ import pytest
 from scheduler.api.objects import Pod, PodKey
 from scheduler.cli import main
 from scheduler.config import load_config, parse_config
+from scheduler.features import features_at
 from scheduler.framework.status import Code, Status
 from scheduler.schedule_one import Attempt
 from scheduler.simulate.dump import load_objects
@@ -201,3 +202,24 @@ def test_the_documented_output_is_the_commands(capsys: pytest.CaptureFixture[str
     shown = doc[doc.index(command) + len(command) :].split("```")[0]
     assert main(["simulate", str(EXAMPLES / "preemption.yaml")]) == 0
     assert capsys.readouterr().out.rstrip("\n") == shown.rstrip("\n")
+
+
+@pytest.mark.parametrize(
+    ("minor", "message"),
+    [
+        ("1.35", "0/2 nodes are available: 2 Insufficient cpu."),
+        ("1.36", "0/2 nodes are available: 2 Insufficient cpu."),
+        # preemption.go Preempt at v1.37.2 (#140180): Success names the node and counts the victims.
+        (
+            "1.37",
+            "0/2 nodes are available: 2 Insufficient cpu. "
+            "preemption: found a potential placement for pod on node node-b, preempting 1 victims",
+        ),
+    ],
+)
+def test_a_successful_preemption_says_so_from_1_37(minor: str, message: str) -> None:
+    sim = Simulation(load_config(None, features_at(minor)), seed=1)
+    sim.add_objects(load_objects(EXAMPLES / "preemption.yaml"))
+    (attempt,) = sim.run()
+    data = attempt_to_json(attempt, sim.cache)
+    assert (data["nominatedNode"], data["message"]) == ("node-b", message)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NewType
 
+from scheduler.api.declaredfeatures import parse_node_declared_features, pod_feature_uses
 from scheduler.api.fields import (
     FieldError,
     as_list,
@@ -120,6 +121,8 @@ class Pod:
     preemption_policy: str = PREEMPT_LOWER_PRIORITY
     start_time: float | None = None
     preempted_by_scheduler: bool = False
+    # Node-declared features the spec needs (``scheduler.api.declaredfeatures``; NodeDeclaredFeatures).
+    feature_uses: frozenset[str] = frozenset()
     errors: tuple[FieldError, ...] = ()
     # The API object: whole while the pod is pending (signing, extenders and status writes read it);
     # once bound, only what is read of a bound pod (``_bound_pod_view``).
@@ -268,6 +271,7 @@ class Pod:
             preemption_policy=_preemption_policy(spec.get("preemptionPolicy"), errors),
             start_time=_timestamp(status.get("startTime")),
             preempted_by_scheduler=_preempted_by_scheduler(status.get("conditions"), errors),
+            feature_uses=pod_feature_uses(spec),
             errors=tuple(errors),
             raw=_bound_pod_view(root, meta, spec, status) if node_name else root,
         )
@@ -308,6 +312,7 @@ _SPEC_FIELDS = (
     "resource_claims",
     "preferred_affinity_listed",
     "preemption_policy",
+    "feature_uses",
 )
 _SPEC_PARSES: dict[tuple[str, ...], _Parsed] = {}
 _SPEC_PARSES_MAX = 1024
@@ -338,6 +343,7 @@ def _spec_key(meta: object, spec: Mapping[str, Any], status: Mapping[str, Any]) 
         _status_requests(status.get("containerStatuses")),
         _status_requests(status.get("initContainerStatuses")),
         repr(resize),
+        repr((status.get("resources"), status.get("allocatedResources"))),  # the pod-level resize
     )
 
 
@@ -346,12 +352,22 @@ _CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContaine
 
 
 def _without_mounts(containers: object) -> object:
+    """The containers without their mounts, but for the mounts' ``bindMountOptions`` (a feature a
+    spec may need, ``feature_uses``)."""
     if not isinstance(containers, list):
         return containers
     return [
-        {k: v for k, v in c.items() if k != "volumeMounts"} if isinstance(c, Mapping) and "volumeMounts" in c else c
+        {k: _bind_mount_options(v) if k == "volumeMounts" else v for k, v in c.items()}
+        if isinstance(c, Mapping) and "volumeMounts" in c
+        else c
         for c in containers
     ]
+
+
+def _bind_mount_options(mounts: object) -> object:
+    if not isinstance(mounts, list):
+        return mounts
+    return [m.get("bindMountOptions") if isinstance(m, Mapping) else m for m in mounts]
 
 
 def _status_requests(statuses: object) -> str:
@@ -433,6 +449,8 @@ class Node:
     allocatable: Resource = field(default_factory=Resource)
     # Every name in ``status.images`` -> that image's ``sizeBytes`` (ImageLocality).
     images: Mapping[str, int] = field(default_factory=dict)
+    # ``status.declaredFeatures`` (NodeDeclaredFeatures, 1.36+).
+    declared_features: tuple[str, ...] = ()
     errors: tuple[FieldError, ...] = ()
     # The API object as far as it is read (``_node_view``), unless ``from_dict`` was asked for it
     # whole: an extender that is not nodeCacheCapable is sent whole Node objects.
@@ -457,6 +475,7 @@ class Node:
             resource_version=str(meta.get("resourceVersion") or ""),
             allocatable=parse_node_allocatable(status, errors),
             images=parse_node_images(status, errors),
+            declared_features=parse_node_declared_features(status, errors),
             errors=tuple(errors),
             raw=root if whole else _node_view(root, status),
         )

@@ -11,7 +11,7 @@ InPlacePodLevelResourcesVerticalScaling and DRAExtendedResource off.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -134,6 +134,10 @@ class PodResources:
     score_requests: Mapping[str, Fraction] = field(default_factory=dict)
     effective_requests: Mapping[str, Fraction] = field(default_factory=dict)
     host_ports: tuple[HostPort, ...] = ()
+    # With InPlacePodLevelResourcesVerticalScaling (beta on from 1.36): the same pod counted with its
+    # pod-level requests resized (``status.resources``, ``status.allocatedResources``); None when that
+    # changes nothing (no pod-level requests, no pod-level status). NodeInfo picks it (``NodeInfo``).
+    pod_level_resized: PodResources | None = None
 
 
 # -- parsing ---------------------------------------------------------------------------------------
@@ -253,6 +257,14 @@ class _Pod:
         pod_res = as_mapping(spec.get("resources"), "spec.resources", errors)
         self.pod_level = _resource_list(pod_res.get("requests"), "spec.resources.requests", errors)
         self.overhead = _resource_list(spec.get("overhead"), "spec.overhead", errors)
+        # The pod-level resize status (``status.resources``, ``status.allocatedResources``).
+        self.pod_actuated: ResourceList | None = None
+        if status.get("resources") is not None:
+            res = as_mapping(status.get("resources"), "status.resources", errors)
+            self.pod_actuated = _resource_list(res.get("requests"), "status.resources.requests", errors, validate=False)
+        self.pod_allocated = _resource_list(
+            status.get("allocatedResources"), "status.allocatedResources", errors, validate=False
+        )
 
     @property
     def pod_level_set(self) -> bool:
@@ -270,9 +282,15 @@ class _Pod:
         return _max_of(c.requests, st.actuated, st.allocated)
 
     def requests(
-        self, *, use_status: bool, defaults: Mapping[str, Fraction] | None = None, pod_level: bool = True
+        self,
+        *,
+        use_status: bool,
+        defaults: Mapping[str, Fraction] | None = None,
+        pod_level: bool = True,
+        pod_level_status: bool = False,
     ) -> ResourceList:
-        """``resourcehelper.PodRequests``; ``pod_level=False`` is its ``SkipPodLevelResources``."""
+        """``resourcehelper.PodRequests``; ``pod_level=False`` is its ``SkipPodLevelResources``,
+        ``pod_level_status`` its ``InPlacePodLevelResourcesVerticalScalingEnabled``."""
         reqs: ResourceList = {}
         for c in self.containers:
             creqs = self._effective(c, use_status)
@@ -293,9 +311,16 @@ class _Pod:
             _max_into(init, step)
         _max_into(reqs, init)
         if pod_level and self.pod_level_set:
+            effective: ResourceList | None = None
+            if pod_level_status and use_status and self.pod_actuated is not None:
+                # determineEffectiveRequests of the pod-level spec and status (a missing name is 0).
+                if self.resize_infeasible:
+                    effective = _max_of(self.pod_actuated, self.pod_allocated)
+                else:
+                    effective = _max_of(self.pod_level, self.pod_actuated, self.pod_allocated)
             for name, q in self.pod_level.items():
                 if _pod_level_supported(name):
-                    reqs[name] = q
+                    reqs[name] = q if effective is None else effective.get(name, Fraction(0))
         _add(reqs, self.overhead)
         return reqs
 
@@ -333,24 +358,39 @@ def _host_ports(spec: Mapping[str, Any], errors: list[FieldError]) -> tuple[Host
     return tuple(out)
 
 
+def _counted(pod: _Pod, *, pod_level_status: bool) -> tuple[ResourceList, int, int]:
+    """What a NodeInfo counts for the pod (``PodInfo.CalculateResource``): the requests with resize
+    status, and the non-zero cpu and memory (``getNonMissingContainerRequests``: with pod-level
+    requests, defaults only for what is missing)."""
+    has_status = any(st.actuated is not None for st in pod.statuses.values())
+    resized = pod_level_status and pod.pod_actuated is not None
+    if has_status or resized:
+        status_requests = pod.requests(use_status=True, pod_level_status=pod_level_status)
+    else:
+        status_requests = pod.requests(use_status=False)
+    if pod.pod_level_set:
+        defaults = {name: q for name, q in _NON_MISSING.items() if name not in status_requests}
+    else:
+        defaults = _NON_MISSING
+    non0 = (
+        pod.requests(use_status=True, defaults=defaults, pod_level_status=pod_level_status)
+        if defaults
+        else status_requests
+    )
+    return status_requests, milli_value(non0.get(CPU, Fraction(0))), value(non0.get(MEMORY, Fraction(0)))
+
+
 def parse_pod_resources(spec: Mapping[str, Any], status: Mapping[str, Any], errors: list[FieldError]) -> PodResources:
     """The pod's requests in every form the scheduler needs (see ``PodResources``)."""
     pod = _Pod(spec, status, errors)
     host_ports = _host_ports(spec, errors)
     spec_requests = pod.requests(use_status=False)
-    has_status = any(st.actuated is not None for st in pod.statuses.values())
-    status_requests = pod.requests(use_status=True) if has_status else spec_requests
-    # ``getNonMissingContainerRequests``: with pod-level requests, defaults only for what is missing.
-    if pod.pod_level_set:
-        defaults = {name: q for name, q in _NON_MISSING.items() if name not in status_requests}
-    else:
-        defaults = _NON_MISSING
-    non0 = pod.requests(use_status=True, defaults=defaults) if defaults else status_requests
-    return PodResources(
+    status_requests, non0_cpu, non0_mem = _counted(pod, pod_level_status=False)
+    parsed = PodResources(
         requests=Resource.from_list({k: v for k, v in spec_requests.items() if k != PODS}),
         usage=Resource.from_list({k: v for k, v in status_requests.items() if k != PODS}),
-        non0_cpu=milli_value(non0.get(CPU, Fraction(0))),
-        non0_mem=value(non0.get(MEMORY, Fraction(0))),
+        non0_cpu=non0_cpu,
+        non0_mem=non0_mem,
         # NodeResourcesFit's scorer is built without the feature flags (v1.35.4 fit.go
         # nodeResourceStrategyTypeMap sets neither enablePodLevelResources nor
         # enableInPlacePodVerticalScaling): it scores spec container requests only.
@@ -358,6 +398,19 @@ def parse_pod_resources(spec: Mapping[str, Any], status: Mapping[str, Any], erro
         effective_requests=status_requests,
         host_ports=host_ports,
     )
+    if not pod.pod_level_set or pod.pod_actuated is None:
+        return parsed
+    resized, resized_cpu, resized_mem = _counted(pod, pod_level_status=True)
+    if (resized, resized_cpu, resized_mem) == (status_requests, non0_cpu, non0_mem):
+        return parsed
+    alternative = replace(
+        parsed,
+        usage=Resource.from_list({k: v for k, v in resized.items() if k != PODS}),
+        non0_cpu=resized_cpu,
+        non0_mem=resized_mem,
+        effective_requests=resized,
+    )
+    return replace(parsed, pod_level_resized=alternative)
 
 
 def parse_node_allocatable(status: Mapping[str, Any], errors: list[FieldError]) -> Resource:

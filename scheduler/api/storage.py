@@ -24,6 +24,7 @@ __all__ = [
     "ACCESS_MODES",
     "BETA_STORAGE_CLASS_ANNOTATION",
     "BINDING_MODES",
+    "DEVICE_CLASS_PREFIX",
     "MIGRATED_PLUGINS_ANNOTATION",
     "VOLUME_BINDING_IMMEDIATE",
     "VOLUME_BINDING_WAIT",
@@ -32,6 +33,7 @@ __all__ = [
     "CSINodeDriver",
     "CSIStorageCapacity",
     "ClaimRef",
+    "DeviceClass",
     "PersistentVolume",
     "PersistentVolumeClaim",
     "StorageClass",
@@ -379,6 +381,8 @@ class CSIDriver:
     name: str
     attach_required: bool = True  # the API server's default
     storage_capacity: bool = False
+    # spec.preventPodSchedulingIfMissing: NodeVolumeLimits refuses nodes without the driver (VolumeLimitScaling).
+    prevent_pod_scheduling_if_missing: bool = False
     errors: tuple[FieldError, ...] = ()
 
     @classmethod
@@ -391,6 +395,36 @@ class CSIDriver:
             name=name,
             attach_required=spec.get("attachRequired") is not False,
             storage_capacity=spec.get("storageCapacity") is True,
+            prevent_pod_scheduling_if_missing=spec.get("preventPodSchedulingIfMissing") is True,
+            errors=tuple(errors),
+        )
+
+
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"  # resourceapi.ResourceDeviceClassPrefix
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    """A ``resource.k8s.io/v1`` DeviceClass, as far as DRAExtendedResource reads it: the extended
+    resource it backs (``spec.extendedResourceName``, besides its implicit
+    ``deviceclass.resource.kubernetes.io/<name>``) and its age (the newest wins a shared name)."""
+
+    name: str
+    extended_resource_name: str | None = None
+    created: str = ""  # metadata.creationTimestamp (RFC 3339, UTC: compares as text)
+    errors: tuple[FieldError, ...] = ()
+
+    @classmethod
+    def from_dict(cls, obj: object) -> DeviceClass:
+        errors: list[FieldError] = []
+        root = as_mapping(obj, "deviceClass", errors)
+        name, *_ = _meta(root, errors)
+        meta = as_mapping(root.get("metadata"), "metadata", errors)
+        spec = as_mapping(root.get("spec"), "spec", errors)
+        return cls(
+            name=name,
+            extended_resource_name=opt_str(spec.get("extendedResourceName"), "spec.extendedResourceName", errors),
+            created=opt_str(meta.get("creationTimestamp"), "metadata.creationTimestamp", errors) or "",
             errors=tuple(errors),
         )
 

@@ -97,6 +97,8 @@ class Volume:
     disks: tuple[Disk, ...] = ()  # the gcePersistentDisk/awsElasticBlockStore/iscsi/rbd it attaches
     # The volume as written, for a source whose fields are read (``SPEC_READ_SOURCES``); else empty.
     spec: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # ``image.reference`` of an image volume (ImageLocality counts it from 1.36); None: not one.
+    image: str | None = None
 
     def uses(self, source: str) -> bool:
         return source in self.sources
@@ -130,7 +132,11 @@ def parse_volumes(raw: object, path: str, errors: list[FieldError]) -> tuple[Vol
         claim = as_mapping(obj.get("persistentVolumeClaim"), f"{ipath}.persistentVolumeClaim", errors)
         claim_name = opt_str(claim.get("claimName"), f"{ipath}.persistentVolumeClaim.claimName", errors) or ""
         spec = obj if sources & SPEC_READ_SOURCES else {}
-        out.append(Volume(name, sources, claim_name, _disks(obj, ipath, errors), spec))
+        image = None
+        if obj.get("image") is not None:
+            source = as_mapping(obj["image"], f"{ipath}.image", errors)
+            image = opt_str(source.get("reference"), f"{ipath}.image.reference", errors) or ""
+        out.append(Volume(name, sources, claim_name, _disks(obj, ipath, errors), spec, image))
     return tuple(out)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.boundedyaml import ReadError, read_text
+from scheduler.config.default_plugins import default_multi_point
 from scheduler.config.extenders import ExtenderConfigError, check_tls, parse_extenders
 from scheduler.config.scheme import ArgsKindError, load_yaml_strict, strict_errors
 from scheduler.config.types import (
@@ -23,9 +24,10 @@ from scheduler.config.types import (
     ProfileConfig,
     SchedulerConfig,
 )
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import EXTENSION_POINTS
-from scheduler.plugins.registry import DEFAULT_MULTI_POINT, REGISTRY
+from scheduler.plugins.registry import REGISTRY, registry
 
 __all__ = ["check_same_queue_sort", "load_config", "parse_config", "upstream_config"]
 
@@ -71,7 +73,7 @@ def _plugin_refs(value: object, path: str, *, disabled: bool = False) -> list[Pl
     return refs
 
 
-def _resolve_profile(raw: Mapping[str, Any], path: str) -> ProfileConfig:
+def _resolve_profile(raw: Mapping[str, Any], path: str, features: Features) -> ProfileConfig:
     name = raw.get("schedulerName", SPREAD_SCHEDULER_NAME)
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{path}.schedulerName: Required value")
@@ -81,11 +83,12 @@ def _resolve_profile(raw: Mapping[str, Any], path: str) -> ProfileConfig:
     plugins = _mapping(raw.get("plugins"), f"{path}.plugins")  # unknown points: refused by strict decoding
 
     # multiPoint: upstream defaults, minus what the user disables, plus what the user enables.
+    plugin_classes = registry(features)
     multi_cfg = _mapping(plugins.get("multiPoint"), f"{path}.plugins.multiPoint")
     disabled = {
         r.name for r in _plugin_refs(multi_cfg.get("disabled"), f"{path}.plugins.multiPoint.disabled", disabled=True)
     }
-    multi = [PluginRef(n, w) for n, w in DEFAULT_MULTI_POINT if "*" not in disabled and n not in disabled]
+    multi = [PluginRef(n, w) for n, w in default_multi_point(features) if "*" not in disabled and n not in disabled]
     seen_multi: set[str] = set()
     for i, ref in enumerate(_plugin_refs(multi_cfg.get("enabled"), f"{path}.plugins.multiPoint.enabled")):
         if ref.name in seen_multi:  # upstream: plugin "<name>" already registered
@@ -106,13 +109,15 @@ def _resolve_profile(raw: Mapping[str, Any], path: str) -> ProfileConfig:
         off = {r.name for r in _plugin_refs(cfg.get("disabled"), f"{path}.plugins.{point}.disabled", disabled=True)}
         specific_names = [r.name for r in specific]
         multi_here = [
-            m.name for m in multi if "*" not in off and m.name not in off and _class_implements(REGISTRY[m.name], point)
+            m.name
+            for m in multi
+            if "*" not in off and m.name not in off and _class_implements(plugin_classes[m.name], point)
         ]
         ordered = [n for n in specific_names if n in multi_here]
         ordered += [n for n in multi_here if n not in specific_names]
         ordered += [n for n in specific_names if n not in multi_here]
         for i, ref in enumerate(specific):
-            if not _class_implements(REGISTRY[ref.name], point):
+            if not _class_implements(plugin_classes[ref.name], point):
                 raise ConfigError(
                     f'{path}.plugins.{point}.enabled[{i}].name: Invalid value: "{ref.name}": '
                     f"plugin does not extend {point}"
@@ -164,8 +169,12 @@ def _class_implements(cls: object, point: str) -> bool:
     return all(callable(getattr(cls, m, None)) for m in _POINT_METHODS[point])
 
 
-def parse_config(doc: object, source: str = "config", *, duplicates: Sequence[str] = ()) -> SchedulerConfig:
+def parse_config(
+    doc: object, source: str = "config", *, duplicates: Sequence[str] = (), features: Features = DEFAULT_FEATURES
+) -> SchedulerConfig:
     """The typed configuration of a decoded document, after upstream's strict decoding and validation.
+
+    ``features`` (``scheduler.features``) choose the default profile and reach every plugin.
 
     ``duplicates`` are the repeated-key errors the YAML reader found (``load_config``); they are
     reported together with the unknown fields, in one ``strict decoding error``, as upstream does.
@@ -184,7 +193,9 @@ def parse_config(doc: object, source: str = "config", *, duplicates: Sequence[st
     if kind != "KubeSchedulerConfiguration":
         raise ConfigError(f'kind: Unsupported value: "{kind}": supported values: "KubeSchedulerConfiguration"')
     raw_profiles = _list(root.get("profiles"), "profiles") or [{}]
-    profiles = [_resolve_profile(_mapping(p, f"profiles[{i}]"), f"profiles[{i}]") for i, p in enumerate(raw_profiles)]
+    profiles = [
+        _resolve_profile(_mapping(p, f"profiles[{i}]"), f"profiles[{i}]", features) for i, p in enumerate(raw_profiles)
+    ]
     seen: set[str] = set()
     for i, prof in enumerate(profiles):
         if prof.scheduler_name in seen:
@@ -216,6 +227,7 @@ def parse_config(doc: object, source: str = "config", *, duplicates: Sequence[st
         burst=_int(conn.get("burst", 100), "clientConnection.burst", 0, 2**31 - 1),
         kubeconfig=_string(conn.get("kubeconfig"), "clientConnection.kubeconfig") or None,
         leader_election=_leader_election(le, profiles[0].scheduler_name),
+        features=features,
     )
     try:
         config.extenders = parse_extenders(root.get("extenders"))
@@ -224,20 +236,21 @@ def parse_config(doc: object, source: str = "config", *, duplicates: Sequence[st
     except ExtenderConfigError as exc:
         raise ConfigError(str(exc)) from exc
     check_same_queue_sort(config.profiles)
-    _validate_plugin_args(config.profiles)
+    _validate_plugin_args(config.profiles, features)
     return config
 
 
-def _validate_plugin_args(profiles: Sequence[ProfileConfig]) -> None:
+def _validate_plugin_args(profiles: Sequence[ProfileConfig], features: Features) -> None:
     """Instantiate every used plugin once, so bad args stop the start-up naming the field, not the first pod.
 
     Our plugins validate their args in ``__init__`` (upstream: ``validation_pluginargs.go``).
     """
+    plugin_classes = registry(features)
     for i, prof in enumerate(profiles):
         handle = Handle()
         for name in sorted({name for names in prof.points.values() for name in names}):
             try:
-                REGISTRY[name](prof.plugin_args.get(name, {}), handle)
+                plugin_classes[name](prof.plugin_args.get(name, {}), handle, features)
             except ValueError as exc:
                 raise ConfigError(f"profiles[{i}].pluginConfig[{name}].args: {exc}") from exc
 
@@ -352,28 +365,35 @@ def _duration(value: object, path: str, default: float) -> float:
     return total
 
 
-def load_config(path: str | Path | None) -> SchedulerConfig:
-    """The file's configuration, or the default profile when ``path`` is None."""
+def load_config(path: str | Path | None, features: Features = DEFAULT_FEATURES) -> SchedulerConfig:
+    """The file's configuration, or the default profile when ``path`` is None, decided with ``features``."""
     if path is None:
-        return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"})
+        return parse_config({"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"}, features=features)
     try:
         doc, duplicates = load_yaml_strict(read_text(path))
     except ReadError as exc:
         raise ConfigError(f"{path}: cannot read configuration: {exc}") from exc
-    return parse_config(doc, str(path), duplicates=duplicates)
+    return parse_config(doc, str(path), duplicates=duplicates, features=features)
 
 
 def upstream_config(
-    plugin_config: list[dict[str, Any]] | None = None, *, post_filter: bool = True, **fields: Any
+    plugin_config: list[dict[str, Any]] | None = None,
+    *,
+    post_filter: bool = True,
+    features: Features = DEFAULT_FEATURES,
+    **fields: Any,
 ) -> dict[str, Any]:
     """Our default profile spelled out as a KubeSchedulerConfiguration that kube-scheduler reads too.
 
     ``multiPoint`` disables upstream's defaults and enables exactly our plugins with our weights, so
     the oracle, the benchmarks and a side-by-side kube-scheduler run the same profile as we do. Our
     list leaves DefaultPreemption out, so PostFilter is DynamicResources' alone on both sides;
-    ``post_filter=False`` turns it off on both, for a caller that compares without it.
+    ``post_filter=False`` turns it off on both, for a caller that compares without it. ``features``
+    pick the minor whose default profile is spelled out.
     """
-    enabled = [{"name": name, "weight": weight} if weight else {"name": name} for name, weight in DEFAULT_MULTI_POINT]
+    enabled = [
+        {"name": name, "weight": weight} if weight else {"name": name} for name, weight in default_multi_point(features)
+    ]
     profile: dict[str, Any] = {
         "schedulerName": SPREAD_SCHEDULER_NAME,
         "plugins": {

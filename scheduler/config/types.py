@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.config.extenders import ExtenderConfig
+from scheduler.features import DEFAULT_FEATURES, Features
 
 __all__ = [
     "API_VERSION",
@@ -67,3 +68,6 @@ class SchedulerConfig:
     kubeconfig: str | None = None
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     extenders: list[ExtenderConfig] = field(default_factory=list)  # shared by every profile, as upstream
+    # The minor decided as and its feature gates (``--kube-version``, ``--feature-gates``): every
+    # profile's plugins receive them, and the default profile is that minor's.
+    features: Features = DEFAULT_FEATURES

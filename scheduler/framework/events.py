@@ -39,12 +39,13 @@ class ActionType(enum.IntFlag):
     UPDATE_NODE_TAINT = 1 << 4
     UPDATE_NODE_CONDITION = 1 << 5
     UPDATE_NODE_ANNOTATION = 1 << 6
-    UPDATE_POD_LABEL = 1 << 7
-    UPDATE_POD_SCALE_DOWN = 1 << 8
-    UPDATE_POD_TOLERATION = 1 << 9
-    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1 << 10
-    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 1 << 11
-    ALL = (1 << 12) - 1
+    UPDATE_NODE_DECLARED_FEATURE = 1 << 7  # 1.36
+    UPDATE_POD_LABEL = 1 << 8
+    UPDATE_POD_SCALE_DOWN = 1 << 9
+    UPDATE_POD_TOLERATION = 1 << 10
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1 << 11
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 1 << 12
+    ALL = (1 << 13) - 1
     UPDATE = ALL & ~(ADD | DELETE)
 
 
@@ -64,6 +65,7 @@ class EventResource(enum.StrEnum):
     CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
     STORAGE_CLASS = "storage.k8s.io/StorageClass"
     VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
+    DEVICE_CLASS = "resource.k8s.io/DeviceClass"
     WILDCARD = "*"
 
 
@@ -192,8 +194,11 @@ def pod_tolerations_changed(new: Pod, old: Pod) -> bool:
     return new.tolerations != old.tolerations or _unparsed(new, field, key) != _unparsed(old, field, key)
 
 
-def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent]:
-    """One event per changed aspect, in upstream's extractor order; none when nothing relevant changed."""
+def node_scheduling_properties_change(new: Node, old: Node, *, declared_features: bool = False) -> list[ClusterEvent]:
+    """One event per changed aspect, in upstream's extractor order; none when nothing relevant changed.
+
+    ``declared_features``: the NodeDeclaredFeatures gate, with which upstream extracts that change too.
+    """
     events: list[ClusterEvent] = []
     if new.unschedulable != old.unschedulable and not new.unschedulable:
         events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT, "NodeSpecUnschedulableChange"))
@@ -207,6 +212,10 @@ def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent
         events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_CONDITION, "NodeConditionChange"))
     if _annotations(new) != _annotations(old):
         events.append(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ANNOTATION, "NodeAnnotationChange"))
+    if declared_features and new.declared_features != old.declared_features:
+        events.append(
+            ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_DECLARED_FEATURE, "NodeUpdateNodeDeclaredFeature")
+        )
     return events
 
 

@@ -19,6 +19,7 @@ from scheduler.api.storage import (
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
+    DeviceClass,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -172,6 +173,8 @@ class StorageLister(Protocol):
     def persistent_volumes(self) -> Iterable[PersistentVolume]: ...
 
     def csi_storage_capacities(self) -> Iterable[CSIStorageCapacity]: ...
+
+    def device_class_for(self, resource: str) -> DeviceClass | None: ...
 
     def volume_attachments_on(self, node_name: str) -> Iterable[VolumeAttachment]: ...
 

@@ -40,6 +40,8 @@ class NodeInfo:
 
     node: Node
     pods: dict[PodKey, Pod] = field(default_factory=dict)
+    # InPlacePodLevelResourcesVerticalScaling (1.36+): count pods with their pod-level resize status.
+    pod_level_resize: bool = field(default=False, kw_only=True)
     requested_milli_cpu: int = 0
     requested_memory: int = 0
     requested_ephemeral_storage: int = 0
@@ -117,6 +119,8 @@ class NodeInfo:
                 if self.pvc_ref_counts[key] <= 0:
                     del self.pvc_ref_counts[key]
         res = pod.resources
+        if self.pod_level_resize and res.pod_level_resized is not None:
+            res = res.pod_level_resized
         usage = res.usage
         self.requested_milli_cpu += sign * usage.milli_cpu
         self.requested_memory += sign * usage.memory

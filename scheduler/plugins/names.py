@@ -21,4 +21,5 @@ NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 IMAGE_LOCALITY = "ImageLocality"
 DEFAULT_PREEMPTION = "DefaultPreemption"  # accepted in configs, never preempts, not in our default profile
 DEFAULT_BINDER = "DefaultBinder"
+NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"  # default from 1.36 (gate NodeDeclaredFeatures)
 SELECTOR_SPREAD = "SelectorSpread"  # opt-in only: removed upstream in 1.28, never in our default profile

@@ -1,19 +1,21 @@
-"""The in-tree registry: plugin name → factory ``(args, handle) -> plugin``."""
+"""The in-tree registry: plugin name → factory ``(args, handle, features) -> plugin``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from scheduler.features import Features
 from scheduler.framework.interface import Handle, Plugin
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder.default_binder import DefaultBinder
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
-from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
+from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources, DynamicResourcesWithExtendedResources
 from scheduler.plugins.imagelocality.image_locality import ImageLocality
 from scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
-from scheduler.plugins.nodename.node_name import NodeName
+from scheduler.plugins.nodedeclaredfeatures.node_declared_features import NodeDeclaredFeatures
+from scheduler.plugins.nodename.node_name import NodeName, NodeNameWithPreFilter
 from scheduler.plugins.nodeports.node_ports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.plugins.noderesources.fit import Fit
@@ -24,13 +26,14 @@ from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
 from scheduler.plugins.selectorspread.selector_spread import SelectorSpread
 from scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
-from scheduler.plugins.volumebinding.volume_binding import VolumeBinding
+from scheduler.plugins.volumebinding.volume_binding import VolumeBinding, VolumeBindingWithCapacityScoring
 from scheduler.plugins.volumerestrictions.volume_restrictions import VolumeRestrictions
 from scheduler.plugins.volumezone.volume_zone import VolumeZone
 
-__all__ = ["DEFAULT_MULTI_POINT", "REGISTRY", "PluginFactory"]
+__all__ = ["REGISTRY", "PluginFactory", "registry"]
 
-PluginFactory = Callable[[Mapping[str, Any], Handle], Plugin]
+# Upstream's ``PluginFactory`` receives ``feature.Features``: so does ours, at composition.
+PluginFactory = Callable[[Mapping[str, Any], Handle, Features], Plugin]
 
 REGISTRY: dict[str, PluginFactory] = {
     names.SCHEDULING_GATES: SchedulingGates,
@@ -52,33 +55,20 @@ REGISTRY: dict[str, PluginFactory] = {
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
     names.DEFAULT_PREEMPTION: DefaultPreemption,
-    # Opt-in, not in DEFAULT_MULTI_POINT: enable it in a profile's plugins (see README).
+    names.NODE_DECLARED_FEATURES: NodeDeclaredFeatures,
+    # Opt-in, in no default profile (scheduler.config.default_plugins): enable it in a profile (see README).
     names.SELECTOR_SPREAD: SelectorSpread,
 }
 
-# Upstream's default multiPoint order (default_plugins.go) restricted to the plugins we ship,
-# with upstream's score weights. The order decides which Filter reason a node shows, and which
-# refusing stand-in names itself first.
-DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
-    (names.SCHEDULING_GATES, 0),
-    (names.PRIORITY_SORT, 0),
-    (names.NODE_UNSCHEDULABLE, 0),
-    (names.NODE_NAME, 0),
-    (names.TAINT_TOLERATION, 3),
-    (names.NODE_AFFINITY, 2),
-    (names.NODE_PORTS, 0),
-    (names.NODE_RESOURCES_FIT, 1),
-    (names.VOLUME_RESTRICTIONS, 0),
-    (names.NODE_VOLUME_LIMITS, 0),
-    (names.VOLUME_BINDING, 0),
-    (names.VOLUME_ZONE, 0),
-    (names.POD_TOPOLOGY_SPREAD, 2),
-    (names.INTER_POD_AFFINITY, 2),
-    # applyDynamicResources inserts it (DynamicResourceAllocation is locked on in 1.35) right before
-    # DefaultPreemption, with weight 2; our stand-in has no Score, so the weight is unused.
-    (names.DYNAMIC_RESOURCES, 2),
-    (names.DEFAULT_PREEMPTION, 0),
-    (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
-    (names.IMAGE_LOCALITY, 1),
-    (names.DEFAULT_BINDER, 0),
-)
+
+def registry(features: Features) -> Mapping[str, PluginFactory]:
+    """The plugins of the minor ``features`` belong to: where a plugin gained an extension point
+    without a gate, the class that has it (``parse`` reads the points off the class)."""
+    out: dict[str, PluginFactory] = dict(REGISTRY)
+    if features.node_name_first:
+        out[names.NODE_NAME] = NodeNameWithPreFilter
+    if features.enable_dra_extended_resource:
+        out[names.DYNAMIC_RESOURCES] = DynamicResourcesWithExtendedResources
+    if features.enabled("StorageCapacityScoring"):
+        out[names.VOLUME_BINDING] = VolumeBindingWithCapacityScoring
+    return out

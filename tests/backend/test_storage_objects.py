@@ -50,6 +50,7 @@ def test_lookups_are_keyed_like_a_listers() -> None:
         "CSIDriver",
         "CSIStorageCapacity",
         "VolumeAttachment",
+        "DeviceClass",
     }
 
 

@@ -668,9 +668,9 @@ class TestErrors:
         [
             pytest.param({"filter": {"enabled": [{"name": "Nope"}]}}, "filter.enabled[0]", "Nope", id="filter-enabled"),
             pytest.param(
-                {"multiPoint": {"enabled": [{"name": "NodeDeclaredFeatures"}]}},  # upstream's, alpha-gated
+                {"multiPoint": {"enabled": [{"name": "GangScheduling"}]}},  # upstream's, alpha-gated
                 "multiPoint.enabled[0]",
-                "NodeDeclaredFeatures",
+                "GangScheduling",
                 id="multipoint-enabled-upstream-plugin-we-do-not-ship",
             ),
             pytest.param({"filter": {"enabled": [{"name": "*"}]}}, "filter.enabled[0]", "*", id="star-enabled"),
@@ -683,7 +683,8 @@ class TestErrors:
         """The message names the path, the plugin, and the plugins we know."""
         assert config_error(profile(plugins)) == (
             f'profiles[0].plugins.{path}.name: Invalid value: "{name}": plugin does not exist (known: DefaultBinder, '
-            "DefaultPreemption, DynamicResources, ImageLocality, InterPodAffinity, NodeAffinity, NodeName, NodePorts, "
+            "DefaultPreemption, DynamicResources, ImageLocality, InterPodAffinity, NodeAffinity, NodeDeclaredFeatures, "
+            "NodeName, NodePorts, "
             "NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, NodeVolumeLimits, "
             "PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, "
             "TaintToleration, VolumeBinding, VolumeRestrictions, VolumeZone)"

@@ -67,9 +67,9 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.config import parse_config, upstream_config
+from scheduler.config.default_plugins import DEFAULT_MULTI_POINT
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.plugins.names import DEFAULT_PREEMPTION
-from scheduler.plugins.registry import DEFAULT_MULTI_POINT
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver

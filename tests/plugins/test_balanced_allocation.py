@@ -14,11 +14,13 @@ import pytest
 
 from scheduler.api.objects import Pod
 from scheduler.config import ConfigError, parse_config
+from scheduler.features import features_at
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code
 from scheduler.plugins.noderesources.balanced_allocation import (
     BalancedAllocation,
+    balanced_change_scorer,
     balanced_resource_scorer,
     parse_balanced_allocation_args,
 )
@@ -187,6 +189,123 @@ def test_node_resources_balanced_allocation(
         if status is not None and status.is_skip():
             return
     assert [plugin.score(state, incoming, i) for i in infos if i is not None] == want
+
+
+# 1.36 (#135573): the score is the change in balance the pod makes. Upstream v1.36.3's table, same
+# ids; its comments give each node's 1.35 score without and with the pod.
+CASES_1_36 = [
+    pytest.param(
+        cpu_and_memory(),
+        [],
+        [node("node1", 4000, 10000), node("node2", 6000, 10000)],
+        DEFAULT_SET,
+        True,
+        # node1 100 -> 87: 50 + (50 - 13) / 2 = 68; node2 100 -> 100: 75
+        [68, 75],
+        id="nothing scheduled, resources requested, differently sized nodes",
+    ),
+    pytest.param(
+        cpu_and_memory(),
+        scheduled_cpu_only_and_cpu_and_memory(),
+        [node("node1", 10000, 20000), node("node2", 10000, 20000)],
+        DEFAULT_SET,
+        True,
+        [73, 74],  # node1 85 -> 82, node2 97 -> 95
+        id="resources requested, pods scheduled with resources",
+    ),
+    pytest.param(
+        cpu_and_memory(),
+        scheduled_cpu_only_and_cpu_and_memory(),
+        [node("node1", 10000, 20000), node("node2", 10000, 50000)],
+        DEFAULT_SET,
+        True,
+        [73, 70],  # node2 90 -> 80
+        id="resources requested, pods scheduled with resources, differently sized nodes",
+    ),
+    pytest.param(
+        pod({"memory": "2000"}, {"memory": "3000"}),
+        [cpu_only("node1", "e1")],
+        [node("node1", 3000, 5000), node("node2", 3000, 5000)],
+        DEFAULT_SET,
+        True,
+        [100, 50],  # node1 50 -> 100 (the pod balances it), node2 100 -> 50
+        id="resources requested, pods scheduled with resources, nodes to reach min/max score",
+    ),
+    pytest.param(
+        cpu_only(),
+        scheduled_cpu_only_and_cpu_and_memory(),
+        [node("node1", 6000, 10000), node("node2", 6000, 10000)],
+        DEFAULT_SET,
+        True,
+        [62, 62],  # node1 75 -> 50, node2 100 -> 75
+        id="requested resources at node capacity",
+    ),
+    pytest.param(
+        pod({"cpu": "0", "memory": "0", GPU: "1"}),
+        [cpu_and_memory_and_gpu("node1", "e1"), cpu_and_memory("node2", "e2")],
+        [node("node1", 3500, 40000, GPU8), node("node2", 3500, 40000, GPU8)],
+        WITH_GPU,
+        True,
+        [75, 76],  # node1 69 -> 70, node2 62 -> 65
+        id="scalar resource is included in the score computation if pod requests the scalar resource",
+    ),
+    pytest.param(
+        cpu_and_memory(),
+        [],
+        [node("node1", 3500, 40000, GPU8), node("node2", 3500, 40000)],
+        WITH_GPU,
+        True,
+        [56, 56],  # 100 -> 63 on both: the GPU the pod does not ask for is left out
+        id="scalar resource is not included in the score computation if pod doesn't request the scalar resource",
+    ),
+    pytest.param(
+        cpu_and_memory(),
+        scheduled_cpu_only_and_cpu_and_memory(),
+        [node("node1", 10000, 20000), node("node2", 10000, 20000)],
+        DEFAULT_SET,
+        False,
+        [73, 74],
+        id="resources requested, pods scheduled with resources if PreScore not called",
+    ),
+]
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+@pytest.mark.parametrize(("incoming", "existing", "nodes", "resources", "run_pre_score", "want"), CASES_1_36)
+def test_node_resources_balanced_allocation_scores_the_change(
+    minor: str,
+    incoming: Pod,
+    existing: list[Pod],
+    nodes: list[NodeBuilder],
+    resources: list[dict[str, Any]],
+    run_pre_score: bool,
+    want: list[int],
+) -> None:
+    cache = make_cache(nodes, existing)
+    plugin = BalancedAllocation({"resources": resources}, Handle(cache), features_at(minor))
+    infos = [i for i in (cache.get(n.obj["metadata"]["name"]) for n in nodes) if i is not None]
+    state = CycleState()
+    if run_pre_score:
+        assert plugin.pre_score(state, incoming, infos) is None
+    assert [plugin.score(state, incoming, i) for i in infos] == want
+
+
+def test_best_effort_pod_is_still_skipped_in_1_36() -> None:
+    cache = make_cache([node("node1", 4000, 10000)])
+    plugin = BalancedAllocation({}, Handle(cache), features_at("1.36"))
+    assert code_of(plugin.pre_score(CycleState(), pod(), [])) is Code.SKIP
+
+
+@pytest.mark.parametrize(
+    ("requested", "allocated", "allocatable", "want"),
+    [
+        ([3, 5], [0, 0], [4, 10], 68),  # 87 with, 100 without
+        ([5, 5], [5, 5], [10, 10], 75),  # the pod changes nothing
+        ([0, 0], [0, 0], [0, 0], 75),  # a node that offers none of the resources
+    ],
+)
+def test_balanced_change_scorer(requested: list[int], allocated: list[int], allocatable: list[int], want: int) -> None:
+    assert balanced_change_scorer(requested, allocated, allocatable) == want
 
 
 # -- beyond upstream's table ---------------------------------------------------------------------

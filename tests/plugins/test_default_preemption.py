@@ -16,6 +16,7 @@ import pytest
 
 from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import NodeName, Pod
+from scheduler.features import DEFAULT_FEATURES
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import CLEAR_NOMINATED_NODE, Handle, NominatingInfo, NominatingMode, Plugin
 from scheduler.framework.preemption import Candidate, Victims
@@ -161,7 +162,7 @@ def setup(
         built[plugin.NAME] = plugin
         points["preFilter" if isinstance(plugin, ErrorOnLabelPlugin) else "filter"].append(plugin.NAME)
     for name, at in plugins:
-        built[name] = REGISTRY[name]({}, handle)
+        built[name] = REGISTRY[name]({}, handle, DEFAULT_FEATURES)
         for point in at:
             points[point].append(name)
     preemption = DefaultPreemption(args or {}, handle)

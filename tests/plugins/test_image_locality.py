@@ -14,6 +14,7 @@ import hashlib
 import pytest
 
 from scheduler.api.objects import Pod
+from scheduler.features import features_at
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, SignPlugin
 from scheduler.plugins.imagelocality.image_locality import (
@@ -125,6 +126,42 @@ def test_image_locality_priority(incoming: Pod, nodes: list[NodeBuilder], want: 
     state = CycleState()
     assert [plugin.score(state, incoming, i) for i in infos if i is not None] == want
     assert plugin.score_nodes(state, incoming, [i for i in infos if i is not None]) == want
+
+
+# Image volumes: upstream v1.36.3's and v1.37.2's tables ("pod with ImageVolume"; 1.37 adds "same
+# images as ImageVolume pod but as regular container images"). Pod: gcr.io/30, image volume gcr.io/300.
+TEST_IMAGE_VOLUME = (
+    make_pod("p")
+    .set("spec.containers", [{"name": "c", "image": "gcr.io/30"}])
+    .set("spec.volumes", [{"name": "imageVolume", "image": {"reference": "gcr.io/300"}}])
+    .build()
+)
+
+
+@pytest.mark.parametrize(
+    ("minor", "incoming", "want"),
+    [
+        # node1: the volume's 300M is not looked at; 30M·1/2 < 23M on node2 → 0 for both
+        pytest.param("1.35", TEST_IMAGE_VOLUME, [0, 0], id="1.35: image volumes are not read"),
+        # node1: 100·(300M·1/2 − 23M)/(1000M − 23M) = 12 (one container)
+        pytest.param("1.36", TEST_IMAGE_VOLUME, [12, 0], id="1.36: pod with ImageVolume"),
+        # node1: 100·(300M·1/2 − 23M)/(1000M·2 − 23M) = 6 (the volume counts as an image)
+        pytest.param("1.37", TEST_IMAGE_VOLUME, [6, 0], id="1.37: pod with ImageVolume"),
+        pytest.param(
+            "1.37",
+            pod("gcr.io/30", "gcr.io/300"),
+            [6, 0],
+            id="1.37: same images as ImageVolume pod but as regular container images",
+        ),
+    ],
+)
+def test_image_volumes(minor: str, incoming: Pod, want: list[int]) -> None:
+    nodes = [node("node1", *N300600900), node("node2", *N400030)]
+    cache = make_cache(nodes)
+    plugin = ImageLocality({}, Handle(cache), features_at(minor))
+    infos = [i for i in (cache.get(n.obj["metadata"]["name"]) for n in nodes) if i is not None]
+    assert [plugin.score(CycleState(), incoming, i) for i in infos] == want
+    assert plugin.score_nodes(CycleState(), incoming, infos) == want
 
 
 def fake_digest(content: str) -> str:

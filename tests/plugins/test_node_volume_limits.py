@@ -17,6 +17,7 @@ import pytest
 
 from scheduler.api.objects import Pod
 from scheduler.api.storage import (
+    CSIDriver,
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -24,6 +25,7 @@ from scheduler.api.storage import (
     VolumeAttachment,
 )
 from scheduler.backend.cache.cache import Cache
+from scheduler.features import Features, features_at
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import QueueingHint
 from scheduler.framework.interface import Handle
@@ -511,3 +513,52 @@ def test_migration_is_on_for_the_four_completed_plugins_portworx_by_annotation(
     node = CSINode.from_dict({"metadata": meta, "spec": {"drivers": []}})
     assert migration_on(node, plugin) is want
     assert migration_on(None, plugin) is False
+
+
+# VolumeLimitScaling (beta on from 1.37): upstream v1.37.2's TestVolumeLimitScalingGate, same ids.
+@pytest.mark.parametrize(
+    ("features", "limit_source", "limit", "driver_present", "prevent", "want"),
+    [
+        pytest.param(
+            features_at("1.37"), "no-csi-driver", 0, True, False, None,
+            id="gate enabled - allow scheduling when CSIDriver exists but PreventPodSchedulingIfMissing is not set",
+        ),
+        pytest.param(
+            features_at("1.37"), "no-csi-driver", 0, True, True,
+            Status(Code.UNSCHEDULABLE, (f"{EBS} CSI driver is not installed on the node",)),
+            id="gate enabled - fail when driver not installed and PreventPodSchedulingIfMissing is true",
+        ),
+        pytest.param(
+            features_at("1.36"), "no-csi-driver", 0, True, True, None,
+            id="gate disabled - skip driver presence check (regardless of CSIDriver presence)",
+        ),
+        pytest.param(
+            features_at("1.37", {"VolumeLimitScaling": False}), "no-csi-driver", 0, True, True, None,
+            id="gate disabled at 1.37 with --feature-gates",
+        ),
+        pytest.param(
+            features_at("1.37"), "csinode", 2, True, True, None, id="gate enabled - driver installed within limit"
+        ),
+        pytest.param(
+            features_at("1.37"), "no-csi-driver", 0, False, False, None,
+            id="gate enabled - allow scheduling when CSIDriver object missing",
+        ),
+    ],
+)  # fmt: skip
+def test_volume_limit_scaling_gate(
+    features: Features, limit_source: str, limit: int, driver_present: bool, prevent: bool, want: Status | None
+) -> None:
+    cache = make_cache([make_node(NODE)])
+    fixtures(cache, [EBS], 0, [])
+    node = csi_node(limit_source, limit, [EBS])
+    assert node is not None
+    cache.storage.upsert(node)
+    if driver_present:
+        spec = {"preventPodSchedulingIfMissing": True} if prevent else {}
+        cache.storage.upsert(CSIDriver.from_dict({"metadata": {"name": EBS}, "spec": spec}))
+    new = pvc_pod(f"csi-{EBS}-0")
+    info = NodeInfo(make_node(NODE).build(), {})
+    plugin = NodeVolumeLimits({}, Handle(snapshot=cache), features)
+    _, pre = plugin.pre_filter(CycleState(), new, [info])
+    assert pre is None
+    assert plugin.filter(CycleState(), new, info) == want

@@ -786,3 +786,104 @@ def test_bad_storage_objects_are_named_and_other_pods_still_bind() -> None:
     # An unknown mode is not WaitForFirstConsumer, a missing class neither: Immediate, as upstream reads them.
     for name in ("uses-odd-class", "uses-missing-class"):
         assert results[name].message == "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+
+
+# -- StorageCapacityScoring (beta on from 1.37): upstream v1.37.2's TestVolumeBinding score cases --------
+
+NODE_LABEL = "topology.kubernetes.io/node"  # upstream's nodeLabelKey
+CAPACITY_SC = StorageClass.from_dict(
+    {"metadata": {"name": "wait-sc-with-storage-capacity"}, "provisioner": "driver-with-storage-capacity",
+     "volumeBindingMode": "WaitForFirstConsumer"}
+)  # fmt: skip
+CAPACITY_DRIVER = {"metadata": {"name": "driver-with-storage-capacity"}, "spec": {"storageCapacity": True}}
+
+
+def _node_capacity(node_name: str, size: str) -> CSIStorageCapacity:
+    """Upstream's ``makeCapacity(name, class, node, capacity, "")``: topology selects the node's label."""
+    return CSIStorageCapacity.from_dict(
+        {
+            "metadata": {"name": node_name, "namespace": "default"},
+            "storageClassName": CAPACITY_SC.name,
+            "capacity": size,
+            "nodeTopology": {"matchLabels": {NODE_LABEL: node_name}},
+        }
+    )
+
+
+def _scores(minor: str, pod: Pod, nodes: list[str], *objects: Any, args: dict[str, Any] | None = None) -> list[int]:
+    from scheduler.api.storage import CSIDriver  # noqa: PLC0415
+    from scheduler.features import features_at  # noqa: PLC0415
+    from scheduler.plugins.registry import registry  # noqa: PLC0415
+
+    cache = cache_with(CAPACITY_SC, CSIDriver.from_dict(CAPACITY_DRIVER), *objects)
+    features = features_at(minor)
+    plugin: Any = registry(features)[VB](args or {}, Handle(snapshot=cache, volume_binder=RecordingBinder()), features)
+    infos = [node(name, **{NODE_LABEL: name}) for name in nodes]
+    state = CycleState()
+    assert plugin.pre_filter(state, pod, infos) == (None, None)
+    assert [plugin.filter(state, pod, info) for info in infos] == [None] * len(infos)
+    if not hasattr(plugin, "score"):
+        return []
+    assert plugin.pre_score(state, pod, infos) is None
+    return [plugin.score(state, pod, info) for info in infos]
+
+
+THREE = ["node-a", "node-b", "node-c"]
+CAPACITIES = (_node_capacity("node-a", "100Gi"), _node_capacity("node-b", "50Gi"), _node_capacity("node-c", "10Gi"))
+FAVOUR_FULL = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}
+
+
+@pytest.mark.parametrize(
+    ("claims", "objects", "nodes", "args", "want"),
+    [
+        pytest.param([waiting("pvc-dynamic", CAPACITY_SC.name, "10Gi")], CAPACITIES, THREE, None, [90, 80, 0],
+                     id="storage capacity score"),
+        pytest.param(
+            [waiting("pvc-dynamic", CAPACITY_SC.name, "10Gi"), waiting("pvc-static", "wait-sc", "50Gi")],
+            (*CAPACITIES, *(local_pv(f"pv-static-{n[-1]}", n, "100Gi") for n in THREE)),
+            THREE, None, [50, 50, 50],
+            id="storage capacity score with static binds",
+        ),
+        pytest.param(
+            [waiting("pvc-dynamic-0", CAPACITY_SC.name, "50Gi"), waiting("pvc-dynamic-1", CAPACITY_SC.name, "50Gi")],
+            (_node_capacity("node-a", "100Gi"),), ["node-a"], None, [0],
+            id="dynamic provisioning with multiple PVCs of the same StorageClass",
+        ),
+        pytest.param(
+            [waiting("pvc-dynamic", CAPACITY_SC.name, "10Gi")],
+            (_node_capacity("node-a", "100Gi"), _node_capacity("node-b", "20Gi"), _node_capacity("node-c", "10Gi")),
+            THREE, FAVOUR_FULL, [10, 50, 100], id="prefer node with least allocatable",
+        ),
+        pytest.param(
+            [waiting("pvc-dynamic", CAPACITY_SC.name, "10Gi")],
+            (_node_capacity("node-a", "100Gi"), _node_capacity("node-b", "20Gi"), _node_capacity("node-c", "10Gi")),
+            THREE, None, [90, 50, 0], id="prefer node with maximum allocatable",
+        ),
+    ],
+)  # fmt: skip
+def test_storage_capacity_scoring(
+    claims: list[PersistentVolumeClaim],
+    objects: tuple[Any, ...],
+    nodes: list[str],
+    args: dict[str, Any] | None,
+    want: list[int],
+) -> None:
+    pod = pod_with(*(c.name for c in claims))
+    assert _scores("1.37", pod, nodes, *claims, *objects, args=args) == want
+    assert _scores("1.36", pod, nodes, *claims, *objects) == []  # gate off: no Score at all
+
+
+def test_the_shape_is_validated_with_the_gate() -> None:
+    from scheduler.config import ConfigError, parse_config  # noqa: PLC0415
+    from scheduler.features import features_at  # noqa: PLC0415
+
+    bad = {"shape": [{"utilization": 50, "score": 11}, {"utilization": 10, "score": 0}]}
+    doc = {"profiles": [{"schedulerName": "s", "pluginConfig": [{"name": VB, "args": bad}]}]}
+    with pytest.raises(ConfigError) as info:
+        parse_config(doc, features=features_at("1.37"))
+    assert str(info.value) == (
+        f"profiles[0].pluginConfig[{VB}].args: [shape[1].utilization: Invalid value: 10: values must be sorted in "
+        "increasing order, shape[0].score: Invalid value: 11: not in valid range [0, 10]]"
+    )
+    with pytest.raises(ConfigError, match="turn on the feature gate StorageCapacityScoring"):
+        parse_config(doc, features=features_at("1.36"))

@@ -550,8 +550,9 @@ CONFIG_CASES = [
     pytest.param(
         API + PROFILE + "  plugins: {filter: {enabled: [{name: Nope}]}}\n",
         'profiles[0].plugins.filter.enabled[0].name: Invalid value: "Nope": plugin does not exist (known: '
-        "DefaultBinder, DefaultPreemption, DynamicResources, ImageLocality, InterPodAffinity, NodeAffinity, NodeName, "
-        "NodePorts, NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, NodeVolumeLimits, "
+        "DefaultBinder, DefaultPreemption, DynamicResources, ImageLocality, InterPodAffinity, NodeAffinity, "
+        "NodeDeclaredFeatures, NodeName, NodePorts, NodeResourcesBalancedAllocation, NodeResourcesFit, "
+        "NodeUnschedulable, NodeVolumeLimits, "
         "PodTopologySpread, PrioritySort, SchedulingGates, SelectorSpread, TaintToleration, VolumeBinding, "
         "VolumeRestrictions, VolumeZone)",
         id="unknown-plugin",

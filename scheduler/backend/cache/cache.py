@@ -39,7 +39,9 @@ NODE_INDEXES = 256
 class Cache:
     """Nodes, assigned and assumed pods, and the objects that select pods (for default spreading)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, pod_level_resize: bool = False) -> None:
+        # InPlacePodLevelResourcesVerticalScaling: every NodeInfo counts pods with their pod-level resize.
+        self.pod_level_resize = pod_level_resize
         self._nodes: dict[NodeName, NodeInfo] = {}
         self._tree = NodeTree()
         self._infos: list[NodeInfo] | None = None
@@ -69,7 +71,7 @@ class Cache:
         if info is not None:
             self.update_node(info.node, node)
             return
-        info = NodeInfo(node, self._orphans.pop(node.name, {}))
+        info = NodeInfo(node, self._orphans.pop(node.name, {}), pod_level_resize=self.pod_level_resize)
         self._nodes[node.name] = info
         self._used_pvcs.update(info.pvc_ref_counts)
         self._track(info)

@@ -12,9 +12,11 @@ from collections.abc import Iterable
 from typing import TypeAlias
 
 from scheduler.api.storage import (
+    DEVICE_CLASS_PREFIX,
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
+    DeviceClass,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -31,6 +33,7 @@ StorageObject: TypeAlias = (
     | CSIDriver
     | CSIStorageCapacity
     | VolumeAttachment
+    | DeviceClass
 )
 
 # kind -> its parser
@@ -44,6 +47,7 @@ STORAGE_KINDS: dict[str, type[StorageObject]] = {
         CSIDriver,
         CSIStorageCapacity,
         VolumeAttachment,
+        DeviceClass,  # not storage: DRAExtendedResource's lookups, kept with the other cluster objects
     )
 }
 
@@ -153,6 +157,20 @@ class StorageObjects:
             pv = self.persistent_volume(key)
             if pv is not None:
                 yield pv
+
+    def device_class_for(self, resource: str) -> DeviceClass | None:
+        """The DeviceClass backing extended resource ``resource`` (upstream's ``ExtendedResourceCache``):
+        the one naming it in ``extendedResourceName`` (the newest; on equal age the first name), else
+        the class whose implicit name ``deviceclass.resource.kubernetes.io/<class>`` it is."""
+        classes = [c for c in self._by_kind["DeviceClass"].values() if isinstance(c, DeviceClass)]
+        named = [c for c in classes if c.extended_resource_name == resource]
+        if named:
+            newest = max(c.created for c in named)
+            return min((c for c in named if c.created == newest), key=lambda c: c.name)
+        if resource.startswith(DEVICE_CLASS_PREFIX):
+            found = self._by_kind["DeviceClass"].get(resource.removeprefix(DEVICE_CLASS_PREFIX))
+            return found if isinstance(found, DeviceClass) else None
+        return None
 
     def csi_storage_capacities(self) -> Iterable[CSIStorageCapacity]:
         return (c for c in self._by_kind["CSIStorageCapacity"].values() if isinstance(c, CSIStorageCapacity))

@@ -196,10 +196,14 @@ def _aggregate(errors: Sequence[str]) -> str:
 class Evaluator:
     """Upstream's ``Evaluator``: the preemption steps shared by preemption plugins."""
 
-    def __init__(self, plugin_name: str, handle: Handle, interface: Interface) -> None:
+    def __init__(
+        self, plugin_name: str, handle: Handle, interface: Interface, *, placement_message: bool = False
+    ) -> None:
         self.plugin_name = plugin_name
         self.handle = handle
         self.interface = interface
+        # 1.37 (#140180): Success carries "found a potential placement ..." (``Features``).
+        self.placement_message = placement_message
 
     def preempt(
         self, state: CycleState, pod: Pod, statuses: NodeToStatus, now: float
@@ -244,6 +248,11 @@ class Evaluator:
             if status is not None and not status.is_success():
                 return None, status
         state.write(PREEMPTION_OUTCOME_KEY, PreemptionOutcome(best.name, best.victims.pods))
+        if self.placement_message:
+            message = (
+                f"found a potential placement for pod on node {best.name}, preempting {len(best.victims.pods)} victims"
+            )
+            return NominatingInfo(best.name, NominatingMode.OVERRIDE), Status(Code.SUCCESS, (message,))
         return NominatingInfo(best.name, NominatingMode.OVERRIDE), Status(Code.SUCCESS)
 
     def find_candidates(

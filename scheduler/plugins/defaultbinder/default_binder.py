@@ -11,6 +11,7 @@ from typing import Any
 import structlog
 
 from scheduler.api.objects import Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -25,7 +26,7 @@ log = structlog.get_logger("spread-scheduler")
 class DefaultBinder:
     NAME = names.DEFAULT_BINDER
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
 
     async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:

@@ -21,6 +21,7 @@ from typing import Any
 from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.fields import FieldError, opt_int
 from scheduler.api.objects import PREEMPT_NEVER, NodeName, Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
 from scheduler.framework.interface import Handle, NominatingInfo
@@ -89,10 +90,10 @@ class DefaultPreemption:
 
     NAME = names.DEFAULT_PREEMPTION
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute = parse_args(args)
         self.handle = handle
-        self.evaluator = Evaluator(self.NAME, handle, self)
+        self.evaluator = Evaluator(self.NAME, handle, self, placement_message=features.preemption_placement_message)
         # The random offset into the potential nodes (upstream's ``getOffsetRand``, ``rand.Int31n``):
         # ``simulate`` seeds it, tests replace it.
         self.offset_rand: Callable[[int], int] = random.Random().randrange

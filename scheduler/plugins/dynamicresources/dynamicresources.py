@@ -11,8 +11,12 @@ Upstream's Score (weight 2 in the default profile; no PreScore, so it always run
 every node to a pod without claims, and a pod with claims never reaches scoring here: the stand-in
 scores 0 too, so score tables and totals read as upstream's.
 
-Claims for DRA-backed extended resources are not looked for: that path (``DRAExtendedResource``)
-is alpha and off in 1.35, and it depends on DeviceClasses, which the pod alone does not show.
+With DRAExtendedResource (beta on from 1.36, GA in 1.37) a pod's extended resource that a
+DeviceClass backs is allocated by this plugin on a node that does not offer the resource itself
+(NodeResourcesFit then leaves it out): the stand-in refuses such nodes, naming the resource and
+the DeviceClass, where upstream would allocate devices; a node offering the resource (a device
+plugin) is NodeResourcesFit's, as upstream.
+
 Upstream holds a pod whose generated claim does not exist yet in PreEnqueue, without an event; the
 stand-in refuses in PreFilter, so that pod too gets PodScheduled=False and a FailedScheduling event.
 """
@@ -23,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import NodeName, Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -39,11 +44,13 @@ from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.helper import not_run
 
-__all__ = ["CONSEQUENCE", "DynamicResources", "claim_field"]
+__all__ = ["CONSEQUENCE", "DynamicResources", "DynamicResourcesWithExtendedResources", "claim_field"]
 
 CONSEQUENCE = "spread-scheduler does not allocate resource claims"
 STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES
+EXTENDED_STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES + "/extended"
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+EXTENDED_CONSEQUENCE = "spread-scheduler does not allocate devices"
 
 
 def claim_field(pod: Pod) -> str | None:
@@ -60,9 +67,22 @@ def claim_field(pod: Pod) -> str | None:
 class DynamicResources:
     NAME = names.DYNAMIC_RESOURCES
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         # DynamicResourcesArgs (filterTimeout, bindingTimeout) are accepted and unused.
         self.handle = handle
+        self.dra_extended_resource = features.enable_dra_extended_resource
+
+    def extended_resources(self, pod: Pod) -> tuple[tuple[str, str], ...]:
+        """(resource, DeviceClass) of each extended resource the pod requests that a class backs."""
+        if not self.dra_extended_resource or self.handle.snapshot is None:
+            return ()
+        storage = self.handle.snapshot.storage
+        out: list[tuple[str, str]] = []
+        for name in sorted(pod.resources.requests.scalar):
+            device_class = storage.device_class_for(name) if pod.resources.requests.scalar[name] else None
+            if device_class is not None:
+                out.append((name, device_class.name))
+        return tuple(out)
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
@@ -73,12 +93,16 @@ class DynamicResources:
     def events_to_register(self) -> list[ClusterEventWithHint]:
         # spec.resourceClaims is immutable; the one thing that can lift the refusal is the pod's own
         # status.resourceClaimStatuses saying no claim was generated (upstream registers this event too).
-        return [
+        events = [
             ClusterEventWithHint(
                 ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
                 self.is_schedulable_after_pod_change,
             )
         ]
+        if self.dra_extended_resource:
+            # A DeviceClass added, changed or deleted may back a resource the pod asks for, or stop to.
+            events.append(ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ALL)))
+        return events
 
     def is_schedulable_after_pod_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
         pods = as_objects(Pod, old, new)
@@ -93,11 +117,15 @@ class DynamicResources:
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
         field = claim_field(pod)
+        extended = self.extended_resources(pod) if field is None else ()
         # Upstream writes its state before anything else, even for a pod it then skips: PostFilter reads it.
-        state.write(STATE_KEY, field is not None)
-        if field is None:
+        state.write(STATE_KEY, field is not None or bool(extended))
+        if field is not None:
+            return None, not_run.refusal(field, self.NAME, CONSEQUENCE)
+        if not extended:
             return None, not_run.SKIP
-        return None, not_run.refusal(field, self.NAME, CONSEQUENCE)
+        state.write(EXTENDED_STATE_KEY, extended)
+        return None, None
 
     def post_filter(
         self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
@@ -125,3 +153,20 @@ class DynamicResources:
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[int]:
         return [0] * len(nodes)
+
+
+class DynamicResourcesWithExtendedResources(DynamicResources):
+    """With DRAExtendedResource on (1.36+), the stand-in also has a Filter: the class the minor's
+    registry hands out (``scheduler.plugins.registry.registry``), so 1.35 profiles list no Filter."""
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """A node that does not offer a DeviceClass-backed resource itself would need devices allocated."""
+        extended = state.get(EXTENDED_STATE_KEY)
+        if not isinstance(extended, tuple):
+            return None
+        offered = node_info.node.allocatable.scalar
+        for resource, device_class in extended:
+            if offered.get(resource, 0) <= 0:
+                field = f'extended resource "{resource}" (DeviceClass "{device_class}")'
+                return not_run.refusal(field, self.NAME, EXTENDED_CONSEQUENCE)
+        return None

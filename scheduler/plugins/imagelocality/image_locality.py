@@ -1,7 +1,9 @@
 """ImageLocality: favour nodes that already hold the pod's container images, weighted by how far
 each image has spread (so that one node holding an image does not draw every pod to it).
 
-Upstream: ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go``. Score only: no
+Upstream: ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go``. From 1.36 the images
+of image volumes are summed too (#130231), and from 1.37 they count with the containers in the upper
+threshold (#138951): ``Features.image_volumes_scored`` and ``image_volumes_counted``. Score only: no
 PreScore, no NormalizeScore, no EnqueueExtensions. It signs pods for batching as upstream does
 (``sign_fragments``) but is not a ``SignPlugin`` for per-node reuse (the comment in ``ImageLocality``
 says why).
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
@@ -76,8 +79,10 @@ class ImageLocality:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
+        self.volumes_scored = features.image_volumes_scored
+        self.volumes_counted = features.image_volumes_counted
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
@@ -104,9 +109,16 @@ class ImageLocality:
         score factors; init containers count, as upstream's ``sumImageScores`` does."""
         snapshot = self.handle.current()
         total = len(snapshot.node_infos())
-        images = [normalized_image_name(image) for image in pod.images]
+        written = list(pod.images)
+        count = len(written)
+        if self.volumes_scored:
+            volume_images = [v.image for v in pod.volumes if v.image is not None]
+            written += volume_images
+            if self.volumes_counted:
+                count += len(volume_images)
+        images = [normalized_image_name(image) for image in written]
         spread = {name: snapshot.image_num_nodes(name) for name in set(images)}
-        return _NodeScorer(images, spread, total, len(pod.images))
+        return _NodeScorer(images, spread, total, count)
 
 
 class _NodeScorer:

@@ -16,6 +16,7 @@ from typing import Any
 
 from scheduler.api.fields import FieldError, opt_int
 from scheduler.api.objects import Node, Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -89,7 +90,7 @@ class InterPodAffinity:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.hard_pod_affinity_weight, self.ignore_preferred_terms_of_existing_pods = parse_args(args)
         self.handle = handle
 

@@ -12,6 +12,7 @@ from typing import Any
 from scheduler.api.fields import FieldError, as_mapping
 from scheduler.api.nodeselector import NodeSelector, PreferredTerm, parse_node_selector, parse_preferred_terms
 from scheduler.api.objects import Node, Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -126,7 +127,7 @@ class NodeAffinity:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         errors: list[FieldError] = []
         added = as_mapping(args.get("addedAffinity"), "addedAffinity", errors)
         self.added_required: NodeSelector | None = parse_node_selector(

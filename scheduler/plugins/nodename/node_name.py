@@ -1,6 +1,8 @@
 """NodeName: a pod that names a node (``spec.nodeName``) fits only that node.
 
-Upstream: ``pkg/scheduler/framework/plugins/nodename/node_name.go``.
+Upstream: ``pkg/scheduler/framework/plugins/nodename/node_name.go``. From 1.37 it also has a
+PreFilter that narrows such a pod's nodes to the named one (``NodeNameWithPreFilter``), and runs
+before NodeUnschedulable (``scheduler.config.default_plugins``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -19,10 +22,10 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo
+from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 
-__all__ = ["ERR_REASON", "NodeName"]
+__all__ = ["ERR_REASON", "NodeName", "NodeNameWithPreFilter"]
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
@@ -30,7 +33,7 @@ ERR_REASON = "node(s) didn't match the requested node name"
 class NodeName:
     NAME = names.NODE_NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
@@ -49,3 +52,14 @@ class NodeName:
         if not pod.node_name or pod.node_name == node_info.name:
             return None
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_REASON,))
+
+
+class NodeNameWithPreFilter(NodeName):
+    """1.37's NodeName: the other nodes become unresolvable at PreFilter, so none is a preemption target."""
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        if pod.node_name:
+            return PreFilterResult(frozenset({pod.node_name})), None
+        return None, None

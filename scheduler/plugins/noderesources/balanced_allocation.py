@@ -1,9 +1,10 @@
 """NodeResourcesBalancedAllocation: favour nodes whose resources would be used evenly with the pod.
 
-Upstream: ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (1.35 feature
-defaults: InPlacePodVerticalScaling and PodLevelResources on; DRAExtendedResource is alpha and off,
-so none of its DRA-backed extended resource accounting applies and SignPod is always available).
-No NormalizeScore and no EnqueueExtensions upstream, so none here.
+Upstream: ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (feature
+defaults: InPlacePodVerticalScaling and PodLevelResources on; DRA-backed extended resources are not
+accounted, so SignPod is always available). Until 1.35 the score is the balance with the pod; from
+1.36 (#135573, no gate) it is the change in balance the pod makes. No NormalizeScore and no
+EnqueueExtensions upstream, so none here.
 """
 
 from __future__ import annotations
@@ -14,15 +15,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
 from scheduler.plugins import names
+from scheduler.plugins.noderesources.fit import DRA_SIGNATURE_DISABLED, delegated_to_dra
 from scheduler.plugins.noderesources.resource_allocation import DEFAULT_RESOURCES, ResourceAllocationScorer
 
-__all__ = ["BalancedAllocation", "balanced_resource_scorer", "parse_balanced_allocation_args"]
+__all__ = [
+    "BalancedAllocation",
+    "balanced_change_scorer",
+    "balanced_resource_scorer",
+    "parse_balanced_allocation_args",
+]
 
 NAME = names.NODE_RESOURCES_BALANCED_ALLOCATION
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -100,19 +108,34 @@ def balanced_resource_scorer(requested: Sequence[int], allocatable: Sequence[int
     return int((1 - std) * MAX_NODE_SCORE)
 
 
+def balanced_change_scorer(requested: Sequence[int], allocated: Sequence[int], allocatable: Sequence[int]) -> int:
+    """1.36's ``balancedResourceScorer``: ``MaxNodeScore/2 + (MaxNodeScore/2 + with - without)/2``.
+
+    ``with`` and ``without`` are the 1.35 scores with and without the pod, both in [50, 100] (a
+    standard deviation of fractions in [0, 1] is at most 0.5), so the division never meets a negative
+    number and Go's truncation is Python's floor: 50 when the pod unbalances the node most, 100 when
+    it balances it most, 75 when it changes nothing.
+    """
+    with_pod = balanced_resource_scorer(requested, allocatable)
+    without_pod = balanced_resource_scorer(allocated, allocatable)
+    return MAX_NODE_SCORE // 2 + (MAX_NODE_SCORE // 2 + with_pod - without_pod) // 2
+
+
 class BalancedAllocation:
     """PreScore and Score; signed (the score reads only the pod's requests and the one NodeInfo)."""
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         resources = parse_balanced_allocation_args(args)
         self.scorer = ResourceAllocationScorer(resources, balanced_resource_scorer, use_requested=True)
         self.handle = handle
+        self.features = features
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
-        # DRAExtendedResource (alpha, off) would refuse every pod here.
+        if delegated_to_dra(self.handle, pod, enabled=self.features.enable_dra_extended_resource):
+            return (), DRA_SIGNATURE_DISABLED
         return [(signers.RESOURCES_SIGNER_NAME, signers.resources_signer(pod))], None
 
     def sign_pod(self, pod: Pod) -> Hashable:
@@ -136,4 +159,6 @@ class BalancedAllocation:
             requests = self.scorer.pod_requests(pod)
             if self.scorer.is_best_effort(requests):
                 return 0
+        if self.features.balanced_allocation_scores_change:
+            return balanced_change_scorer(*self.scorer.node_requests(node_info, requests))
         return self.scorer.score(node_info, requests)

@@ -12,6 +12,7 @@ from typing import Any
 
 from scheduler.api.objects import Node, Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, is_extended_resource_name
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -28,7 +29,7 @@ from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.noderesources.resource_allocation import ResourceAllocationScorer, parse_fit_args
 
-__all__ = ["Fit", "InsufficientResource", "fits_request"]
+__all__ = ["DRA_SIGNATURE_DISABLED", "Fit", "InsufficientResource", "delegated_to_dra", "fits_request"]
 
 NAME = names.NODE_RESOURCES_FIT
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -52,8 +53,13 @@ def fits_request(
     info: NodeInfo,
     ignored: frozenset[str] = frozenset(),
     ignored_groups: frozenset[str] = frozenset(),
+    delegated: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
-    """``fitsRequest``: the pod count first, then cpu, memory, ephemeral storage, scalar resources."""
+    """``fitsRequest``: the pod count first, then cpu, memory, ephemeral storage, scalar resources.
+
+    ``delegated``: the requested resources a DeviceClass backs (DRAExtendedResource); on a node that
+    offers none of one, DynamicResources answers for it (``shouldDelegateResourceToDRA``).
+    """
     out: list[InsufficientResource] = []
     alloc = info.node.allocatable
     pods = len(info.pods)
@@ -79,6 +85,8 @@ def fits_request(
         ):
             continue
         capacity = alloc.scalar.get(name, 0)
+        if capacity <= 0 and name in delegated:
+            continue
         used = info.requested_scalar.get(name, 0)
         if want > capacity - used:
             out.append(InsufficientResource(name, f"Insufficient {name}", want, used, capacity, want > capacity))
@@ -130,21 +138,38 @@ def _scaled_down_for(target: Pod, old: Pod, new: Pod) -> bool:
     return False
 
 
+DRA_SIGNATURE_DISABLED = Status(
+    Code.UNSCHEDULABLE, ("signature disabled when dra extended resources are used in the cluster",)
+)
+
+
+def delegated_to_dra(handle: Handle, pod: Pod, *, enabled: bool) -> frozenset[str]:
+    """The extended resources the pod requests that a DeviceClass backs (DRAExtendedResource on)."""
+    if not enabled or handle.snapshot is None:
+        return frozenset()
+    storage = handle.snapshot.storage
+    return frozenset(
+        name for name, want in pod.resources.requests.scalar.items() if want and storage.device_class_for(name)
+    )
+
+
 class Fit:
     """PreFilter, Filter, PreScore, Score and EnqueueExtensions."""
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         parsed = parse_fit_args(args)
         self.ignored_resources = parsed.ignored_resources
         self.ignored_resource_groups = parsed.ignored_resource_groups
         self.scorer = ResourceAllocationScorer.for_strategy(parsed)
         self.handle = handle
+        self.dra_extended_resource = features.enable_dra_extended_resource
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
-        # DRAExtendedResource (alpha, off) would refuse every pod here.
+        if delegated_to_dra(self.handle, pod, enabled=self.dra_extended_resource):
+            return (), DRA_SIGNATURE_DISABLED
         return [(signers.RESOURCES_SIGNER_NAME, signers.resources_signer(pod))], None
 
     # -- events ----------------------------------------------------------------------------
@@ -194,7 +219,9 @@ class Fit:
     def sign_pod(self, pod: Pod) -> Hashable:
         r = pod.resources.requests
         requests = (r.milli_cpu, r.memory, r.ephemeral_storage, tuple(sorted(r.scalar.items())))
-        return requests, tuple(self.scorer.pod_requests(pod))
+        # The DeviceClasses of the moment are part of what Filter reads: in the signature.
+        delegated = delegated_to_dra(self.handle, pod, enabled=self.dra_extended_resource)
+        return requests, tuple(self.scorer.pod_requests(pod)), delegated
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
@@ -206,7 +233,8 @@ class Fit:
         request = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(request, Resource):
             return Status.as_error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        short = fits_request(request, node_info, self.ignored_resources, self.ignored_resource_groups)
+        delegated = delegated_to_dra(self.handle, pod, enabled=self.dra_extended_resource)
+        short = fits_request(request, node_info, self.ignored_resources, self.ignored_resource_groups, delegated)
         if not short:
             return None
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if any(r.unresolvable for r in short) else Code.UNSCHEDULABLE

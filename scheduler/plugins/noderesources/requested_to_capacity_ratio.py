@@ -7,32 +7,9 @@ from collections.abc import Callable, Sequence
 
 from scheduler.framework.types import MAX_NODE_SCORE
 from scheduler.plugins.helper.math import go_round
+from scheduler.plugins.helper.shape_score import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, broken_linear
 
 __all__ = ["MAX_CUSTOM_PRIORITY_SCORE", "broken_linear", "requested_to_capacity_ratio_scorer"]
-
-MAX_CUSTOM_PRIORITY_SCORE = 10  # shape scores are 0..10, scaled onto 0..MaxNodeScore
-MAX_UTILIZATION = 100
-
-
-def _go_div(a: int, b: int) -> int:
-    """Go's integer division truncates toward zero (a falling shape has negative slopes)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
-    """``BuildBrokenLinearFunction`` over ``(utilization, score)`` points sorted by utilization."""
-
-    def f(p: int) -> int:
-        for i, (util, score) in enumerate(shape):
-            if p <= util:
-                if i == 0:
-                    return score
-                prev_util, prev_score = shape[i - 1]
-                return prev_score + _go_div((score - prev_score) * (p - prev_util), util - prev_util)
-        return shape[-1][1]
-
-    return f
 
 
 def requested_to_capacity_ratio_scorer(

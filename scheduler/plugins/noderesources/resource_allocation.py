@@ -12,10 +12,10 @@ from scheduler.api.names import label_key_errors
 from scheduler.api.objects import Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name, request_value
 from scheduler.framework.types import NodeInfo
+from scheduler.plugins.helper.shape_score import int_arg, parse_shape
 from scheduler.plugins.noderesources.least_allocated import least_resource_scorer
 from scheduler.plugins.noderesources.most_allocated import most_resource_scorer
 from scheduler.plugins.noderesources.requested_to_capacity_ratio import (
-    MAX_CUSTOM_PRIORITY_SCORE,
     requested_to_capacity_ratio_scorer,
 )
 
@@ -45,15 +45,6 @@ def _str_list(raw: object, path: str, errors: list[str]) -> list[str]:
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
         errors.append(f"{path}: must be a list of strings")
         return []
-    return raw
-
-
-def _int(raw: object, path: str, errors: list[str]) -> int:
-    if raw is None:
-        return 0
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        errors.append(f"{path}: must be an integer, got {raw!r}")
-        return 0
     return raw
 
 
@@ -96,7 +87,7 @@ def parse_fit_args(args: Mapping[str, Any]) -> FitArgs:
             for i, item in enumerate(raw_resources):
                 spec = _mapping(item, f"scoringStrategy.resources[{i}]", errors)
                 name = str(spec.get("name") or "")
-                weight = _int(spec.get("weight"), f"scoringStrategy.resources[{i}].weight", errors) or 1
+                weight = int_arg(spec.get("weight"), f"scoringStrategy.resources[{i}].weight", errors) or 1
                 if not 0 < weight <= 100:
                     errors.append(
                         f"scoringStrategy.resources[{i}].weight: Invalid value: {weight}: "
@@ -105,43 +96,17 @@ def parse_fit_args(args: Mapping[str, Any]) -> FitArgs:
                 resources.append((name, weight))
         ratio = raw.get("requestedToCapacityRatio")
         if ratio is not None:
-            shape = _parse_shape(_mapping(ratio, "scoringStrategy.requestedToCapacityRatio", errors), errors)
+            shape = parse_shape(
+                _mapping(ratio, "scoringStrategy.requestedToCapacityRatio", errors).get("shape"),
+                "scoringStrategy.shape",
+                errors,
+            )
         elif strategy == REQUESTED_TO_CAPACITY_RATIO:
             # Upstream dereferences the missing shape and panics; we refuse the config instead.
             errors.append("scoringStrategy.requestedToCapacityRatio: Required value: a shape is needed for this type")
     if errors:
         raise ValueError("; ".join(errors))
     return FitArgs(frozenset(ignored), frozenset(groups), strategy, tuple(resources), tuple(shape))
-
-
-def _parse_shape(ratio: Mapping[str, Any], errors: list[str]) -> list[tuple[int, int]]:
-    """``validateFunctionShape`` (its paths say ``scoringStrategy.shape``, as upstream's do)."""
-    raw = ratio.get("shape")
-    if not isinstance(raw, list) or not raw:
-        errors.append("scoringStrategy.shape: Required value: at least one point must be specified")
-        return []
-    points = []
-    for i, item in enumerate(raw):
-        point = _mapping(item, f"scoringStrategy.shape[{i}]", errors)
-        util = _int(point.get("utilization"), f"scoringStrategy.shape[{i}].utilization", errors)
-        score = _int(point.get("score"), f"scoringStrategy.shape[{i}].score", errors)
-        points.append((util, score))
-    for i in range(1, len(points)):
-        if points[i - 1][0] >= points[i][0]:
-            errors.append(
-                f"scoringStrategy.shape[{i}].utilization: Invalid value: {points[i][0]}: "
-                "values must be sorted in increasing order"
-            )
-            break
-    for i, (util, score) in enumerate(points):
-        if not 0 <= util <= 100:
-            errors.append(f"scoringStrategy.shape[{i}].utilization: Invalid value: {util}: not in valid range [0, 100]")
-        if not 0 <= score <= MAX_CUSTOM_PRIORITY_SCORE:
-            errors.append(
-                f"scoringStrategy.shape[{i}].score: Invalid value: {score}: "
-                f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
-            )
-    return points
 
 
 Scorer = Callable[[Sequence[int], Sequence[int]], int]
@@ -189,13 +154,20 @@ class ResourceAllocationScorer:
         return not any(pod_requests)
 
     def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
+        requested, _, allocatable = self.node_requests(node_info, pod_requests)
+        return self.scorer(requested, allocatable)
+
+    def node_requests(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+        """Per configured resource: requested with the pod, allocated without it, allocatable (1.36's
+        ``calculateNodeAllocatableRequest``; a resource the node does not offer stays 0 in all three)."""
         requested = [0] * len(self.names)
+        allocated = [0] * len(self.names)
         allocatable = [0] * len(self.names)
         for i, name in enumerate(self.names):
             alloc, req = self._allocatable_requested(node_info, name, pod_requests[i])
             if alloc:
-                allocatable[i], requested[i] = alloc, req
-        return self.scorer(requested, allocatable)
+                allocatable[i], requested[i], allocated[i] = alloc, req, req - pod_requests[i]
+        return requested, allocated, allocatable
 
     def _allocatable_requested(self, info: NodeInfo, name: str, pod_request: int) -> tuple[int, int]:
         """``calculateResourceAllocatableRequest``: cpu/memory count the node's non-zero totals."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from scheduler.api.objects import Node, Pod
 from scheduler.api.taints import Effect, Taint, tolerates_any
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -35,7 +36,7 @@ TAINT_NODE_UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", Effect.
 class NodeUnschedulable:
     NAME = names.NODE_UNSCHEDULABLE
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:

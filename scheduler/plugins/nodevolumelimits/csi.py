@@ -8,7 +8,9 @@ the node when the sum passes it. A claim not bound yet counts under its StorageC
 with a handle of its own; one without a class (or with a missing class) is not counted.
 
 Only VolumeAttachments of the node are read (an index of the cache): upstream lists every one of
-the cluster in each Filter call. ``VolumeLimitScaling`` (alpha, off in 1.35) is not ported.
+the cluster in each Filter call. With ``VolumeLimitScaling`` (beta, on from 1.37; alpha before, and
+1.36's code is 1.37's) a driver whose CSIDriver sets ``preventPodSchedulingIfMissing`` refuses a node
+whose CSINode does not list it. 1.35's alpha code (without the opt-in) is not ported.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from scheduler.api.objects import Pod
 from scheduler.api.storage import CSINode, PersistentVolumeClaim, VolumeAttachment, not_found
 from scheduler.api.volumes import Volume
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -62,13 +65,22 @@ def _counted(volume: Volume) -> bool:
     return "persistentVolumeClaim" in sources or "ephemeral" in sources or bool(sources & IN_TREE_MIGRATABLE)
 
 
+def _driver_on_node(storage: StorageLister, driver: str, csi_node: CSINode | None) -> bool:
+    """``checkCSIDriverOnNode``: no CSIDriver object (perhaps not a CSI driver) or no opt-in means yes."""
+    csi_driver = storage.csi_driver(driver)
+    if csi_driver is None or not csi_driver.prevent_pod_scheduling_if_missing:
+        return True
+    return csi_node is not None and any(d.name == driver for d in csi_node.drivers)
+
+
 class NodeVolumeLimits:
     """PreFilter, Filter and EnqueueExtensions."""
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
+        self.volume_limit_scaling = features.enabled("VolumeLimitScaling")
         # Handles of claims not bound yet: ``<prefix>-<namespace>/<claim>``, a prefix no real handle has.
         self._prefix = uuid.uuid4().hex
 
@@ -159,6 +171,10 @@ class NodeVolumeLimits:
             return Status.as_error(str(e))
         if not new:
             return None
+        if self.volume_limit_scaling:
+            for driver in new.values():
+                if not _driver_on_node(storage, driver, csi_node):
+                    return Status(Code.UNSCHEDULABLE, (f"{driver} CSI driver is not installed on the node",))
         drivers = csi_node.drivers if csi_node is not None else ()
         limits = {d.name: d.allocatable_count for d in drivers if d.allocatable_count is not None}
         if not limits:

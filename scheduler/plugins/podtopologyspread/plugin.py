@@ -14,6 +14,7 @@ from scheduler.api.labels import make_selector
 from scheduler.api.names import label_key_errors
 from scheduler.api.objects import Node, Pod
 from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, SpreadConstraint
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -128,7 +129,7 @@ class PodTopologySpread:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.default_constraints, self.system_defaulted = parse_args(args)
         self.handle = handle
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework.interface import Handle
 from scheduler.plugins import names
 
@@ -18,7 +19,7 @@ __all__ = ["PrioritySort"]
 class PrioritySort:
     NAME = names.PRIORITY_SORT
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
 
     def less(self, a: Pod, a_timestamp: float, b: Pod, b_timestamp: float) -> bool:

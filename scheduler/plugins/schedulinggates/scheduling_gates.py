@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework.events import (
     ActionType,
     ClusterEvent,
@@ -27,7 +28,7 @@ __all__ = ["SchedulingGates"]
 class SchedulingGates:
     NAME = names.SCHEDULING_GATES
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
 
     def pre_enqueue(self, pod: Pod) -> Status | None:

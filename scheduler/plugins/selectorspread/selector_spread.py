@@ -19,6 +19,7 @@ from typing import Any
 
 from scheduler.api.labels import Selector
 from scheduler.api.objects import Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState, StateKeyError
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Status, StatusError
@@ -85,7 +86,7 @@ class SelectorSpread:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:

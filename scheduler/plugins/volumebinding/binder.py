@@ -21,6 +21,7 @@ from scheduler.api.objects import Pod
 from scheduler.api.storage import (
     VOLUME_BINDING_WAIT,
     CSINode,
+    CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
     not_found,
@@ -308,6 +309,9 @@ class PodVolumes:
 
     static_bindings: list[tuple[PersistentVolumeClaim, PersistentVolume]] = field(default_factory=list)
     dynamic_provisions: list[PersistentVolumeClaim] = field(default_factory=list)
+    # Per dynamic provision, the CSIStorageCapacity that had room for it (None: capacity not
+    # tracked for its driver): ``DynamicProvision.NodeCapacity``, which capacity scoring reads.
+    node_capacities: list[CSIStorageCapacity | None] = field(default_factory=list)
 
 
 def unbound_volumes(
@@ -351,7 +355,7 @@ def find_pod_volumes(
             unbound_ok, out.static_bindings, unmatched = _find_matching_volumes(to_match, volumes_by_class, node_labels)
             to_provision += unmatched
         if to_provision:
-            unbound_ok, storage_ok, out.dynamic_provisions = _check_volume_provisions(
+            unbound_ok, storage_ok, out.dynamic_provisions, out.node_capacities = _check_volume_provisions(
                 storage, to_provision, node_labels
             )
     return out, _reasons(bound_ok, unbound_ok, storage_ok, pvs_found)
@@ -391,10 +395,12 @@ def _find_matching_volumes(
 
 def _check_volume_provisions(
     storage: StorageLister, claims: Sequence[PersistentVolumeClaim], node_labels: Mapping[str, str]
-) -> tuple[bool, bool, list[PersistentVolumeClaim]]:
-    """``checkVolumeProvisions``: (provisioning possible, enough storage, the claims to provision).
-    Raises ``ClaimError`` where upstream returns an error (no class, a missing class)."""
+) -> tuple[bool, bool, list[PersistentVolumeClaim], list[CSIStorageCapacity | None]]:
+    """``checkVolumeProvisions``: (provisioning possible, enough storage, the claims to provision,
+    the capacity each fits in). Raises ``ClaimError`` where upstream returns an error (no class, a
+    missing class)."""
     provisions: list[PersistentVolumeClaim] = []
+    capacities: list[CSIStorageCapacity | None] = []
     for claim in claims:
         class_name = claim.storage_class
         if not class_name:
@@ -404,13 +410,15 @@ def _check_volume_provisions(
             raise ClaimError(f'failed to find storage class "{class_name}"')
         provisioner = storage_class.provisioner
         if not provisioner or provisioner == NOT_SUPPORTED_PROVISIONER:
-            return False, True, []
+            return False, True, [], []
         if not _matches_topology(storage_class.allowed_topologies, node_labels):
-            return False, True, []
-        if not _enough_capacity(storage, provisioner, claim, class_name, node_labels):
-            return True, False, []
+            return False, True, [], []
+        enough, capacity = _enough_capacity(storage, provisioner, claim, class_name, node_labels)
+        if not enough:
+            return True, False, [], []
         provisions.append(claim)
-    return True, True, provisions
+        capacities.append(capacity)
+    return True, True, provisions, capacities
 
 
 def _matches_topology(terms: Sequence[Mapping[str, frozenset[str]]] | None, labels: Mapping[str, str]) -> bool:
@@ -427,21 +435,21 @@ def _enough_capacity(
     claim: PersistentVolumeClaim,
     class_name: str,
     node_labels: Mapping[str, str],
-) -> bool:
-    """``hasEnoughCapacity``: only a CSI driver that publishes capacity is checked; then a
+) -> tuple[bool, CSIStorageCapacity | None]:
+    """``hasEnoughCapacity``: only a CSI driver that publishes capacity is checked; then the first
     CSIStorageCapacity of the class whose limit fits and whose topology selects the node."""
     if claim.request is None:
-        return True
+        return True, None
     driver = storage.csi_driver(provisioner)
     if driver is None or not driver.storage_capacity:
-        return True
+        return True, None
     for capacity in storage.csi_storage_capacities():
         limit = capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
         if capacity.storage_class_name != class_name or limit is None or limit < claim.request:
             continue
         if capacity.node_topology is not None and capacity.node_topology.matches(node_labels):
-            return True
-    return False
+            return True, capacity
+    return False, None
 
 
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"

@@ -11,6 +11,7 @@ upstream's by default (``StorageCapacityScoring`` is alpha in 1.35).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -24,6 +25,7 @@ from scheduler.api.storage import (
     PersistentVolume,
     StorageClass,
 )
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState, StateKeyError
 from scheduler.framework.events import (
@@ -36,9 +38,11 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo, PreFilterResult
 from scheduler.plugins import names
+from scheduler.plugins.helper.math import go_round
 from scheduler.plugins.helper.not_run import refusal
+from scheduler.plugins.helper.shape_score import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, broken_linear, parse_shape
 from scheduler.plugins.helper.volumes import claim_hint, claim_name_of, sign_volumes
 from scheduler.plugins.volumebinding import binder
 
@@ -72,10 +76,29 @@ class _State:
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
 
 
-def parse_args(args: Mapping[str, Any]) -> int:
+# SetDefaults_VolumeBindingArgs with StorageCapacityScoring: the emptier a node's storage, the better.
+DEFAULT_SHAPE = ((0, MAX_CUSTOM_PRIORITY_SCORE), (MAX_UTILIZATION, 0))
+
+
+def parse_shape_args(args: Mapping[str, Any], features: Features) -> tuple[tuple[int, int], ...] | None:
+    """The capacity-scoring shape (None: StorageCapacityScoring off, no scoring). With the gate an
+    absent or empty shape is defaulted and a given one validated; a ValueError names the field."""
+    if not features.enabled("StorageCapacityScoring"):
+        return None
+    raw = args.get("shape")
+    if raw is None or raw == []:
+        return DEFAULT_SHAPE
+    errors: list[str] = []
+    points = parse_shape(raw, "shape", errors)
+    if errors:
+        raise ValueError(errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
+    return tuple(points)
+
+
+def parse_args(args: Mapping[str, Any], features: Features = DEFAULT_FEATURES) -> int:
     """``VolumeBindingArgs`` -> bindTimeoutSeconds, defaulted and validated as upstream
-    (``SetDefaults_VolumeBindingArgs``, ``ValidateVolumeBindingArgsWithOptions`` with
-    StorageCapacityScoring off); a ValueError names the field."""
+    (``SetDefaults_VolumeBindingArgs``, ``ValidateVolumeBindingArgsWithOptions``; ``shape`` is
+    ``parse_shape_args``'s, refused here with StorageCapacityScoring off); a ValueError names the field."""
     timeout = args.get("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS)
     if isinstance(timeout, bool) or not isinstance(timeout, int):
         raise ValueError(f"bindTimeoutSeconds: Invalid value: {timeout!r}: must be an integer")
@@ -84,7 +107,7 @@ def parse_args(args: Mapping[str, Any]) -> int:
         problems.append(
             f"bindTimeoutSeconds: Invalid value: {timeout}: invalid BindTimeoutSeconds, should not be a negative value"
         )
-    if args.get("shape") is not None:
+    if args.get("shape") is not None and not features.enabled("StorageCapacityScoring"):
         problems.append(
             f"shape: Invalid value: {args['shape']!r}: unexpected field `shape`, remove it or turn on the "
             "feature gate StorageCapacityScoring"
@@ -99,10 +122,17 @@ class VolumeBinding:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         # Kept for PreBind's wait once claims are bound here; validated now so a bad value stops the start.
-        self.bind_timeout_seconds = parse_args(args)
+        self.bind_timeout_seconds = parse_args(args, features)
+        shape = parse_shape_args(args, features)
         self.handle = handle
+        # StorageCapacityScoring: the per-class score of a utilization (``buildScorerFunction``).
+        self.utilization_score = (
+            broken_linear([(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape])
+            if shape is not None
+            else None
+        )
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         return sign_volumes(pod)
@@ -290,3 +320,49 @@ def _claim_field(pod: Pod, claims: set[str]) -> str | None:
 def _volume_limit(capacity: CSIStorageCapacity) -> Fraction | None:
     """``volumeLimit``: maximumVolumeSize when set, else capacity."""
     return capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
+
+
+class VolumeBindingWithCapacityScoring(VolumeBinding):
+    """With StorageCapacityScoring (beta on from 1.37) VolumeBinding scores too: per StorageClass,
+    the utilization its volumes would have on the node (static bindings: the claims' requests over
+    the PVs' capacities; else dynamic provisions: over the CSIStorageCapacity they fit in), through
+    the shape, averaged over the classes. The class the minor's registry hands out
+    (``scheduler.plugins.registry.registry``), so profiles without the gate list no Score."""
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        # The gate is on: upstream's PreScore never skips (its state is always there after PreFilter).
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        stored = state.get(STATE_KEY)
+        planned = stored.by_node.get(node_info.name) if isinstance(stored, _State) else None
+        if planned is None or self.utilization_score is None:
+            return 0
+        classes: dict[str, list[int]] = {}  # class -> [requested, capacity]
+        if planned.static_bindings:
+            for claim, pv in planned.static_bindings:
+                entry = classes.setdefault(pv.storage_class, [0, 0])
+                entry[0] += _value(claim.request)
+                entry[1] += _value(pv.capacity)
+        else:
+            for claim, node_capacity in zip(planned.dynamic_provisions, planned.node_capacities, strict=True):
+                if node_capacity is None:
+                    continue
+                entry = classes.setdefault(claim.storage_class, [0, 0])
+                entry[1] = _value(node_capacity.capacity)  # not +=: two claims of one class share its capacity
+                entry[0] += _value(claim.request)
+        if not classes:
+            return 0
+        score = self.utilization_score
+        total = 0
+        for requested, capacity in classes.values():
+            utilization = (
+                MAX_UTILIZATION if capacity == 0 or requested > capacity else requested * MAX_UTILIZATION // capacity
+            )
+            total += score(utilization)
+        return go_round(total / len(classes))
+
+
+def _value(quantity: Fraction | None) -> int:
+    """``Quantity.Value()``: rounded up to a whole number; absent is 0."""
+    return 0 if quantity is None else math.ceil(quantity)

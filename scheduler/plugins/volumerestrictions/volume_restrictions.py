@@ -21,6 +21,7 @@ from typing import Any
 from scheduler.api.objects import Pod
 from scheduler.api.storage import not_found
 from scheduler.api.volumes import Volume
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState, StateKeyError
 from scheduler.framework.events import (
@@ -89,7 +90,7 @@ class VolumeRestrictions:
 
     NAME = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:

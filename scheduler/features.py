@@ -1,0 +1,496 @@
+"""The Kubernetes minors we decide as, and each one's feature gates: one place per version.
+
+kube-scheduler's decisions change between minors in two ways: a feature gate whose default moves
+(``pkg/features/kube_features.go``, versioned specs: the default at a version is the last spec at or
+before it) and a change made without a gate. Both are resolved here into ``Features``, the value the
+plugins receive when a profile is composed (upstream's ``feature.Features``, handed to every plugin
+factory); a plugin branches on a feature, never on a version number. The default profile of a minor
+is ``scheduler.config.default_plugins``. Adding a minor is a column in ``_SPECS`` and
+``_DEPENDENCIES``, its ungated changes in ``_CHANGES``, and its release in ``RELEASES``.
+
+``--feature-gates`` is read with component-base's ``featuregate`` semantics and messages (an unknown
+gate, a gate locked to its default, a dependency left off); a gate the scheduler reads that we do
+not implement in the asked state is refused by our own message, never silently ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "DEFAULT_FEATURES",
+    "NEWEST",
+    "OLDEST",
+    "RELEASES",
+    "SUPPORTED",
+    "FeatureGateError",
+    "Features",
+    "features_at",
+    "features_from_flags",
+    "minor_for_server",
+    "parse_feature_gates",
+    "supported_minor",
+]
+
+# The patch release of each minor whose source was read (and whose oracle proves it).
+RELEASES: Mapping[str, str] = {"1.35": "v1.35.4", "1.36": "v1.36.3", "1.37": "v1.37.2"}
+SUPPORTED: tuple[str, ...] = tuple(RELEASES)
+NEWEST = SUPPORTED[-1]
+# ``run`` decides as 1.35 until it reads the API server's /version (kube-scheduler may be one minor
+# older than the API server, never newer).
+OLDEST = SUPPORTED[0]
+
+ALPHA, BETA, GA, DEPRECATED = "ALPHA", "BETA", "", "DEPRECATED"  # component-base's prerelease strings
+
+
+class FeatureGateError(ValueError):
+    """A ``--feature-gates`` value kube-scheduler would refuse, or one we do not implement."""
+
+
+@dataclass(frozen=True, slots=True)
+class _G:
+    """A gate's spec in force at one minor."""
+
+    default: bool
+    stage: str
+    locked: bool = False
+
+
+# Every gate kube-scheduler reads (grep ``features.`` in ``pkg/scheduler``), the gates that depend on
+# them and what they depend on; per minor, the spec in force at its release (None: no such gate).
+_SPECS: Mapping[str, tuple[_G | None, _G | None, _G | None]] = {
+    "CSIMigrationPortworx": (_G(True, GA, locked=True), None, None),
+    "CompositePodGroup": (None, None, _G(False, ALPHA)),
+    "ContainerRestartRules": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
+    "DRAAdminAccess": (_G(True, BETA), _G(True, GA, locked=True), _G(True, GA, locked=True)),
+    "DRAConsumableCapacity": (_G(False, ALPHA), _G(True, BETA), _G(True, BETA)),
+    "DRADerivedAttributes": (None, None, _G(False, ALPHA)),
+    "DRADeviceBindingConditions": (_G(False, ALPHA), _G(True, BETA), _G(True, BETA)),
+    "DRADeviceCompatibilityGroups": (None, None, _G(False, ALPHA)),
+    "DRADeviceTaintRules": (_G(False, ALPHA), _G(False, BETA), _G(True, GA)),
+    "DRADeviceTaints": (_G(False, ALPHA), _G(True, BETA), _G(True, GA)),
+    "DRAExtendedResource": (_G(False, ALPHA), _G(True, BETA), _G(True, GA, locked=True)),
+    "DRAFractionalCapacityRange": (None, None, _G(True, BETA)),
+    "DRAListTypeAttributes": (None, _G(False, ALPHA), _G(False, ALPHA)),
+    "DRANodeAllocatableResources": (None, _G(False, ALPHA), _G(False, ALPHA)),
+    "DRAOptionalNodeOperations": (None, None, _G(False, ALPHA)),
+    "DRAPartitionableDevices": (_G(False, ALPHA), _G(True, BETA), _G(True, BETA)),
+    "DRAPartitionableDevicesType": (None, None, _G(False, ALPHA)),
+    "DRAPrioritizedList": (_G(True, BETA), _G(True, GA), _G(True, GA, locked=True)),
+    "DRAResourceClaimDeviceStatus": (_G(True, BETA), _G(True, BETA), _G(True, GA, locked=True)),
+    "DRAResourceClaimGranularStatusAuthorization": (None, _G(True, BETA), _G(True, BETA)),
+    "DRAResourcePoolStatus": (None, _G(False, ALPHA), _G(False, ALPHA)),
+    "DRASchedulerFilterTimeout": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
+    "DRAWorkloadResourceClaims": (None, _G(False, ALPHA), _G(False, BETA)),
+    "DynamicResourceAllocation": (_G(True, GA, locked=True), _G(True, GA, locked=True), _G(True, GA, locked=True)),
+    "ExtendWebSocketsToKubelet": (None, _G(True, BETA), _G(True, BETA)),
+    "GangScheduling": (_G(False, ALPHA), _G(False, ALPHA), None),
+    "GenericWorkload": (_G(False, ALPHA), _G(False, ALPHA), _G(False, BETA)),
+    "H2CContainerProbe": (None, None, _G(False, ALPHA)),
+    "InPlacePodLevelResourcesVerticalScaling": (_G(False, ALPHA), _G(True, BETA), _G(True, BETA)),
+    "InPlacePodVerticalScaling": (_G(True, GA, locked=True), _G(True, GA, locked=True), _G(True, GA, locked=True)),
+    "InPlacePodVerticalScalingAllocatedStatus": (_G(False, DEPRECATED), None, None),
+    "InPlacePodVerticalScalingExclusiveCPUs": (_G(False, ALPHA), _G(False, ALPHA), _G(False, ALPHA)),
+    "InPlacePodVerticalScalingExclusiveMemory": (_G(False, ALPHA), _G(False, ALPHA), _G(False, ALPHA)),
+    "InPlacePodVerticalScalingInitContainers": (None, _G(True, BETA), _G(True, GA, locked=True)),
+    "InPlacePodVerticalScalingMemoryBackedVolumes": (None, None, _G(False, ALPHA)),
+    "InPlacePodVerticalScalingSchedulerPreemption": (None, None, _G(False, ALPHA)),
+    "InterPodAffinityHostnameFastPath": (None, None, _G(False, ALPHA)),
+    "KubeletAllocatedPodsEndpoint": (None, None, _G(False, ALPHA)),
+    "MatchLabelKeysInPodTopologySpread": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
+    "MatchLabelKeysInPodTopologySpreadSelectorMerge": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
+    "MemoryManager": (_G(True, GA, locked=True), None, None),
+    "NodeDeclaredFeatures": (_G(False, ALPHA), _G(True, BETA), _G(True, GA, locked=True)),
+    "NodeInclusionPolicyInPodTopologySpread": (
+        _G(True, GA, locked=True),
+        _G(True, GA, locked=True),
+        _G(True, GA, locked=True),
+    ),
+    "NominatedNodeNameForExpectation": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
+    "OpportunisticBatching": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
+    "PodGroupPreemptionPolicy": (None, None, _G(False, ALPHA)),
+    "PodLevelResourceManagers": (None, _G(False, ALPHA), _G(False, BETA)),
+    "PodLevelResources": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
+    "PodLevelResourcesFixDefaulting": (None, None, _G(True, BETA)),
+    "PodLevelResourcesFixKubeletQOSClass": (None, None, _G(True, BETA)),
+    "ProcMountType": (_G(True, BETA), _G(True, GA, locked=True), _G(True, GA, locked=True)),
+    "ResourceHealthStatus": (_G(False, ALPHA), _G(True, BETA), _G(True, BETA)),
+    "ResourceHealthStatusMessage": (None, _G(True, BETA), _G(True, BETA)),
+    "RestartAllContainersOnContainerExits": (_G(False, ALPHA), _G(True, BETA), _G(True, BETA)),
+    "SchedulerAsyncAPICalls": (_G(False, BETA), _G(False, BETA), _G(False, BETA)),
+    "SchedulerAsyncPreemption": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
+    "SchedulerPopFromBackoffQ": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
+    "SchedulerPreQueueingHints": (None, None, _G(False, ALPHA)),
+    "SchedulerQueueingHints": (_G(True, GA, locked=True), _G(True, GA, locked=True), None),
+    "SidecarContainers": (_G(True, GA, locked=True), _G(True, GA, locked=True), None),
+    "StorageCapacityScoring": (_G(False, ALPHA), _G(False, ALPHA), _G(True, BETA)),
+    "TaintTolerationComparisonOperators": (_G(False, ALPHA), _G(False, ALPHA), _G(False, ALPHA)),
+    "TopologyAwareWorkloadScheduling": (None, _G(False, ALPHA), _G(False, ALPHA)),
+    "UserNamespacesHostNetworkSupport": (_G(False, ALPHA), _G(False, ALPHA), _G(False, ALPHA)),
+    "UserNamespacesSupport": (_G(True, BETA), _G(True, GA, locked=True), _G(True, GA, locked=True)),
+    "VolumeAttributesClass": (_G(True, GA), _G(True, GA, locked=True), _G(True, GA, locked=True)),
+    "VolumeLimitScaling": (_G(False, ALPHA), _G(False, ALPHA), _G(True, BETA)),
+    "WindowsCPUAndMemoryAffinity": (_G(False, ALPHA), _G(False, ALPHA), _G(False, ALPHA)),
+    "WorkloadAwarePreemption": (None, _G(False, ALPHA), None),
+    "WorkloadWithJob": (None, _G(False, ALPHA), _G(False, ALPHA)),
+}
+
+# ``defaultKubernetesFeatureGateDependencies`` restricted to the gates above, per minor.
+_DEPENDENCIES: Mapping[str, Mapping[str, str]] = {
+    "1.35": {
+        "DRAAdminAccess": "DynamicResourceAllocation",
+        "DRAConsumableCapacity": "DynamicResourceAllocation",
+        "DRADeviceBindingConditions": "DynamicResourceAllocation DRAResourceClaimDeviceStatus",
+        "DRADeviceTaintRules": "DRADeviceTaints",
+        "DRADeviceTaints": "DynamicResourceAllocation",
+        "DRAExtendedResource": "DynamicResourceAllocation",
+        "DRAPartitionableDevices": "DynamicResourceAllocation",
+        "DRAPrioritizedList": "DynamicResourceAllocation",
+        "DRASchedulerFilterTimeout": "DynamicResourceAllocation",
+        "GangScheduling": "GenericWorkload",
+        "InPlacePodLevelResourcesVerticalScaling": "InPlacePodVerticalScaling PodLevelResources NodeDeclaredFeatures",
+        "InPlacePodVerticalScalingAllocatedStatus": "InPlacePodVerticalScaling",
+        "InPlacePodVerticalScalingExclusiveCPUs": "InPlacePodVerticalScaling",
+        "InPlacePodVerticalScalingExclusiveMemory": "InPlacePodVerticalScaling MemoryManager",
+        "MatchLabelKeysInPodTopologySpreadSelectorMerge": "MatchLabelKeysInPodTopologySpread",
+        "ProcMountType": "UserNamespacesSupport",
+        "ResourceHealthStatus": "DynamicResourceAllocation",
+        "RestartAllContainersOnContainerExits": "ContainerRestartRules NodeDeclaredFeatures",
+        "UserNamespacesHostNetworkSupport": "UserNamespacesSupport",
+        "WindowsCPUAndMemoryAffinity": "MemoryManager",
+    },
+    "1.36": {
+        "DRAAdminAccess": "DynamicResourceAllocation",
+        "DRAConsumableCapacity": "DynamicResourceAllocation",
+        "DRADeviceBindingConditions": "DynamicResourceAllocation DRAResourceClaimDeviceStatus",
+        "DRADeviceTaintRules": "DRADeviceTaints",
+        "DRADeviceTaints": "DynamicResourceAllocation",
+        "DRAExtendedResource": "DynamicResourceAllocation",
+        "DRAListTypeAttributes": "DynamicResourceAllocation",
+        "DRANodeAllocatableResources": "DynamicResourceAllocation",
+        "DRAPartitionableDevices": "DynamicResourceAllocation",
+        "DRAPrioritizedList": "DynamicResourceAllocation",
+        "DRAResourceClaimGranularStatusAuthorization": "DynamicResourceAllocation DRAResourceClaimDeviceStatus",
+        "DRAResourcePoolStatus": "DynamicResourceAllocation",
+        "DRASchedulerFilterTimeout": "DynamicResourceAllocation",
+        "DRAWorkloadResourceClaims": "DynamicResourceAllocation GenericWorkload",
+        "ExtendWebSocketsToKubelet": "NodeDeclaredFeatures",
+        "GangScheduling": "GenericWorkload",
+        "InPlacePodLevelResourcesVerticalScaling": "InPlacePodVerticalScaling PodLevelResources NodeDeclaredFeatures",
+        "InPlacePodVerticalScalingExclusiveCPUs": "InPlacePodVerticalScaling",
+        "InPlacePodVerticalScalingExclusiveMemory": "InPlacePodVerticalScaling",
+        "InPlacePodVerticalScalingInitContainers": "InPlacePodVerticalScaling NodeDeclaredFeatures",
+        "MatchLabelKeysInPodTopologySpreadSelectorMerge": "MatchLabelKeysInPodTopologySpread",
+        "PodLevelResourceManagers": "PodLevelResources",
+        "ProcMountType": "UserNamespacesSupport",
+        "ResourceHealthStatus": "DynamicResourceAllocation",
+        "ResourceHealthStatusMessage": "ResourceHealthStatus",
+        "RestartAllContainersOnContainerExits": "ContainerRestartRules NodeDeclaredFeatures",
+        "TopologyAwareWorkloadScheduling": "GenericWorkload",
+        "UserNamespacesHostNetworkSupport": "UserNamespacesSupport NodeDeclaredFeatures",
+        "WorkloadAwarePreemption": "GangScheduling",
+        "WorkloadWithJob": "GenericWorkload",
+    },
+    "1.37": {
+        "CompositePodGroup": "GenericWorkload TopologyAwareWorkloadScheduling",
+        "DRAAdminAccess": "DynamicResourceAllocation",
+        "DRAConsumableCapacity": "DynamicResourceAllocation",
+        "DRADerivedAttributes": "DynamicResourceAllocation",
+        "DRADeviceBindingConditions": "DynamicResourceAllocation DRAResourceClaimDeviceStatus",
+        "DRADeviceCompatibilityGroups": "DynamicResourceAllocation DRAPartitionableDevices",
+        "DRADeviceTaintRules": "DRADeviceTaints",
+        "DRADeviceTaints": "DynamicResourceAllocation",
+        "DRAExtendedResource": "DynamicResourceAllocation",
+        "DRAFractionalCapacityRange": "DRAConsumableCapacity",
+        "DRAListTypeAttributes": "DynamicResourceAllocation",
+        "DRANodeAllocatableResources": "DynamicResourceAllocation",
+        "DRAOptionalNodeOperations": "DynamicResourceAllocation NodeDeclaredFeatures",
+        "DRAPartitionableDevices": "DynamicResourceAllocation",
+        "DRAPartitionableDevicesType": "DynamicResourceAllocation DRAPartitionableDevices DRAResourcePoolStatus",
+        "DRAPrioritizedList": "DynamicResourceAllocation",
+        "DRAResourceClaimGranularStatusAuthorization": "DynamicResourceAllocation DRAResourceClaimDeviceStatus",
+        "DRAResourcePoolStatus": "DynamicResourceAllocation",
+        "DRASchedulerFilterTimeout": "DynamicResourceAllocation",
+        "DRAWorkloadResourceClaims": "DynamicResourceAllocation GenericWorkload",
+        "ExtendWebSocketsToKubelet": "NodeDeclaredFeatures",
+        "H2CContainerProbe": "NodeDeclaredFeatures",
+        "InPlacePodLevelResourcesVerticalScaling": "InPlacePodVerticalScaling PodLevelResources NodeDeclaredFeatures",
+        "InPlacePodVerticalScalingExclusiveCPUs": "InPlacePodVerticalScaling",
+        "InPlacePodVerticalScalingExclusiveMemory": "InPlacePodVerticalScaling",
+        "InPlacePodVerticalScalingInitContainers": "InPlacePodVerticalScaling NodeDeclaredFeatures",
+        "InPlacePodVerticalScalingMemoryBackedVolumes": "InPlacePodVerticalScaling NodeDeclaredFeatures",
+        "InPlacePodVerticalScalingSchedulerPreemption": "InPlacePodVerticalScaling",
+        "KubeletAllocatedPodsEndpoint": "InPlacePodVerticalScaling",
+        "MatchLabelKeysInPodTopologySpreadSelectorMerge": "MatchLabelKeysInPodTopologySpread",
+        "PodGroupPreemptionPolicy": "GenericWorkload",
+        "PodLevelResourceManagers": "PodLevelResources",
+        "PodLevelResourcesFixDefaulting": "PodLevelResources",
+        "PodLevelResourcesFixKubeletQOSClass": "PodLevelResources",
+        "ProcMountType": "UserNamespacesSupport",
+        "ResourceHealthStatus": "DynamicResourceAllocation",
+        "ResourceHealthStatusMessage": "ResourceHealthStatus",
+        "RestartAllContainersOnContainerExits": "ContainerRestartRules NodeDeclaredFeatures",
+        "TopologyAwareWorkloadScheduling": "GenericWorkload",
+        "UserNamespacesHostNetworkSupport": "UserNamespacesSupport NodeDeclaredFeatures",
+        "WorkloadWithJob": "GenericWorkload",
+    },
+}
+
+# Gates pkg/scheduler reads, at any of our minors (the rest of ``_SPECS`` is there for dependencies).
+_SCHEDULER_READS = frozenset(
+    {
+        "CompositePodGroup",
+        "CSIMigrationPortworx",
+        "DRAAdminAccess",
+        "DRAConsumableCapacity",
+        "DRADerivedAttributes",
+        "DRADeviceBindingConditions",
+        "DRADeviceCompatibilityGroups",
+        "DRADeviceTaintRules",
+        "DRADeviceTaints",
+        "DRAExtendedResource",
+        "DRAFractionalCapacityRange",
+        "DRAListTypeAttributes",
+        "DRANodeAllocatableResources",
+        "DRAOptionalNodeOperations",
+        "DRAPartitionableDevices",
+        "DRAPrioritizedList",
+        "DRAResourceClaimDeviceStatus",
+        "DRASchedulerFilterTimeout",
+        "DRAWorkloadResourceClaims",
+        "DynamicResourceAllocation",
+        "GangScheduling",
+        "GenericWorkload",
+        "InPlacePodLevelResourcesVerticalScaling",
+        "InPlacePodVerticalScaling",
+        "InPlacePodVerticalScalingSchedulerPreemption",
+        "InterPodAffinityHostnameFastPath",
+        "MatchLabelKeysInPodTopologySpread",
+        "NodeDeclaredFeatures",
+        "NodeInclusionPolicyInPodTopologySpread",
+        "NominatedNodeNameForExpectation",
+        "OpportunisticBatching",
+        "PodGroupPreemptionPolicy",
+        "PodLevelResources",
+        "SchedulerAsyncAPICalls",
+        "SchedulerAsyncPreemption",
+        "SchedulerPopFromBackoffQ",
+        "SchedulerPreQueueingHints",
+        "SchedulerQueueingHints",
+        "SidecarContainers",
+        "StorageCapacityScoring",
+        "TaintTolerationComparisonOperators",
+        "TopologyAwareWorkloadScheduling",
+        "VolumeAttributesClass",
+        "VolumeLimitScaling",
+        "WorkloadAwarePreemption",
+    }
+)
+
+# Scheduler gates whose non-default state we implement too, per minor: only these may be set away
+# from their default. (A locked gate cannot be set away at all.)
+_SETTABLE: Mapping[str, frozenset[str]] = {
+    "1.35": frozenset(),
+    "1.36": frozenset({"NodeDeclaredFeatures", "VolumeLimitScaling", "InPlacePodLevelResourcesVerticalScaling"}),
+    "1.37": frozenset({"VolumeLimitScaling", "StorageCapacityScoring"}),
+}
+
+# Changes a minor made without a gate (each names where upstream made it); cumulative.
+BALANCED_ALLOCATION_SCORES_CHANGE = "BalancedAllocationScoresChange"  # balanced_allocation.go, 1.36
+NODE_NAME_FIRST = "NodeNameFirst"  # default_plugins.go and nodename PreFilter, 1.37
+PREEMPTION_PLACEMENT_MESSAGE = "PreemptionPlacementMessage"  # preemption.go Preempt, 1.37 (#140180)
+IMAGE_VOLUMES_SCORED = "ImageVolumesScored"  # image_locality.go sumImageScores, 1.36 (#130231)
+IMAGE_VOLUMES_COUNTED = "ImageVolumesCounted"  # image_locality.go calculatePriority, 1.37 (#138951)
+_1_36 = frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, IMAGE_VOLUMES_SCORED})
+_CHANGES: Mapping[str, frozenset[str]] = {
+    "1.35": frozenset(),
+    "1.36": _1_36,
+    "1.37": _1_36 | {NODE_NAME_FIRST, PREEMPTION_PLACEMENT_MESSAGE, IMAGE_VOLUMES_COUNTED},
+}
+
+# component-helpers ``nodedeclaredfeatures/features.AllFeatures`` at each minor's own go.mod
+# version: the features a pod's spec can require (``InferForScheduling`` not constantly false).
+_DECLARED_FEATURES_INFERRED: Mapping[str, frozenset[str]] = {
+    "1.35": frozenset(),
+    "1.36": frozenset({"RestartAllContainersOnContainerExits", "UserNamespacesHostNetworkSupport"}),
+    "1.37": frozenset(
+        {"RestartAllContainersOnContainerExits", "UserNamespacesHostNetworkSupport", "VolumeBindMountOptions"}
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """The gates and ungated changes in force: what plugins branch on (upstream ``feature.Features``)."""
+
+    minor: str
+    gates: Mapping[str, bool] = field(repr=False)
+    changes: frozenset[str] = frozenset()
+
+    @property
+    def release(self) -> str:
+        """The kube-scheduler release these features are (e.g. ``v1.37.2``)."""
+        return RELEASES[self.minor]
+
+    def enabled(self, gate: str) -> bool:
+        """The gate's state; a gate the minor does not have is off."""
+        return self.gates.get(gate, False)
+
+    @property
+    def enable_node_declared_features(self) -> bool:
+        return self.enabled("NodeDeclaredFeatures")
+
+    @property
+    def enable_dra_extended_resource(self) -> bool:
+        return self.enabled("DRAExtendedResource")
+
+    @property
+    def balanced_allocation_scores_change(self) -> bool:
+        """1.36: BalancedAllocation scores the change in balance the pod makes, not the balance after."""
+        return BALANCED_ALLOCATION_SCORES_CHANGE in self.changes
+
+    @property
+    def node_name_first(self) -> bool:
+        """1.37: NodeName runs before NodeUnschedulable and has a PreFilter."""
+        return NODE_NAME_FIRST in self.changes
+
+    @property
+    def image_volumes_scored(self) -> bool:
+        """1.36: ImageLocality sums the images of image volumes too."""
+        return IMAGE_VOLUMES_SCORED in self.changes
+
+    @property
+    def image_volumes_counted(self) -> bool:
+        """1.37: ...and counts them with the containers in the upper threshold."""
+        return IMAGE_VOLUMES_COUNTED in self.changes
+
+    @property
+    def preemption_placement_message(self) -> bool:
+        """1.37: a successful preemption says where and how many victims, at the end of the FitError."""
+        return PREEMPTION_PLACEMENT_MESSAGE in self.changes
+
+    @property
+    def declared_features_inferred(self) -> frozenset[str]:
+        """The node-declared features a pod's spec can require at this minor."""
+        return _DECLARED_FEATURES_INFERRED[self.minor]
+
+
+def supported_minor(text: str) -> str:
+    """``1.37``, ``v1.37`` or ``v1.37.2`` as a supported minor; raises ``ValueError`` naming the supported."""
+    parts = text.strip().removeprefix("v").split(".")
+    minor = ".".join(parts[:2])
+    if len(parts) < 2 or minor not in RELEASES or not all(p.isdigit() for p in parts[:3]):
+        raise ValueError(
+            f"unsupported Kubernetes version {text!r}: spread-scheduler decides as kube-scheduler "
+            + ", ".join(f"{m} ({r})" for m, r in RELEASES.items())
+        )
+    return minor
+
+
+def minor_for_server(major: str, minor: str) -> str:
+    """The minor to decide as for an API server's ``/version`` (``major``, ``minor``; ``"37+"`` as some
+    providers write it): its own, or the newest we have when it is one minor newer (the version skew
+    policy lets kube-scheduler be one minor older than the API server, never newer). Raises
+    ``ValueError`` naming the supported minors otherwise."""
+    digits = "".join(ch for ch in minor if ch.isdigit())
+    server = f"{major.strip()}.{digits}"
+    if server in RELEASES:
+        return server
+    newest_major, newest_minor = NEWEST.split(".")
+    if major.strip() == newest_major and digits and int(digits) == int(newest_minor) + 1:
+        return NEWEST
+    raise ValueError(
+        f"the API server is Kubernetes {major}.{minor}: spread-scheduler decides as kube-scheduler "
+        + ", ".join(f"{m} ({r})" for m, r in RELEASES.items())
+        + " and may be at most one minor older than the API server, never newer"
+    )
+
+
+def _parse_bool(text: str) -> bool | None:
+    """Go's ``strconv.ParseBool``."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    return None
+
+
+def parse_feature_gates(value: str) -> dict[str, bool]:
+    """``key1=value1,key2=value2`` as component-base's ``featureGate.Set`` splits it (no gate is looked up)."""
+    out: dict[str, bool] = {}
+    for item in value.split(","):
+        if not item:
+            continue
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise FeatureGateError(f"missing bool value for {key}")
+        raw = raw.strip()
+        parsed = _parse_bool(raw)
+        if parsed is None:
+            raise FeatureGateError(
+                f'invalid value of {key}={raw}, err: strconv.ParseBool: parsing "{raw}": invalid syntax'
+            )
+        out[key] = parsed
+    return out
+
+
+def _aggregate(errors: list[str]) -> str:
+    """apimachinery's ``utilerrors.NewAggregate(...).Error()``."""
+    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+
+
+def features_at(minor: str, overrides: Mapping[str, bool] | None = None) -> Features:
+    """The features of ``minor`` with ``overrides`` set, checked as kube-scheduler checks them.
+
+    component-base first (``unsafeSetFromMap``: an unknown gate stops at once; a locked gate set away
+    from its default; then the dependencies of every enabled gate), then ours: a gate the scheduler
+    reads that we implement only in its default state.
+    """
+    index = SUPPORTED.index(minor)
+    specs: dict[str, _G] = {}
+    for name, row in _SPECS.items():
+        spec = row[index]
+        if spec is not None:
+            specs[name] = spec
+    asked = dict(overrides or {})
+    errors: list[str] = []
+    for name, value in asked.items():
+        spec = specs.get(name)
+        if spec is None:
+            raise FeatureGateError(f"unrecognized feature gate: {name}")
+        if spec.locked and spec.default != value:
+            errors.append(
+                f"cannot set feature gate {name} to {str(value).lower()}, "
+                f"feature is locked to {str(spec.default).lower()}"
+            )
+    if errors:
+        raise FeatureGateError(_aggregate(errors))
+    gates = {name: asked.get(name, spec.default) for name, spec in specs.items()}
+    for name, deps in sorted(_DEPENDENCIES[minor].items()):
+        if not gates.get(name):
+            continue
+        off = [dep for dep in deps.split() if not gates.get(dep, False)]
+        if off:
+            errors.append(f"{name} is enabled, but depends on features that are disabled: [{' '.join(off)}]")
+    if errors:
+        raise FeatureGateError(_aggregate(errors))
+    for name, value in sorted(asked.items()):
+        if name in _SCHEDULER_READS and value != specs[name].default and name not in _SETTABLE[minor]:
+            settable = ", ".join(sorted(_SETTABLE[minor])) or "none"
+            raise FeatureGateError(
+                f"feature gate {name}={str(value).lower()}: kube-scheduler {RELEASES[minor]} reads it, and "
+                f"spread-scheduler decides only with its default ({str(specs[name].default).lower()}); the gates "
+                f"it can set away from their defaults at {minor}: {settable}"
+            )
+    return Features(minor, gates, _CHANGES[minor])
+
+
+def features_from_flags(kube_version: str, feature_gates: str = "") -> Features:
+    """``--kube-version`` and ``--feature-gates`` as one value; raises ``ValueError`` with the reason."""
+    return features_at(supported_minor(kube_version), parse_feature_gates(feature_gates))
+
+
+DEFAULT_FEATURES = features_at(OLDEST)
+"""1.35's defaults: what every caller that names no version decides as (``run``, until /version)."""
