@@ -21,7 +21,7 @@ from e2e.cluster import Cluster
 from scheduler.kube.client.apiclient import api_client
 from scheduler.kube.client.rest import send
 from scheduler.kube.client.transport import WRITE_CONNECTIONS
-from scheduler.kube.writes import ApiWrites, _send
+from scheduler.kube.writes import ApiWrites, send_once
 
 ROOT = Path(__file__).resolve().parent.parent
 PATH = "/apis/events.k8s.io/v1/namespaces/{namespace}/events"
@@ -71,7 +71,7 @@ async def _compare(kubeconfig: str, requests: int, rounds: int) -> dict[str, lis
         return int(response.status)
 
     async def ours(i: int) -> int:
-        reply = await _send(writes, "POST", PATH, {"namespace": "default"}, _event(i), "application/json")
+        reply = await send_once(writes, "POST", PATH, {"namespace": "default"}, _event(i), "application/json")
         return int(reply.status)
 
     paths = {"client session (aiohttp)": session, "our connections": ours}

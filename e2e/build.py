@@ -1,4 +1,4 @@
-"""The Go builds behind the local cluster (e2e/cluster.py): the control plane and etcd from
+"""The Go builds behind the local cluster (e2e/cluster/): the control plane and etcd from
 e2e/controlplane and e2e/etcd, our own Go mains (``ensure_tool``: the differential oracle, schedbench), and
 helm, kwok and the descheduler from their own modules under e2e/tools. Each is cached by what it was built
 from (a JSON stamp, or a digest in the file name) under ``$SPREAD_CACHE_DIR`` (default

@@ -1,6 +1,6 @@
 """e2e fixtures: a real control plane (built from Go modules), the scheduler as a real process.
 
-The cluster comes from ``e2e/cluster.py`` unless ``SPREAD_E2E_KUBECONFIG`` names one to use instead
+The cluster comes from ``e2e/cluster/`` unless ``SPREAD_E2E_KUBECONFIG`` names one to use instead
 (kind, or any cluster with no other scheduler named ``spread-scheduler``). ``SPREAD_E2E_KUBE_VERSION``
 (``1.36.3``, ``1.37.2``; default e2e/build.py's ``K8S_VERSION``) picks the local control plane's release,
 and so the kube-scheduler the parity tests run beside ours; ours follows the API server's /version.

@@ -1,4 +1,4 @@
-"""The local cluster's certificates (e2e/cluster.py): a CA, the API server's serving certificate, client
+"""The local cluster's certificates (e2e/cluster/): a CA, the API server's serving certificate, client
 certificates (one per user, so the ledger tells writers apart) and the ServiceAccount signing key pair.
 
 Made with the ``cryptography`` library (a dependency of spread-scheduler already), so no ``openssl``

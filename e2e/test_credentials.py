@@ -66,7 +66,7 @@ def _kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
 def shipped_rbac(kubeconfig: str) -> None:
     """The shipped namespace, ServiceAccount and roles (applied as an install applies them)."""
     if not (bin_dir() / "kubectl").exists():
-        pytest.skip("needs kubectl from the local control plane's build (e2e/cluster.py)")
+        pytest.skip("needs kubectl from the local control plane's build (e2e/cluster/)")
     manifests = ROOT / "manifests"
     _kubectl(kubeconfig, "apply", "-f", str(manifests / "namespace.yaml"), "-f", str(manifests / "rbac.yaml"))
 

@@ -1,4 +1,4 @@
-"""Pods we bind run: kwok plays the kubelet of the test's nodes (e2e/cluster.py), so what users rely
+"""Pods we bind run: kwok plays the kubelet of the test's nodes (e2e/cluster/), so what users rely
 on around a scheduler happens here as on a real cluster: a Deployment's rollout completes, a
 StatefulSet with the default OrderedReady policy grows one Ready pod at a time, a PodDisruptionBudget
 counts Ready pods, a pod deleted with its grace period is Terminating and then gone, and a deleted

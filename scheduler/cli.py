@@ -115,7 +115,8 @@ def _live_config(args: argparse.Namespace) -> SchedulerConfig | int:
         print(f"spread-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        decided = asyncio.run(decide_live(args.kubeconfig or provisional.kubeconfig, KubeVersion(None, gates)))
+        asked = KubeVersion(None, gates)
+        decided = asyncio.run(decide_live(args.kubeconfig or provisional.kubeconfig, asked, _overrides(args)))
     except VersionError as exc:
         print(f"spread-scheduler: {exc}", file=sys.stderr)
         return 1
@@ -293,7 +294,13 @@ def _explain(args: argparse.Namespace) -> int:
     try:
         target = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
         result = explain(
-            config, target, args.kubeconfig, args.output, args.seed, default_rebalance=args.rebalance_default
+            config,
+            target,
+            args.kubeconfig,
+            args.output,
+            args.seed,
+            default_rebalance=args.rebalance_default,
+            overrides=_overrides(args),
         )
         print(asyncio.run(result), end="")
     except (LookupError, ListingError) as exc:
@@ -316,8 +323,11 @@ def _inputs(args: argparse.Namespace) -> tuple[SchedulerConfig, list[Mapping[str
             return 2
     from scheduler.kube.client.dump import ListingError, cluster_objects  # noqa: PLC0415
 
+    listing = cluster_objects(
+        config, args.kubeconfig, preemption=True, namespace=args.namespace, overrides=_overrides(args)
+    )
     try:
-        return config, list(asyncio.run(cluster_objects(config, args.kubeconfig, preemption=True)))
+        return config, list(asyncio.run(listing))
     except ListingError as exc:
         print(f"spread-scheduler: {exc}", file=sys.stderr)
         return 1
@@ -413,27 +423,63 @@ def _logging_flags() -> argparse.ArgumentParser:
 KUBECONFIG_HELP = "kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)"
 
 
+def _overrides(args: argparse.Namespace) -> Any:
+    """kubectl's --context, --cluster and --user as the kubeconfig reader takes them."""
+    from scheduler.kube.client.kubeconfig import Overrides  # noqa: PLC0415
+
+    return Overrides(getattr(args, "context", None), getattr(args, "cluster", None), getattr(args, "user", None))
+
+
+def _kubeconfig_flags(parser: argparse.ArgumentParser | Any, default: Any = None) -> None:
+    """``--kubeconfig``, ``--context``, ``--cluster`` and ``--user``: which kubeconfig, context,
+    cluster and user to read the cluster with, as kubectl's global flags choose them."""
+    parser.add_argument("--kubeconfig", default=default, help=KUBECONFIG_HELP)
+    parser.add_argument("--context", default=default, help="the kubeconfig context to use (default: current-context)")
+    parser.add_argument("--cluster", default=default, help="the kubeconfig cluster to use instead of the context's")
+    parser.add_argument("--user", default=default, help="the kubeconfig user to use instead of the context's")
+
+
+def _kubectl_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """kubectl's global flags that choose what is read, as every kubectl command takes them: on the
+    plugin (``kubectl spread --context x skew``) and on each subcommand (``kubectl spread skew
+    --context=x``). A subcommand's are absent unless typed, so they never mask the plugin's."""
+    default = None if top else argparse.SUPPRESS
+    group = parser.add_argument_group("kubectl's flags (before or after the command)")
+    _kubeconfig_flags(group, default)
+    group.add_argument(
+        "-n", "--namespace", default=default, help="the namespace to read (default: the context's, else default)"
+    )
+    group.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="read every namespace (-n is then ignored; explain always reads its pod's)",
+    )
+
+
 def _add_read_only(sub: Any, common: list[argparse.ArgumentParser], *, kubectl: bool) -> None:
     """``explain``, ``skew`` and ``rebalance``: for ``spread-scheduler`` and ``kubectl-spread``. As a
-    kubectl plugin, no -n means the current context's namespace, and -A every namespace."""
+    kubectl plugin, kubectl's global flags (``_kubectl_flags``): no -n means the context's namespace,
+    and -A every namespace."""
 
     def namespaces(parser: argparse.ArgumentParser, help_all: str) -> None:
         if kubectl:
-            parser.add_argument("-n", "--namespace", default=None, help="the namespace (default: the context's)")
-            parser.add_argument("-A", "--all-namespaces", action="store_true", help=help_all)
+            _kubectl_flags(parser, top=False)
         else:
-            parser.add_argument("-n", "--namespace", default=None, help=f"{help_all[0].lower()}{help_all[1:]}")
+            _kubeconfig_flags(parser)
+            parser.add_argument("-n", "--namespace", default=None, help=help_all)
 
     exp = sub.add_parser(
         "explain", parents=common, help="replay one pod's scheduling on the live cluster and explain each node"
     )
     exp.add_argument("pod", help="NAME or NAMESPACE/NAME (a pending or a bound pod)")
     if kubectl:
-        exp.add_argument("-n", "--namespace", default=None, help="the pod's namespace (default: the context's)")
+        _kubectl_flags(exp, top=False)
     else:
         exp.add_argument("-n", "--namespace", default="default", help="the pod's namespace when POD has none")
+        _kubeconfig_flags(exp)
     exp.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
-    exp.add_argument("--kubeconfig", help=KUBECONFIG_HELP)
     exp.add_argument("--output", "-o", choices=("table", "json"), default="table")
     exp.add_argument("--seed", type=int, default=None)
     _default_rebalance(exp)
@@ -447,9 +493,8 @@ def _add_read_only(sub: Any, common: list[argparse.ArgumentParser], *, kubectl: 
         "deletion costs in force and the rebalancing plan",
     )
     skew.add_argument("-f", "--file", help="read objects from this file (kubectl get -o yaml) instead of the cluster")
-    skew.add_argument("--kubeconfig", help=KUBECONFIG_HELP)
     skew.add_argument("--config", help="a KubeSchedulerConfiguration file (its PodTopologySpread default constraints)")
-    namespaces(skew, "Only this namespace's workloads (default: all)" if not kubectl else "every namespace")
+    namespaces(skew, "only this namespace's workloads, and its objects only (default: all)")
     skew.add_argument("--output", "-o", choices=("table", "json"), default="table")
     skew.add_argument("--plot", metavar="FILE.png", help="also draw pods per domain (needs spread-scheduler[plot])")
     _default_rebalance(skew)
@@ -463,9 +508,8 @@ def _add_read_only(sub: Any, common: list[argparse.ArgumentParser], *, kubectl: 
     )
     reb.add_argument("--dry-run", action="store_true", help="print the plan (required: nothing is ever evicted here)")
     reb.add_argument("-f", "--file", help="read objects from this file (kubectl get -o yaml) instead of the cluster")
-    reb.add_argument("--kubeconfig", help=KUBECONFIG_HELP)
     reb.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the built-in profile)")
-    namespaces(reb, "Only this namespace's workloads (default: all)" if not kubectl else "every namespace")
+    namespaces(reb, "only this namespace's workloads, and its objects only (default: all)")
     reb.add_argument("--output", "-o", choices=("table", "json"), default="table")
     _default_rebalance(reb)
     _version_flags(reb, live=LIVE_OR_FILE)
@@ -507,30 +551,62 @@ def _default_rebalance(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _context_namespace(kubeconfig: str | None) -> str:
-    """The current context's namespace, as kubectl defaults -n ("default" without one)."""
-    from scheduler.kube.client.kubeconfig import KubeconfigError, read, source  # noqa: PLC0415
+def _context_namespace(kubeconfig: str | None, overrides: Any = None) -> str:
+    """The context's namespace (the current one, or ``--context``'s), as kubectl defaults -n
+    ("default" without one)."""
+    from scheduler.kube.client.kubeconfig import NO_OVERRIDES, KubeconfigError, read, source  # noqa: PLC0415
 
-    where = source(kubeconfig)
-    if where is None:
-        return "default"
     try:
-        return read(where).namespace or "default"
+        where = source(kubeconfig)
+        if where is None:
+            return "default"
+        return read(where, overrides or NO_OVERRIDES).namespace or "default"
     except KubeconfigError:
         return "default"  # the listing reports the kubeconfig's problem itself
 
 
+# pflag's spellings that argparse reads otherwise: ``-n=ns`` (argparse: the value "=ns") and a
+# boolean's ``=true``/``=false``.
+_KUBECTL_BOOLEANS = ("-A", "--all-namespaces")
+
+
+def _pflag_spelling(argv: Sequence[str]) -> list[str]:
+    """``argv`` with pflag's ``-x=VALUE`` as ``-xVALUE`` and ``-A=BOOL`` as ``-A`` or nothing, up to ``--``."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + list(argv[i:])
+        flag, equals, value = arg.partition("=")
+        if equals and flag in _KUBECTL_BOOLEANS:
+            try:
+                out += [flag] if _bool(value) else []
+            except argparse.ArgumentTypeError:
+                out.append(arg)  # argparse refuses it by name
+        elif equals and len(flag) == 2 and flag[0] == "-" and flag[1] != "-":
+            out.append(flag + value)
+        else:
+            out.append(arg)
+    return out
+
+
 def kubectl_main(argv: Sequence[str] | None = None) -> int:
-    """``kubectl spread skew|explain|rebalance --dry-run``: the read-only commands as a kubectl plugin."""
+    """``kubectl spread skew|explain|rebalance --dry-run``: the read-only commands as a kubectl plugin.
+    kubectl hands a plugin the user's flags as typed, so kubectl's global flags are read here, before
+    the command or after it (the later wins, as in pflag), and resolved as kubectl resolves them."""
     parser = argparse.ArgumentParser(
-        prog="kubectl spread", description="spread-scheduler's read-only commands, as a kubectl plugin"
+        prog="kubectl spread",
+        description="spread-scheduler's read-only commands, as a kubectl plugin",
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
+    _kubectl_flags(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_read_only(sub, [_logging_flags()], kubectl=True)
-    args = parser.parse_args(argv)
-    if args.namespace is None and not getattr(args, "all_namespaces", False) and getattr(args, "file", None) is None:
-        args.namespace = _context_namespace(args.kubeconfig)
+    args = parser.parse_args(_pflag_spelling(sys.argv[1:] if argv is None else argv))
+    if args.all_namespaces and args.command != "explain":
+        args.namespace = None  # kubectl: -A ignores -n
+    elif args.namespace is None and getattr(args, "file", None) is None:
+        args.namespace = _context_namespace(args.kubeconfig, _overrides(args))
     logs.configure(args.logging_format, args.v)
     result: int = args.func(args)
     return result

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e import cluster_cli
 from e2e.build import CONTROLPLANE_MODULE, RELEASES, _modfile_text, _required_version, cache_dir, release
+from e2e.cluster import __main__ as cluster_cli
 
 
 @pytest.mark.parametrize(

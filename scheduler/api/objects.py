@@ -77,6 +77,7 @@ class OwnerRef:
     api_version: str
     kind: str
     name: str
+    uid: str = ""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -281,7 +282,9 @@ def _controller(meta: Mapping[str, Any], errors: list[FieldError]) -> OwnerRef |
     for i, ref in enumerate(as_list(meta.get("ownerReferences"), "metadata.ownerReferences", errors)):
         r = as_mapping(ref, f"metadata.ownerReferences[{i}]", errors)
         if r.get("controller") is True:
-            return OwnerRef(str(r.get("apiVersion", "")), str(r.get("kind", "")), str(r.get("name", "")))
+            return OwnerRef(
+                str(r.get("apiVersion", "")), str(r.get("kind", "")), str(r.get("name", "")), str(r.get("uid") or "")
+            )
     return None
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 
 from scheduler.config import SchedulerConfig
-from scheduler.kube.client.dump import cluster_objects
+from scheduler.kube.client.dump import REPLAY_KINDS, cluster_objects
+from scheduler.kube.client.kubeconfig import NO_OVERRIDES, Overrides
 from scheduler.kube.extender import simulate_with_extenders
 from scheduler.simulate import render_table, replay_objects, to_json
 from scheduler.spread.dry_run import dry_run
@@ -32,10 +33,13 @@ async def explain(
     seed: int | None,
     *,
     default_rebalance: bool = False,
+    overrides: Overrides = NO_OVERRIDES,
 ) -> str:
     namespace, _, name = target.rpartition("/")
     namespace = namespace or "default"
-    objects = await cluster_objects(config, kubeconfig, preemption=True)
+    objects = await cluster_objects(
+        config, kubeconfig, preemption=True, namespace=namespace, wide=REPLAY_KINDS, overrides=overrides
+    )
     replay = replay_objects(objects, namespace, name, config)
     attempts, sim = await simulate_with_extenders(config, replay, seed, apply_preemption=True)
     dry = dry_run(objects, config, default=default_rebalance, namespace=namespace)

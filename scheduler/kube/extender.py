@@ -136,7 +136,7 @@ class HTTPExtender:
     async def filter(self, pod: Pod, nodes: Sequence[NodeInfo]) -> ExtenderFilterResult:
         if not self.config.filter_verb:
             return ExtenderFilterResult([n.name for n in nodes])
-        result = await self._send(self.config.filter_verb, self._args(pod, nodes))
+        result = await self.send_once(self.config.filter_verb, self._args(pod, nodes))
         error = _get(result, "Error")
         if error:
             raise ExtenderError(str(error))
@@ -162,7 +162,7 @@ class HTTPExtender:
     async def prioritize(self, pod: Pod, nodes: Sequence[NodeInfo]) -> list[HostPriority]:
         if not self.config.prioritize_verb:
             return [HostPriority(n.name, 0) for n in nodes]
-        result = await self._send(self.config.prioritize_verb, self._args(pod, nodes))
+        result = await self.send_once(self.config.prioritize_verb, self._args(pod, nodes))
         if result is None:
             return []
         if not isinstance(result, list):
@@ -182,7 +182,7 @@ class HTTPExtender:
         if not self._fence():
             raise NotLeadingError(f"extender bind of {pod.key} to {node_name}: {NOT_SURE}")
         with fenced(self._fence):
-            result = await self._send(self.config.bind_verb, args)
+            result = await self.send_once(self.config.bind_verb, args)
         error = _get(result, "Error")
         if error:
             raise ExtenderError(str(error))
@@ -205,7 +205,7 @@ class HTTPExtender:
             self._loop = loop
         return self._session
 
-    async def _send(self, verb: str, args: Mapping[str, Any]) -> Any:
+    async def send_once(self, verb: str, args: Mapping[str, Any]) -> Any:
         url = self.config.url_prefix.rstrip("/") + "/" + verb
         body = json.dumps(args, default=_json_default).encode()
         tls = self.config.tls_config

@@ -16,6 +16,7 @@ from kubernetes.aio import client
 
 from scheduler.features import NEWEST, RELEASES, Features, features_at, minor_for_server, supported_minor
 from scheduler.kube.client.apiclient import KubeconfigError, api_client
+from scheduler.kube.client.kubeconfig import NO_OVERRIDES, Overrides
 from scheduler.kube.client.version import ServerVersion, VersionError, server_version
 
 __all__ = ["Decided", "KubeVersion", "decide_as", "decide_live", "read_decided"]
@@ -62,13 +63,14 @@ async def read_decided(api: client.ApiClient, asked: KubeVersion) -> Decided:
     return decide_as(asked, server)
 
 
-async def decide_live(kubeconfig: str | None, asked: KubeVersion) -> Decided:
+async def decide_live(kubeconfig: str | None, asked: KubeVersion, overrides: Overrides = NO_OVERRIDES) -> Decided:
     """``read_decided`` on a client of its own, for the read-only commands (``explain``, ``skew``,
-    ``rebalance --dry-run``); ``VersionError`` for a kubeconfig or server that cannot answer."""
+    ``rebalance --dry-run``; ``overrides``: kubectl's --context, --cluster, --user); ``VersionError``
+    for a kubeconfig or server that cannot answer."""
     if asked.pinned is not None:
         return decide_as(asked, None)
     try:
-        api = await api_client(kubeconfig)
+        api = await api_client(kubeconfig, overrides)
     except KubeconfigError as exc:
         raise VersionError(str(exc)) from exc
     try:

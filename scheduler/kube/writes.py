@@ -224,7 +224,7 @@ def _refused() -> NotLeadingError:
     return NotLeadingError(NOT_SURE)
 
 
-async def _send(
+async def send_once(
     writes: ApiWrites, method: str, path: str, params: dict[str, str], body: dict[str, Any], content_type: str
 ) -> Any:
     """One write with a plain JSON body; its fence (``fence.FENCE``) is asked right before it is sent.
@@ -253,7 +253,7 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 class ApiWriter:
     """The one way a write goes out: the rate limiter, the leadership fence, the request, its status
-    mapped to our errors, transient failures retried (``_call`` around ``_send``). Every writer of
+    mapped to our errors, transient failures retried (``_call`` around ``send_once``). Every writer of
     this package (Binding, status patches, Events, preemption's, the volumes') holds one."""
 
     def __init__(
@@ -283,7 +283,7 @@ class ApiWriter:
         return await _call(
             limiter or self.limiter,
             what,
-            lambda: _send(self.api, method, path, params, body, content_type),
+            lambda: send_once(self.api, method, path, params, body, content_type),
             self.observe,
             self.fence,
         )

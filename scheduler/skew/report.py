@@ -30,7 +30,7 @@ from scheduler.plugins.podtopologyspread.common import Constraint, pod_constrain
 from scheduler.plugins.podtopologyspread.counting import domain_counts, eligibility_key
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.simulate import Simulation
-from scheduler.spread.dry_run import DEPLOYMENT, REPLICA_SET, deployment_owners
+from scheduler.spread.dry_run import DEPLOYMENT, REPLICA_SET, deployment_of, deployment_owners
 
 __all__ = [
     "SOURCE_DEFAULT",
@@ -108,14 +108,14 @@ def selector_string(selector: Selector) -> str:
 
 
 def _workload(
-    pod: Pod, deployments: Mapping[tuple[str, str], str], constraints: Sequence[Constraint]
+    pod: Pod, deployments: Mapping[tuple[str, str, str], str], constraints: Sequence[Constraint]
 ) -> tuple[str, str]:
     owner = pod.controller
     if owner is None:
         selectors = dict.fromkeys(selector_string(c.selector) for c in constraints)
         return PODS, "; ".join(selectors)
     if owner.kind == REPLICA_SET:
-        deployment = deployments.get((pod.namespace, owner.name))
+        deployment = deployment_of(deployments, pod.namespace, owner.name, owner.uid)
         if deployment is not None:
             return DEPLOYMENT, deployment
     return owner.kind, owner.name

@@ -14,15 +14,16 @@ from scheduler.simulate import Simulation
 from scheduler.spread.rebalance import Plan, plan_rebalance
 from scheduler.spread.workload import Workload
 
-__all__ = ["DEPLOYMENT", "REPLICA_SET", "DryRun", "deployment_owners", "dry_run", "shown_as"]
+__all__ = ["DEPLOYMENT", "REPLICA_SET", "DryRun", "deployment_of", "deployment_owners", "dry_run", "shown_as"]
 
 DEPLOYMENT = "Deployment"
 REPLICA_SET = "ReplicaSet"
 
 
-def deployment_owners(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
-    """(namespace, ReplicaSet name) -> the Deployment that controls it."""
-    out: dict[tuple[str, str], str] = {}
+def deployment_owners(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """(namespace, ReplicaSet name, its UID) -> the Deployment that controls it: a pod's controllerRef
+    names its ReplicaSet only with the UID (``Workload``)."""
+    out: dict[tuple[str, str, str], str] = {}
     for obj in objects:
         if obj.get("kind") != REPLICA_SET:
             continue
@@ -32,14 +33,21 @@ def deployment_owners(objects: Iterable[Mapping[str, Any]]) -> dict[tuple[str, s
         refs = meta.get("ownerReferences")
         for ref in refs if isinstance(refs, list) else ():
             if isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("kind") == DEPLOYMENT:
-                out[(str(meta.get("namespace") or "default"), str(meta.get("name")))] = str(ref.get("name"))
+                key = (str(meta.get("namespace") or "default"), str(meta.get("name")), str(meta.get("uid") or ""))
+                out[key] = str(ref.get("name"))
     return out
 
 
-def shown_as(workload: Workload, deployments: Mapping[tuple[str, str], str]) -> tuple[str, str, str]:
+def deployment_of(deployments: Mapping[tuple[str, str, str], str], namespace: str, name: str, uid: str) -> str | None:
+    """The Deployment of the ReplicaSet ``name`` with ``uid``; a ReplicaSet written without a UID (a
+    hand-made file) stands for any."""
+    return deployments.get((namespace, name, uid)) or deployments.get((namespace, name, ""))
+
+
+def shown_as(workload: Workload, deployments: Mapping[tuple[str, str, str], str]) -> tuple[str, str, str]:
     """(namespace, kind, name) as ``skew`` names the workload: a Deployment's ReplicaSet as the Deployment."""
     if workload.kind == REPLICA_SET:
-        deployment = deployments.get((workload.namespace, workload.name))
+        deployment = deployment_of(deployments, workload.namespace, workload.name, workload.uid)
         if deployment is not None:
             return workload.namespace, DEPLOYMENT, deployment
     return workload.namespace, workload.kind, workload.name
@@ -48,7 +56,7 @@ def shown_as(workload: Workload, deployments: Mapping[tuple[str, str], str]) -> 
 @dataclass(slots=True)
 class DryRun:
     plans: list[Plan]
-    deployments: dict[tuple[str, str], str]
+    deployments: dict[tuple[str, str, str], str]
     sim: Simulation
 
 

@@ -276,7 +276,7 @@ def plan_rebalance(
             if workload is not None:
                 groups.setdefault(workload, ([], []))[which].append(pod)
     plans: list[Plan] = []
-    for workload in sorted(groups, key=lambda w: (w.namespace, w.kind, w.name)):
+    for workload in sorted(groups):
         placed, waiting = groups[workload]
         placed.sort(key=lambda p: p.key)
         everyone = placed + waiting

@@ -40,13 +40,13 @@ def _move_to_json(m: Move) -> dict[str, Any]:
     return {_camel(k): list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(m).items()}
 
 
-def plan_to_json(plan: Plan, deployments: Mapping[tuple[str, str], str]) -> dict[str, Any]:
+def plan_to_json(plan: Plan, deployments: Mapping[tuple[str, str, str], str]) -> dict[str, Any]:
     namespace, kind, name = shown_as(plan.workload, deployments)
     return {
         "namespace": namespace,
         "kind": kind,
         "name": name,
-        "owner": {"kind": plan.workload.kind, "name": plan.workload.name},
+        "owner": {"kind": plan.workload.kind, "name": plan.workload.name, "uid": plan.workload.uid},
         "reason": plan.reason,
         "message": plan.message,
         "constraints": [
@@ -62,7 +62,7 @@ def plan_to_json(plan: Plan, deployments: Mapping[tuple[str, str], str]) -> dict
     }
 
 
-def plans_to_json(plans: Sequence[Plan], deployments: Mapping[tuple[str, str], str]) -> str:
+def plans_to_json(plans: Sequence[Plan], deployments: Mapping[tuple[str, str, str], str]) -> str:
     return json.dumps({"plans": [plan_to_json(p, deployments) for p in plans]}, indent=2)
 
 
@@ -82,7 +82,7 @@ def plan_lines(plan: Plan) -> list[str]:
     return lines
 
 
-def render_plans(plans: Sequence[Plan], deployments: Mapping[tuple[str, str], str]) -> str:
+def render_plans(plans: Sequence[Plan], deployments: Mapping[tuple[str, str, str], str]) -> str:
     """``rebalance --dry-run``: per workload, its constraints' skews now, the verdict, the moves."""
     if not plans:
         return "No workload of ours with topology spread constraints or default spreading.\n"

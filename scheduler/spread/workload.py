@@ -33,20 +33,28 @@ __all__ = [
 RANKED_KINDS = ("ReplicaSet", "ReplicationController")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class Workload:
+    """One controller's pods. The controller is its ownerReference's UID, as the controllers
+    themselves resolve a controllerRef (``resolveControllerRef``: the object of that kind and name,
+    then only if its UID is the reference's): a pod naming ``web-rs`` with another UID (left by a
+    deleted ``web-rs`` of the same name, or written by hand) is another workload, never a member of
+    the live one. Namespace, kind and name are kept for display and must agree too; workloads are
+    served and shown in field order."""
+
     namespace: str
     kind: str
     name: str
+    uid: str
 
 
 def workload_of(pod: Pod, kinds: Sequence[str] = RANKED_KINDS) -> Workload | None:
-    """The controller of one of ``kinds`` (ReplicaSet, ReplicationController) that controls ``pod``;
-    None for anything else."""
+    """The controller of one of ``kinds`` (ReplicaSet, ReplicationController) that controls ``pod``,
+    by its ownerReference's UID; None for anything else."""
     owner = pod.controller
     if owner is None or owner.kind not in kinds:
         return None
-    return Workload(pod.namespace, owner.kind, owner.name)
+    return Workload(pod.namespace, owner.kind, owner.name, owner.uid)
 
 
 def _defaults(framework: Framework) -> tuple[tuple[SpreadConstraint, ...], bool]:

@@ -132,7 +132,7 @@ def test_answers_decode_case_insensitively() -> None:
     async def fake_send(verb: str, args: Any) -> Any:
         return {"nodenames": ["node2"], "failedNodes": {"node1": "x"}, "error": ""}
 
-    ext._send = fake_send  # type: ignore[method-assign]
+    ext.send_once = fake_send  # type: ignore[method-assign]
     result = asyncio.run(ext.filter(POD, list(make_cache(NODES).node_infos())))
     assert list(result.node_names) == ["node2"] and result.failed_nodes == {"node1": "x"}
 

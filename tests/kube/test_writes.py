@@ -1,4 +1,4 @@
-"""The bodies ``scheduler.kube.writes`` sends for preemption: the requests are captured at ``_send``."""
+"""The bodies ``scheduler.kube.writes`` sends for preemption: the requests are captured at ``send_once``."""
 
 from __future__ import annotations
 
@@ -50,12 +50,12 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> Sent:
         requests.append((method, path.format(**params), body, content_type))
         return Reply(requests.status, b'{"message": "not found"}' if requests.status == 404 else b"{}")
 
-    monkeypatch.setattr(writes, "_send", send)
+    monkeypatch.setattr(writes, "send_once", send)
     return requests
 
 
 LIMITER = RateLimiter(qps=0, burst=1)
-WRITER = ApiWriter(None, LIMITER)  # type: ignore[arg-type]  # _send is captured: no API behind it
+WRITER = ApiWriter(None, LIMITER)  # type: ignore[arg-type]  # send_once is captured: no API behind it
 SMP = "application/strategic-merge-patch+json"
 
 
@@ -125,7 +125,7 @@ async def _writes_to(
 
 
 def test_a_write_goes_out_with_its_path_quoted_its_token_and_its_json_body() -> None:
-    """``_send`` builds the request itself (not the client's ``param_serialize``): the URL under the
+    """``send_once`` builds the request itself (not the client's ``param_serialize``): the URL under the
     configured host, the content type, the client's User-Agent and the bearer token asked of the
     configuration at every request (a refreshed token is used)."""
 

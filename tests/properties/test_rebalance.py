@@ -48,7 +48,7 @@ SETTINGS = settings(max_examples=1500, deadline=None, suppress_health_check=[Hea
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 APP = {"app": "web"}
-WEB = Workload("default", "ReplicaSet", "web-1")
+WEB = Workload("default", "ReplicaSet", "web-1", "uid-web-1")
 DEPTH = 4  # the brute force's horizon: moves in a sequence
 CONSTRAINTS = [(ZONE, "DoNotSchedule"), (HOST, "DoNotSchedule"), (ZONE, "ScheduleAnyway"), (HOST, "ScheduleAnyway")]
 

@@ -43,7 +43,7 @@ def test_dry_run_json_and_the_default_for_unannotated_workloads(capsys: pytest.C
     assert (web["kind"], web["name"], web["owner"], web["reason"]) == (
         "Deployment",
         "web",
-        {"kind": "ReplicaSet", "name": "web-7c9d"},
+        {"kind": "ReplicaSet", "name": "web-7c9d", "uid": "u-web-7c9d"},
         "planned",
     )
     assert web["constraints"] == [
@@ -101,7 +101,7 @@ def listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         asked.append(str(kubeconfig))
         return load_objects(EXAMPLE)
 
-    async def decide_live(_kubeconfig: str | None, asked: KubeVersion) -> Decided:
+    async def decide_live(_kubeconfig: str | None, asked: KubeVersion, *_overrides: object) -> Decided:
         return decide_as(asked, ServerVersion("1", "37", "v1.37.2"))  # the API server's /version
 
     monkeypatch.setattr("scheduler.kube.client.dump.cluster_objects", cluster_objects)

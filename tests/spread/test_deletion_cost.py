@@ -125,8 +125,8 @@ def test_system_default_constraints_rank_pods_without_their_own() -> None:
 
 
 def test_workloads_are_replica_sets_and_replication_controllers_only() -> None:
-    assert workload_of(_pod("p", "a0").build()) == Workload("default", "ReplicaSet", "web-1")
+    assert workload_of(_pod("p", "a0").build()) == Workload("default", "ReplicaSet", "web-1", "uid-web-1")
     rc = make_pod("q").owner("ReplicationController", "old", api_version="v1").build()
-    assert workload_of(rc) == Workload("default", "ReplicationController", "old")
+    assert workload_of(rc) == Workload("default", "ReplicationController", "old", "uid-old")
     assert workload_of(make_pod("s").owner("StatefulSet", "db").build()) is None
     assert workload_of(make_pod("bare").build()) is None

@@ -35,7 +35,7 @@ from scheduler.testing import PodBuilder, make_node, make_pod
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 APP = {"app": "web"}
-WEB = Workload("default", "ReplicaSet", "web-1")
+WEB = Workload("default", "ReplicaSet", "web-1", "uid-web-1")
 
 
 def _pod(name: str, node: str, created: int = 0, kind: str = "ReplicaSet", owner: str = "web-1") -> PodBuilder:
@@ -246,7 +246,7 @@ def test_several_constraints_no_move_raises_any_skew() -> None:
 def test_a_stateful_set_replacement_keeps_its_name() -> None:
     objects = _zone_down(["b0", "b1", "c0", "c1", "b0", "b1"], kind="StatefulSet", owner="db")
     (plan,) = _plans(_world(objects))
-    assert plan.workload == Workload("default", "StatefulSet", "db")
+    assert plan.workload == Workload("default", "StatefulSet", "db", "uid-db")
     assert plan.reason == PLANNED and len(plan.moves) == 2
 
 
@@ -327,6 +327,30 @@ def test_an_assumed_pod_is_a_move_in_flight() -> None:
     sim.cache.assume_pod(_pod("p9", "", 9).build(), "a0")
     (plan,) = _plans(sim)
     assert plan.reason == IN_FLIGHT and "default/p9" in plan.message
+
+
+def _stray(builder: PodBuilder, uid: str = "uid-old-web-1") -> PodBuilder:
+    """The pod claims ReplicaSet web-1 by name with another UID (a deleted web-1's, or written by hand)."""
+    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": uid, "controller": True}
+    return builder.set("metadata.ownerReferences", [ref])
+
+
+@pytest.mark.parametrize(
+    "stray",
+    [
+        lambda: _stray(_pod("s0", "c1", 9)).set("status.conditions", [{"type": "Ready", "status": "False"}]),
+        lambda: _stray(_pod("s0", "", 9).set("spec.nodeName", None).phase("Pending")),
+    ],
+    ids=["never-ready", "pending"],
+)
+def test_a_pod_naming_the_replica_set_with_another_uid_holds_no_move_of_it_in_flight(stray: Any) -> None:
+    sim = _world([*_zone_down(["b0", "b1", "c0", "c1", "b0", "b1"]), stray().dict()])
+    plans = [p for p in _plans(sim) if p.workload.name == "web-1"]
+    real = [p for p in plans if p.reason != IN_FLIGHT]
+    assert [p.reason for p in real] == [PLANNED], [(p.reason, p.message) for p in plans]
+    assert all(m.pod != "default/s0" for m in real[0].moves)
+    # The stray pod is a workload of its own (with no placed pod: no plan), waiting for itself.
+    assert [p.reason for p in plans if p is not real[0]] in ([IN_FLIGHT], [])
 
 
 # -- PodDisruptionBudgets ------------------------------------------------------------------------

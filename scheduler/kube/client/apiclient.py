@@ -13,15 +13,17 @@ import os
 from kubernetes.aio import client
 
 from scheduler.kube.client.credentials import KubeconfigError, load
+from scheduler.kube.client.kubeconfig import NO_OVERRIDES, Overrides
 from scheduler.kube.client.transport import PROXY_VARIABLES, WRITE_CONNECTIONS
 from scheduler.kube.fence import FencedRequest
 
 __all__ = ["KubeconfigError", "api_client"]
 
 
-async def api_client(kubeconfig: str | None) -> client.ApiClient:
-    """A client for the given kubeconfig, $KUBECONFIG, ~/.kube/config or the in-cluster service account."""
-    credentials = load(kubeconfig)
+async def api_client(kubeconfig: str | None, overrides: Overrides = NO_OVERRIDES) -> client.ApiClient:
+    """A client for the given kubeconfig, $KUBECONFIG, ~/.kube/config or the in-cluster service
+    account; ``overrides``: kubectl's --context, --cluster and --user."""
+    credentials = load(kubeconfig, overrides)
     configuration = type.__call__(client.Configuration)  # not a copy of the client's process-wide default
     credentials.configure(configuration)
     try:

@@ -419,8 +419,8 @@ def tls_of(api: client.ApiClient) -> Callable[[], ssl.SSLContext]:
     return lambda: fixed
 
 
-def _from_kubeconfig(where: str) -> Credentials:
-    selected = kubeconfig.read(where)
+def _from_kubeconfig(where: str, overrides: kubeconfig.Overrides = kubeconfig.NO_OVERRIDES) -> Credentials:
+    selected = kubeconfig.read(where, overrides)
     cluster, user = selected.cluster, selected.user
     files = _PrivateFiles()
     prefix = f'invalid configuration in "{where}": '
@@ -511,16 +511,18 @@ def _in_cluster() -> Credentials:
     )
 
 
-_loaded: dict[str | None, Credentials] = {}
+_loaded: dict[tuple[str | None, kubeconfig.Overrides], Credentials] = {}
 _loading = threading.Lock()
 
 
-def load(kubeconfig_flag: str | None) -> Credentials:
-    """The process's stack for this kubeconfig (the flag, $KUBECONFIG, ~/.kube/config, in-cluster),
-    read the first time it is asked for and shared from then on."""
+def load(kubeconfig_flag: str | None, overrides: kubeconfig.Overrides = kubeconfig.NO_OVERRIDES) -> Credentials:
+    """The process's stack for this kubeconfig (the flag, $KUBECONFIG, ~/.kube/config, in-cluster)
+    and ``overrides`` (kubectl's --context, --cluster, --user; in-cluster has no contexts), read
+    the first time it is asked for and shared from then on."""
     where = kubeconfig.source(kubeconfig_flag)
+    key = (where, overrides if where is not None else kubeconfig.NO_OVERRIDES)
     with _loading:
-        found = _loaded.get(where)
+        found = _loaded.get(key)
         if found is None:
-            found = _loaded[where] = _from_kubeconfig(where) if where is not None else _in_cluster()
+            found = _loaded[key] = _from_kubeconfig(where, overrides) if where is not None else _in_cluster()
         return found

@@ -13,7 +13,7 @@ from typing import Any
 
 from scheduler import boundedyaml
 
-__all__ = ["DEFAULT_KUBECONFIG", "KubeconfigError", "Selected", "read", "source"]
+__all__ = ["DEFAULT_KUBECONFIG", "NO_OVERRIDES", "KubeconfigError", "Overrides", "Selected", "read", "source"]
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 
@@ -31,6 +31,19 @@ class Selected:
     user: dict[str, Any]
     namespace: str | None = None
     cluster_extensions: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """kubectl's ``--context``, ``--cluster`` and ``--user`` (clientcmd's ConfigOverrides): the context
+    to use instead of ``current-context``, and a cluster or user to use instead of the context's."""
+
+    context: str | None = None
+    cluster: str | None = None
+    user: str | None = None
+
+
+NO_OVERRIDES = Overrides()
 
 
 def source(kubeconfig: str | None) -> str | None:
@@ -95,11 +108,13 @@ def _resolved(body: dict[str, Any], keys: tuple[str, ...], base: str) -> dict[st
     return body
 
 
-def read(where: str) -> Selected:
-    """The current context of the kubeconfig file(s) at ``where`` (an $KUBECONFIG-style list).
+def read(where: str, overrides: Overrides = NO_OVERRIDES) -> Selected:
+    """The current context of the kubeconfig file(s) at ``where`` (an $KUBECONFIG-style list), or
+    the one ``overrides`` names, with its cluster and user replaced by those ``overrides`` names.
 
     Merged as clientcmd merges: the first file to set a name (cluster, user, context) wins, and the
-    first file to set ``current-context`` wins.
+    first file to set ``current-context`` wins. A context, cluster or user named by an override
+    must exist (clientcmd's ``ConfirmUsable``: ``context "x" does not exist``).
     """
     paths = [os.path.expanduser(p) for p in where.split(os.pathsep) if p]
     clusters: dict[str, tuple[dict[str, Any], str]] = {}
@@ -123,18 +138,24 @@ def read(where: str) -> Selected:
             contexts.setdefault(name, body)
     if not read_any:
         raise KubeconfigError(f"stat {where}: no such file or directory")
-    if not current:
-        raise KubeconfigError(f'invalid configuration in "{where}": no current-context is set')
-    context = contexts.get(current)
+    prefix = f'invalid configuration in "{where}": '
+    for flag, wanted, known in (
+        ("context", overrides.context, set(contexts)),
+        ("cluster", overrides.cluster, set(clusters)),
+        ("auth info", overrides.user, set(users)),
+    ):
+        if wanted and wanted not in known:
+            raise KubeconfigError(prefix + f'{flag} "{wanted}" does not exist')
+    current = overrides.context or current
+    if not current and not overrides.cluster:
+        raise KubeconfigError(prefix + "no current-context is set")
+    context = contexts.get(current) if current else {}
     if context is None:
-        raise KubeconfigError(
-            f'invalid configuration in "{where}": context was not found for specified context: {current}'
-        )
-    cluster_name, user_name = context.get("cluster"), context.get("user")
+        raise KubeconfigError(prefix + f"context was not found for specified context: {current}")
+    cluster_name = overrides.cluster or context.get("cluster")
+    user_name = overrides.user or context.get("user")
     if cluster_name not in clusters:
-        raise KubeconfigError(
-            f'invalid configuration in "{where}": cluster "{cluster_name}" of context "{current}" not found'
-        )
+        raise KubeconfigError(prefix + f'cluster "{cluster_name}" of context "{current}" not found')
     cluster, cluster_base = clusters[cluster_name]
     user, user_base = users.get(user_name, ({}, "")) if user_name else ({}, "")
     if not isinstance(cluster.get("server"), str) or not cluster["server"]:

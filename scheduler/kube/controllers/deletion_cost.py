@@ -77,7 +77,7 @@ class DeletionCostKeeper(WorkloadMarker):
     async def sync_once(self) -> None:
         """Rank every marked workload and patch the costs that must change."""
         batch, self.dirty = self.dirty, set()
-        for workload in sorted(batch, key=lambda w: (w.namespace, w.kind, w.name)):
+        for workload in sorted(batch):
             try:
                 await self._sync(workload)
             except NotLeadingError:

@@ -160,6 +160,7 @@ def _reference(workload: Workload, pod: Pod) -> dict[str, Any]:
         "kind": workload.kind,
         "namespace": workload.namespace,
         "name": workload.name,
+        "uid": workload.uid,
     }
 
 
@@ -231,7 +232,7 @@ class Rebalancer(WorkloadMarker):
         for pod in self._pending():
             if (owner := workload_of(pod, REBALANCED_KINDS)) is not None:
                 pending.setdefault(owner, []).append(pod)
-        for workload in sorted(batch, key=lambda w: (w.namespace, w.kind, w.name)):
+        for workload in sorted(batch):
             try:
                 await self._serve(workload, pending.get(workload, []))
             except NotLeadingError:

@@ -285,7 +285,7 @@ def test_a_write_waiting_for_the_only_connection_is_not_sent_if_the_lease_is_los
             sure = True
 
             def bind() -> Awaitable[object]:
-                return writes._send(sender, "POST", "/binding", {}, {"kind": "Binding"}, "application/json")
+                return writes.send_once(sender, "POST", "/binding", {}, {"kind": "Binding"}, "application/json")
 
             write = asyncio.create_task(_call(RateLimiter(0, 1), "binding ns/p to n1", bind, fence=lambda: sure))
             await asyncio.sleep(0.1)  # past the first check, waiting for the connection

@@ -1,5 +1,5 @@
 """The deletion-cost keeper: which cache changes mark which workloads, what one pass patches, the
-Lease fence, and the merge patch it sends (captured at ``writes._send``)."""
+Lease fence, and the merge patch it sends (captured at ``writes.send_once``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from scheduler.testing import make_node, make_pod
 from tests.kube.test_writes import Sent, sent  # noqa: F401 - the fixture
 
 ZONE = "topology.kubernetes.io/zone"
-WEB = Workload("default", "ReplicaSet", "web-1")
+WEB = Workload("default", "ReplicaSet", "web-1", "uid-web-1")
 
 
 def _pod(name: str, node: str, app: str = "web", owner: str = "web-1", **annotations: str) -> dict[str, Any]:
@@ -88,10 +88,23 @@ def test_a_pod_of_another_workload_that_the_constraints_count_marks_it_too() -> 
     asyncio.run(keeper.sync_once())
     assert not keeper.dirty
     sim.scheduler.on_object("ADDED", _pod("q1", "a0", owner="web-2"))  # the next ReplicaSet, same app
-    assert keeper.dirty == {WEB, Workload("default", "ReplicaSet", "web-2")}
+    assert keeper.dirty == {WEB, Workload("default", "ReplicaSet", "web-2", "uid-web-2")}
     asyncio.run(keeper.sync_once())
     sim.scheduler.on_object("ADDED", _pod("x", "a0", app="other", owner="other-1"))
     assert WEB not in keeper.dirty  # its selector does not count app=other
+
+
+def test_a_pod_naming_the_replica_set_with_another_uid_is_not_ranked_with_it() -> None:
+    sim, keeper, writer = _keeper()
+    stray = _pod("s0", "a0")  # ranked among web-1's, it would be a0's top pod (the last by name)
+    stray["metadata"]["ownerReferences"][0]["uid"] = "uid-old-web-1"
+    for obj in (_pod("p1", "a0"), _pod("p2", "a0"), _pod("p3", "b0"), stray):
+        sim.scheduler.on_object("ADDED", obj)
+    asyncio.run(keeper.sync_once())
+    # web-1 counts s0 as another workload's pod in a0 (below its own), and s0 is ranked apart.
+    written = dict(writer.written)
+    assert {name: written.get(name) for name in ("p1", "p2", "p3")} == {"p1": "-2", "p2": "-3", "p3": "-1"}
+    assert written.get("s0") == "-3"
 
 
 def test_a_relabelled_node_marks_the_workloads_of_its_pods_a_heartbeat_does_not() -> None:

@@ -1,6 +1,6 @@
 """The rebalancer's state machine, on a simulated cache with a planner and an evictor of the test's:
 one move of a plan at a time, nothing while a move is in flight, 429 (a PDB) and 404, cool-downs,
-not leading, bad annotations; then the Eviction request it sends (captured at ``writes._send``), the
+not leading, bad annotations; then the Eviction request it sends (captured at ``writes.send_once``), the
 status mapping of a PDB's 429, and the flags."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from tests.kube.controllers.test_deletion_cost import run_arguments
 from tests.kube.test_writes import Sent, sent  # noqa: F401 - the fixture
 
 ZONE = "topology.kubernetes.io/zone"
-WEB = Workload("default", "ReplicaSet", "web-1")
+WEB = Workload("default", "ReplicaSet", "web-1", "uid-web-1")
 
 
 def _pod(name: str, node: str, opt_in: str | None = "true", owner: str = "web-1", **extra: Any) -> dict[str, Any]:
@@ -325,7 +325,7 @@ def test_a_failing_plan_does_not_end_the_loop_and_is_looked_at_again() -> None:
 
     h.rebalancer._planner = planner
     h.sync()  # web-1 first: it fails, web-2 is still served
-    assert h.planner.calls == [WEB, Workload("default", "ReplicaSet", "web-2")]
+    assert h.planner.calls == [WEB, Workload("default", "ReplicaSet", "web-2", "uid-web-2")]
     assert h.value("spread_scheduler_rebalance_plans_skipped_total", reason="error") == 1
     h.clock.now += rebalance.FAILURE_BACKOFF
     assert h.rebalancer._idle_timeout() == 0
@@ -527,6 +527,17 @@ def test_with_the_real_planner_the_crowded_zone_gives_a_pod_to_the_empty_one() -
     assert reason == "Rebalanced" and "zone=a (node a0) to topology.kubernetes.io/zone=c (node c0): skew 3 -> 1" in note
     labels = {"namespace": "default", "workload": "web-1", "topology_key": ZONE}
     assert h.value("spread_scheduler_workload_skew", **labels) == 3
+
+
+def test_a_pending_pod_naming_the_replica_set_with_another_uid_does_not_hold_its_move() -> None:
+    h = Harness()
+    h.rebalancer._planner = plan_workload
+    ready = {"status__conditions": [{"type": "Ready", "status": "True"}]}
+    h.add(*(_pod(f"p{i}", node, **ready) for i, node in enumerate(("a0", "a0", "a0", "b0"))))
+    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "uid-old-web-1", "controller": True}
+    h.pending = [Pod.from_dict(_pod("s0", "", metadata__ownerReferences=[ref]))]  # never placed
+    h.sync()
+    assert h.evictor.evicted in (["p0"], ["p1"], ["p2"])
 
 
 def test_the_eviction_request_is_policy_v1_with_the_uid(sent: Sent) -> None:  # noqa: F811

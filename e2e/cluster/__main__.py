@@ -17,7 +17,7 @@ DIR defaults to ``$SPREAD_CLUSTER_DIR`` or ``./.cluster``; the binaries live in
 ``$SPREAD_CACHE_DIR/k8s-VERSION/bin`` (default ``~/.cache/spread-scheduler``). ``--version`` is one of
 e2e/build.py's ``RELEASES`` (v1.35.4, the default; v1.36.3; v1.37.2), each built from its own go.mod in
 e2e/controlplane (go.mod, go.1.36.mod, go.1.37.mod).
-The builds are e2e/build.py's, the certificates e2e/pki.py's, the cluster e2e/cluster.py's. See e2e/README.md.
+The builds are e2e/build.py's, the certificates e2e/pki.py's, the cluster e2e/cluster/__init__.py's. See e2e/README.md.
 """
 
 from __future__ import annotations

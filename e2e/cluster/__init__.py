@@ -5,7 +5,7 @@ nodes ``add_node`` creates) as child processes on 127.0.0.1, their state under o
 Importable for pytest fixtures and benchmarks: ``Cluster(dir).up()`` / ``.down()`` / ``.kubeconfig`` /
 ``.server`` / ``.add_node(...)`` / ``.request(...)``, and ``start_kube_scheduler(cluster, config_path)`` for
 the upstream reference scheduler. The binaries come from e2e/build.py (``ensure_built``), the certificates
-from e2e/pki.py; ``python -m e2e.cluster up|down|build|...`` is the command line of e2e/cluster_cli.py.
+from e2e/pki.py; ``python -m e2e.cluster up|down|build|...`` is the command line of e2e/cluster/__main__.py.
 Standard library only (the certificates: ``cryptography``). See e2e/README.md.
 """
 
@@ -21,7 +21,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -573,9 +572,3 @@ def start_kube_scheduler(
         )
     (cluster.pids / f"kube-scheduler@{proc.pid}.pid").write_text(str(proc.pid))
     return proc
-
-
-if __name__ == "__main__":  # python -m e2e.cluster, as the Makefile, the docs and CI call it
-    from e2e.cluster_cli import main
-
-    sys.exit(main())
