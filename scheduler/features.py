@@ -302,11 +302,12 @@ NODE_NAME_FIRST = "NodeNameFirst"  # default_plugins.go and nodename PreFilter, 
 PREEMPTION_PLACEMENT_MESSAGE = "PreemptionPlacementMessage"  # preemption.go Preempt, 1.37 (#140180)
 IMAGE_VOLUMES_SCORED = "ImageVolumesScored"  # image_locality.go sumImageScores, 1.36 (#130231)
 IMAGE_VOLUMES_COUNTED = "ImageVolumesCounted"  # image_locality.go calculatePriority, 1.37 (#138951)
+DRA_POST_FILTER_SILENT = "DRAPostFilterSilent"  # dynamicresources.go PostFilter, 1.37
 _1_36 = frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, IMAGE_VOLUMES_SCORED})
 _CHANGES: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
     "1.36": _1_36,
-    "1.37": _1_36 | {NODE_NAME_FIRST, PREEMPTION_PLACEMENT_MESSAGE, IMAGE_VOLUMES_COUNTED},
+    "1.37": _1_36 | {NODE_NAME_FIRST, PREEMPTION_PLACEMENT_MESSAGE, IMAGE_VOLUMES_COUNTED, DRA_POST_FILTER_SILENT},
 }
 
 # component-helpers ``nodedeclaredfeatures/features.AllFeatures`` at each minor's own go.mod
@@ -369,6 +370,11 @@ class Features:
     def preemption_placement_message(self) -> bool:
         """1.37: a successful preemption says where and how many victims, at the end of the FitError."""
         return PREEMPTION_PLACEMENT_MESSAGE in self.changes
+
+    @property
+    def dra_post_filter_silent(self) -> bool:
+        """1.37: DynamicResources' PostFilter answers a pod without claims with a bare Unschedulable."""
+        return DRA_POST_FILTER_SILENT in self.changes
 
     @property
     def declared_features_inferred(self) -> frozenset[str]:
