@@ -303,11 +303,19 @@ PREEMPTION_PLACEMENT_MESSAGE = "PreemptionPlacementMessage"  # preemption.go Pre
 IMAGE_VOLUMES_SCORED = "ImageVolumesScored"  # image_locality.go sumImageScores, 1.36 (#130231)
 IMAGE_VOLUMES_COUNTED = "ImageVolumesCounted"  # image_locality.go calculatePriority, 1.37 (#138951)
 DRA_POST_FILTER_SILENT = "DRAPostFilterSilent"  # dynamicresources.go PostFilter, 1.37
+BATCH_RESCORES_LAST_NODE = "BatchRescoresLastNode"  # runtime/batch.go GetNodeHint, 1.37 (#140289)
 _1_36 = frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, IMAGE_VOLUMES_SCORED})
 _CHANGES: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
     "1.36": _1_36,
-    "1.37": _1_36 | {NODE_NAME_FIRST, PREEMPTION_PLACEMENT_MESSAGE, IMAGE_VOLUMES_COUNTED, DRA_POST_FILTER_SILENT},
+    "1.37": _1_36
+    | {
+        NODE_NAME_FIRST,
+        PREEMPTION_PLACEMENT_MESSAGE,
+        IMAGE_VOLUMES_COUNTED,
+        DRA_POST_FILTER_SILENT,
+        BATCH_RESCORES_LAST_NODE,
+    },
 }
 
 # component-helpers ``nodedeclaredfeatures/features.AllFeatures`` at each minor's own go.mod
@@ -375,6 +383,12 @@ class Features:
     def dra_post_filter_silent(self) -> bool:
         """1.37: DynamicResources' PostFilter answers a pod without claims with a bare Unschedulable."""
         return DRA_POST_FILTER_SILENT in self.changes
+
+    @property
+    def batch_rescores_last_node(self) -> bool:
+        """1.37: opportunistic batching rescores the last chosen node when the pod still fits it (instead
+        of giving up), and a pod with a nominated node gets no hint."""
+        return BATCH_RESCORES_LAST_NODE in self.changes
 
     @property
     def declared_features_inferred(self) -> frozenset[str]:
