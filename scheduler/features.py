@@ -304,6 +304,7 @@ IMAGE_VOLUMES_SCORED = "ImageVolumesScored"  # image_locality.go sumImageScores,
 IMAGE_VOLUMES_COUNTED = "ImageVolumesCounted"  # image_locality.go calculatePriority, 1.37 (#138951)
 DRA_POST_FILTER_SILENT = "DRAPostFilterSilent"  # dynamicresources.go PostFilter, 1.37
 BATCH_RESCORES_LAST_NODE = "BatchRescoresLastNode"  # runtime/batch.go GetNodeHint, 1.37 (#140289)
+GATED_POD_NOMINATED = "GatedPodNominated"  # backend/queue/scheduling_queue.go addPod, 1.37
 _1_36 = frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, IMAGE_VOLUMES_SCORED})
 _CHANGES: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
@@ -315,6 +316,7 @@ _CHANGES: Mapping[str, frozenset[str]] = {
         IMAGE_VOLUMES_COUNTED,
         DRA_POST_FILTER_SILENT,
         BATCH_RESCORES_LAST_NODE,
+        GATED_POD_NOMINATED,
     },
 }
 
@@ -389,6 +391,12 @@ class Features:
         """1.37: opportunistic batching rescores the last chosen node when the pod still fits it (instead
         of giving up), and a pod with a nominated node gets no hint."""
         return BATCH_RESCORES_LAST_NODE in self.changes
+
+    @property
+    def gated_pod_nominated(self) -> bool:
+        """1.37: a pod added to the queue has its nominatedNodeName recorded even while a PreEnqueue
+        plugin holds it back (before, only a pod that entered activeQ was)."""
+        return GATED_POD_NOMINATED in self.changes
 
     @property
     def declared_features_inferred(self) -> frozenset[str]:
