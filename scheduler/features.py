@@ -305,6 +305,7 @@ IMAGE_VOLUMES_COUNTED = "ImageVolumesCounted"  # image_locality.go calculatePrio
 DRA_POST_FILTER_SILENT = "DRAPostFilterSilent"  # dynamicresources.go PostFilter, 1.37
 BATCH_RESCORES_LAST_NODE = "BatchRescoresLastNode"  # runtime/batch.go GetNodeHint, 1.37 (#140289)
 GATED_POD_NOMINATED = "GatedPodNominated"  # backend/queue/scheduling_queue.go addPod, 1.37
+VICTIM_START_READ_ONCE = "VictimStartReadOnce"  # preemption/types.go NewVictim, preemption/util.go, 1.37
 _1_36 = frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, IMAGE_VOLUMES_SCORED})
 _CHANGES: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
@@ -317,6 +318,7 @@ _CHANGES: Mapping[str, frozenset[str]] = {
         DRA_POST_FILTER_SILENT,
         BATCH_RESCORES_LAST_NODE,
         GATED_POD_NOMINATED,
+        VICTIM_START_READ_ONCE,
     },
 }
 
@@ -397,6 +399,13 @@ class Features:
         """1.37: a pod added to the queue has its nominatedNodeName recorded even while a PreEnqueue
         plugin holds it back (before, only a pod that entered activeQ was)."""
         return GATED_POD_NOMINATED in self.changes
+
+    @property
+    def victim_start_read_once(self) -> bool:
+        """1.37: a preemption victim's start time ("now" when it has none) is read once, when the victim
+        is made, so unstarted victims of equal priority keep the node's order (before, "now" was read
+        at each comparison and they came out last first)."""
+        return VICTIM_START_READ_ONCE in self.changes
 
     @property
     def declared_features_inferred(self) -> frozenset[str]:
