@@ -302,11 +302,24 @@ NODE_NAME_FIRST = "NodeNameFirst"  # default_plugins.go and nodename PreFilter, 
 PREEMPTION_PLACEMENT_MESSAGE = "PreemptionPlacementMessage"  # preemption.go Preempt, 1.37 (#140180)
 IMAGE_VOLUMES_SCORED = "ImageVolumesScored"  # image_locality.go sumImageScores, 1.36 (#130231)
 IMAGE_VOLUMES_COUNTED = "ImageVolumesCounted"  # image_locality.go calculatePriority, 1.37 (#138951)
+DRA_POST_FILTER_SILENT = "DRAPostFilterSilent"  # dynamicresources.go PostFilter, 1.37
+BATCH_RESCORES_LAST_NODE = "BatchRescoresLastNode"  # runtime/batch.go GetNodeHint, 1.37 (#140289)
+GATED_POD_NOMINATED = "GatedPodNominated"  # backend/queue/scheduling_queue.go addPod, 1.37
+VICTIM_START_READ_ONCE = "VictimStartReadOnce"  # preemption/types.go NewVictim, preemption/util.go, 1.37
 _1_36 = frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, IMAGE_VOLUMES_SCORED})
 _CHANGES: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
     "1.36": _1_36,
-    "1.37": _1_36 | {NODE_NAME_FIRST, PREEMPTION_PLACEMENT_MESSAGE, IMAGE_VOLUMES_COUNTED},
+    "1.37": _1_36
+    | {
+        NODE_NAME_FIRST,
+        PREEMPTION_PLACEMENT_MESSAGE,
+        IMAGE_VOLUMES_COUNTED,
+        DRA_POST_FILTER_SILENT,
+        BATCH_RESCORES_LAST_NODE,
+        GATED_POD_NOMINATED,
+        VICTIM_START_READ_ONCE,
+    },
 }
 
 # component-helpers ``nodedeclaredfeatures/features.AllFeatures`` at each minor's own go.mod
@@ -369,6 +382,30 @@ class Features:
     def preemption_placement_message(self) -> bool:
         """1.37: a successful preemption says where and how many victims, at the end of the FitError."""
         return PREEMPTION_PLACEMENT_MESSAGE in self.changes
+
+    @property
+    def dra_post_filter_silent(self) -> bool:
+        """1.37: DynamicResources' PostFilter answers a pod without claims with a bare Unschedulable."""
+        return DRA_POST_FILTER_SILENT in self.changes
+
+    @property
+    def batch_rescores_last_node(self) -> bool:
+        """1.37: opportunistic batching rescores the last chosen node when the pod still fits it (instead
+        of giving up), and a pod with a nominated node gets no hint."""
+        return BATCH_RESCORES_LAST_NODE in self.changes
+
+    @property
+    def gated_pod_nominated(self) -> bool:
+        """1.37: a pod added to the queue has its nominatedNodeName recorded even while a PreEnqueue
+        plugin holds it back (before, only a pod that entered activeQ was)."""
+        return GATED_POD_NOMINATED in self.changes
+
+    @property
+    def victim_start_read_once(self) -> bool:
+        """1.37: a preemption victim's start time ("now" when it has none) is read once, when the victim
+        is made, so unstarted victims of equal priority keep the node's order (before, "now" was read
+        at each comparison and they came out last first)."""
+        return VICTIM_START_READ_ONCE in self.changes
 
     @property
     def declared_features_inferred(self) -> frozenset[str]:

@@ -45,7 +45,14 @@ def build_frameworks(
         if pct is None:
             pct = config.percentage_of_nodes_to_score
         out[prof.scheduler_name] = Framework(
-            prof.scheduler_name, plugins, prof.points, prof.weights, handle, pct, extenders=ordered
+            prof.scheduler_name,
+            plugins,
+            prof.points,
+            prof.weights,
+            handle,
+            pct,
+            extenders=ordered,
+            features=config.features,
         )
     return out
 

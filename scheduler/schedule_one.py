@@ -280,7 +280,8 @@ class SchedulingAlgorithm:
         attempt.host = self._select_host(attempt)
         attempt.other_nodes = self._others_sorted(attempt, attempt.host)
         if batch is not None and cycle is not None:
-            batch.store_schedule_results(signature, attempt.hint, attempt.host, attempt.other_nodes, cycle)
+            raw = self._raw_scores(fwk, attempt) if batch.rescore else None
+            batch.store_schedule_results(signature, attempt.hint, attempt.host, attempt.other_nodes, cycle, raw)
         return attempt
 
     def _find_nodes_that_fit(
@@ -409,6 +410,12 @@ class SchedulingAlgorithm:
             totals = [sum(column) for column in zip(*columns, strict=True)]
         attempt.totals = dict(zip(attempt.scored_nodes, totals, strict=True))
         return None
+
+    @staticmethod
+    def _raw_scores(fwk: Framework, attempt: Attempt) -> dict[NodeName, Mapping[str, int]]:
+        """Each scored node's raw score per Score plugin (upstream's ``RawScores``: no extender's)."""
+        plugins = [s for s in attempt.scores if s.plugin in fwk.weights]
+        return {name: {s.plugin: s.raw[i] for s in plugins} for i, name in enumerate(attempt.scored_nodes)}
 
     @staticmethod
     def _others_sorted(attempt: Attempt, host: NodeName) -> list[NodeName]:
@@ -580,7 +587,7 @@ class ScheduleOne:
         for fwk in frameworks.values():
             # Consecutive cycles run here, so batching's state lives from here on (upstream creates it
             # with the framework, OpportunisticBatching being on by default in 1.35).
-            fwk.batch = OpportunisticBatch(clock)
+            fwk.batch = OpportunisticBatch(clock, rescore=fwk.features.batch_rescores_last_node)
 
     def _forget_reported(self, key: PodKey) -> None:
         self._reported.pop(key, None)

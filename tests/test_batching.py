@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.config import parse_config, upstream_config
+from scheduler.features import features_at
 from scheduler.framework import batch as batching
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json
@@ -164,3 +165,41 @@ def test_state_older_than_500ms_is_not_used() -> None:
     attempts = sim.run()
     assert placements(attempts) == [("r-0", "n1", False), ("r-1", "n3", False)]
     assert fwk.batch.last_flush_reason == batching.FLUSH_EXPIRED
+
+
+def stackable(i: int) -> PodBuilder:
+    """A replica without the host port: any number fit one node."""
+    pod = make_pod(f"r-{i}").label("app", "web").created(f"2026-01-01T00:00:{i:02d}Z")
+    for weight, value in ((10, "1"), (2, "2"), (6, "3")):
+        pod.preferred_term(weight, {"matchExpressions": [{"key": "pref", "operator": "In", "values": [value]}]})
+    return pod
+
+
+def test_1_35_a_replica_that_still_fits_the_chosen_node_is_scored_afresh() -> None:
+    sim = Simulation(parse_config(config(TaintToleration=1), features=features_at("1.35")), seed=0)
+    sim.add_objects(cluster(stackable(0), stackable(1)))
+    attempts = sim.run()
+    assert placements(attempts) == [("r-0", "n1", False), ("r-1", "n1", False)]
+    assert attempts[1].hint is None
+    assert attempts[1].totals == {"n1": 392, "n2": 236, "n3": 216}
+
+
+def test_1_37_the_chosen_node_is_rescored_and_offered_again() -> None:
+    """#140289: n1 still fits r-1, so it is scored afresh against the stored n2 and n3 (392 against
+    236 and 216, as a full scoring finds) and is the hint; r-1 takes it unscored, and r-2 too."""
+    sim = Simulation(parse_config(config(TaintToleration=1), features=features_at("1.37")), seed=0)
+    sim.add_objects(cluster(stackable(0), stackable(1), stackable(2)))
+    attempts = sim.run()
+    assert placements(attempts) == [("r-0", "n1", False), ("r-1", "n1", True), ("r-2", "n1", True)]
+    assert [a.hint for a in attempts] == [None, "n1", "n1"]
+    fwk = next(iter(sim.frameworks.values()))
+    assert fwk.batch is not None and fwk.batch.state is not None
+    assert fwk.batch.state.sorted_nodes == ["n1", "n2", "n3"][1:]
+
+
+def test_1_37_a_nominated_replica_gets_no_hint() -> None:
+    sim = Simulation(parse_config(config(TaintToleration=1), features=features_at("1.37")), seed=0)
+    sim.add_objects(cluster(replica(0), replica(1).set("status.nominatedNodeName", "n3")))
+    attempts = sim.run()
+    assert placements(attempts) == [("r-0", "n1", False), ("r-1", "n3", False)]
+    assert attempts[1].hint is None

@@ -7,6 +7,11 @@ nominated node, and taken without scoring if it passes Filter. That is right whe
 node (the previous scores still rank the other nodes); it is upstream's decision even when a fresh
 scoring would rank them differently, and so it is ours.
 
+From 1.37 (``Features.batch_rescores_last_node``) a pod that still fits the node the previous one
+took does not end the batch: that node is scored again for this pod (PreScore over it and the
+stored nodes, on a copy of the cycle state) and normalized with the stored nodes' kept raw scores,
+and the best of them is the hint. A pod with a nominated node gets no hint.
+
 State is per profile, kept between cycles and never copied. The clock is injected (``simulate``'s
 stands still, so its state never expires). No I/O, no logging: ``last_flush_reason`` and
 ``batched_pods`` say what happened.
@@ -14,7 +19,7 @@ stands still, so its state never expires). No I/O, no logging: ``last_flush_reas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -24,14 +29,17 @@ from scheduler.framework.cycle_state import CycleState
 if TYPE_CHECKING:
     from scheduler.framework.interface import Snapshot
     from scheduler.framework.runtime import Framework
+    from scheduler.framework.types import NodeInfo
 
 __all__ = [
     "FLUSH_EMPTY_LIST",
     "FLUSH_EXPIRED",
+    "FLUSH_FILTER_ERROR",
     "FLUSH_NODE_MISSING",
     "FLUSH_NODE_NOT_FULL",
     "FLUSH_POD_FAILED",
     "FLUSH_POD_INCOMPATIBLE",
+    "FLUSH_POD_NOMINATED",
     "FLUSH_POD_NOT_BATCHABLE",
     "FLUSH_POD_SKIPPED",
     "MAX_BATCH_AGE",
@@ -53,6 +61,11 @@ FLUSH_EMPTY_LIST = "empty_list"
 FLUSH_EXPIRED = "expired"
 FLUSH_POD_INCOMPATIBLE = "pod_incompatible"
 FLUSH_POD_NOT_BATCHABLE = "pod_not_batchable"
+FLUSH_POD_NOMINATED = "pod_nominated"  # 1.37 on
+FLUSH_FILTER_ERROR = "filter_error"
+FLUSH_PRESCORE_ERROR = "prescore_error"
+FLUSH_RESCORE_ERROR = "rescore_error"
+FLUSH_NORMALIZE_ERROR = "normalize_error"
 
 
 @dataclass(slots=True)
@@ -62,6 +75,8 @@ class BatchState:
     signature: bytes
     sorted_nodes: list[NodeName]
     creation_time: float
+    # 1.37: each stored node's raw score per Score plugin, kept to normalize again after a rescore.
+    raw_scores: dict[NodeName, Mapping[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +93,7 @@ class SchedulingCycle:
 @dataclass(slots=True)
 class OpportunisticBatch:
     clock: Callable[[], float]
+    rescore: bool = False  # Features.batch_rescores_last_node
     state: BatchState | None = None
     last_cycle: SchedulingCycle = field(default_factory=SchedulingCycle)
     batched_pods: int = 0  # pods placed on a hint (tests, metrics)
@@ -93,6 +109,8 @@ class OpportunisticBatch:
         if not self._compatible(fwk, state, pod, signature, cycle_count, snapshot):
             return None, signature
         assert self.state is not None
+        if self.rescore and not self._refresh(fwk, state, pod, snapshot):
+            return None, signature
         hint = self.state.sorted_nodes.pop(0)
         return hint, signature
 
@@ -103,16 +121,17 @@ class OpportunisticBatch:
         chosen_node: str,
         other_nodes: Sequence[NodeName],
         cycle_count: int,
+        raw_scores: Mapping[NodeName, Mapping[str, int]] | None = None,
     ) -> None:
         """``StoreScheduleResults``, after a cycle that found a node (before Reserve): a used hint
         keeps the state as it is (already popped); otherwise a signed pod with other nodes stores
-        them, and anything else clears the state."""
+        them (with their raw scores, from 1.37), and anything else clears the state."""
         self.last_cycle = SchedulingCycle(cycle_count, chosen_node, succeeded=True)
         if hinted_node is not None and hinted_node == chosen_node:
             self.batched_pods += 1
             return
         if signature is not None and other_nodes:
-            self.state = BatchState(signature, list(other_nodes), self.clock())
+            self.state = BatchState(signature, list(other_nodes), self.clock(), dict(raw_scores or {}))
             return
         self.last_flush_reason = FLUSH_EMPTY_LIST if not other_nodes else FLUSH_POD_NOT_BATCHABLE
         self.state = None
@@ -135,11 +154,13 @@ class OpportunisticBatch:
             reason = FLUSH_POD_SKIPPED  # another profile's pod, a failed or skipped pod came between
         elif not self.last_cycle.succeeded:
             reason = FLUSH_POD_FAILED
+        elif self.rescore and pod.nominated_node_name:
+            reason = FLUSH_POD_NOMINATED
         elif signature is None or signature != self.state.signature:
             reason = FLUSH_POD_INCOMPATIBLE
         elif self.clock() > self.state.creation_time + MAX_BATCH_AGE:
             reason = FLUSH_EXPIRED
-        else:
+        elif not self.rescore:
             # The stored ranking still holds only if this pod no longer fits where the last one went
             # (one pod per node): had it fit there, that node might still be the best one.
             last = snapshot.get(self.last_cycle.chosen_node)
@@ -153,3 +174,53 @@ class OpportunisticBatch:
             self.last_flush_reason = reason
             return False
         return True
+
+    def _refresh(self, fwk: Framework, state: CycleState, pod: Pod, snapshot: Snapshot) -> bool:
+        """``refreshHintCandidates`` (1.37): the last chosen node, if the pod still fits it, is scored
+        again and competes with the stored nodes; False (state unusable) when it is gone or an
+        error occurred."""
+        assert self.state is not None
+        last = snapshot.get(self.last_cycle.chosen_node)
+        if last is None:
+            return self._unusable(FLUSH_NODE_MISSING)
+        status = fwk.run_filter_plugins(state, pod, last)
+        if status is None or status.is_success():
+            return self._rescore(fwk, state, pod, snapshot, last)
+        if not status.is_rejected():
+            return self._unusable(FLUSH_FILTER_ERROR)
+        return True
+
+    def _rescore(self, fwk: Framework, state: CycleState, pod: Pod, snapshot: Snapshot, last: NodeInfo) -> bool:
+        """``rescoreHintedNode``: PreScore over the stored nodes and ``last`` on a copy of the state,
+        ``last``'s raw scores, then all of them normalized again and ranked anew."""
+        assert self.state is not None
+        names = list(self.state.sorted_nodes)
+        nodes: list[NodeInfo] = []
+        for name in names:
+            info = snapshot.get(name)
+            if info is None:
+                return self._unusable(FLUSH_NODE_MISSING)
+            nodes.append(info)
+        nodes.append(last)
+        names.append(NodeName(last.name))
+        rescore_state = state.clone()
+        if fwk.run_pre_score_plugins(rescore_state, pod, nodes) is not None:
+            return self._unusable(FLUSH_PRESCORE_ERROR)
+        fresh, status = fwk.run_raw_score_plugins(rescore_state, pod, last)
+        if status is not None:
+            return self._unusable(FLUSH_RESCORE_ERROR)
+        raw = self.state.raw_scores
+        raw[names[-1]] = fresh
+        scores, status = fwk.normalize_scores(rescore_state, pod, nodes, [raw.get(n, {}) for n in names])
+        if status is not None:
+            return self._unusable(FLUSH_NORMALIZE_ERROR)
+        totals = [0] * len(names)
+        for plugin in scores:
+            totals = [t + v * plugin.weight for t, v in zip(totals, plugin.normalized, strict=True)]
+        order = sorted(range(len(names)), key=totals.__getitem__, reverse=True)
+        self.state.sorted_nodes = [names[i] for i in order]
+        return True
+
+    def _unusable(self, reason: str) -> bool:
+        self.last_flush_reason = reason
+        return False

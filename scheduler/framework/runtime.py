@@ -15,6 +15,7 @@ from operator import attrgetter, is_
 from typing import cast
 
 from scheduler.api.objects import NodeName, Pod
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.batch import OpportunisticBatch
 from scheduler.framework.cycle_state import CycleState
@@ -101,8 +102,10 @@ class Framework:
         handle: Handle,
         percentage_of_nodes_to_score: int | None = None,
         extenders: Sequence[Extender] = (),
+        features: Features = DEFAULT_FEATURES,
     ) -> None:
         self.profile_name = profile_name
+        self.features = features
         self.extenders: tuple[Extender, ...] = tuple(extenders)
         self.handle = handle
         self.plugins = dict(plugins)
@@ -524,13 +527,51 @@ class Framework:
             except StatusError as exc:
                 return out, Status.as_error(f'running Score plugins: plugin "{plugin.NAME}" failed with: {exc}')
             out.append(PluginScores(plugin.NAME, self.weights[plugin.NAME], raw, list(raw)))
+        return out, self._normalize(state, pod, nodes, plugins, out)
+
+    def run_raw_score_plugins(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> tuple[dict[str, int], Status | None]:
+        """``RunRawScorePlugins``: one node's raw score per non-skipped Score plugin, not normalized
+        (1.37 batching rescores the node it placed the last pod on)."""
+        out: dict[str, int] = {}
+        for plugin in self.score:
+            if plugin.NAME in state.skip_score_plugins:
+                continue
+            try:
+                out[plugin.NAME] = plugin.score(state, pod, node_info)
+            except StatusError as exc:
+                return out, Status.as_error(f'plugin "{plugin.NAME}" failed with: {exc}')
+        return out, None
+
+    def normalize_scores(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], raw: Sequence[Mapping[str, int]]
+    ) -> tuple[list[PluginScores], Status | None]:
+        """``NormalizeScores``: raw scores kept from earlier (``raw[i]`` of ``nodes[i]``, by plugin; a
+        missing one counts 0) normalized and range-checked again over ``nodes``."""
+        plugins = [p for p in self.score if p.NAME not in state.skip_score_plugins]
+        out = []
+        for plugin in plugins:
+            column = [row.get(plugin.NAME, 0) for row in raw]
+            out.append(PluginScores(plugin.NAME, self.weights[plugin.NAME], column, list(column)))
+        return out, self._normalize(state, pod, nodes, plugins, out)
+
+    def _normalize(
+        self,
+        state: CycleState,
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+        plugins: Sequence[ScorePlugin],
+        out: list[PluginScores],
+    ) -> Status | None:
+        """Every plugin normalizes its column of ``out`` in place, then the range check."""
         for plugin, scores in zip(plugins, out, strict=True):
             if plugin.NAME in self._normalizers:
                 started = time.perf_counter()
                 status = cast(ScoreExtensions, plugin).normalize_score(state, pod, scores.normalized, nodes)
                 self.observe(state, plugin.NAME, "NormalizeScore", status, started)
                 if status is not None and not status.is_success():
-                    return out, Status.as_error(
+                    return Status.as_error(
                         f'running Normalize on Score plugins: plugin "{plugin.NAME}" failed with: {status.message()}'
                     )
         for scores in out:
@@ -538,12 +579,12 @@ class Framework:
             # max/min first: one pass in C over every scored node; the loop names the first bad value.
             if normalized and (max(normalized) > MAX_NODE_SCORE or min(normalized) < MIN_NODE_SCORE):
                 value = next(v for v in normalized if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)
-                return out, Status.as_error(
+                return Status.as_error(
                     f'applying score defaultWeights on Score plugins: plugin "{scores.plugin}" returns an '
                     f"invalid score {value}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
                     "after normalizing"
                 )
-        return out, None
+        return None
 
     def _remembered_scores(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: Sequence[ScorePlugin]

@@ -21,6 +21,7 @@ from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
 from scheduler.backend.queue.queueing_hints import QueueingStrategy, build_hint_map
 from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.config import load_config
+from scheduler.features import features_at
 from scheduler.framework import events as ev
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
 from scheduler.framework.interface import Handle, Plugin, PreEnqueuePlugin
@@ -1327,3 +1328,31 @@ def test_activate_during_the_cycle_requeues_the_pod_when_it_fails(clock: FakeClo
     q.activate(qpi.pod)
     fail(q, qpi, "fit")
     assert q.location(key("pod1")) in ("active", "backoff")
+
+
+@pytest.mark.parametrize("minor", ["1.35", "1.36", "1.37"])
+def test_add_nominated_gated_pod(minor: str) -> None:
+    """TestPriorityQueue_AddNominatedGatedPod (v1.37.2 scheduling_queue_test.go): from 1.37 ``addPod``
+    records the nomination of a pod a PreEnqueue plugin holds back; before, only a pod that entered
+    activeQ was recorded (v1.36.3 moveToActiveQ)."""
+    frameworks = build_frameworks(load_config(None, features=features_at(minor)))
+    q = SchedulingQueue(frameworks, sort_key=queue_sort_key(frameworks), clock=FakeClock(T0))
+    gated = make_pod("pod-gated", "ns1").gate("g").set("status.nominatedNodeName", "node1").build()
+    q.add(gated)
+    assert q.location(gated.key) == "unschedulable"
+    nominated = [f"{r.namespace}/{r.name}" for r in q.nominator.nominated_pods_for_node("node1")]
+    assert nominated == (["ns1/pod-gated"] if minor == "1.37" else [])
+
+
+@pytest.mark.parametrize("minor", ["1.35", "1.37"])
+def test_update_non_existent_gated_pod_adding_a_nomination(minor: str) -> None:
+    """TestPriorityQueue_Update, "Update non-existent gated highPriorityPodInfo and add a
+    nominatedNodeName to it" (v1.37.2): the update of a pod in no queue adds it, gated, nominated."""
+    frameworks = build_frameworks(load_config(None, features=features_at(minor)))
+    q = SchedulingQueue(frameworks, sort_key=queue_sort_key(frameworks), clock=FakeClock(T0))
+    old = make_pod("hpp", "ns1").priority(HIGH).gate("g").build()
+    new = make_pod("hpp", "ns1").priority(HIGH).gate("g").set("status.nominatedNodeName", "node1").build()
+    q.update(old, new)
+    assert q.location(new.key) == "unschedulable"
+    added = bool(q.nominator.nominated_pods_for_node("node1"))
+    assert added == (minor == "1.37")

@@ -269,3 +269,35 @@ class TestPreemption:
         other = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
         (problem,) = compare([ours(None, {}, message=other, nominatedNode=None, victims=[])], [g])
         assert problem.startswith("default/p: message")
+
+
+class TestPlacementMessage:
+    """1.37's preemption message names the node and the victim count of upstream's real PostFilter,
+    whose parallel dry run may find other candidates than its deterministic view (seeds 2000200,
+    2000547, 2001142 at 1.37): that tail alone is judged by the view, like the nomination."""
+
+    FIT = "0/2 nodes are available: 2 Insufficient cpu."
+    A = candidate("a", ["default/x"], [0, 0, -(2**31), -1, 5])
+
+    def message(self, node: str, victims: int) -> str:
+        return (
+            f"{self.FIT} preemption: found a potential placement for pod on node {node}, preempting {victims} victims"
+        )
+
+    def test_only_the_placement_tail_differs(self) -> None:
+        g = upstream(None, {}, message=self.message("b", 3), preemption=view(self.A))
+        p = ours(None, {}, message=self.message("a", 1), nominatedNode="a", victims=["default/x"])
+        assert compare([p], [g]) == []
+
+    def test_our_node_is_still_judged_by_the_view(self) -> None:
+        g = upstream(None, {}, message=self.message("a", 1), preemption=view(self.A))
+        p = ours(None, {}, message=self.message("b", 1), nominatedNode="b", victims=["default/y"])
+        (problem,) = compare([p], [g])
+        assert problem.startswith("default/p: nominated to b None, upstream's best: ['a']")
+
+    def test_any_other_difference_is_still_one(self) -> None:
+        g = upstream(None, {}, message=self.message("a", 1), preemption=view(self.A))
+        other = self.message("a", 1).replace("2 Insufficient cpu", "2 Insufficient memory")
+        p = ours(None, {}, message=other, nominatedNode="a", victims=["default/x"])
+        (problem,) = compare([p], [g])
+        assert problem.startswith("default/p: message")

@@ -16,8 +16,9 @@ from scheduler.api.objects import Node, NodeName, Pod, PodKey
 from scheduler.framework import batch as batching
 from scheduler.framework.batch import OpportunisticBatch
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import Framework
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Code, Status, StatusError
 from scheduler.framework.types import NodeInfo
 from scheduler.testing import make_node, make_pod
 from tests.fakes import FakeClock
@@ -239,3 +240,169 @@ class TestStore:
         b.batch.store_schedule_results(b"sig", None, "n1", [], 2)
         assert b.batch.state is None
         assert b.batch.last_flush_reason == batching.FLUSH_EMPTY_LIST
+
+
+# -- 1.37: the last chosen node rescored (upstream's TestBatchBasic additions, TestBatchRescore and
+# TestBatchRescoreChain at v1.37.2, runtime/batch_test.go) ---------------------------------------
+
+CONFIGURABLE = "configurableScore"
+PRESCORE_SEEN = "PreScore/seen"
+
+
+@dataclass
+class ConfigurableScore:
+    """Upstream's ``configurableScorePlugin``: a fixed score, each step able to fail, and a Normalize
+    that fails for a node PreScore was not given."""
+
+    score_value: int = 0
+    pre_score_err: bool = False
+    score_err: bool = False
+    norm_err: bool = False
+    NAME: str = CONFIGURABLE
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Any) -> Status | None:
+        if self.pre_score_err:
+            return Status.as_error("injected prescore error")
+        state.write(PRESCORE_SEEN, frozenset(n.name for n in nodes))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        if self.score_err:
+            raise StatusError(Status.as_error("injected score error"))
+        return self.score_value
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int], nodes: Any) -> Status | None:
+        if self.norm_err:
+            return Status.as_error("injected normalize error")
+        seen = state.get(PRESCORE_SEEN)
+        assert isinstance(seen, frozenset)
+        missing = [n.name for n in nodes if n.name not in seen]
+        return Status.as_error(f"NormalizeScore called for {missing}") if missing else None
+
+
+@dataclass
+class ConfigurableFilter:
+    filter_err: bool = False
+    NAME: str = "configurableFilter"
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return Status.as_error("injected filter error") if self.filter_err else None
+
+
+class BatchTestPlugin:
+    NAME = "batchTest"
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return FakeProfile().run_filter_plugins(state, pod, node_info)
+
+
+class SignedFramework(Framework):
+    """A real profile whose every pod signs ``sig``."""
+
+    def sign_pod(self, pod: Pod) -> bytes | None:
+        return b"sig"
+
+
+def rescoring_framework(score: ConfigurableScore | None, flt: ConfigurableFilter | None = None) -> Framework:
+    plugins: dict[str, Any] = {"batchTest": BatchTestPlugin()}
+    points: dict[str, list[str]] = {"filter": ["batchTest"]}
+    if flt is not None:
+        plugins[flt.NAME] = flt
+        points["filter"].append(flt.NAME)
+    if score is not None:
+        plugins[CONFIGURABLE] = score
+        points["preScore"] = points["score"] = [CONFIGURABLE]
+    return SignedFramework("p", plugins, points, {CONFIGURABLE: 1}, Handle())
+
+
+def test_1_37_a_pod_with_a_nominated_node_gets_no_hint() -> None:
+    b = OpportunisticBatch(FakeClock(100.0), rescore=True)
+    b.store_schedule_results(b"sig", None, "n3", [NodeName("n1")], 1)
+    second = make_pod("pod2").set("metadata.uid", "b2").set("status.nominatedNodeName", "n1").build()
+    snapshot = FakeSnapshot({"n3": node_with("n3", pod("pod", "b1"))})
+    assert hint_for(b, FakeProfile(), second, 2, snapshot)[0] is None
+    assert b.last_flush_reason == batching.FLUSH_POD_NOMINATED
+
+
+def test_1_35_a_pod_with_a_nominated_node_still_pops_the_hint() -> None:
+    b = OpportunisticBatch(FakeClock(100.0))
+    b.store_schedule_results(b"sig", None, "n3", [NodeName("n1")], 1)
+    second = make_pod("pod2").set("metadata.uid", "b2").set("status.nominatedNodeName", "n1").build()
+    snapshot = FakeSnapshot({"n3": node_with("n3", pod("pod", "b1"))})
+    assert hint_for(b, FakeProfile(), second, 2, snapshot)[0] == "n1"
+
+
+N1_CACHED_SCORE = 50
+
+RESCORE = [
+    # (id, fresh score of n2, filter error, prescore error, score error, normalize error, chosen node
+    #  missing, cached node missing, expected hint, expected nodes left)
+    pytest.param(100, False, False, False, False, False, False, "n2", ["n1"], id="rescored node wins"),
+    pytest.param(10, False, False, False, False, False, False, "n1", ["n2"], id="rescored node loses"),
+    pytest.param(100, True, False, False, False, False, False, None, ["n1"], id="filter error gives no hint"),
+    pytest.param(0, False, True, False, False, False, False, None, ["n1"], id="prescore error gives no hint"),
+    pytest.param(0, False, False, True, False, False, False, None, ["n1"], id="score error gives no hint"),
+    pytest.param(0, False, False, False, True, False, False, None, ["n1"], id="normalize error gives no hint"),
+    pytest.param(0, False, False, False, False, True, False, None, ["n1"],
+                 id="chosen node missing from lister gives no hint"),
+    pytest.param(100, False, False, False, False, False, True, None, ["n1"],
+                 id="cached node missing from lister gives no hint"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "score,filter_err,pre_score_err,score_err,norm_err,chosen_missing,cached_missing,hint,left", RESCORE
+)
+def test_batch_rescore(
+    score: int,
+    filter_err: bool,
+    pre_score_err: bool,
+    score_err: bool,
+    norm_err: bool,
+    chosen_missing: bool,
+    cached_missing: bool,
+    hint: str | None,
+    left: list[str],
+) -> None:
+    """The first pod (non-blocking) went to n2 with n1 left at a cached raw score of 50; the second
+    still fits n2, which is scored afresh and competes with n1."""
+    fwk = rescoring_framework(
+        ConfigurableScore(score, pre_score_err, score_err, norm_err), ConfigurableFilter(filter_err)
+    )
+    b = OpportunisticBatch(FakeClock(100.0), rescore=True)
+    first = pod("pod1", "a-1")
+    b.store_schedule_results(b"sig", None, "n2", [NodeName("n1")], 1, {NodeName("n1"): {CONFIGURABLE: N1_CACHED_SCORE}})
+    snapshot = FakeSnapshot()
+    if not chosen_missing:
+        snapshot.nodes["n2"] = node_with("n2", first)
+        if not cached_missing:
+            snapshot.nodes["n1"] = node_with("n1")
+    got, _ = b.get_node_hint(fwk, CycleState(), pod("pod2", "a-2"), 2, snapshot)
+    assert got == hint
+    assert b.state is not None
+    assert b.state.sorted_nodes == left
+
+
+def test_batch_rescore_chain() -> None:
+    """Three pods: n2 rescores to 100 each time and beats n1's 50; n1 stays for a fourth."""
+    fwk = rescoring_framework(ConfigurableScore(100))
+    b = OpportunisticBatch(FakeClock(100.0), rescore=True)
+    first = pod("pod1", "a-1")
+    b.store_schedule_results(b"sig", None, "n2", [NodeName("n1")], 1, {NodeName("n1"): {CONFIGURABLE: N1_CACHED_SCORE}})
+    snapshot = FakeSnapshot({"n1": node_with("n1"), "n2": node_with("n2", first)})
+    hint2, _ = b.get_node_hint(fwk, CycleState(), pod("pod2", "a-2"), 2, snapshot)
+    assert hint2 == "n2"
+    b.store_schedule_results(b"sig", hint2, "n2", [], 2)
+    hint3, _ = b.get_node_hint(fwk, CycleState(), pod("pod3", "a-3"), 3, snapshot)
+    assert hint3 == "n2"
+    assert b.state is not None
+    assert b.state.sorted_nodes == ["n1"]
+
+
+def test_1_37_one_pod_per_node_keeps_the_ranking() -> None:
+    """A blocking pod that no longer fits the chosen node pops the next node, without rescoring."""
+    fwk = rescoring_framework(ConfigurableScore(100, score_err=True))
+    b = OpportunisticBatch(FakeClock(100.0), rescore=True)
+    b.store_schedule_results(b"sig", None, "n3", [NodeName("n1"), NodeName("n2")], 1)
+    snapshot = FakeSnapshot({"n3": node_with("n3", pod("pod1", "b-1"))})
+    assert b.get_node_hint(fwk, CycleState(), pod("pod2", "b-2"), 2, snapshot)[0] == "n1"

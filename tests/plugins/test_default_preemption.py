@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from scheduler.api.disruptionbudget import PodDisruptionBudget
-from scheduler.api.objects import NodeName, Pod
-from scheduler.features import DEFAULT_FEATURES
+from scheduler.api.objects import NodeName, Pod, PodKey
+from scheduler.features import DEFAULT_FEATURES, Features, features_at
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import CLEAR_NOMINATED_NODE, Handle, NominatingInfo, NominatingMode, Plugin
-from scheduler.framework.preemption import Candidate, Victims
+from scheduler.framework.preemption import Candidate, Victims, more_important_order
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeToStatus, PreFilterResult
@@ -150,6 +150,7 @@ def setup(
     pdbs: Sequence[Mapping[str, Any]] = (),
     args: Mapping[str, Any] | None = None,
     sink: RecordingSink | None = None,
+    features: Features = DEFAULT_FEATURES,
 ) -> tuple[Framework, DefaultPreemption]:
     """A profile of ``extra`` (filters first, in order) and registry plugins at the given points."""
     cache = make_cache(nodes, pods)
@@ -165,7 +166,7 @@ def setup(
         built[name] = REGISTRY[name]({}, handle, DEFAULT_FEATURES)
         for point in at:
             points[point].append(name)
-    preemption = DefaultPreemption(args or {}, handle)
+    preemption = DefaultPreemption(args or {}, handle, features)
     built[preemption.NAME] = preemption
     points["postFilter"] = [preemption.NAME]
     fwk = Framework("p", built, points, {}, handle)
@@ -775,6 +776,35 @@ def test_unstarted_victims_of_equal_priority_are_reprieved_last_first() -> None:
     assert status.code is Code.SUCCESS
     sink = fwk.handle.preemption
     assert isinstance(sink, RecordingSink) and sink.prepared == [("p", "node1", ["first"])]
+
+
+@pytest.mark.parametrize(("minor", "victim"), [("1.35", "first"), ("1.36", "first"), ("1.37", "second")])
+def test_which_of_two_equal_unstarted_victims_is_reprieved(minor: str, victim: str) -> None:
+    """Two unstarted pods of equal priority and size, room to keep one. Through 1.36 MoreImportantPod
+    reads time.Now() per comparison and Go's sort leaves them last first: "second" is kept. From
+    1.37 each victim reads it once, when NewVictim makes it (preemption/types.go), in the node's
+    order, so MoreImportantVictim (preemption/util.go) keeps "first"."""
+    fwk, plugin = setup(
+        [node("node1", LARGE)],
+        [pod("first", LOW, "node1", SMALL), pod("second", LOW, "node1", SMALL)],
+        features=features_at(minor),
+    )
+    p = pod("p", HIGH, req=MEDIUM).build()
+    _, status = plugin.post_filter(pre_filtered(fwk, p), p, statuses({"node1": U}))
+    assert status.code is Code.SUCCESS
+    sink = fwk.handle.preemption
+    assert isinstance(sink, RecordingSink) and sink.prepared == [("p", "node1", [victim])]
+
+
+@pytest.mark.parametrize("minor", ["1.35", "1.36", "1.37"])
+def test_more_important_order_of_started_victims(minor: str) -> None:
+    """TestMoreImportantVictim's pod cases (v1.37.2 preemption/util_test.go): the higher priority,
+    then the older start, is more important, at every minor."""
+    made = None if minor != "1.37" else {PodKey("default/a"): 0, PodKey("default/b"): 1, PodKey("default/c"): 2}
+    a = make_pod("a").priority(10).start_time(epoch(1000)).build()
+    b = make_pod("b").priority(20).start_time(epoch(1000)).build()
+    c = make_pod("c").priority(10).start_time(epoch(500)).build()
+    assert [x.name for x in more_important_order([a, b, c], 2000.0, made)] == ["b", "c", "a"]
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ import pytest
 
 from scheduler.api.storage import PersistentVolumeClaim
 from scheduler.config import load_config, parse_config
+from scheduler.features import features_at
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, EventResource, QueueingHint
 from scheduler.framework.interface import Handle
@@ -24,6 +25,7 @@ from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
 from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
+from scheduler.plugins.helper import not_run
 from scheduler.profile import build_frameworks
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
 from scheduler.simulate import Simulation
@@ -312,6 +314,28 @@ class TestPostFilter:
     def test_a_pod_without_claims_has_none_to_deallocate(self) -> None:
         status = self.post_filter(make_pod("p"))
         assert status == Status(Code.UNSCHEDULABLE, ("no new claims to deallocate",), names.DYNAMIC_RESOURCES)
+
+    @pytest.mark.parametrize("minor", ["1.35", "1.36", "1.37"])
+    def test_a_pod_without_claims_at_each_minor(self, minor: str) -> None:
+        """Upstream's testPlugin "empty" and "empty-with-extended-resources-enabled" (v1.37.2
+        dynamicresources_test.go): from 1.37 PostFilter only logs "No new claims to deallocate" and
+        answers a bare Unschedulable; 1.35 and 1.36 put it in the status."""
+        fwk = build_frameworks(load_config(None, features=features_at(minor)))["spread-scheduler"]
+        state = CycleState()
+        pod = make_pod("p").build()
+        assert fwk.plugins[names.DYNAMIC_RESOURCES].pre_filter(state, pod, [])[1] == not_run.SKIP  # type: ignore[attr-defined]
+        status = fwk.run_post_filter_plugins(state, pod, {})[1]
+        reasons = () if minor == "1.37" else ("no new claims to deallocate",)
+        assert status == Status(Code.UNSCHEDULABLE, reasons, names.DYNAMIC_RESOURCES)
+
+    def test_at_1_37_the_fit_error_ends_with_preemption(self) -> None:
+        sim = Simulation(load_config(None, features=features_at("1.37")), seed=0)
+        sim.add_objects([make_node("n1").taint("k", "v", "NoSchedule").dict(), make_pod("p").dict()])
+        (result,) = sim.run()
+        assert result.message == (
+            "0/1 nodes are available: 1 node(s) had untolerated taint(s). "
+            "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        )
 
     def test_a_pod_with_claims_adds_nothing(self) -> None:
         """It was refused in PreFilter; there is no allocation to undo."""

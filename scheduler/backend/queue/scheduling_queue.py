@@ -63,6 +63,7 @@ class SchedulingQueue:
     ) -> None:
         self._frameworks = frameworks
         self._clock = clock
+        self._nominate_gated = any(f.features.gated_pod_nominated for f in frameworks.values())
         self._hints = QueueingHints(frameworks)
         self.max_in_unschedulable = max_in_unschedulable
         self._on_change = on_change or (lambda: None)
@@ -158,7 +159,12 @@ class SchedulingQueue:
             return
         qpi = QueuedPodInfo(pod, self._clock())
         self._count("active", "PodAdd")
-        self._move_to_active(qpi, nominate=True)
+        if self._nominate_gated:
+            # 1.37's addPod: the nomination is recorded whether or not the pod is gated.
+            self.nominator.add_nominated_pod(pod, None)
+            self._move_to_active(qpi)
+        else:
+            self._move_to_active(qpi, nominate=True)
 
     def _move_to_active(self, qpi: QueuedPodInfo, *, nominate: bool = False) -> None:
         """``nominate``: the pod arrives from its own Add or Update event, when upstream's

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from scheduler.api.disruptionbudget import PodDisruptionBudget
-from scheduler.api.objects import NodeName, Pod
+from scheduler.api.objects import NodeName, Pod, PodKey
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import CLEAR_NOMINATED_NODE, Handle, NominatingInfo, NominatingMode
 from scheduler.framework.status import Code, Status
@@ -93,19 +93,23 @@ class Interface(Protocol):
         ...
 
 
-def more_important_order(pods: Sequence[Pod], now: float) -> list[Pod]:
+def more_important_order(pods: Sequence[Pod], now: float, made: Mapping[PodKey, int] | None = None) -> list[Pod]:
     """``pods`` sorted by upstream's ``MoreImportantPod``, most important first: higher priority, then
     the earlier ``status.startTime`` (none yet: ``now``).
 
-    Upstream reads ``time.Now()`` afresh for each unstarted pod, so of two unstarted pods of equal
-    priority each is "more important" than the other, and Go's sort (insertion sort up to 12
-    elements) leaves them last first; so do we (beyond 12, pdqsort's order is not reproduced).
+    Through 1.36 upstream reads ``time.Now()`` afresh for each unstarted pod, so of two unstarted
+    pods of equal priority each is "more important" than the other, and Go's sort (insertion sort up
+    to 12 elements) leaves them last first; so do we (beyond 12, pdqsort's order is not reproduced).
+    From 1.37 (``made``: each pod's index in the order its victim was made) each victim reads "now"
+    once when it is made (``NewVictim``): the one made first is the earlier.
     """
     indexed = list(enumerate(pods))
 
     def key(item: tuple[int, Pod]) -> tuple[int, float, int]:
         i, pod = item
         started = pod.start_time
+        if made is not None:
+            return (-pod.priority, now if started is None else started, made[pod.key] if started is None else i)
         return (-pod.priority, now if started is None else started, -i if started is None else i)
 
     return [pod for _, pod in sorted(indexed, key=key)]

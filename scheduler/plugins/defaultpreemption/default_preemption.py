@@ -100,6 +100,7 @@ class DefaultPreemption:
         # "Now", for pods without status.startTime (upstream's ``GetPodStartTime``): read once per cycle.
         self.clock: Callable[[], float] = time.time
         self._now: float | None = None
+        self.victim_start_read_once = features.victim_start_read_once
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
         """Not into activeQ while the pod's own preemption still evicts its victims."""
@@ -206,7 +207,8 @@ class DefaultPreemption:
             return [], 0, status
 
         victims: list[Pod] = []
-        potential = more_important_order(potential, now)
+        made = {other.key: i for i, other in enumerate(potential)} if self.victim_start_read_once else None
+        potential = more_important_order(potential, now, made)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
 
         def reprieve(victim: Pod) -> tuple[bool, Status | None]:
@@ -235,5 +237,5 @@ class DefaultPreemption:
             if error is not None:
                 return [], 0, error
         if violating and non_violating:
-            victims = more_important_order(victims, now)
+            victims = more_important_order(victims, now, made)
         return victims, num_violating, Status(Code.SUCCESS)

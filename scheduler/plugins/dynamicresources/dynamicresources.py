@@ -71,6 +71,7 @@ class DynamicResources:
         # DynamicResourcesArgs (filterTimeout, bindingTimeout) are accepted and unused.
         self.handle = handle
         self.dra_extended_resource = features.enable_dra_extended_resource
+        self.post_filter_silent = features.dra_post_filter_silent
 
     def extended_resources(self, pod: Pod) -> tuple[tuple[str, str], ...]:
         """(resource, DeviceClass) of each extended resource the pod requests that a class backs."""
@@ -137,12 +138,12 @@ class DynamicResources:
         ends the PostFilter run (DefaultPreemption does not run, the pod's nomination stays as it
         is) and its internal "not found" ends the pod's message. We fail the same way, with no text
         (docs/differences.md): a nomination other pods count on must not be cleared where upstream
-        keeps it.
+        keeps it. From 1.37 a pod without claims gets a bare Unschedulable too (only logged upstream).
         """
         stored = state.get(STATE_KEY)
         if stored is None:
             return None, Status(Code.ERROR, (), "", "")
-        if stored is False:
+        if stored is False and not self.post_filter_silent:
             return None, Status(Code.UNSCHEDULABLE, (NO_CLAIMS_TO_DEALLOCATE,))
         return None, Status(Code.UNSCHEDULABLE)
 
