@@ -31,7 +31,7 @@ from scheduler.kube.controllers.workload_marks import WorkloadMarker
 from scheduler.kube.extender import close_extenders, http_extenders
 from scheduler.kube.flowcontrol import RateLimiter
 from scheduler.kube.gc_policy import gc_housekeeping
-from scheduler.kube.kube_version import KubeVersion, read_decided
+from scheduler.kube.kube_version import KubeVersion, decide_as, read_decided
 from scheduler.kube.leader import Leadership, LeadershipLost, run_with_leader_election, with_lease_namespace
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.preemption import ApiPodWriter, AsyncPreemption
@@ -204,9 +204,18 @@ async def run_scheduler(
         exits.push_async_callback(api.close)
         metrics = SchedulerMetrics()
         server = ""
+        unread: KubeVersion | None = None  # the version still to read: the API server was away at start
         if kube_version is not None:
             try:
-                decided = await read_decided(api, kube_version)
+                try:
+                    decided = await read_decided(api, kube_version)
+                except VersionError as exc:
+                    # kube-scheduler starts with its API server away, its informers retrying until it
+                    # answers: so do we, composed at the configuration's minor, and read the version again
+                    # once the cache has synced, before anything is scheduled (_read_version_late).
+                    log.warning("the API server's version is not known yet: read again once it answers", err=str(exc))
+                    unread = kube_version
+                    decided = decide_as(KubeVersion(config.features.minor, kube_version.gates), None)
                 if compose is not None and decided.features != config.features:
                     config = compose(decided.features)
             except (VersionError, ValueError, ConfigError) as exc:
@@ -249,6 +258,10 @@ async def run_scheduler(
             return _informer_exit(watching, sched)
         sched.synced = True
         log.info("cache synced", nodes=len(sched.cache.node_infos()), profiles=list(sched.frameworks))
+        if unread is not None:
+            late = await _read_version_late(api, unread, config, metrics)
+            if late is not None:
+                return late
         housekeeping = asyncio.create_task(gc_housekeeping(stop), name="gc-housekeeping")
         exits.push_async_callback(_cancel, housekeeping)
         for keeper in keepers:
@@ -275,6 +288,35 @@ async def run_scheduler(
             log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)
             return 1
         return _informer_exit(watching, sched)
+
+
+async def _read_version_late(
+    api: client.ApiClient, asked: KubeVersion, config: SchedulerConfig, metrics: SchedulerMetrics
+) -> int | None:
+    """The version the start could not read, read now that the server answers. None to go on: the
+    server's minor is the one composed. Else an exit code, before anything is scheduled: 2 when the
+    server cannot be decided for, 3 when it asks for another minor (a restart composes that one; the
+    pipeline is not recomposed under a running informer)."""
+    try:
+        decided = await read_decided(api, asked)
+    except (VersionError, ValueError) as exc:
+        log.error("command failed", err=str(exc))
+        return 2
+    if decided.warning:
+        log.warning(decided.warning)
+    if decided.features != config.features:
+        log.error(
+            "the API server asks for another kube-scheduler minor than the one composed while it was away: "
+            "exiting so that a restart decides as it",
+            kube_version=decided.features.minor,
+            composed=config.features.minor,
+            server=decided.server,
+        )
+        return 3
+    metrics.build_info.clear()
+    metrics.build_info.labels(__version__, config.features.minor, config.features.release, decided.server).set(1)
+    log.info("deciding as kube-scheduler", kube_version=config.features.minor, server=decided.server)
+    return None
 
 
 def _compose(
