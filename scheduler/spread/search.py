@@ -8,15 +8,19 @@ always: when several domains share the largest count and one of them holds pods 
 (another workload's), no single move from a crowded domain lowers the skew, while moving from a
 middle domain earlier (raising the minimum instead) would have. So greedy's length is checked
 against a lower bound (``lower_bound``: per constraint, the fewest moves any placement could take,
-water-filling its counts) and, where they differ, every sequence of moves up to greedy's length
-(or a little beyond when greedy stops short of maxSkew) is searched, most promising pods first,
-failures memoized per state. The search stops after ``MAX_CYCLES`` scheduling cycles and keeps
-greedy's plan: the fewest moves are guaranteed within that budget (the property test's brute force
-checks it), a plan that only lowers the skews beyond it.
+water-filling its counts) and, where they differ, every sequence of moves shorter than greedy's is
+searched (when greedy stops short of maxSkew: deeper and deeper, until the search's tree ends before
+its depth does, or every pod has moved once), most promising pods first, failures memoized per
+state. No fixed depth: where greedy is stuck after one move, the way out may take several moves
+that greedy never tries (a pod moved within a zone to raise the emptiest host first). The search
+stops after ``MAX_CYCLES`` scheduling cycles and keeps greedy's plan: the fewest moves are
+guaranteed within that budget (the property test's brute force checks it), a plan that only lowers
+the skews beyond it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -33,8 +37,6 @@ __all__ = ["MAX_CYCLES", "MAX_TRIES_PER_MOVE", "Result", "lower_bound", "search"
 MAX_TRIES_PER_MOVE = 16
 # Scheduling cycles the deeper search may spend on one workload (each is one cycle over every node).
 MAX_CYCLES = 512
-# How far beyond greedy's length the search looks when greedy does not reach maxSkew.
-EXTRA_DEPTH = 2
 
 
 def _bound(counts: Sequence[int], max_skew: int) -> int:
@@ -77,7 +79,9 @@ class _Search:
     working: Working
     max_cycles: int = MAX_CYCLES
     cycles: int = 0
-    failed: set[Hashable] = field(default_factory=set)
+    # A state -> the most moves left it failed with; inf: no sequence from it, however long.
+    failed: dict[Hashable, float] = field(default_factory=dict)
+    cut: bool = False  # a branch of this depth's search ended at the depth: a deeper one may succeed
 
     def _crowded_first(self, i: int, now: Counts, pods: Sequence[Pod], limit: int | None) -> list[Pod]:
         """The pods by their domain's count under constraint ``i`` (most crowded first, pods counted in
@@ -139,7 +143,7 @@ class _Search:
         self.working.restore()
         return result
 
-    def _key(self, movable: Sequence[Pod], left: int) -> Hashable:
+    def _key(self, movable: Sequence[Pod]) -> Hashable:
         nodes = tuple(
             sorted(
                 (self.cache.pod_node(p.key) or "", p.name if p.controller and p.controller.kind == STATEFUL_SET else "")
@@ -147,7 +151,7 @@ class _Search:
             )
         )
         placed = tuple(sorted(self.cache.pod_node(p.key) or "" for p in self.working.placed))
-        return nodes, placed, left
+        return nodes, placed
 
     def within(self, movable: list[Pod], left: int, path: list[Move]) -> list[Move] | None:
         """A sequence of at most ``left`` moves after ``path`` that brings every constraint within
@@ -156,11 +160,17 @@ class _Search:
         over_now = over(self.spec, now.skews)
         if not over_now:
             return list(path)
-        if left < lower_bound(self.spec, now) or self.cycles >= self.max_cycles:
+        if left < max(1, lower_bound(self.spec, now)):
+            self.cut = True
             return None
-        key = self._key(movable, left)
-        if key in self.failed:
+        if self.cycles >= self.max_cycles:
             return None
+        key = self._key(movable)
+        searched = self.failed.get(key, -1)
+        if left <= searched:
+            self.cut = self.cut or searched != math.inf
+            return None
+        outer, self.cut = self.cut, False
         i = over_now[0]
         for victim in self._crowded_first(i, now, movable, None):
             if self.cycles >= self.max_cycles:
@@ -175,7 +185,8 @@ class _Search:
                 self.working.undo()
             if found is not None:
                 return found
-        self.failed.add(key)
+        self.failed[key] = left if self.cut else math.inf
+        self.cut = outer or self.cut
         return None
 
 
@@ -198,13 +209,15 @@ def search(
         if reached and len(greedy.moves) <= bound:
             greedy.cycles = s.cycles
             return greedy  # as few as any placement could do
-        deepest = len(greedy.moves) - 1 if reached else len(greedy.moves) + EXTRA_DEPTH
+        # Each pod moves at most once in a sequence (a replacement is not moved again).
+        deepest = len(greedy.moves) - 1 if reached else len(pods)
         for depth in range(max(bound, 1), deepest + 1):
+            s.cut = False
             found = s.within(list(pods), depth, [])
             if found is not None:
                 return Result(found, "", s.cycles, True)
-            if s.cycles >= max_cycles:
-                break
+            if s.cycles >= max_cycles or not s.cut:
+                break  # the budget is spent, or no sequence is longer than this depth's
         greedy.cycles, greedy.exhaustive = s.cycles, s.cycles < max_cycles
         return greedy
     finally:

@@ -474,3 +474,28 @@ def test_without_search_budget_the_plan_is_greedys_and_says_no_further_move_help
     (plan,) = plan_rebalance(sim.cache, sim.frameworks, default=True, max_cycles=0)
     assert [m.skews_after for m in plan.moves] == [(4,), (2,)]
     assert plan.message.endswith("no further move helps")
+
+
+def test_the_fewest_moves_where_greedy_is_stuck_after_one() -> None:
+    """The property test's case (SPREAD_FUZZ_SEED=1455122605) against a fixed search depth: hard zone
+    and hostname spreads (maxSkew 1), zone a crowded (p0-p3 and a Job's pod on a0, a Job's pod on
+    a1), p4 and p5 on c0; only b0 and c1 take the pods (the others are tainted), 2 pods a node.
+    Greedy moves one pod a0 -> b0 and is stuck (zone a -> c1 raises the zone skew, a -> b0 doubles up
+    a host); moving a pod c0 -> c1 first raises the emptiest host, after which two more from a0 fit:
+    four moves, two more than greedy's one + 2 that the search once stopped at."""
+    sim = Simulation(load_config(None))
+    nodes = []
+    for name in ("a0", "a1", "b0", "c0", "c1"):
+        node = make_node(name).zone(name[0]).capacity(cpu="4", memory="8Gi", pods="2")
+        nodes.append((node.taint("dedicated", "x") if name in ("a0", "a1", "c0") else node).dict())
+    pods = [_pod(f"p{i}", node, i).spread(HOST, 1, match=APP).dict() for i, node in enumerate(["a0"] * 4 + ["c0"] * 2)]
+    jobs = [
+        make_pod(f"job-{i}").labels(APP).node(node).phase("Running").owner("Job", "batch").dict()
+        for i, node in enumerate(["a0", "a1"])
+    ]
+    sim.add_objects([*nodes, *pods, *jobs])
+    (plan,) = _plans(sim)
+    assert [s.skew for s in plan.skews] == [6, 5]
+    assert plan.reason == PLANNED and len(plan.moves) == 4, plan.message
+    assert plan.moves[-1].skews_after == (1, 1)
+    assert ("c0", "c1") in [(m.from_node, m.to_node) for m in plan.moves]  # the move greedy never tries
