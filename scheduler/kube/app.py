@@ -188,7 +188,8 @@ async def run_scheduler(
     ``rebalance``: move pods of opted-in workloads back within their skew (``--rebalance``);
     ``kube_version``: decide as ``--kube-version``, else as the API server's ``/version`` says, with
     ``compose`` making the configuration at that minor (None: as ``config`` is, no ``/version`` read).
-    A server we cannot decide for is refused (exit 2) before anything is watched."""
+    A server we cannot decide for is refused (exit 2) before anything is watched, or, when it was
+    away at start, once the cache has synced and before anything is scheduled."""
     serving = serving or SecureServing()
     use_small_tls_read_buffers()  # before the first connection: each keeps the buffer it opened with
     kubeconfig = kubeconfig or config.kubeconfig
@@ -224,9 +225,7 @@ async def run_scheduler(
             if decided.warning:
                 log.warning(decided.warning)
             server = decided.server
-        minor = config.features.minor
-        metrics.build_info.labels(__version__, minor, config.features.release, server).set(1)
-        log.info("deciding as kube-scheduler", kube_version=minor, release=config.features.release, server=server)
+        _deciding_as(config, server, metrics)
 
         def count(outcome: str) -> None:
             metrics.api_requests.labels(outcome).inc()
@@ -313,10 +312,16 @@ async def _read_version_late(
             server=decided.server,
         )
         return 3
-    metrics.build_info.clear()
-    metrics.build_info.labels(__version__, config.features.minor, config.features.release, decided.server).set(1)
-    log.info("deciding as kube-scheduler", kube_version=config.features.minor, server=decided.server)
+    _deciding_as(config, decided.server, metrics)
     return None
+
+
+def _deciding_as(config: SchedulerConfig, server: str, metrics: SchedulerMetrics) -> None:
+    """Say which minor is decided as, for which server: one log line and the build_info series."""
+    features = config.features
+    metrics.build_info.clear()  # one series: the late read replaces the start's, whose server was unknown
+    metrics.build_info.labels(__version__, features.minor, features.release, server).set(1)
+    log.info("deciding as kube-scheduler", kube_version=features.minor, release=features.release, server=server)
 
 
 def _compose(
