@@ -77,6 +77,10 @@ class BatchState:
     creation_time: float
     # 1.37: each stored node's raw score per Score plugin, kept to normalize again after a rescore.
     raw_scores: dict[NodeName, Mapping[str, int]] = field(default_factory=dict)
+    # 1.37: the stored nodes' tie-breakers (upstream's ``NodePluginScores.Randomizer``), rank from the
+    # end: a re-ranking keeps equal totals in the stored order, and a rescored node, which upstream
+    # scores into a fresh entry (Randomizer 0), goes after every node it ties with.
+    randomizers: dict[NodeName, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +135,9 @@ class OpportunisticBatch:
             self.batched_pods += 1
             return
         if signature is not None and other_nodes:
-            self.state = BatchState(signature, list(other_nodes), self.clock(), dict(raw_scores or {}))
+            nodes = list(other_nodes)
+            ranks = {name: len(nodes) - i for i, name in enumerate(nodes)}
+            self.state = BatchState(signature, nodes, self.clock(), dict(raw_scores or {}), ranks)
             return
         self.last_flush_reason = FLUSH_EMPTY_LIST if not other_nodes else FLUSH_POD_NOT_BATCHABLE
         self.state = None
@@ -217,7 +223,9 @@ class OpportunisticBatch:
         totals = [0] * len(names)
         for plugin in scores:
             totals = [t + v * plugin.weight for t, v in zip(totals, plugin.normalized, strict=True)]
-        order = sorted(range(len(names)), key=totals.__getitem__, reverse=True)
+        randomizers = self.state.randomizers
+        randomizers[names[-1]] = 0
+        order = sorted(range(len(names)), key=lambda i: (totals[i], randomizers.get(names[i], 0)), reverse=True)
         self.state.sorted_nodes = [names[i] for i in order]
         return True
 
