@@ -38,7 +38,8 @@ What is compared, pod by pod (the oracle's output is described at the top of its
     the hint): both sides batched, onto the same node, with the same real-cycle view (the hint's
     verdict, every other node unevaluated); a fresh scoring may well prefer another node, and that
     is upstream's decision all the same. Our ranking of each scored pod's other nodes is sent with
-    the placements ("rankings"), so upstream's heap breaks ties among them as we do;
+    the placements ("rankings"), so upstream's heap breaks ties among them as we do and is laid out
+    as ours (``scheduler.framework.sorted_nodes``; 1.37's rescored nodes tie at Randomizer 0);
   - the hint batching offered (used or not: it also fails Filter, or loses to a nominated node) is
     compared for every pod, so each engagement condition is checked, not only the ones that place;
   - a partial search (more than 100 nodes and percentageOfNodesToScore: upstream stops after

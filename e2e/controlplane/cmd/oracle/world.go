@@ -130,6 +130,24 @@ func (o *observed) RunFilterPluginsWithNominatedPods(ctx context.Context, state 
 // RunScorePlugins records the real scores and raw ones from the same CycleState, then breaks a tie
 // our way: upstream pops the highest (TotalScore, Randomizer), and Randomizer is 0 without extenders.
 func (o *observed) RunScorePlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, *fwk.Status) {
+	if ranking := o.w.rankings[podKey(pod)]; len(ranking) > 0 {
+		// The feasible nodes in our ranking's order (upstream's order is whichever its parallel
+		// Filter finished in): the heap batching keeps is then laid out as ours, which matters
+		// where tie-breakers are equal (1.37 rescores nodes into entries with Randomizer 0).
+		// Sorted in place, so prioritizeNodes' extender scores stay aligned with nodes[i].
+		rank := make(map[string]int, len(ranking))
+		for i, name := range ranking {
+			rank[name] = i
+		}
+		sort.SliceStable(nodes, func(i, j int) bool {
+			ri, iok := rank[nodes[i].Node().Name]
+			rj, jok := rank[nodes[j].Node().Name]
+			if iok != jok {
+				return iok
+			}
+			return iok && ri < rj
+		})
+	}
 	scores, status := o.Framework.RunScorePlugins(ctx, state, pod, nodes)
 	c := o.w.current
 	if c == nil || !status.IsSuccess() {
