@@ -42,7 +42,7 @@ e2e: cluster-build
 
 test: lint unit e2e
 
-demo: cluster-build
+demo: venv
 	$(BIN)/python -m e2e.demo
 
 clean:
