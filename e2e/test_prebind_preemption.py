@@ -78,16 +78,15 @@ def _scenario(
                     },
                 },
             )
-            db = pod_body(
-                "db",
-                {"app": "db"},
-                scheduler=scheduler_name,
-                priorityClassName=arena.low,
-                nodeSelector={"run": arena.tag},
-                volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
-            )
-            db["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
-            core.create_namespaced_pod(namespace, db)
+
+            def one_cpu(name: str, priority_class: str, **spec: Any) -> None:
+                """A pod of 1 cpu, the whole node, on the test's node."""
+                body = pod_body(name, {"app": name}, scheduler=scheduler_name, priorityClassName=priority_class, **spec)
+                body["spec"]["nodeSelector"] = {"run": arena.tag}
+                body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+                core.create_namespaced_pod(namespace, body)
+
+            one_cpu("db", arena.low, volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
 
             def selected() -> bool:
                 claim = core.read_namespaced_persistent_volume_claim("data", namespace)
@@ -96,15 +95,7 @@ def _scenario(
             # PreBind has written the claim's selected node: it now waits for a PV that never comes.
             wait_for(selected, 60, "db's PreBind to select the node for its claim")
             mark = ledger.mark()
-            web = pod_body(
-                "web",
-                {"app": "web"},
-                scheduler=scheduler_name,
-                priorityClassName=arena.high,
-                nodeSelector={"run": arena.tag},
-            )
-            web["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
-            core.create_namespaced_pod(namespace, web)
+            one_cpu("web", arena.high)
             bound = wait_for(lambda: core.read_namespaced_pod("web", namespace).spec.node_name, 60, "web bound")
 
             def victim() -> Any | None:
