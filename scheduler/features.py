@@ -306,7 +306,9 @@ DRA_POST_FILTER_SILENT = "DRAPostFilterSilent"  # dynamicresources.go PostFilter
 BATCH_RESCORES_LAST_NODE = "BatchRescoresLastNode"  # runtime/batch.go GetNodeHint, 1.37 (#140289)
 GATED_POD_NOMINATED = "GatedPodNominated"  # backend/queue/scheduling_queue.go addPod, 1.37
 VICTIM_START_READ_ONCE = "VictimStartReadOnce"  # preemption/types.go NewVictim, preemption/util.go, 1.37
-_1_36 = frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, IMAGE_VOLUMES_SCORED})
+PRE_BIND_VICTIMS_REQUEUED = "PreBindVictimsRequeued"  # preemption/executor.go, schedule_one.go, 1.36 (#135502)
+IN_MEMORY_VICTIM_ACTIVATES = "InMemoryVictimActivates"  # preemption/executor.go prepareCandidateAsync, 1.37
+_1_36 = frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, IMAGE_VOLUMES_SCORED, PRE_BIND_VICTIMS_REQUEUED})
 _CHANGES: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
     "1.36": _1_36,
@@ -319,6 +321,7 @@ _CHANGES: Mapping[str, frozenset[str]] = {
         BATCH_RESCORES_LAST_NODE,
         GATED_POD_NOMINATED,
         VICTIM_START_READ_ONCE,
+        IN_MEMORY_VICTIM_ACTIVATES,
     },
 }
 
@@ -406,6 +409,19 @@ class Features:
         is made, so unstarted victims of equal priority keep the node's order (before, "now" was read
         at each comparison and they came out last first)."""
         return VICTIM_START_READ_ONCE in self.changes
+
+    @property
+    def pre_bind_victims_requeued(self) -> bool:
+        """1.36: a preemption victim whose PreBind is still running in this scheduler is not deleted:
+        its binding cycle is cancelled and it goes back to the queue (the "in kube-scheduler memory"
+        preemption upstream already made of a pod waiting on Permit)."""
+        return PRE_BIND_VICTIMS_REQUEUED in self.changes
+
+    @property
+    def in_memory_victim_activates(self) -> bool:
+        """1.37: when the last victim was preempted in memory (no deletion event will come), the
+        preemptor is activated once its preemption is over (before, it waited for another event)."""
+        return IN_MEMORY_VICTIM_ACTIVATES in self.changes
 
     @property
     def declared_features_inferred(self) -> frozenset[str]:

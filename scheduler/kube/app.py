@@ -352,6 +352,8 @@ def _compose(
         sched.queue,
         sched.cache.pod,
         sched.queue.activate,
+        pods_in_pre_bind=sched.pods_in_pre_bind,
+        features=config.features,
     )
     sched.use_preemption(preemption, preemption.drain)
     sched.use_volume_binder(ApiVolumeBinder(writer, sched.cache.storage))
