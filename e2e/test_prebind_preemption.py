@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
@@ -26,6 +27,8 @@ from e2e.kube_helpers import events_for, pod_body, wait_for
 from e2e.ledger import Ledger
 from e2e.test_preemption import _arena
 from scheduler.config import upstream_config
+
+pytestmark = pytest.mark.every_release  # what differs by version: make e2e runs it on 1.36 and 1.37 too
 
 UPSTREAM = "prebind-upstream"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"

@@ -15,11 +15,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import SCHEDULER, events_for, node_of, pod_body, scheduled_condition, wait_for, wait_unschedulable
 from tests.helpers import preemption_not_helpful
+
+pytestmark = pytest.mark.every_release  # what differs by version: make e2e runs it on 1.36 and 1.37 too
 
 # A PreFilter refusal before DynamicResources' (VolumeRestrictions', VolumeBinding's) ends the
 # PostFilter run as upstream's does, with no preemption; upstream's message then ends with its
