@@ -35,10 +35,10 @@ Those other pods sit at the bottom of every rank of their domain, so one more of
 labelled like the workload) shifts the rank of each of our pods there: an exact re-rank patches the
 whole domain, and no encoding avoids that (each of our pods in the domain swaps places with a pod of
 another domain at its level). The keeper therefore ranks with *held* counts of other pods
-(``rank_workload``): a domain's count is taken again only once it has drifted by more than
-``FOREIGN_SLACK`` from the count the costs were made with. One pod of another workload coming or
-going patches nothing; the price is a scale-down at most one pod per drifted domain off the optimum
-until the count is taken again.
+(``rank_workload``): a domain's count is taken again once it has drifted by more than
+``FOREIGN_SLACK`` from the count the costs were made with (and, by the keeper, once a drift has
+lasted a while). One pod of another workload coming and going patches nothing; meanwhile a
+scale-down may take one pod per drifted domain from a domain the exact ranking would have spared.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ __all__ = [
     "CostChange",
     "Member",
     "Others",
+    "Ranking",
     "cost_changes",
     "held_others",
     "rank_costs",
@@ -166,14 +167,24 @@ def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, F
     assumed), not terminating, with spread constraints (its own or its profile's defaults), and
     whose cost is not someone else's. Pods of one template share their constraints; should they
     not, each set of pods that does is ranked on its own."""
-    return rank_workload(pods, cache, frameworks, {})[0]
+    return rank_workload(pods, cache, frameworks, {}).costs
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """``rank_workload``'s answer: the costs, the counts of other pods they were made with (per set
+    of pods ranked together: to hold next time), and whether any of those is not the count now."""
+
+    costs: dict[PodKey, int]
+    held: dict[Hashable, Others]
+    drifted: bool
 
 
 def rank_workload(
     pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, Framework], held: Mapping[Hashable, Others]
-) -> tuple[dict[PodKey, int], dict[Hashable, Others]]:
-    """``workload_costs`` ranked with the counts of other pods ``held`` from the last ranking (per
-    set of pods ranked together; ``held_others``), and the counts this ranking used, to hold next."""
+) -> Ranking:
+    """``workload_costs`` ranked with the counts of other pods ``held`` from the last ranking while
+    they are within ``FOREIGN_SLACK`` of the counts now (``held_others``)."""
     groups: dict[Hashable, _Group] = {}
     for pod in pods:
         framework = frameworks.get(pod.scheduler_name)
@@ -197,10 +208,12 @@ def rank_workload(
             group.pods.append(pod)
     out: dict[PodKey, int] = {}
     used: dict[Hashable, Others] = {}
+    drifted = False
     for group_key, group in groups.items():
-        costs, used[group_key] = _group_costs(group, cache, held.get(group_key))
+        costs, now, used[group_key] = _group_costs(group, cache, held.get(group_key))
+        drifted = drifted or tuple(now) != used[group_key]
         out.update(costs)
-    return out, used
+    return Ranking(out, used, drifted)
 
 
 def held_others(now: Sequence[Mapping[str, int]], held: Others | None, slack: int = FOREIGN_SLACK) -> Others:
@@ -214,7 +227,7 @@ def held_others(now: Sequence[Mapping[str, int]], held: Others | None, slack: in
     return tuple(out)
 
 
-def _group_costs(group: _Group, cache: Cache, held: Others | None) -> tuple[dict[PodKey, int], Others]:
+def _group_costs(group: _Group, cache: Cache, held: Others | None) -> tuple[dict[PodKey, int], Others, Others]:
     constraints = group.hard + group.soft
     counts, _, domain_of = counts_of(group.rep, group.hard, group.soft, cache, require_all_keys=group.require_all_keys)
     members: list[Member] = []
@@ -229,7 +242,7 @@ def _group_costs(group: _Group, cache: Cache, held: Others | None) -> tuple[dict
                 others[i][domain] = max(0, others[i].get(domain, 0) - 1)
         members.append(Member(pod.key, (pod.created, pod.name), tuple(domains)))
     used = held_others(others, held)
-    return {PodKey(k): v for k, v in rank_costs(members, used).items()}, used
+    return {PodKey(k): v for k, v in rank_costs(members, used).items()}, tuple(others), used
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ ranked again from its next event.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "DEBOUNCE",
     "MAX_DELAY",
     "PATCHES_PER_RERANK",
+    "REBASE_AFTER",
     "ApiCostWriter",
     "DeletionCostKeeper",
     "cost_limiter",
@@ -58,6 +60,9 @@ COST_SHARE = 0.1
 # Patches per re-rank of one workload: at 5/s they are sent within the 5 s the marks wait at most
 # (MAX_DELAY), so the next window ranks a fresh cache; the pods deleted first are patched first.
 PATCHES_PER_RERANK = 20
+# A drift of the other pods' counts held (within FOREIGN_SLACK) longer than this is ranked exactly: a
+# pod that comes and goes within a minute costs no patch, one that stays is counted after a minute.
+REBASE_AFTER = 60.0
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -107,6 +112,7 @@ class DeletionCostKeeper(WorkloadMarker):
         max_delay: float = MAX_DELAY,
         metrics: SchedulerMetrics | None = None,
         cap: int = PATCHES_PER_RERANK,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(cache, frameworks, fence, debounce, max_delay)
         self._writer = writer
@@ -114,12 +120,20 @@ class DeletionCostKeeper(WorkloadMarker):
         self._cap = cap
         self._held: dict[Workload, dict[Hashable, Others]] = {}  # the counts of other pods ranked with
         self._owed: dict[Workload, int] = {}  # changes beyond the cap, for the next window
+        self._drifted: dict[Workload, float] = {}  # since when a held count is not the count now
+        self._clock = clock
         self.patched = 0
         self.reranks = 0
 
+    def _idle_timeout(self) -> float | None:
+        if not self._drifted:
+            return None
+        return max(0.0, min(self._drifted.values()) + REBASE_AFTER - self._clock())
+
     async def sync_once(self) -> None:
-        """Rank every marked workload and patch the costs that must change."""
-        batch, self.dirty = self.dirty, set()
+        """Rank every marked workload (and those whose drift is due) and patch the costs that must change."""
+        due = {w for w, since in self._drifted.items() if since + REBASE_AFTER <= self._clock()}
+        batch, self.dirty = self.dirty | due, set()
         for workload in sorted(batch):
             try:
                 await self._sync(workload)
@@ -133,9 +147,19 @@ class DeletionCostKeeper(WorkloadMarker):
         self.reranks += 1
         if not pods:
             self._held.pop(workload, None)
+            self._drifted.pop(workload, None)
             self._owe(workload, 0)
             return
-        desired, self._held[workload] = rank_workload(pods, self._cache, self._frameworks, self._held.get(workload, {}))
+        now = self._clock()
+        since = self._drifted.get(workload)
+        held = {} if since is not None and since + REBASE_AFTER <= now else self._held.get(workload, {})
+        ranking = rank_workload(pods, self._cache, self._frameworks, held)
+        self._held[workload] = ranking.held
+        if ranking.drifted:
+            self._drifted.setdefault(workload, now)
+        else:
+            self._drifted.pop(workload, None)
+        desired = ranking.costs
         changes = sorted(cost_changes(pods, desired), key=lambda c: (int(c.value), c.pod.key))
         sent, rest = changes[: self._cap], changes[self._cap :]
         self._owe(workload, len(rest))
