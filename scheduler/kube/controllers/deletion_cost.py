@@ -123,7 +123,6 @@ class DeletionCostKeeper(WorkloadMarker):
         self._drifted: dict[Workload, float] = {}  # since when a held count is not the count now
         self._clock = clock
         self.patched = 0
-        self.reranks = 0
 
     def _idle_timeout(self) -> float | None:
         if not self._drifted:
@@ -144,7 +143,6 @@ class DeletionCostKeeper(WorkloadMarker):
 
     async def _sync(self, workload: Workload) -> None:
         pods = self._pods(workload)
-        self.reranks += 1
         if not pods:
             self._held.pop(workload, None)
             self._drifted.pop(workload, None)
