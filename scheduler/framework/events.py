@@ -21,6 +21,7 @@ __all__ = [
     "another_pods_update",
     "as_objects",
     "assigned_pod_resource",
+    "counted_by_hints",
     "match_cluster_events",
     "node_scheduling_properties_change",
     "node_taints_changed",
@@ -163,6 +164,14 @@ def another_pods_update(features: Features, pod: Pod, updated: Pod) -> bool:
     registered for every pod's update and tells them apart by UID; since 1.37 it is registered for
     ``TargetPod`` and asks no more (an event of another pod replayed to a pod in flight included)."""
     return not features.target_pod_events and updated.uid != pod.uid
+
+
+def counted_by_hints(features: Features, *pods: Pod | None) -> bool:
+    """Whether every pod of an event (None: none there) is one PodTopologySpread's and InterPodAffinity's
+    hints weigh: assigned or, since 1.36, nominated (Filter counts a nominated pod on its node)."""
+    return all(
+        p is None or p.assigned or (features.hints_count_nominated_pods and bool(p.nominated_node_name)) for p in pods
+    )
 
 
 def _resource_matches(registered: EventResource, incoming: EventResource) -> bool:

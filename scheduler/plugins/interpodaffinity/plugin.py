@@ -26,6 +26,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
     as_objects,
+    counted_by_hints,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -159,10 +160,6 @@ class InterPodAffinity:
         have matched the old labels and not the new ones."""
         return QueueingHint.QUEUE
 
-    def _counted(self, other: Pod) -> bool:
-        """A pod the pending pod's affinity can meet: assigned, or (since 1.36) nominated."""
-        return other.assigned or (self.features.hints_count_nominated_pods and bool(other.nominated_node_name))
-
     def is_schedulable_after_assigned_pod_change(
         self, pod: Pod, old: object | None, new: object | None
     ) -> QueueingHint:
@@ -170,7 +167,7 @@ class InterPodAffinity:
         if pods is None:
             return QueueingHint.QUEUE  # not a pod event: upstream's conversion error means Queue
         old_pod, new_pod = pods
-        if (new_pod is not None and not self._counted(new_pod)) or (old_pod is not None and not self._counted(old_pod)):
+        if not counted_by_hints(self.features, old_pod, new_pod):
             return QueueingHint.QUEUE_SKIP  # an unscheduled pod makes no difference to affinity
         # The pod's own terms as parsed (namespace selectors are not resolved here, as upstream).
         terms = pod.pod_affinity.required_affinity_terms

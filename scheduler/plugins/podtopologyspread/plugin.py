@@ -24,6 +24,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
     as_objects,
+    counted_by_hints,
     node_taints_changed,
     pod_tolerations_changed,
 )
@@ -207,14 +208,15 @@ class PodTopologySpread:
             return None
         return self._constraints(pod, DO_NOT_SCHEDULE)
 
-    def _involved(self, other: Pod, pod: Pod) -> bool:
-        """``involvedInTopologySpreading``: a pod in the pending pod's namespace that the domain counts
-        may hold (assigned; or nominated, since 1.36); before 1.37 the pending pod itself too."""
-        if not self.features.target_pod_events and other.uid == pod.uid:
-            return True
-        if not other.assigned and not (self.features.hints_count_nominated_pods and other.nominated_node_name):
-            return False
-        return other.namespace == pod.namespace
+    def _involved(self, pod: Pod, *others: Pod | None) -> bool:
+        """``involvedInTopologySpreading`` of each pod of an event: in the pending pod's namespace and
+        counted by the hints (assigned; nominated since 1.36); before 1.37 the pending pod itself too."""
+        return all(
+            p is None
+            or (not self.features.target_pod_events and p.uid == pod.uid)
+            or (p.namespace == pod.namespace and counted_by_hints(self.features, p))
+            for p in others
+        )
 
     def is_schedulable_after_pod_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
         """Before 1.37: one hint for every pod's Add, relabelling, new toleration and Delete."""
@@ -223,7 +225,7 @@ class PodTopologySpread:
             return QueueingHint.QUEUE  # not a pod event: upstream's conversion error means Queue
         old_pod, new_pod = pods
         if old_pod is not None and new_pod is not None and new_pod.uid == pod.uid:
-            if not self._involved(new_pod, pod) or not self._involved(old_pod, pod):
+            if not self._involved(pod, old_pod, new_pod):
                 return QueueingHint.QUEUE_SKIP
             return self.is_schedulable_after_target_pod_change(pod, old_pod, new_pod)
         return self.is_schedulable_after_assigned_pod_change(pod, old_pod, new_pod)
@@ -235,9 +237,7 @@ class PodTopologySpread:
         if pods is None:
             return QueueingHint.QUEUE  # not a pod event: upstream's conversion error means Queue
         old_pod, new_pod = pods
-        if (new_pod is not None and not self._involved(new_pod, pod)) or (
-            old_pod is not None and not self._involved(old_pod, pod)
-        ):
+        if not self._involved(pod, old_pod, new_pod):
             return QueueingHint.QUEUE_SKIP
         constraints = self._hard_constraints_for_hint(pod)
         if constraints is None:
