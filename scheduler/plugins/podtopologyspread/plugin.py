@@ -225,9 +225,7 @@ class PodTopologySpread:
             return QueueingHint.QUEUE  # not a pod event: upstream's conversion error means Queue
         old_pod, new_pod = pods
         if old_pod is not None and new_pod is not None and new_pod.uid == pod.uid:
-            if not self._involved(pod, old_pod, new_pod):
-                return QueueingHint.QUEUE_SKIP
-            return self.is_schedulable_after_target_pod_change(pod, old_pod, new_pod)
+            return self.is_schedulable_after_target_pod_change(pod, old_pod, new_pod)  # the pod itself is involved
         return self.is_schedulable_after_assigned_pod_change(pod, old_pod, new_pod)
 
     def is_schedulable_after_assigned_pod_change(
