@@ -433,7 +433,9 @@ def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
             "potentialNodes", 0
         )
         stats["gated"] += bool(g.get("gated"))
-        stats["batch expired on the oracle's wall clock"] += bool(g.get("batchMayHaveExpired")) and not g.get("hint")
+        stats["no hint upstream, 500 ms after its batch (wall clock)"] += bool(
+            g.get("batchMayHaveExpired")
+        ) and not g.get("hint")
         stats["world fixed"] += bool(g.get("worldFixed"))
         for write in g.get("volumeWrites") or ():
             stats["claims bound to a static PV" if write.startswith("bind PV") else "claims provisioned"] += 1
