@@ -52,6 +52,9 @@ CONSEQUENCE = "spread-scheduler does not allocate resource claims"
 STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES
 EXTENDED_STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES + "/extended"
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+# Upstream's last answer for a pod with claims when none was allocated before (through 1.36): the
+# pod's DRA-backed extended resources count as one claim, which this cycle created and never allocated.
+STILL_NOT_SCHEDULABLE = "still not schedulable"
 EXTENDED_CONSEQUENCE = "spread-scheduler does not allocate devices"
 
 
@@ -104,8 +107,11 @@ class DynamicResources:
             )
         ]
         if self.dra_extended_resource:
-            # A DeviceClass added, changed or deleted may back a resource the pod asks for, or stop to.
-            events.append(ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ALL)))
+            # A class added or changed may be the one a pod's extended resource waits for: upstream
+            # registers these two, without a hint (a deleted class is not among them).
+            events.append(
+                ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE))
+            )
         return events
 
     def is_schedulable_after_pod_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
@@ -142,12 +148,18 @@ class DynamicResources:
         is) and its internal "not found" ends the pod's message. We fail the same way, with no text
         (docs/differences.md): a nomination other pods count on must not be cleared where upstream
         keeps it. From 1.37 a pod without claims gets a bare Unschedulable too (only logged upstream).
+        A pod whose DRA-backed extended resources this cycle left unallocated has, for upstream, a
+        claim with nothing to deallocate: "still not schedulable" through 1.36, bare from 1.37.
         """
         stored = state.get(STATE_KEY)
         if stored is None:
             return None, Status(Code.ERROR, (), "", "")
-        if stored is False and not self.post_filter_silent:
+        if self.post_filter_silent:
+            return None, Status(Code.UNSCHEDULABLE)
+        if stored is False:
             return None, Status(Code.UNSCHEDULABLE, (NO_CLAIMS_TO_DEALLOCATE,))
+        if state.get(EXTENDED_STATE_KEY) is not None:
+            return None, Status(Code.UNSCHEDULABLE, (STILL_NOT_SCHEDULABLE,))
         return None, Status(Code.UNSCHEDULABLE)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
