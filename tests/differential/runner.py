@@ -67,6 +67,7 @@ mismatches of the scenario are marked as such: they may follow from the first.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -86,7 +87,7 @@ from scheduler.plugins.names import DEFAULT_PREEMPTION
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver
-from tests.differential.generator import DRAWN_FEATURES, crowded, drawn, scenario
+from tests.differential.generator import DEVICE_CLASS_PREFIX, DRAWN_FEATURES, crowded, drawn, scenario
 
 # Upstream's default multiPoint plugins (default_plugins.go, DynamicResources by its GA gate) that
 # spread-scheduler does not run yet: remove a name when its plugin lands on our side.
@@ -228,6 +229,49 @@ def _feasible(result: dict[str, Any]) -> list[str]:
     return scored or ([result["node"]] if result["node"] else [])
 
 
+# docs/differences.md, "a DeviceClass-backed extended resource": where upstream's DynamicResources
+# would allocate devices (none exist in these clusters: no ResourceSlices) and fails with its
+# allocator's reason, our stand-in refuses the same node with the same plugin and code, naming the
+# resource and the class. Only that reason's text may differ; counts, nodes and codes may not.
+_EXTENDED_REFUSAL = re.compile(
+    r'extended resource "[^"]+" \(DeviceClass "[^"]+"\) needs the DynamicResources plugin: '
+    r"spread-scheduler does not allocate devices"
+)
+UPSTREAM_ALLOCATION_FAILED = "cannot allocate all claims"
+_AVAILABLE = re.compile(r"(\d+/\d+ nodes are available: )(.*?)(\.(?: |$))")
+
+
+def _as_upstream_words(filter_: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A node's verdict with our DRA-backed extended resource refusal in upstream's words."""
+    if filter_ is None or not _EXTENDED_REFUSAL.fullmatch(str(filter_.get("reason"))):
+        return filter_
+    return {**filter_, "reason": UPSTREAM_ALLOCATION_FAILED}
+
+
+def _same_verdict(ours: dict[str, Any] | None, upstream: dict[str, Any] | None) -> bool:
+    return ours == upstream or (
+        upstream is not None
+        and upstream.get("reason") == UPSTREAM_ALLOCATION_FAILED
+        and _as_upstream_words(ours) == upstream
+    )
+
+
+def _histogram_in_upstream_words(message: str) -> str:
+    """``message`` with each ``N/M nodes are available: ...`` histogram's extended resource refusals
+    counted as upstream's allocation failure (one reason, whatever the resource), sorted again as
+    upstream's FitError sorts its ``"<count> <reason>"`` strings."""
+
+    def merge(match: re.Match[str]) -> str:
+        counts: Counter[str] = Counter()
+        for entry in re.split(r", (?=\d+ )", match.group(2)):
+            count, _, reason = entry.partition(" ")
+            counts[UPSTREAM_ALLOCATION_FAILED if _EXTENDED_REFUSAL.fullmatch(reason) else reason] += int(count)
+        entries = sorted(f"{count} {reason}" for reason, count in counts.items())
+        return match.group(1) + ", ".join(entries) + match.group(3)
+
+    return _AVAILABLE.sub(merge, message) if _EXTENDED_REFUSAL.search(message) else message
+
+
 def _compare_nodes(pod: str, ours: dict[str, Any], theirs: dict[str, Any], *, scores: bool = True) -> list[str]:
     problems = []
     for node, gn in theirs.items():
@@ -235,7 +279,7 @@ def _compare_nodes(pod: str, ours: dict[str, Any], theirs: dict[str, Any], *, sc
         if pn is None:
             problems.append(f"{pod}/{node}: missing on our side")
             continue
-        if pn["filter"] != gn["filter"] or pn.get("evaluated", True) != gn.get("evaluated", True):
+        if not _same_verdict(pn["filter"], gn["filter"]) or pn.get("evaluated", True) != gn.get("evaluated", True):
             problems.append(f"{pod}/{node}: filter {pn['filter']} vs {gn['filter']}")
         if scores and (pn["scores"] != gn["scores"] or pn["total"] != gn["total"]):
             problems.append(
@@ -282,7 +326,7 @@ def _verdicts(pod: str, p: dict[str, Any], full: dict[str, Any]) -> list[str]:
     if wrong := sorted(set(_feasible(p)) - set(full["feasible"])):
         problems.append(f"{pod}: {wrong} feasible for us, not for upstream's filters")
     for node, entry in p["nodes"].items():
-        if entry["filter"] is not None and entry["filter"] != full["nodes"][node]["filter"]:
+        if entry["filter"] is not None and not _same_verdict(entry["filter"], full["nodes"][node]["filter"]):
             problems.append(f"{pod}/{node}: filter {entry['filter']} vs {full['nodes'][node]['filter']}")
     return problems
 
@@ -329,10 +373,11 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
     if p["code"] != g["code"]:
         return [*problems, f"{pod}: outcome {p['code']} ({p['message']}) vs upstream {g['code']} ({g['message']})"]
     if p["code"] != "Success":
+        ours_message = _histogram_in_upstream_words(p["message"])
         if (
-            p["message"] != g["message"]
-            and not _prefilter_ended_cycle(p["message"], g["message"])
-            and not _placement_differs_only(p["message"], g["message"], g)
+            ours_message != g["message"]
+            and not _prefilter_ended_cycle(ours_message, g["message"])
+            and not _placement_differs_only(ours_message, g["message"], g)
         ):
             problems.append(f"{pod}: message\n  ours:     {p['message']}\n  upstream: {g['message']}")
         problems += compare_preemption(pod, p, g)
@@ -439,20 +484,54 @@ def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
             stats["claims bound to a static PV" if write.startswith("bind PV") else "claims provisioned"] += 1
         for plugin in sorted(set(g.get("unschedulablePlugins") or ()) & VOLUME_PLUGINS):
             stats[f"rejected by {plugin}"] += 1
+        filters = [entry.get("filter") or {} for entry in (g.get("nodes") or {}).values()]
+        stats["DRA-backed: pods DynamicResources failed on some node"] += any(
+            f.get("reason") == UPSTREAM_ALLOCATION_FAILED for f in filters
+        )
+
+
+def _dra_backed_requests(objects: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Per pod (namespace/name), the extended resources it asks for that a DeviceClass of ``objects`` backs."""
+    classes = [o for o in objects if o.get("kind") == "DeviceClass"]
+    backed = {DEVICE_CLASS_PREFIX + c["metadata"]["name"] for c in classes}
+    backed |= {str(c["spec"]["extendedResourceName"]) for c in classes if c["spec"].get("extendedResourceName")}
+    out: dict[str, set[str]] = {}
+    for pod in (o for o in objects if o.get("kind") == "Pod"):
+        asked = {
+            name
+            for container in pod["spec"].get("containers", []) + pod["spec"].get("initContainers", [])
+            for part in ("requests", "limits")
+            for name in (container.get("resources") or {}).get(part, {})
+        }
+        if asked & backed:
+            out[f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"] = asked & backed
+    return out
+
+
+def tally_dra_backed(objects: list[dict[str, Any]], results: list[dict[str, Any]], stats: Counter[str]) -> None:
+    """Pods asking for a DeviceClass-backed extended resource, and what became of them upstream."""
+    backed = _dra_backed_requests(objects)
+    for g in results:
+        if g["pod"] in backed and not g.get("gated"):
+            stats["DRA-backed: pods asking for one"] += 1
+            stats["DRA-backed: of those, placed (a device plugin's allocatable)"] += g["code"] == "Success"
 
 
 def run_batch(
     seeds: Sequence[int],
     oracle: Path,
-    make: Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]] = scenario,
+    make: Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]] | None = None,
     stats: Counter[str] | None = None,
     features: Features = DEFAULT_FEATURES,
 ) -> dict[int, list[str]]:
     """Mismatches per seed (empty lists are dropped); ``stats`` counts what upstream did. ``features``:
-    the minor and gates both sides decide with (``oracle`` must be built for that release)."""
-    lines, ours = [], {}
+    the minor and gates both sides decide with (``oracle`` must be built for that release); ``make``
+    defaults to ``scenario`` at that minor."""
+    make = make or functools.partial(scenario, kube_version=features.minor)
+    lines, ours, objects_of = [], {}, {}
     for seed in seeds:
         objects, config = make(seed)
+        objects_of[seed] = objects
         config = upstream_default_profile(config, features)
         py = python_side(objects, config, seed, features=features)
         ours[seed] = py
@@ -483,6 +562,7 @@ def run_batch(
             continue
         if stats is not None:
             tally(result["results"] or [], stats)
+            tally_dra_backed(objects_of[seed], result["results"] or [], stats)
             stats["nominated pod counted in Filter (ours)"] += sum(bool(p.get("nominatedCounted")) for p in ours[seed])
         found = compare(ours[seed], result["results"] or [])
         if found:
@@ -546,7 +626,7 @@ def main() -> int:
         parser.error(str(exc))
     oracle = oracle_binary(features)
     trip = apiserver.start(args.through_apiserver, features.release)
-    base = crowded if args.crowded else scenario
+    base = functools.partial(crowded if args.crowded else scenario, kube_version=features.minor)
     make = trip.wrap(base, args.through_apiserver) if trip else base
     last = args.start + args.count - 1
     only = f", only those with {args.only_with}" if args.only_with else ""
