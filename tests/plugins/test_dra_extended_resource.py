@@ -220,3 +220,24 @@ class TestDeviceClassEvents:
         assert (
             fit.is_schedulable_after_device_class_event(pod, before, DeviceClass.from_dict(device_class(*new))) == want
         )
+
+
+def test_an_unbacked_resource_the_node_does_not_list_cannot_fit() -> None:
+    """Upstream's filterExtendedResources, for a pod with a DRA-backed resource: another extended
+    resource that no class backs and that the node does not list at all (NodeResourcesFit ignored
+    it: ``ignoredResources``) is "cannot fit resource" (seed 6000622 of the differential test);
+    listed with 0, it is NodeResourcesFit's to judge."""
+    cache = make_cache(
+        [
+            make_node("absent").capacity(cpu="1", memory="1Gi", pods="10"),
+            make_node("zero").capacity(cpu="1", memory="1Gi", pods="10", **{PLAIN_RESOURCE: "0"}),
+        ]
+    )
+    cache.storage.upsert(DeviceClass.from_dict(device_class("gpu", DRA_RESOURCE)))
+    plugin = registry(features_at("1.37"))[names.DYNAMIC_RESOURCES]({}, Handle(cache), features_at("1.37"))
+    pod = make_pod("p").requests(**{DRA_RESOURCE: "1", PLAIN_RESOURCE: "1"}).build()
+    state = CycleState()
+    plugin.pre_filter(state, pod, [])
+    absent, zero = (plugin.filter(state, pod, cache.get(name)) for name in ("absent", "zero"))  # type: ignore[arg-type]
+    assert (absent.code, absent.reasons) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("cannot fit resource",))
+    assert zero.reasons[0].startswith(f'extended resource "{DRA_RESOURCE}" (DeviceClass "gpu")')
