@@ -140,11 +140,13 @@ def upstream_default_profile(config: dict[str, Any], features: Features = DEFAUL
 
 
 def informer_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``objects`` with the Nodes first, by name, and the bound pods last, by (namespace, name); the
-    rest as they are.
+    """``objects`` with the Nodes first, by name, then the rest as they are, the DeviceClasses by
+    name, and the bound pods last, by (namespace, name).
 
     The oracle's fake API lists objects sorted by namespace and name, as a real informer's initial
-    list from etcd does, so that is the order upstream's cache meets nodes and bound pods in. Our
+    list from etcd does, so that is the order upstream's cache meets nodes, bound pods and
+    DeviceClasses in (of two classes backing one name, the order decides whether the older one's
+    implicit name is known: ``scheduler.backend.cache.storage_objects.ExtendedResourceNames``). Our
     side gets them in the same order: the node order is the snapshot's (preemption's random offset
     indexes into it), and the order pods join a node decides which of two victims of equal priority
     without ``status.startTime`` goes first (upstream's sort reads the clock for each, so its result
@@ -154,13 +156,15 @@ def informer_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     def bound(o: dict[str, Any]) -> bool:
         return o.get("kind") == "Pod" and bool((o.get("spec") or {}).get("nodeName"))
 
-    nodes = sorted((o for o in objects if o.get("kind") == "Node"), key=lambda o: str(o["metadata"]["name"]))
+    def by_name(kind: str) -> list[dict[str, Any]]:
+        return sorted((o for o in objects if o.get("kind") == kind), key=lambda o: str(o["metadata"]["name"]))
+
     pods = sorted(
         (o for o in objects if bound(o)),
         key=lambda o: (o["metadata"].get("namespace", "default"), o["metadata"]["name"]),
     )
-    rest = [o for o in objects if o.get("kind") != "Node" and not bound(o)]
-    return [*nodes, *rest, *pods]
+    rest = [o for o in objects if o.get("kind") not in ("Node", "DeviceClass") and not bound(o)]
+    return [*by_name("Node"), *rest, *by_name("DeviceClass"), *pods]
 
 
 def python_side(
@@ -248,11 +252,32 @@ def _as_upstream_words(filter_: dict[str, Any] | None) -> dict[str, Any] | None:
     return {**filter_, "reason": UPSTREAM_ALLOCATION_FAILED}
 
 
+def _extended_reasons_in_any_order(ours: dict[str, Any], upstream: dict[str, Any]) -> bool:
+    """docs/differences.md, "order of several Insufficient <extended resource> reasons on one node":
+    upstream walks a Go map (its order varies run to run), we sort by name."""
+    mine, theirs = (str(f.get("reason")).split(", ") for f in (ours, upstream))
+    same_rest = {**ours, "reason": ""} == {**upstream, "reason": ""}
+    return same_rest and sorted(mine) == sorted(theirs) and _only_extended_moved(mine, theirs)
+
+
+def _only_extended_moved(mine: list[str], theirs: list[str]) -> bool:
+    """The same reason at each place that is not an extended resource's ``Insufficient``."""
+
+    def fixed(reasons: list[str]) -> list[str]:
+        return ["" if r.startswith("Insufficient ") and "/" in r else r for r in reasons]
+
+    return fixed(mine) == fixed(theirs)
+
+
 def _same_verdict(ours: dict[str, Any] | None, upstream: dict[str, Any] | None) -> bool:
-    return ours == upstream or (
-        upstream is not None
-        and upstream.get("reason") == UPSTREAM_ALLOCATION_FAILED
-        and _as_upstream_words(ours) == upstream
+    if ours == upstream:
+        return True
+    if ours is None or upstream is None:
+        return False
+    if upstream.get("reason") == UPSTREAM_ALLOCATION_FAILED:
+        return _as_upstream_words(ours) == upstream
+    return ours.get("plugin") == upstream.get("plugin") == "NodeResourcesFit" and _extended_reasons_in_any_order(
+        ours, upstream
     )
 
 
@@ -487,6 +512,9 @@ def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
         filters = [entry.get("filter") or {} for entry in (g.get("nodes") or {}).values()]
         stats["DRA-backed: pods DynamicResources failed on some node"] += any(
             f.get("reason") == UPSTREAM_ALLOCATION_FAILED for f in filters
+        )
+        stats["DRA-backed: pods 'cannot fit resource' on some node"] += any(
+            f.get("reason") == "cannot fit resource" for f in filters
         )
 
 

@@ -385,3 +385,25 @@ class TestDRABackedExtendedResources:
             [upstream(None, theirs, message="0/1 nodes are available: 1 some other failure.")],
         )
         assert len(problems) == 2, problems
+
+
+def test_several_extended_resources_short_on_one_node_compare_in_any_order() -> None:
+    """docs/differences.md: upstream lists them in Go map order, we sort them; cpu and memory keep
+    their fixed places, and a reason more or less is still a mismatch."""
+    fit = {"plugin": "NodeResourcesFit", "code": UNRESOLVABLE}
+    mine = {**fit, "reason": "Insufficient cpu, Insufficient example.com/fpga, Insufficient example.com/gpu"}
+    theirs = {**fit, "reason": "Insufficient cpu, Insufficient example.com/gpu, Insufficient example.com/fpga"}
+    assert (
+        compare(
+            [ours(None, {"a": {**FEASIBLE, "filter": mine}})], [upstream(None, {"a": {**FEASIBLE, "filter": theirs}})]
+        )
+        == []
+    )
+    fewer = {**fit, "reason": "Insufficient cpu, Insufficient example.com/gpu"}
+    assert compare(
+        [ours(None, {"a": {**FEASIBLE, "filter": mine}})], [upstream(None, {"a": {**FEASIBLE, "filter": fewer}})]
+    )
+    moved = {**fit, "reason": "Insufficient example.com/fpga, Insufficient cpu, Insufficient example.com/gpu"}
+    assert compare(
+        [ours(None, {"a": {**FEASIBLE, "filter": moved}})], [upstream(None, {"a": {**FEASIBLE, "filter": theirs}})]
+    )
