@@ -84,12 +84,12 @@ def _both(core: client.CoreV1Api, namespace: str, resource: str, containing: Cal
 
 
 def test_a_class_backed_resource_is_refused_as_upstream_fails_to_allocate_it(
+    device_classes: client.CustomObjectsApi,
     core: client.CoreV1Api,
     namespace: str,
     scheduler: SchedulerProcess,
     nodes: Callable[..., str],
     kube_scheduler: Callable[[dict[str, Any]], subprocess.Popen[bytes]],
-    device_classes: client.CustomObjectsApi,
 ) -> None:
     """A class backing ``example.com/gpu``, a node without it: our refusal names the resource and the
     class where upstream's allocator fails; the rest of the message (preemption's part too) is upstream's."""
@@ -107,12 +107,12 @@ def test_a_class_backed_resource_is_refused_as_upstream_fails_to_allocate_it(
 @pytest.mark.parametrize("change", ["created", "updated"])
 def test_a_class_that_comes_to_back_the_resource_moves_the_pending_pod(
     change: str,
+    device_classes: client.CustomObjectsApi,
     core: client.CoreV1Api,
     namespace: str,
     scheduler: SchedulerProcess,
     nodes: Callable[..., str],
     kube_scheduler: Callable[[dict[str, Any]], subprocess.Popen[bytes]],
-    device_classes: client.CustomObjectsApi,
 ) -> None:
     """Refused "Insufficient example.com/fpga" first; then a DeviceClass backing it is created (or an
     existing one is changed to back it): both schedulers try the pod again at once (NodeResourcesFit's
