@@ -83,18 +83,25 @@ def _both(core: client.CoreV1Api, namespace: str, resource: str, containing: Cal
     }
 
 
-def test_a_class_backed_resource_is_refused_as_upstream_fails_to_allocate_it(
+@pytest.fixture
+def beside_upstream(
     device_classes: client.CustomObjectsApi,
-    core: client.CoreV1Api,
-    namespace: str,
     scheduler: SchedulerProcess,
     nodes: Callable[..., str],
     kube_scheduler: Callable[[dict[str, Any]], subprocess.Popen[bytes]],
+) -> client.CustomObjectsApi:
+    """Ours and kube-scheduler running, one node offering no extended resource: the DeviceClasses' API."""
+    kube_scheduler({"schedulerName": UPSTREAM})
+    nodes("plain")
+    return device_classes
+
+
+def test_a_class_backed_resource_is_refused_as_upstream_fails_to_allocate_it(
+    beside_upstream: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
 ) -> None:
     """A class backing ``example.com/gpu``, a node without it: our refusal names the resource and the
     class where upstream's allocator fails; the rest of the message (preemption's part too) is upstream's."""
-    kube_scheduler({"schedulerName": UPSTREAM})
-    nodes("plain")
+    device_classes = beside_upstream
     device_classes.create_cluster_custom_object(GROUP, VERSION, PLURAL, _device_class("gpu.example.com", GPU))
     for who in (OURS, UPSTREAM):
         core.create_namespaced_pod(namespace, _pod(f"{who}-gpu", who, GPU))
@@ -106,19 +113,12 @@ def test_a_class_backed_resource_is_refused_as_upstream_fails_to_allocate_it(
 
 @pytest.mark.parametrize("change", ["created", "updated"])
 def test_a_class_that_comes_to_back_the_resource_moves_the_pending_pod(
-    change: str,
-    device_classes: client.CustomObjectsApi,
-    core: client.CoreV1Api,
-    namespace: str,
-    scheduler: SchedulerProcess,
-    nodes: Callable[..., str],
-    kube_scheduler: Callable[[dict[str, Any]], subprocess.Popen[bytes]],
+    change: str, beside_upstream: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
 ) -> None:
     """Refused "Insufficient example.com/fpga" first; then a DeviceClass backing it is created (or an
     existing one is changed to back it): both schedulers try the pod again at once (NodeResourcesFit's
     hint for DeviceClass Add and Update), and now leave the resource to DynamicResources."""
-    kube_scheduler({"schedulerName": UPSTREAM})
-    nodes("plain")
+    device_classes = beside_upstream
     fpga = "example.com/fpga"
     if change == "updated":
         device_classes.create_cluster_custom_object(GROUP, VERSION, PLURAL, _device_class("fpga.example.com", None))
