@@ -60,6 +60,15 @@ What is compared, pod by pod (the oracle's output is described at the top of its
     provisioner complete them, as simulate does, so later pods meet the claims bound). The
     generator makes no two static PVs the same size: of equal ones upstream takes whichever its PV
     cache lists first, in map order, which can even decide whether a pod with two claims fits.
+Documented exceptions (docs/differences.md), each accepted exactly and nowhere else:
+  - DynamicResources' internal " not found" ending the message after a PreFilter ended the cycle;
+  - 1.37's preemption placement tail when only the node differs (judged by the deterministic view);
+  - a DeviceClass-backed extended resource on a node that does not offer it (1.36+): where upstream's
+    allocator fails with "cannot allocate all claims" (these clusters have no ResourceSlices), our
+    stand-in refuses the same node with the same plugin and code in its own words, naming the
+    resource and the class; node verdicts compare with that reason in upstream's words, and the
+    message's histograms with ours counted as upstream's one reason;
+  - several "Insufficient <extended resource>" reasons on one node: upstream's order is Go map order.
 After a pod whose placement differed (the oracle then moves it to ours: "worldFixed"), later
 mismatches of the scenario are marked as such: they may follow from the first.
 """
