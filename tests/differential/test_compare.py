@@ -407,3 +407,17 @@ def test_several_extended_resources_short_on_one_node_compare_in_any_order() -> 
     assert compare(
         [ours(None, {"a": {**FEASIBLE, "filter": moved}})], [upstream(None, {"a": {**FEASIBLE, "filter": theirs}})]
     )
+
+
+def test_the_oracles_two_views_may_list_extended_reasons_in_either_order() -> None:
+    """Seed 6001206 at 1.36: upstream's real cycle and the oracle's second view walk the same Go
+    map twice; only the order of the extended resources' reasons differs, which is no self-check failure."""
+    fit = {"plugin": "NodeResourcesFit", "code": UNRESOLVABLE}
+    gpu_first = {**fit, "reason": "Insufficient example.com/gpu, Insufficient example.com/fpga"}
+    fpga_first = {**fit, "reason": "Insufficient example.com/fpga, Insufficient example.com/gpu"}
+    nodes = {"a": scored(300), "b": {**FEASIBLE, "filter": fpga_first}}
+    second = {"a": scored(300), "b": {**FEASIBLE, "filter": gpu_first}}
+    full = {"code": "Success", "best": ["a"], "feasible": ["a"], "nodes": second}
+    assert compare([ours("a", nodes)], [upstream("a", nodes, full=full)]) == []
+    other = {**full, "nodes": {**second, "b": {**FEASIBLE, "filter": {**fit, "reason": "Insufficient cpu"}}}}
+    assert compare([ours("a", nodes)], [upstream("a", nodes, full=other)])
