@@ -213,3 +213,38 @@ def test_waiting_claims_come_with_their_classes_one_pre_bound_pv_and_unique_size
             assert all((pod["metadata"]["namespace"], n) in waiting for n in mine)
             used += bool(mine)
     assert used > 100
+
+
+def test_device_classes_only_where_the_api_server_keeps_their_extended_resource_name() -> None:
+    """Feature "draextended": DeviceClasses with and without ``extendedResourceName`` at 1.36 and
+    1.37, nodes offering the FPGA or not, pods asking for a backed name; none at 1.35, whose API
+    server drops the field (DRAExtendedResource alpha, off), and the rest of the cluster unchanged."""
+    seen: Counter[str] = Counter()
+    for seed in SEEDS:
+        at_35, _ = generator.scenario(seed, kube_version="1.35")
+        assert not [o for o in at_35 if o["kind"] == "DeviceClass"]
+        for minor in ("1.36", "1.37"):
+            objects, _ = generator.scenario(seed, kube_version=minor)
+            classes = [o for o in objects if o["kind"] == "DeviceClass"]
+            assert bool(classes) == generator.drawn(seed, "draextended")
+            assert [(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] != "DeviceClass"] == [
+                (o["kind"], o["metadata"]["name"]) for o in at_35
+            ]
+            for c in classes:
+                seen[c["spec"].get("extendedResourceName", "implicit")] += 1
+            for node in (o for o in objects if o["kind"] == "Node"):
+                if generator.FPGA in node["status"]["allocatable"]:
+                    seen["fpga " + ("offered" if node["status"]["allocatable"][generator.FPGA] != "0" else "0")] += 1
+            for pod in (o for o in objects if o["kind"] == "Pod"):
+                for name in pod["spec"]["containers"][0].get("resources", {}).get("limits", {}):
+                    if name.startswith(generator.DEVICE_CLASS_PREFIX) or name == generator.FPGA:
+                        seen["asks " + name.split("/")[0]] += 1
+    assert set(seen) == {
+        generator.GPU,
+        generator.FPGA,
+        "implicit",
+        "fpga offered",
+        "fpga 0",
+        "asks example.com",
+        "asks deviceclass.resource.kubernetes.io",
+    }, seen
