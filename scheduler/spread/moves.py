@@ -161,26 +161,47 @@ def replacement_name(victim: Pod, step: int) -> str:
 
 @dataclass(slots=True)
 class Working:
-    """The caller's cache with moves applied; ``restore`` undoes them all, last first."""
+    """The caller's cache with moves applied; ``restore`` undoes them all, last first. ``suspend``
+    takes them off the cache while planning yields to the scheduling loop (which must never see
+    them) and ``resume`` puts them back; while suspended, ``undo`` and ``restore`` only forget them."""
 
     cache: Cache
     removed: list[Pod] = field(default_factory=list)
     placed: list[Pod] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    suspended: bool = False
 
     def apply(self, victim: Pod, replacement: Pod, node: str) -> None:
         self.cache.remove_pod(victim)
         self.removed.append(victim)
         self.cache.assume_pod(replacement, node)
         self.placed.append(replacement)
+        self.nodes.append(node)
 
     def undo(self) -> None:
         """Undo the last ``apply``."""
-        self.cache.forget_pod(self.placed.pop())
-        self.cache.add_pod(self.removed.pop())
+        replacement, victim = self.placed.pop(), self.removed.pop()
+        self.nodes.pop()
+        if not self.suspended:
+            self.cache.forget_pod(replacement)
+            self.cache.add_pod(victim)
 
     def restore(self) -> None:
         while self.placed:
             self.undo()
+        self.suspended = False
+
+    def suspend(self) -> None:
+        for victim, replacement in zip(reversed(self.removed), reversed(self.placed), strict=True):
+            self.cache.forget_pod(replacement)
+            self.cache.add_pod(victim)
+        self.suspended = True
+
+    def resume(self) -> None:
+        self.suspended = False
+        for victim, replacement, node in zip(self.removed, self.placed, self.nodes, strict=True):
+            self.cache.remove_pod(victim)
+            self.cache.assume_pod(replacement, node)
 
 
 @dataclass(frozen=True, slots=True)
