@@ -1,6 +1,6 @@
 """Rebalancing: the fewest evictions that bring a workload's topology spread back within maxSkew, each
 one only where our own scheduling cycle puts the replacement somewhere better. Pure: the cache in,
-plans out; ``scheduler.kube`` carries them out (one eviction at a time, replanning after each).
+plans out; ``scheduler.kube`` carries them out (one eviction at a time, each checked by ``check_move``).
 
 Rules (docs/rebalance.md has the reasoning and examples):
 
@@ -28,12 +28,16 @@ Rules (docs/rebalance.md has the reasoning and examples):
 - The fewest such moves that bring every constraint within its maxSkew (``search``): greedy from
   the most crowded domain in deletion-cost order (the doubled-up host loses first), checked
   against a lower bound and, where they differ, a bounded search of every order. Where no sequence
-  gets there, the moves that lower the skews as far as they go. ``max_moves`` truncates the plan.
+  gets there, the moves that lower the skews as far as they go; at most ``MAX_PLANNED`` moves ahead.
+  ``max_moves`` truncates the plan.
+- A kept plan's next move (``check_move``): the rules above hold now, the pod is where the plan
+  found it, and one cycle still lands its replacement in the planned domain, lowering the skews.
 
 The caller's cache is used as the working state and restored before returning (the pod put back,
-the replacements forgotten), also on an exception: the scheduler's loop runs planning between its
-cycles, so no watch event sees the intermediate state. Restoring re-adds a pod as every watch
-update of a pod does (the node's pods in a new order, a new NodeInfo generation).
+the replacements forgotten), also on an exception, and at each yield of ``plan_steps`` (planning in
+slices between the scheduler's cycles): no cycle and no watch event sees the intermediate state.
+Restoring re-adds a pod as every watch update of a pod does (the node's pods in a new order, a new
+NodeInfo generation).
 """
 
 from __future__ import annotations

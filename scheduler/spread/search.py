@@ -54,7 +54,6 @@ __all__ = [
     "finish",
     "lower_bound",
     "never",
-    "search",
     "search_steps",
 ]
 
@@ -332,15 +331,3 @@ def search_steps(
         return greedy
     finally:
         s.working.restore()
-
-
-def search(
-    spec: Spec,
-    pods: list[Pod],
-    cache: Cache,
-    framework: Framework,
-    algorithm: SchedulingAlgorithm,
-    max_cycles: int = MAX_CYCLES,
-) -> Result:
-    """``search_steps`` run to its end at once."""
-    return finish(search_steps(spec, pods, cache, framework, algorithm, max_cycles))

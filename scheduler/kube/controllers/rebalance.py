@@ -3,10 +3,19 @@ its maxSkew, when ``scheduler.spread.rebalance`` (the planner: our own schedulin
 cache, the pod gone and its replacement pending) places the replacement in a domain that lowers it.
 
 Beside the deletion-cost keeper, on the same marking (``scheduler.kube.controllers.workload_marks``): cache
-changes mark workloads; after the debounce each marked workload is planned, and only the **first
-move** of a plan is carried out, through the Eviction API (``POST pods/{name}/eviction``, so
-PodDisruptionBudgets are respected) on the one write path (``ApiWriter``: fenced by the Lease,
-rate-limited, transient failures retried). Then the workload waits:
+changes mark workloads; after the debounce each marked workload is served with **one move**,
+through the Eviction API (``POST pods/{name}/eviction``, so PodDisruptionBudgets are respected) on
+the one write path (``ApiWriter``: fenced by the Lease, rate-limited, transient failures retried).
+
+- **plan once**: a workload is planned in slices of ``PLAN_SLICE`` on the loop (``plan_steps``
+  yields between scheduling cycles), and the plan is kept; each next move is the kept plan's,
+  checked with one scheduling cycle (``check_move``). The plan is made again when that move no
+  longer holds, or when the world it was made on changed: a node came, went or changed labels,
+  taints or unschedulable; a pod of the workload, or one its constraints count, came, went, changed
+  node or labels, or began terminating, other than the move's own. Other pods' events, status and
+  annotation updates leave it kept.
+
+Then the workload waits:
 
 - **in flight**: nothing more for a workload while its move is in flight: an in-memory record of the
   eviction, checked against the cache at every look (the evicted pod still there under its UID, or
@@ -165,6 +174,13 @@ class _State:
     told: dict[str, float] = field(default_factory=dict)  # Event reason -> when last posted
 
 
+async def _turn() -> None:
+    """Let the loop run what waits: two passes, since a timer or an I/O that is due only schedules
+    its task's step in one pass, which runs in the next."""
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+
+
 def _reshaped(old: Pod, new: Pod) -> bool:
     """A pod update a plan depends on: its node, labels, terminating or ended (not its status or
     annotations: a deletion cost written, a readiness probe)."""
@@ -215,7 +231,7 @@ def move_note(move: Move) -> str:
 
 
 class Rebalancer(WorkloadMarker):
-    """Plans the marked workloads and carries out the first move of each plan (see the module)."""
+    """Plans the marked workloads once and carries out their plans a move at a time (see the module)."""
 
     def __init__(
         self,
@@ -410,7 +426,7 @@ class Rebalancer(WorkloadMarker):
 
         steps = self._planner(self._cache, framework, workload, pending=waiting, placed=pods, due=due)
         try:
-            await asyncio.sleep(0)  # after the look at its pods (opt-in, the skew gauge): the loop first
+            await _turn()  # after the look at its pods (opt-in, the skew gauge): the loop first
             if (state.world, self._node_world) != world:
                 self._metrics.rebalance_plans.labels("interrupted").inc()
                 self._mark(workload)
@@ -425,7 +441,7 @@ class Rebalancer(WorkloadMarker):
                     break
                 finally:
                     self._metrics.rebalance_plan_slice.observe(clock() - start)
-                await asyncio.sleep(0)  # the loop's cycles and the watch events run here
+                await _turn()  # the loop's cycles and the watch events run here
                 if (state.world, self._node_world) != world:
                     self._metrics.rebalance_plans.labels("interrupted").inc()
                     self._mark(workload)
