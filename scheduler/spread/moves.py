@@ -23,6 +23,7 @@ __all__ = [
     "STATEFUL_SET",
     "Counts",
     "Move",
+    "PlanMovedError",
     "Spec",
     "Working",
     "better",
@@ -159,6 +160,10 @@ def replacement_name(victim: Pod, step: int) -> str:
     return victim.name if controller is not None and controller.kind == STATEFUL_SET else f"{victim.name}-r{step}"
 
 
+class PlanMovedError(Exception):
+    """The cache changed under a plan that yielded (``Working.resume``): it cannot go on."""
+
+
 @dataclass(slots=True)
 class Working:
     """The caller's cache with moves applied; ``restore`` undoes them all, last first. ``suspend``
@@ -198,6 +203,14 @@ class Working:
         self.suspended = True
 
     def resume(self) -> None:
+        """Put the moves back; ``PlanMovedError`` (and still suspended) when the cache changed under them: a
+        planned pod gone or updated, or a pod under a replacement's name (``assume_pod`` would take
+        its place, and ``forget_pod`` remove it from the cache for good)."""
+        for victim, replacement in zip(self.removed, self.placed, strict=True):
+            if self.cache.pod(victim.key) is not victim:
+                raise PlanMovedError(f"pod {victim.key} changed while planning waited")
+            if replacement.key != victim.key and self.cache.pod(replacement.key) is not None:
+                raise PlanMovedError(f"a pod {replacement.key} appeared while planning waited")
         self.suspended = False
         for victim, replacement, node in zip(self.removed, self.placed, self.nodes, strict=True):
             self.cache.remove_pod(victim)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -13,6 +14,7 @@ from scheduler.backend.cache.cache import Cache
 from scheduler.config import load_config
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.simulate import Simulation
+from scheduler.spread.moves import PlanMovedError
 from scheduler.spread.rebalance import (
     BAD_ANNOTATION,
     IN_FLIGHT,
@@ -461,6 +463,21 @@ def test_a_plan_closed_between_slices_leaves_the_cache_as_found() -> None:
         next(steps)
     steps.close()
     assert _state(sim.cache) == before
+
+
+def test_a_plan_whose_pods_changed_while_it_waited_stops_and_leaves_the_cache_to_the_watch() -> None:
+    """Between slices the watch may update a planned pod, or a pod may take a replacement's name:
+    putting the moves back would corrupt the live cache, so the plan stops (``PlanMovedError``)."""
+    sim = _world(_zone_down(["b0", "b1", "b0", "b1", "b0", "b1", "c0"]))
+    steps = _sliced(sim)
+    for _ in range(6):
+        next(steps)
+    for pod in sim.cache.pods():
+        sim.cache.add_pod(dataclasses.replace(pod, resource_version="8"))  # a watch update of each
+    after = _state(sim.cache)
+    with pytest.raises(PlanMovedError, match="changed while planning waited"):
+        next(steps)
+    assert _state(sim.cache) == after
 
 
 def test_a_plan_looks_ahead_at_most_max_planned_moves_and_says_more_follow() -> None:

@@ -58,7 +58,7 @@ from scheduler.kube.fence import always
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.record import ApiRecorder
 from scheduler.kube.writes import ApiWriter
-from scheduler.spread.moves import measure, workload_spec
+from scheduler.spread.moves import PlanMovedError, measure, workload_spec
 from scheduler.spread.rebalance import (
     IN_FLIGHT,
     NO_IMPROVING_MOVE,
@@ -439,6 +439,13 @@ class Rebalancer(WorkloadMarker):
                 except StopIteration as done:
                     plan: Plan = done.value
                     break
+                except PlanMovedError as exc:  # a pod it planned with changed, unseen by the marks
+                    self._metrics.rebalance_plans.labels("interrupted").inc()
+                    log.info(
+                        "rebalance: planning again", namespace=workload.namespace, workload=workload.name, why=str(exc)
+                    )
+                    self._mark(workload)
+                    return None
                 finally:
                     self._metrics.rebalance_plan_slice.observe(clock() - start)
                 await _turn()  # the loop's cycles and the watch events run here
