@@ -203,14 +203,23 @@ class Working:
         self.suspended = True
 
     def resume(self) -> None:
-        """Put the moves back; ``PlanMovedError`` (and still suspended) when the cache changed under them: a
-        planned pod gone or updated, or a pod under a replacement's name (``assume_pod`` would take
-        its place, and ``forget_pod`` remove it from the cache for good)."""
-        for victim, replacement in zip(self.removed, self.placed, strict=True):
-            if self.cache.pod(victim.key) is not victim:
+        """Put the moves back; ``PlanMovedError`` (and still suspended) when the cache changed under
+        them: a planned pod gone, replaced, moved, relabelled or terminating, or a pod under a
+        replacement's name (``assume_pod`` would take its place, ``forget_pod`` then drop it). A pod
+        updated otherwise (its status, a deletion cost) is taken as it is now."""
+        for k, (victim, replacement) in enumerate(zip(self.removed, self.placed, strict=True)):
+            now = self.cache.pod(victim.key)
+            if now is None or (now.uid, now.node_name, now.terminating) != (
+                victim.uid,
+                victim.node_name,
+                victim.terminating,
+            ):
+                raise PlanMovedError(f"pod {victim.key} changed while planning waited")
+            if dict(now.labels) != dict(victim.labels):
                 raise PlanMovedError(f"pod {victim.key} changed while planning waited")
             if replacement.key != victim.key and self.cache.pod(replacement.key) is not None:
                 raise PlanMovedError(f"a pod {replacement.key} appeared while planning waited")
+            self.removed[k] = now
         self.suspended = False
         for victim, replacement, node in zip(self.removed, self.placed, self.nodes, strict=True):
             self.cache.remove_pod(victim)

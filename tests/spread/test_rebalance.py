@@ -472,8 +472,11 @@ def test_a_plan_whose_pods_changed_while_it_waited_stops_and_leaves_the_cache_to
     steps = _sliced(sim)
     for _ in range(6):
         next(steps)
-    for pod in sim.cache.pods():
-        sim.cache.add_pod(dataclasses.replace(pod, resource_version="8"))  # a watch update of each
+    for pod in sim.cache.pods():  # a status update of each: taken as it is
+        sim.cache.add_pod(dataclasses.replace(pod, resource_version="8"))
+    next(steps)
+    for pod in sim.cache.pods():  # a relabel of each: the plan cannot go on
+        sim.cache.add_pod(dataclasses.replace(pod, labels={**pod.labels, "tier": "x"}))
     after = _state(sim.cache)
     with pytest.raises(PlanMovedError, match="changed while planning waited"):
         next(steps)
