@@ -25,7 +25,7 @@ from scheduler.kube.client.informer import Informer
 from scheduler.kube.client.tls_buffers import use_small_tls_read_buffers
 from scheduler.kube.client.version import VersionError
 from scheduler.kube.client.watch import KopfEngine, watch_session
-from scheduler.kube.controllers.deletion_cost import ApiCostWriter, DeletionCostKeeper
+from scheduler.kube.controllers.deletion_cost import ApiCostWriter, DeletionCostKeeper, cost_limiter
 from scheduler.kube.controllers.rebalance import ApiEvictor, Rebalancer
 from scheduler.kube.controllers.workload_marks import WorkloadMarker
 from scheduler.kube.extender import close_extenders, http_extenders
@@ -360,7 +360,9 @@ def _compose(
     _attach_metrics(sched, metrics)
     keepers: list[WorkloadMarker] = []
     if scale_down_spread:
-        keepers.append(DeletionCostKeeper(sched.cache, sched.frameworks, ApiCostWriter(writer), leadership.sure))
+        # The costs' own bucket beneath the writer's (``cost_limiter``): never a Binding's token.
+        costs = ApiCostWriter(writer, cost_limiter(limiter))
+        keepers.append(DeletionCostKeeper(sched.cache, sched.frameworks, costs, leadership.sure, metrics=metrics))
     if rebalance.enabled:
         keepers.append(
             Rebalancer(

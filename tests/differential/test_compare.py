@@ -121,6 +121,25 @@ class TestBatched:
             [ours("a", full["nodes"], batched=True, hint="a")], [upstream("a", full["nodes"], hint="a")]
         ) == ["default/p: only we batched: ours a, upstream's a"]
 
+    def test_a_batch_expired_on_the_oracle_clock_compares_verdicts_only(self) -> None:
+        """Upstream's stored batch may have outlived 500 ms of the oracle's wall clock: we batched onto
+        a, upstream scored afresh and took b. Our hint must still pass upstream's filters, and the
+        next pod's hints (each side's state differs) compare as after a partial search."""
+        full = self.full_view()
+        mine = ours("a", {"a": FEASIBLE, "b": SKIPPED, "c": SKIPPED}, batched=True, hint="a")
+        theirs = upstream("b", full["nodes"], full, batchMayHaveExpired=True)
+        nxt_ours = {
+            **ours("b", {"a": SKIPPED, "b": FEASIBLE, "c": SKIPPED}, batched=True, hint="b"),
+            "pod": "default/q",
+        }
+        nxt_theirs = {**upstream("c", {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}, full, batched=True, hint="c")}
+        nxt_theirs["pod"] = "default/q"
+        assert compare([mine, nxt_ours], [theirs, nxt_theirs]) == []
+        # Without the oracle's word, the same is a mismatch; and a hint infeasible upstream still is.
+        assert compare([mine], [upstream("b", full["nodes"], full)]) != []
+        bad = {**full, "feasible": ["b", "c"], "nodes": {**full["nodes"], "a": {**full["nodes"]["a"], "filter": "X"}}}
+        assert compare([mine], [upstream("b", full["nodes"], bad, batchMayHaveExpired=True)]) != []
+
     def test_after_a_partial_search_only_verdicts_compare(self) -> None:
         """The first pod's partial search (over 100 nodes) stored different rankings on each side,
         so the next pod's hints differ: only filter verdicts compare (seed 12003340)."""

@@ -36,6 +36,7 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
     pod_scheduling_properties_change,
+    target_pod_update_resource,
 )
 from scheduler.framework.interface import NominatingInfo
 from scheduler.framework.runtime import Framework
@@ -64,6 +65,10 @@ class SchedulingQueue:
         self._frameworks = frameworks
         self._clock = clock
         self._nominate_gated = any(f.features.gated_pod_nominated for f in frameworks.values())
+        # The profiles share one minor; with none (tests), the oldest's resource.
+        self._own_update = next(
+            (target_pod_update_resource(f.features) for f in frameworks.values()), EventResource.UNSCHEDULABLE_POD
+        )
         self._hints = QueueingHints(frameworks)
         self.max_in_unschedulable = max_in_unschedulable
         self._on_change = on_change or (lambda: None)
@@ -194,7 +199,7 @@ class SchedulingQueue:
         if key in self._in_flight:
             self._in_flight.update(key, new)
             if old is not None:
-                for ev in pod_scheduling_properties_change(new, old, EventResource.UNSCHEDULABLE_POD):
+                for ev in pod_scheduling_properties_change(new, old, self._own_update):
                     self._in_flight.record(ev, old, new)
             return
         where = self._where.get(key)
@@ -208,7 +213,7 @@ class SchedulingQueue:
         if where in ("active", "backoff", "error"):
             self._push(qpi, where)  # re-push with the new priority; the old entry goes stale
             return
-        for ev in pod_scheduling_properties_change(new, old or previous, EventResource.UNSCHEDULABLE_POD):
+        for ev in pod_scheduling_properties_change(new, old or previous, self._own_update):
             strategy = self.is_pod_worth_requeuing(qpi, ev, old or previous, new)
             if strategy is not QueueingStrategy.QUEUE_SKIP:
                 self._requeue(qpi, strategy, str(ev), self._clock())

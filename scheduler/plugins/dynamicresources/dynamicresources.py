@@ -36,7 +36,9 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
+    another_pods_update,
     as_objects,
+    target_pod_resource,
 )
 from scheduler.framework.interface import Handle, NominatingInfo
 from scheduler.framework.status import Code, Status
@@ -72,6 +74,7 @@ class DynamicResources:
         self.handle = handle
         self.dra_extended_resource = features.enable_dra_extended_resource
         self.post_filter_silent = features.dra_post_filter_silent
+        self.features = features
 
     def extended_resources(self, pod: Pod) -> tuple[tuple[str, str], ...]:
         """(resource, DeviceClass) of each extended resource the pod requests that a class backs."""
@@ -96,7 +99,7 @@ class DynamicResources:
         # status.resourceClaimStatuses saying no claim was generated (upstream registers this event too).
         events = [
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                ClusterEvent(target_pod_resource(self.features), ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
                 self.is_schedulable_after_pod_change,
             )
         ]
@@ -110,7 +113,7 @@ class DynamicResources:
         if pods is None or pods[1] is None:
             return QueueingHint.QUEUE  # not a pod update: upstream's conversion error means Queue
         updated = pods[1]
-        if updated.uid != pod.uid:
+        if another_pods_update(self.features, pod, updated):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE if claim_field(updated) is None else QueueingHint.QUEUE_SKIP
 

@@ -22,6 +22,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
     as_objects,
+    assigned_pod_resource,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -164,6 +165,7 @@ class Fit:
         self.ignored_resource_groups = parsed.ignored_resource_groups
         self.scorer = ResourceAllocationScorer.for_strategy(parsed)
         self.handle = handle
+        self.features = features
         self.dra_extended_resource = features.enable_dra_extended_resource
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
@@ -175,10 +177,12 @@ class Fit:
     # -- events ----------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [
+        events = [
             # A pod leaving a node, or shrinking in place, frees what it requested.
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                ClusterEvent(
+                    assigned_pod_resource(self.features), ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN
+                ),
                 self.is_schedulable_after_pod_event,
             ),
             # A new node, or a node offering more, may have room.
@@ -187,6 +191,22 @@ class Fit:
                 self.is_schedulable_after_node_change,
             ),
         ]
+        if self.features.target_pod_events:
+            # The pod itself asking for less (before 1.37 the Pod registration above saw it too).
+            events.insert(
+                1,
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.TARGET_POD, ActionType.UPDATE_POD_SCALE_DOWN),
+                    self.is_schedulable_after_target_pod_scale_down,
+                ),
+            )
+        return events
+
+    def is_schedulable_after_target_pod_scale_down(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        """Since 1.37: the pending pod asks for less, which may fit now."""
+        return QueueingHint.QUEUE
 
     def is_schedulable_after_pod_event(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
         objs = as_objects(Pod, old, new)

@@ -137,6 +137,7 @@ type resultJSON struct {
 	Batched                 bool                `json:"batched"`
 	Gated                   bool                `json:"gated,omitempty"`
 	Hint                    string              `json:"hint,omitempty"`
+	BatchMayHaveExpired     bool                `json:"batchMayHaveExpired,omitempty"` // + (world.go)
 	UnschedulablePlugins    []string            `json:"unschedulablePlugins"`
 	PendingPlugins          []string            `json:"pendingPlugins"`
 	Nodes                   map[string]nodeJSON `json:"nodes"`
