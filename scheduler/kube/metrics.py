@@ -22,6 +22,8 @@ __all__ = ["SchedulerMetrics"]
 ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
 PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))
+# Rebalance planning slices: 1 ms to 1 s (a slice is meant to stay near 20 ms, never near 100 ms).
+PLAN_SLICE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1.0)
 # Patches per deletion-cost re-rank: 0 (nothing changed) up to the cap (PATCHES_PER_RERANK, 20).
 COST_PATCH_BUCKETS = (0, 1, 2, 5, 10, 20)
 
@@ -142,6 +144,21 @@ class SchedulerMetrics:
             "bad-annotation, in-flight, no-improving-move, not-converging, move-limit, pdb, error, or another "
             "reason of the planner.",
             ["reason"],
+            registry=self.registry,
+        )
+        self.rebalance_plan_slice = Histogram(
+            "spread_scheduler_rebalance_plan_slice_duration_seconds",
+            "Wall time of each slice of rebalance planning run on the scheduling loop between its cycles "
+            "(planning yields to the loop when a slice passes 20 ms; a slice ends after the cycle it is in).",
+            buckets=PLAN_SLICE_BUCKETS,
+            registry=self.registry,
+        )
+        self.rebalance_plans = Counter(
+            "spread_scheduler_rebalance_plans",
+            "Rebalance plans, by result: computed (planned from scratch), kept (the next move of a kept plan "
+            "checked and carried on), stale (a kept plan's next move no longer held: planned again), "
+            "interrupted (the workload's pods or a node changed while it was planned: planned again later).",
+            ["result"],
             registry=self.registry,
         )
         self.workload_skew = Gauge(

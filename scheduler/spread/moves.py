@@ -23,6 +23,7 @@ __all__ = [
     "STATEFUL_SET",
     "Counts",
     "Move",
+    "PlanMovedError",
     "Spec",
     "Working",
     "better",
@@ -159,28 +160,70 @@ def replacement_name(victim: Pod, step: int) -> str:
     return victim.name if controller is not None and controller.kind == STATEFUL_SET else f"{victim.name}-r{step}"
 
 
+class PlanMovedError(Exception):
+    """The cache changed under a plan that yielded (``Working.resume``): it cannot go on."""
+
+
 @dataclass(slots=True)
 class Working:
-    """The caller's cache with moves applied; ``restore`` undoes them all, last first."""
+    """The caller's cache with moves applied; ``restore`` undoes them all, last first. ``suspend``
+    takes them off the cache while planning yields to the scheduling loop (which must never see
+    them) and ``resume`` puts them back; while suspended, ``undo`` and ``restore`` only forget them."""
 
     cache: Cache
     removed: list[Pod] = field(default_factory=list)
     placed: list[Pod] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    suspended: bool = False
 
     def apply(self, victim: Pod, replacement: Pod, node: str) -> None:
         self.cache.remove_pod(victim)
         self.removed.append(victim)
         self.cache.assume_pod(replacement, node)
         self.placed.append(replacement)
+        self.nodes.append(node)
 
     def undo(self) -> None:
         """Undo the last ``apply``."""
-        self.cache.forget_pod(self.placed.pop())
-        self.cache.add_pod(self.removed.pop())
+        replacement, victim = self.placed.pop(), self.removed.pop()
+        self.nodes.pop()
+        if not self.suspended:
+            self.cache.forget_pod(replacement)
+            self.cache.add_pod(victim)
 
     def restore(self) -> None:
         while self.placed:
             self.undo()
+        self.suspended = False
+
+    def suspend(self) -> None:
+        for victim, replacement in zip(reversed(self.removed), reversed(self.placed), strict=True):
+            self.cache.forget_pod(replacement)
+            self.cache.add_pod(victim)
+        self.suspended = True
+
+    def resume(self) -> None:
+        """Put the moves back; ``PlanMovedError`` (and still suspended) when the cache changed under
+        them: a planned pod gone, replaced, moved, relabelled or terminating, or a pod under a
+        replacement's name (``assume_pod`` would take its place, ``forget_pod`` then drop it). A pod
+        updated otherwise (its status, a deletion cost) is taken as it is now."""
+        for k, (victim, replacement) in enumerate(zip(self.removed, self.placed, strict=True)):
+            now = self.cache.pod(victim.key)
+            if now is None or (now.uid, now.node_name, now.terminating) != (
+                victim.uid,
+                victim.node_name,
+                victim.terminating,
+            ):
+                raise PlanMovedError(f"pod {victim.key} changed while planning waited")
+            if dict(now.labels) != dict(victim.labels):
+                raise PlanMovedError(f"pod {victim.key} changed while planning waited")
+            if replacement.key != victim.key and self.cache.pod(replacement.key) is not None:
+                raise PlanMovedError(f"a pod {replacement.key} appeared while planning waited")
+            self.removed[k] = now
+        self.suspended = False
+        for victim, replacement, node in zip(self.removed, self.placed, self.nodes, strict=True):
+            self.cache.remove_pod(victim)
+            self.cache.assume_pod(replacement, node)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Rebalancing: the fewest evictions that bring a workload's topology spread back within maxSkew, each
 one only where our own scheduling cycle puts the replacement somewhere better. Pure: the cache in,
-plans out; ``scheduler.kube`` carries them out (one eviction at a time, replanning after each).
+plans out; ``scheduler.kube`` carries them out (one eviction at a time, each checked by ``check_move``).
 
 Rules (docs/rebalance.md has the reasoning and examples):
 
@@ -28,27 +28,42 @@ Rules (docs/rebalance.md has the reasoning and examples):
 - The fewest such moves that bring every constraint within its maxSkew (``search``): greedy from
   the most crowded domain in deletion-cost order (the doubled-up host loses first), checked
   against a lower bound and, where they differ, a bounded search of every order. Where no sequence
-  gets there, the moves that lower the skews as far as they go. ``max_moves`` truncates the plan.
+  gets there, the moves that lower the skews as far as they go; at most ``MAX_PLANNED`` moves ahead.
+  ``max_moves`` truncates the plan.
+- A kept plan's next move (``check_move``): the rules above hold now, the pod is where the plan
+  found it, and one cycle still lands its replacement in the planned domain, lowering the skews.
 
 The caller's cache is used as the working state and restored before returning (the pod put back,
-the replacements forgotten), also on an exception: the scheduler's loop runs planning between its
-cycles, so no watch event sees the intermediate state. Restoring re-adds a pod as every watch
-update of a pod does (the node's pods in a new order, a new NodeInfo generation).
+the replacements forgotten), also on an exception, and at each yield of ``plan_steps`` (planning in
+slices between the scheduler's cycles): no cycle and no watch event sees the intermediate state.
+Restoring re-adds a pod as every watch update of a pod does (the node's pods in a new order, a new
+NodeInfo generation).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scheduler.api.objects import Pod
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.schedule_one import ExtendersNeedAsyncError, SchedulingAlgorithm
-from scheduler.spread.moves import STATEFUL_SET, Move, Spec, measure, over, replacement_of, workload_spec
-from scheduler.spread.search import MAX_CYCLES, search
+from scheduler.spread.moves import (
+    STATEFUL_SET,
+    Counts,
+    Move,
+    Spec,
+    measure,
+    over,
+    replacement_of,
+    try_move,
+    workload_spec,
+)
+from scheduler.spread.search import MAX_CYCLES, MAX_PLANNED, Steps, finish, never, search_steps
 from scheduler.spread.workload import Workload, workload_of
 
 __all__ = [
@@ -57,7 +72,9 @@ __all__ = [
     "Move",
     "Plan",
     "Skew",
+    "check_move",
     "plan_rebalance",
+    "plan_steps",
     "plan_workload",
     "pod_ready",
     "rebalance_opt_in",
@@ -81,6 +98,7 @@ IN_FLIGHT = "in-flight"
 PDB = "pdb"
 MIXED_CONSTRAINTS = "mixed-constraints"
 EXTENDERS = "extenders"
+STALE = "stale"  # a kept plan's next move no longer holds (check_move): plan again
 __all__ += [
     "BAD_ANNOTATION",
     "EXTENDERS",
@@ -90,6 +108,7 @@ __all__ += [
     "NO_IMPROVING_MOVE",
     "PDB",
     "PLANNED",
+    "STALE",
     "WITHIN_SKEW",
 ]
 
@@ -184,6 +203,21 @@ def _describe(spec: Spec, skews: Sequence[int]) -> str:
     )
 
 
+def _members(cache: Cache, framework: Framework, workload: Workload, placed: Iterable[Pod] | None) -> list[Pod]:
+    candidates = _pods_of(cache, workload) if placed is None else sorted(placed, key=lambda p: p.key)
+    return [
+        p
+        for p in candidates
+        if p.scheduler_name == framework.profile_name
+        and p.namespace == workload.namespace
+        and workload_of(p, REBALANCED_KINDS) == workload
+    ]
+
+
+def _waiting(workload: Workload, pending: Iterable[Pod]) -> list[Pod]:
+    return [p for p in pending if p.namespace == workload.namespace and workload_of(p, REBALANCED_KINDS) == workload]
+
+
 def plan_workload(
     cache: Cache,
     framework: Framework,
@@ -198,30 +232,56 @@ def plan_workload(
     scheduler's pending pods (the cache holds only placed ones); one of this workload's means a move
     is in flight. ``placed``: the workload's placed pods where the caller keeps them (the controller
     does), so that a plan costs the workload, not a walk over every pod of the cluster."""
-    candidates = _pods_of(cache, workload) if placed is None else sorted(placed, key=lambda p: p.key)
-    pods = [
-        p
-        for p in candidates
-        if p.scheduler_name == framework.profile_name
-        and p.namespace == workload.namespace
-        and workload_of(p, REBALANCED_KINDS) == workload
-    ]
-    waiting = [p for p in pending if p.namespace == workload.namespace and workload_of(p, REBALANCED_KINDS) == workload]
-    return _plan(cache, framework, workload, pods, waiting, max_moves, max_cycles)
+    steps = plan_steps(cache, framework, workload, pending=pending, max_cycles=max_cycles, placed=placed)
+    return _truncated(finish(steps), max_moves)
 
 
-def _plan(
+def plan_steps(
+    cache: Cache,
+    framework: Framework,
+    workload: Workload,
+    *,
+    pending: Iterable[Pod] = (),
+    max_cycles: int = MAX_CYCLES,
+    placed: Iterable[Pod] | None = None,
+    due: Callable[[], bool] = never,
+    max_planned: int = MAX_PLANNED,
+) -> Steps[Plan]:
+    """``plan_workload`` as a generator that yields between scheduling cycles once ``due()`` (its
+    slice of CPU spent), the cache as it found it each time (see ``scheduler.spread.search``).
+    ``max_planned``: the moves a plan looks ahead at most."""
+    pods = _members(cache, framework, workload, placed)
+    return _plan(cache, framework, workload, pods, _waiting(workload, pending), max_cycles, due, max_planned)
+
+
+def _truncated(plan: Plan, max_moves: int | None) -> Plan:
+    if max_moves is None or len(plan.moves) <= max_moves:
+        return plan
+    moves = plan.moves[:max_moves]
+    left = len(plan.moves) - len(moves)
+    verb = "moves leave" if len(moves) > 1 else "move leaves"
+    described = ", ".join(
+        f"{s.topology_key} skew {after} (maxSkew {s.max_skew})"
+        for s, after in zip(plan.skews, moves[-1].skews_after, strict=True)
+    )
+    return dataclasses.replace(plan, moves=moves, message=f"{len(moves)} {verb} {described}; {left} more planned")
+
+
+def _prelude(
     cache: Cache,
     framework: Framework,
     workload: Workload,
     pods: Sequence[Pod],
     pending: Sequence[Pod],
-    max_moves: int | None,
-    max_cycles: int = MAX_CYCLES,
-) -> Plan:
+    due: Callable[[], bool] = never,
+) -> Steps[Plan | tuple[Spec, Counts, tuple[Skew, ...]]]:
+    """The rules before any cycle: in flight, constraints, within skew, a budget; or what to plan on.
+    Each a walk over the workload's pods: a slice may end between them."""
     flight = _in_flight(pods, pending, cache)
     if flight is not None:
         return Plan(workload, (), IN_FLIGHT, flight)
+    if due():
+        yield
     spec = workload_spec(pods, framework, cache)
     if spec is None:
         return Plan(workload, (), WITHIN_SKEW, "no spread constraints")
@@ -234,25 +294,81 @@ def _plan(
     budget = _budget(pods, cache)
     if budget is not None:
         return Plan(workload, (), PDB, budget, skews)
+    return spec, now, skews
+
+
+def _plan(
+    cache: Cache,
+    framework: Framework,
+    workload: Workload,
+    pods: Sequence[Pod],
+    pending: Sequence[Pod],
+    max_cycles: int = MAX_CYCLES,
+    due: Callable[[], bool] = never,
+    max_planned: int = MAX_PLANNED,
+) -> Steps[Plan]:
+    before = yield from _prelude(cache, framework, workload, pods, pending, due)
+    if isinstance(before, Plan):
+        return before
+    spec, now, skews = before
+    if due():
+        yield
     # Its own RNG and start index: planning never moves the live cycle's tie-breaks.
+    algorithm = SchedulingAlgorithm(random.Random(0))
     try:
-        found = search(spec, list(pods), cache, framework, SchedulingAlgorithm(random.Random(0)), max_cycles)
+        found = yield from search_steps(spec, list(pods), cache, framework, algorithm, max_cycles, due, max_planned)
     except ExtendersNeedAsyncError as exc:
         return Plan(workload, (), EXTENDERS, f"the profile asks an extender ({exc}): not planned", skews)
     if not found.moves:
         message = f"{_describe(spec, now.skews)}; no move helps: {found.why}"
         return Plan(workload, (), NO_IMPROVING_MOVE, message, skews)
-    moves = found.moves if max_moves is None else found.moves[:max_moves]
-    final = moves[-1].skews_after
-    if len(moves) < len(found.moves):
-        left = f"; {len(found.moves) - len(moves)} more planned"
+    final = found.moves[-1].skews_after
+    if found.capped:
+        left = "; more to plan after these"
     elif over(spec, final):
         left = "; no further move helps"
     else:
         left = ""
-    verb = "moves leave" if len(moves) > 1 else "move leaves"
-    message = f"{len(moves)} {verb} {_describe(spec, final)}{left}"
-    return Plan(workload, tuple(moves), PLANNED, message, skews)
+    verb = "moves leave" if len(found.moves) > 1 else "move leaves"
+    message = f"{len(found.moves)} {verb} {_describe(spec, final)}{left}"
+    return Plan(workload, tuple(found.moves), PLANNED, message, skews)
+
+
+def check_move(
+    cache: Cache,
+    framework: Framework,
+    workload: Workload,
+    move: Move,
+    *,
+    pending: Iterable[Pod] = (),
+    placed: Iterable[Pod] | None = None,
+) -> Plan:
+    """A kept plan's next move, checked on the cache as it is now with one scheduling cycle: the
+    rules hold (nothing in flight, above maxSkew, no budget at 0), the pod is still on the node the
+    plan moves it from, and its replacement still lands in the planned domain, lowering the skews.
+    PLANNED with the move as it is now (its skews counted now); STALE when the plan no longer holds."""
+    pods = _members(cache, framework, workload, placed)
+    before = finish(_prelude(cache, framework, workload, pods, _waiting(workload, pending)))
+    if isinstance(before, Plan):
+        return before
+    spec, now, skews = before
+    victim = next((p for p in pods if p.key == move.pod), None)
+    if victim is None or cache.pod_node(victim.key) != move.from_node:
+        return Plan(workload, (), STALE, f"pod {move.pod} is no longer on node {move.from_node}", skews)
+    over_now = over(spec, now.skews)
+    i = next((i for i in over_now if spec.constraints[i].topology_key == move.topology_key), None)
+    if i is None:
+        return Plan(workload, (), STALE, f"{move.topology_key} is within its maxSkew now", skews)
+    try:
+        tried = try_move(spec, i, victim, now, cache, framework, SchedulingAlgorithm(random.Random(0)), 1)
+    except ExtendersNeedAsyncError as exc:
+        return Plan(workload, (), EXTENDERS, f"the profile asks an extender ({exc}): not planned", skews)
+    if tried.move is None:
+        return Plan(workload, (), STALE, f"moving {move.pod}: {tried.why}", skews)
+    if tried.move.to_domain != move.to_domain:
+        where = f"{move.topology_key}={tried.move.to_domain}, not {move.to_domain} as planned"
+        return Plan(workload, (), STALE, f"the replacement of {move.pod} would land in {where}", skews)
+    return Plan(workload, (tried.move,), PLANNED, f"1 move leaves {_describe(spec, tried.move.skews_after)}", skews)
 
 
 def plan_rebalance(
@@ -290,5 +406,6 @@ def plan_rebalance(
         elif not all(verdicts):
             plans.append(Plan(workload, (), NOT_OPTED_IN, f'{REBALANCE_ANNOTATION} is not "true" on its pods'))
         else:
-            plans.append(_plan(cache, framework, workload, placed, waiting, max_moves, max_cycles))
+            plan = finish(_plan(cache, framework, workload, placed, waiting, max_cycles))
+            plans.append(_truncated(plan, max_moves))
     return plans

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -13,6 +14,7 @@ from scheduler.backend.cache.cache import Cache
 from scheduler.config import load_config
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.simulate import Simulation
+from scheduler.spread.moves import PlanMovedError
 from scheduler.spread.rebalance import (
     BAD_ANNOTATION,
     IN_FLIGHT,
@@ -25,10 +27,12 @@ from scheduler.spread.rebalance import (
     WITHIN_SKEW,
     Plan,
     plan_rebalance,
+    plan_steps,
     plan_workload,
     rebalance_opt_in,
     replacement_of,
 )
+from scheduler.spread.search import finish
 from scheduler.spread.workload import Workload
 from scheduler.testing import PodBuilder, make_node, make_pod
 
@@ -426,6 +430,64 @@ def test_planning_restores_the_cache_when_a_cycle_raises(monkeypatch: pytest.Mon
     with pytest.raises(RuntimeError):
         _plans(sim)
     assert _state(sim.cache) == before
+
+
+def _sliced(sim: Simulation, **kw: Any) -> Any:
+    """A plan that yields at every chance, as the rebalancer's slices end."""
+    return plan_steps(sim.cache, sim.frameworks["spread-scheduler"], WEB, due=lambda: True, **kw)
+
+
+def test_between_slices_the_cache_is_as_found_and_the_plan_is_the_same() -> None:
+    """The scheduling loop runs its cycles while planning yields: it never sees a planned move."""
+    sim = _world(_zone_down(["b0", "b1", "b0", "b1", "b0", "b1", "c0"]))
+    before = _state(sim.cache)
+    want = plan_workload(sim.cache, sim.frameworks["spread-scheduler"], WEB)
+    steps, yields = _sliced(sim), 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            got = done.value
+            break
+        yields += 1
+        assert _state(sim.cache) == before
+    assert yields > len(want.moves) >= 3
+    assert got == want and _state(sim.cache) == before
+
+
+def test_a_plan_closed_between_slices_leaves_the_cache_as_found() -> None:
+    sim = _world(_zone_down(["b0", "b1", "b0", "b1", "b0", "b1", "c0"]))
+    before = _state(sim.cache)
+    steps = _sliced(sim)
+    for _ in range(6):  # well into greedy: moves applied when it yields
+        next(steps)
+    steps.close()
+    assert _state(sim.cache) == before
+
+
+def test_a_plan_whose_pods_changed_while_it_waited_stops_and_leaves_the_cache_to_the_watch() -> None:
+    """Between slices the watch may update a planned pod, or a pod may take a replacement's name:
+    putting the moves back would corrupt the live cache, so the plan stops (``PlanMovedError``)."""
+    sim = _world(_zone_down(["b0", "b1", "b0", "b1", "b0", "b1", "c0"]))
+    steps = _sliced(sim)
+    for _ in range(6):
+        next(steps)
+    for pod in sim.cache.pods():  # a status update of each: taken as it is
+        sim.cache.add_pod(dataclasses.replace(pod, resource_version="8"))
+    next(steps)
+    for pod in sim.cache.pods():  # a relabel of each: the plan cannot go on
+        sim.cache.add_pod(dataclasses.replace(pod, labels={**pod.labels, "tier": "x"}))
+    after = _state(sim.cache)
+    with pytest.raises(PlanMovedError, match="changed while planning waited"):
+        next(steps)
+    assert _state(sim.cache) == after
+
+
+def test_a_plan_looks_ahead_at_most_max_planned_moves_and_says_more_follow() -> None:
+    sim = _world(_zone_down(["b0", "b1", "b0", "b1", "b0", "b1", "c0"]))
+    assert len(plan_workload(sim.cache, sim.frameworks["spread-scheduler"], WEB).moves) == 3
+    plan = finish(_sliced(sim, max_planned=2))
+    assert len(plan.moves) == 2 and plan.message.endswith("; more to plan after these")
 
 
 def test_planning_does_not_move_the_live_cycles_tie_breaks() -> None:

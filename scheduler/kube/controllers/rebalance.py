@@ -3,10 +3,19 @@ its maxSkew, when ``scheduler.spread.rebalance`` (the planner: our own schedulin
 cache, the pod gone and its replacement pending) places the replacement in a domain that lowers it.
 
 Beside the deletion-cost keeper, on the same marking (``scheduler.kube.controllers.workload_marks``): cache
-changes mark workloads; after the debounce each marked workload is planned, and only the **first
-move** of a plan is carried out, through the Eviction API (``POST pods/{name}/eviction``, so
-PodDisruptionBudgets are respected) on the one write path (``ApiWriter``: fenced by the Lease,
-rate-limited, transient failures retried). Then the workload waits:
+changes mark workloads; after the debounce each marked workload is served with **one move**,
+through the Eviction API (``POST pods/{name}/eviction``, so PodDisruptionBudgets are respected) on
+the one write path (``ApiWriter``: fenced by the Lease, rate-limited, transient failures retried).
+
+- **plan once**: a workload is planned in slices of ``PLAN_SLICE`` on the loop (``plan_steps``
+  yields between scheduling cycles), and the plan is kept; each next move is the kept plan's,
+  checked with one scheduling cycle (``check_move``). The plan is made again when that move no
+  longer holds, or when the world it was made on changed: a node came, went or changed labels,
+  taints or unschedulable; a pod of the workload, or one its constraints count, came, went, changed
+  node or labels, or began terminating, other than the move's own. Other pods' events, status and
+  annotation updates leave it kept.
+
+Then the workload waits:
 
 - **in flight**: nothing more for a workload while its move is in flight: an in-memory record of the
   eviction, checked against the cache at every look (the evicted pod still there under its UID, or
@@ -31,6 +40,8 @@ result, skipped plans by reason, each workload's skew per topology key). docs/re
 
 from __future__ import annotations
 
+import asyncio
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -47,20 +58,23 @@ from scheduler.kube.fence import always
 from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.record import ApiRecorder
 from scheduler.kube.writes import ApiWriter
-from scheduler.spread.moves import measure, workload_spec
+from scheduler.spread.moves import PlanMovedError, measure, workload_spec
 from scheduler.spread.rebalance import (
     IN_FLIGHT,
     NO_IMPROVING_MOVE,
     PDB,
     PLANNED,
     REBALANCED_KINDS,
+    STALE,
     WITHIN_SKEW,
     Move,
     Plan,
-    plan_workload,
+    check_move,
+    plan_steps,
     pod_ready,
     rebalance_opt_in,
 )
+from scheduler.spread.search import Steps
 from scheduler.spread.workload import Workload, workload_of
 
 __all__ = [
@@ -71,6 +85,7 @@ __all__ = [
     "MOVE_WINDOW",
     "NO_MOVE_COOLDOWN",
     "PDB_RETRY",
+    "PLAN_SLICE",
     "ApiEvictor",
     "Rebalancer",
 ]
@@ -95,6 +110,9 @@ FAILURE_BACKOFF = 10.0
 MAX_MISSES = 2
 # At most as many moves per window as the workload has pods: beyond that it is a loop, not a fix.
 MOVE_WINDOW = 600.0
+# Planning runs on the scheduling loop in slices of about this much wall time (a slice ends after
+# the scheduling cycle it is in), then yields so the loop's own cycles and watch events run.
+PLAN_SLICE = 0.02
 
 MOVED = "Rebalanced"
 BLOCKED = "RebalanceBlocked"
@@ -148,8 +166,48 @@ class _State:
     moves: list[float] = field(default_factory=list)  # when the moves of the current window were sent
     last_move: Move | None = None
     misses: int = 0
+    plan: list[Move] = field(default_factory=list)  # the kept plan's moves still to make
+    planned_at: tuple[int, int] = (-1, -1)  # (world, the rebalancer's node world) the plan was made on
+    world: int = 0  # bumped by each change of the workload's pods (or counted pods) that a plan depends on
+    moving: set[PodKey] = field(default_factory=set)  # the pods of the move being made: its own events
     failures: int = 0
     told: dict[str, float] = field(default_factory=dict)  # Event reason -> when last posted
+
+
+async def _turn() -> None:
+    """Let the loop run what waits: two passes, since a timer or an I/O that is due only schedules
+    its task's step in one pass, which runs in the next."""
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+
+
+def _reshaped(old: Pod, new: Pod) -> bool:
+    """A pod update a plan depends on: its node, labels, terminating or ended (not its status or
+    annotations: a deletion cost written, a readiness probe)."""
+    return (
+        old.node_name != new.node_name
+        or dict(old.labels) != dict(new.labels)
+        or old.terminating != new.terminating
+        or old.terminal != new.terminal
+    )
+
+
+def _node_reshaped(old: Node, new: Node) -> bool:
+    return dict(old.labels) != dict(new.labels) or old.taints != new.taints or old.unschedulable != new.unschedulable
+
+
+def _own_move(state: _State, old: Pod | None, new: Pod | None) -> bool:
+    """Whether a pod event is the move's own: the evicted pod going, its replacement coming (the
+    first pod created while the move is made), and their updates until the move is done."""
+    if not state.moving:
+        return False
+    if old is None and new is not None and new.key not in state.moving:
+        if len(state.moving) > 1:
+            return False  # a second new pod: not this move's
+        state.moving.add(new.key)
+        return True
+    pod = new if new is not None else old
+    return pod is not None and pod.key in state.moving
 
 
 def _reference(workload: Workload, pod: Pod) -> dict[str, Any]:
@@ -173,7 +231,7 @@ def move_note(move: Move) -> str:
 
 
 class Rebalancer(WorkloadMarker):
-    """Plans the marked workloads and carries out the first move of each plan (see the module)."""
+    """Plans the marked workloads once and carries out their plans a move at a time (see the module)."""
 
     def __init__(
         self,
@@ -186,7 +244,8 @@ class Rebalancer(WorkloadMarker):
         default: bool = False,
         pending: Callable[[], Iterable[Pod]] = tuple,
         fence: Callable[[], bool] = always,
-        planner: Callable[..., Plan] = plan_workload,
+        planner: Callable[..., Steps[Plan]] = plan_steps,
+        checker: Callable[..., Plan] = check_move,
         clock: Callable[[], float] = time.monotonic,
         debounce: float = DEBOUNCE,
         max_delay: float = MAX_DELAY,
@@ -198,6 +257,8 @@ class Rebalancer(WorkloadMarker):
         self._default = default
         self._pending = pending  # the pods waiting to be scheduled (the event handlers' pending)
         self._planner = planner
+        self._checker = checker
+        self._node_world = 0  # bumped by each node change a plan depends on
         self._clock = clock
         self._states: dict[Workload, _State] = {}
         self._deferred: dict[Workload, float] = {}  # served again at that time without a mark
@@ -205,8 +266,25 @@ class Rebalancer(WorkloadMarker):
 
     # -- the event handlers' side -------------------------------------------------------------
 
+    def pod_changed(self, old: Pod | None, new: Pod | None) -> None:
+        super().pod_changed(old, new)
+        if old is not None and new is not None and not _reshaped(old, new):
+            return  # a status or an annotation (a deletion cost): no plan depends on it
+        pod = new if new is not None else old
+        assert pod is not None
+        own = workload_of(pod, REBALANCED_KINDS)
+        state = self._states.get(own) if own is not None else None
+        if state is not None and not _own_move(state, old, new):
+            state.world += 1
+        for other, selectors in self._selectors.get(pod.namespace, {}).items():
+            held = self._states.get(other)
+            if other != own and held is not None and any(s.matches(pod.labels) for s in selectors):
+                held.world += 1  # a pod its constraints count: the counts the plan was made on moved
+
     def node_changed(self, old: Node | None, new: Node | None) -> None:
         super().node_changed(old, new)
+        if old is None or new is None or _node_reshaped(old, new):
+            self._node_world += 1  # a node came, went or moved domains: kept plans are made again
         if new is None or (old is not None and dict(old.labels) == dict(new.labels) and old.taints == new.taints):
             return
         # A node appeared or moved domains (a zone back, a taint lifted): a plan that found no
@@ -278,7 +356,8 @@ class Rebalancer(WorkloadMarker):
             self._skip(IN_FLIGHT)
             self._defer(workload, state.in_flight.since + MOVE_TIMEOUT)
             return
-        state.in_flight = None
+        if state.in_flight is not None:
+            state.in_flight, state.moving = None, set()  # the move is done: its pods' events are news again
         if state.not_before > now:
             self._skip("cool-down")
             self._defer(workload, state.not_before)
@@ -288,7 +367,11 @@ class Rebalancer(WorkloadMarker):
             self._skip("move-limit")
             self._wait(workload, state, state.moves[0] + MOVE_WINDOW - now)
             return
-        plan = self._planner(self._cache, framework, workload, max_moves=1, pending=waiting, placed=pods)
+        plan = self._kept(workload, state, framework, waiting, pods)
+        if plan is None:
+            plan = await self._plan(workload, state, framework, waiting, pods)
+            if plan is None:
+                return  # the world changed while it was planned: marked again
         if plan.reason != PLANNED or not plan.moves:
             await self._unplanned(workload, pods[0], state, plan)
             return
@@ -306,6 +389,76 @@ class Rebalancer(WorkloadMarker):
             await self._tell(workload, pods[0], state, STOPPED, note)
             return
         await self._carry_out(workload, state, move, pods)
+
+    def _kept(
+        self, workload: Workload, state: _State, framework: Framework, waiting: list[Pod], pods: list[Pod]
+    ) -> Plan | None:
+        """The kept plan's next move, checked with one scheduling cycle on the cache as it is; None
+        when there is no plan to keep (none, made on another world, or its move no longer holds)."""
+        if not state.plan or state.planned_at != (state.world, self._node_world):
+            state.plan = []
+            return None
+        plan = self._checker(self._cache, framework, workload, state.plan[0], pending=waiting, placed=pods)
+        if plan.reason == STALE:
+            self._metrics.rebalance_plans.labels("stale").inc()
+            log.info(
+                "rebalance: planning again", namespace=workload.namespace, workload=workload.name, why=plan.message
+            )
+            state.plan = []
+            return None
+        if plan.reason == PLANNED:
+            self._metrics.rebalance_plans.labels("kept").inc()
+        elif plan.reason not in (IN_FLIGHT, PDB):
+            state.plan = []  # within skew now, or the workload changed its constraints
+        return plan
+
+    async def _plan(
+        self, workload: Workload, state: _State, framework: Framework, waiting: list[Pod], pods: list[Pod]
+    ) -> Plan | None:
+        """A plan made in slices of ``PLAN_SLICE`` on the loop; None if the workload's pods or a node
+        changed meanwhile in a way the plan depends on (the workload is marked again)."""
+        world = (state.world, self._node_world)
+        clock = time.perf_counter
+        deadline = math.inf
+
+        def due() -> bool:
+            return clock() >= deadline
+
+        steps = self._planner(self._cache, framework, workload, pending=waiting, placed=pods, due=due)
+        try:
+            await _turn()  # after the look at its pods (opt-in, the skew gauge): the loop first
+            if (state.world, self._node_world) != world:
+                self._metrics.rebalance_plans.labels("interrupted").inc()
+                self._mark(workload)
+                return None
+            while True:
+                start = clock()
+                deadline = start + PLAN_SLICE
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    plan: Plan = done.value
+                    break
+                except PlanMovedError as exc:  # a pod it planned with changed, unseen by the marks
+                    self._metrics.rebalance_plans.labels("interrupted").inc()
+                    log.info(
+                        "rebalance: planning again", namespace=workload.namespace, workload=workload.name, why=str(exc)
+                    )
+                    self._mark(workload)
+                    return None
+                finally:
+                    self._metrics.rebalance_plan_slice.observe(clock() - start)
+                await _turn()  # the loop's cycles and the watch events run here
+                if (state.world, self._node_world) != world:
+                    self._metrics.rebalance_plans.labels("interrupted").inc()
+                    self._mark(workload)
+                    return None
+        finally:
+            steps.close()
+        self._metrics.rebalance_plans.labels("computed").inc()
+        if plan.reason == PLANNED:
+            state.plan, state.planned_at = list(plan.moves), world
+        return plan
 
     def _flying(self, workload: Workload, flight: _Flight, pods: list[Pod], now: float) -> bool:
         """Whether the move is still in flight, by the cache: the evicted pod is there, or no
@@ -363,22 +516,27 @@ class Rebalancer(WorkloadMarker):
         # Taken before the request: the evicted pod's events (a pod without a grace period is deleted
         # by the eviction itself) and its replacement's may be handled before the answer is.
         before = frozenset(map(_who, pods))
+        state.moving = {pod.key}  # its deletion, and the pods created meanwhile, are this move's own
         try:
             await self._evictor.evict(pod)
         except NotLeadingError:
+            state.moving = set()
             raise
         except DisruptionBudgetError as exc:
+            state.moving = set()
             self._metrics.rebalance_moves.labels("pdb-blocked").inc()
             log.warning("rebalance blocked by a PodDisruptionBudget", pod=pod.key, err=str(exc))
             self._wait(workload, state, PDB_RETRY)
             await self._tell(workload, member, state, BLOCKED, f"not moving pod {pod.name}: {exc}")
             return
         except (PodGoneError, BindConflictError) as exc:  # 404, or 409: another pod of that name now
+            state.moving, state.plan = set(), []
             self._metrics.rebalance_moves.labels("gone").inc()
             log.info("rebalance: the pod to move is gone", pod=pod.key, err=str(exc))
             self._defer(workload, self._clock() + FAILURE_BACKOFF)  # should its deletion go unseen
             return
         except Exception as exc:  # an outage after the retries, a refusal (RBAC): back off
+            state.moving = set()
             self._metrics.rebalance_moves.labels("failed").inc()
             state.failures += 1
             backoff = min(NO_MOVE_COOLDOWN, FAILURE_BACKOFF * 2 ** (state.failures - 1))
@@ -386,6 +544,8 @@ class Rebalancer(WorkloadMarker):
             self._wait(workload, state, backoff)
             return
         self.evicted += 1
+        if state.plan and state.plan[0].pod == move.pod:
+            state.plan.pop(0)
         self._metrics.rebalance_moves.labels("evicted").inc()
         state.in_flight = _Flight(_who(pod), before, self._clock())
         state.last_move, state.failures = move, 0
