@@ -724,7 +724,9 @@ def test_planning_a_1200_pod_workload_never_holds_the_loop_for_100_ms() -> None:
     finally:
         gc.unfreeze()
     assert len(evictor.evicted) == 1
-    assert len(held) > 5 and max(held) < 0.1, f"the loop was held {max(held):.3f} s of CPU"
+    # How many slices and probes there are depends on the machine's speed (a slice ends after 20 ms
+    # of wall time): that the plan was cut at all, and no cut longer than 100 ms, is what counts.
+    assert len(held) >= 2 and max(held) < 0.1, f"the loop was held {max(held):.3f} s of CPU"
     slices = metrics.registry.get_sample_value("spread_scheduler_rebalance_plan_slice_duration_seconds_count") or 0
     name = "spread_scheduler_rebalance_plan_slice_duration_seconds_bucket"
-    assert slices > 5 and metrics.registry.get_sample_value(name, {"le": "0.1"}) == slices
+    assert slices >= 2 and metrics.registry.get_sample_value(name, {"le": "0.1"}) == slices
