@@ -7,6 +7,7 @@ decide as (default 1.35; the oracle of that release is built); long campaigns: p
 
 from __future__ import annotations
 
+import functools
 import os
 
 from tests.differential.generator import crowded, replicated
@@ -27,7 +28,12 @@ def test_replicas_of_one_pod_decide_exactly_like_upstream() -> None:
     """Pods sharing a signature reuse per-node results (scheduler.framework.node_results): the
     decisions must still be upstream's, replica after replica."""
     count = max(COUNT // 4, 1)
-    mismatches = run_batch(range(START, START + count), oracle_binary(FEATURES), features=FEATURES, make=replicated)
+    mismatches = run_batch(
+        range(START, START + count),
+        oracle_binary(FEATURES),
+        features=FEATURES,
+        make=functools.partial(replicated, minor=FEATURES.minor),
+    )
     report = "\n".join(f"seed {seed}: " + "; ".join(problems[:3]) for seed, problems in sorted(mismatches.items())[:10])
     assert not mismatches, f"{len(mismatches)}/{count} clusters differ from upstream:\n{report}"
 
@@ -36,6 +42,11 @@ def test_crowded_clusters_preempt_exactly_like_upstream() -> None:
     """Nodes filled by lower-priority pods, then higher-priority pods (issue #19): the nominated node
     among upstream's best-ranked candidates, the same victims, the full ``preemption: ...`` message."""
     count = max(COUNT // 4, 1)
-    mismatches = run_batch(range(START, START + count), oracle_binary(FEATURES), features=FEATURES, make=crowded)
+    mismatches = run_batch(
+        range(START, START + count),
+        oracle_binary(FEATURES),
+        features=FEATURES,
+        make=functools.partial(crowded, minor=FEATURES.minor),
+    )
     report = "\n".join(f"seed {seed}: " + "; ".join(problems[:3]) for seed, problems in sorted(mismatches.items())[:10])
     assert not mismatches, f"{len(mismatches)}/{count} clusters differ from upstream:\n{report}"
