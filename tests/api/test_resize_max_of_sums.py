@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.api.objects import Pod
+from scheduler.backend.cache.cache import Cache
 from scheduler.cli import main
+from scheduler.eventhandlers import EventHandlers, HeldChanges
+from scheduler.features import features_at
+from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint
+from scheduler.framework.interface import Handle
+from scheduler.plugins.noderesources.fit import Fit
 from scheduler.testing import make_node, make_pod
 
 MINORS = ("1.35", "1.36", "1.37")
@@ -111,3 +118,41 @@ def test_a_resized_pod_counts_by_its_minors_rule(
         (result,) = json.loads(capsys.readouterr().out)["results"]
         got[minor] = result["node"] == "n"
     assert got == fits
+
+
+def _allocated_only(cpu: str, version: str) -> Pod:
+    """An assigned pod asking for 1 cpu whose kubelet allocated ``cpu`` (no runtime ``resources``)."""
+    status = {"phase": "Running", "containerStatuses": [{"name": "c1", "allocatedResources": {"cpu": cpu}}]}
+    b = make_pod("resized").node("n").set("metadata.uid", "u-resized").set("spec.containers", [_container("c1", "1")])
+    return b.set("status", status).set("metadata.resourceVersion", version).build()
+
+
+@pytest.mark.parametrize(("minor", "queued"), [("1.35", False), ("1.36", False), ("1.37", True)])
+def test_a_resize_settling_frees_room_by_the_minors_rule(minor: str, queued: bool) -> None:
+    """The kubelet lowers an assigned pod's allocation from 2 cpus to its spec's 1: from 1.37 that
+    pod counted 2 and now 1 (NodeResourcesFit's hint and the scale-down event); before, a status
+    without ``resources`` never counted, so nothing was freed."""
+    features = features_at(minor)
+    old, new = _allocated_only("2", "1"), _allocated_only("1", "2")
+    target = make_pod("p").requests(cpu="500m").build()
+    fit = Fit({}, Handle(Cache()), features)
+    hint = fit.is_schedulable_after_pod_event(target, old, new)
+    assert (hint is QueueingHint.QUEUE) is queued
+
+    cache, queue = Cache(), _RecordingQueue()
+    handlers = EventHandlers(cache, queue, {}, HeldChanges(), features=features)  # type: ignore[arg-type]
+    handlers.pod_event("ADDED", old)
+    handlers.pod_event("MODIFIED", new)
+    scaled_down = [e for e, _, _ in queue.moves if e.action == ActionType.UPDATE_POD_SCALE_DOWN]
+    assert bool(scaled_down) is queued
+
+
+class _RecordingQueue:
+    def __init__(self) -> None:
+        self.moves: list[tuple[ClusterEvent, object, object]] = []
+
+    def move_all_to_active_or_backoff(self, event: ClusterEvent, old: object, new: object) -> None:
+        self.moves.append((event, old, new))
+
+    def delete(self, key: object) -> None:
+        pass
