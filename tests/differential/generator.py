@@ -103,7 +103,9 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   nodes with ``status.declaredFeatures`` (a third none, a fifth all, the rest a part) and 35% of the
   pending pods with a RestartAllContainers restart rule on a container or init container, which
   needs the node feature (now and then the plain Restart action, which does not); at every minor
-  35% of the pods with 1-2 OCI image volumes of images the nodes hold or not; 40% of the assigned
+  35% of the pods with 1-2 OCI image volumes of images the nodes hold or not (batch replicas in half
+  the clusters: all the same volumes, or each its own, which upstream's batching signature leaves
+  out); 40% of the assigned
   pods resized in place: container and init container statuses with ``allocatedResources`` and/or
   ``resources`` (limits only now and then), pod-level ``status.resources``/``allocatedResources``
   (with or without pod-level requests), PodResizePending (Deferred, Infeasible) and
@@ -1408,6 +1410,22 @@ def _image_volumes(rng: random.Random, spec: dict[str, Any]) -> None:
         volumes.append({"name": f"image-{i}", "image": image})
 
 
+def _replica_image_volumes(rng: random.Random, replicas: list[dict[str, Any]]) -> None:
+    """Feature "imagevolumes" on batch replicas: the same image volumes on every one, or each its
+    own (some none). Upstream's batching signature leaves image volumes out (ImageLocality signs
+    container images only), so replicas that differ only there still share a signature, while from
+    1.36 their ImageLocality scores differ."""
+    if rng.random() < 0.5:
+        spec: dict[str, Any] = {}
+        _image_volumes(rng, spec)
+        for replica in replicas:
+            replica["spec"]["volumes"] = json.loads(json.dumps(spec["volumes"]))
+        return
+    for replica in replicas:
+        if rng.random() < 0.7:
+            _image_volumes(rng, replica["spec"])
+
+
 def _scaled(rng: random.Random, requests: dict[str, str]) -> dict[str, str]:
     """Requests a resize moved: each kept, replaced by another size, or dropped; sometimes one more."""
     out = {}
@@ -1477,7 +1495,8 @@ def node_pod_changes(
 ) -> None:
     """Features "declaredfeatures", "imagevolumes" and "resized" (issue #47), each drawn per cluster
     from its own stream: 60% of clusters. Pending pods need a declared feature (35%) and use image
-    volumes (35%, existing pods too); assigned pods are resized (40%). Batch replicas stay identical."""
+    volumes (35%, existing pods too; batch replicas half the time, alike or not); assigned pods are
+    resized (40%)."""
     streams = {name: random.Random(seed * 1_000_003 + DRAWN_FEATURES[name][0]) for name in NODE_POD_FEATURES}
     on = {name for name, rng in streams.items() if name in features and rng.random() < DRAWN_FEATURES[name][1]}
     if "declaredfeatures" in on and not has_declared_features(minor):
@@ -1495,6 +1514,9 @@ def node_pod_changes(
             _image_volumes(streams["imagevolumes"], spec)
         if "resized" in on and assigned and streams["resized"].random() < 0.4:
             _resized(streams["resized"], pod)
+    replicas = [pod for pod in pods if pod["metadata"]["name"].startswith("batch-")]
+    if "imagevolumes" in on and replicas and streams["imagevolumes"].random() < 0.5:
+        _replica_image_volumes(streams["imagevolumes"], replicas)
 
 
 # Features drawn per cluster, each from its own stream's first roll: (stream offset, share of clusters).
