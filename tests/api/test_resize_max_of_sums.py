@@ -39,8 +39,15 @@ def _bound(containers: list[dict[str, Any]], status: dict[str, Any], init: list[
     return b.dict()
 
 
+def _row(bound: dict[str, Any], node_cpu: str, pending_cpu: str, *, fits_at_1_37: bool, id: str) -> Any:
+    """One case: the pending pod fits beside ``bound`` at 1.37 as ``fits_at_1_37`` says, and the
+    other way round at 1.35 and 1.36."""
+    fits = {"1.35": not fits_at_1_37, "1.36": not fits_at_1_37, "1.37": fits_at_1_37}
+    return pytest.param(bound, node_cpu, pending_cpu, fits, id=id)
+
+
 CASES = [
-    pytest.param(
+    _row(
         _bound(
             [_container("c1", "1"), _container("c2", "500m")],
             {
@@ -52,17 +59,17 @@ CASES = [
         ),
         "2500m",
         "600m",
-        {"1.35": False, "1.36": False, "1.37": True},
+        fits_at_1_37=True,
         id="each-container-max-summed-2-vs-max-of-sums-1.5",
     ),
-    pytest.param(
+    _row(
         _bound([_container("c1", "500m")], {"containerStatuses": [{"name": "c1", "allocatedResources": {"cpu": "1"}}]}),
         "1500m",
         "800m",
-        {"1.35": True, "1.36": True, "1.37": False},
+        fits_at_1_37=False,
         id="allocated-without-runtime-resources-counts-from-1.37",
     ),
-    pytest.param(
+    _row(
         _bound(
             [_container("c1", "500m")],
             {"initContainerStatuses": [{"name": "i1", "resources": {"requests": {"cpu": "3"}}}]},
@@ -70,27 +77,27 @@ CASES = [
         ),
         "3500m",
         "1",
-        {"1.35": True, "1.36": True, "1.37": False},
+        fits_at_1_37=False,
         id="regular-init-container-status-counts-from-1.37",
     ),
-    pytest.param(
+    _row(
         _bound(
             [_container("c1", "1")],
             {"conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]},
         ),
         "1500m",
         "1",
-        {"1.35": False, "1.36": False, "1.37": True},
+        fits_at_1_37=True,
         id="infeasible-without-container-statuses-counts-nothing-from-1.37",
     ),
-    pytest.param(
+    _row(
         _bound(
             [_container("c1", "500m")],
             {"allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "2"}}},
         ),
         "3",
         "1500m",
-        {"1.35": True, "1.36": True, "1.37": False},
+        fits_at_1_37=False,
         id="pod-level-status-stands-for-the-sums-from-1.37-without-pod-level-spec",
     ),
 ]
