@@ -555,10 +555,6 @@ def run_batch(
             tally(result["results"] or [], stats)
             stats["nominated pod counted in Filter (ours)"] += sum(bool(p.get("nominatedCounted")) for p in ours[seed])
             tally_node_pod_changes(made[seed], result["results"] or [], stats, features)
-            by_pod = {p["pod"]: p for p in ours[seed]}
-            stats["batching: our hint excused, upstream's state may have expired"] += sum(
-                _expired_upstream(by_pod.get(g["pod"], {}), g) for g in result["results"] or []
-            )
         found = compare(ours[seed], result["results"] or [])
         if found:
             mismatches[seed] = found

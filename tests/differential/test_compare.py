@@ -154,7 +154,7 @@ class TestBatched:
     def test_upstream_state_that_may_have_expired_excuses_our_batch(self) -> None:
         """Upstream offered no hint and its stored results may have outlived batch.go's 500 ms of
         wall-clock time ("batchMayHaveExpired"): our batched node need only pass its filters, and
-        the next pods compare as after a partial search (seeds 5000018, 5000653, 5001557 at 1.37)."""
+        the next pods compare as after a partial search (seed 5000018 at 1.37)."""
         full = self.full_view()
         theirs = upstream("a", full["nodes"], full, batchMayHaveExpired=True)
         mine = ours("b", {"a": SKIPPED, "b": FEASIBLE, "c": SKIPPED}, batched=True, hint="b")
