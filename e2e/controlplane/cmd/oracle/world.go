@@ -44,8 +44,8 @@ type cycle struct {
 	pod      *v1.Pod
 	poppedAt time.Time
 	// batchMayHaveExpired: GetNodeHint ran more than upstreamMaxBatchAge after the pop of the last pod
-	// whose cycle stored fresh results (an upper bound of the stored state's age: a batched pod keeps
-	// the state and its creation time), so a missing hint may be the expiry's.
+	// whose cycle stored results (an upper bound of the stored state's age), so a missing hint may be
+	// the expiry's.
 	batchMayHaveExpired bool
 
 	preRes     *fwk.PreFilterResult
@@ -87,7 +87,7 @@ type world struct {
 	offsets    map[string]int32  // our DefaultPreemption's offset per pod
 	nominated  map[string]string // our DefaultPreemption's nomination per pod
 	current    *cycle            // the cycle under way: ScheduleOne runs one at a time here
-	lastStored time.Time         // when the last cycle that stored fresh batching results was popped
+	lastStored time.Time         // when the last cycle that found a host was popped (batching stored its results)
 	late       []string
 	versions   versions // resourceVersions of storage objects (volumes.go)
 	writesMu   sync.Mutex
@@ -338,8 +338,8 @@ func (w *world) popped(info *framework.QueuedPodInfo) {
 func (w *world) scheduled(ctx context.Context, pod *v1.Pod, res scheduler.ScheduleResult, err error) {
 	c := w.current
 	c.result, c.scheduled = res, err == nil
-	if c.scheduled && (c.hint == "" || c.hint != res.SuggestedHost) {
-		w.lastStored = c.poppedAt // StoreScheduleResults stored this cycle's ranking (a used hint keeps the old one)
+	if c.scheduled {
+		w.lastStored = c.poppedAt
 	}
 	var fitErr *framework.FitError
 	if errors.As(err, &fitErr) {
