@@ -49,11 +49,7 @@ What is compared, pod by pod (the oracle's output is described at the top of its
   - batching after a partial search (the ranking batching reuses was stored by a partial search on
     either side, until both sides score one pod again): each side ranked different nodes, so hints
     and batched decisions may differ; whatever either side did, only the verdicts compare, as in a
-    partial search (seed 12003340). The same when upstream offered no hint where we did and its
-    stored results may have outlived batch.go's 500 ms of wall-clock time (the oracle's
-    "batchMayHaveExpired": its second view after every cycle, on a loaded machine; our clock is
-    frozen), for that pod and, if we batched it, until both sides score one pod again (seed 5000018
-    in a 1.37 campaign of 2,000).
+    partial search (seed 12003340).
   - VolumeBinding's PreBind writes of a pod placed on the same node, in order: each PV bound to a
     claim and each claim given the selected node (the oracle's stand-in PV controller and
     provisioner complete them, as simulate does, so later pods meet the claims bound). The
@@ -315,28 +311,19 @@ def _placement_differs_only(ours: str, upstream: str, g: dict[str, Any]) -> bool
     return a is not None and b is not None and ours[: a.start()] == upstream[: b.start()] and bool(g.get("preemption"))
 
 
-def _expired_upstream(p: dict[str, Any], g: dict[str, Any]) -> bool:
-    """We offered a hint where upstream offered none, and upstream's stored batching results may
-    have outlived batch.go's 500 ms of wall-clock time (the oracle's "batchMayHaveExpired"): our
-    clock is frozen, so the expiry is the oracle's timing, not a decision."""
-    return bool(g.get("batchMayHaveExpired") and p.get("hint") and not g.get("hint"))
-
-
 def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = False) -> list[str]:
     """Differences between our result and upstream's for one pod (the rules in the module docstring).
 
-    ``partial_batch``: the batching state either side may use was stored after a partial search, or
-    upstream's expired on the wall clock (``_expired_upstream``).
+    ``partial_batch``: the batching state either side may use was stored after a partial search.
     """
     pod = p["pod"]
     problems = [f"{pod}: oracle self-check: {x}" for x in g.get("problems") or []]
     batching = p.get("batched") or g["batched"] or (p.get("hint") or "") != (g.get("hint") or "")
-    expired = _expired_upstream(p, g)
-    if (partial_batch or (expired and p.get("batched"))) and batching and p["code"] == g["code"] == "Success":
+    if partial_batch and batching and p["code"] == g["code"] == "Success":
         # Each side ranks the nodes its own partial search found: hints may differ, and whichever
         # node is taken must pass upstream's filters.
         return problems + _verdicts(pod, p, full=g["full"])
-    if (p.get("hint") or "") != (g.get("hint") or "") and not expired:
+    if (p.get("hint") or "") != (g.get("hint") or ""):
         problems.append(f"{pod}: batching hint {p.get('hint')} vs upstream's {g.get('hint')}")
     if p["code"] != g["code"]:
         return [*problems, f"{pod}: outcome {p['code']} ({p['message']}) vs upstream {g['code']} ({g['message']})"]
@@ -401,9 +388,7 @@ def compare(py: list[dict[str, Any]], go: list[dict[str, Any]]) -> list[str]:
         found = compare_pod(p, g, partial_batch=partial_batch)
         problems += [f"{x} (after a world fix)" for x in found] if fixed else found
         fixed = fixed or bool(g.get("worldFixed"))
-        partial_batch = _partial_batch_after(partial_batch, p, g) or (
-            _expired_upstream(p, g) and bool(p.get("batched"))
-        )
+        partial_batch = _partial_batch_after(partial_batch, p, g)
     return problems
 
 
@@ -436,7 +421,6 @@ def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
             "potentialNodes", 0
         )
         stats["gated"] += bool(g.get("gated"))
-        stats["batching state maybe expired upstream (wall clock)"] += bool(g.get("batchMayHaveExpired"))
         stats["world fixed"] += bool(g.get("worldFixed"))
         for write in g.get("volumeWrites") or ():
             stats["claims bound to a static PV" if write.startswith("bind PV") else "claims provisioned"] += 1

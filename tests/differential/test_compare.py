@@ -151,29 +151,6 @@ class TestBatched:
         problems = compare([first[0], second[0], mine], [first[1], second[1], theirs])
         assert problems[0] == "default/p: batching hint b vs upstream's c"
 
-    def test_upstream_state_that_may_have_expired_excuses_our_batch(self) -> None:
-        """Upstream offered no hint and its stored results may have outlived batch.go's 500 ms of
-        wall-clock time ("batchMayHaveExpired"): our batched node need only pass its filters, and
-        the next pods compare as after a partial search (seed 5000018 at 1.37)."""
-        full = self.full_view()
-        theirs = upstream("a", full["nodes"], full, batchMayHaveExpired=True)
-        mine = ours("b", {"a": SKIPPED, "b": FEASIBLE, "c": SKIPPED}, batched=True, hint="b")
-        assert compare([mine], [theirs]) == []
-        assert compare([mine], [{**theirs, "batchMayHaveExpired": False}]) == [
-            "default/p: batching hint b vs upstream's None",
-            "default/p: only we batched: ours b, upstream's a",
-        ]
-        tainted = {**full, "nodes": {**full["nodes"], "b": {**FEASIBLE, "filter": TAINT}}, "feasible": ["a", "c"]}
-        theirs = upstream("a", tainted["nodes"], tainted, batchMayHaveExpired=True)
-        assert compare([mine], [theirs]) == ["default/p: ['b'] feasible for us, not for upstream's filters"]
-        second_theirs = {**upstream("c", {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}, full, batched=True, hint="c")}
-        second_mine = ours("b", {"a": SKIPPED, "b": FEASIBLE, "c": SKIPPED}, batched=True, hint="b")
-        first = (
-            [{**mine, "pod": "default/1"}],
-            [{**upstream("a", full["nodes"], full, batchMayHaveExpired=True), "pod": "default/1"}],
-        )
-        assert compare([*first[0], second_mine], [*first[1], second_theirs]) == []
-
 
 class TestPartialSearch:
     def test_different_nodes_found_are_no_mismatch(self) -> None:

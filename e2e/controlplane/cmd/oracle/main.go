@@ -48,8 +48,6 @@
 //	best                     the nodes with the top total in the real Score step (one feasible node: it),
 //	+feasible, +evaluatedNodes, +numAllNodes,
 //	+batched, +hint          the decision came from opportunistic batching's hint (batch.go) / the hint offered,
-//	+batchMayHaveExpired     no hint, and more wall-clock time than batch.go's maxBatchAge may have passed
-//	                         since the last stored results (their expiry, not a decision, may be why),
 //	+gated                   never popped: PreEnqueue's status (listed after the popped pods),
 //	+unschedulablePlugins, +pendingPlugins   from the real FitError's Diagnosis,
 //	nodes                    the real cycle's view: per node filter {plugin, reason, code} or null,
@@ -136,7 +134,6 @@ type resultJSON struct {
 	Batched                 bool                `json:"batched"`
 	Gated                   bool                `json:"gated,omitempty"`
 	Hint                    string              `json:"hint,omitempty"`
-	BatchMayHaveExpired     bool                `json:"batchMayHaveExpired,omitempty"`
 	UnschedulablePlugins    []string            `json:"unschedulablePlugins"`
 	PendingPlugins          []string            `json:"pendingPlugins"`
 	Nodes                   map[string]nodeJSON `json:"nodes"`

@@ -34,19 +34,9 @@ var podsGVR = v1.SchemeGroupVersion.WithResource("pods")
 // settleTimeout bounds every wait for an informer to deliver what the fake API just stored.
 const settleTimeout = 30 * time.Second
 
-// upstreamMaxBatchAge is framework/runtime/batch.go's maxBatchAge (the same in 1.35-1.37): batching's
-// stored results expire after this much wall-clock time, which the oracle (its second view after each
-// cycle, a loaded machine) can exceed where our frozen clock never does.
-const upstreamMaxBatchAge = 500 * time.Millisecond
-
 // cycle is what the wrappers saw of one pod's scheduling cycle.
 type cycle struct {
-	pod      *v1.Pod
-	poppedAt time.Time
-	// batchMayHaveExpired: GetNodeHint ran more than upstreamMaxBatchAge after the pop of the last pod
-	// whose cycle stored results (an upper bound of the stored state's age), so a missing hint may be
-	// the expiry's.
-	batchMayHaveExpired bool
+	pod *v1.Pod
 
 	preRes     *fwk.PreFilterResult
 	prePlugins sets.Set[string]
@@ -87,7 +77,6 @@ type world struct {
 	offsets    map[string]int32  // our DefaultPreemption's offset per pod
 	nominated  map[string]string // our DefaultPreemption's nomination per pod
 	current    *cycle            // the cycle under way: ScheduleOne runs one at a time here
-	lastStored time.Time         // when the last cycle that found a host was popped (batching stored its results)
 	late       []string
 	versions   versions // resourceVersions of storage objects (volumes.go)
 	writesMu   sync.Mutex
@@ -124,7 +113,6 @@ func (o *observed) RunPreFilterPlugins(ctx context.Context, state fwk.CycleState
 func (w *world) noteHint(hint string) {
 	if c := w.current; c != nil {
 		c.hint = hint
-		c.batchMayHaveExpired = !w.lastStored.IsZero() && time.Since(w.lastStored) > upstreamMaxBatchAge
 	}
 }
 
@@ -330,7 +318,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 // popped starts the record of a cycle for the pod the queue popped (NextPod, or NextEntity from 1.37).
 func (w *world) popped(info *framework.QueuedPodInfo) {
 	if info != nil && info.Pod != nil {
-		w.current = &cycle{pod: info.Pod, poppedAt: time.Now(), filtered: map[string]*fwk.Status{}}
+		w.current = &cycle{pod: info.Pod, filtered: map[string]*fwk.Status{}}
 	}
 }
 
@@ -338,9 +326,6 @@ func (w *world) popped(info *framework.QueuedPodInfo) {
 func (w *world) scheduled(ctx context.Context, pod *v1.Pod, res scheduler.ScheduleResult, err error) {
 	c := w.current
 	c.result, c.scheduled = res, err == nil
-	if c.scheduled {
-		w.lastStored = c.poppedAt
-	}
 	var fitErr *framework.FitError
 	if errors.As(err, &fitErr) {
 		c.fitErr, c.messageBefore = fitErr, fitErr.Error() // PostFilterMsg is still empty here
@@ -488,7 +473,6 @@ func (w *world) finish(ctx context.Context, c *cycle) (resultJSON, error) {
 	// Batching (schedule_one.go, findNodesThatFitPod): a hint that passes Filter is the only node
 	// evaluated, and the cycle returns it without scoring.
 	res.Hint = c.hint
-	res.BatchMayHaveExpired = c.batchMayHaveExpired && c.hint == ""
 	res.Batched = c.scheduled && c.hint != "" && c.hint == c.result.SuggestedHost &&
 		len(c.filterCalls) == 1 && c.filterCalls[0] == c.hint && pod.Status.NominatedNodeName == ""
 	w.realNodes(c, &res)
