@@ -26,7 +26,7 @@ helm: venv
 	$(BIN)/python -m e2e.cluster helm
 
 unit: venv helm
-	$(BIN)/pytest tests
+	$(BIN)/pytest tests -n 2
 
 cluster-build: venv
 	$(BIN)/python -m e2e.cluster build
@@ -37,12 +37,17 @@ cluster-up: cluster-build
 cluster-down:
 	$(BIN)/python -m e2e.cluster down
 
+# The whole suite on v1.35.4; what differs by version (tests marked every_release: parity with that
+# release's kube-scheduler, the refusals, PreBind victims) on v1.36.3 and v1.37.2 as well.
+OTHER_RELEASES := 1.36.3 1.37.2
 e2e: cluster-build
+	for v in $(OTHER_RELEASES); do $(BIN)/python -m e2e.cluster build --version $$v || exit 1; done
 	$(BIN)/pytest e2e
+	for v in $(OTHER_RELEASES); do SPREAD_E2E_KUBE_VERSION=$$v $(BIN)/pytest e2e -m every_release || exit 1; done
 
 test: lint unit e2e
 
-demo: cluster-build
+demo: venv
 	$(BIN)/python -m e2e.demo
 
 clean:

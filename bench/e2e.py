@@ -47,8 +47,19 @@ from e2e.build import ensure_tool
 from e2e.cluster import Cluster, free_port, start_kube_scheduler
 from e2e.kube_helpers import ZONE, deployment, node_body, pod_body, wait_for, zone_and_host_spread
 from scheduler.config import upstream_config
+from scheduler.features import DEFAULT_FEATURES, Features, features_at, supported_minor
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+FEATURES: Features = DEFAULT_FEATURES  # --kube-version: the control plane, kube-scheduler and our profile
+
+
+def use_version(minor: str) -> None:
+    """Run on ``minor``'s control plane beside its kube-scheduler, both with its default profile (ours
+    reads the server's version and decides as it)."""
+    global FEATURES  # noqa: PLW0603 - a command's one setting, read by every run
+    FEATURES = features_at(supported_minor(minor))
 
 
 def scheduler_config(kubeconfig: Path, qps: int, burst: int) -> dict[str, Any]:
@@ -56,6 +67,7 @@ def scheduler_config(kubeconfig: Path, qps: int, burst: int) -> dict[str, Any]:
     return upstream_config(
         clientConnection={"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
         leaderElection={"leaderElect": False},
+        features=FEATURES,
     )
 
 
@@ -216,7 +228,7 @@ def start_contestant(which: str, cluster: Cluster, cfg_path: Path, qps: int, bur
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 [
-                    str(ensure_tool("nullbinder")),
+                    str(ensure_tool("nullbinder", FEATURES.release)),
                     f"-kubeconfig={cluster.kubeconfig}",
                     "-scheduler-name=spread-scheduler",
                     f"-qps={qps}",
@@ -344,7 +356,7 @@ def run_once(
     contestant_cpus: set[int] | None = None,
     kwok: bool = True,
 ) -> dict[str, Any]:
-    cluster = Cluster(ROOT / ".cluster" / "bench", kwok=kwok)
+    cluster = Cluster(ROOT / ".cluster" / "bench", kwok=kwok, version=FEATURES.release)
     cluster.down(quiet=True)  # every run starts from an empty etcd
     cluster.up()
     proc: subprocess.Popen[bytes] | None = None
@@ -453,6 +465,7 @@ def main() -> int:
     parser.add_argument("--qps", type=int, nargs="+", default=[5000])
     parser.add_argument("--repeat", type=int, default=3, help="runs per contestant, alternated; rows are medians")
     parser.add_argument("--out", default="bench/results/e2e.json")
+    parser.add_argument("--kube-version", default="1.35", help="the control plane's and kube-scheduler's minor")
     parser.add_argument(
         "--contestants",
         nargs="+",
@@ -476,6 +489,7 @@ def main() -> int:
         help="the control plane and this driver on the first CPU, the contestant on the others",
     )
     args = parser.parse_args()
+    use_version(args.kube_version)
     contestant_cpus = None
     if args.own_core:
         plane_cpus, contestant_cpus = own_core_layout()

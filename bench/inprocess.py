@@ -29,9 +29,18 @@ from bench.workloads import UNMEASURED, WORKLOADS
 from e2e.build import ensure_tool
 from scheduler.api.objects import Pod
 from scheduler.config import parse_config, upstream_config
+from scheduler.features import DEFAULT_FEATURES, Features, features_at, supported_minor
 from scheduler.simulate import Simulation
 
-PROFILE = upstream_config()
+FEATURES: Features = DEFAULT_FEATURES  # --kube-version: both sides decide as that release
+PROFILE = upstream_config(features=FEATURES)
+
+
+def use_version(minor: str) -> None:
+    """Both sides at ``minor``: its default profile, our features, upstream's schedbench built from it."""
+    global FEATURES, PROFILE  # noqa: PLW0603 - a command's one setting, read by every run
+    FEATURES = features_at(supported_minor(minor))
+    PROFILE = upstream_config(features=FEATURES)
 
 
 def run_upstream(objects: list[dict[str, object]], workdir: Path, churn: tuple[float, float]) -> dict[str, float]:
@@ -41,7 +50,7 @@ def run_upstream(objects: list[dict[str, object]], workdir: Path, churn: tuple[f
     (workdir / "config.json").write_text(json.dumps(PROFILE))
     out = subprocess.run(
         [
-            str(ensure_tool("schedbench")),
+            str(ensure_tool("schedbench", FEATURES.release)),
             "-config",
             str(workdir / "config.json"),
             "-objects",
@@ -211,7 +220,7 @@ def _update_calls(objects: list[dict[str, object]], names: list[str], pods: int)
 
 
 def _simulation(objects: list[dict[str, object]]) -> Simulation:
-    sim = Simulation(parse_config(PROFILE), seed=1)
+    sim = Simulation(parse_config(PROFILE, features=FEATURES), seed=1)
     sim.add_objects(objects)
     return sim
 
@@ -259,12 +268,14 @@ def main() -> int:
         help="node churn on both sides: status updates at 17/s per 5,000 nodes and CHANGES_PER_S (default 1) "
         "label/taint changes a second (bench/churn.py)",
     )
+    parser.add_argument("--kube-version", default="1.35", help="both sides decide as this minor (1.35, 1.36, 1.37)")
     parser.add_argument(
         "--update-cost",
         action="store_true",
         help="only: what one node label/taint change costs us at each --nodes, and the ratio to the smallest",
     )
     args = parser.parse_args()
+    use_version(args.kube_version)
     if args.update_cost:
         costs = [node_update_cost(n) for n in args.nodes]
         for cost in costs:

@@ -51,6 +51,7 @@ RELEASES = {
     )
 }
 K8S_VERSION = "v1.35.4"  # the default release (make test, e2e); the others by --version / SPREAD_E2E_KUBE_VERSION
+NEWEST = max(RELEASES.values(), key=lambda r: tuple(int(p) for p in r.version[1:].split("."))).version  # make demo
 # One etcd for every release: 3.6 is the minor 1.35 and 1.36 are released with (3.6.6, 3.6.8) and one 1.37
 # supports (its build/dependencies.yaml names 3.7.0, and its apiserver keeps working with 3.6 servers).
 ETCD_VERSION = "v3.6.16"

@@ -1,4 +1,6 @@
-"""`make demo`: a local cluster, six zoned nodes that kwok runs, spread-scheduler, and a Deployment that spreads.
+"""`make demo`: a local cluster of the newest release we decide as, six zoned nodes that kwok runs,
+spread-scheduler (which reads the server's version and decides as that minor), and a Deployment that
+spreads.
 
 Prints ``kubectl get pods -o wide`` once every pod runs, then where they landed per zone and node,
 then tears everything down.
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from e2e.build import bin_dir
+from e2e.build import NEWEST, bin_dir, ensure_built, ensure_kwok
 from e2e.cluster import Cluster
 from e2e.kube_helpers import ZONE, create_node, pod_body, wait_for, zone_and_host_spread
 
@@ -23,8 +25,10 @@ REPLICAS = 12
 
 
 def main() -> int:
-    cluster = Cluster(ROOT / ".cluster" / "demo")
-    print("starting etcd, kube-apiserver, kube-controller-manager and kwok on 127.0.0.1 ...", flush=True)
+    ensure_built(version=NEWEST)  # cached; the first build of a release takes ~15 min on 2 cores
+    ensure_kwok()
+    cluster = Cluster(ROOT / ".cluster" / "demo", version=NEWEST)
+    print(f"starting etcd, kube-apiserver {NEWEST}, kube-controller-manager and kwok on 127.0.0.1 ...", flush=True)
     cluster.up()
     sched: subprocess.Popen[bytes] | None = None
     try:
@@ -100,7 +104,7 @@ def main() -> int:
 
 def _kubectl(cluster: Cluster, *args: str) -> str:
     """kubectl v1.35.4 (built with the control plane) against the demo cluster."""
-    command = [str(bin_dir() / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", *args]
+    command = [str(bin_dir(NEWEST) / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", *args]
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout
 
 

@@ -98,7 +98,7 @@ def test_node_pod_changes_are_accepted_by_the_api_server_of_their_minor(
         seeds = [s for s in range(START, START + 10 * COUNT) if generator.drawn(s, "declaredfeatures")]
         kept = 0
         for seed in seeds[: max(COUNT // 4, 1)]:
-            objects, _ = generator.scenario(seed, generator.FEATURES, minor=minor)
+            objects, _ = generator.scenario(seed, generator.FEATURES, kube_version=minor)
             for returned in (o for o in trip.send(seed, objects) if o["kind"] == "Pod"):
                 containers = [*returned["spec"].get("containers", []), *returned["spec"].get("initContainers", [])]
                 kept += sum(bool(c.get("restartPolicyRules")) for c in containers)

@@ -212,6 +212,7 @@ def test_deployment_manifest_is_hardened() -> None:
         ("storage.k8s.io", "csidrivers"),
         ("storage.k8s.io", "csistoragecapacities"),
         ("storage.k8s.io", "volumeattachments"),
+        ("resource.k8s.io", "deviceclasses"),
     ):
         assert verbs[(group, resource)] == {"list", "watch"}, resource
     assert verbs[("", "pods/binding")] == {"create"}

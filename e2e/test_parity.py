@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
@@ -45,6 +46,8 @@ from e2e.kube_helpers import (
     wait_for,
     without_preemption,
 )
+
+pytestmark = pytest.mark.every_release  # what differs by version: make e2e runs it on 1.36 and 1.37 too
 
 UPSTREAM = "parity-upstream"
 # 5 GB: over ImageLocality's 1000 MB cap even scaled by the share of nodes that hold it (3 of 12).

@@ -12,14 +12,18 @@ requeues it at once (its queueing hint) to meet VolumeBinding's refusal of an un
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import SCHEDULER, events_for, node_of, pod_body, scheduled_condition, wait_for, wait_unschedulable
 from tests.helpers import preemption_not_helpful
+
+pytestmark = pytest.mark.every_release  # what differs by version: make e2e runs it on 1.36 and 1.37 too
 
 # A PreFilter refusal before DynamicResources' (VolumeRestrictions', VolumeBinding's) ends the
 # PostFilter run as upstream's does, with no preemption; upstream's message then ends with its
@@ -123,3 +127,35 @@ def test_pvc_and_resource_claim_pods_are_refused_with_one_event_and_no_binding(
         results = wait_for(lambda k=key: _attempts(scheduler, k), 10, f"{key}'s attempt in the log")
         assert "scheduled" not in results and "bind attempted" not in results and "unschedulable" in results, results
     assert "scheduled" in _attempts(scheduler, f"{namespace}/plain")
+
+
+def test_a_pod_refused_for_an_existing_pods_anti_affinity_comes_back_when_relabelled_from_1_36(
+    core: client.CoreV1Api,
+    api: client.ApiClient,
+    scheduler: SchedulerProcess,
+    namespace: str,
+    nodes: Callable[..., str],
+) -> None:
+    """Issue #47: a pending pod InterPodAffinity refused (a bound pod's anti-affinity matches its
+    labels) is relabelled. 1.36's hint requeues it on its own label change (1.37's through a TargetPod
+    event), so it binds within its backoff; 1.35's skips it as an unscheduled pod, and it stays parked."""
+    minor = int("".join(ch for ch in client.VersionApi(api).get_code().minor if ch.isdigit()))
+    node = nodes("n0")
+    hates_web = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    core.create_namespaced_pod(namespace, pod_body("guard", {"app": "guard"}, affinity=hates_web))
+    wait_for(lambda: node_of(core, namespace, "guard"), 30, "the guard bound")
+    core.create_namespaced_pod(namespace, pod_body("web", {"app": "web"}))
+    cond = wait_unschedulable(core, namespace, "web")
+    assert "didn't satisfy existing pods anti-affinity rules" in cond.message, cond.message
+    core.patch_namespaced_pod("web", namespace, {"metadata": {"labels": {"app": "api"}}})
+    if minor >= 36:
+        assert wait_for(lambda: node_of(core, namespace, "web"), 15, "web bound after its relabelling") == node
+    else:
+        time.sleep(5)
+        assert node_of(core, namespace, "web") is None

@@ -308,11 +308,26 @@ DRA_POST_FILTER_SILENT = "DRAPostFilterSilent"  # dynamicresources.go PostFilter
 BATCH_RESCORES_LAST_NODE = "BatchRescoresLastNode"  # runtime/batch.go GetNodeHint, 1.37 (#140289)
 GATED_POD_NOMINATED = "GatedPodNominated"  # backend/queue/scheduling_queue.go addPod, 1.37
 VICTIM_START_READ_ONCE = "VictimStartReadOnce"  # preemption/types.go NewVictim, preemption/util.go, 1.37
+PRE_BIND_VICTIMS_REQUEUED = "PreBindVictimsRequeued"  # preemption/executor.go, schedule_one.go, 1.36 (#135502)
+IN_MEMORY_VICTIM_ACTIVATES = "InMemoryVictimActivates"  # preemption/executor.go prepareCandidateAsync, 1.37
+HINTS_COUNT_NOMINATED_PODS = "HintsCountNominatedPods"  # podtopologyspread, interpodaffinity plugin.go, 1.36
+AFFINITY_HINTS_BOTH_WAYS = "AffinityHintsBothWays"  # interpodaffinity/plugin.go isSchedulableAfterPodChange, 1.36
+TARGET_POD_EVENTS = "TargetPodEvents"  # framework/events.go, backend/queue Update, plugins' EventsToRegister, 1.37
+ANTI_AFFINITY_HINTS_ANY_TERM = "AntiAffinityHintsAnyTerm"  # interpodaffinity/plugin.go, 1.37
+NODE_TAINT_FALLBACK_REMOVED = "NodeTaintFallbackRemoved"  # scheduler.go buildQueueingHintMap, 1.37
 # component-helpers resource/helpers.go AggregateContainerRequests, 1.37 (v0.37.2): an assigned pod's
 # requests are the max of the summed spec, actuated and allocated requests (the pod-level status in
 # place of the last two when it has both), no longer the sum of each container's max.
 POD_REQUESTS_MAX_OF_SUMS = "PodRequestsMaxOfSums"
-_1_36 = frozenset({BALANCED_ALLOCATION_SCORES_CHANGE, IMAGE_VOLUMES_SCORED})
+_1_36 = frozenset(
+    {
+        BALANCED_ALLOCATION_SCORES_CHANGE,
+        IMAGE_VOLUMES_SCORED,
+        PRE_BIND_VICTIMS_REQUEUED,
+        HINTS_COUNT_NOMINATED_PODS,
+        AFFINITY_HINTS_BOTH_WAYS,
+    }
+)
 _CHANGES: Mapping[str, frozenset[str]] = {
     "1.35": frozenset(),
     "1.36": _1_36,
@@ -325,6 +340,10 @@ _CHANGES: Mapping[str, frozenset[str]] = {
         BATCH_RESCORES_LAST_NODE,
         GATED_POD_NOMINATED,
         VICTIM_START_READ_ONCE,
+        IN_MEMORY_VICTIM_ACTIVATES,
+        TARGET_POD_EVENTS,
+        ANTI_AFFINITY_HINTS_ANY_TERM,
+        NODE_TAINT_FALLBACK_REMOVED,
         POD_REQUESTS_MAX_OF_SUMS,
     },
 }
@@ -437,6 +456,50 @@ class Features:
             pod_level_status=self.enabled("InPlacePodLevelResourcesVerticalScaling"),
             max_of_sums=POD_REQUESTS_MAX_OF_SUMS in self.changes,
         )
+
+    @property
+    def pre_bind_victims_requeued(self) -> bool:
+        """1.36: a preemption victim whose PreBind is still running in this scheduler is not deleted:
+        its binding cycle is cancelled and it goes back to the queue (the "in kube-scheduler memory"
+        preemption upstream already made of a pod waiting on Permit)."""
+        return PRE_BIND_VICTIMS_REQUEUED in self.changes
+
+    @property
+    def in_memory_victim_activates(self) -> bool:
+        """1.37: when the last victim was preempted in memory (no deletion event will come), the
+        preemptor is activated once its preemption is over (before, it waited for another event)."""
+        return IN_MEMORY_VICTIM_ACTIVATES in self.changes
+
+    @property
+    def hints_count_nominated_pods(self) -> bool:
+        """1.36: PodTopologySpread's and InterPodAffinity's pod hints count a pod with a
+        ``status.nominatedNodeName`` as they count an assigned one (Filter counts it on its node)."""
+        return HINTS_COUNT_NOMINATED_PODS in self.changes
+
+    @property
+    def affinity_hints_both_ways(self) -> bool:
+        """1.36: InterPodAffinity requeues a pod whose own labels changed, and one that matches the
+        anti-affinity of a deleted pod (before, only the pod's own terms were read)."""
+        return AFFINITY_HINTS_BOTH_WAYS in self.changes
+
+    @property
+    def target_pod_events(self) -> bool:
+        """1.37: a pending pod's own update is a ``TargetPod`` event (before, ``UnschedulablePod``, the
+        resource of every unscheduled pod), and the plugins register ``AssignedPod`` and ``TargetPod``
+        events with a hint each instead of ``Pod`` events whose hint tells the two apart (#135905)."""
+        return TARGET_POD_EVENTS in self.changes
+
+    @property
+    def anti_affinity_hints_any_term(self) -> bool:
+        """1.37: InterPodAffinity's hints take a pod that matches any of a pod's required anti-affinity
+        terms as one it conflicts with (before: all of them, the test of affinity)."""
+        return ANTI_AFFINITY_HINTS_ANY_TERM in self.changes
+
+    @property
+    def node_taint_fallback_removed(self) -> bool:
+        """1.37: a plugin registered for Node/Add is no longer also woken by every Node/UpdateNodeTaint
+        (the #109437 fallback for preCheck, which queueing hints made moot)."""
+        return NODE_TAINT_FALLBACK_REMOVED in self.changes
 
     @property
     def declared_features_inferred(self) -> frozenset[str]:

@@ -53,6 +53,7 @@ from scheduler.framework.interface import (
     Snapshot,
     nominating_mode,
 )
+from scheduler.framework.pods_in_pre_bind import PodsInPreBind
 from scheduler.framework.preemption import PREEMPTION_OUTCOME_KEY, PreemptionOutcome
 from scheduler.framework.runtime import Framework, PluginScores
 from scheduler.framework.status import Code, Status
@@ -281,7 +282,9 @@ class SchedulingAlgorithm:
         attempt.other_nodes = self._others_sorted(attempt, attempt.host)
         if batch is not None and cycle is not None:
             raw = self._raw_scores(fwk, attempt) if batch.rescore else None
-            batch.store_schedule_results(signature, attempt.hint, attempt.host, attempt.other_nodes, cycle, raw)
+            batch.store_schedule_results(
+                signature, attempt.hint, attempt.host, attempt.other_nodes, cycle, raw, attempt.totals
+            )
         return attempt
 
     def _find_nodes_that_fit(
@@ -583,6 +586,8 @@ class ScheduleOne:
         self._tasks: set[asyncio.Task[None]] = set()  # binding cycles: a stop waits for them
         self._reports: set[asyncio.Task[None]] = set()  # status patches and Events: best effort
         self.progress: Progress = NoProgress()
+        # From 1.36, the pods whose PreBind is running, for preemption to cancel instead of deleting them.
+        self.pods_in_pre_bind = PodsInPreBind()
         handlers.forgotten.append(self._forget_reported)
         for fwk in frameworks.values():
             # Consecutive cycles run here, so batching's state lives from here on (upstream creates it
@@ -715,7 +720,7 @@ class ScheduleOne:
     async def _binding_cycle(self, fwk: Framework, attempt: Attempt, qpi: QueuedPodInfo, host: str) -> None:
         pod, state = attempt.pod, attempt.state
         try:
-            status: Status | None = await fwk.run_pre_bind_plugins(state, pod, host)
+            status = await self._pre_bind(fwk, state, pod, host)
             if status is None and self.cache.get(host) is None:
                 # The API server would accept a Binding to a node that no longer exists (it does not check)
                 # and leave the pod stranded there: decide again instead.
@@ -761,6 +766,34 @@ class ScheduleOne:
             self.recorder.event(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {pod.key} to {host}"),
             report=True,
         )
+
+    async def _pre_bind(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> Status | None:
+        """PreBind. From 1.36 a pod whose PreBind has work (its pre-flights say so) is listed among the
+        pods in PreBind meanwhile: a preemption that picks it as a victim cancels this binding cycle
+        (the pod fails with an error and goes back to the queue) instead of deleting it."""
+        features = fwk.features
+        if (
+            not features.pre_bind_victims_requeued
+            or not pod.uid
+            or (
+                features.enabled("NominatedNodeNameForExpectation")  # upstream runs the pre-flights only then
+                and not fwk.run_pre_bind_pre_flights(state, pod, host).is_success()
+            )
+        ):
+            return await fwk.run_pre_bind_plugins(state, pod, host)
+        task = asyncio.current_task()
+        assert task is not None  # a binding cycle is a task of its own
+        entry = self.pods_in_pre_bind.add(pod.uid, task.cancel)
+        try:
+            status = await fwk.run_pre_bind_plugins(state, pod, host, entry)
+            if status is None and not entry.mark_prebound():
+                # Cancelled, but a plugin swallowed the cancellation and returned: fail with the cause.
+                if task.cancelling():
+                    task.uncancel()
+                status = Status.as_error(entry.cause)
+            return status
+        finally:
+            self.pods_in_pre_bind.remove(pod.uid)
 
     async def _bind(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> Status | None:
         """Upstream's ``bind``: extenders that bind come first, then the Bind plugins. Reported to

@@ -194,7 +194,7 @@ def test_1_37_the_chosen_node_is_rescored_and_offered_again() -> None:
     assert [a.hint for a in attempts] == [None, "n1", "n1"]
     fwk = next(iter(sim.frameworks.values()))
     assert fwk.batch is not None and fwk.batch.state is not None
-    assert fwk.batch.state.sorted_nodes == ["n1", "n2", "n3"][1:]
+    assert fwk.batch.state.sorted_nodes.names() == ["n1", "n2", "n3"][1:]
 
 
 def test_1_37_a_nominated_replica_gets_no_hint() -> None:

@@ -308,3 +308,8 @@ class TestNodeNameFirst:
         result, status = plugin.pre_filter(CycleState(), pod, [])  # type: ignore[attr-defined]
         assert status is None
         assert (None if result is None else result.node_names) == want
+
+
+def test_victims_in_pre_bind_are_requeued_from_1_36_and_wake_the_preemptor_from_1_37() -> None:
+    assert [features_at(m).pre_bind_victims_requeued for m in ("1.35", "1.36", "1.37")] == [False, True, True]
+    assert [features_at(m).in_memory_victim_activates for m in ("1.35", "1.36", "1.37")] == [False, False, True]

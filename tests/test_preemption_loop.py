@@ -12,8 +12,11 @@ import asyncio
 import random
 from typing import Any
 
+import pytest
+
 from scheduler.api.objects import Pod
 from scheduler.config import load_config
+from scheduler.features import features_at
 from scheduler.kube.preemption import AsyncPreemption
 from scheduler.scheduler import Scheduler
 from scheduler.testing import PodBuilder, make_node, make_pod
@@ -53,15 +56,40 @@ class FakeApi:
         self._watch("DELETED", self.pods.pop(key))
 
 
-class Cluster:
+class SlowProvisioner:
+    """VolumeBinding's PreBind: the PV controller never answers, so PreBind waits until cancelled."""
+
     def __init__(self) -> None:
+        self.waiting: list[str] = []
+        self.cancelled: list[str] = []
+
+    async def bind_pod_volumes(self, pod: Pod, node_name: str, bindings: Any, provisions: Any, timeout: float) -> None:
+        self.waiting.append(pod.key)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.append(pod.key)
+            raise
+
+
+class Cluster:
+    def __init__(self, minor: str = "1.35") -> None:
         self.binder, self.recorder, self.api = FakeBinder(), FakeRecorder(), FakeApi()
-        self.sched = Scheduler(load_config(None), self.binder, self.recorder, clock=FakeClock(), rng=random.Random(0))
+        config = load_config(None, features_at(minor))
+        self.sched = Scheduler(config, self.binder, self.recorder, clock=FakeClock(), rng=random.Random(0))
         self.api.sched = self.sched
         self.sink = AsyncPreemption(
-            self.api, self.recorder, self.sched.queue, self.sched.cache.pod, self.sched.queue.activate
+            self.api,
+            self.recorder,
+            self.sched.queue,
+            self.sched.cache.pod,
+            self.sched.queue.activate,
+            pods_in_pre_bind=self.sched.pods_in_pre_bind,
+            features=config.features,
         )
         self.sched.use_preemption(self.sink, self.sink.drain)
+        self.provisioner = SlowProvisioner()
+        self.sched.use_volume_binder(self.provisioner)
 
     def add(self, *objs: Any) -> None:
         for obj in objs:
@@ -70,12 +98,12 @@ class Cluster:
                 self.api.pods[f"{raw['metadata']['namespace']}/{raw['metadata']['name']}"] = raw
             self.sched.on_object("ADDED", raw)
 
-    async def settle(self) -> None:
-        """Cycles and background writes until nothing is left to do."""
+    async def settle(self, waiting: int = 0) -> None:
+        """Cycles and background writes until nothing is left to do but ``waiting`` binding cycles."""
         for _ in range(1000):
             ran = self.sched.schedule_one()
             await asyncio.sleep(0)
-            if not ran and not self.sink._tasks and not self.sched.cycles._tasks:
+            if not ran and not self.sink._tasks and len(self.sched.cycles._tasks) <= waiting:
                 return
         raise AssertionError("the loop does not come to rest")
 
@@ -154,5 +182,82 @@ def test_the_preemptor_is_gated_while_its_victims_are_being_evicted() -> None:
         c.api.kubelet_removes("batch/n1-low-1")
         await c.settle()
         assert c.binder.calls == [("shop/web", "n1")]  # its nominated node is tried first
+
+    asyncio.run(body())
+
+
+# -- a victim whose PreBind is still running (1.36: cancelled and requeued, not deleted) ---------------
+
+
+def provisioning_victim(c: Cluster) -> None:
+    """n1 (1 cpu) taken by batch/db, whose WaitForFirstConsumer claim is being provisioned: its PreBind
+    waits for the PV controller."""
+    c.add(make_node("n1").capacity(cpu="1", memory="4Gi", pods="110"))
+    for obj in (
+        {
+            "kind": "StorageClass",
+            "metadata": {"name": "slow"},
+            "provisioner": "csi.example.com",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        },
+        {
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "batch", "uid": "uid-data", "resourceVersion": "5"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "slow",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    ):
+        c.sched.on_object("ADDED", obj)
+    c.add(make_pod("db", "batch").priority(10).requests(cpu="1").pvc("data", "data"))
+
+
+async def preempt_the_provisioning_victim(c: Cluster) -> None:
+    provisioning_victim(c)
+    await c.settle(waiting=1)
+    assert c.provisioner.waiting == ["batch/db"]
+    c.add(make_pod("web", "shop").priority(1000).requests(cpu="1"))
+    await c.settle(waiting=1)
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_a_victim_in_pre_bind_is_requeued_not_deleted_and_the_preemptor_gets_the_node(minor: str) -> None:
+    async def body() -> None:
+        c = Cluster(minor)
+        await preempt_the_provisioning_victim(c)
+        # No write to the victim: its binding cycle was cancelled in memory.
+        assert c.sink.attempted == []
+        assert c.api.calls == []
+        assert c.provisioner.cancelled == ["batch/db"]
+        assert len(c.sched.pods_in_pre_bind) == 0
+        assert [e.note for e in c.recorder.events_for("batch/db", "Preempted")] == [
+            "Preempted by pod uid-shop-web on node n1 (in kube-scheduler memory)."
+        ]
+        # It failed with the preemption's cause, as an error, and is back in the queue.
+        failure = c.recorder.conditions_for("batch/db")[0]
+        assert (failure.reason, failure.message) == (
+            "SchedulerError",
+            'running PreBind plugin "VolumeBinding": preempted by DefaultPreemption',
+        )
+        assert "batch/db" in c.sched.pending
+        assert c.sched.queue.location("batch/db") is not None
+        # The preemptor binds to the node the victim left, without any deletion.
+        assert c.binder.calls == [("shop/web", "n1")]
+
+    asyncio.run(body())
+
+
+def test_1_35_a_victim_in_pre_bind_is_deleted() -> None:
+    async def body() -> None:
+        c = Cluster("1.35")
+        await preempt_the_provisioning_victim(c)
+        assert c.sink.attempted == [("condition", "batch/db"), ("delete", "batch/db")]
+        assert c.provisioner.cancelled == []
+        assert [e.note for e in c.recorder.events_for("batch/db", "Preempted")] == [
+            "Preempted by pod uid-shop-web on node n1"
+        ]
+        assert len(c.sched.pods_in_pre_bind) == 0  # nothing listed before 1.36: nothing to cancel
 
     asyncio.run(body())

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from scheduler.api.objects import NodeName, Pod
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.sorted_nodes import ScoredNode, SortedScoredNodes
 
 if TYPE_CHECKING:
     from scheduler.framework.interface import Snapshot
@@ -70,10 +71,10 @@ FLUSH_NORMALIZE_ERROR = "normalize_error"
 
 @dataclass(slots=True)
 class BatchState:
-    """A scored pod's signature and the nodes it did not take, best first (popped from the front)."""
+    """A scored pod's signature and the nodes it did not take, in upstream's heap."""
 
     signature: bytes
-    sorted_nodes: list[NodeName]
+    sorted_nodes: SortedScoredNodes
     creation_time: float
     # 1.37: each stored node's raw score per Score plugin, kept to normalize again after a rescore.
     raw_scores: dict[NodeName, Mapping[str, int]] = field(default_factory=dict)
@@ -111,7 +112,7 @@ class OpportunisticBatch:
         assert self.state is not None
         if self.rescore and not self._refresh(fwk, state, pod, snapshot):
             return None, signature
-        hint = self.state.sorted_nodes.pop(0)
+        hint = self.state.sorted_nodes.pop().name
         return hint, signature
 
     def store_schedule_results(
@@ -122,16 +123,29 @@ class OpportunisticBatch:
         other_nodes: Sequence[NodeName],
         cycle_count: int,
         raw_scores: Mapping[NodeName, Mapping[str, int]] | None = None,
+        totals: Mapping[NodeName, int] | None = None,
     ) -> None:
         """``StoreScheduleResults``, after a cycle that found a node (before Reserve): a used hint
         keeps the state as it is (already popped); otherwise a signed pod with other nodes stores
-        them (with their raw scores, from 1.37), and anything else clears the state."""
+        them (with their raw scores, from 1.37), and anything else clears the state.
+
+        ``other_nodes`` are in our ranking (``totals`` best first, ties in examination order). Upstream
+        heaps every scored node and pops its host from the same heap; its tie-breakers are random,
+        and ours rank the nodes (the chosen one first), so the heap left behind is laid out as
+        upstream's is when its random draws rank them the same way (the differential oracle makes
+        them so)."""
         self.last_cycle = SchedulingCycle(cycle_count, chosen_node, succeeded=True)
         if hinted_node is not None and hinted_node == chosen_node:
             self.batched_pods += 1
             return
         if signature is not None and other_nodes:
-            self.state = BatchState(signature, list(other_nodes), self.clock(), dict(raw_scores or {}))
+            ranked = [NodeName(chosen_node), *other_nodes]
+            score = totals or {}
+            heap = SortedScoredNodes(
+                ScoredNode(name, score.get(name, 0), len(ranked) - i) for i, name in enumerate(ranked)
+            )
+            heap.pop()  # the chosen node
+            self.state = BatchState(signature, heap, self.clock(), dict(raw_scores or {}))
             return
         self.last_flush_reason = FLUSH_EMPTY_LIST if not other_nodes else FLUSH_POD_NOT_BATCHABLE
         self.state = None
@@ -192,9 +206,12 @@ class OpportunisticBatch:
 
     def _rescore(self, fwk: Framework, state: CycleState, pod: Pod, snapshot: Snapshot, last: NodeInfo) -> bool:
         """``rescoreHintedNode``: PreScore over the stored nodes and ``last`` on a copy of the state,
-        ``last``'s raw scores, then all of them normalized again and ranked anew."""
+        ``last``'s raw scores, then all of them normalized again and heaped anew: the stored nodes in
+        the heap's layout, then ``last`` as a fresh entry (tie-breaker 0: it pops after every stored
+        node of the same total)."""
         assert self.state is not None
-        names = list(self.state.sorted_nodes)
+        cached = self.state.sorted_nodes.unordered()
+        names = [node.name for node in cached]
         nodes: list[NodeInfo] = []
         for name in names:
             info = snapshot.get(name)
@@ -217,8 +234,11 @@ class OpportunisticBatch:
         totals = [0] * len(names)
         for plugin in scores:
             totals = [t + v * plugin.weight for t, v in zip(totals, plugin.normalized, strict=True)]
-        order = sorted(range(len(names)), key=totals.__getitem__, reverse=True)
-        self.state.sorted_nodes = [names[i] for i in order]
+        randomizers = [node.randomizer for node in cached] + [0]
+        self.state.sorted_nodes = SortedScoredNodes(
+            ScoredNode(name, total, randomizer)
+            for name, total, randomizer in zip(names, totals, randomizers, strict=True)
+        )
         return True
 
     def _unusable(self, reason: str) -> bool:

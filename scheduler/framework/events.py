@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from scheduler.api.objects import Node, Pod
 from scheduler.api.quantity import milli_value
-from scheduler.features import PER_CONTAINER_RULE, PodRequestsRule
+from scheduler.features import PER_CONTAINER_RULE, Features, PodRequestsRule
 
 __all__ = [
     "ActionType",
@@ -18,7 +18,10 @@ __all__ = [
     "EventResource",
     "HintFn",
     "QueueingHint",
+    "another_pods_update",
     "as_objects",
+    "assigned_pod_resource",
+    "counted_by_hints",
     "match_cluster_events",
     "node_scheduling_properties_change",
     "node_taints_changed",
@@ -26,6 +29,8 @@ __all__ = [
     "pod_generated_resource_claim_changed",
     "pod_scheduling_properties_change",
     "pod_tolerations_changed",
+    "target_pod_resource",
+    "target_pod_update_resource",
 ]
 
 
@@ -55,6 +60,7 @@ class EventResource(enum.StrEnum):
     POD = "Pod"
     ASSIGNED_POD = "AssignedPod"
     UNSCHEDULABLE_POD = "UnschedulablePod"
+    TARGET_POD = "TargetPod"  # 1.37: the pending pod's own update
     SERVICE = "Service"
     REPLICA_SET = "ReplicaSet"
     STATEFUL_SET = "StatefulSet"
@@ -135,13 +141,47 @@ class ClusterEventWithHint:
     hint: HintFn = _always_queue
 
 
+def assigned_pod_resource(features: Features) -> EventResource:
+    """What a plugin registers for other pods' Add, Update and Delete: ``AssignedPod`` since 1.37, where
+    the ``Pod`` a registration used to name is split in three."""
+    return EventResource.ASSIGNED_POD if features.target_pod_events else EventResource.POD
+
+
+def target_pod_resource(features: Features) -> EventResource:
+    """What a plugin registers for the pending pod's own update: ``TargetPod`` since 1.37, ``Pod``
+    before (and its hint then compares the updated pod's UID with the pending one's)."""
+    return EventResource.TARGET_POD if features.target_pod_events else EventResource.POD
+
+
+def target_pod_update_resource(features: Features) -> EventResource:
+    """The resource of the events the queue sends a pending pod about its own update
+    (``PodSchedulingPropertiesChange(new, old, isTargetPod=true)``; before 1.37 the unscheduled one)."""
+    return EventResource.TARGET_POD if features.target_pod_events else EventResource.UNSCHEDULABLE_POD
+
+
+def another_pods_update(features: Features, pod: Pod, updated: Pod) -> bool:
+    """Whether a hint for the pending pod's own update skips ``updated``: before 1.37 such a hint is
+    registered for every pod's update and tells them apart by UID; since 1.37 it is registered for
+    ``TargetPod`` and asks no more (an event of another pod replayed to a pod in flight included)."""
+    return not features.target_pod_events and updated.uid != pod.uid
+
+
+def counted_by_hints(features: Features, *pods: Pod | None) -> bool:
+    """Whether every pod of an event (None: none there) is one PodTopologySpread's and InterPodAffinity's
+    hints weigh: assigned or, since 1.36, nominated (Filter counts a nominated pod on its node)."""
+    return all(
+        p is None or p.assigned or (features.hints_count_nominated_pods and bool(p.nominated_node_name)) for p in pods
+    )
+
+
 def _resource_matches(registered: EventResource, incoming: EventResource) -> bool:
-    """``matchEventResources``: a ``*`` registration takes every resource, ``Pod`` both pod kinds."""
+    """``matchEventResources``: a ``*`` registration takes every resource, ``Pod`` every pod kind."""
     if registered is EventResource.WILDCARD or registered is incoming:
         return True
     return registered is EventResource.POD and incoming in (
         EventResource.ASSIGNED_POD,
         EventResource.UNSCHEDULABLE_POD,
+        EventResource.TARGET_POD,
     )
 
 

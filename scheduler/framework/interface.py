@@ -51,6 +51,7 @@ __all__ = [
     "PostBindPlugin",
     "PostFilterPlugin",
     "PreBindPlugin",
+    "PreBindPreFlightPlugin",
     "PreEnqueuePlugin",
     "PreFilterExtensions",
     "PreFilterPlugin",
@@ -423,6 +424,14 @@ class PermitPlugin(Plugin, Protocol):
 @runtime_checkable
 class PreBindPlugin(Plugin, Protocol):
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class PreBindPreFlightPlugin(Plugin, Protocol):
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Whether PreBind has work for this pod: None (Success) yes, Skip no, else the error.
+        A PreBind plugin without it is taken to have work."""
+        ...
 
 
 @runtime_checkable

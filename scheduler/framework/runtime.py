@@ -6,6 +6,7 @@ the ``Binder`` they were given.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from scheduler.framework.interface import (
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreBindPreFlightPlugin,
     PreEnqueuePlugin,
     PreFilterExtensions,
     PreFilterPlugin,
@@ -47,6 +49,7 @@ from scheduler.framework.interface import (
     SignPlugin,
 )
 from scheduler.framework.node_results import NodeResults
+from scheduler.framework.pods_in_pre_bind import PodInPreBind
 from scheduler.framework.status import REJECTED_CODES, Code, Status, StatusError
 from scheduler.framework.types import MAX_NODE_SCORE, MIN_NODE_SCORE, Diagnosis, NodeInfo, PreFilterResult
 
@@ -670,9 +673,38 @@ class Framework:
 
     # -- Binding cycle ------------------------------------------------------------------------
 
-    async def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """Success when some PreBind plugin has work for the pod, Skip when none has, or the first error
+        (upstream's ``RunPreBindPreFlights``)."""
+        result = Status(Code.SKIP)
         for plugin in self.pre_bind:
-            status = await plugin.pre_bind(state, pod, node_name)
+            status = (
+                plugin.pre_bind_pre_flight(state, pod, node_name)
+                if isinstance(plugin, PreBindPreFlightPlugin)
+                else None
+            )
+            if status is None or status.is_success():
+                result = Status(Code.SUCCESS)
+            elif not status.is_skip():
+                return Status.as_error(f'running PreBindPreFlight "{plugin.NAME}": {status.message()}')
+        return result
+
+    async def run_pre_bind_plugins(
+        self, state: CycleState, pod: Pod, node_name: str, in_pre_bind: PodInPreBind | None = None
+    ) -> Status | None:
+        """``in_pre_bind``: the pod's entry among the pods in PreBind. When a preemption cancels it, the
+        running plugin's await is cancelled and the plugin fails with the preemption's cause (upstream
+        puts the context's cause in place of ``context canceled``)."""
+        for plugin in self.pre_bind:
+            try:
+                status = await plugin.pre_bind(state, pod, node_name)
+            except asyncio.CancelledError:
+                if in_pre_bind is None or not in_pre_bind.canceled:
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()  # ours: the binding cycle goes on to fail the pod
+                return Status.as_error(f'running PreBind plugin "{plugin.NAME}": {in_pre_bind.cause}')
             if status is not None and not status.is_success() and not status.is_skip():
                 return Status.as_error(f'running PreBind plugin "{plugin.NAME}": {status.message()}')
         return None

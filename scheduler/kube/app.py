@@ -24,8 +24,8 @@ from scheduler.kube.client.apiclient import KubeconfigError, api_client
 from scheduler.kube.client.informer import Informer
 from scheduler.kube.client.tls_buffers import use_small_tls_read_buffers
 from scheduler.kube.client.version import VersionError
-from scheduler.kube.client.watch import KopfEngine, watch_session
-from scheduler.kube.controllers.deletion_cost import ApiCostWriter, DeletionCostKeeper
+from scheduler.kube.client.watch import KopfEngine, watch_session, watched
+from scheduler.kube.controllers.deletion_cost import ApiCostWriter, DeletionCostKeeper, cost_limiter
 from scheduler.kube.controllers.rebalance import ApiEvictor, Rebalancer
 from scheduler.kube.controllers.workload_marks import WorkloadMarker
 from scheduler.kube.extender import close_extenders, http_extenders
@@ -248,7 +248,7 @@ async def run_scheduler(
         if secure is not None:
             exits.callback(secure.stop)
         engine = await exits.enter_async_context(KopfEngine(watch_session(api, lambda: count("outage"))))
-        informer = Informer(engine, sched.handlers)
+        informer = Informer(engine, sched.handlers, watched(config.features))
         watching = asyncio.create_task(informer.run(), name="informer")
         exits.push_async_callback(_cancel, watching)
         # A dead informer means a blind scheduler: stop scheduling and exit non-zero.
@@ -352,13 +352,17 @@ def _compose(
         sched.queue,
         sched.cache.pod,
         sched.queue.activate,
+        pods_in_pre_bind=sched.pods_in_pre_bind,
+        features=config.features,
     )
     sched.use_preemption(preemption, preemption.drain)
     sched.use_volume_binder(ApiVolumeBinder(writer, sched.cache.storage))
     _attach_metrics(sched, metrics)
     keepers: list[WorkloadMarker] = []
     if scale_down_spread:
-        keepers.append(DeletionCostKeeper(sched.cache, sched.frameworks, ApiCostWriter(writer), leadership.sure))
+        # The costs' own bucket beneath the writer's (``cost_limiter``): never a Binding's token.
+        costs = ApiCostWriter(writer, cost_limiter(limiter))
+        keepers.append(DeletionCostKeeper(sched.cache, sched.frameworks, costs, leadership.sure, metrics=metrics))
     if rebalance.enabled:
         keepers.append(
             Rebalancer(

@@ -22,6 +22,8 @@ __all__ = ["SchedulerMetrics"]
 ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
 PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))
+# Patches per deletion-cost re-rank: 0 (nothing changed) up to the cap (PATCHES_PER_RERANK, 20).
+COST_PATCH_BUCKETS = (0, 1, 2, 5, 10, 20)
 
 
 class PluginDurations(Collector):
@@ -156,6 +158,25 @@ class SchedulerMetrics:
             registry=self.registry,
         )
         self._skew_keys: dict[tuple[str, str], set[str]] = {}  # the series set_skews wrote, to drop them
+        # Spread-aware scale-down (scheduler.kube.controllers.deletion_cost, docs/scale-down.md).
+        self.cost_patches = Counter(
+            "spread_scheduler_deletion_cost_patches",
+            "Deletion-cost patches the scale-down keeper sent, by result: patched, conflict (409: the pod "
+            "changed since it was ranked), gone (404) or failed.",
+            ["result"],
+            registry=self.registry,
+        )
+        self.cost_patches_per_rerank = Histogram(
+            "spread_scheduler_deletion_cost_patches_per_rerank",
+            "Patches one re-rank of a workload sent (its count: the re-ranks; capped, the rest next window).",
+            buckets=COST_PATCH_BUCKETS,
+            registry=self.registry,
+        )
+        self.cost_queue_depth = Gauge(
+            "spread_scheduler_deletion_cost_queue_depth",
+            "Pods whose deletion cost must change and was not sent yet (beyond a re-rank's cap: the next window's).",
+            registry=self.registry,
+        )
         self.build_info = Gauge(
             "spread_scheduler_build_info",
             "1, labelled with spread-scheduler's version, the kube-scheduler minor and release it decides as "

@@ -18,6 +18,12 @@ through its Filter rejectors' hints). A victim already gone (404) is fine; any o
 preemption and activates the preemptor at once, so it does not wait for an event that never comes.
 A victim already terminating gets no second deletion. No Permit plugin of ours waits, so no victim
 is ever a waiting pod to reject instead.
+
+From 1.36 a victim whose PreBind is still running here (``PodsInPreBind``: say VolumeBinding waits
+for its claim) is preempted in memory: its binding cycle is cancelled, it goes back to the queue, and
+it gets no condition and no deletion, only the Event ("... (in kube-scheduler memory).").
+From 1.37, when that was the last victim, the preemptor is activated at the end (no deletion event
+will wake it).
 """
 
 from __future__ import annotations
@@ -31,10 +37,13 @@ import structlog
 
 from scheduler.api.objects import Pod, PodKey
 from scheduler.errors import PodGoneError
+from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework.interface import PodNominator, Recorder
+from scheduler.framework.pods_in_pre_bind import PodInPreBind, PodsInPreBind
 from scheduler.framework.status import Status
 from scheduler.kube.writes import STRATEGIC_MERGE_PATCH, ApiWriter
 from scheduler.logs import kobj
+from scheduler.plugins.names import DEFAULT_PREEMPTION
 
 __all__ = [
     "DISRUPTION_TARGET",
@@ -126,16 +135,19 @@ def condition_needs_update(victim: Pod, condition: Mapping[str, Any]) -> bool:
     return True
 
 
-def preempted_note(preemptor: Pod, node_name: str) -> str:
-    """The ``Preempted`` Event's message (upstream: ``Preempted by pod %v on node %v``, the UID)."""
-    return f"Preempted by pod {preemptor.uid} on node {node_name}"
+def preempted_note(preemptor: Pod, node_name: str, *, in_memory: bool = False) -> str:
+    """The ``Preempted`` Event's message (upstream: ``Preempted by pod %v on node %v``, the UID; from
+    1.36 a victim preempted without a deletion says so)."""
+    note = f"Preempted by pod {preemptor.uid} on node {node_name}"
+    return note + " (in kube-scheduler memory)." if in_memory else note
 
 
 class AsyncPreemption:
     """The PreemptionSink of ``run``: each decision's writes in a task, as ``prepareCandidateAsync``.
 
     ``nominator`` is the queue (the pods nominated to a node), ``pod_lister`` the cache's assigned
-    pods (is the last victim gone or terminating?), ``activate`` the queue's ``activate``.
+    pods (is the last victim gone or terminating?), ``activate`` the queue's ``activate``,
+    ``pods_in_pre_bind`` the binding cycles' (filled from 1.36 only).
     """
 
     def __init__(
@@ -146,8 +158,13 @@ class AsyncPreemption:
         pod_lister: Callable[[PodKey], Pod | None],
         activate: Callable[[Pod], None],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        *,
+        pods_in_pre_bind: PodsInPreBind | None = None,
+        features: Features = DEFAULT_FEATURES,
     ) -> None:
         self._writer = writer
+        self._pods_in_pre_bind = pods_in_pre_bind
+        self._features = features
         self._recorder = recorder
         self._nominator = nominator
         self._pod_lister = pod_lister
@@ -200,7 +217,7 @@ class AsyncPreemption:
     # -- the task ------------------------------------------------------------------------------
 
     async def _preempt(self, preemptor: Pod, node_name: str, victims: list[Pod], num_victims: int) -> None:
-        failed = False
+        failed = in_memory = False
         log.info(
             "Start the preemption asynchronously",
             v=2,
@@ -218,7 +235,13 @@ class AsyncPreemption:
             else:
                 self._last_victims[preemptor.uid] = last.key
                 try:
-                    await self._preempt_pod(preemptor, node_name, last)
+                    cancelled = await self._preempt_pod(preemptor, node_name, last)
+                    if cancelled is not None and self._features.in_memory_victim_activates:
+                        # No deletion will wake the preemptor: it is activated below, once the victim's
+                        # binding cycle has left PreBind (this resumes after that task's step, which
+                        # forgets the victim), so that its next cycle finds the node free.
+                        await cancelled.left.wait()
+                        in_memory = True
                 except Exception as exc:  # logged in _preempt_pod; the pod is activated below
                     log.error("Error occurred during async preemption", err=str(exc) or type(exc).__name__)
                     failed = True
@@ -233,7 +256,7 @@ class AsyncPreemption:
                 node=node_name,
                 result=result,
             )
-            if failed:
+            if failed or in_memory:
                 # The pod could be stuck among the unschedulable pods otherwise.
                 self._activate(preemptor)
 
@@ -268,9 +291,13 @@ class AsyncPreemption:
             log.error("Error occurred during async preemption", err=str(errors[0]) or type(errors[0]).__name__)
         return not errors
 
-    async def _preempt_pod(self, preemptor: Pod, node_name: str, victim: Pod) -> None:
+    async def _preempt_pod(self, preemptor: Pod, node_name: str, victim: Pod) -> PodInPreBind | None:
         """``PreemptPod``: condition, deletion, Event. A victim already gone returns quietly (no
-        Event); any other API error is logged and raised."""
+        Event); any other API error is logged and raised. Returns the victim's PreBind when it was
+        preempted in memory (cancelled there, nothing written), else None."""
+        cancelled = self._cancel_pre_bind(preemptor, node_name, victim)
+        if cancelled is not None:
+            return cancelled
         condition = disruption_target_condition(preemptor, victim, self._clock())
         try:
             if condition_needs_update(victim, condition):
@@ -308,7 +335,7 @@ class AsyncPreemption:
                 victim=kobj(victim.key),
                 node=node_name,
             )
-            return
+            return None
         log.info(
             "Preemptor Pod preempted victim Pod",
             v=2,
@@ -316,9 +343,49 @@ class AsyncPreemption:
             victim=kobj(victim.key),
             node=node_name,
         )
+        await self._post_preempted(preemptor, node_name, victim)
+        return None
+
+    def _cancel_pre_bind(self, preemptor: Pod, node_name: str, victim: Pod) -> PodInPreBind | None:
+        """A victim still in PreBind here has its binding cycle cancelled instead of being deleted;
+        None when it is not in PreBind, or its PreBind finished first (then it is deleted)."""
+        entry = self._pods_in_pre_bind.get(victim.uid) if self._pods_in_pre_bind is not None else None
+        if entry is None:
+            return None
+        if not entry.cancel_pod(f"preempted by {DEFAULT_PREEMPTION}"):
+            log.info(
+                "Failed to reject a pod in preBind, falling back to deletion via api call",
+                v=5,
+                preemptor=kobj(preemptor.key),
+                podInPreBind=kobj(victim.key),
+                node=node_name,
+            )
+            return None
+        log.info(
+            "Preemptor rejected a pod in preBind",
+            v=2,
+            preemptorType="pod",
+            preemptor=kobj(preemptor.key),
+            podInPreBind=kobj(victim.key),
+            node=node_name,
+        )
+        # Not awaited, as upstream's recorder never blocks: the preemption does not wait on the Event.
+        task = asyncio.get_running_loop().create_task(
+            self._post_preempted(preemptor, node_name, victim, in_memory=True)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return entry
+
+    async def _post_preempted(self, preemptor: Pod, node_name: str, victim: Pod, *, in_memory: bool = False) -> None:
         try:
             await self._recorder.event(
-                victim, "Normal", "Preempted", "Preempting", preempted_note(preemptor, node_name), related=preemptor
+                victim,
+                "Normal",
+                "Preempted",
+                "Preempting",
+                preempted_note(preemptor, node_name, in_memory=in_memory),
+                related=preemptor,
             )
         except Exception as exc:  # an Event is best effort, as upstream's broadcaster
             log.warning("could not post the Preempted event", pod=kobj(victim.key), err=str(exc))

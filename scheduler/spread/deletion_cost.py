@@ -30,6 +30,15 @@ A pod that counts in no domain of a constraint (its node lacks the key or is exc
 policy, or it does not match the constraint's selector) takes the top rank there: deleting it
 changes no count. A pod whose cost someone else set (the cost differs from our marker) is never
 ranked or rewritten; it counts like a pod of another workload.
+
+Those other pods sit at the bottom of every rank of their domain, so one more of them (a bare pod
+labelled like the workload) shifts the rank of each of our pods there: an exact re-rank patches the
+whole domain, and no encoding avoids that (each of our pods in the domain swaps places with a pod of
+another domain at its level). The keeper therefore ranks with *held* counts of other pods
+(``rank_workload``): a domain's count is taken again once it has drifted by more than
+``FOREIGN_SLACK`` from the count the costs were made with (and, by the keeper, once a drift has
+lasted a while). One pod of another workload coming and going patches nothing; meanwhile a
+scale-down leaves a skew at most twice the drift above the optimum (checked by the property tests).
 """
 
 from __future__ import annotations
@@ -48,11 +57,16 @@ from scheduler.spread.workload import counts_of, spread_constraints_of
 
 __all__ = [
     "COST_ANNOTATION",
+    "FOREIGN_SLACK",
     "MARKER_ANNOTATION",
     "CostChange",
     "Member",
+    "Others",
+    "Ranking",
     "cost_changes",
+    "held_others",
     "rank_costs",
+    "rank_workload",
     "widths",
     "workload_costs",
 ]
@@ -63,6 +77,12 @@ COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 # was set by someone else and is never overwritten.
 MARKER_ANNOTATION = "spread-scheduler.io/deletion-cost"
 INT32_BITS = 31  # magnitude bits of an int32 cost: costs are -1 .. -(2**31 - 1)
+# How far a domain's count of other pods may drift from the one the costs were made with before it
+# is taken again: one such pod coming or going patches nothing (see the module's docstring).
+FOREIGN_SLACK = 1
+
+# Per constraint: domain -> the pods counted there that are not members.
+Others = tuple[Mapping[str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +167,24 @@ def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, F
     assumed), not terminating, with spread constraints (its own or its profile's defaults), and
     whose cost is not someone else's. Pods of one template share their constraints; should they
     not, each set of pods that does is ranked on its own."""
+    return rank_workload(pods, cache, frameworks, {}).costs
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """``rank_workload``'s answer: the costs, the counts of other pods they were made with (per set
+    of pods ranked together: to hold next time), and whether any of those is not the count now."""
+
+    costs: dict[PodKey, int]
+    held: dict[Hashable, Others]
+    drifted: bool
+
+
+def rank_workload(
+    pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, Framework], held: Mapping[Hashable, Others]
+) -> Ranking:
+    """``workload_costs`` ranked with the counts of other pods ``held`` from the last ranking while
+    they are within ``FOREIGN_SLACK`` of the counts now (``held_others``)."""
     groups: dict[Hashable, _Group] = {}
     for pod in pods:
         framework = frameworks.get(pod.scheduler_name)
@@ -169,12 +207,27 @@ def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, F
         else:
             group.pods.append(pod)
     out: dict[PodKey, int] = {}
-    for group in groups.values():
-        out.update(_group_costs(group, cache))
-    return out
+    used: dict[Hashable, Others] = {}
+    drifted = False
+    for group_key, group in groups.items():
+        costs, now, used[group_key] = _group_costs(group, cache, held.get(group_key))
+        drifted = drifted or tuple(now) != used[group_key]
+        out.update(costs)
+    return Ranking(out, used, drifted)
 
 
-def _group_costs(group: _Group, cache: Cache) -> dict[PodKey, int]:
+def held_others(now: Sequence[Mapping[str, int]], held: Others | None, slack: int = FOREIGN_SLACK) -> Others:
+    """Per constraint and domain, the held count while it is within ``slack`` of the count ``now``,
+    else (or for a domain not held) the count now."""
+    if held is None or len(held) != len(now):
+        return tuple(now)
+    out: list[Mapping[str, int]] = []
+    for counts, before in zip(now, held, strict=True):
+        out.append({d: before[d] if d in before and abs(before[d] - n) <= slack else n for d, n in counts.items()})
+    return tuple(out)
+
+
+def _group_costs(group: _Group, cache: Cache, held: Others | None) -> tuple[dict[PodKey, int], Others, Others]:
     constraints = group.hard + group.soft
     counts, _, domain_of = counts_of(group.rep, group.hard, group.soft, cache, require_all_keys=group.require_all_keys)
     members: list[Member] = []
@@ -188,7 +241,8 @@ def _group_costs(group: _Group, cache: Cache) -> dict[PodKey, int]:
             if domain is not None:
                 others[i][domain] = max(0, others[i].get(domain, 0) - 1)
         members.append(Member(pod.key, (pod.created, pod.name), tuple(domains)))
-    return {PodKey(k): v for k, v in rank_costs(members, others).items()}
+    used = held_others(others, held)
+    return {PodKey(k): v for k, v in rank_costs(members, used).items()}, tuple(others), used
 
 
 @dataclass(frozen=True, slots=True)

@@ -850,49 +850,8 @@ class TestPodTopologySpreadPodHint:
                 id="change pod's label that match topologySpreadConstraints selector with multi "
                 "topologySpreadConstraints",
             ),
-            pytest.param(
-                make_pod("p")
-                .label("foo")
-                .spread("zone", 1, selector=FOO_EXISTS, nodeTaintsPolicy="Honor")
-                .spread("node", 1, selector=BAR_EXISTS),
-                make_pod("p").label("foo"),
-                make_pod("p").label("foo").toleration("node.kubernetes.io/unschedulable", "Exists"),
-                Q,
-                id="the unschedulable Pod has topologySpreadConstraint with NodeTaintsPolicy:Honor and has got a new "
-                "toleration",
-            ),
-            pytest.param(
-                make_pod("p")
-                .label("foo")
-                .spread("zone", 1, selector=FOO_EXISTS, nodeTaintsPolicy="Ignore")
-                .spread("node", 1, selector=BAR_EXISTS),
-                make_pod("p").label("foo"),
-                make_pod("p").label("foo").toleration("node.kubernetes.io/unschedulable", "Exists"),
-                SKIP,
-                id="the unschedulable Pod has topologySpreadConstraint without NodeTaintsPolicy:Honor and has got a "
-                "new toleration",
-            ),
-            pytest.param(
-                make_pod("p")
-                .label("foo")
-                .spread("zone", 1, selector=FOO_EXISTS, nodeTaintsPolicy="Ignore")
-                .spread("node", 1, selector=BAR_EXISTS),
-                make_pod("p"),
-                make_pod("p").label("foo"),
-                Q,
-                id="the unschedulable Pod has topologySpreadConstraint and has got a new label matching the selector "
-                "of the constraint",
-            ),
-            pytest.param(
-                make_pod("p")
-                .label("foo")
-                .spread("zone", 1, selector=FOO_EXISTS, nodeTaintsPolicy="Ignore")
-                .spread("node", 1, selector=BAR_EXISTS),
-                make_pod("p"),
-                make_pod("p").label("unrelated"),
-                SKIP,
-                id="the unschedulable Pod has topologySpreadConstraint and has got a new unrelated label",
-            ),
+            # Upstream's cases of the pod's own toleration or label change are asked at every minor in
+            # test_queueing_hints_by_minor.py (1.37 has a TargetPod hint of its own).
             pytest.param(
                 make_pod("p").label("foo").spread("zone", 1, selector=FOO_EXISTS, nodeTaintsPolicy="Honor"),
                 make_pod("p").label("foo").toleration("k", "Exists", effect="NoExecute", tolerationSeconds=10),

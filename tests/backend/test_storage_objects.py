@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.api.storage import PersistentVolumeClaim, StorageClass, not_found
+from scheduler.api.storage import DEVICE_CLASS_PREFIX, DeviceClass, PersistentVolumeClaim, StorageClass, not_found
 from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.storage_objects import STORAGE_KINDS, StorageObjects
 from scheduler.config import load_config
@@ -150,3 +150,43 @@ def test_an_assumed_version_is_seen_until_the_watch_brings_it_or_newer() -> None
     store.assume(assumed, "6")
     store.restore(assumed)
     assert store.persistent_volume_claim("default", "data") is newer
+
+
+class TestExtendedResourceNamesKeptAsUpstreams:
+    """Upstream's ExtendedResourceCache depends on the order classes arrive in (scenarios from the
+    differential test, seed 6000643 at 1.36: an older class arriving after a newer one that holds its
+    extendedResourceName is not recorded at all, not even under its implicit name)."""
+
+    @staticmethod
+    def cls(name: str, resource: str | None, created: str) -> DeviceClass:
+        return DeviceClass(name=name, extended_resource_name=resource, created=created)
+
+    def test_an_older_class_arriving_second_keeps_no_name(self) -> None:
+        store = StorageObjects()
+        store.upsert(self.cls("new", "x.io/gpu", "2026-01-02T00:00:00Z"))
+        store.upsert(self.cls("old", "x.io/gpu", "2026-01-01T00:00:00Z"))
+        assert store.device_class_for("x.io/gpu").name == "new"  # type: ignore[union-attr]
+        assert store.device_class_for(DEVICE_CLASS_PREFIX + "old") is None
+
+    def test_arriving_first_it_keeps_its_implicit_name(self) -> None:
+        store = StorageObjects()
+        store.upsert(self.cls("old", "x.io/gpu", "2026-01-01T00:00:00Z"))
+        store.upsert(self.cls("new", "x.io/gpu", "2026-01-02T00:00:00Z"))
+        assert store.device_class_for("x.io/gpu").name == "new"  # type: ignore[union-attr]
+        assert store.device_class_for(DEVICE_CLASS_PREFIX + "old").name == "old"  # type: ignore[union-attr]
+
+    def test_the_winner_deleted_leaves_the_name_unbacked(self) -> None:
+        store = StorageObjects()
+        store.upsert(self.cls("old", "x.io/gpu", "2026-01-01T00:00:00Z"))
+        newer = self.cls("new", "x.io/gpu", "2026-01-02T00:00:00Z")
+        store.upsert(newer)
+        store.remove(newer)
+        assert store.device_class_for("x.io/gpu") is None
+        assert store.device_class_for(DEVICE_CLASS_PREFIX + "old").name == "old"  # type: ignore[union-attr]
+
+    def test_a_class_renamed_away_drops_its_old_name(self) -> None:
+        store = StorageObjects()
+        store.upsert(self.cls("gpu", "x.io/gpu", "2026-01-01T00:00:00Z"))
+        store.upsert(self.cls("gpu", "x.io/other", "2026-01-01T00:00:00Z"))
+        assert store.device_class_for("x.io/gpu") is None
+        assert store.device_class_for("x.io/other").name == "gpu"  # type: ignore[union-attr]

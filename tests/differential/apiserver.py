@@ -60,6 +60,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "StorageClass": ("/apis/storage.k8s.io/v1", "storageclasses", False),
     "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers", False),
     "CSIStorageCapacity": ("/apis/storage.k8s.io/v1", "csistoragecapacities", True),
+    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
 }
 CREATED_FOR_REAL = ("Namespace", "PriorityClass", "RuntimeClass")
 # Set by the server on create, at random or from the clock: dropped so a seed stays one cluster.

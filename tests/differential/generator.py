@@ -1,6 +1,6 @@
 """Seeded random clusters that the API server accepts, for the differential test against upstream.
 
-``scenario(seed, minor=...)`` gives the objects and a KubeSchedulerConfiguration; the same seed gives
+``scenario(seed, kube_version=...)`` gives the objects and a KubeSchedulerConfiguration; the same seed gives
 the same cluster. Every object passes the validation and admission of the kube-apiserver of the
 campaign's minor (issue #17; default 1.35): ``tests.differential.apiserver`` checks that by sending a
 share of the clusters through a real one. A minor adds fields its API has and changes nothing else.
@@ -110,6 +110,14 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   ``resources`` (limits only now and then), pod-level ``status.resources``/``allocatedResources``
   (with or without pod-level requests), PodResizePending (Deferred, Infeasible) and
   PodResizeInProgress conditions, sizes above and below the spec's.
+- ``draextended`` (DRAExtendedResource, KEP-5004; only in clusters decided as a minor whose API
+  server keeps ``spec.extendedResourceName``, 1.36 and 1.37; its own stream): in 35% of clusters 1-3
+  DeviceClasses, each backing ``example.com/gpu``, ``example.com/fpga`` or only its implicit name
+  ``deviceclass.resource.kubernetes.io/<class>`` (two classes may back one name, the newest wins);
+  ``example.com/fpga`` in the allocatable of 30% of the nodes (0-2: a device plugin's, or none), and
+  40% of the pods (existing too) asking for one of those names, or for a class that does not exist,
+  so NodeResourcesFit counts the resource on nodes offering it and leaves it to DynamicResources on
+  the others (the GPU requests of every cluster meet the class backing them too).
 
 Not generated: other volume sources and resourceClaims.
 """
@@ -123,11 +131,14 @@ from typing import Any
 
 from scheduler.api.quantity import milli_value, parse_quantity
 from scheduler.config import upstream_config
-from scheduler.features import OLDEST, SUPPORTED
+from scheduler.features import DEFAULT_FEATURES as DEFAULT_KUBE_FEATURES
+from scheduler.features import SUPPORTED, features_at
 
 # Fields of plugins spread-scheduler does not run yet (InterPodAffinity, ImageLocality,
 # NodeResourcesBalancedAllocation): until each lands, our side ignores or refuses them.
-PLUGIN_FEATURES = frozenset({"interpodaffinity", "imagelocality", "balancedallocation", "disks", "claims", "wffc"})
+PLUGIN_FEATURES = frozenset(
+    {"interpodaffinity", "imagelocality", "balancedallocation", "disks", "claims", "wffc", "draextended"}
+)
 # Shapes upstream decides in its queue or node sampling, which once waited for the oracle or for our
 # side: gated pods (PreEnqueue), pending pods being deleted (skipPodSchedule), a nominated node that
 # exists (evaluateNominatedNode, and the nominator's pods counted in Filter) and
@@ -1323,15 +1334,17 @@ def preemption_inputs(
     return [_pdb(rng, ns, i, pods) for ns in namespaces for i in range(rng.choice((0, 1, 1, 2)))]
 
 
-def crowded(seed: int, minor: str = OLDEST) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def crowded(seed: int, kube_version: str = DEFAULT_KUBE_FEATURES.minor) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``scenario(seed)`` with filled nodes and late higher-priority pods always: preemption-heavy."""
-    return scenario(seed, full=True, minor=minor)
+    return scenario(seed, full=True, kube_version=kube_version)
 
 
-def replicated(seed: int, minor: str = OLDEST) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def replicated(
+    seed: int, kube_version: str = DEFAULT_KUBE_FEATURES.minor
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``scenario(seed)`` plus 3-12 replicas of one of its pending pods (a Deployment's pods share a
     signature, so this is where results reused across pods would show a difference)."""
-    objects, config = scenario(seed, minor=minor)
+    objects, config = scenario(seed, kube_version=kube_version)
     rng = random.Random(seed ^ 0x5EED)
     pending = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"].startswith("pending-")]
     template = rng.choice(pending)
@@ -1524,6 +1537,7 @@ DRAWN_FEATURES = {
     "disks": (3, 0.3),
     "claims": (4, 0.3),
     "wffc": (5, 0.3),
+    "draextended": (6, 0.35),
     # Issue #47's node and pod changes (``node_pod_changes``).
     "declaredfeatures": (11, 0.6),
     "imagevolumes": (12, 0.6),
@@ -1538,17 +1552,21 @@ def drawn(seed: int, feature: str) -> bool:
 
 
 def scenario(
-    seed: int, features: frozenset[str] = DEFAULT_FEATURES, *, full: bool | None = None, minor: str = OLDEST
+    seed: int,
+    features: frozenset[str] = DEFAULT_FEATURES,
+    *,
+    full: bool | None = None,
+    kube_version: str = DEFAULT_KUBE_FEATURES.minor,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Objects (namespaces, classes, nodes, workloads, services, existing and pending pods) and the
     config, from one seed; ``features`` adds fields of plugins that are optional (``FEATURES``);
     ``full`` forces (or forbids) the filled nodes and late preemptors of feature "preemption";
-    ``minor`` is the Kubernetes minor of the campaign: fields its API does not have are left out."""
+    ``kube_version``: the minor the cluster is decided as (its API server accepts what that minor's does)."""
     unknown = set(features) - FEATURES
     if unknown:
         raise ValueError(f"unknown generator features {sorted(unknown)}; known: {sorted(FEATURES)}")
-    if minor not in SUPPORTED:
-        raise ValueError(f"unknown Kubernetes minor {minor!r}; known: {', '.join(SUPPORTED)}")
+    if kube_version not in SUPPORTED:
+        raise ValueError(f"unknown Kubernetes minor {kube_version!r}; known: {', '.join(SUPPORTED)}")
     rng = random.Random(seed)
     frng = random.Random(seed * 1_000_003 + 1)  # the optional features' own stream
     prng = random.Random(seed * 1_000_003 + 2)  # feature "preemption"'s own stream
@@ -1656,7 +1674,7 @@ def scenario(
             _use_images(frng, pod["spec"])
         if disks and drng.random() < 0.4:
             _use_disks(drng, pod["spec"])
-    node_pod_changes(seed, features, minor, node_objs, pods)
+    node_pod_changes(seed, features, kube_version, node_objs, pods)
     if disks:
         objects += _csi_objects(drng, names)
     if claims:
@@ -1665,6 +1683,10 @@ def scenario(
         objects += _waiting_claims(wrng, pods, node_objs, namespaces)
     if "preemption" in features:
         objects += preemption_inputs(prng, pods, node_objs, owners, full=full)
+    if _dra_extended(seed, features, kube_version):
+        objects += dra_extended_inputs(
+            random.Random(seed * 1_000_003 + DRAWN_FEATURES["draextended"][0]), pods, node_objs
+        )
     objects += _classes(pods)
     overheads = sorted({tuple(p["spec"]["overhead"].values()) for p in pods if "overhead" in p["spec"]})
     objects += [_runtime_class(cpu, memory) for cpu, memory in overheads]
@@ -1692,3 +1714,66 @@ def _balanced_allocation_args(rng: random.Random) -> dict[str, Any]:
         "kind": "NodeResourcesBalancedAllocationArgs",
         "resources": resources,
     }
+
+
+# -- feature "draextended": DeviceClasses backing extended resources (DRAExtendedResource) ----------
+
+FPGA = "example.com/fpga"
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+DEVICE_CLASSES = ("gpu.example.com", "fpga.example.com", "nic")
+
+
+def _dra_extended(seed: int, features: frozenset[str], kube_version: str) -> bool:
+    """Whether the cluster has feature "draextended": drawn, and decided as a minor whose API server
+    keeps ``spec.extendedResourceName`` (it drops the field while DRAExtendedResource is off, 1.35)."""
+    return (
+        "draextended" in features
+        and features_at(kube_version).enable_dra_extended_resource
+        and drawn(seed, "draextended")
+    )
+
+
+def _device_class(rng: random.Random, name: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    roll = rng.random()
+    if roll < 0.45:
+        spec["extendedResourceName"] = GPU
+    elif roll < 0.75:
+        spec["extendedResourceName"] = FPGA
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        # Distinct ages: of two classes backing one name the newest wins (both sides' caches).
+        "metadata": {
+            "name": name,
+            "creationTimestamp": f"2026-01-01T00:0{rng.randint(0, 9)}:{rng.randint(0, 59):02d}Z",
+        },
+        "spec": spec,
+    }
+
+
+def _ask_for(spec: dict[str, Any], resource: str, quantity: str) -> None:
+    """``resource`` on the pod's first container, limit equal to request (an extended resource is
+    not overcommitted)."""
+    resources = spec["containers"][0].setdefault("resources", {})
+    resources.setdefault("limits", {})[resource] = quantity
+    if "requests" in resources:
+        resources["requests"][resource] = quantity  # else the API server copies the limit
+
+
+def dra_extended_inputs(
+    rng: random.Random, pods: list[dict[str, Any]], node_objs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Feature "draextended": the DeviceClasses, an FPGA device plugin on some nodes, pods asking for
+    the classes' resources (see the module docstring)."""
+    rng.random()  # the draw (``drawn``) is this stream's first roll
+    classes = [_device_class(rng, name) for name in rng.sample(DEVICE_CLASSES, rng.randint(1, 3))]
+    for node in node_objs:
+        if rng.random() < 0.3:
+            node["status"]["allocatable"][FPGA] = str(rng.randint(0, 2))
+    names = [GPU, FPGA, *(DEVICE_CLASS_PREFIX + c["metadata"]["name"] for c in classes), DEVICE_CLASS_PREFIX + "gone"]
+    for pod in pods:
+        if pod["metadata"]["name"].startswith("batch-") or rng.random() >= 0.4:
+            continue  # the replicas stay identical
+        _ask_for(pod["spec"], rng.choice(names), str(rng.randint(1, 2)))
+    return classes

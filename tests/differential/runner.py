@@ -38,7 +38,8 @@ What is compared, pod by pod (the oracle's output is described at the top of its
     the hint): both sides batched, onto the same node, with the same real-cycle view (the hint's
     verdict, every other node unevaluated); a fresh scoring may well prefer another node, and that
     is upstream's decision all the same. Our ranking of each scored pod's other nodes is sent with
-    the placements ("rankings"), so upstream's heap breaks ties among them as we do;
+    the placements ("rankings"), so upstream's heap breaks ties among them as we do and is laid out
+    as ours (``scheduler.framework.sorted_nodes``; 1.37's rescored nodes tie at Randomizer 0);
   - the hint batching offered (used or not: it also fails Filter, or loses to a nominated node) is
     compared for every pod, so each engagement condition is checked, not only the ones that place;
   - a partial search (more than 100 nodes and percentageOfNodesToScore: upstream stops after
@@ -50,15 +51,28 @@ What is compared, pod by pod (the oracle's output is described at the top of its
     either side, until both sides score one pod again): each side ranked different nodes, so hints
     and batched decisions may differ; whatever either side did, only the verdicts compare, as in a
     partial search (seed 12003340).
+  - upstream's batch expired (batch.go's maxBatchAge: 500 ms of wall clock; the oracle reports when
+    that much may have passed since the batch was stored, as on a loaded machine) where ours, on
+    simulate's still clock, offered a hint: our hint's verdicts only, and the states compare as after
+    a partial search until both sides score a pod again (seed 10001607 at 1.37 under load).
   - VolumeBinding's PreBind writes of a pod placed on the same node, in order: each PV bound to a
     claim and each claim given the selected node (the oracle's stand-in PV controller and
     provisioner complete them, as simulate does, so later pods meet the claims bound). The
     generator makes no two static PVs the same size: of equal ones upstream takes whichever its PV
     cache lists first, in map order, which can even decide whether a pod with two claims fits.
+Documented exceptions (docs/differences.md), each accepted exactly and nowhere else:
+  - DynamicResources' internal " not found" ending the message after a PreFilter ended the cycle;
+  - 1.37's preemption placement tail when only the node differs (judged by the deterministic view);
+  - a DeviceClass-backed extended resource on a node that does not offer it (1.36+): where upstream's
+    allocator fails with "cannot allocate all claims" (these clusters have no ResourceSlices), our
+    stand-in refuses the same node with the same plugin and code in its own words, naming the
+    resource and the class; node verdicts compare with that reason in upstream's words, and the
+    message's histograms with ours counted as upstream's one reason;
+  - several "Insufficient <extended resource>" reasons on one node: upstream's order is Go map order.
 After a pod whose placement differed (the oracle then moves it to ours: "worldFixed"), later
 mismatches of the scenario are marked as such: they may follow from the first.
 
-The generator builds each cluster at the campaign's minor (``scenario(seed, minor=...)``: node
+The generator builds each cluster at the campaign's minor (``scenario(seed, kube_version=...)``: node
 ``declaredFeatures`` from 1.36). The summary counts what upstream did, and whether issue #47's node
 and pod changes decided something (``tally_node_pod_changes``): NodeDeclaredFeatures' rejections,
 ImageLocality scores from an image volume's image alone, assigned pods counted otherwise than their
@@ -89,7 +103,7 @@ from scheduler.plugins.names import DEFAULT_PREEMPTION
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver
-from tests.differential.generator import DRAWN_FEATURES, crowded, drawn, scenario
+from tests.differential.generator import DEVICE_CLASS_PREFIX, DRAWN_FEATURES, crowded, drawn, scenario
 
 # Upstream's default multiPoint plugins (default_plugins.go, DynamicResources by its GA gate) that
 # spread-scheduler does not run yet: remove a name when its plugin lands on our side.
@@ -142,11 +156,13 @@ def upstream_default_profile(config: dict[str, Any], features: Features = DEFAUL
 
 
 def informer_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``objects`` with the Nodes first, by name, and the bound pods last, by (namespace, name); the
-    rest as they are.
+    """``objects`` with the Nodes first, by name, then the rest as they are, the DeviceClasses by
+    name, and the bound pods last, by (namespace, name).
 
     The oracle's fake API lists objects sorted by namespace and name, as a real informer's initial
-    list from etcd does, so that is the order upstream's cache meets nodes and bound pods in. Our
+    list from etcd does, so that is the order upstream's cache meets nodes, bound pods and
+    DeviceClasses in (of two classes backing one name, the order decides whether the older one's
+    implicit name is known: ``scheduler.backend.cache.storage_objects.ExtendedResourceNames``). Our
     side gets them in the same order: the node order is the snapshot's (preemption's random offset
     indexes into it), and the order pods join a node decides which of two victims of equal priority
     without ``status.startTime`` goes first (upstream's sort reads the clock for each, so its result
@@ -156,13 +172,15 @@ def informer_order(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     def bound(o: dict[str, Any]) -> bool:
         return o.get("kind") == "Pod" and bool((o.get("spec") or {}).get("nodeName"))
 
-    nodes = sorted((o for o in objects if o.get("kind") == "Node"), key=lambda o: str(o["metadata"]["name"]))
+    def by_name(kind: str) -> list[dict[str, Any]]:
+        return sorted((o for o in objects if o.get("kind") == kind), key=lambda o: str(o["metadata"]["name"]))
+
     pods = sorted(
         (o for o in objects if bound(o)),
         key=lambda o: (o["metadata"].get("namespace", "default"), o["metadata"]["name"]),
     )
-    rest = [o for o in objects if o.get("kind") != "Node" and not bound(o)]
-    return [*nodes, *rest, *pods]
+    rest = [o for o in objects if o.get("kind") not in ("Node", "DeviceClass") and not bound(o)]
+    return [*by_name("Node"), *rest, *by_name("DeviceClass"), *pods]
 
 
 def python_side(
@@ -231,6 +249,85 @@ def _feasible(result: dict[str, Any]) -> list[str]:
     return scored or ([result["node"]] if result["node"] else [])
 
 
+# docs/differences.md, "a DeviceClass-backed extended resource": where upstream's DynamicResources
+# would allocate devices (none exist in these clusters: no ResourceSlices) and fails with its
+# allocator's reason, our stand-in refuses the same node with the same plugin and code, naming the
+# resource and the class. Only that reason's text may differ; counts, nodes and codes may not.
+_EXTENDED_REFUSAL = re.compile(
+    r'extended resource "[^"]+" \(DeviceClass "[^"]+"\) needs the DynamicResources plugin: '
+    r"spread-scheduler does not allocate devices"
+)
+UPSTREAM_ALLOCATION_FAILED = "cannot allocate all claims"
+_AVAILABLE = re.compile(r"(\d+/\d+ nodes are available: )(.*?)(\.(?: |$))")
+
+
+def _as_upstream_words(filter_: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A node's verdict with our DRA-backed extended resource refusal in upstream's words."""
+    if filter_ is None or not _EXTENDED_REFUSAL.fullmatch(str(filter_.get("reason"))):
+        return filter_
+    return {**filter_, "reason": UPSTREAM_ALLOCATION_FAILED}
+
+
+def _extended_reasons_in_any_order(ours: dict[str, Any], upstream: dict[str, Any]) -> bool:
+    """docs/differences.md, "order of several Insufficient <extended resource> reasons on one node":
+    upstream walks a Go map (its order varies run to run), we sort by name."""
+    mine, theirs = (str(f.get("reason")).split(", ") for f in (ours, upstream))
+    same_rest = {**ours, "reason": ""} == {**upstream, "reason": ""}
+    return same_rest and sorted(mine) == sorted(theirs) and _only_extended_moved(mine, theirs)
+
+
+def _only_extended_moved(mine: list[str], theirs: list[str]) -> bool:
+    """The same reason at each place that is not an extended resource's ``Insufficient``."""
+
+    def fixed(reasons: list[str]) -> list[str]:
+        return ["" if r.startswith("Insufficient ") and "/" in r else r for r in reasons]
+
+    return fixed(mine) == fixed(theirs)
+
+
+def _same_view(real: dict[str, Any], second: dict[str, Any]) -> bool:
+    """The oracle's self-check: its real cycle and its second view agree, but for the order of
+    several extended resources' reasons on one node, which is Go map order within upstream too."""
+    if real["best"] != second["best"] or real["nodes"].keys() != second["nodes"].keys():
+        return False
+    for node, entry in real["nodes"].items():
+        other = second["nodes"][node]
+        if {**entry, "filter": None} != {**other, "filter": None}:
+            return False
+        a, b = entry["filter"], other["filter"]
+        if a != b and not (a is not None and b is not None and _extended_reasons_in_any_order(a, b)):
+            return False
+    return True
+
+
+def _same_verdict(ours: dict[str, Any] | None, upstream: dict[str, Any] | None) -> bool:
+    if ours == upstream:
+        return True
+    if ours is None or upstream is None:
+        return False
+    if upstream.get("reason") == UPSTREAM_ALLOCATION_FAILED:
+        return _as_upstream_words(ours) == upstream
+    return ours.get("plugin") == upstream.get("plugin") == "NodeResourcesFit" and _extended_reasons_in_any_order(
+        ours, upstream
+    )
+
+
+def _histogram_in_upstream_words(message: str) -> str:
+    """``message`` with each ``N/M nodes are available: ...`` histogram's extended resource refusals
+    counted as upstream's allocation failure (one reason, whatever the resource), sorted again as
+    upstream's FitError sorts its ``"<count> <reason>"`` strings."""
+
+    def merge(match: re.Match[str]) -> str:
+        counts: Counter[str] = Counter()
+        for entry in re.split(r", (?=\d+ )", match.group(2)):
+            count, _, reason = entry.partition(" ")
+            counts[UPSTREAM_ALLOCATION_FAILED if _EXTENDED_REFUSAL.fullmatch(reason) else reason] += int(count)
+        entries = sorted(f"{count} {reason}" for reason, count in counts.items())
+        return match.group(1) + ", ".join(entries) + match.group(3)
+
+    return _AVAILABLE.sub(merge, message) if _EXTENDED_REFUSAL.search(message) else message
+
+
 def _compare_nodes(pod: str, ours: dict[str, Any], theirs: dict[str, Any], *, scores: bool = True) -> list[str]:
     problems = []
     for node, gn in theirs.items():
@@ -238,7 +335,7 @@ def _compare_nodes(pod: str, ours: dict[str, Any], theirs: dict[str, Any], *, sc
         if pn is None:
             problems.append(f"{pod}/{node}: missing on our side")
             continue
-        if pn["filter"] != gn["filter"] or pn.get("evaluated", True) != gn.get("evaluated", True):
+        if not _same_verdict(pn["filter"], gn["filter"]) or pn.get("evaluated", True) != gn.get("evaluated", True):
             problems.append(f"{pod}/{node}: filter {pn['filter']} vs {gn['filter']}")
         if scores and (pn["scores"] != gn["scores"] or pn["total"] != gn["total"]):
             problems.append(
@@ -285,7 +382,7 @@ def _verdicts(pod: str, p: dict[str, Any], full: dict[str, Any]) -> list[str]:
     if wrong := sorted(set(_feasible(p)) - set(full["feasible"])):
         problems.append(f"{pod}: {wrong} feasible for us, not for upstream's filters")
     for node, entry in p["nodes"].items():
-        if entry["filter"] is not None and entry["filter"] != full["nodes"][node]["filter"]:
+        if entry["filter"] is not None and not _same_verdict(entry["filter"], full["nodes"][node]["filter"]):
             problems.append(f"{pod}/{node}: filter {entry['filter']} vs {full['nodes'][node]['filter']}")
     return problems
 
@@ -314,7 +411,8 @@ def _placement_differs_only(ours: str, upstream: str, g: dict[str, Any]) -> bool
 def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = False) -> list[str]:
     """Differences between our result and upstream's for one pod (the rules in the module docstring).
 
-    ``partial_batch``: the batching state either side may use was stored after a partial search.
+    ``partial_batch``: the batching states of the two sides may differ (stored after a partial
+    search, or upstream's expired on the oracle's wall clock).
     """
     pod = p["pod"]
     problems = [f"{pod}: oracle self-check: {x}" for x in g.get("problems") or []]
@@ -323,15 +421,19 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
         # Each side ranks the nodes its own partial search found: hints may differ, and whichever
         # node is taken must pass upstream's filters.
         return problems + _verdicts(pod, p, full=g["full"])
+    if _expired_upstream(p, g):
+        # Our hint must pass upstream's filters (its every-node view); the placement is ours.
+        return problems + _verdicts(pod, p, full=g["full"])
     if (p.get("hint") or "") != (g.get("hint") or ""):
         problems.append(f"{pod}: batching hint {p.get('hint')} vs upstream's {g.get('hint')}")
     if p["code"] != g["code"]:
         return [*problems, f"{pod}: outcome {p['code']} ({p['message']}) vs upstream {g['code']} ({g['message']})"]
     if p["code"] != "Success":
+        ours_message = _histogram_in_upstream_words(p["message"])
         if (
-            p["message"] != g["message"]
-            and not _prefilter_ended_cycle(p["message"], g["message"])
-            and not _placement_differs_only(p["message"], g["message"], g)
+            ours_message != g["message"]
+            and not _prefilter_ended_cycle(ours_message, g["message"])
+            and not _placement_differs_only(ours_message, g["message"], g)
         ):
             problems.append(f"{pod}: message\n  ours:     {p['message']}\n  upstream: {g['message']}")
         problems += compare_preemption(pod, p, g)
@@ -365,7 +467,7 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
     if p["node"] not in g["best"]:
         problems.append(f"{pod}: chose {p['node']}, upstream's best: {g['best']}")
     problems += _compare_nodes(pod, p["nodes"], g["nodes"])
-    if g["nodes"] != full["nodes"] or g["best"] != full["best"]:
+    if not _same_view(g, full):
         problems.append(f"{pod}: oracle self-check: the real cycle and the second view differ")
     return problems
 
@@ -392,10 +494,21 @@ def compare(py: list[dict[str, Any]], go: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
+def _expired_upstream(p: dict[str, Any], g: dict[str, Any]) -> bool:
+    """Upstream offered no hint where we did, and its stored batch may have outlived maxBatchAge
+    (500 ms) on the oracle's wall clock (a loaded machine runs a scenario's cycles that far apart;
+    simulate's clock stands still, as a live scheduler's 500 ms would not pass between two pods of a
+    burst either)."""
+    return bool(g.get("batchMayHaveExpired") and p.get("hint") and not g.get("hint") and p["code"] == "Success")
+
+
 def _partial_batch_after(before: bool, p: dict[str, Any], g: dict[str, Any]) -> bool:
-    """Whether batching state stored so far may come from a partial search, after this pod: a pod
-    both sides scored stores (or clears) a ranking on both, from a partial search or not; a batched
-    pod on either side keeps what was stored; a pod neither batched nor scored clears it on both."""
+    """Whether the two sides' batching states may differ after this pod: a pod both sides scored
+    stores (or clears) a ranking on both, from a partial search or not; a batched pod on either side
+    keeps what was stored; a pod neither batched nor scored clears it on both; a pod we batched where
+    upstream's batch had expired leaves each side with another state."""
+    if _expired_upstream(p, g):
+        return True
     if p.get("batched") or g["batched"]:
         return before
     if p.get("ranking"):
@@ -421,11 +534,48 @@ def tally(results: list[dict[str, Any]], stats: Counter[str]) -> None:
             "potentialNodes", 0
         )
         stats["gated"] += bool(g.get("gated"))
+        stats["no hint upstream, 500 ms after its batch (wall clock)"] += bool(
+            g.get("batchMayHaveExpired")
+        ) and not g.get("hint")
         stats["world fixed"] += bool(g.get("worldFixed"))
         for write in g.get("volumeWrites") or ():
             stats["claims bound to a static PV" if write.startswith("bind PV") else "claims provisioned"] += 1
         for plugin in sorted(set(g.get("unschedulablePlugins") or ()) & VOLUME_PLUGINS):
             stats[f"rejected by {plugin}"] += 1
+        filters = [entry.get("filter") or {} for entry in (g.get("nodes") or {}).values()]
+        stats["DRA-backed: pods DynamicResources failed on some node"] += any(
+            f.get("reason") == UPSTREAM_ALLOCATION_FAILED for f in filters
+        )
+        stats["DRA-backed: pods 'cannot fit resource' on some node"] += any(
+            f.get("reason") == "cannot fit resource" for f in filters
+        )
+
+
+def _dra_backed_requests(objects: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Per pod (namespace/name), the extended resources it asks for that a DeviceClass of ``objects`` backs."""
+    classes = [o for o in objects if o.get("kind") == "DeviceClass"]
+    backed = {DEVICE_CLASS_PREFIX + c["metadata"]["name"] for c in classes}
+    backed |= {str(c["spec"]["extendedResourceName"]) for c in classes if c["spec"].get("extendedResourceName")}
+    out: dict[str, set[str]] = {}
+    for pod in (o for o in objects if o.get("kind") == "Pod"):
+        asked = {
+            name
+            for container in pod["spec"].get("containers", []) + pod["spec"].get("initContainers", [])
+            for part in ("requests", "limits")
+            for name in (container.get("resources") or {}).get(part, {})
+        }
+        if asked & backed:
+            out[f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"] = asked & backed
+    return out
+
+
+def tally_dra_backed(objects: list[dict[str, Any]], results: list[dict[str, Any]], stats: Counter[str]) -> None:
+    """Pods asking for a DeviceClass-backed extended resource, and what became of them upstream."""
+    backed = _dra_backed_requests(objects)
+    for g in results:
+        if g["pod"] in backed and not g.get("gated"):
+            stats["DRA-backed: pods asking for one"] += 1
+            stats["DRA-backed: of those, placed (a device plugin's allocatable)"] += g["code"] == "Success"
 
 
 def _image_name(name: str) -> str:
@@ -502,11 +652,11 @@ def run_batch(
     """Mismatches per seed (empty lists are dropped); ``stats`` counts what upstream did. ``features``:
     the minor and gates both sides decide with (``oracle`` must be built for that release); ``make``
     defaults to ``scenario`` at that minor."""
-    make = make or functools.partial(scenario, minor=features.minor)
-    lines, ours, made = [], {}, {}
+    make = make or functools.partial(scenario, kube_version=features.minor)
+    lines, ours, objects_of = [], {}, {}
     for seed in seeds:
         objects, config = make(seed)
-        made[seed] = objects
+        objects_of[seed] = objects
         config = upstream_default_profile(config, features)
         py = python_side(objects, config, seed, features=features)
         ours[seed] = py
@@ -537,8 +687,9 @@ def run_batch(
             continue
         if stats is not None:
             tally(result["results"] or [], stats)
+            tally_dra_backed(objects_of[seed], result["results"] or [], stats)
             stats["nominated pod counted in Filter (ours)"] += sum(bool(p.get("nominatedCounted")) for p in ours[seed])
-            tally_node_pod_changes(made[seed], result["results"] or [], stats, features)
+            tally_node_pod_changes(objects_of[seed], result["results"] or [], stats, features)
         found = compare(ours[seed], result["results"] or [])
         if found:
             mismatches[seed] = found
@@ -601,8 +752,7 @@ def main() -> int:
         parser.error(str(exc))
     oracle = oracle_binary(features)
     trip = apiserver.start(args.through_apiserver, features.release)
-    # The generator emits only fields the campaign's minor has (node declaredFeatures from 1.36).
-    base = functools.partial(crowded if args.crowded else scenario, minor=features.minor)
+    base = functools.partial(crowded if args.crowded else scenario, kube_version=features.minor)
     make = trip.wrap(base, args.through_apiserver) if trip else base
     last = args.start + args.count - 1
     only = f", only those with {args.only_with}" if args.only_with else ""

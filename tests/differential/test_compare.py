@@ -3,7 +3,7 @@ both sides, no oracle."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from scheduler.config import upstream_config
 from scheduler.features import features_at
@@ -120,6 +120,25 @@ class TestBatched:
         assert compare(
             [ours("a", full["nodes"], batched=True, hint="a")], [upstream("a", full["nodes"], hint="a")]
         ) == ["default/p: only we batched: ours a, upstream's a"]
+
+    def test_a_batch_expired_on_the_oracle_clock_compares_verdicts_only(self) -> None:
+        """Upstream's stored batch may have outlived 500 ms of the oracle's wall clock: we batched onto
+        a, upstream scored afresh and took b. Our hint must still pass upstream's filters, and the
+        next pod's hints (each side's state differs) compare as after a partial search."""
+        full = self.full_view()
+        mine = ours("a", {"a": FEASIBLE, "b": SKIPPED, "c": SKIPPED}, batched=True, hint="a")
+        theirs = upstream("b", full["nodes"], full, batchMayHaveExpired=True)
+        nxt_ours = {
+            **ours("b", {"a": SKIPPED, "b": FEASIBLE, "c": SKIPPED}, batched=True, hint="b"),
+            "pod": "default/q",
+        }
+        nxt_theirs = {**upstream("c", {"a": SKIPPED, "b": SKIPPED, "c": FEASIBLE}, full, batched=True, hint="c")}
+        nxt_theirs["pod"] = "default/q"
+        assert compare([mine, nxt_ours], [theirs, nxt_theirs]) == []
+        # Without the oracle's word, the same is a mismatch; and a hint infeasible upstream still is.
+        assert compare([mine], [upstream("b", full["nodes"], full)]) != []
+        bad = {**full, "feasible": ["b", "c"], "nodes": {**full["nodes"], "a": {**full["nodes"]["a"], "filter": "X"}}}
+        assert compare([mine], [upstream("b", full["nodes"], bad, batchMayHaveExpired=True)]) != []
 
     def test_after_a_partial_search_only_verdicts_compare(self) -> None:
         """The first pod's partial search (over 100 nodes) stored different rankings on each side,
@@ -301,3 +320,104 @@ class TestPlacementMessage:
         p = ours(None, {}, message=other, nominatedNode="a", victims=["default/x"])
         (problem,) = compare([p], [g])
         assert problem.startswith("default/p: message")
+
+
+class TestDRABackedExtendedResources:
+    """docs/differences.md: where upstream's DynamicResources would allocate devices for a
+    DeviceClass-backed extended resource and fails ("cannot allocate all claims"), our stand-in
+    refuses the same nodes, same plugin and code, in its own words; nothing else may differ."""
+
+    OURS: ClassVar[dict[str, str]] = {
+        "plugin": "DynamicResources",
+        "reason": 'extended resource "example.com/gpu" (DeviceClass "gpu") needs the DynamicResources plugin: '
+        "spread-scheduler does not allocate devices",
+        "code": UNRESOLVABLE,
+    }
+    FPGA: ClassVar[dict[str, str]] = {**OURS, "reason": OURS["reason"].replace("example.com/gpu", "example.com/fpga")}
+    THEIRS: ClassVar[dict[str, str]] = {
+        "plugin": "DynamicResources",
+        "reason": "cannot allocate all claims",
+        "code": UNRESOLVABLE,
+    }
+
+    def pair(self, our_message: str, their_message: str, nodes: dict[str, Any]) -> list[str]:
+        theirs = {
+            n: {**e, "filter": self.THEIRS if e["filter"] in (self.OURS, self.FPGA) else e["filter"]}
+            for n, e in nodes.items()
+        }
+        return compare([ours(None, nodes, message=our_message)], [upstream(None, theirs, message=their_message)])
+
+    def test_only_the_reason_text_differs(self) -> None:
+        """Two resources refused on two nodes are one reason upstream: counts merged, sorted again."""
+        nodes = {
+            "a": {**FEASIBLE, "filter": self.OURS},
+            "b": {**FEASIBLE, "filter": self.FPGA},
+            "c": {**FEASIBLE, "filter": TAINT},
+        }
+        our_message = (
+            f"0/3 nodes are available: 1 {self.OURS['reason']}, 1 {self.FPGA['reason']}, "
+            "1 node(s) had untolerated taint(s). still not schedulable, preemption: 0/3 nodes are available: "
+            f"1 {self.OURS['reason']}, 2 Preemption is not helpful for scheduling."
+        )
+        their_message = (
+            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 cannot allocate all claims. still not "
+            "schedulable, preemption: 0/3 nodes are available: 1 cannot allocate all claims, 2 Preemption is not "
+            "helpful for scheduling."
+        )
+        assert self.pair(our_message, their_message, nodes) == []
+
+    def test_a_count_or_a_code_that_differs_is_still_a_mismatch(self) -> None:
+        nodes = {"a": {**FEASIBLE, "filter": self.OURS}, "b": {**FEASIBLE, "filter": TAINT}}
+        our_message = f"0/2 nodes are available: 1 {self.OURS['reason']}, 1 node(s) had untolerated taint(s)."
+        their_message = "0/2 nodes are available: 2 cannot allocate all claims."
+        assert len(self.pair(our_message, their_message, nodes)) == 1
+        mine = {**nodes, "a": {**FEASIBLE, "filter": {**self.OURS, "code": "Unschedulable"}}}
+        theirs = {**nodes, "a": {**FEASIBLE, "filter": self.THEIRS}}
+        message = "0/2 nodes are available: 1 cannot allocate all claims, 1 node(s) had untolerated taint(s)."
+        problems = compare([ours(None, mine, message=our_message)], [upstream(None, theirs, message=message)])
+        assert [p for p in problems if "/a: filter" in p], problems
+
+    def test_another_upstream_reason_is_not_excused(self) -> None:
+        nodes = {"a": {**FEASIBLE, "filter": self.OURS}}
+        theirs = {"a": {**FEASIBLE, "filter": {**self.THEIRS, "reason": "some other failure"}}}
+        problems = compare(
+            [ours(None, nodes, message=f"0/1 nodes are available: 1 {self.OURS['reason']}.")],
+            [upstream(None, theirs, message="0/1 nodes are available: 1 some other failure.")],
+        )
+        assert len(problems) == 2, problems
+
+
+def test_several_extended_resources_short_on_one_node_compare_in_any_order() -> None:
+    """docs/differences.md: upstream lists them in Go map order, we sort them; cpu and memory keep
+    their fixed places, and a reason more or less is still a mismatch."""
+    fit = {"plugin": "NodeResourcesFit", "code": UNRESOLVABLE}
+    mine = {**fit, "reason": "Insufficient cpu, Insufficient example.com/fpga, Insufficient example.com/gpu"}
+    theirs = {**fit, "reason": "Insufficient cpu, Insufficient example.com/gpu, Insufficient example.com/fpga"}
+    assert (
+        compare(
+            [ours(None, {"a": {**FEASIBLE, "filter": mine}})], [upstream(None, {"a": {**FEASIBLE, "filter": theirs}})]
+        )
+        == []
+    )
+    fewer = {**fit, "reason": "Insufficient cpu, Insufficient example.com/gpu"}
+    assert compare(
+        [ours(None, {"a": {**FEASIBLE, "filter": mine}})], [upstream(None, {"a": {**FEASIBLE, "filter": fewer}})]
+    )
+    moved = {**fit, "reason": "Insufficient example.com/fpga, Insufficient cpu, Insufficient example.com/gpu"}
+    assert compare(
+        [ours(None, {"a": {**FEASIBLE, "filter": moved}})], [upstream(None, {"a": {**FEASIBLE, "filter": theirs}})]
+    )
+
+
+def test_the_oracles_two_views_may_list_extended_reasons_in_either_order() -> None:
+    """Seed 6001206 at 1.36: upstream's real cycle and the oracle's second view walk the same Go
+    map twice; only the order of the extended resources' reasons differs, which is no self-check failure."""
+    fit = {"plugin": "NodeResourcesFit", "code": UNRESOLVABLE}
+    gpu_first = {**fit, "reason": "Insufficient example.com/gpu, Insufficient example.com/fpga"}
+    fpga_first = {**fit, "reason": "Insufficient example.com/fpga, Insufficient example.com/gpu"}
+    nodes = {"a": scored(300), "b": {**FEASIBLE, "filter": fpga_first}}
+    second = {"a": scored(300), "b": {**FEASIBLE, "filter": gpu_first}}
+    full = {"code": "Success", "best": ["a"], "feasible": ["a"], "nodes": second}
+    assert compare([ours("a", nodes)], [upstream("a", nodes, full=full)]) == []
+    other = {**full, "nodes": {**second, "b": {**FEASIBLE, "filter": {**fit, "reason": "Insufficient cpu"}}}}
+    assert compare([ours("a", nodes)], [upstream("a", nodes, full=other)])

@@ -32,7 +32,7 @@ def test_replicas_of_one_pod_decide_exactly_like_upstream() -> None:
         range(START, START + count),
         oracle_binary(FEATURES),
         features=FEATURES,
-        make=functools.partial(replicated, minor=FEATURES.minor),
+        make=functools.partial(replicated, kube_version=FEATURES.minor),
     )
     report = "\n".join(f"seed {seed}: " + "; ".join(problems[:3]) for seed, problems in sorted(mismatches.items())[:10])
     assert not mismatches, f"{len(mismatches)}/{count} clusters differ from upstream:\n{report}"
@@ -46,7 +46,7 @@ def test_crowded_clusters_preempt_exactly_like_upstream() -> None:
         range(START, START + count),
         oracle_binary(FEATURES),
         features=FEATURES,
-        make=functools.partial(crowded, minor=FEATURES.minor),
+        make=functools.partial(crowded, kube_version=FEATURES.minor),
     )
     report = "\n".join(f"seed {seed}: " + "; ".join(problems[:3]) for seed, problems in sorted(mismatches.items())[:10])
     assert not mismatches, f"{len(mismatches)}/{count} clusters differ from upstream:\n{report}"

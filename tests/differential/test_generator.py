@@ -231,12 +231,16 @@ def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
 def test_node_pod_changes_follow_the_campaigns_minor() -> None:
     """Issue #47's features: node ``declaredFeatures`` (sorted, unique, valid names) and the
     RestartAllContainers rule only from 1.36, whose API has them; image volumes with unique names at
-    every minor; resize status only on assigned pods. A minor changes no object's name or order."""
+    every minor; resize status only on assigned pods. A minor changes no object's name or order
+    (DeviceClasses of feature "draextended" aside)."""
     seen: Counter[str] = Counter()
     name_pattern = re.compile(r"^[A-Z][A-Za-z0-9]*(/[A-Za-z0-9]+)*$")
     for seed in SEEDS[:80]:
-        by_minor = {minor: generator.scenario(seed, minor=minor)[0] for minor in ("1.35", "1.36", "1.37")}
-        names = {m: [(o["kind"], o["metadata"]["name"]) for o in objects] for m, objects in by_minor.items()}
+        by_minor = {minor: generator.scenario(seed, kube_version=minor)[0] for minor in ("1.35", "1.36", "1.37")}
+        names = {
+            m: [(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] != "DeviceClass"]  # "draextended"
+            for m, objects in by_minor.items()
+        }
         assert names["1.35"] == names["1.36"] == names["1.37"]
         for minor, objects in by_minor.items():
             for node in (o for o in objects if o["kind"] == "Node"):
@@ -265,3 +269,38 @@ def test_node_pod_changes_follow_the_campaigns_minor() -> None:
                             parse_quantity(quantity)
                     seen["resized"] += 1
     assert {"declared", "RestartAllContainers", "Restart", "image volume", "resized"} <= set(seen)
+
+
+def test_device_classes_only_where_the_api_server_keeps_their_extended_resource_name() -> None:
+    """Feature "draextended": DeviceClasses with and without ``extendedResourceName`` at 1.36 and
+    1.37, nodes offering the FPGA or not, pods asking for a backed name; none at 1.35, whose API
+    server drops the field (DRAExtendedResource alpha, off), and the rest of the cluster unchanged."""
+    seen: Counter[str] = Counter()
+    for seed in SEEDS:
+        at_35, _ = generator.scenario(seed, kube_version="1.35")
+        assert not [o for o in at_35 if o["kind"] == "DeviceClass"]
+        for minor in ("1.36", "1.37"):
+            objects, _ = generator.scenario(seed, kube_version=minor)
+            classes = [o for o in objects if o["kind"] == "DeviceClass"]
+            assert bool(classes) == generator.drawn(seed, "draextended")
+            assert [(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] != "DeviceClass"] == [
+                (o["kind"], o["metadata"]["name"]) for o in at_35
+            ]
+            for c in classes:
+                seen[c["spec"].get("extendedResourceName", "implicit")] += 1
+            for node in (o for o in objects if o["kind"] == "Node"):
+                if generator.FPGA in node["status"]["allocatable"]:
+                    seen["fpga " + ("offered" if node["status"]["allocatable"][generator.FPGA] != "0" else "0")] += 1
+            for pod in (o for o in objects if o["kind"] == "Pod"):
+                for name in pod["spec"]["containers"][0].get("resources", {}).get("limits", {}):
+                    if name.startswith(generator.DEVICE_CLASS_PREFIX) or name == generator.FPGA:
+                        seen["asks " + name.split("/")[0]] += 1
+    assert set(seen) == {
+        generator.GPU,
+        generator.FPGA,
+        "implicit",
+        "fpga offered",
+        "fpga 0",
+        "asks example.com",
+        "asks deviceclass.resource.kubernetes.io",
+    }, seen

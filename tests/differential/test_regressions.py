@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.config import upstream_config
+from scheduler.features import features_at
 from scheduler.testing import make_node, make_pod
 from tests.differential.generator import FEATURES, NODE_POD_FEATURES, scenario
 from tests.differential.runner import (
@@ -67,6 +68,25 @@ def test_seeds_that_once_differed_agree_with_upstream() -> None:
 
 def test_crowded_seeds_that_once_differed_agree_with_upstream() -> None:
     mismatches = run_batch(sorted(CROWDED_REGRESSION_SEEDS), oracle_binary(), make=_crowded_as_found)
+    assert not mismatches
+
+
+# Issue #47, feature "draextended" (DeviceClasses backing extended resources), as kube-scheduler 1.36.3:
+# seed -> what it uncovered
+DRA_EXTENDED_REGRESSION_SEEDS = {
+    6000006: "a pod asking for a DeviceClass-backed resource holds a claim for upstream's PostFilter: 'still "
+    "not schedulable' at 1.36, not 'no new claims to deallocate'",
+    6000232: "several 'Insufficient <extended>' reasons on one node: upstream's order is Go map order",
+    6000622: "'cannot fit resource': an extended resource no class backs and the node does not list (Fit ignores "
+    "it) when the pod also asks for a backed one",
+    6000643: "upstream's ExtendedResourceCache: an older class arriving after a newer one holding its "
+    "extendedResourceName is not recorded, not even under its implicit name",
+}
+
+
+def test_dra_extended_seeds_that_once_differed_agree_with_upstream() -> None:
+    features = features_at("1.36")
+    mismatches = run_batch(sorted(DRA_EXTENDED_REGRESSION_SEEDS), oracle_binary(features), features=features)
     assert not mismatches
 
 

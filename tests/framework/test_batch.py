@@ -127,7 +127,7 @@ def test_batch_basic(
         assert b.state is None or not b.state.sorted_nodes
     else:
         assert b.state is not None
-        assert (b.state.signature, b.state.sorted_nodes) == (second_sig.encode(), left)
+        assert (b.state.signature, b.state.sorted_nodes.names()) == (second_sig.encode(), left)
 
 
 # -- each condition, and each reason the state goes unused ---------------------------------------
@@ -154,7 +154,7 @@ class TestConditions:
         b = Batched()
         assert b.second() == "n1"
         assert b.batch.state is not None
-        assert b.batch.state.sorted_nodes == ["n2"]
+        assert b.batch.state.sorted_nodes.names() == ["n2"]
 
     def test_a_gap_in_the_cycle_count(self) -> None:
         """Another profile's pod, or a pod that failed (failures store nothing), came between."""
@@ -209,7 +209,7 @@ class TestConditions:
         b.profile.signature = b"other"
         assert b.second() is None
         assert b.batch.state is not None
-        assert b.batch.state.sorted_nodes == ["n1", "n2"]
+        assert b.batch.state.sorted_nodes.names() == ["n1", "n2"]
 
 
 class TestStore:
@@ -218,7 +218,7 @@ class TestStore:
         hint = b.second()
         b.batch.store_schedule_results(b"sig", hint, "n1", [NodeName("x")], 2)
         assert b.batch.state is not None
-        assert b.batch.state.sorted_nodes == ["n2"]
+        assert b.batch.state.sorted_nodes.names() == ["n2"]
         assert b.batch.batched_pods == 1
         assert b.batch.last_cycle == batching.SchedulingCycle(2, "n1", succeeded=True)
 
@@ -227,7 +227,9 @@ class TestStore:
         hint = b.second()
         b.batch.clock = FakeClock(100.0)
         b.batch.store_schedule_results(b"sig", hint, "n2", [NodeName("n5")], 2)
-        assert b.batch.state == batching.BatchState(b"sig", ["n5"], 100.0)
+        state = b.batch.state
+        assert state is not None
+        assert (state.signature, state.sorted_nodes.names(), state.creation_time) == (b"sig", ["n5"], 100.0)
 
     def test_an_unsigned_pod_clears(self) -> None:
         b = Batched()
@@ -380,7 +382,7 @@ def test_batch_rescore(
     got, _ = b.get_node_hint(fwk, CycleState(), pod("pod2", "a-2"), 2, snapshot)
     assert got == hint
     assert b.state is not None
-    assert b.state.sorted_nodes == left
+    assert b.state.sorted_nodes.names() == left
 
 
 def test_batch_rescore_chain() -> None:
@@ -396,7 +398,7 @@ def test_batch_rescore_chain() -> None:
     hint3, _ = b.get_node_hint(fwk, CycleState(), pod("pod3", "a-3"), 3, snapshot)
     assert hint3 == "n2"
     assert b.state is not None
-    assert b.state.sorted_nodes == ["n1"]
+    assert b.state.sorted_nodes.names() == ["n1"]
 
 
 def test_1_37_one_pod_per_node_keeps_the_ranking() -> None:
@@ -406,3 +408,47 @@ def test_1_37_one_pod_per_node_keeps_the_ranking() -> None:
     b.store_schedule_results(b"sig", None, "n3", [NodeName("n1"), NodeName("n2")], 1)
     snapshot = FakeSnapshot({"n3": node_with("n3", pod("pod1", "b-1"))})
     assert b.get_node_hint(fwk, CycleState(), pod("pod2", "b-2"), 2, snapshot)[0] == "n1"
+
+
+@dataclass
+class ByName:
+    """Fresh scores per node name, and a Normalize that keeps only the tens from its second call on
+    (so a renormalization makes two nodes tie that did not tie before)."""
+
+    fresh: dict[str, int]
+    calls: int = 0
+    NAME: str = CONFIGURABLE
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Any) -> Status | None:
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        return self.fresh[node_info.name]
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int], nodes: Any) -> Status | None:
+        self.calls += 1
+        if self.calls > 1:
+            scores[:] = [s // 10 * 10 for s in scores]
+        return None
+
+
+def test_1_37_a_node_rescored_earlier_loses_a_new_tie() -> None:
+    """Upstream scores the rescored node into a fresh entry (Randomizer 0), which its heap pops after
+    every stored node of the same total. n2, rescored for pod2 at 45, sat ahead of n4 (40); the
+    rescore for pod3 floors both to 40: n4, stored from pod1's full scoring, comes first."""
+    plugin = ByName({"n2": 45, "n1": 10})
+    fwk = SignedFramework("p", {"batchTest": BatchTestPlugin(), CONFIGURABLE: plugin},
+                          {"filter": ["batchTest"], "preScore": [CONFIGURABLE], "score": [CONFIGURABLE]},
+                          {CONFIGURABLE: 1}, Handle())  # fmt: skip
+    b = OpportunisticBatch(FakeClock(100.0), rescore=True)
+    cached = {NodeName("n1"): {CONFIGURABLE: 50}, NodeName("n4"): {CONFIGURABLE: 40}}
+    b.store_schedule_results(b"sig", None, "n2", [NodeName("n1"), NodeName("n4")], 1, cached)
+    snapshot = FakeSnapshot({"n1": node_with("n1"), "n2": node_with("n2", pod("pod1", "c-1")), "n4": node_with("n4")})
+    hint2, _ = b.get_node_hint(fwk, CycleState(), pod("pod2", "c-2"), 2, snapshot)
+    assert hint2 == "n1"
+    assert b.state is not None and b.state.sorted_nodes.names() == ["n2", "n4"]
+    b.store_schedule_results(b"sig", hint2, "n1", [], 2)
+    snapshot.nodes["n1"] = node_with("n1", pod("pod2", "c-2"))
+    hint3, _ = b.get_node_hint(fwk, CycleState(), pod("pod3", "c-3"), 3, snapshot)
+    assert hint3 == "n4"
+    assert b.state.sorted_nodes.names() == ["n2", "n1"]

@@ -8,8 +8,10 @@ import pytest
 
 from scheduler.errors import BindConflictError, NotLeadingError, PodGoneError, SchedulerIOError, TransientAPIError
 from scheduler.kube import writes
-from scheduler.kube.flowcontrol import RateLimiter
+from scheduler.kube.controllers.deletion_cost import cost_limiter
+from scheduler.kube.flowcontrol import RateLimiter, YieldingLimiter
 from scheduler.kube.writes import MAX_TRIES, _call, map_status, retry_after_seconds
+from tests.fakes import FakeClock
 
 
 @pytest.mark.parametrize(
@@ -72,6 +74,41 @@ def test_rate_limiter_allows_a_burst_then_paces_at_qps() -> None:
     slept, _ = _acquire(5, qps=10, burst=3)
     assert len(slept) == 2  # three requests ride the burst, the next two wait a token each
     assert slept == pytest.approx([0.1, 0.1])
+
+
+def test_a_yielding_limiter_takes_only_its_own_tokens_and_none_while_the_writer_is_waited_for() -> None:
+    clock = FakeClock(0.0)
+
+    async def scenario() -> list[str]:
+        above = RateLimiter(qps=10, burst=2, clock=clock)
+        below = YieldingLimiter(qps=1, burst=3, above=above, clock=clock)
+        order: list[str] = []
+
+        async def take(limiter: RateLimiter, name: str) -> None:
+            await limiter.acquire()
+            order.append(name)
+
+        for _ in range(3):  # its own burst: the writer's bucket is left whole
+            await take(below, "cost")
+        assert above._tokens == 2
+        clock.advance(10)  # both buckets full again
+        for _ in range(2):
+            await take(above, "binding")  # the writer's burst spent: the next Bindings wait
+        waiting = [asyncio.create_task(take(above, "binding")) for _ in range(2)]
+        patch = asyncio.create_task(take(below, "cost"))
+        await asyncio.sleep(0)
+        assert above.waiting == 2
+        await asyncio.gather(*waiting, patch)
+        return order
+
+    order = asyncio.run(scenario())
+    assert order == ["cost"] * 3 + ["binding"] * 4 + ["cost"]  # the patch waited for the queued Bindings
+
+
+def test_the_costs_bucket_is_a_tenth_of_the_writers() -> None:
+    limiter = cost_limiter(RateLimiter(qps=50, burst=100))
+    assert (limiter.qps, limiter.burst) == (5, 10)
+    assert cost_limiter(RateLimiter(qps=0, burst=1)).qps == 0  # an unlimited writer: yielding only
 
 
 def test_rate_limiter_counts_the_time_a_busy_loop_overslept() -> None:

@@ -14,6 +14,8 @@ import pytest
 
 from scheduler.api.objects import Pod, PodKey
 from scheduler.errors import PodGoneError, TransientAPIError
+from scheduler.features import features_at
+from scheduler.framework.pods_in_pre_bind import PodsInPreBind
 from scheduler.kube.preemption import AsyncPreemption, disruption_target_condition, preempted_note
 from scheduler.testing import make_pod
 from tests.fakes import WAIT_SECONDS, FakeRecorder
@@ -59,11 +61,12 @@ class Nominated:
 
 
 class Harness:
-    def __init__(self, nominated: Sequence[Pod] = ()) -> None:
+    def __init__(self, nominated: Sequence[Pod] = (), minor: str = "1.35") -> None:
         self.writer = FakeWriter()
         self.recorder = FakeRecorder()
         self.assigned: dict[PodKey, Pod] = {}
         self.activated: list[str] = []
+        self.in_pre_bind = PodsInPreBind()
         self.sink = AsyncPreemption(
             self.writer,
             self.recorder,
@@ -71,6 +74,8 @@ class Harness:
             self.assigned.get,
             lambda pod: self.activated.append(pod.key),
             clock=lambda: NOW,
+            pods_in_pre_bind=self.in_pre_bind,
+            features=features_at(minor),
         )
 
     def run(self, preemptor: Pod, node: str, victims: Sequence[Pod]) -> None:
@@ -222,3 +227,60 @@ def test_the_preemptor_runs_preemption_until_its_last_victim_is_terminating() ->
     asyncio.run(go())
     assert seen == [True, True, False, False]
     assert not h.sink.is_pod_running_preemption(make_pod("other").build())
+
+
+# -- victims still in PreBind (1.36: cancelled in memory, not deleted) --------------------------------
+
+
+def in_pre_bind(h: Harness, pod: Pod, cancels: list[str]) -> None:
+    """``pod``'s binding cycle is in PreBind; cancelling it records the pod and leaves PreBind soon after."""
+
+    def cancel() -> None:
+        cancels.append(pod.key)
+        asyncio.get_running_loop().call_soon(h.in_pre_bind.remove, pod.uid)
+
+    h.in_pre_bind.add(pod.uid, cancel)
+
+
+@pytest.mark.parametrize(("minor", "activated"), [("1.36", []), ("1.37", ["shop/web"])])
+def test_a_victim_in_pre_bind_is_cancelled_not_deleted(minor: str, activated: list[str]) -> None:
+    """1.36: no condition, no deletion, the Event says so; 1.37: the preemptor is activated too, as
+    no deletion event will wake it."""
+    h = Harness(minor=minor)
+    a, b = victim("a"), victim("b")
+    cancels: list[str] = []
+    in_pre_bind(h, b, cancels)
+    h.run(PREEMPTOR, "n1", [a, b])
+    assert cancels == ["batch/b"]
+    assert h.sink.attempted == [("condition", "batch/a"), ("delete", "batch/a")]
+    assert sorted((e.pod, e.note) for e in h.recorder.events) == [
+        ("batch/a", f"Preempted by pod {PREEMPTOR.uid} on node n1"),
+        ("batch/b", f"Preempted by pod {PREEMPTOR.uid} on node n1 (in kube-scheduler memory)."),
+    ]
+    assert h.activated == activated
+
+
+def test_only_the_last_victim_in_pre_bind_activates_the_preemptor() -> None:
+    """A victim deleted last wakes the preemptor by its deletion: no activation, even at 1.37."""
+    h = Harness(minor="1.37")
+    a, b = victim("a"), victim("b")
+    cancels: list[str] = []
+    in_pre_bind(h, a, cancels)
+    h.run(PREEMPTOR, "n1", [a, b])
+    assert cancels == ["batch/a"]
+    assert h.sink.attempted == [("condition", "batch/b"), ("delete", "batch/b")]
+    assert h.activated == []
+
+
+def test_a_victim_whose_pre_bind_finished_is_deleted() -> None:
+    """Past PreBind (marked prebound) a pod cannot be cancelled any more: the deletion goes out."""
+    h = Harness(minor="1.36")
+    a = victim("a")
+    cancels: list[str] = []
+    in_pre_bind(h, a, cancels)
+    entry = h.in_pre_bind.get(a.uid)
+    assert entry is not None and entry.mark_prebound()
+    h.run(PREEMPTOR, "n1", [a])
+    assert cancels == []
+    assert h.sink.attempted == [("condition", "batch/a"), ("delete", "batch/a")]
+    assert [e.note for e in h.recorder.events] == [f"Preempted by pod {PREEMPTOR.uid} on node n1"]

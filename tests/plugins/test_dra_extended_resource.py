@@ -22,9 +22,13 @@ from scheduler.backend.cache.storage_objects import StorageObjects
 from scheduler.cli import main
 from scheduler.features import features_at
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, EventResource, QueueingHint
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code
+from scheduler.plugins import names
+from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
 from scheduler.plugins.noderesources.fit import Fit
+from scheduler.plugins.registry import registry
 from scheduler.testing import make_node, make_pod
 from tests.helpers import make_cache
 
@@ -156,3 +160,84 @@ class TestSimulate:
             make_pod("p").requests(**{DRA_RESOURCE: "1"}).dict(),
         ]
         assert self.decide(tmp_path, capsys, objects, "1.36")["node"] == "plugin"
+
+
+class TestPostFilter:
+    """Upstream's PostFilter counts a pod's DRA-backed extended resources as one claim (created in
+    PreFilter, never allocated): nothing to deallocate, "still not schedulable" through 1.36 (not "no
+    new claims to deallocate"), a bare Unschedulable from 1.37. Found by the differential test."""
+
+    @pytest.mark.parametrize(("minor", "want"), [("1.36", ("still not schedulable",)), ("1.37", ())])
+    def test_a_pod_whose_resource_a_class_backs(self, minor: str, want: tuple[str, ...]) -> None:
+        cache = make_cache([make_node("n").capacity(cpu="1", memory="1Gi", pods="10")])
+        cache.storage.upsert(DeviceClass.from_dict(device_class("gpu", DRA_RESOURCE)))
+        plugin = registry(features_at(minor))[names.DYNAMIC_RESOURCES]({}, Handle(cache), features_at(minor))
+        state = CycleState()
+        plugin.pre_filter(state, make_pod("p").requests(**{DRA_RESOURCE: "1"}).build(), [])
+        _, status = plugin.post_filter(state, make_pod("p").build(), {})
+        assert (status.code, status.reasons) == (Code.UNSCHEDULABLE, want)
+
+    def test_a_pod_without_one_still_has_no_claims_to_deallocate(self) -> None:
+        cache = make_cache([make_node("n")])
+        cache.storage.upsert(DeviceClass.from_dict(device_class("gpu", DRA_RESOURCE)))
+        plugin = DynamicResources({}, Handle(cache), features_at("1.36"))
+        state = CycleState()
+        plugin.pre_filter(state, make_pod("p").requests(**{PLAIN_RESOURCE: "1"}).build(), [])
+        assert plugin.post_filter(state, make_pod("p").build(), {})[1].reasons == ("no new claims to deallocate",)
+
+
+class TestDeviceClassEvents:
+    """Upstream v1.37.2: DynamicResources registers DeviceClass Add|Update without a hint (no Delete);
+    NodeResourcesFit registers the same with ``isSchedulableAfterDeviceClassEvent`` while
+    DRAExtendedResource is on, so a pod refused "Insufficient X" before a class backed X is retried."""
+
+    def events(self, plugin: Any) -> list[Any]:
+        return [e for e in plugin.events_to_register() if e.event.resource is EventResource.DEVICE_CLASS]
+
+    def test_registered_add_and_update_where_the_gate_is_on(self) -> None:
+        for minor in ("1.36", "1.37"):
+            for plugin in (DynamicResources({}, Handle(), features_at(minor)), Fit({}, Handle(), features_at(minor))):
+                assert [e.event.action for e in self.events(plugin)] == [ActionType.ADD | ActionType.UPDATE]
+        assert self.events(Fit({}, Handle(), features_at("1.35"))) == []
+
+    @pytest.mark.parametrize(
+        ("old", "new", "want"),
+        [
+            pytest.param(None, ("gpu", DRA_RESOURCE), QueueingHint.QUEUE, id="added, backing the name asked for"),
+            pytest.param(None, ("gpu", "x.io/other"), QueueingHint.QUEUE_SKIP, id="added, backing another name"),
+            pytest.param(None, ("plain", None), QueueingHint.QUEUE, id="added, its implicit name asked for"),
+            pytest.param(("gpu", None), ("gpu", DRA_RESOURCE), QueueingHint.QUEUE, id="updated to back it"),
+            pytest.param(("gpu", DRA_RESOURCE), ("gpu", DRA_RESOURCE), QueueingHint.QUEUE_SKIP, id="name unchanged"),
+            pytest.param(("plain", None), ("plain", "x.io/y"), QueueingHint.QUEUE_SKIP, id="implicit name on update"),
+        ],
+    )
+    def test_fit_hint(
+        self, old: tuple[str, str | None] | None, new: tuple[str, str | None], want: QueueingHint
+    ) -> None:
+        pod = make_pod("p").requests(**{DRA_RESOURCE: "1", "deviceclass.resource.kubernetes.io/plain": "1"}).build()
+        fit = Fit({}, Handle(), features_at("1.37"))
+        before = DeviceClass.from_dict(device_class(*old)) if old else None
+        assert (
+            fit.is_schedulable_after_device_class_event(pod, before, DeviceClass.from_dict(device_class(*new))) == want
+        )
+
+
+def test_an_unbacked_resource_the_node_does_not_list_cannot_fit() -> None:
+    """Upstream's filterExtendedResources, for a pod with a DRA-backed resource: another extended
+    resource that no class backs and that the node does not list at all (NodeResourcesFit ignored
+    it: ``ignoredResources``) is "cannot fit resource" (seed 6000622 of the differential test);
+    listed with 0, it is NodeResourcesFit's to judge."""
+    cache = make_cache(
+        [
+            make_node("absent").capacity(cpu="1", memory="1Gi", pods="10"),
+            make_node("zero").capacity(cpu="1", memory="1Gi", pods="10", **{PLAIN_RESOURCE: "0"}),
+        ]
+    )
+    cache.storage.upsert(DeviceClass.from_dict(device_class("gpu", DRA_RESOURCE)))
+    plugin = registry(features_at("1.37"))[names.DYNAMIC_RESOURCES]({}, Handle(cache), features_at("1.37"))
+    pod = make_pod("p").requests(**{DRA_RESOURCE: "1", PLAIN_RESOURCE: "1"}).build()
+    state = CycleState()
+    plugin.pre_filter(state, pod, [])
+    absent, zero = (plugin.filter(state, pod, cache.get(name)) for name in ("absent", "zero"))  # type: ignore[arg-type]
+    assert (absent.code, absent.reasons) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("cannot fit resource",))
+    assert zero.reasons[0].startswith(f'extended resource "{DRA_RESOURCE}" (DeviceClass "gpu")')

@@ -297,6 +297,7 @@ def test_reserve_and_pre_bind_write_nothing_for_bound_claims() -> None:
     plugin.pre_filter(state, pod_with("pvc-a"), [node()])
     assert plugin.reserve(state, pod_with("pvc-a"), "node-a") is None
     assert asyncio.run(plugin.pre_bind(state, pod_with("pvc-a"), "node-a")) is None
+    assert plugin.pre_bind_pre_flight(state, pod_with("pvc-a"), "node-a") == Status(Code.SKIP)
     plugin.unreserve(state, pod_with("pvc-a"), "node-a")
 
 
@@ -660,6 +661,7 @@ def test_a_failed_pre_bind_says_why() -> None:
     plugin.reserve(state, pod_with("pvc-a"), "node-a")
     import asyncio  # noqa: PLC0415
 
+    assert plugin.pre_bind_pre_flight(state, pod_with("pvc-a"), "node-a") is None  # PreBind has work
     status = asyncio.run(plugin.pre_bind(state, pod_with("pvc-a"), "node-a"))
     assert status is not None and status.code is Code.ERROR and "binding volumes: 409 Conflict" in status.message()
 

@@ -23,7 +23,7 @@ from scheduler.api.storage import (
     VolumeAttachment,
 )
 
-__all__ = ["STORAGE_KINDS", "StorageObject", "StorageObjects", "key_of"]
+__all__ = ["STORAGE_KINDS", "ExtendedResourceNames", "StorageObject", "StorageObjects", "key_of"]
 
 StorageObject: TypeAlias = (
     PersistentVolume
@@ -61,7 +61,7 @@ def key_of(obj: StorageObject) -> str:
 class StorageObjects:
     """One store per kind, keyed like a lister (``namespace/name`` for namespaced kinds)."""
 
-    __slots__ = ("_assumed", "_attachments", "_by_kind", "_versions")
+    __slots__ = ("_assumed", "_attachments", "_by_kind", "_extended", "_versions")
 
     def __init__(self) -> None:
         self._by_kind: dict[str, dict[str, StorageObject]] = {kind: {} for kind in STORAGE_KINDS}
@@ -73,6 +73,8 @@ class StorageObjects:
         # a Reserve assumed (a PV bound to a claim, a claim with its selected node) and the
         # resourceVersion it was made from; lookups see it until the watch brings that version or newer.
         self._assumed: dict[tuple[str, str], tuple[StorageObject, str]] = {}
+        # Extended resource name -> the DeviceClass backing it, kept as upstream's cache keeps it.
+        self._extended = ExtendedResourceNames()
 
     def assume(self, obj: PersistentVolume | PersistentVolumeClaim, made_from: str) -> None:
         """Let lookups see ``obj`` before the API does (``AssumeCache.Assume``)."""
@@ -99,6 +101,8 @@ class StorageObjects:
         self._index(old, None)
         if isinstance(obj, VolumeAttachment):
             self._index(obj, obj)
+        if isinstance(obj, DeviceClass):
+            self._extended.update(obj, old if isinstance(old, DeviceClass) else None)
         return old
 
     def remove(self, obj: StorageObject) -> StorageObject | None:
@@ -107,6 +111,8 @@ class StorageObjects:
         self._assumed.pop((kind, key), None)
         old = self._by_kind[kind].pop(key, None)
         self._index(old, None)
+        if isinstance(obj, DeviceClass):
+            self._extended.remove(obj)
         return old
 
     def _index(self, obj: StorageObject | None, value: VolumeAttachment | None) -> None:
@@ -159,21 +165,48 @@ class StorageObjects:
                 yield pv
 
     def device_class_for(self, resource: str) -> DeviceClass | None:
-        """The DeviceClass backing extended resource ``resource`` (upstream's ``ExtendedResourceCache``):
-        the one naming it in ``extendedResourceName`` (the newest; on equal age the first name), else
-        the class whose implicit name ``deviceclass.resource.kubernetes.io/<class>`` it is."""
-        classes = [c for c in self._by_kind["DeviceClass"].values() if isinstance(c, DeviceClass)]
-        named = [c for c in classes if c.extended_resource_name == resource]
-        if named:
-            newest = max(c.created for c in named)
-            return min((c for c in named if c.created == newest), key=lambda c: c.name)
-        if resource.startswith(DEVICE_CLASS_PREFIX):
-            found = self._by_kind["DeviceClass"].get(resource.removeprefix(DEVICE_CLASS_PREFIX))
-            return found if isinstance(found, DeviceClass) else None
-        return None
+        """The DeviceClass backing extended resource ``resource`` (``ExtendedResourceNames``)."""
+        return self._extended.get(resource)
 
     def csi_storage_capacities(self) -> Iterable[CSIStorageCapacity]:
         return (c for c in self._by_kind["CSIStorageCapacity"].values() if isinstance(c, CSIStorageCapacity))
+
+
+class ExtendedResourceNames:
+    """Which DeviceClass backs each extended resource name, kept event by event as upstream's
+    ``ExtendedResourceCache`` (dynamic-resource-allocation ``deviceclass/extendedresourcecache``) keeps
+    it, order-dependence included: a class naming a resource that a newer class (on equal age, a
+    lower name) already holds changes nothing, not even its implicit
+    ``deviceclass.resource.kubernetes.io/<class>``; a class deleted or renamed away drops its names
+    whoever holds them, and the class it had beaten does not take the name back."""
+
+    __slots__ = ("_classes",)
+
+    def __init__(self) -> None:
+        self._classes: dict[str, DeviceClass] = {}
+
+    def get(self, resource: str) -> DeviceClass | None:
+        return self._classes.get(resource)
+
+    def update(self, new: DeviceClass, old: DeviceClass | None) -> None:
+        """A class added (``old`` None) or changed: ``updateResourceName2class``."""
+        if new.extended_resource_name is not None:
+            holder = self._classes.get(new.extended_resource_name)
+            if holder is not None and (
+                new.created < holder.created or (new.created == holder.created and new.name >= holder.name)
+            ):
+                return
+        if old is not None:
+            self.remove(old)
+        if new.extended_resource_name is not None:
+            self._classes[new.extended_resource_name] = new
+        self._classes[DEVICE_CLASS_PREFIX + new.name] = new
+
+    def remove(self, gone: DeviceClass) -> None:
+        """``removeResourceName2class``: the class's implicit and explicit names, whoever holds them."""
+        self._classes.pop(DEVICE_CLASS_PREFIX + gone.name, None)
+        if gone.extended_resource_name is not None:
+            self._classes.pop(gone.extended_resource_name, None)
 
 
 def _older(version: str, than: str) -> bool:

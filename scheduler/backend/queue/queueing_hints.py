@@ -39,7 +39,8 @@ HintMap = dict[str, list[Registration]]
 
 
 def build_hint_map(frameworks: Mapping[str, Framework]) -> HintMap:
-    """Per profile, every (plugin, event, hint) registration, with upstream's #109437 work-around.
+    """Per profile, every (plugin, event, hint) registration, with upstream's #109437 work-around
+    until 1.37 (``node_taint_fallback_removed``).
 
     A plugin that registers ``Node/Add`` but not ``Node/UpdateNodeTaint`` is also registered for
     ``Node/UpdateNodeTaint`` with an always-Queue hint (an uncordon is reported as a taint update).
@@ -47,13 +48,14 @@ def build_hint_map(frameworks: Mapping[str, Framework]) -> HintMap:
     out: HintMap = {}
     for profile, fwk in frameworks.items():
         regs: list[tuple[str, ClusterEventWithHint]] = []
+        fallback = not fwk.features.node_taint_fallback_removed
         for plugin, events in fwk.enqueue_extensions().items():
             node_add = any(e.event.resource is EventResource.NODE and e.event.action & ActionType.ADD for e in events)
             node_taint = any(
                 e.event.resource is EventResource.NODE and e.event.action & ActionType.UPDATE_NODE_TAINT for e in events
             )
             regs.extend((plugin, e) for e in events)
-            if node_add and not node_taint:
+            if fallback and node_add and not node_taint:
                 regs.append(
                     (plugin, ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)))
                 )

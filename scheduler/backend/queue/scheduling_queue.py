@@ -37,6 +37,7 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
     pod_scheduling_properties_change,
+    target_pod_update_resource,
 )
 from scheduler.framework.interface import NominatingInfo
 from scheduler.framework.runtime import Framework
@@ -65,6 +66,10 @@ class SchedulingQueue:
         self._frameworks = frameworks
         self._clock = clock
         self._nominate_gated = any(f.features.gated_pod_nominated for f in frameworks.values())
+        # The profiles share one minor; with none (tests), the oldest's resource.
+        self._own_update = next(
+            (target_pod_update_resource(f.features) for f in frameworks.values()), EventResource.UNSCHEDULABLE_POD
+        )
         # How a resize counts (one minor for every profile), for a pod's scale-down event.
         self._requests_rule = next((f.features.pod_requests_rule for f in frameworks.values()), PER_CONTAINER_RULE)
         self._hints = QueueingHints(frameworks)
@@ -197,9 +202,7 @@ class SchedulingQueue:
         if key in self._in_flight:
             self._in_flight.update(key, new)
             if old is not None:
-                for ev in pod_scheduling_properties_change(
-                    new, old, EventResource.UNSCHEDULABLE_POD, rule=self._requests_rule
-                ):
+                for ev in pod_scheduling_properties_change(new, old, self._own_update, rule=self._requests_rule):
                     self._in_flight.record(ev, old, new)
             return
         where = self._where.get(key)
@@ -213,9 +216,7 @@ class SchedulingQueue:
         if where in ("active", "backoff", "error"):
             self._push(qpi, where)  # re-push with the new priority; the old entry goes stale
             return
-        for ev in pod_scheduling_properties_change(
-            new, old or previous, EventResource.UNSCHEDULABLE_POD, rule=self._requests_rule
-        ):
+        for ev in pod_scheduling_properties_change(new, old or previous, self._own_update, rule=self._requests_rule):
             strategy = self.is_pod_worth_requeuing(qpi, ev, old or previous, new)
             if strategy is not QueueingStrategy.QUEUE_SKIP:
                 self._requeue(qpi, strategy, str(ev), self._clock())

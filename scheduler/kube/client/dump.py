@@ -61,6 +61,9 @@ _STORAGE_LISTS = (
     ("CSIDriver", "list_csi_driver_without_preload_content", "storage"),
     ("CSIStorageCapacity", "list_csi_storage_capacity_for_all_namespaces_without_preload_content", "storage"),
     ("VolumeAttachment", "list_volume_attachment_without_preload_content", "storage"),
+    # Not storage: which extended resources DynamicResources takes over (DRAExtendedResource), as
+    # ``run`` watches them.
+    ("DeviceClass", "list_device_class_without_preload_content", "resource"),
 )
 _OPTIONAL_STATUSES = (403, 404)
 FORBIDDEN = 403
@@ -204,6 +207,7 @@ async def list_cluster_objects(
         "policy": client.PolicyV1Api(api),
         "scheduling": client.SchedulingV1Api(api),
         "storage": client.StorageV1Api(api),
+        "resource": client.ResourceV1Api(api),
     }
     objects: list[dict[str, Any]] = []
     lists = [(*entry, False) for entry in _LISTS] + [(*entry, True) for entry in _STORAGE_LISTS]

@@ -28,10 +28,11 @@ from kopf._cogs.structs.credentials import Vault, VaultKey
 from kopf._cogs.structs.references import Resource
 from kubernetes.aio import client
 
+from scheduler.features import Features
 from scheduler.kube.client.credentials import credentials_of, tls_of
 from scheduler.kube.client.rest import request_headers
 
-__all__ = ["PAGE_SIZE", "WATCHED", "Engine", "Kind", "KopfEngine", "watch_session"]
+__all__ = ["DEVICE_CLASSES", "PAGE_SIZE", "WATCHED", "Engine", "Kind", "KopfEngine", "watch_session", "watched"]
 
 PAGE_SIZE = 500  # client-go's pager: a large LIST parsed a page at a time, the loop turning between
 # kube-scheduler's pod informer leaves terminal pods out (pkg/scheduler/scheduler.go, NewInformerFactory).
@@ -82,6 +83,15 @@ WATCHED: tuple[Kind, ...] = (
     Kind("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
     Kind("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False),
 )
+# Which extended resources DynamicResources allocates (DRAExtendedResource) and NodeResourcesFit
+# leaves to it: watched where the minor has DynamicResourceAllocation, as kube-scheduler starts its
+# DeviceClass informer only then (GA and locked on since 1.34: every minor we decide as).
+DEVICE_CLASSES = Kind("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+
+
+def watched(features: Features) -> tuple[Kind, ...]:
+    """What ``run`` lists and watches when it decides with ``features``."""
+    return WATCHED + ((DEVICE_CLASSES,) if features.enabled("DynamicResourceAllocation") else ())
 
 
 class Engine:

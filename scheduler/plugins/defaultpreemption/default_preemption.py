@@ -23,7 +23,13 @@ from scheduler.api.fields import FieldError, opt_int
 from scheduler.api.objects import PREEMPT_NEVER, NodeName, Pod
 from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    assigned_pod_resource,
+)
 from scheduler.framework.interface import Handle, NominatingInfo
 from scheduler.framework.preemption import Evaluator, Victims, more_important_order
 from scheduler.framework.status import Code, Status
@@ -93,6 +99,7 @@ class DefaultPreemption:
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute = parse_args(args)
         self.handle = handle
+        self.features = features
         self.evaluator = Evaluator(self.NAME, handle, self, placement_message=features.preemption_placement_message)
         # The random offset into the potential nodes (upstream's ``getOffsetRand``, ``rand.Int31n``):
         # ``simulate`` seeds it, tests replace it.
@@ -113,7 +120,8 @@ class DefaultPreemption:
         # A victim's deletion may end the wait; the pod's other rejectors decide whether it fits now.
         return [
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE), self.is_pod_schedulable_after_pod_deletion
+                ClusterEvent(assigned_pod_resource(self.features), ActionType.DELETE),
+                self.is_pod_schedulable_after_pod_deletion,
             )
         ]
 

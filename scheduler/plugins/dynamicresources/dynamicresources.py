@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.api.objects import NodeName, Pod
+from scheduler.api.resources import is_extended_resource_name
+from scheduler.api.storage import DEVICE_CLASS_PREFIX
 from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
@@ -36,7 +38,9 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
+    another_pods_update,
     as_objects,
+    target_pod_resource,
 )
 from scheduler.framework.interface import Handle, NominatingInfo
 from scheduler.framework.status import Code, Status
@@ -50,7 +54,17 @@ CONSEQUENCE = "spread-scheduler does not allocate resource claims"
 STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES
 EXTENDED_STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES + "/extended"
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+# Upstream's last answer for a pod with claims when none was allocated before (through 1.36): the
+# pod's DRA-backed extended resources count as one claim, which this cycle created and never allocated.
+STILL_NOT_SCHEDULABLE = "still not schedulable"
 EXTENDED_CONSEQUENCE = "spread-scheduler does not allocate devices"
+UNBACKED_STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES + "/unbacked"
+CANNOT_FIT_RESOURCE = "cannot fit resource"  # upstream's filterExtendedResources
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """``schedutil.IsDRAExtendedResourceName``: an extended resource name, or a class's implicit one."""
+    return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_PREFIX)
 
 
 def claim_field(pod: Pod) -> str | None:
@@ -72,6 +86,7 @@ class DynamicResources:
         self.handle = handle
         self.dra_extended_resource = features.enable_dra_extended_resource
         self.post_filter_silent = features.dra_post_filter_silent
+        self.features = features
 
     def extended_resources(self, pod: Pod) -> tuple[tuple[str, str], ...]:
         """(resource, DeviceClass) of each extended resource the pod requests that a class backs."""
@@ -96,13 +111,16 @@ class DynamicResources:
         # status.resourceClaimStatuses saying no claim was generated (upstream registers this event too).
         events = [
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                ClusterEvent(target_pod_resource(self.features), ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
                 self.is_schedulable_after_pod_change,
             )
         ]
         if self.dra_extended_resource:
-            # A DeviceClass added, changed or deleted may back a resource the pod asks for, or stop to.
-            events.append(ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ALL)))
+            # A class added or changed may be the one a pod's extended resource waits for: upstream
+            # registers these two, without a hint (a deleted class is not among them).
+            events.append(
+                ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE))
+            )
         return events
 
     def is_schedulable_after_pod_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
@@ -110,7 +128,7 @@ class DynamicResources:
         if pods is None or pods[1] is None:
             return QueueingHint.QUEUE  # not a pod update: upstream's conversion error means Queue
         updated = pods[1]
-        if updated.uid != pod.uid:
+        if another_pods_update(self.features, pod, updated):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE if claim_field(updated) is None else QueueingHint.QUEUE_SKIP
 
@@ -126,6 +144,12 @@ class DynamicResources:
         if not extended:
             return None, not_run.SKIP
         state.write(EXTENDED_STATE_KEY, extended)
+        backed = {resource for resource, _ in extended}
+        requests = pod.resources.requests.scalar
+        unbacked = tuple(
+            sorted(n for n, want in requests.items() if want and n not in backed and is_dra_extended_resource_name(n))
+        )
+        state.write(UNBACKED_STATE_KEY, unbacked)
         return None, None
 
     def post_filter(
@@ -139,12 +163,18 @@ class DynamicResources:
         is) and its internal "not found" ends the pod's message. We fail the same way, with no text
         (docs/differences.md): a nomination other pods count on must not be cleared where upstream
         keeps it. From 1.37 a pod without claims gets a bare Unschedulable too (only logged upstream).
+        A pod whose DRA-backed extended resources this cycle left unallocated has, for upstream, a
+        claim with nothing to deallocate: "still not schedulable" through 1.36, bare from 1.37.
         """
         stored = state.get(STATE_KEY)
         if stored is None:
             return None, Status(Code.ERROR, (), "", "")
-        if stored is False and not self.post_filter_silent:
+        if self.post_filter_silent:
+            return None, Status(Code.UNSCHEDULABLE)
+        if stored is False:
             return None, Status(Code.UNSCHEDULABLE, (NO_CLAIMS_TO_DEALLOCATE,))
+        if state.get(EXTENDED_STATE_KEY) is not None:
+            return None, Status(Code.UNSCHEDULABLE, (STILL_NOT_SCHEDULABLE,))
         return None, Status(Code.UNSCHEDULABLE)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
@@ -161,11 +191,18 @@ class DynamicResourcesWithExtendedResources(DynamicResources):
     registry hands out (``scheduler.plugins.registry.registry``), so 1.35 profiles list no Filter."""
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        """A node that does not offer a DeviceClass-backed resource itself would need devices allocated."""
+        """A node that does not offer a DeviceClass-backed resource itself would need devices allocated.
+
+        Before that, as upstream's ``filterExtendedResources``: an extended resource no class backs
+        and the node does not list at all cannot fit (only reached when NodeResourcesFit ignores it).
+        """
         extended = state.get(EXTENDED_STATE_KEY)
         if not isinstance(extended, tuple):
             return None
         offered = node_info.node.allocatable.scalar
+        unbacked = state.get(UNBACKED_STATE_KEY)
+        if isinstance(unbacked, tuple) and any(resource not in offered for resource in unbacked):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (CANNOT_FIT_RESOURCE,))
         for resource, device_class in extended:
             if offered.get(resource, 0) <= 0:
                 field = f'extended resource "{resource}" (DeviceClass "{device_class}")'

@@ -24,6 +24,7 @@ __all__ = [
     "domain_counts",
     "merge_namespace_selector",
     "pod_matches_all_affinity_terms",
+    "pod_matches_any_affinity_term",
     "satisfy_existing_pods_anti_affinity",
     "satisfy_pod_affinity",
     "satisfy_pod_anti_affinity",
@@ -58,6 +59,12 @@ def pod_matches_all_affinity_terms(terms: Sequence[AffinityTerm], pod: Pod) -> b
     if not terms:
         return False
     return all(t.matches(pod.namespace, pod.labels, None) for t in terms)
+
+
+def pod_matches_any_affinity_term(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
+    """True iff ``pod`` matches some term (``podMatchesAnyAffinityTerms``): what conflicts with
+    anti-affinity, where one term alone refuses a node."""
+    return any(t.matches(pod.namespace, pod.labels, None) for t in terms)
 
 
 def _add(counts: dict[TopologyPair, int], node: Node, key: str, value: int) -> None:

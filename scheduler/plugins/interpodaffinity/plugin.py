@@ -26,6 +26,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
     as_objects,
+    counted_by_hints,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -39,6 +40,7 @@ from scheduler.plugins.interpodaffinity.filtering import (
     PreFilterState,
     cal_pre_filter_state,
     pod_matches_all_affinity_terms,
+    pod_matches_any_affinity_term,
     satisfy_existing_pods_anti_affinity,
     satisfy_pod_affinity,
     satisfy_pod_anti_affinity,
@@ -93,6 +95,7 @@ class InterPodAffinity:
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.hard_pod_affinity_weight, self.ignore_preferred_terms_of_existing_pods = parse_args(args)
         self.handle = handle
+        self.features = features
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
@@ -107,46 +110,91 @@ class InterPodAffinity:
     # -- events -------------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [
-            # Delete: an existing pod whose anti-affinity the pod violated may go away.
-            # UpdatePodLabel: an existing pod's labels may stop (or start) matching the pod's terms.
-            # Add: an assigned pod may satisfy the pod's affinity.
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
-                self.is_schedulable_after_pod_change,
-            ),
+        node_event = ClusterEventWithHint(
             # With queueing hints there is no preCheck, so UpdateNodeTaint is not needed (#109437).
+            ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+            self.is_schedulable_after_node_change,
+        )
+        # Delete: an existing pod whose anti-affinity the pod violated may go away.
+        # UpdatePodLabel: an existing pod's labels may stop (or start) matching the pod's terms.
+        # Add: an assigned pod may satisfy the pod's affinity.
+        pod_actions = ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
+        if not self.features.target_pod_events:
+            return [
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.POD, pod_actions), self.is_schedulable_after_pod_change
+                ),
+                node_event,
+            ]
+        return [
             ClusterEventWithHint(
-                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
-                self.is_schedulable_after_node_change,
+                ClusterEvent(EventResource.ASSIGNED_POD, pod_actions), self.is_schedulable_after_assigned_pod_change
             ),
+            # The pod's own new labels may no longer match another pod's anti-affinity.
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.TARGET_POD, ActionType.UPDATE_POD_LABEL),
+                self.is_schedulable_after_target_pod_update_label,
+            ),
+            node_event,
         ]
 
     def is_schedulable_after_pod_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        """Before 1.37: one hint for every pod's Add, relabelling and Delete."""
         pods = as_objects(Pod, old, new)
         if pods is None:
             return QueueingHint.QUEUE  # not a pod event: upstream's conversion error means Queue
         old_pod, new_pod = pods
-        if (new_pod is not None and not new_pod.node_name) or (old_pod is not None and not old_pod.node_name):
+        if (
+            self.features.affinity_hints_both_ways
+            and old_pod is not None
+            and new_pod is not None
+            and new_pod.uid == pod.uid
+        ):
+            return self.is_schedulable_after_target_pod_update_label(pod, old_pod, new_pod)
+        return self.is_schedulable_after_assigned_pod_change(pod, old_pod, new_pod)
+
+    def is_schedulable_after_target_pod_update_label(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        """The only update of its own registered is a relabelling: another pod's anti-affinity may
+        have matched the old labels and not the new ones."""
+        return QueueingHint.QUEUE
+
+    def is_schedulable_after_assigned_pod_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        pods = as_objects(Pod, old, new)
+        if pods is None:
+            return QueueingHint.QUEUE  # not a pod event: upstream's conversion error means Queue
+        old_pod, new_pod = pods
+        if not counted_by_hints(self.features, old_pod, new_pod):
             return QueueingHint.QUEUE_SKIP  # an unscheduled pod makes no difference to affinity
         # The pod's own terms as parsed (namespace selectors are not resolved here, as upstream).
         terms = pod.pod_affinity.required_affinity_terms
         anti_terms = pod.pod_affinity.required_anti_affinity_terms
+        # A pod conflicts with an anti-affinity term by matching it alone (since 1.37 the hints say so).
+        conflicts = (
+            pod_matches_any_affinity_term
+            if self.features.anti_affinity_hints_any_term
+            else pod_matches_all_affinity_terms
+        )
         if new_pod is not None and old_pod is not None:
             # A single existing pod must satisfy all affinity terms at once, so "all" is the test.
             if not pod_matches_all_affinity_terms(terms, old_pod) and pod_matches_all_affinity_terms(terms, new_pod):
                 return QueueingHint.QUEUE  # updated to match the pod's affinity
-            if pod_matches_all_affinity_terms(anti_terms, old_pod) and not pod_matches_all_affinity_terms(
-                anti_terms, new_pod
-            ):
+            if conflicts(anti_terms, old_pod) and not conflicts(anti_terms, new_pod):
                 return QueueingHint.QUEUE  # updated not to match the pod's anti-affinity
             return QueueingHint.QUEUE_SKIP
         if new_pod is not None:
             if pod_matches_all_affinity_terms(terms, new_pod):
                 return QueueingHint.QUEUE  # an added pod matches the pod's affinity
             return QueueingHint.QUEUE_SKIP
-        if old_pod is not None and pod_matches_all_affinity_terms(anti_terms, old_pod):
+        if old_pod is None:
+            return QueueingHint.QUEUE_SKIP
+        if conflicts(anti_terms, old_pod):
             return QueueingHint.QUEUE  # a deleted pod matched the pod's anti-affinity
+        if self.features.affinity_hints_both_ways and conflicts(old_pod.pod_affinity.required_anti_affinity_terms, pod):
+            return QueueingHint.QUEUE  # the pod matched a deleted pod's anti-affinity
         return QueueingHint.QUEUE_SKIP
 
     def is_schedulable_after_node_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:

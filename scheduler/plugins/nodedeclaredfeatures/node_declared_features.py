@@ -22,7 +22,9 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
+    another_pods_update,
     as_objects,
+    target_pod_resource,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -43,6 +45,7 @@ class NodeDeclaredFeatures:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
+        self.features = features
         # Upstream's plugin does nothing when its gate is off (a profile may still enable it).
         self.enabled = features.enable_node_declared_features
         self.inferred = features.declared_features_inferred
@@ -68,7 +71,8 @@ class NodeDeclaredFeatures:
             ),
             # The pod's own update (1.36: any Pod update, others skipped by UID; 1.37: TargetPod).
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.UPDATE), self.is_schedulable_after_pod_update
+                ClusterEvent(target_pod_resource(self.features), ActionType.UPDATE),
+                self.is_schedulable_after_pod_update,
             ),
         ]
 
@@ -86,7 +90,7 @@ class NodeDeclaredFeatures:
         old_pod, new_pod = pods if pods is not None else (None, None)
         if old_pod is None or new_pod is None:
             return QueueingHint.QUEUE
-        if new_pod.uid != pod.uid or self.requirements(old_pod) == self.requirements(new_pod):
+        if another_pods_update(self.features, pod, new_pod) or self.requirements(old_pod) == self.requirements(new_pod):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
 

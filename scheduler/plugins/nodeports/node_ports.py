@@ -17,6 +17,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
     as_objects,
+    assigned_pod_resource,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -51,6 +52,7 @@ class NodePorts:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
+        self.features = features
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
@@ -60,7 +62,8 @@ class NodePorts:
         return [
             # A deleted pod frees its host ports.
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE), self.is_schedulable_after_pod_deleted
+                ClusterEvent(assigned_pod_resource(self.features), ActionType.DELETE),
+                self.is_schedulable_after_pod_deleted,
             ),
             # A new node has every port free (no hint: always worth a try).
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),

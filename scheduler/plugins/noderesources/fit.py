@@ -12,6 +12,7 @@ from typing import Any
 
 from scheduler.api.objects import Node, Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, is_extended_resource_name
+from scheduler.api.storage import DEVICE_CLASS_PREFIX, DeviceClass
 from scheduler.features import DEFAULT_FEATURES, Features, PodRequestsRule
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
@@ -22,6 +23,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
     as_objects,
+    assigned_pod_resource,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -164,6 +166,7 @@ class Fit:
         self.ignored_resource_groups = parsed.ignored_resource_groups
         self.scorer = ResourceAllocationScorer.for_strategy(parsed)
         self.handle = handle
+        self.features = features
         self.dra_extended_resource = features.enable_dra_extended_resource
         self.requests_rule = features.pod_requests_rule
 
@@ -176,10 +179,12 @@ class Fit:
     # -- events ----------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [
+        events = [
             # A pod leaving a node, or shrinking in place, frees what it requested.
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                ClusterEvent(
+                    assigned_pod_resource(self.features), ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN
+                ),
                 self.is_schedulable_after_pod_event,
             ),
             # A new node, or a node offering more, may have room.
@@ -188,6 +193,49 @@ class Fit:
                 self.is_schedulable_after_node_change,
             ),
         ]
+        if self.features.target_pod_events:
+            # The pod itself asking for less (before 1.37 the Pod registration above saw it too).
+            events.insert(
+                1,
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.TARGET_POD, ActionType.UPDATE_POD_SCALE_DOWN),
+                    self.is_schedulable_after_target_pod_scale_down,
+                ),
+            )
+        if self.dra_extended_resource:
+            # A class that now backs a resource the pod asks for hands it to DynamicResources
+            # ("Insufficient X" no longer applies where no device plugin offers X).
+            events.append(
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
+                    self.is_schedulable_after_device_class_event,
+                )
+            )
+        return events
+
+    def is_schedulable_after_target_pod_scale_down(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        """Since 1.37: the pending pod asks for less, which may fit now."""
+        return QueueingHint.QUEUE
+
+    def is_schedulable_after_device_class_event(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        """Upstream's ``isSchedulableAfterDeviceClassEvent``: an added class whose implicit name the pod
+        asks for, or a class added or changed to back an extended resource name the pod asks for."""
+        objs = as_objects(DeviceClass, old, new)
+        modified = objs[1] if objs is not None else None
+        if objs is None or modified is None:
+            return QueueingHint.QUEUE
+        original = objs[0]
+        requests = pod.resources.requests.scalar  # resource.PodRequests of the spec
+        if original is not None:
+            if original.extended_resource_name == modified.extended_resource_name:
+                return QueueingHint.QUEUE_SKIP  # the name a class backs implicitly never changes
+        elif DEVICE_CLASS_PREFIX + modified.name in requests:
+            return QueueingHint.QUEUE
+        if modified.extended_resource_name is not None and modified.extended_resource_name in requests:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def is_schedulable_after_pod_event(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
         objs = as_objects(Pod, old, new)

@@ -19,7 +19,9 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
+    another_pods_update,
     as_objects,
+    target_pod_resource,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -38,6 +40,7 @@ class NodeUnschedulable:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
+        self.features = features
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
@@ -52,7 +55,7 @@ class NodeUnschedulable:
             ),
             # A toleration of node.kubernetes.io/unschedulable added to the pod itself.
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION),
+                ClusterEvent(target_pod_resource(self.features), ActionType.UPDATE_POD_TOLERATION),
                 self.is_schedulable_after_pod_toleration_change,
             ),
         ]
@@ -76,7 +79,9 @@ class NodeUnschedulable:
         if pods is None or pods[1] is None:
             return QueueingHint.QUEUE  # not a pod update: upstream's conversion error means Queue
         new_pod = pods[1]
-        if new_pod.uid == pod.uid and tolerates_any(new_pod.tolerations, TAINT_NODE_UNSCHEDULABLE):
+        if not another_pods_update(self.features, pod, new_pod) and tolerates_any(
+            new_pod.tolerations, TAINT_NODE_UNSCHEDULABLE
+        ):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 

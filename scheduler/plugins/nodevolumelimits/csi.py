@@ -32,6 +32,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
     as_objects,
+    assigned_pod_resource,
 )
 from scheduler.framework.interface import Handle, StorageLister
 from scheduler.framework.status import Code, Status
@@ -80,6 +81,7 @@ class NodeVolumeLimits:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
+        self.features = features
         self.volume_limit_scaling = features.enabled("VolumeLimitScaling")
         # Handles of claims not bound yet: ``<prefix>-<namespace>/<claim>``, a prefix no real handle has.
         self._prefix = uuid.uuid4().hex
@@ -94,7 +96,8 @@ class NodeVolumeLimits:
                 ClusterEvent(EventResource.CSI_NODE, ActionType.UPDATE), self.is_schedulable_after_csi_node_updated
             ),
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE), self.is_schedulable_after_pod_deleted
+                ClusterEvent(assigned_pod_resource(self.features), ActionType.DELETE),
+                self.is_schedulable_after_pod_deleted,
             ),
             ClusterEventWithHint(
                 ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), self.is_schedulable_after_pvc_added

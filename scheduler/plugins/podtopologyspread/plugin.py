@@ -24,6 +24,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
     as_objects,
+    counted_by_hints,
     node_taints_changed,
     pod_tolerations_changed,
 )
@@ -124,6 +125,17 @@ def parse_args(args: Mapping[str, Any]) -> tuple[tuple[SpreadConstraint, ...], b
     return tuple(out), False
 
 
+def _after_label_change(old_pod: Pod, new_pod: Pod, constraints: Sequence[Constraint]) -> QueueingHint:
+    """``isSchedulableAfterPodLabelChange``: Queue when the update makes the pod match a constraint's
+    selector it did not, or stop matching one it did."""
+    if dict(new_pod.labels) == dict(old_pod.labels):
+        return QueueingHint.QUEUE_SKIP
+    for c in constraints:
+        if c.selector.matches(old_pod.labels) != c.selector.matches(new_pod.labels):
+            return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
 class PodTopologySpread:
     """PreFilter (+extensions), Filter, PreScore, Score (+Normalize) and EnqueueExtensions."""
 
@@ -132,6 +144,7 @@ class PodTopologySpread:
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.default_constraints, self.system_defaulted = parse_args(args)
         self.handle = handle
+        self.features = features
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
@@ -148,23 +161,45 @@ class PodTopologySpread:
     # -- events -------------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [
-            # Pods appearing, disappearing or relabelled change the domain counts.
-            ClusterEventWithHint(
-                ClusterEvent(
-                    EventResource.POD,
-                    ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.UPDATE_POD_TOLERATION | ActionType.DELETE,
-                ),
-                self.is_schedulable_after_pod_change,
-            ),
+        node_event = ClusterEventWithHint(
             # Nodes appearing, disappearing, relabelled or retainted change the domains.
+            ClusterEvent(
+                EventResource.NODE,
+                ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+            ),
+            self.is_schedulable_after_node_change,
+        )
+        if not self.features.target_pod_events:
+            return [
+                # Pods appearing, disappearing or relabelled change the domain counts; the pod's own
+                # new toleration may let a NodeTaintsPolicy: Honor constraint count a node.
+                ClusterEventWithHint(
+                    ClusterEvent(
+                        EventResource.POD,
+                        ActionType.ADD
+                        | ActionType.UPDATE_POD_LABEL
+                        | ActionType.UPDATE_POD_TOLERATION
+                        | ActionType.DELETE,
+                    ),
+                    self.is_schedulable_after_pod_change,
+                ),
+                node_event,
+            ]
+        return [
+            # Assigned pods appearing, disappearing or relabelled change the domain counts.
             ClusterEventWithHint(
                 ClusterEvent(
-                    EventResource.NODE,
-                    ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+                    EventResource.ASSIGNED_POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
                 ),
-                self.is_schedulable_after_node_change,
+                self.is_schedulable_after_assigned_pod_change,
             ),
+            # The pod's own relabelling may change what it counts (selectors built from matchLabelKeys
+            # or defaults), and a new toleration may let a NodeTaintsPolicy: Honor constraint count a node.
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.TARGET_POD, ActionType.UPDATE_POD_TOLERATION | ActionType.UPDATE_POD_LABEL),
+                self.is_schedulable_after_target_pod_change,
+            ),
+            node_event,
         ]
 
     def _hard_constraints_for_hint(self, pod: Pod) -> list[Constraint] | None:
@@ -173,37 +208,56 @@ class PodTopologySpread:
             return None
         return self._constraints(pod, DO_NOT_SCHEDULE)
 
+    def _involved(self, pod: Pod, *others: Pod | None) -> bool:
+        """``involvedInTopologySpreading`` of each pod of an event: in the pending pod's namespace and
+        counted by the hints (assigned; nominated since 1.36); before 1.37 the pending pod itself too."""
+        return all(
+            p is None
+            or (not self.features.target_pod_events and p.uid == pod.uid)
+            or (p.namespace == pod.namespace and counted_by_hints(self.features, p))
+            for p in others
+        )
+
     def is_schedulable_after_pod_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        """Before 1.37: one hint for every pod's Add, relabelling, new toleration and Delete."""
         pods = as_objects(Pod, old, new)
         if pods is None:
             return QueueingHint.QUEUE  # not a pod event: upstream's conversion error means Queue
         old_pod, new_pod = pods
+        if old_pod is not None and new_pod is not None and new_pod.uid == pod.uid:
+            return self.is_schedulable_after_target_pod_change(pod, old_pod, new_pod)  # the pod itself is involved
+        return self.is_schedulable_after_assigned_pod_change(pod, old_pod, new_pod)
 
-        def involved(p: Pod) -> bool:
-            return p.uid == pod.uid or (p.assigned and p.namespace == pod.namespace)
-
-        if (new_pod is not None and not involved(new_pod)) or (old_pod is not None and not involved(old_pod)):
+    def is_schedulable_after_assigned_pod_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        pods = as_objects(Pod, old, new)
+        if pods is None:
+            return QueueingHint.QUEUE  # not a pod event: upstream's conversion error means Queue
+        old_pod, new_pod = pods
+        if not self._involved(pod, old_pod, new_pod):
             return QueueingHint.QUEUE_SKIP
         constraints = self._hard_constraints_for_hint(pod)
         if constraints is None:
             return QueueingHint.QUEUE
         if new_pod is not None and old_pod is not None:
-            if (
-                new_pod.uid == pod.uid
-                and pod_tolerations_changed(new_pod, old_pod)
-                and any(c.node_taints_policy == "Honor" for c in constraints)
-            ):
-                return QueueingHint.QUEUE
-            if dict(new_pod.labels) == dict(old_pod.labels):
-                return QueueingHint.QUEUE_SKIP
-            for c in constraints:
-                if c.selector.matches(old_pod.labels) != c.selector.matches(new_pod.labels):
-                    return QueueingHint.QUEUE
-            return QueueingHint.QUEUE_SKIP
+            return _after_label_change(old_pod, new_pod, constraints)
         changed = new_pod or old_pod
         if changed is not None and any(c.selector.matches(changed.labels) for c in constraints):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_target_pod_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        pods = as_objects(Pod, old, new)
+        old_pod, new_pod = pods or (None, None)
+        if old_pod is None or new_pod is None:
+            return QueueingHint.QUEUE  # not a pod update: upstream's conversion error means Queue
+        constraints = self._hard_constraints_for_hint(pod)
+        if constraints is None:
+            return QueueingHint.QUEUE
+        if pod_tolerations_changed(new_pod, old_pod) and any(c.node_taints_policy == "Honor" for c in constraints):
+            return QueueingHint.QUEUE
+        return _after_label_change(old_pod, new_pod, constraints)
 
     def is_schedulable_after_node_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
         constraints = self._hard_constraints_for_hint(pod)

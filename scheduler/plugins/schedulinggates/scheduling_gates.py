@@ -14,9 +14,10 @@ from scheduler.framework.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
-    EventResource,
     QueueingHint,
+    another_pods_update,
     as_objects,
+    target_pod_resource,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -30,6 +31,7 @@ class SchedulingGates:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
+        self.features = features
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
         if not pod.scheduling_gates:
@@ -43,7 +45,7 @@ class SchedulingGates:
         # Only removing the last gate of the pod itself releases it.
         return [
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),
+                ClusterEvent(target_pod_resource(self.features), ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),
                 self.is_schedulable_after_update_pod_scheduling_gates_eliminated,
             )
         ]
@@ -54,4 +56,4 @@ class SchedulingGates:
         pods = as_objects(Pod, old, new)
         if pods is None or pods[1] is None:
             return QueueingHint.QUEUE  # not a pod update: upstream's conversion error means Queue
-        return QueueingHint.QUEUE if pods[1].uid == pod.uid else QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE_SKIP if another_pods_update(self.features, pod, pods[1]) else QueueingHint.QUEUE

@@ -20,6 +20,8 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     EventResource,
     QueueingHint,
+    another_pods_update,
+    target_pod_resource,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -89,6 +91,7 @@ class TaintToleration:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
+        self.features = features
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
@@ -103,7 +106,7 @@ class TaintToleration:
             ),
             # A toleration added to the pending pod itself may tolerate what rejected it.
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION),
+                ClusterEvent(target_pod_resource(self.features), ActionType.UPDATE_POD_TOLERATION),
                 self.is_schedulable_after_pod_toleration_change,
             ),
         ]
@@ -119,9 +122,9 @@ class TaintToleration:
     def is_schedulable_after_pod_toleration_change(
         self, pod: Pod, old: object | None, new: object | None
     ) -> QueueingHint:
-        if isinstance(new, Pod) and new.uid == pod.uid:
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        if isinstance(new, Pod) and another_pods_update(self.features, pod, new):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
 
     def sign_pod(self, pod: Pod) -> Hashable:
         return pod.tolerations

@@ -287,6 +287,15 @@ class VolumeBinding:
         for claim in stored.assumed.dynamic_provisions:
             storage.restore(claim)
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Skip when every claim is bound already: PreBind has nothing to write or wait for."""
+        stored = state.get(STATE_KEY)
+        if not isinstance(stored, _State) or stored.all_bound:
+            return _SKIP
+        if stored.assumed is None:
+            return Status.as_error(f'no pod volume found for node "{node_name}"')
+        return None
+
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """``BindPodVolumes``: the writes, then the wait for the PV controller (``bindTimeoutSeconds``)."""
         stored = state.get(STATE_KEY)

@@ -31,6 +31,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
     as_objects,
+    assigned_pod_resource,
 )
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -92,6 +93,7 @@ class VolumeRestrictions:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle, features: Features = DEFAULT_FEATURES) -> None:
         self.handle = handle
+        self.features = features
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         return sign_volumes(pod)
@@ -100,7 +102,8 @@ class VolumeRestrictions:
         return [
             # A deleted pod frees its disks and its ReadWriteOncePod claims.
             ClusterEventWithHint(
-                ClusterEvent(EventResource.POD, ActionType.DELETE), self.is_schedulable_after_pod_deleted
+                ClusterEvent(assigned_pod_resource(self.features), ActionType.DELETE),
+                self.is_schedulable_after_pod_deleted,
             ),
             # A new node has no disk attached (no hint: always worth a try).
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),

@@ -121,3 +121,14 @@ def test_cluster_objects_turns_a_malformed_answer_into_listing_error(tmp_path: P
         ListingError, match=r"^cannot list the cluster: listing Node: HTTP 200: the response is not JSON"
     ):
         asyncio.run(main())
+
+
+def test_device_classes_are_listed_where_allowed() -> None:
+    """``explain`` and ``skew`` replay what ``run`` decides: DeviceClasses say which extended
+    resources DynamicResources takes over (DRAExtendedResource); one the caller may not list is left out."""
+    gpu = {"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": "example.com/gpu"}}
+    path = "/apis/resource.k8s.io/v1/deviceclasses"
+    objects = _list({path: lambda _r: web.json_response({"metadata": {}, "items": [gpu]})})
+    assert [o for o in objects if o["kind"] == "DeviceClass"] == [{**gpu, "kind": "DeviceClass"}]
+    forbidden = web.json_response({"kind": "Status", "code": 403}, status=403)
+    assert not [o for o in _list({path: lambda _r: forbidden}) if o["kind"] == "DeviceClass"]

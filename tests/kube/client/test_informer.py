@@ -23,9 +23,20 @@ from kubernetes.aio import client
 
 from scheduler import logs
 from scheduler.config import load_config
+from scheduler.features import SUPPORTED, features_at
 from scheduler.kube import app
 from scheduler.kube.client.informer import Informer
-from scheduler.kube.client.watch import NOT_TERMINAL, PAGE_SIZE, WATCHED, Engine, Kind, KopfEngine, watch_session
+from scheduler.kube.client.watch import (
+    DEVICE_CLASSES,
+    NOT_TERMINAL,
+    PAGE_SIZE,
+    WATCHED,
+    Engine,
+    Kind,
+    KopfEngine,
+    watch_session,
+    watched,
+)
 from scheduler.scheduler import Scheduler
 from scheduler.testing import make_node, make_pod
 from tests.fakes import FakeBinder, FakeClock, FakeRecorder
@@ -427,3 +438,25 @@ def test_a_401_logs_in_again_with_a_fresh_token_and_a_500_is_reported_at_once(mo
     assert len(logins) == 2  # the 401 emptied kopf's vault: a second login
     assert stub.tokens_seen[:2] == ["Bearer token-1", "Bearer token-1"] and stub.tokens_seen[-1] == "Bearer token-2"
     assert len(sched.cache.node_infos()) == PAGE_SIZE + 4
+
+
+def test_device_classes_are_watched_into_the_cache_at_every_minor() -> None:
+    """DynamicResourceAllocation is GA at every minor we decide as: ``run`` watches DeviceClasses,
+    which say which extended resources DynamicResources takes over (DRAExtendedResource)."""
+    for minor in SUPPORTED:
+        assert DEVICE_CLASSES in watched(features_at(minor))
+    sched, engine = _scheduler(), ScriptedEngine()
+    plain = {"metadata": {"name": "gpu", "resourceVersion": "3", "creationTimestamp": "2026-01-01T00:00:00Z"}}
+    engine.lists["deviceclasses"].append(([plain], "3"))
+    backing = {**plain, "metadata": {**plain["metadata"], "resourceVersion": "4"}}
+    engine.watches["deviceclasses"].append(
+        [
+            {
+                "type": "MODIFIED",
+                "object": {**backing, "kind": "DeviceClass", "spec": {"extendedResourceName": "example.com/gpu"}},
+            }
+        ]
+    )
+    informer = Informer(engine, sched.handlers, kinds=(DEVICE_CLASSES,))
+    asyncio.run(_running(informer, lambda: sched.cache.storage.device_class_for("example.com/gpu") is not None))
+    assert sched.cache.storage.device_class_for("deviceclass.resource.kubernetes.io/gpu") is not None

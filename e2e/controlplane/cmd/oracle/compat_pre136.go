@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -19,7 +20,7 @@ func fakeRecorders(string) events.EventRecorder { return &events.FakeRecorder{} 
 
 func (o *observed) GetNodeHint(ctx context.Context, pod *v1.Pod, state fwk.CycleState, cycleCount int64) (string, fwk.PodSignature) {
 	hint, signature := o.Framework.GetNodeHint(ctx, pod, state, cycleCount)
-	o.w.noteHint(hint)
+	o.w.noteHint(hint, time.Now())
 	return hint, signature
 }
 

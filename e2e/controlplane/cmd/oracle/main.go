@@ -21,7 +21,10 @@
 //     without extenders) is set to 1 on our node when it has the top total, so upstream's heap pops it;
 //     with "rankings" (our scored nodes, ours first, the rest in the order our batching would offer
 //     them), every ranked node gets a Randomizer by its rank, so the nodes upstream's heap keeps for
-//     opportunistic batching come out among equal totals in our order too;
+//     opportunistic batching come out among equal totals in our order too, and the feasible nodes
+//     reach Score in that order (upstream's is its parallel Filter's finishing order), so the heap is
+//     laid out as ours: 1.37 rescores a node into an entry with Randomizer 0, and among equal
+//     Randomizers the heap's layout decides;
 //   - anything else (a batched hint, a partial search, or a real difference): after the cycle, the
 //     pod is moved to our node (or unbound, or bound there) through the fake API, and the result says
 //     "worldFixed". Mismatches in later pods of that scenario may follow from the fix.
@@ -134,6 +137,7 @@ type resultJSON struct {
 	Batched                 bool                `json:"batched"`
 	Gated                   bool                `json:"gated,omitempty"`
 	Hint                    string              `json:"hint,omitempty"`
+	BatchMayHaveExpired     bool                `json:"batchMayHaveExpired,omitempty"` // + (world.go)
 	UnschedulablePlugins    []string            `json:"unschedulablePlugins"`
 	PendingPlugins          []string            `json:"pendingPlugins"`
 	Nodes                   map[string]nodeJSON `json:"nodes"`

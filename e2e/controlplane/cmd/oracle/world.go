@@ -41,6 +41,10 @@ type cycle struct {
 	preRes     *fwk.PreFilterResult
 	prePlugins sets.Set[string]
 	hint       string
+	// The stored batch may have outlived maxBatchAge (500 ms of wall clock, batch.go) by the time
+	// GetNodeHint looked: upstream's expiry check reads time.Now(), and a loaded machine can run a
+	// scenario's cycles that far apart. simulate's clock stands still.
+	batchMayHaveExpired bool
 
 	mu          sync.Mutex // Filter runs in parallel
 	filterCalls []string
@@ -80,8 +84,12 @@ type world struct {
 	late       []string
 	versions   versions // resourceVersions of storage objects (volumes.go)
 	writesMu   sync.Mutex
-	writes     []string // PreBind's volume writes since the last finish (volumes.go)
+	writes     []string  // PreBind's volume writes since the last finish (volumes.go)
+	storedAt   time.Time // just before the last StoreScheduleResults that stored a new batch
 }
+
+// maxBatchAge is batch.go's: stored results older than this give no hint.
+const maxBatchAge = 500 * time.Millisecond
 
 func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 
@@ -109,11 +117,22 @@ func (o *observed) RunPreFilterPlugins(ctx context.Context, state fwk.CycleState
 	return res, status, plugins
 }
 
-// noteHint records the hint batching offered (GetNodeHint, whose signature is per release: compat_*.go).
-func (w *world) noteHint(hint string) {
+// noteHint records the hint batching offered (GetNodeHint, whose signature is per release: compat_*.go)
+// and whether the stored batch may have expired by the time it was asked (answered: when it returned).
+func (w *world) noteHint(hint string, answered time.Time) {
 	if c := w.current; c != nil {
 		c.hint = hint
+		c.batchMayHaveExpired = !w.storedAt.IsZero() && answered.Sub(w.storedAt) >= maxBatchAge
 	}
+}
+
+// StoreScheduleResults notes when a new batch may have been stored (its creationTime is read inside).
+func (o *observed) StoreScheduleResults(ctx context.Context, signature fwk.PodSignature, hintedNode, chosenNode string,
+	otherNodes framework.SortedScoredNodes, cycleCount int64) {
+	if hintedNode != chosenNode {
+		o.w.storedAt = time.Now()
+	}
+	o.Framework.StoreScheduleResults(ctx, signature, hintedNode, chosenNode, otherNodes, cycleCount)
 }
 
 func (o *observed) RunFilterPluginsWithNominatedPods(ctx context.Context, state fwk.CycleState, pod *v1.Pod, info fwk.NodeInfo) *fwk.Status {
@@ -130,6 +149,24 @@ func (o *observed) RunFilterPluginsWithNominatedPods(ctx context.Context, state 
 // RunScorePlugins records the real scores and raw ones from the same CycleState, then breaks a tie
 // our way: upstream pops the highest (TotalScore, Randomizer), and Randomizer is 0 without extenders.
 func (o *observed) RunScorePlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, *fwk.Status) {
+	if ranking := o.w.rankings[podKey(pod)]; len(ranking) > 0 {
+		// The feasible nodes in our ranking's order (upstream's order is whichever its parallel
+		// Filter finished in): the heap batching keeps is then laid out as ours, which matters
+		// where tie-breakers are equal (1.37 rescores nodes into entries with Randomizer 0).
+		// Sorted in place, so prioritizeNodes' extender scores stay aligned with nodes[i].
+		rank := make(map[string]int, len(ranking))
+		for i, name := range ranking {
+			rank[name] = i
+		}
+		sort.SliceStable(nodes, func(i, j int) bool {
+			ri, iok := rank[nodes[i].Node().Name]
+			rj, jok := rank[nodes[j].Node().Name]
+			if iok != jok {
+				return iok
+			}
+			return iok && ri < rj
+		})
+	}
 	scores, status := o.Framework.RunScorePlugins(ctx, state, pod, nodes)
 	c := o.w.current
 	if c == nil || !status.IsSuccess() {
@@ -473,6 +510,7 @@ func (w *world) finish(ctx context.Context, c *cycle) (resultJSON, error) {
 	// Batching (schedule_one.go, findNodesThatFitPod): a hint that passes Filter is the only node
 	// evaluated, and the cycle returns it without scoring.
 	res.Hint = c.hint
+	res.BatchMayHaveExpired = c.batchMayHaveExpired
 	res.Batched = c.scheduled && c.hint != "" && c.hint == c.result.SuggestedHost &&
 		len(c.filterCalls) == 1 && c.filterCalls[0] == c.hint && pod.Status.NominatedNodeName == ""
 	w.realNodes(c, &res)

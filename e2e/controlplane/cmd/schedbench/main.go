@@ -187,10 +187,15 @@ func run(configPath, objectsPath string) error {
 		}
 	}
 	fwk := sched.Profiles[cfg.Profiles[0].SchedulerName]
+	reported := false
 	scheduleOne := func(pod *v1.Pod) (bool, error) {
 		state := framework.NewCycleState()
-		result, err := sched.SchedulePod(ctx, fwk, state, pod)
+		result, err := schedulePod(ctx, sched, fwk, state, pod)
 		if err != nil {
+			if !reported {
+				reported = true // a pod that does not fit is expected; say what the first failure was
+				fmt.Fprintf(os.Stderr, "schedbench: %s: %v\n", pod.Name, err)
+			}
 			return false, nil
 		}
 		assumed := pod.DeepCopy()
