@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from scheduler.features import supported_minor
 from tests.differential import generator
 from tests.differential.apiserver import ControlPlane, RoundTrip
 
@@ -82,3 +83,27 @@ def test_the_api_server_merges_match_label_keys_into_the_spread_selector(trip: R
         "node.kubernetes.io/unreachable",
     }
     assert "uid" not in returned["metadata"]
+
+
+@pytest.mark.parametrize("release", ["v1.36.3", "v1.37.2"])
+def test_node_pod_changes_are_accepted_by_the_api_server_of_their_minor(
+    release: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue #47's features at the minor that has them: nodes declaring features, pods with a
+    RestartAllContainers rule (kept, not dropped: the gate is on), image volumes, resized pods."""
+    minor = supported_minor(release)
+    plane = ControlPlane(tmp_path_factory.mktemp(f"apiserver-{minor}"), version=release)
+    trip = plane.up()
+    try:
+        seeds = [s for s in range(START, START + 10 * COUNT) if generator.drawn(s, "declaredfeatures")]
+        kept = 0
+        for seed in seeds[: max(COUNT // 4, 1)]:
+            objects, _ = generator.scenario(seed, generator.FEATURES, kube_version=minor)
+            for returned in (o for o in trip.send(seed, objects) if o["kind"] == "Pod"):
+                containers = [*returned["spec"].get("containers", []), *returned["spec"].get("initContainers", [])]
+                kept += sum(bool(c.get("restartPolicyRules")) for c in containers)
+        assert not trip.refusals, trip.report()
+        assert kept, "the API server dropped every restart rule"
+    finally:
+        trip.close()
+        plane.down()

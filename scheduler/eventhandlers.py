@@ -74,6 +74,8 @@ class EventHandlers:
         self.cache = cache
         # Node updates of declared features are an event only with NodeDeclaredFeatures (1.36+).
         self.declared_features = features.enable_node_declared_features
+        # How a resize counts, for an assigned pod's scale-down event.
+        self.requests_rule = features.pod_requests_rule
         # Keep each Node's API object whole (an extender is sent them), not without its images.
         self.whole_nodes = whole_nodes
         self.queue = queue
@@ -181,7 +183,9 @@ class EventHandlers:
         if old is None or was_assumed:
             self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_ADD, None, pod)
         elif old.resource_version != pod.resource_version or not pod.resource_version:
-            for event in ev.pod_scheduling_properties_change(pod, old, ev.EventResource.ASSIGNED_POD):
+            for event in ev.pod_scheduling_properties_change(
+                pod, old, ev.EventResource.ASSIGNED_POD, rule=self.requests_rule
+            ):
                 self.queue.move_all_to_active_or_backoff(event, old, pod)
 
     def _forget_pod(self, pod: Pod) -> None:

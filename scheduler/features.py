@@ -22,10 +22,12 @@ __all__ = [
     "DEFAULT_FEATURES",
     "NEWEST",
     "OLDEST",
+    "PER_CONTAINER_RULE",
     "RELEASES",
     "SUPPORTED",
     "FeatureGateError",
     "Features",
+    "PodRequestsRule",
     "features_at",
     "features_from_flags",
     "minor_for_server",
@@ -313,6 +315,10 @@ AFFINITY_HINTS_BOTH_WAYS = "AffinityHintsBothWays"  # interpodaffinity/plugin.go
 TARGET_POD_EVENTS = "TargetPodEvents"  # framework/events.go, backend/queue Update, plugins' EventsToRegister, 1.37
 ANTI_AFFINITY_HINTS_ANY_TERM = "AntiAffinityHintsAnyTerm"  # interpodaffinity/plugin.go, 1.37
 NODE_TAINT_FALLBACK_REMOVED = "NodeTaintFallbackRemoved"  # scheduler.go buildQueueingHintMap, 1.37
+# component-helpers resource/helpers.go AggregateContainerRequests, 1.37 (v0.37.2): an assigned pod's
+# requests are the max of the summed spec, actuated and allocated requests (the pod-level status in
+# place of the last two when it has both), no longer the sum of each container's max.
+POD_REQUESTS_MAX_OF_SUMS = "PodRequestsMaxOfSums"
 _1_36 = frozenset(
     {
         BALANCED_ALLOCATION_SCORES_CHANGE,
@@ -338,6 +344,7 @@ _CHANGES: Mapping[str, frozenset[str]] = {
         TARGET_POD_EVENTS,
         ANTI_AFFINITY_HINTS_ANY_TERM,
         NODE_TAINT_FALLBACK_REMOVED,
+        POD_REQUESTS_MAX_OF_SUMS,
     },
 }
 
@@ -350,6 +357,22 @@ _DECLARED_FEATURES_INFERRED: Mapping[str, frozenset[str]] = {
         {"RestartAllContainersOnContainerExits", "UserNamespacesHostNetworkSupport", "VolumeBindMountOptions"}
     ),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class PodRequestsRule:
+    """How an assigned pod's in-place resize counts in what a node has requested (component-helpers'
+    ``PodResourcesOptions`` as a NodeInfo passes them, per minor): ``Features.pod_requests_rule``."""
+
+    # InPlacePodLevelResourcesVerticalScaling: the pod-level status (``status.resources``,
+    # ``status.allocatedResources``) counts as well.
+    pod_level_status: bool = False
+    # 1.37: the max of the summed spec, actuated and allocated requests, not the sum of per-container maxima.
+    max_of_sums: bool = False
+
+
+# 1.35's rule (and 1.36's with InPlacePodLevelResourcesVerticalScaling off): each container's own max.
+PER_CONTAINER_RULE = PodRequestsRule()
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,6 +448,14 @@ class Features:
         is made, so unstarted victims of equal priority keep the node's order (before, "now" was read
         at each comparison and they came out last first)."""
         return VICTIM_START_READ_ONCE in self.changes
+
+    @property
+    def pod_requests_rule(self) -> PodRequestsRule:
+        """How an assigned pod's resize status counts on its node (``PodRequestsRule``)."""
+        return PodRequestsRule(
+            pod_level_status=self.enabled("InPlacePodLevelResourcesVerticalScaling"),
+            max_of_sums=POD_REQUESTS_MAX_OF_SUMS in self.changes,
+        )
 
     @property
     def pre_bind_victims_requeued(self) -> bool:

@@ -55,7 +55,7 @@ class Scheduler:
         self.frameworks: dict[str, Framework] = build_frameworks(config, binder, self.extenders)
         self.clock = clock
         self._wakeup = asyncio.Event()
-        self.cache = Cache(pod_level_resize=config.features.enabled("InPlacePodLevelResourcesVerticalScaling"))
+        self.cache = Cache(requests_rule=config.features.pod_requests_rule)
         self.queue = SchedulingQueue(
             self.frameworks,
             sort_key=queue_sort_key(self.frameworks),

@@ -3,14 +3,15 @@
 Upstream: ``component-helpers/resource/helpers.go`` (``PodRequests``: containers summed, sidecars
 added, each init container a maximum, pod-level requests override, overhead added) and
 ``pkg/scheduler/framework/types.go`` (``Resource``, ``PodInfo.CalculateResource`` with the non-zero
-defaults for scoring). Feature gates as in 1.35's defaults: SidecarContainers, PodLevelResources and
-InPlacePodVerticalScaling on (assigned pods count what their status says was resized to);
-InPlacePodLevelResourcesVerticalScaling and DRAExtendedResource off.
+defaults for scoring). SidecarContainers, PodLevelResources and InPlacePodVerticalScaling are on in
+every minor (assigned pods count what their status says was resized to); how the resize counts
+differs by minor (``PodRequestsRule``): a parsed pod carries its counts under each rule that gives
+another answer, and a NodeInfo picks its minor's (``PodResources.under``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from scheduler.api.fields import FieldError, as_list, as_mapping, opt_int, opt_str
 from scheduler.api.names import label_key_errors
 from scheduler.api.quantity import milli_value, parse_quantity, value
+from scheduler.features import PER_CONTAINER_RULE, PodRequestsRule
 
 __all__ = [
     "CPU",
@@ -134,10 +136,13 @@ class PodResources:
     score_requests: Mapping[str, Fraction] = field(default_factory=dict)
     effective_requests: Mapping[str, Fraction] = field(default_factory=dict)
     host_ports: tuple[HostPort, ...] = ()
-    # With InPlacePodLevelResourcesVerticalScaling (beta on from 1.36): the same pod counted with its
-    # pod-level requests resized (``status.resources``, ``status.allocatedResources``); None when that
-    # changes nothing (no pod-level requests, no pod-level status). NodeInfo picks it (``NodeInfo``).
-    pod_level_resized: PodResources | None = None
+    # The same pod counted under another minor's ``PodRequestsRule``, for each rule whose answer
+    # differs from the default rule's (1.35's): empty for a pod without resize status.
+    variants: Mapping[PodRequestsRule, PodResources] = field(default_factory=dict)
+
+    def under(self, rule: PodRequestsRule) -> PodResources:
+        """The pod as a NodeInfo deciding under ``rule`` counts it."""
+        return self.variants.get(rule, self)
 
 
 # -- parsing ---------------------------------------------------------------------------------------
@@ -189,6 +194,7 @@ def _with_defaults(reqs: Mapping[str, Fraction], defaults: Mapping[str, Fraction
 class _Container:
     name: str
     requests: ResourceList
+    init: bool
     restartable: bool  # an init container with restartPolicy Always (a sidecar)
 
 
@@ -197,7 +203,8 @@ class _Status:
     """A container status's resized requests (``resources.requests``, ``allocatedResources``)."""
 
     actuated: ResourceList | None  # None when the status has no ``resources`` at all
-    allocated: ResourceList
+    actuated_requests: ResourceList | None  # None when ``resources.requests`` is missing too
+    allocated: ResourceList | None  # None when the status has no ``allocatedResources``
 
 
 def _containers(spec: Mapping[str, Any], key: str, errors: list[FieldError]) -> list[_Container]:
@@ -208,7 +215,8 @@ def _containers(spec: Mapping[str, Any], key: str, errors: list[FieldError]) -> 
         resources = as_mapping(c.get("resources"), f"{path}.resources", errors)
         requests = _resource_list(resources.get("requests"), f"{path}.resources.requests", errors)
         restart = opt_str(c.get("restartPolicy"), f"{path}.restartPolicy", errors)
-        out.append(_Container(str(c.get("name") or ""), requests, key == "initContainers" and restart == "Always"))
+        init = key == "initContainers"
+        out.append(_Container(str(c.get("name") or ""), requests, init, init and restart == "Always"))
     return out
 
 
@@ -219,14 +227,18 @@ def _statuses(status: Mapping[str, Any], errors: list[FieldError]) -> dict[str, 
             path = f"status.{key}[{i}]"
             cs = as_mapping(raw, path, errors)
             resources = cs.get("resources")
-            actuated = None
+            actuated = actuated_requests = allocated = None
             if resources is not None:
                 res = as_mapping(resources, f"{path}.resources", errors)
                 actuated = _resource_list(res.get("requests"), f"{path}.resources.requests", errors, validate=False)
-            allocated = _resource_list(
-                cs.get("allocatedResources"), f"{path}.allocatedResources", errors, validate=False
-            )
-            out[str(cs.get("name") or "")] = _Status(actuated, allocated)
+                if res.get("requests") is not None:
+                    actuated_requests = actuated
+            if cs.get("allocatedResources") is not None:
+                allocated = _resource_list(
+                    cs.get("allocatedResources"), f"{path}.allocatedResources", errors, validate=False
+                )
+            # The first status of a name counts (``findContainerStatus``; the API keeps names unique).
+            out.setdefault(str(cs.get("name") or ""), _Status(actuated, actuated_requests, allocated))
     return out
 
 
@@ -259,12 +271,20 @@ class _Pod:
         self.overhead = _resource_list(spec.get("overhead"), "spec.overhead", errors)
         # The pod-level resize status (``status.resources``, ``status.allocatedResources``).
         self.pod_actuated: ResourceList | None = None
+        self.pod_actuated_requests_set = False
         if status.get("resources") is not None:
             res = as_mapping(status.get("resources"), "status.resources", errors)
             self.pod_actuated = _resource_list(res.get("requests"), "status.resources.requests", errors, validate=False)
+            self.pod_actuated_requests_set = res.get("requests") is not None
+        self.pod_allocated_set = status.get("allocatedResources") is not None
         self.pod_allocated = _resource_list(
             status.get("allocatedResources"), "status.allocatedResources", errors, validate=False
         )
+
+    @property
+    def resized(self) -> bool:
+        """Whether any resize status is there for a rule to read (else every rule counts the spec)."""
+        return bool(self.statuses or self.pod_actuated is not None or self.pod_allocated_set or self.resize_infeasible)
 
     @property
     def pod_level_set(self) -> bool:
@@ -272,7 +292,9 @@ class _Pod:
         return any(_pod_level_supported(name) for name in self.pod_level)
 
     def _effective(self, c: _Container, use_status: bool) -> ResourceList:
-        if not use_status:
+        """1.35/1.36: a container's (or a sidecar's) own max of spec, actuated and allocated, when
+        its status has ``resources`` (``determineEffectiveRequests``; Infeasible: status only)."""
+        if not use_status or (c.init and not c.restartable):
             return c.requests
         st = self.statuses.get(c.name)
         if st is None or st.actuated is None:
@@ -281,24 +303,35 @@ class _Pod:
             return _max_of(st.actuated, st.allocated)
         return _max_of(c.requests, st.actuated, st.allocated)
 
-    def requests(
-        self,
-        *,
-        use_status: bool,
-        defaults: Mapping[str, Fraction] | None = None,
-        pod_level: bool = True,
-        pod_level_status: bool = False,
+    def _allocated(self, c: _Container) -> ResourceList | None:
+        """1.37 ``containerAllocatedRequests`` (every container kind)."""
+        st = self.statuses.get(c.name)
+        if st is not None and st.allocated is not None:
+            return st.allocated
+        return None if self.resize_infeasible else c.requests
+
+    def _actuated(self, c: _Container) -> ResourceList | None:
+        """1.37 ``containerActuatedRequests``: the runtime's requests, else the allocated ones."""
+        st = self.statuses.get(c.name)
+        if st is not None and st.actuated_requests is not None:
+            return st.actuated_requests
+        if st is not None and st.allocated is not None:
+            return st.allocated
+        return None if self.resize_infeasible else c.requests
+
+    def _aggregate(
+        self, pick: Callable[[_Container], ResourceList | None], defaults: Mapping[str, Fraction] | None
     ) -> ResourceList:
-        """``resourcehelper.PodRequests``; ``pod_level=False`` is its ``SkipPodLevelResources``,
-        ``pod_level_status`` its ``InPlacePodLevelResourcesVerticalScalingEnabled``."""
+        """Containers summed, sidecars added, each init container a maximum (with the sidecars
+        before it), of what ``pick`` says each container requests (``aggregateContainerResourcesByFn``)."""
         reqs: ResourceList = {}
         for c in self.containers:
-            creqs = self._effective(c, use_status)
+            creqs = pick(c) or {}
             _add(reqs, _with_defaults(creqs, defaults) if defaults else creqs)
         sidecars: ResourceList = {}
         init: ResourceList = {}
         for c in self.init_containers:
-            creqs = self._effective(c, use_status) if c.restartable else c.requests
+            creqs = pick(c) or {}
             if defaults:
                 creqs = _with_defaults(creqs, defaults)
             if c.restartable:
@@ -310,19 +343,61 @@ class _Pod:
                 _add(step, sidecars)
             _max_into(init, step)
         _max_into(reqs, init)
+        return reqs
+
+    def _max_of_sums(self, defaults: Mapping[str, Fraction] | None, pod_level_status: bool) -> ResourceList:
+        """1.37 ``AggregateContainerRequests`` with status: the max of the summed spec, actuated and
+        allocated requests (Infeasible: the last two); the pod-level status stands for both sums
+        when it has allocated and actuated requests and InPlacePodLevelResourcesVerticalScaling is on."""
+        spec = self._aggregate(lambda c: c.requests, defaults)
+        allocated: ResourceList
+        actuated: ResourceList
+        if pod_level_status and self.pod_allocated_set and self.pod_actuated_requests_set:
+            allocated, actuated = self.pod_allocated, self.pod_actuated or {}
+        else:
+            allocated = self._aggregate(self._allocated, defaults)
+            actuated = self._aggregate(self._actuated, defaults)
+        if self.resize_infeasible:
+            return _max_of(actuated, allocated)
+        return _max_of(spec, actuated, allocated)
+
+    def requests(
+        self,
+        *,
+        use_status: bool,
+        defaults: Mapping[str, Fraction] | None = None,
+        pod_level: bool = True,
+        rule: PodRequestsRule = PER_CONTAINER_RULE,
+    ) -> ResourceList:
+        """``resourcehelper.PodRequests``; ``pod_level=False`` is its ``SkipPodLevelResources``,
+        ``rule.pod_level_status`` its ``InPlacePodLevelResourcesVerticalScalingEnabled``."""
+        if rule.max_of_sums and use_status:
+            reqs = self._max_of_sums(defaults, rule.pod_level_status)
+        else:
+            reqs = self._aggregate(lambda c: self._effective(c, use_status), defaults)
         if pod_level and self.pod_level_set:
-            effective: ResourceList | None = None
-            if pod_level_status and use_status and self.pod_actuated is not None:
-                # determineEffectiveRequests of the pod-level spec and status (a missing name is 0).
-                if self.resize_infeasible:
-                    effective = _max_of(self.pod_actuated, self.pod_allocated)
-                else:
-                    effective = _max_of(self.pod_level, self.pod_actuated, self.pod_allocated)
-            for name, q in self.pod_level.items():
-                if _pod_level_supported(name):
-                    reqs[name] = q if effective is None else effective.get(name, Fraction(0))
+            self._apply_pod_level(reqs, use_status=use_status, rule=rule)
         _add(reqs, self.overhead)
         return reqs
+
+    def _apply_pod_level(self, reqs: ResourceList, *, use_status: bool, rule: PodRequestsRule) -> None:
+        """Pod-level requests override the containers', resized by the pod-level status with
+        ``rule.pod_level_status`` (max of spec, status and allocated; Infeasible: the last two)."""
+        resized = rule.pod_level_status and use_status and self.pod_actuated is not None
+        effective = self.pod_level
+        if resized:
+            spec = {} if self.resize_infeasible else self.pod_level
+            effective = _max_of(spec, self.pod_actuated, self.pod_allocated)
+        if rule.max_of_sums:
+            # 1.37 ``applyPodLevelResources``: every supported name of the effective list.
+            for name, q in effective.items():
+                if _pod_level_supported(name):
+                    reqs[name] = q
+            return
+        # 1.35/1.36: each supported name of the spec, at its effective value (a missing name is 0).
+        for name, q in self.pod_level.items():
+            if _pod_level_supported(name):
+                reqs[name] = effective.get(name, Fraction(0)) if resized else q
 
 
 MAX_PORT = 65535
@@ -358,26 +433,21 @@ def _host_ports(spec: Mapping[str, Any], errors: list[FieldError]) -> tuple[Host
     return tuple(out)
 
 
-def _counted(pod: _Pod, *, pod_level_status: bool) -> tuple[ResourceList, int, int]:
+def _counted(pod: _Pod, rule: PodRequestsRule) -> tuple[ResourceList, int, int]:
     """What a NodeInfo counts for the pod (``PodInfo.CalculateResource``): the requests with resize
     status, and the non-zero cpu and memory (``getNonMissingContainerRequests``: with pod-level
     requests, defaults only for what is missing)."""
-    has_status = any(st.actuated is not None for st in pod.statuses.values())
-    resized = pod_level_status and pod.pod_actuated is not None
-    if has_status or resized:
-        status_requests = pod.requests(use_status=True, pod_level_status=pod_level_status)
-    else:
-        status_requests = pod.requests(use_status=False)
+    status_requests = pod.requests(use_status=True, rule=rule)
     if pod.pod_level_set:
         defaults = {name: q for name, q in _NON_MISSING.items() if name not in status_requests}
     else:
         defaults = _NON_MISSING
-    non0 = (
-        pod.requests(use_status=True, defaults=defaults, pod_level_status=pod_level_status)
-        if defaults
-        else status_requests
-    )
+    non0 = pod.requests(use_status=True, defaults=defaults, rule=rule) if defaults else status_requests
     return status_requests, milli_value(non0.get(CPU, Fraction(0))), value(non0.get(MEMORY, Fraction(0)))
+
+
+# The rules a minor may count an assigned pod by (``Features.pod_requests_rule``), the default first.
+_RULES = tuple(PodRequestsRule(pod_level_status=p, max_of_sums=m) for m in (False, True) for p in (False, True))
 
 
 def parse_pod_resources(spec: Mapping[str, Any], status: Mapping[str, Any], errors: list[FieldError]) -> PodResources:
@@ -385,7 +455,7 @@ def parse_pod_resources(spec: Mapping[str, Any], status: Mapping[str, Any], erro
     pod = _Pod(spec, status, errors)
     host_ports = _host_ports(spec, errors)
     spec_requests = pod.requests(use_status=False)
-    status_requests, non0_cpu, non0_mem = _counted(pod, pod_level_status=False)
+    status_requests, non0_cpu, non0_mem = _counted(pod, _RULES[0])
     parsed = PodResources(
         requests=Resource.from_list({k: v for k, v in spec_requests.items() if k != PODS}),
         usage=Resource.from_list({k: v for k, v in status_requests.items() if k != PODS}),
@@ -398,19 +468,21 @@ def parse_pod_resources(spec: Mapping[str, Any], status: Mapping[str, Any], erro
         effective_requests=status_requests,
         host_ports=host_ports,
     )
-    if not pod.pod_level_set or pod.pod_actuated is None:
+    if not pod.resized:
         return parsed
-    resized, resized_cpu, resized_mem = _counted(pod, pod_level_status=True)
-    if (resized, resized_cpu, resized_mem) == (status_requests, non0_cpu, non0_mem):
-        return parsed
-    alternative = replace(
-        parsed,
-        usage=Resource.from_list({k: v for k, v in resized.items() if k != PODS}),
-        non0_cpu=resized_cpu,
-        non0_mem=resized_mem,
-        effective_requests=resized,
-    )
-    return replace(parsed, pod_level_resized=alternative)
+    variants: dict[PodRequestsRule, PodResources] = {}
+    for rule in _RULES[1:]:
+        resized, resized_cpu, resized_mem = _counted(pod, rule)
+        if (resized, resized_cpu, resized_mem) == (status_requests, non0_cpu, non0_mem):
+            continue
+        variants[rule] = replace(
+            parsed,
+            usage=Resource.from_list({k: v for k, v in resized.items() if k != PODS}),
+            non0_cpu=resized_cpu,
+            non0_mem=resized_mem,
+            effective_requests=resized,
+        )
+    return replace(parsed, variants=variants) if variants else parsed
 
 
 def parse_node_allocatable(status: Mapping[str, Any], errors: list[FieldError]) -> Resource:

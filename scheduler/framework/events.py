@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from scheduler.api.objects import Node, Pod
 from scheduler.api.quantity import milli_value
-from scheduler.features import Features
+from scheduler.features import PER_CONTAINER_RULE, Features, PodRequestsRule
 
 __all__ = [
     "ActionType",
@@ -260,8 +260,11 @@ def node_scheduling_properties_change(new: Node, old: Node, *, declared_features
     return events
 
 
-def pod_scheduling_properties_change(new: Pod, old: Pod, resource: EventResource) -> list[ClusterEvent]:
+def pod_scheduling_properties_change(
+    new: Pod, old: Pod, resource: EventResource, *, rule: PodRequestsRule = PER_CONTAINER_RULE
+) -> list[ClusterEvent]:
     """``PodSchedulingPropertiesChange``; a change of none of these aspects is the generic Update.
+    ``rule``: how the minor counts a resize (``Features.pod_requests_rule``), for the scale-down.
 
     Extractors run in upstream's order (labels, scale-down, gates, tolerations, generated resource
     claims), so the event list and with it the hint log read the same.
@@ -269,7 +272,7 @@ def pod_scheduling_properties_change(new: Pod, old: Pod, resource: EventResource
     events: list[ClusterEvent] = []
     if dict(new.labels) != dict(old.labels):
         events.append(ClusterEvent(resource, ActionType.UPDATE_POD_LABEL, "PodLabelChange"))
-    if _scaled_down(new, old):
+    if _scaled_down(new, old, rule):
         events.append(ClusterEvent(resource, ActionType.UPDATE_POD_SCALE_DOWN, "PodRequestScaledDown"))
     if not new.scheduling_gates and old.scheduling_gates:
         events.append(
@@ -304,10 +307,10 @@ def _extended_claim_status(pod: Pod) -> object:
     return status.get("extendedResourceClaimStatus") if isinstance(status, Mapping) else None
 
 
-def _scaled_down(new: Pod, old: Pod) -> bool:
+def _scaled_down(new: Pod, old: Pod, rule: PodRequestsRule) -> bool:
     """``extractPodScaleDown``: some request (status resources of a resize included) dropped or shrank."""
-    after = new.resources.effective_requests
+    after = new.resources.under(rule).effective_requests
     return any(
         name not in after or milli_value(after[name]) < milli_value(before)
-        for name, before in old.resources.effective_requests.items()
+        for name, before in old.resources.under(rule).effective_requests.items()
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from scheduler.api.objects import Node, NodeName, Pod, PodKey
 from scheduler.api.resources import HostPort
+from scheduler.features import PER_CONTAINER_RULE, PodRequestsRule
 from scheduler.framework.status import Code, Status
 
 __all__ = [
@@ -40,8 +41,8 @@ class NodeInfo:
 
     node: Node
     pods: dict[PodKey, Pod] = field(default_factory=dict)
-    # InPlacePodLevelResourcesVerticalScaling (1.36+): count pods with their pod-level resize status.
-    pod_level_resize: bool = field(default=False, kw_only=True)
+    # How pods resized in place count here, by minor (``Features.pod_requests_rule``).
+    requests_rule: PodRequestsRule = field(default=PER_CONTAINER_RULE, kw_only=True)
     requested_milli_cpu: int = 0
     requested_memory: int = 0
     requested_ephemeral_storage: int = 0
@@ -118,9 +119,7 @@ class NodeInfo:
                 self.pvc_ref_counts[key] += sign
                 if self.pvc_ref_counts[key] <= 0:
                     del self.pvc_ref_counts[key]
-        res = pod.resources
-        if self.pod_level_resize and res.pod_level_resized is not None:
-            res = res.pod_level_resized
+        res = pod.resources.under(self.requests_rule)
         usage = res.usage
         self.requested_milli_cpu += sign * usage.milli_cpu
         self.requested_memory += sign * usage.memory

@@ -17,6 +17,7 @@ import yaml
 
 from scheduler.api.objects import Pod
 from scheduler.cli import main
+from scheduler.features import PodRequestsRule
 from scheduler.framework.types import NodeInfo
 from scheduler.testing import make_node, make_pod
 
@@ -54,7 +55,8 @@ def resized(*args: Any, **kwargs: Any) -> Pod:
 
 
 def counted(pod: Pod, *, pod_level_resize: bool) -> tuple[int, int, int, int]:
-    info = NodeInfo(make_node("n").build(), {pod.key: pod}, pod_level_resize=pod_level_resize)
+    rule = PodRequestsRule(pod_level_status=pod_level_resize)
+    info = NodeInfo(make_node("n").build(), {pod.key: pod}, requests_rule=rule)
     return info.requested_milli_cpu, info.requested_memory, info.non0_cpu, info.non0_mem
 
 
@@ -103,7 +105,7 @@ def test_counted(pod: Pod, want_1_35: tuple[int, ...], want_1_36: tuple[int, ...
 
 def test_a_pod_without_pod_level_status_has_no_alternative() -> None:
     pod = make_pod("p").node("n").set("spec.resources", {"requests": {"cpu": "1"}}).build()
-    assert pod.resources.pod_level_resized is None
+    assert not pod.resources.variants
 
 
 def test_simulate_counts_the_resize_from_1_36(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,8 +1,9 @@
 """Seeded random clusters that the API server accepts, for the differential test against upstream.
 
-``scenario(seed)`` gives the objects and a KubeSchedulerConfiguration; the same seed gives the same
-cluster. Every object passes kube-apiserver v1.35.4's validation and admission (issue #17):
-``tests.differential.apiserver`` checks that by sending a share of the clusters through a real one.
+``scenario(seed, kube_version=...)`` gives the objects and a KubeSchedulerConfiguration; the same seed gives
+the same cluster. Every object passes the validation and admission of the kube-apiserver of the
+campaign's minor (issue #17; default 1.35): ``tests.differential.apiserver`` checks that by sending a
+share of the clusters through a real one. A minor adds fields its API has and changes nothing else.
 
 The distribution (probabilities are per cluster, per node or per pod as named):
 
@@ -97,6 +98,18 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   oracle's stand-in PV controller and provisioner complete upstream's PreBind writes as
   ``simulate`` does).
 
+- ``declaredfeatures``, ``imagevolumes``, ``resized`` (issue #47, the node and pod changes of 1.36 and
+  1.37; each drawn in 60% of clusters from its own stream, ``node_pod_changes``): from 1.36 only,
+  nodes with ``status.declaredFeatures`` (a third none, a fifth all, the rest a part) and 35% of the
+  pending pods with a RestartAllContainers restart rule on a container or init container, which
+  needs the node feature (now and then the plain Restart action, which does not); at every minor
+  35% of the pods with 1-2 OCI image volumes of images the nodes hold or not (batch replicas in half
+  the clusters: all the same volumes, or each its own, which upstream's batching signature leaves
+  out); 40% of the assigned
+  pods resized in place: container and init container statuses with ``allocatedResources`` and/or
+  ``resources`` (limits only now and then), pod-level ``status.resources``/``allocatedResources``
+  (with or without pod-level requests), PodResizePending (Deferred, Infeasible) and
+  PodResizeInProgress conditions, sizes above and below the spec's.
 - ``draextended`` (DRAExtendedResource, KEP-5004; only in clusters decided as a minor whose API
   server keeps ``spec.extendedResourceName``, 1.36 and 1.37; its own stream): in 35% of clusters 1-3
   DeviceClasses, each backing ``example.com/gpu``, ``example.com/fpga`` or only its implicit name
@@ -119,7 +132,7 @@ from typing import Any
 from scheduler.api.quantity import milli_value, parse_quantity
 from scheduler.config import upstream_config
 from scheduler.features import DEFAULT_FEATURES as DEFAULT_KUBE_FEATURES
-from scheduler.features import features_at
+from scheduler.features import SUPPORTED, features_at
 
 # Fields of plugins spread-scheduler does not run yet (InterPodAffinity, ImageLocality,
 # NodeResourcesBalancedAllocation): until each lands, our side ignores or refuses them.
@@ -134,7 +147,10 @@ ORACLE_FEATURES = frozenset({"schedulinggates", "terminatingpods", "nominatednod
 # DefaultPreemption's inputs (issue #19): priorities everywhere, preemptionPolicy, PodDisruptionBudgets,
 # status.startTime, DefaultPreemptionArgs and clusters filled by low-priority pods.
 PREEMPTION_FEATURES = frozenset({"preemption"})
-FEATURES = PLUGIN_FEATURES | ORACLE_FEATURES | PREEMPTION_FEATURES
+# Issue #47's node and pod changes of 1.36/1.37, each drawn per cluster (``DRAWN_FEATURES``): node
+# ``status.declaredFeatures`` and pods that need one, image volumes, assigned pods resized in place.
+NODE_POD_FEATURES = frozenset({"declaredfeatures", "imagevolumes", "resized"})
+FEATURES = PLUGIN_FEATURES | ORACLE_FEATURES | PREEMPTION_FEATURES | NODE_POD_FEATURES
 # THE SWITCH: add a feature's name here when its plugin (or the oracle's model) has merged.
 # Every one has: the plugins, the oracle's gates, pods being deleted and node sampling, and nominated
 # pods counted in Filter on our side (the queue's nominator).
@@ -1340,8 +1356,193 @@ def replicated(
     return objects, config
 
 
+# -- node and pod changes of 1.36/1.37 (features "declaredfeatures", "imagevolumes", "resized") ----
+
+# Names a kubelet of 1.36/1.37 may declare (component-helpers' registry) and one it never would.
+DECLARED_FEATURES = (
+    "ExtendWebSocketsToKubelet",
+    "InPlacePodLevelResourcesVerticalScaling",
+    "InPlacePodVerticalScalingInitContainers",
+    "RestartAllContainersOnContainerExits",
+    "UserNamespacesHostNetworkSupport",
+    "Vendor/example",
+)
+RESTART_ALL = "RestartAllContainersOnContainerExits"
+
+
+def has_declared_features(minor: str) -> bool:
+    """``node.status.declaredFeatures`` and the RestartAllContainers action exist (API types,
+    validation with the gate on) from 1.36: at 1.35 the API server drops or refuses them."""
+    return SUPPORTED.index(minor) >= SUPPORTED.index("1.36")
+
+
+def _declared_features(rng: random.Random, node_objs: list[dict[str, Any]]) -> None:
+    """Feature "declaredfeatures": a third of the nodes declare nothing, a fifth every feature, the
+    rest a part (with RestartAllContainersOnContainerExits half the time); sorted and unique, as
+    validation wants them."""
+    for node in node_objs:
+        roll = rng.random()
+        if roll < 0.35:
+            continue
+        if roll < 0.55:
+            names = list(DECLARED_FEATURES)
+        else:
+            names = [n for n in DECLARED_FEATURES if n != RESTART_ALL and rng.random() < 0.4]
+            if rng.random() < 0.5:
+                names.append(RESTART_ALL)
+        if names:
+            node["status"]["declaredFeatures"] = sorted(names)
+
+
+def _restart_rules(rng: random.Random, spec: dict[str, Any]) -> None:
+    """Feature "declaredfeatures": a container (or a regular init container) restarts them all on
+    some exit codes, which needs the node feature; now and then the plain Restart action, which
+    needs nothing."""
+    kinds = ["containers", "containers"] + (["initContainers"] if spec.get("initContainers") else [])
+    containers = spec[rng.choice(kinds)]
+    container = rng.choice(containers)
+    if container.get("restartPolicy") == "Always":
+        return  # a sidecar: rules need the RestartAllContainers action's own validation path
+    action = "RestartAllContainers" if rng.random() < 0.85 else "Restart"
+    container["restartPolicy"] = rng.choice(("Never", "OnFailure"))  # Always would make an init container a sidecar
+    exit_codes = {"operator": rng.choice(("In", "NotIn")), "values": sorted(rng.sample((1, 2, 42, 137), 2))}
+    container["restartPolicyRules"] = [{"action": action, "exitCodes": exit_codes}]
+
+
+IMAGE_VOLUME_REFERENCES = (*(image for image, _, _ in IMAGES), "registry.example/absent:1")
+
+
+def _image_volumes(rng: random.Random, spec: dict[str, Any]) -> None:
+    """Feature "imagevolumes": 1-2 OCI image volumes (ImageVolume is on in every minor we decide
+    as), of images some nodes hold or none does; ImageLocality counts them from 1.36."""
+    volumes = spec.setdefault("volumes", [])
+    for i, reference in enumerate(rng.sample(IMAGE_VOLUME_REFERENCES, rng.randint(1, 2))):
+        image: dict[str, Any] = {"reference": reference}
+        if rng.random() < 0.5:
+            image["pullPolicy"] = rng.choice(("IfNotPresent", "Always", "Never"))
+        volumes.append({"name": f"image-{i}", "image": image})
+
+
+def _replica_image_volumes(rng: random.Random, replicas: list[dict[str, Any]]) -> None:
+    """Feature "imagevolumes" on batch replicas: the same image volumes on every one, or each its
+    own (some none). Upstream's batching signature leaves image volumes out (ImageLocality signs
+    container images only), so replicas that differ only there still share a signature, while from
+    1.36 their ImageLocality scores differ."""
+    if rng.random() < 0.5:
+        spec: dict[str, Any] = {}
+        _image_volumes(rng, spec)
+        for replica in replicas:
+            replica["spec"]["volumes"] = json.loads(json.dumps(spec["volumes"]))
+        return
+    for replica in replicas:
+        if rng.random() < 0.7:
+            _image_volumes(rng, replica["spec"])
+
+
+def _scaled(rng: random.Random, requests: dict[str, str]) -> dict[str, str]:
+    """Requests a resize moved: each kept, replaced by another size, or dropped; sometimes one more."""
+    out = {}
+    for name, quantity in requests.items():
+        if name not in ("cpu", "memory"):
+            out[name] = quantity
+            continue
+        roll = rng.random()
+        if roll < 0.3:
+            out[name] = quantity
+        elif roll < 0.9:
+            out[name] = rng.choice(CPUS if name == "cpu" else MEMORIES)
+    if rng.random() < 0.2:
+        name = rng.choice(("cpu", "memory"))
+        out.setdefault(name, rng.choice(CPUS if name == "cpu" else MEMORIES))
+    return out
+
+
+def _container_status(rng: random.Random, container: dict[str, Any]) -> dict[str, Any]:
+    """What the kubelet reports of a resized container: ``allocatedResources`` and/or the runtime's
+    ``resources`` (limits only now and then, so its requests are missing)."""
+    requests = dict(container.get("resources", {}).get("requests", {}))
+    status: dict[str, Any] = {"name": container["name"], "image": container["image"], "imageID": "", "ready": True}
+    status["restartCount"] = 0
+    if rng.random() < 0.7:
+        status["allocatedResources"] = _scaled(rng, requests)
+    roll = rng.random()
+    if roll < 0.6:
+        status["resources"] = {"requests": _scaled(rng, requests)}
+    elif roll < 0.75:
+        status["resources"] = {"limits": {"cpu": "16", "memory": "32Gi"}}
+    return status
+
+
+def _resized(rng: random.Random, pod: dict[str, Any]) -> None:
+    """Feature "resized": an assigned pod resized in place, as the kubelet reports it: container
+    statuses (sidecars and init containers too), pod-level ``status.resources`` and
+    ``allocatedResources`` (with or without pod-level requests in the spec), a PodResizePending
+    (Deferred or Infeasible) and/or PodResizeInProgress condition. The spec, status and allocated
+    sizes differ up and down, so which of them counts (per container or summed, by minor) matters."""
+    spec, status = pod["spec"], pod["status"]
+    for key, status_key in (("containers", "containerStatuses"), ("initContainers", "initContainerStatuses")):
+        statuses = [_container_status(rng, c) for c in spec.get(key, []) if rng.random() < 0.85]
+        if statuses:
+            status[status_key] = statuses
+    pod_level = dict(spec.get("resources", {}).get("requests", {}))
+    if pod_level or rng.random() < 0.4:
+        pod_level = pod_level or {"cpu": rng.choice(CPUS), "memory": rng.choice(MEMORIES)}
+        if rng.random() < 0.6:
+            status["allocatedResources"] = _scaled(rng, pod_level)
+        if rng.random() < 0.6:
+            status["resources"] = {"requests": _scaled(rng, pod_level)}
+    conditions = []
+    roll = rng.random()
+    if roll < 0.2:
+        conditions.append({"type": "PodResizePending", "status": "True", "reason": "Infeasible", "message": "x"})
+    elif roll < 0.35:
+        conditions.append({"type": "PodResizePending", "status": "True", "reason": "Deferred", "message": "x"})
+    if rng.random() < 0.25:
+        conditions.append({"type": "PodResizeInProgress", "status": "True"})
+    if conditions:
+        status["conditions"] = conditions
+
+
+def node_pod_changes(
+    seed: int, features: frozenset[str], minor: str, node_objs: list[dict[str, Any]], pods: list[dict[str, Any]]
+) -> None:
+    """Features "declaredfeatures", "imagevolumes" and "resized" (issue #47), each drawn per cluster
+    from its own stream: 60% of clusters. Pending pods need a declared feature (35%) and use image
+    volumes (35%, existing pods too; batch replicas half the time, alike or not); assigned pods are
+    resized (40%)."""
+    streams = {name: random.Random(seed * 1_000_003 + DRAWN_FEATURES[name][0]) for name in NODE_POD_FEATURES}
+    on = {name for name, rng in streams.items() if name in features and rng.random() < DRAWN_FEATURES[name][1]}
+    if "declaredfeatures" in on and not has_declared_features(minor):
+        on.discard("declaredfeatures")
+    if "declaredfeatures" in on:
+        _declared_features(streams["declaredfeatures"], node_objs)
+    for pod in pods:
+        name, spec = pod["metadata"]["name"], pod["spec"]
+        if name.startswith("batch-"):
+            continue
+        assigned = bool(spec.get("nodeName"))
+        if "declaredfeatures" in on and not assigned and streams["declaredfeatures"].random() < 0.35:
+            _restart_rules(streams["declaredfeatures"], spec)
+        if "imagevolumes" in on and streams["imagevolumes"].random() < 0.35:
+            _image_volumes(streams["imagevolumes"], spec)
+        if "resized" in on and assigned and streams["resized"].random() < 0.4:
+            _resized(streams["resized"], pod)
+    replicas = [pod for pod in pods if pod["metadata"]["name"].startswith("batch-")]
+    if "imagevolumes" in on and replicas and streams["imagevolumes"].random() < 0.5:
+        _replica_image_volumes(streams["imagevolumes"], replicas)
+
+
 # Features drawn per cluster, each from its own stream's first roll: (stream offset, share of clusters).
-DRAWN_FEATURES = {"disks": (3, 0.3), "claims": (4, 0.3), "wffc": (5, 0.3), "draextended": (6, 0.35)}
+DRAWN_FEATURES = {
+    "disks": (3, 0.3),
+    "claims": (4, 0.3),
+    "wffc": (5, 0.3),
+    "draextended": (6, 0.35),
+    # Issue #47's node and pod changes (``node_pod_changes``).
+    "declaredfeatures": (11, 0.6),
+    "imagevolumes": (12, 0.6),
+    "resized": (13, 0.6),
+}
 
 
 def drawn(seed: int, feature: str) -> bool:
@@ -1364,6 +1565,8 @@ def scenario(
     unknown = set(features) - FEATURES
     if unknown:
         raise ValueError(f"unknown generator features {sorted(unknown)}; known: {sorted(FEATURES)}")
+    if kube_version not in SUPPORTED:
+        raise ValueError(f"unknown Kubernetes minor {kube_version!r}; known: {', '.join(SUPPORTED)}")
     rng = random.Random(seed)
     frng = random.Random(seed * 1_000_003 + 1)  # the optional features' own stream
     prng = random.Random(seed * 1_000_003 + 2)  # feature "preemption"'s own stream
@@ -1471,6 +1674,7 @@ def scenario(
             _use_images(frng, pod["spec"])
         if disks and drng.random() < 0.4:
             _use_disks(drng, pod["spec"])
+    node_pod_changes(seed, features, kube_version, node_objs, pods)
     if disks:
         objects += _csi_objects(drng, names)
     if claims:

@@ -71,6 +71,12 @@ Documented exceptions (docs/differences.md), each accepted exactly and nowhere e
   - several "Insufficient <extended resource>" reasons on one node: upstream's order is Go map order.
 After a pod whose placement differed (the oracle then moves it to ours: "worldFixed"), later
 mismatches of the scenario are marked as such: they may follow from the first.
+
+The generator builds each cluster at the campaign's minor (``scenario(seed, kube_version=...)``: node
+``declaredFeatures`` from 1.36). The summary counts what upstream did, and whether issue #47's node
+and pod changes decided something (``tally_node_pod_changes``): NodeDeclaredFeatures' rejections,
+ImageLocality scores from an image volume's image alone, assigned pods counted otherwise than their
+spec under the minor's resize rule.
 """
 
 from __future__ import annotations
@@ -88,6 +94,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from scheduler.api.objects import Pod
 from scheduler.config import parse_config, upstream_config
 from scheduler.config.default_plugins import default_multi_point
 from scheduler.features import DEFAULT_FEATURES, Features, features_at, parse_feature_gates, supported_minor
@@ -571,6 +578,70 @@ def tally_dra_backed(objects: list[dict[str, Any]], results: list[dict[str, Any]
             stats["DRA-backed: of those, placed (a device plugin's allocatable)"] += g["code"] == "Success"
 
 
+def _image_name(name: str) -> str:
+    """ImageLocality's ``normalizedImageName``: ``:latest`` when the name has no tag."""
+    return name if name.rfind(":") > name.rfind("/") else name + ":latest"
+
+
+def _needs_declared_feature(spec: dict[str, Any]) -> bool:
+    """A RestartAllContainers restart rule: what the generator gives a pod that needs a node feature."""
+    containers = [*spec.get("containers", ()), *spec.get("initContainers", ())]
+    return any(r.get("action") == "RestartAllContainers" for c in containers for r in c.get("restartPolicyRules", ()))
+
+
+def tally_node_pod_changes(
+    objects: list[dict[str, Any]], results: list[dict[str, Any]], stats: Counter[str], features: Features
+) -> None:
+    """Whether issue #47's node and pod changes decided something upstream (the campaign summary):
+    NodeDeclaredFeatures' verdicts, ImageLocality scores on nodes holding an image volume's image,
+    and assigned pods whose resize status makes this minor count them otherwise than their spec, on
+    nodes a pending pod was evaluated on."""
+    pods = {
+        f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o for o in objects if o["kind"] == "Pod"
+    }
+    held = {
+        o["metadata"]["name"]: {_image_name(n) for image in o["status"].get("images", ()) for n in image["names"]}
+        for o in objects
+        if o["kind"] == "Node"
+    }
+    rule = features.pod_requests_rule
+    resized_on: Counter[str] = Counter()
+    for obj in pods.values():
+        node = obj["spec"].get("nodeName")
+        if not node or not any(k in obj["status"] for k in ("containerStatuses", "resources", "allocatedResources")):
+            continue
+        stats["resized: assigned pods with resize status"] += 1
+        resources = Pod.from_dict(obj).resources
+        if resources.under(rule).usage != resources.requests:
+            stats["resized: counted otherwise than their spec at this minor"] += 1
+            resized_on[node] += 1
+    evaluated: set[str] = set()
+    for g in results:
+        spec = pods[g["pod"]]["spec"] if g["pod"] in pods else {}
+        nodes = g.get("nodes") or {}
+        evaluated |= {n for n, e in nodes.items() if e.get("filter") is not None or e.get("total") is not None}
+        rejected = sum((e.get("filter") or {}).get("plugin") == "NodeDeclaredFeatures" for e in nodes.values())
+        stats["declared features: nodes rejected by NodeDeclaredFeatures"] += rejected
+        if _needs_declared_feature(spec):
+            stats["declared features: pending pods needing one"] += 1
+            stats["declared features: ... placed"] += g["code"] == "Success"
+            stats["declared features: ... with a node rejected"] += bool(rejected)
+        stats["rejected by NodeDeclaredFeatures"] += "NodeDeclaredFeatures" in (g.get("unschedulablePlugins") or ())
+        volume_images = {_image_name(v["image"]["reference"]) for v in spec.get("volumes", ()) if "image" in v}
+        if volume_images:
+            stats["image volumes: pending pods using them"] += 1
+            scored = [n for n, e in nodes.items() if "ImageLocality" in (e.get("scores") or {})]
+            on_holders = [n for n in scored if volume_images & held.get(n, set())]
+            stats["image volumes: ... scored on a node holding one"] += bool(on_holders)
+            stats["image volumes: ImageLocality scores on such nodes"] += len(on_holders)
+            containers = [*spec.get("containers", ()), *spec.get("initContainers", ())]
+            images = {_image_name(c["image"]) for c in containers}
+            stats["image volumes: ... of them > 0 from a volume's image alone"] += sum(
+                nodes[n]["scores"]["ImageLocality"]["raw"] > 0 for n in on_holders if not images & held.get(n, set())
+            )
+    stats["resized: ... on nodes a pending pod was evaluated on"] += sum(resized_on[n] for n in evaluated)
+
+
 def run_batch(
     seeds: Sequence[int],
     oracle: Path,
@@ -618,6 +689,7 @@ def run_batch(
             tally(result["results"] or [], stats)
             tally_dra_backed(objects_of[seed], result["results"] or [], stats)
             stats["nominated pod counted in Filter (ours)"] += sum(bool(p.get("nominatedCounted")) for p in ours[seed])
+            tally_node_pod_changes(objects_of[seed], result["results"] or [], stats, features)
         found = compare(ours[seed], result["results"] or [])
         if found:
             mismatches[seed] = found

@@ -5,6 +5,7 @@ against a real kube-apiserver)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -109,8 +110,13 @@ def test_every_class_a_pod_names_is_in_the_cluster() -> None:
                 assert ("RuntimeClass", pod["spec"]["runtimeClassName"]) in names
 
 
+def _without_volumes(spec: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in spec.items() if key != "volumes"}
+
+
 def test_batch_replicas_are_identical_under_a_list_profile_without_default_constraints() -> None:
-    """The shape opportunistic batching is for: every feature on, the replicas' specs stay equal."""
+    """The shape opportunistic batching is for: every feature on, the replicas' specs stay equal
+    (image volumes aside, which upstream's signature leaves out)."""
     batches = 0
     for seed in SEEDS:
         objects, config = generator.scenario(seed, generator.FEATURES)
@@ -118,7 +124,10 @@ def test_batch_replicas_are_identical_under_a_list_profile_without_default_const
         if not replicas:
             continue
         batches += 1
-        assert all(p["spec"] == replicas[0]["spec"] for p in replicas)
+        # Alike but for image volumes, which upstream's batching signature leaves out (ImageLocality).
+        volumes = [v for p in replicas for v in p["spec"].get("volumes", [])]
+        assert all("image" in v for v in volumes)
+        assert all(_without_volumes(p["spec"]) == _without_volumes(replicas[0]["spec"]) for p in replicas)
         (spread,) = [c for c in config["profiles"][0]["pluginConfig"] if c["name"] == "PodTopologySpread"]
         assert spread["args"]["defaultingType"] == "List"
         assert spread["args"]["defaultConstraints"] == []
@@ -213,6 +222,53 @@ def test_waiting_claims_come_with_their_classes_one_pre_bound_pv_and_unique_size
             assert all((pod["metadata"]["namespace"], n) in waiting for n in mine)
             used += bool(mine)
     assert used > 100
+
+
+def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*spec.get("containers", []), *spec.get("initContainers", [])]
+
+
+def test_node_pod_changes_follow_the_campaigns_minor() -> None:
+    """Issue #47's features: node ``declaredFeatures`` (sorted, unique, valid names) and the
+    RestartAllContainers rule only from 1.36, whose API has them; image volumes with unique names at
+    every minor; resize status only on assigned pods. A minor changes no object's name or order
+    (DeviceClasses of feature "draextended" aside)."""
+    seen: Counter[str] = Counter()
+    name_pattern = re.compile(r"^[A-Z][A-Za-z0-9]*(/[A-Za-z0-9]+)*$")
+    for seed in SEEDS[:80]:
+        by_minor = {minor: generator.scenario(seed, kube_version=minor)[0] for minor in ("1.35", "1.36", "1.37")}
+        names = {
+            m: [(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] != "DeviceClass"]  # "draextended"
+            for m, objects in by_minor.items()
+        }
+        assert names["1.35"] == names["1.36"] == names["1.37"]
+        for minor, objects in by_minor.items():
+            for node in (o for o in objects if o["kind"] == "Node"):
+                declared = node["status"].get("declaredFeatures")
+                if declared is not None:
+                    assert minor != "1.35"
+                    assert declared == sorted(set(declared)) and declared
+                    assert all(name_pattern.match(name) for name in declared), declared
+                    seen["declared"] += 1
+            for pod in _pods(objects):
+                spec, status = pod["spec"], pod["status"]
+                for container in _containers(spec):
+                    for rule in container.get("restartPolicyRules", []):
+                        assert minor != "1.35" and not spec.get("nodeName")
+                        assert container["restartPolicy"] in ("Never", "OnFailure") and rule["exitCodes"]["values"]
+                        seen[rule["action"]] += 1
+                volumes = [v["name"] for v in spec.get("volumes", [])]
+                assert len(volumes) == len(set(volumes)), volumes
+                seen["image volume"] += sum("image" in v for v in spec.get("volumes", []))
+                if {"containerStatuses", "initContainerStatuses", "allocatedResources", "resources"} & set(status):
+                    assert spec.get("nodeName"), "only assigned pods are resized"
+                    names_in_spec = {c["name"] for c in _containers(spec)}
+                    for cs in [*status.get("containerStatuses", []), *status.get("initContainerStatuses", [])]:
+                        assert cs["name"] in names_in_spec
+                        for quantity in [*cs.get("allocatedResources", {}).values()]:
+                            parse_quantity(quantity)
+                    seen["resized"] += 1
+    assert {"declared", "RestartAllContainers", "Restart", "image volume", "resized"} <= set(seen)
 
 
 def test_device_classes_only_where_the_api_server_keeps_their_extended_resource_name() -> None:

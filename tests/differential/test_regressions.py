@@ -4,12 +4,13 @@ rule each one taught, pinned as a pure test with the arithmetic written out.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from scheduler.config import upstream_config
 from scheduler.features import features_at
 from scheduler.testing import make_node, make_pod
-from tests.differential.generator import FEATURES, scenario
+from tests.differential.generator import FEATURES, NODE_POD_FEATURES, scenario
 from tests.differential.runner import (
     informer_order,
     oracle_binary,
@@ -47,9 +48,10 @@ CROWDED_REGRESSION_SEEDS = {
 }
 
 
-# Every seed above was found before the generator's feature "wffc" existed; where a seed draws it now,
-# it would add claims to the cluster that uncovered the rule, so the clusters are made as found.
-AS_FOUND = FEATURES - {"wffc"}
+# Every seed above was found before the generator's features "wffc" and issue #47's node and pod changes
+# existed; where a seed draws one now, it would change the cluster that uncovered the rule, so the
+# clusters are made as found.
+AS_FOUND = FEATURES - {"wffc"} - NODE_POD_FEATURES
 
 
 def _as_found(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -84,8 +86,10 @@ DRA_EXTENDED_REGRESSION_SEEDS = {
 
 
 def test_dra_extended_seeds_that_once_differed_agree_with_upstream() -> None:
+    """Made as found: without issue #47's node and pod changes, which came later."""
     features = features_at("1.36")
-    mismatches = run_batch(sorted(DRA_EXTENDED_REGRESSION_SEEDS), oracle_binary(features), features=features)
+    make = functools.partial(scenario, features=FEATURES - NODE_POD_FEATURES, kube_version="1.36")
+    mismatches = run_batch(sorted(DRA_EXTENDED_REGRESSION_SEEDS), oracle_binary(features), make, features=features)
     assert not mismatches
 
 

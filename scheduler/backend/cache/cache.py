@@ -26,6 +26,7 @@ from scheduler.backend.cache.image_states import ImageStates
 from scheduler.backend.cache.node_tree import NodeTree
 from scheduler.backend.cache.pod_counts import PodCountIndex
 from scheduler.backend.cache.storage_objects import StorageObjects
+from scheduler.features import PER_CONTAINER_RULE, PodRequestsRule
 from scheduler.framework.interface import NodeIndex
 from scheduler.framework.types import NodeInfo
 
@@ -39,9 +40,9 @@ NODE_INDEXES = 256
 class Cache:
     """Nodes, assigned and assumed pods, and the objects that select pods (for default spreading)."""
 
-    def __init__(self, *, pod_level_resize: bool = False) -> None:
-        # InPlacePodLevelResourcesVerticalScaling: every NodeInfo counts pods with their pod-level resize.
-        self.pod_level_resize = pod_level_resize
+    def __init__(self, *, requests_rule: PodRequestsRule = PER_CONTAINER_RULE) -> None:
+        # How every NodeInfo counts pods resized in place (``Features.pod_requests_rule``).
+        self.requests_rule = requests_rule
         self._nodes: dict[NodeName, NodeInfo] = {}
         self._tree = NodeTree()
         self._infos: list[NodeInfo] | None = None
@@ -71,7 +72,7 @@ class Cache:
         if info is not None:
             self.update_node(info.node, node)
             return
-        info = NodeInfo(node, self._orphans.pop(node.name, {}), pod_level_resize=self.pod_level_resize)
+        info = NodeInfo(node, self._orphans.pop(node.name, {}), requests_rule=self.requests_rule)
         self._nodes[node.name] = info
         self._used_pvcs.update(info.pvc_ref_counts)
         self._track(info)

@@ -30,6 +30,7 @@ from scheduler.backend.queue.nominator import Nominator
 from scheduler.backend.queue.queued_pod_info import QueuedPodInfo
 from scheduler.backend.queue.queueing_hints import QueueingHints, QueueingStrategy
 from scheduler.backend.queue.unschedulable_pods import UnschedulablePods
+from scheduler.features import PER_CONTAINER_RULE
 from scheduler.framework.events import (
     FORCE_ACTIVATE,
     ClusterEvent,
@@ -69,6 +70,8 @@ class SchedulingQueue:
         self._own_update = next(
             (target_pod_update_resource(f.features) for f in frameworks.values()), EventResource.UNSCHEDULABLE_POD
         )
+        # How a resize counts (one minor for every profile), for a pod's scale-down event.
+        self._requests_rule = next((f.features.pod_requests_rule for f in frameworks.values()), PER_CONTAINER_RULE)
         self._hints = QueueingHints(frameworks)
         self.max_in_unschedulable = max_in_unschedulable
         self._on_change = on_change or (lambda: None)
@@ -199,7 +202,7 @@ class SchedulingQueue:
         if key in self._in_flight:
             self._in_flight.update(key, new)
             if old is not None:
-                for ev in pod_scheduling_properties_change(new, old, self._own_update):
+                for ev in pod_scheduling_properties_change(new, old, self._own_update, rule=self._requests_rule):
                     self._in_flight.record(ev, old, new)
             return
         where = self._where.get(key)
@@ -213,7 +216,7 @@ class SchedulingQueue:
         if where in ("active", "backoff", "error"):
             self._push(qpi, where)  # re-push with the new priority; the old entry goes stale
             return
-        for ev in pod_scheduling_properties_change(new, old or previous, self._own_update):
+        for ev in pod_scheduling_properties_change(new, old or previous, self._own_update, rule=self._requests_rule):
             strategy = self.is_pod_worth_requeuing(qpi, ev, old or previous, new)
             if strategy is not QueueingStrategy.QUEUE_SKIP:
                 self._requeue(qpi, strategy, str(ev), self._clock())

@@ -13,7 +13,7 @@ from typing import Any
 from scheduler.api.objects import Node, Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, is_extended_resource_name
 from scheduler.api.storage import DEVICE_CLASS_PREFIX, DeviceClass
-from scheduler.features import DEFAULT_FEATURES, Features
+from scheduler.features import DEFAULT_FEATURES, Features, PodRequestsRule
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -116,15 +116,15 @@ def _any_requested_increased(pod: Pod, old: Node, new: Node) -> bool:
     return any(want and after.scalar.get(name, 0) > before.scalar.get(name, 0) for name, want in request.scalar.items())
 
 
-def _scaled_down_for(target: Pod, old: Pod, new: Pod) -> bool:
+def _scaled_down_for(target: Pod, old: Pod, new: Pod, rule: PodRequestsRule) -> bool:
     """``isSchedulableAfterPodScaleDown``: the target itself shrank, or an assigned pod released
-    some of a resource the target asks for."""
+    some of a resource the target asks for (each counted by the minor's ``rule``)."""
     if new.uid == target.uid:
         return True
     if not new.node_name:
         return False
-    before, after = old.resources.usage, new.resources.usage
-    for name, quantity in target.resources.effective_requests.items():
+    before, after = old.resources.under(rule).usage, new.resources.under(rule).usage
+    for name, quantity in target.resources.under(rule).effective_requests.items():
         if quantity == 0:
             continue
         if name == CPU:
@@ -168,6 +168,7 @@ class Fit:
         self.handle = handle
         self.features = features
         self.dra_extended_resource = features.enable_dra_extended_resource
+        self.requests_rule = features.pod_requests_rule
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
@@ -247,7 +248,11 @@ class Fit:
             if not original.node_name and not original.nominated_node_name:
                 return QueueingHint.QUEUE_SKIP
             return QueueingHint.QUEUE
-        return QueueingHint.QUEUE if _scaled_down_for(pod, original, modified) else QueueingHint.QUEUE_SKIP
+        return (
+            QueueingHint.QUEUE
+            if _scaled_down_for(pod, original, modified, self.requests_rule)
+            else QueueingHint.QUEUE_SKIP
+        )
 
     def is_schedulable_after_node_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
         objs = as_objects(Node, old, new)
