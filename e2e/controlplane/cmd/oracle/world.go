@@ -149,15 +149,16 @@ func (o *observed) RunFilterPluginsWithNominatedPods(ctx context.Context, state 
 // RunScorePlugins records the real scores and raw ones from the same CycleState, then breaks a tie
 // our way: upstream pops the highest (TotalScore, Randomizer), and Randomizer is 0 without extenders.
 func (o *observed) RunScorePlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, *fwk.Status) {
-	if ranking := o.w.rankings[podKey(pod)]; len(ranking) > 0 {
+	ranking := o.w.rankings[podKey(pod)]
+	rank := make(map[string]int, len(ranking)) // each ranked node's place in our ranking, 0 first
+	for i, name := range ranking {
+		rank[name] = i
+	}
+	if len(ranking) > 0 {
 		// The feasible nodes in our ranking's order (upstream's order is whichever its parallel
 		// Filter finished in): the heap batching keeps is then laid out as ours, which matters
 		// where tie-breakers are equal (1.37 rescores nodes into entries with Randomizer 0).
 		// Sorted in place, so prioritizeNodes' extender scores stay aligned with nodes[i].
-		rank := make(map[string]int, len(ranking))
-		for i, name := range ranking {
-			rank[name] = i
-		}
 		sort.SliceStable(nodes, func(i, j int) bool {
 			ri, iok := rank[nodes[i].Node().Name]
 			rj, jok := rank[nodes[j].Node().Name]
@@ -182,13 +183,11 @@ func (o *observed) RunScorePlugins(ctx context.Context, state fwk.CycleState, po
 	for _, s := range scores {
 		top = max(top, s.TotalScore)
 	}
-	if ranking := o.w.rankings[podKey(pod)]; len(ranking) > 0 {
-		rank := make(map[string]int, len(ranking))
-		for i, name := range ranking {
-			rank[name] = len(ranking) - i
-		}
+	if len(ranking) > 0 {
 		for i := range scores {
-			scores[i].Randomizer = rank[scores[i].Name]
+			if place, ok := rank[scores[i].Name]; ok {
+				scores[i].Randomizer = len(ranking) - place
+			}
 		}
 	} else if ours := o.w.ours(pod); ours != "" {
 		for i := range scores {
