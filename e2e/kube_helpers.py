@@ -185,6 +185,11 @@ def without_preemption(message: str) -> str:
     return message
 
 
+def server_minor(api: client.ApiClient) -> int:
+    """The API server's minor version (``/version``; some providers write "37+")."""
+    return int("".join(ch for ch in client.VersionApi(api).get_code().minor if ch.isdigit()))
+
+
 def node_of(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
     pod = core.read_namespaced_pod(name, namespace)
     return pod.spec.node_name or None

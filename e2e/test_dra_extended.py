@@ -24,7 +24,7 @@ import pytest
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import pod_body, scheduled_condition, wait_for
+from e2e.kube_helpers import pod_body, scheduled_condition, server_minor, wait_for
 
 pytestmark = pytest.mark.every_release  # skipped on 1.35 (no DRAExtendedResource); make e2e runs 1.36 and 1.37
 
@@ -45,9 +45,9 @@ def _refusal(resource: str, device_class: str) -> str:
 @pytest.fixture
 def device_classes(api: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
     """The CustomObjectsApi, on a 1.36+ server; every DeviceClass is deleted afterwards."""
-    info = client.VersionApi(api).get_code()
-    if (int(info.major), int(info.minor.rstrip("+"))) < (1, 36):
-        pytest.skip(f"no DRAExtendedResource on a {info.git_version} control plane (make e2e: 1.36.3, 1.37.2)")
+    minor = server_minor(api)
+    if minor < 36:
+        pytest.skip(f"no DRAExtendedResource on a 1.{minor} control plane (make e2e: 1.36.3, 1.37.2)")
     objects = client.CustomObjectsApi(api)
     yield objects
     for item in objects.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]:

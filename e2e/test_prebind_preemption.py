@@ -23,7 +23,7 @@ import pytest
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import events_for, pod_body, wait_for
+from e2e.kube_helpers import events_for, pod_body, server_minor, wait_for
 from e2e.ledger import Ledger
 from e2e.test_preemption import _arena
 from scheduler.config import upstream_config
@@ -43,10 +43,6 @@ class Outcome:
     deletes: collections.Counter[str]  # what the scheduler's user(s) tried to delete
     preempted: list[dict[str, Any]]  # db's Preempted events
     failed: list[str]  # db's FailedScheduling messages
-
-
-def _server_minor(api: client.ApiClient) -> int:
-    return int("".join(ch for ch in client.VersionApi(api).get_code().minor if ch.isdigit()))
 
 
 def _scenario(
@@ -156,7 +152,7 @@ def test_run_requeues_a_victim_in_pre_bind_from_1_36(
     nodes: Callable[..., str],
     ledger: Ledger,
 ) -> None:
-    minor = _server_minor(api)
+    minor = server_minor(api)
     outcome = _scenario(api, core, nodes, "spread-scheduler", lambda: set(scheduler.users), ledger)
     _check(outcome, minor)
     # What we attempted (the audit log): no deletion of db from 1.36, one before.
@@ -173,4 +169,4 @@ def test_kube_scheduler_does_the_same(
     """The same scenario under kube-scheduler of the control plane's release."""
     (profile,) = upstream_config()["profiles"]
     kube_scheduler({**profile, "schedulerName": UPSTREAM})
-    _check(_scenario(api, core, nodes, UPSTREAM, set, ledger), _server_minor(api))
+    _check(_scenario(api, core, nodes, UPSTREAM, set, ledger), server_minor(api))

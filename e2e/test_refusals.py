@@ -20,7 +20,16 @@ import pytest
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import SCHEDULER, events_for, node_of, pod_body, scheduled_condition, wait_for, wait_unschedulable
+from e2e.kube_helpers import (
+    SCHEDULER,
+    events_for,
+    node_of,
+    pod_body,
+    scheduled_condition,
+    server_minor,
+    wait_for,
+    wait_unschedulable,
+)
 from tests.helpers import preemption_not_helpful
 
 pytestmark = pytest.mark.every_release  # what differs by version: make e2e runs it on 1.36 and 1.37 too
@@ -139,7 +148,7 @@ def test_a_pod_refused_for_an_existing_pods_anti_affinity_comes_back_when_relabe
     """Issue #47: a pending pod InterPodAffinity refused (a bound pod's anti-affinity matches its
     labels) is relabelled. 1.36's hint requeues it on its own label change (1.37's through a TargetPod
     event), so it binds within its backoff; 1.35's skips it as an unscheduled pod, and it stays parked."""
-    minor = int("".join(ch for ch in client.VersionApi(api).get_code().minor if ch.isdigit()))
+    minor = server_minor(api)
     node = nodes("n0")
     hates_web = {
         "podAntiAffinity": {
