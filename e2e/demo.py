@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from e2e.build import NEWEST, bin_dir, ensure_built, ensure_kwok
+from e2e.build import NEWEST, bin_dir
 from e2e.cluster import Cluster
 from e2e.kube_helpers import ZONE, create_node, pod_body, wait_for, zone_and_host_spread
 
@@ -25,11 +25,9 @@ REPLICAS = 12
 
 
 def main() -> int:
-    ensure_built(version=NEWEST)  # cached; the first build of a release takes ~15 min on 2 cores
-    ensure_kwok()
     cluster = Cluster(ROOT / ".cluster" / "demo", version=NEWEST)
     print(f"starting etcd, kube-apiserver {NEWEST}, kube-controller-manager and kwok on 127.0.0.1 ...", flush=True)
-    cluster.up()
+    cluster.up()  # builds the release first if needed (cached; ~15 min the first time on 2 cores)
     sched: subprocess.Popen[bytes] | None = None
     try:
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
