@@ -6,7 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scheduler.config import parse_config
+import pytest
+
+from scheduler.config import load_config, parse_config
+from scheduler.features import features_at
 from scheduler.simulate import Simulation, load_objects
 from scheduler.testing import make_node, make_pod
 
@@ -61,3 +64,39 @@ def test_a_failed_pod_is_no_longer_nominated_in_a_profile_without_postfilter() -
         "profiles": [{"schedulerName": "spread-scheduler", "plugins": {"postFilter": {"disabled": [{"name": "*"}]}}}]
     }
     assert placements(cluster(), config) == {"waiting": None, "small": "n1"}
+
+
+@pytest.mark.parametrize(
+    ("minor", "priority", "want"),
+    [
+        ("1.35", 10, "n1"),
+        ("1.36", 10, "n1"),
+        ("1.37", 10, None),  # equal priority: the gated pod's room is kept
+        ("1.37", 5, None),  # lower priority: kept too
+        ("1.37", 20, "n1"),  # higher priority: nominated pods of lower priority do not count
+    ],
+)
+def test_1_37_a_gated_pods_nomination_reserves_capacity(minor: str, priority: int, want: str | None) -> None:
+    """Issue #47's row "1.37 gated pod's nominatedNodeName reserving capacity": n1 has 1 cpu; "gated"
+    (priority 10, 1 cpu, a scheduling gate, nominated to n1) waits at PreEnqueue; "p" asks for 1 cpu.
+    From 1.37 the queue's addPod records the nomination even of a gated pod (v1.37.2
+    backend/queue/scheduling_queue.go ``addPod``, #139057), so Filter counts it on n1 against a pod of
+    equal or lower priority; before (v1.36.3) only a pod entering activeQ was recorded."""
+    sim = Simulation(load_config(None, features_at(minor)), seed=0)
+    sim.add_objects(
+        [
+            make_node("n1").capacity(cpu="1", memory="1Gi", pods="10").dict(),
+            make_pod("gated")
+            .priority(10)
+            .requests(cpu="1")
+            .gate("example.com/wait")
+            .set("status.nominatedNodeName", "n1")
+            .dict(),
+            make_pod("p").priority(priority).requests(cpu="1").created("2026-01-01T00:00:05Z").dict(),
+        ]
+    )
+    hosts = {a.pod.name: (a.host, a.message) for a in sim.run()}
+    assert hosts["gated"] == (None, "waiting for scheduling gates: [example.com/wait]")
+    assert hosts["p"][0] == want
+    if want is None:
+        assert hosts["p"][1].startswith("0/1 nodes are available: 1 Insufficient cpu.")

@@ -4,11 +4,14 @@ reason strings of every plugin (so a drift from upstream's exact text fails here
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 import pytest
 
 from scheduler.api.objects import Pod
+from scheduler.config import parse_config
+from scheduler.features import features_at
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
@@ -25,6 +28,8 @@ from scheduler.plugins.queuesort.priority_sort import PrioritySort
 from scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
 from scheduler.plugins.tainttoleration import taint_toleration
 from scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
+from scheduler.profile import build_frameworks
+from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.testing import PodBuilder, make_node, make_pod
 from tests.helpers import NN, NU, UNSCHEDULABLE_NODE, framework, make_cache, plugin_handle, schedule
 
@@ -189,6 +194,42 @@ def test_node_name_status_gets_the_plugin_name_from_the_framework() -> None:
     assert status is not None
     assert status.plugin == NN
     assert status.message() == "node(s) didn't match the requested node name"
+
+
+@pytest.mark.parametrize(
+    ("minor", "message"),
+    [
+        pytest.param(
+            "1.35",
+            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match the requested node name, "
+            "1 node(s) were unschedulable.",
+            id="1.35: NodeUnschedulable first, every node filtered",
+        ),
+        pytest.param(
+            "1.37",
+            "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeName].",
+            id="1.37: NodeName's PreFilter leaves the other nodes out",
+        ),
+    ],
+)
+def test_1_37_node_name_order_and_pre_filter(minor: str, message: str) -> None:
+    """Issue #47's row "1.37 NodeName order + PreFilter": a pod that names node b (an assigned pod
+    with a deferred resize, upstream's comment says), a cordoned, b too small. Up to 1.36 (v1.36.3
+    default_plugins.go) NodeUnschedulable filters before NodeName and every node gets a reason; from
+    1.37 (v1.37.2 default_plugins.go, nodename/node_name.go ``PreFilter``) NodeName comes first and
+    its PreFilter narrows the cycle to b, so a and c share schedule_one.go's absent-node status."""
+    fwk = build_frameworks(parse_config({}, features=features_at(minor)))["spread-scheduler"]
+    cache = make_cache(
+        [
+            make_node("a").capacity(cpu="4", memory="4Gi", pods="10").unschedulable(),
+            make_node("b").capacity(cpu="1", memory="4Gi", pods="10"),
+            make_node("c").capacity(cpu="4", memory="4Gi", pods="10"),
+        ]
+    )
+    attempt = SchedulingAlgorithm(random.Random(0)).schedule_pod(
+        fwk, cache, make_pod("p").node("b").requests(cpu="2").build()
+    )
+    assert (attempt.host, attempt.message) == (None, message)
 
 
 # -- PrioritySort (upstream TestLess) ------------------------------------------------------------

@@ -889,3 +889,47 @@ def test_the_shape_is_validated_with_the_gate() -> None:
     )
     with pytest.raises(ConfigError, match="turn on the feature gate StorageCapacityScoring"):
         parse_config(doc, features=features_at("1.36"))
+
+
+def _capacity_cluster() -> list[dict[str, Any]]:
+    """Three nodes whose CSIStorageCapacity for class "fast" leaves 100Gi, 12Gi and 11Gi; the pod's
+    WaitForFirstConsumer claim asks 10Gi. Node a has the least cpu (3, 5, 4), so the resource
+    scores rank b first; b and c are nearly full for the claim."""
+    objects: list[dict[str, Any]] = [
+        make_node(name).capacity(cpu=cpu, memory="8Gi", pods="110").label(NODE_LABEL, name).dict()
+        for name, cpu in (("a", "3"), ("b", "5"), ("c", "4"))
+    ]
+    objects += [
+        {"kind": "StorageClass", "metadata": {"name": "fast"}, "provisioner": "csi.example.com",
+         "volumeBindingMode": "WaitForFirstConsumer"},
+        {"kind": "CSIDriver", "metadata": {"name": "csi.example.com"}, "spec": {"storageCapacity": True}},
+        {"kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
+         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
+                  "resources": {"requests": {"storage": "10Gi"}}}},
+    ]  # fmt: skip
+    objects += [
+        {"kind": "CSIStorageCapacity", "metadata": {"name": name, "namespace": "default"},
+         "storageClassName": "fast", "capacity": size, "nodeTopology": {"matchLabels": {NODE_LABEL: name}}}
+        for name, size in (("a", "100Gi"), ("b", "12Gi"), ("c", "11Gi"))
+    ]  # fmt: skip
+    return [*objects, make_pod("p").requests(cpu="1", memory="1Gi").pvc("data", "data").dict()]
+
+
+@pytest.mark.parametrize(("minor", "node"), [("1.35", "b"), ("1.36", "b"), ("1.37", "a")])
+def test_1_37_storage_capacity_scoring_prefers_the_emptiest_node(minor: str, node: str) -> None:
+    """Issue #47's row "StorageCapacityScoring 1.37": with the gate on (beta from 1.37, v1.37.2
+    pkg/features/kube_features.go) VolumeBinding scores each node by the utilization the claim would
+    leave (volumebinding/scorer.go ``buildScorerFunction``, default shape emptier is better:
+    10*100/100 -> 90, 10*100/12 -> 17, 10*100/11 -> 10), enough to move the pod from b, where the
+    resource scores put it up to 1.36, to a."""
+    from scheduler.config import load_config  # noqa: PLC0415
+    from scheduler.features import features_at  # noqa: PLC0415
+    from scheduler.simulate import Simulation  # noqa: PLC0415
+
+    sim = Simulation(load_config(None, features_at(minor)), seed=0)
+    sim.add_objects(_capacity_cluster())
+    (attempt,) = sim.run()
+    assert attempt.host == node
+    if minor == "1.37":
+        scores = next(s for s in attempt.scores if s.plugin == VB)
+        assert dict(zip(attempt.scored_nodes, scores.raw, strict=True)) == {"a": 90, "b": 17, "c": 10}
