@@ -7,7 +7,7 @@ force judges every other order of moves with the very same ones.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.plugins.podtopologyspread.common import Constraint
 from scheduler.plugins.podtopologyspread.counting import eligibility_key
 from scheduler.schedule_one import SchedulingAlgorithm
+from scheduler.spread.steps import Steps, every, finish, never
 from scheduler.spread.workload import counts_of, spread_constraints_of
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "measure",
     "over",
     "replacement_of",
+    "spec_steps",
     "try_move",
     "workload_spec",
 ]
@@ -67,8 +69,18 @@ class Spec:
 def workload_spec(pods: Sequence[Pod], framework: Framework, cache: Cache) -> Spec | str | None:
     """The workload's constraints (its pods' own, or the profile's defaults); None without any; a
     message when its pods disagree (a StatefulSet mid-rollout): counting one set for all would lie."""
+    return finish(spec_steps(pods, framework, cache))
+
+
+def spec_steps(
+    pods: Sequence[Pod], framework: Framework, cache: Cache, due: Callable[[], bool] = never
+) -> Steps[Spec | str | None]:
+    """``workload_spec`` in slices (a walk over every pod of the workload)."""
+    tick = every(due)
     specs: dict[Hashable, Spec] = {}
     for pod in pods:
+        if tick():
+            yield
         hard, soft, require_all = spread_constraints_of(pod, framework, cache)
         specs.setdefault(
             (hard, soft, require_all, eligibility_key(pod, hard + soft)), Spec(pod, hard, soft, require_all)

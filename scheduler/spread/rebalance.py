@@ -60,10 +60,12 @@ from scheduler.spread.moves import (
     measure,
     over,
     replacement_of,
+    spec_steps,
     try_move,
     workload_spec,
 )
-from scheduler.spread.search import MAX_CYCLES, MAX_PLANNED, Steps, finish, never, search_steps
+from scheduler.spread.search import MAX_CYCLES, MAX_PLANNED, search_steps
+from scheduler.spread.steps import Steps, finish, never
 from scheduler.spread.workload import Workload, workload_of
 
 __all__ = [
@@ -282,7 +284,7 @@ def _prelude(
         return Plan(workload, (), IN_FLIGHT, flight)
     if due():
         yield
-    spec = workload_spec(pods, framework, cache)
+    spec = yield from spec_steps(pods, framework, cache, due)
     if spec is None:
         return Plan(workload, (), WITHIN_SKEW, "no spread constraints")
     if isinstance(spec, str):
