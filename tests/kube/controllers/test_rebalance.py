@@ -16,6 +16,7 @@ import pytest
 from bench.rebalance_plan import zone_returned
 from scheduler import cli
 from scheduler.api.objects import Pod, PodKey
+from scheduler.backend.cache.cache import Cache
 from scheduler.config import load_config
 from scheduler.errors import (
     BindConflictError,
@@ -32,7 +33,8 @@ from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.writes import ApiWriter, map_status
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.simulate import Simulation
-from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, check_move, plan_steps
+from scheduler.spread.batch import disruption_budget
+from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, check_batch, plan_steps
 from scheduler.spread.search import Steps
 from scheduler.spread.workload import Workload
 from scheduler.testing import make_node, make_pod
@@ -122,9 +124,15 @@ def _at_once(plan: Plan) -> Steps[Plan]:
     yield
 
 
-def unchecked(cache: object, framework: object, workload: Workload, move: Move, **kwargs: Any) -> Plan:
-    """A kept plan's next move as planned (the tests of the state machine queue their own plans)."""
-    return Plan(workload, (move,), "planned", "")
+def unchecked(
+    cache: Cache, framework: object, workload: Workload, moves: list[Move], *, placed: list[Pod], **kwargs: Any
+) -> Steps[Plan]:
+    """A kept plan's next batch as planned, as many moves as the disruption budget allows (the tests
+    of the state machine queue their own plans)."""
+    budget = disruption_budget(workload.kind, placed, cache)
+    if budget.allowed < 1:
+        return _at_once(Plan(workload, (), "pdb", budget.source))
+    return _at_once(Plan(workload, tuple(moves[: budget.allowed]), "planned", ""))
 
 
 def _move(pod: str, before: int = 3, after: int = 1, frm: str = "a", to: str = "c") -> Move:
@@ -312,7 +320,7 @@ def test_the_real_planner_looks_again_at_a_workload_whose_pod_stays_not_ready() 
     """After the time-out the planner's own rule (a pod not Ready) still holds the workload: no
     pods into a domain where they do not become Ready; looked at again, not forgotten."""
     h = Harness()
-    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_move
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
     _lopsided(h)
     h.evictor.during = _replaced(h, "p9", "c0", ready=False)
     h.sync()
@@ -538,7 +546,7 @@ def test_the_skew_gauge_follows_the_workload_and_goes_with_it() -> None:
 
 def test_with_the_real_planner_the_crowded_zone_gives_a_pod_to_the_empty_one() -> None:
     h = Harness()
-    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_move
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
     ready = {"status__conditions": [{"type": "Ready", "status": "True"}]}
     h.add(*(_pod(f"p{i}", node, **ready) for i, node in enumerate(("a0", "a0", "a0", "b0"))))
     h.sync()
@@ -551,7 +559,7 @@ def test_with_the_real_planner_the_crowded_zone_gives_a_pod_to_the_empty_one() -
 
 def test_a_pending_pod_naming_the_replica_set_with_another_uid_does_not_hold_its_move() -> None:
     h = Harness()
-    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_move
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
     ready = {"status__conditions": [{"type": "Ready", "status": "True"}]}
     h.add(*(_pod(f"p{i}", node, **ready) for i, node in enumerate(("a0", "a0", "a0", "b0"))))
     ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "uid-old-web-1", "controller": True}
@@ -631,7 +639,7 @@ class Cycles:
 
 def _crowded(h: Harness) -> None:
     """web-1 at 6/0/0 with the real planner: four moves to 2/2/2, the first to b0 (b0 and c0 tie)."""
-    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_move
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
     h.add(*(_pod(f"p{i}", "a0") for i in range(6)))
     h.evictor.during = _replaced(h, "r1", "b0")
     h.sync()
@@ -723,7 +731,7 @@ def test_planning_a_1200_pod_workload_never_holds_the_loop_for_100_ms() -> None:
         asyncio.run(run())
     finally:
         gc.unfreeze()
-    assert len(evictor.evicted) == 1
+    assert len(evictor.evicted) == 100  # the plan's 100 moves in one batch: 25% of 1,200 pods allows 300
     # How many slices and probes there are depends on the machine's speed (a slice ends after 20 ms
     # of wall time): that the plan was cut at all, and no cut longer than 100 ms, is what counts.
     assert len(held) >= 2 and max(held) < 0.1, f"the loop was held {max(held):.3f} s of CPU"
