@@ -93,11 +93,13 @@ def disruption_budget(kind: str, pods: Sequence[Pod], cache: Cache) -> Budget:
 @dataclass(frozen=True, slots=True)
 class Placed:
     """A batch checked: how many of its moves (a prefix) landed where planned, why the next did not
-    (empty when all did), and every constraint's skew with those moves made."""
+    (empty when all did), every constraint's skew with those moves made, and the node our cycle
+    picked for each replacement."""
 
     landed: int
     why: str
     skews: tuple[int, ...]
+    nodes: tuple[str, ...] = ()
 
 
 def place_batch(
@@ -143,7 +145,7 @@ def place_batch(
             if not better(after.moved(spec, replacement, ours, other), now.skews):
                 where = _where(spec, now, other)
                 return Placed(step, f"a replacement could land in {where}, which does not lower the skews", ())
-        return Placed(len(moves), "", after.skews)
+        return Placed(len(moves), "", after.skews, tuple(working.nodes))
     finally:
         working.restore()
 

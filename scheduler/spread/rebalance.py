@@ -368,10 +368,19 @@ def check_batch(
         if found.landed == size:
             verb = "moves leave" if size > 1 else "move leaves"
             message = f"{size} {verb} {_describe(spec, found.skews)} ({budget.source})"
-            return Plan(workload, tuple(moves[:size]), PLANNED, message, skews)
+            landed = tuple(
+                dataclasses.replace(m, to_node=node, to_domain=now.domain_of[_index(spec, m)].get(node, m.to_domain))
+                for m, node in zip(moves, found.nodes, strict=False)
+            )
+            return Plan(workload, landed, PLANNED, message, skews)
         why = found.why
         size = 0 if size == 1 else max(1, found.landed)  # what landed, alone (at least the first move)
     return Plan(workload, (), STALE, why, skews)
+
+
+def _index(spec: Spec, move: Move) -> int:
+    """The constraint a move is for (the first of its topology key)."""
+    return next(i for i, c in enumerate(spec.constraints) if c.topology_key == move.topology_key)
 
 
 def plan_rebalance(

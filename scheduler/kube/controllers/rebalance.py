@@ -417,9 +417,7 @@ class Rebalancer(WorkloadMarker):
             return None
 
         def check(due: Callable[[], bool]) -> Steps[Plan]:
-            return self._checker(
-                self._cache, framework, workload, state.plan, pending=waiting, placed=pods, due=due
-            )
+            return self._checker(self._cache, framework, workload, state.plan, pending=waiting, placed=pods, due=due)
 
         plan = await self._sliced(workload, state, check)
         if plan is None:

@@ -738,3 +738,142 @@ def test_planning_a_1200_pod_workload_never_holds_the_loop_for_100_ms() -> None:
     slices = metrics.registry.get_sample_value("spread_scheduler_rebalance_plan_slice_duration_seconds_count") or 0
     name = "spread_scheduler_rebalance_plan_slice_duration_seconds_bucket"
     assert slices >= 2 and metrics.registry.get_sample_value(name, {"le": "0.1"}) == slices
+
+
+# -- moves in parallel within the disruption budget -------------------------------------------
+
+
+def _budget(allowed: int) -> dict[str, Any]:
+    """A PodDisruptionBudget over web-1 as the disruption controller leaves it: ``allowed`` now."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "web-1"}}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+class Server:
+    """The API server and the ReplicaSet as the rebalancer meets them: an eviction is refused (429)
+    once ``allowed`` pods of the workload are out, else the pod is deleted at once (its DELETED event
+    before the answer); ``replace`` brings each evicted pod's replacement up, bound and Ready, on the
+    node our cycle chose (the ``Rebalanced`` Event's). Counts the pods out at worst."""
+
+    def __init__(self, h: Harness, allowed: int) -> None:
+        self.h, self.allowed = h, allowed
+        self.out: list[Pod] = []
+        self.peak = 0
+        self.refused = 0
+        h.evictor.during = self.evict
+
+    def evict(self, pod: Pod) -> None:
+        if len(self.out) >= self.allowed:
+            self.refused += 1
+            raise DisruptionBudgetError("Cannot evict pod as it would violate the pod's disruption budget.")
+        self.h.add(dict(pod.raw), event="DELETED")
+        self.out.append(pod)
+        self.peak = max(self.peak, len(self.out))
+
+    def replace(self) -> None:
+        notes = [e[3] for e in self.h.recorder.events if e[2] == "Rebalanced"]
+        for k, pod in enumerate(self.out):
+            node = notes[-len(self.out) + k].rpartition("(node ")[2].split(")")[0]
+            self.h.add(_pod(f"{pod.name}-r", node))
+        self.out = []
+
+
+def _zones(h: Harness) -> dict[str, int]:
+    counts = dict.fromkeys("abc", 0)
+    for pod in h.sim.cache.pods():
+        counts[(h.sim.cache.pod_node(pod.key) or "?")[0]] += 1
+    return counts
+
+
+@pytest.mark.parametrize(("budget", "evictions"), [(None, 3), (1, 1), (3, 3), (10, 4)])
+def test_a_batch_sends_as_many_evictions_as_the_budget_allows_before_any_replacement_is_ready(
+    budget: int | None, evictions: int
+) -> None:
+    """Issue #48 item 2: web-1 at 6/6/0 (four moves to 4/4/4). With a budget of 3 (a PDB's, or
+    without one 25% of 12 pods), three evictions go out at once, before any replacement exists."""
+    h = Harness()
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
+    if budget is not None:
+        h.add(_budget(budget))
+    h.add(*(_pod(f"p{i}", "a0" if i < 6 else "b0") for i in range(12)))
+    h.sync()
+    assert len(h.evictor.evicted) == evictions
+    assert [e[2] for e in h.recorder.events] == ["Rebalanced"] * evictions
+    assert all("to topology.kubernetes.io/zone=c (node c0)" in e[3] for e in h.recorder.events)
+    assert h.value("spread_scheduler_rebalance_batches_total", result="sent") == 1
+    assert h.value("spread_scheduler_rebalance_batch_moves_sum") == evictions
+
+
+@pytest.mark.parametrize(
+    ("allowed", "pods"),
+    [pytest.param(1, 30, id="budget 1"), pytest.param(2, 30, id="budget 2"), pytest.param(3, 30, id="10% of 30")],
+)
+def test_a_zone_return_never_has_more_pods_out_than_the_budget_and_takes_the_fewest_evictions(
+    allowed: int, pods: int
+) -> None:
+    """30 pods at 15/15/0: ten moves at the least. Batch after batch, each once the last one's
+    replacements are bound and Ready (and the settle): never more pods out than the budget, never a
+    429 (the budget read from the cache is the server's), ten evictions in all."""
+    h = Harness()
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
+    h.add(_budget(allowed))
+    h.add(*(_pod(f"p{i}", "a0" if i < pods // 2 else "b0") for i in range(pods)))
+    server = Server(h, allowed)
+    batches = 0
+    while _zones(h) != {"a": 10, "b": 10, "c": 10} and batches < 20:
+        before = len(h.evictor.evicted)
+        h.sync()
+        assert server.out or len(h.evictor.evicted) == before
+        h.sync()  # nothing more while the batch is in flight
+        assert len(server.out) == len(h.evictor.evicted) - before <= allowed
+        server.replace()
+        h.clock.now += rebalance.MOVE_SETTLE
+        batches += 1
+    assert _zones(h) == {"a": 10, "b": 10, "c": 10}
+    assert len(h.evictor.evicted) == 10 and server.peak == allowed and server.refused == 0
+    assert batches == -(-10 // allowed)
+
+
+def test_a_429_ends_the_batch_and_the_rest_is_sent_later() -> None:
+    """The cache says 3, the server (the final guard) allows 1 now: one eviction, the 429 ends the
+    batch (counted), the rest of the plan goes in the next batch once the replacement is Ready."""
+    h = Harness()
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
+    h.add(_budget(3))
+    h.add(*(_pod(f"p{i}", "a0" if i < 6 else "b0") for i in range(12)))
+    server = Server(h, 1)
+    h.sync()
+    assert len(h.evictor.evicted) == 1 and server.refused == 1
+    assert h.value("spread_scheduler_rebalance_batches_total", result="pdb-blocked") == 1
+    assert h.value("spread_scheduler_rebalance_moves_total", result="pdb-blocked") == 1
+    assert not [e for e in h.recorder.events if e[2] == "RebalanceBlocked"]  # one move went: not blocked
+    server.replace()
+    server.allowed = 3
+    h.clock.now += rebalance.MOVE_SETTLE
+    h.sync()
+    assert len(h.evictor.evicted) == 4 and h.value("spread_scheduler_rebalance_plans_total", result="computed") == 1
+    assert _zones(h) == {"a": 4, "b": 4, "c": 1}  # three out, on their way to c
+
+
+def test_a_batch_in_flight_holds_until_every_replacement_is_ready() -> None:
+    h = Harness()
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
+    h.add(*(_pod(f"p{i}", "a0" if i < 6 else "b0") for i in range(12)))
+    server = Server(h, 3)
+    h.sync()
+    assert len(h.evictor.evicted) == 3
+    evicted = list(server.out)
+    h.add(_pod(f"{evicted[0].name}-r", "c0"))  # one replacement Ready, two to come
+    h.clock.now += rebalance.MOVE_SETTLE
+    h.sync()
+    assert len(h.evictor.evicted) == 3
+    for pod in evicted[1:]:
+        h.add(_pod(f"{pod.name}-r", "c0"))
+    server.out = []
+    h.sync()
+    assert len(h.evictor.evicted) == 4
