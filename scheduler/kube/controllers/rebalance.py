@@ -171,6 +171,7 @@ class _State:
     world: int = 0  # bumped by each change of the workload's pods (or counted pods) that a plan depends on
     moving: set[PodKey] = field(default_factory=set)  # the pods of the batch being made: its own events
     expected: int = 0  # replacements of the batch not seen yet: the next pods created are its own
+    known: frozenset[PodKey] = frozenset()  # the workload's pods when the batch began: any other is new
     failures: int = 0
     told: dict[str, float] = field(default_factory=dict)  # Event reason -> when last posted
 
@@ -203,7 +204,8 @@ def _own_move(state: _State, old: Pod | None, new: Pod | None) -> bool:
     is done."""
     if not state.moving:
         return False
-    if old is None and new is not None and new.key not in state.moving:
+    # A new pod: its first event here is its ADDED, or the update of the pod our cycle assumed.
+    if new is not None and new.key not in state.moving and new.key not in state.known:
         if state.expected < 1:
             return False  # one new pod more than evictions: not the batch's
         state.expected -= 1
@@ -562,6 +564,7 @@ class Rebalancer(WorkloadMarker):
         # Taken before the first request: the evicted pods' events (a pod without a grace period is
         # deleted by the eviction itself) and their replacements' may be handled before the answers.
         before = frozenset(map(_who, pods))
+        state.known = frozenset(p.key for p in pods)
         world = (state.world, self._node_world)
         sent: list[tuple[Move, Pod]] = []
         ended = "sent"
@@ -570,6 +573,13 @@ class Rebalancer(WorkloadMarker):
                 pod = self._cache.pod(move.pod)
                 if pod is None or (sent and (state.world, self._node_world) != world):
                     ended = "changed"  # gone meanwhile, or the batch's world changed: checked again later
+                    log.info(
+                        "rebalance: the batch stops here; the rest is checked again with the next one",
+                        namespace=workload.namespace,
+                        workload=workload.name,
+                        why="the pod is gone" if pod is None else "the workload or a node changed",
+                        left=len(moves) - len(sent),
+                    )
                     break
                 state.moving.add(pod.key)  # its deletion, and the pods created meanwhile, are the batch's own
                 state.expected += 1

@@ -877,3 +877,25 @@ def test_a_batch_in_flight_holds_until_every_replacement_is_ready() -> None:
     server.out = []
     h.sync()
     assert len(h.evictor.evicted) == 4
+
+
+def test_a_replacement_our_cycle_assumed_is_the_moves_own_and_the_plan_is_kept() -> None:
+    """Live, our scheduler places the replacement: its first event here is the update of the pod it
+    assumed, not an ADDED. It is the move's own: the kept plan goes on (no plan made again)."""
+    h = Harness()
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
+    h.add(*(_pod(f"p{i}", "a0") for i in range(6)))
+
+    def placed_by_us(pod: Pod) -> None:
+        h.add(dict(pod.raw), event="DELETED")
+        h.sim.cache.assume_pod(Pod.from_dict(_pod("r1", "")), "b0")
+        h.add(_pod("r1", "b0"))
+
+    h.evictor.during = placed_by_us
+    h.sync()
+    h.evictor.during = None
+    h.clock.now += rebalance.MOVE_SETTLE
+    h.sync()
+    assert len(h.evictor.evicted) == 2
+    assert h.value("spread_scheduler_rebalance_plans_total", result="computed") == 1
+    assert h.value("spread_scheduler_rebalance_plans_total", result="kept") == 1
