@@ -35,6 +35,12 @@ SLICE_BUDGET = PLAN_SLICE
 def zone_returned(pods: int, nodes: int) -> Simulation:
     """``nodes`` nodes a third per zone, ``pods`` pods of one ReplicaSet on the nodes of a and b."""
     sim = Simulation(load_config(None))
+    sim.add_objects(zone_returned_objects(pods, nodes))
+    return sim
+
+
+def zone_returned_objects(pods: int, nodes: int) -> list[dict[str, Any]]:
+    """The objects of ``zone_returned``."""
     objects: list[dict[str, Any]] = []
     names = {z: [f"{z}{i}" for i in range(nodes // 3 + (1 if k < nodes % 3 else 0))] for k, z in enumerate("abc")}
     for z, zone_nodes in names.items():
@@ -55,8 +61,7 @@ def zone_returned(pods: int, nodes: int) -> Simulation:
             .set("metadata.annotations", {REBALANCE_ANNOTATION: "true"})
         )
         objects.append(pod.dict())
-    sim.add_objects(objects)
-    return sim
+    return objects
 
 
 def measure(pods: int, nodes: int, budget: float = SLICE_BUDGET, max_planned: int = MAX_PLANNED) -> dict[str, Any]:
