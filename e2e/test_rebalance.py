@@ -30,6 +30,7 @@ import collections
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,11 +44,10 @@ from e2e.kube_helpers import (
     create_object,
     disruption_budget,
     events_for,
-    is_ready,
     wait_for,
 )
 from e2e.ledger import Ledger, Write
-from e2e.zone_loss import REPLICAS, Zones, minimum_moves, rebalance_workload
+from e2e.zone_loss import Out, Zones, minimum_moves, rebalance_workload
 
 pytestmark = pytest.mark.slow
 
@@ -142,17 +142,10 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
     # Never more evictions of one workload in flight than its budget (no PodDisruptionBudget: 25% of
     # 12 pods, 3): at every look, at most 3 of its 12 pods are missing from the live, bound and Ready
     # ones (the evicted pods, or their replacements on their way).
-    worst_in_flight = 0
-
-    def rebalanced() -> dict[str, int] | None:
-        nonlocal worst_in_flight
-        pods = core.list_namespaced_pod(namespace, label_selector="app=moved").items
-        ready = [p for p in pods if p.metadata.deletion_timestamp is None and p.spec.node_name and is_ready(p)]
-        worst_in_flight = max(worst_in_flight, REPLICAS - len(ready))
-        return zones.rebalanced("moved")
-
-    after = wait_for(rebalanced, RETURN_DEADLINE, "moved within maxSkew 1 again", interval=0.2)
+    out = Out(zones, "moved")
+    after = wait_for(out, RETURN_DEADLINE, "moved within maxSkew 1 again", interval=0.2)
     took = time.monotonic() - returned
+    worst_in_flight = out.peak
 
     # The PodDisruptionBudget stops pdb's plan, and an Event on its ReplicaSet says so.
     def blocked() -> list[dict[str, Any]] | None:
@@ -223,6 +216,45 @@ def test_a_zone_lost_and_back_is_rebalanced_with_the_fewest_evictions(
     assert counts["evictions"] == len(mine) and counts["writes_without_lease"] == 0, counts
 
 
+@dataclass
+class Trip:
+    """One app's zone c lost and back: its zones then and at the end, how long it took to be within
+    maxSkew 1 again, the evictions we sent meanwhile (the audit log), the most pods out at a look,
+    and our metrics' change; ``mark``: the audit log's, at the zone's return."""
+
+    during: dict[str, int]
+    after: dict[str, int]
+    took: float
+    sent: list[Write]
+    peak: int
+    metrics_before: dict[str, float]
+    metrics_after: dict[str, float]
+    mark: int
+
+    def delta(self, series: str) -> float:
+        return self.metrics_after.get(series, 0.0) - self.metrics_before.get(series, 0.0)
+
+
+def zone_trip(zones: Zones, scheduler: SchedulerProcess, ledger: Ledger, app: str) -> Trip:
+    """Lose zone c, bring it back, wait for ``app`` within maxSkew 1 (and a few debounces more:
+    nothing else may go out)."""
+    during = zones.lose_zone_c()[app]
+    metrics_before = scheduler.metrics()
+    mark = ledger.mark()
+    returned = time.monotonic()
+    zones.bring_back_zone_c()
+    out = Out(zones, app)
+    after = wait_for(out, RETURN_DEADLINE, f"{app} within maxSkew 1 again", interval=0.2)
+    took = time.monotonic() - returned
+    time.sleep(3)
+    sent = [
+        w
+        for w in ledger.writes(mark)
+        if w.kind == "eviction" and w.namespace == zones.namespace and w.user in scheduler.users
+    ]
+    return Trip(during, after, took, sent, out.peak, metrics_before, scheduler.metrics(), mark)
+
+
 def test_a_zone_return_moves_in_batches_within_the_disruption_budget(
     zones: Zones, scheduler: SchedulerProcess, ledger: Ledger
 ) -> None:
@@ -233,48 +265,23 @@ def test_a_zone_return_moves_in_batches_within_the_disruption_budget(
     api, core, namespace = zones.api, zones.core, zones.namespace
     zones.create({"batched": rebalance_workload("batched", "main", 1, True, True)})
     create_object(api, disruption_budget("batched", namespace, "batched", maxUnavailable=3))
-    during = zones.lose_zone_c()
-    assert during["batched"] == {"a": 6, "b": 6, "c": 0}, during
-    metrics_before = scheduler.metrics()
-    mark = ledger.mark()
-    returned = time.monotonic()
-    zones.bring_back_zone_c()
-    peak = 0
-
-    def rebalanced() -> dict[str, int] | None:
-        nonlocal peak
-        pods = core.list_namespaced_pod(namespace, label_selector="app=batched").items
-        ready = [p for p in pods if p.metadata.deletion_timestamp is None and p.spec.node_name and is_ready(p)]
-        peak = max(peak, REPLICAS - len(ready))
-        return zones.rebalanced("batched")
-
-    after = wait_for(rebalanced, RETURN_DEADLINE, "batched within maxSkew 1 again", interval=0.2)
-    took = time.monotonic() - returned
-    time.sleep(3)  # a debounce or two more: nothing else may go out
-    sent = [
-        w
-        for w in ledger.writes(mark)
-        if w.kind == "eviction" and w.namespace == namespace and w.user in scheduler.users
-    ]
-    metrics_after = scheduler.metrics()
-
-    def delta(series: str) -> float:
-        return metrics_after.get(series, 0.0) - metrics_before.get(series, 0.0)
-
-    minimum = minimum_moves(list(during["batched"].values()))
+    trip = zone_trip(zones, scheduler, ledger, "batched")
+    delta, sent = trip.delta, trip.sent
+    assert trip.during == {"a": 6, "b": 6, "c": 0}, trip.during
+    minimum = minimum_moves(list(trip.during.values()))
     batches = {
         result: delta(f'spread_scheduler_rebalance_batches_total{{result="{result}"}}')
         for result in ("sent", "pdb-blocked", "changed", "gone", "failed")
     }
     print(
-        f"\nbatches: zone back -> batched within maxSkew 1 in {took:.1f} s ({during['batched']} -> {after}); "
-        f"evictions {[(w.name, w.code, w.at.isoformat()) for w in sent]}, minimum {minimum}; peak out {peak}; "
+        f"\nbatches: zone back -> batched within maxSkew 1 in {trip.took:.1f} s ({trip.during} -> {trip.after}); "
+        f"evictions {[(w.name, w.code, w.at.isoformat()) for w in sent]}, minimum {minimum}; peak out {trip.peak}; "
         f"batches {batches}, "
         f"evictions in batches {delta('spread_scheduler_rebalance_batch_moves_sum')}"
     )
-    assert took < RETURN_DEADLINE
+    assert trip.took < RETURN_DEADLINE
     assert [w.code for w in sent] == [201] * minimum, sent
-    assert peak <= 3, peak
+    assert trip.peak <= 3, trip.peak
     assert not over_budget(sent, core, namespace, "batched", 3)
     # In parallel: a batch of more than one eviction (the Ready times are whole seconds: too coarse
     # to tell from the server's records alone).
@@ -296,32 +303,18 @@ def test_pods_without_a_grace_period_are_rebalanced_to_the_end(
     spec = rebalance_workload("instant", "main", 1, True, True, replicas=6)
     spec["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0
     zones.create({"instant": spec})
-    during = zones.lose_zone_c()
-    assert during["instant"] == {"a": 3, "b": 3, "c": 0}, during
-    metrics_before = scheduler.metrics()
-    mark = ledger.mark()
-    returned = time.monotonic()
-    zones.bring_back_zone_c()
-    after = wait_for(lambda: zones.rebalanced("instant"), RETURN_DEADLINE, "instant within maxSkew 1", interval=0.2)
-    took = time.monotonic() - returned
-    time.sleep(3)  # a debounce or two more: nothing else may go out
-    sent = [
-        w
-        for w in ledger.writes(mark)
-        if w.kind == "eviction" and w.namespace == namespace and w.user in scheduler.users
-    ]
+    trip = zone_trip(zones, scheduler, ledger, "instant")
+    during, after, took, sent = trip.during, trip.after, trip.took, trip.sent
+    assert during == {"a": 3, "b": 3, "c": 0}, during
     # A pod's end by kwok (a grace period run out) would be a DELETE of its own: none succeeds (kwok
     # may still try, late, for a pod the API server already deleted: a 404).
-    deletions = [w for w in ledger.writes(mark) if w.kind == "delete" and w.namespace == namespace and w.ok]
-    metrics_after = scheduler.metrics()
-    timed_out = metrics_after.get('spread_scheduler_rebalance_moves_total{result="timed-out"}', 0.0) - (
-        metrics_before.get('spread_scheduler_rebalance_moves_total{result="timed-out"}', 0.0)
-    )
+    deletions = [w for w in ledger.writes(trip.mark) if w.kind == "delete" and w.namespace == namespace and w.ok]
+    timed_out = trip.delta('spread_scheduler_rebalance_moves_total{result="timed-out"}')
     print(
-        f"\nno grace period: zone back -> instant within maxSkew 1 in {took:.1f} s ({during['instant']} -> {after}); "
+        f"\nno grace period: zone back -> instant within maxSkew 1 in {took:.1f} s ({during} -> {after}); "
         f"evictions {[(w.name, w.code) for w in sent]}; other pod deletions {len(deletions)}; timed out {timed_out}"
     )
-    assert [w.code for w in sent] == [201] * minimum_moves(list(during["instant"].values())), sent
+    assert [w.code for w in sent] == [201] * minimum_moves(list(during.values())), sent
     assert not over_budget(sent, core, namespace, "instant")  # 25% of 6 pods, at least one: one at a time
     assert timed_out == 0  # finished by the cache, not by the backstop
     assert not deletions, deletions  # the pods did end in the eviction itself

@@ -14,7 +14,7 @@ from scheduler.spread.batch import Budget, disruption_budget
 from scheduler.spread.rebalance import PDB, PLANNED, STALE, Plan, check_batch, plan_workload
 from scheduler.spread.search import finish
 from scheduler.testing import make_node
-from tests.spread.test_rebalance import APP, WEB, _pdb, _pod, _state, _world, _zone_down
+from tests.spread.test_rebalance import APP, WEB, _pdb, _pod, _state, _world, _zone_down, drive
 
 SIX_SIX_ZERO = ["b0", "b1"] * 3 + ["c0", "c1"] * 3  # zone a empty: four moves to 4/4/4
 
@@ -124,14 +124,10 @@ def test_a_batch_checked_in_slices_leaves_the_cache_as_found_at_every_yield() ->
     plan = _plan(sim)
     before = _state(sim.cache)
     steps = check_batch(sim.cache, sim.frameworks["spread-scheduler"], WEB, plan.moves, due=lambda: True)
-    yields = 0
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            batch = done.value
-            break
-        yields += 1
+
+    def as_found() -> None:
         assert _state(sim.cache) == before
+
+    batch, yields = drive(steps, as_found)
     assert yields >= 4 and batch == _check(sim, plan)
     assert _state(sim.cache) == before

@@ -6,18 +6,18 @@ size, and none of its pods is planned as moved unless our own cycle placed the r
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
 from bench.rebalance_plan import WORKLOAD, zone_returned, zone_returned_objects
 from scheduler.config import load_config
-from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.simulate import Simulation
 from scheduler.spread.rebalance import NO_IMPROVING_MOVE, PLANNED, STALE, Move, Plan, check_batch, plan_steps
 from scheduler.spread.search import MAX_CYCLES, MAX_TRIES_PER_MOVE, finish
 from scheduler.spread.workload import Workload
 from scheduler.testing import make_node
+from tests.kube.controllers.test_rebalance import Cycles
+from tests.spread.test_rebalance import drive
 
 GHOST = Workload("default", "ReplicaSet", "ghost", "uid-ghost")  # no such ReplicaSet exists
 ZONE = "topology.kubernetes.io/zone"
@@ -36,30 +36,10 @@ def _hostile(pods: int, nodes: int) -> Simulation:
     return sim
 
 
-class Cycles:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.count = 0
-        real = SchedulingAlgorithm.schedule_pod
-
-        def counted(algorithm: SchedulingAlgorithm, *args: Any, **kwargs: Any) -> Any:
-            self.count += 1
-            return real(algorithm, *args, **kwargs)
-
-        monkeypatch.setattr(SchedulingAlgorithm, "schedule_pod", counted)
-
-
 def _cost(sim: Simulation, workload: Workload, cycles: Cycles) -> tuple[Plan, int, int, float]:
     """The plan in slices (a slice always spent), its scheduling cycles, slices and CPU."""
-    before, slices = cycles.count, 0
-    cpu = time.thread_time()
-    steps = plan_steps(sim.cache, sim.frameworks["spread-scheduler"], workload, due=lambda: True)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            plan: Plan = done.value
-            break
-        slices += 1
+    before, cpu = cycles.count, time.thread_time()
+    plan, slices = drive(plan_steps(sim.cache, sim.frameworks["spread-scheduler"], workload, due=lambda: True))
     return plan, cycles.count - before, slices, time.thread_time() - cpu
 
 
