@@ -13,8 +13,8 @@ from scheduler.simulate import Simulation
 from scheduler.spread.batch import Budget, disruption_budget
 from scheduler.spread.rebalance import PDB, PLANNED, STALE, Plan, check_batch, plan_workload
 from scheduler.spread.search import finish
-from scheduler.testing import make_node
-from tests.spread.test_rebalance import APP, WEB, _pdb, _pod, _state, _world, _zone_down, drive
+from scheduler.testing import PodBuilder, make_node
+from tests.spread.test_rebalance import APP, WEB, ZONE, _pdb, _pod, _state, _world, _zone_down, drive
 
 SIX_SIX_ZERO = ["b0", "b1"] * 3 + ["c0", "c1"] * 3  # zone a empty: four moves to 4/4/4
 
@@ -131,3 +131,29 @@ def test_a_batch_checked_in_slices_leaves_the_cache_as_found_at_every_yield() ->
     batch, yields = drive(steps, as_found)
     assert yields >= 4 and batch == _check(sim, plan)
     assert _state(sim.cache) == before
+
+
+def test_a_batch_whose_replacement_would_land_elsewhere_is_never_sent() -> None:
+    """A soft zone spread planned into the empty zone a; since then a's nodes took a taint the pods
+    do not tolerate (seen by the cache only). With the victims gone our cycle would put their
+    replacements back into b or c: not where the plan says, so nothing of the batch holds."""
+    soft = [make_pod_soft(f"p{i}", node, i).dict() for i, node in enumerate(SIX_SIX_ZERO)]
+    sim = _world(soft)
+    plan = _plan(sim)
+    assert len(plan.moves) >= 2 and {m.to_domain for m in plan.moves} == {"a"}
+    for name in ("a0", "a1"):
+        info = sim.cache.get(name)
+        assert info is not None
+        sim.cache.update_node(info.node, make_node(name).zone("a").taint("dedicated", "x").build())
+    before = _state(sim.cache)
+    batch = _check(sim, plan)
+    assert _state(sim.cache) == before
+    assert batch.reason == STALE and not batch.moves, batch
+    assert "would land in topology.kubernetes.io/zone=b" in batch.message or "zone=c" in batch.message
+
+
+def make_pod_soft(name: str, node: str, created: int) -> PodBuilder:
+    """A pod of web-1 under a ScheduleAnyway zone spread (maxSkew 1)."""
+    pod = _pod(name, node, created=created)
+    pod.spec["topologySpreadConstraints"] = []
+    return pod.spread(ZONE, 1, when="ScheduleAnyway", match=APP)
