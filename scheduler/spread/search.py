@@ -61,8 +61,8 @@ __all__ = [
 MAX_TRIES_PER_MOVE = 16
 # Scheduling cycles the deeper search may spend on one workload (each is one cycle over every node).
 MAX_CYCLES = 512
-# The moves one plan looks ahead: a plan is carried out a move at a time, each after the last one's
-# replacement is Ready, so a longer plan would be made for a world long gone by its end.
+# The moves one plan looks ahead: a plan is carried out a batch at a time, each after the last one's
+# replacements are Ready, so a longer plan would be made for a world long gone by its end.
 MAX_PLANNED = 100
 # Scheduling cycles greedy may spend on one plan (a move takes one where it works at once).
 GREEDY_CYCLES = 4 * MAX_PLANNED  # (four a move for another max_planned)

@@ -1,36 +1,40 @@
-"""Rebalancing, the writing half: evict one pod at a time of an opted-in workload whose skew is above
-its maxSkew, when ``scheduler.spread.rebalance`` (the planner: our own scheduling cycle on the
-cache, the pod gone and its replacement pending) places the replacement in a domain that lowers it.
+"""Rebalancing, the writing half: evict pods of an opted-in workload whose skew is above its
+maxSkew, when ``scheduler.spread.rebalance`` (the planner: our own scheduling cycle on the cache,
+the pods gone and their replacements pending) places the replacements in domains that lower it.
 
 Beside the deletion-cost keeper, on the same marking (``scheduler.kube.controllers.workload_marks``): cache
-changes mark workloads; after the debounce each marked workload is served with **one move**,
+changes mark workloads; after the debounce each marked workload is served with **one batch**
+(the kept plan's next moves, as many as its disruption budget allows: ``scheduler.spread.batch``),
 through the Eviction API (``POST pods/{name}/eviction``, so PodDisruptionBudgets are respected) on
 the one write path (``ApiWriter``: fenced by the Lease, rate-limited, transient failures retried).
 
 - **plan once**: a workload is planned in slices of ``PLAN_SLICE`` on the loop (``plan_steps``
-  yields between scheduling cycles), and the plan is kept; each next move is the kept plan's,
-  checked with one scheduling cycle (``check_move``). The plan is made again when that move no
-  longer holds, or when the world it was made on changed: a node came, went or changed labels,
-  taints or unschedulable; a pod of the workload, or one its constraints count, came, went, changed
-  node or labels, or began terminating, other than the move's own. Other pods' events, status and
-  annotation updates leave it kept.
+  yields between scheduling cycles), and the plan is kept; each batch is the kept plan's next
+  moves, checked as one with every victim gone (``check_batch``, in slices too). The plan is made
+  again when its next move no longer holds, or when the world it was made on changed: a node came,
+  went or changed labels, taints or unschedulable; a pod of the workload, or one its constraints
+  count, came, went, changed node or labels, or began terminating, other than the batch's own.
+  Other pods' events, status and annotation updates leave it kept. The evictions of a batch go one
+  after the other; a 429, a failure or a change of that world between two ends the batch there.
 
 Then the workload waits:
 
-- **in flight**: nothing more for a workload while its move is in flight: an in-memory record of the
-  eviction, checked against the cache at every look (the evicted pod still there under its UID, or
-  no pod of the workload that was not there at the eviction bound and Ready yet), and held at most
+- **in flight**: nothing more for a workload while its batch is in flight: an in-memory record of
+  the evictions, checked against the cache at every look (an evicted pod still there under its UID,
+  or fewer pods of the workload that were not there at the batch bound and Ready than it evicted),
+  and held at most
   ``MOVE_TIMEOUT`` (then logged, counted as ``timed-out``, planned again); nor while (the planner's
   "in-flight", read from the cache alone, so a new leader after a failover or a SIGKILL sees it
   too) a pod of it waits to be scheduled, is terminating or is not Ready. A workload held either way
   is looked at again on its pods' events and, without one, after ``MOVE_TIMEOUT``.
-- **cool-down**: ``MOVE_SETTLE`` after each move; ``NO_MOVE_COOLDOWN`` after a plan with no
+- **cool-down**: ``MOVE_SETTLE`` after each batch; ``NO_MOVE_COOLDOWN`` after a plan with no
   improving move (lifted when a node appears or changes labels or taints: a domain may have come
   back); a workload whose moves did not bring the skew the planner promised ``MAX_MISSES`` times in
   a row stops for ``NO_MOVE_COOLDOWN``; at most as many moves per ``MOVE_WINDOW`` as it has pods.
-- a 429 from a PodDisruptionBudget: ``PDB_RETRY`` and plan again; a ``RebalanceBlocked`` Event at
-  most once per ``NO_MOVE_COOLDOWN``. 404 (gone) or 409 (another pod of that name): not a move; the
-  deletion marks the workload again, and it is looked at again after ``FAILURE_BACKOFF`` anyway.
+- a 429 from a PodDisruptionBudget on a batch's first eviction: ``PDB_RETRY`` and plan again; a
+  ``RebalanceBlocked`` Event at most once per ``NO_MOVE_COOLDOWN``. 404 (gone) or 409 (another pod
+  of that name): not a move; the deletion marks the workload again, and it is looked at again after
+  ``FAILURE_BACKOFF`` anyway.
   Other errors back off, doubling from ``FAILURE_BACKOFF`` to ``NO_MOVE_COOLDOWN``; a workload whose
   planning raises is logged and looked at again after ``FAILURE_BACKOFF``, the others go on.
 
@@ -236,7 +240,7 @@ def move_note(move: Move) -> str:
 
 
 class Rebalancer(WorkloadMarker):
-    """Plans the marked workloads once and carries out their plans a move at a time (see the module)."""
+    """Plans the marked workloads once and carries out their plans a batch at a time (see the module)."""
 
     def __init__(
         self,
@@ -305,7 +309,7 @@ class Rebalancer(WorkloadMarker):
         return max(0.0, min(self._deferred.values()) - self._clock()) if self._deferred else None
 
     async def sync_once(self) -> None:
-        """Plan every marked workload (and those whose wait is over); at most one eviction each."""
+        """Plan every marked workload (and those whose wait is over); at most one batch each."""
         now = self._clock()
         due = {w for w, at in self._deferred.items() if at <= now}
         for workload in due:
