@@ -118,3 +118,19 @@ class Zones:
     def rebalanced(self, app: str) -> dict[str, int] | None:
         zones = self.per_zone(app)
         return zones if zones is not None and max(zones.values()) - min(zones.values()) <= 1 else None
+
+
+@dataclass
+class Out:
+    """``Zones.rebalanced(app)`` to wait for, counting at every look the most of the app's pods
+    missing from the live, bound and Ready ones (evicted, or their replacements on their way)."""
+
+    zones: Zones
+    app: str
+    peak: int = 0
+
+    def __call__(self) -> dict[str, int] | None:
+        pods = self.zones.core.list_namespaced_pod(self.zones.namespace, label_selector=f"app={self.app}").items
+        ready = [p for p in pods if p.metadata.deletion_timestamp is None and p.spec.node_name and is_ready(p)]
+        self.peak = max(self.peak, self.zones.replicas[self.app] - len(ready))
+        return self.zones.rebalanced(self.app)

@@ -24,6 +24,8 @@ SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
 PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))
 # Rebalance planning slices: 1 ms to 1 s (a slice is meant to stay near 20 ms, never near 100 ms).
 PLAN_SLICE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1.0)
+# Evictions per rebalance batch: 1 (a budget of one) up to a plan's lookahead (MAX_PLANNED, 100).
+BATCH_MOVES_BUCKETS = (1, 2, 3, 5, 10, 20, 50, 100)
 # Patches per deletion-cost re-rank: 0 (nothing changed) up to the cap (PATCHES_PER_RERANK, 20).
 COST_PATCH_BUCKETS = (0, 1, 2, 5, 10, 20)
 
@@ -136,6 +138,22 @@ class SchedulerMetrics:
             "result: evicted, pdb-blocked (429 from a PodDisruptionBudget), gone (404) or failed; timed-out: a move "
             "not done (the pod gone, a replacement bound and Ready) 5 minutes after its eviction.",
             ["result"],
+            registry=self.registry,
+        )
+        self.rebalance_batches = Counter(
+            "spread_scheduler_rebalance_batches",
+            "Batches of evictions the rebalancer sent (a checked plan's moves within the disruption budget), "
+            "by how each ended: sent (every eviction of the batch sent), pdb-blocked (a 429 from a "
+            "PodDisruptionBudget ended it: the rest is retried later), gone (a pod already gone), changed "
+            "(the workload or a node changed between two evictions: the rest is checked again later), "
+            "failed (another error), not-leading.",
+            ["result"],
+            registry=self.registry,
+        )
+        self.rebalance_batch_moves = Histogram(
+            "spread_scheduler_rebalance_batch_moves",
+            "Evictions sent in each batch of the rebalancer (at most what the workload's disruption budget allows).",
+            buckets=BATCH_MOVES_BUCKETS,
             registry=self.registry,
         )
         self.rebalance_skipped = Counter(

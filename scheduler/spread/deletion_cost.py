@@ -44,7 +44,7 @@ scale-down leaves a skew at most twice the drift above the optimum (checked by t
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +53,7 @@ from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.podtopologyspread.common import Constraint
 from scheduler.plugins.podtopologyspread.counting import eligibility_key
+from scheduler.spread.steps import Steps, every, finish, never
 from scheduler.spread.workload import counts_of, spread_constraints_of
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "Others",
     "Ranking",
     "cost_changes",
+    "cost_steps",
     "held_others",
     "rank_costs",
     "rank_workload",
@@ -167,7 +169,16 @@ def workload_costs(pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, F
     assumed), not terminating, with spread constraints (its own or its profile's defaults), and
     whose cost is not someone else's. Pods of one template share their constraints; should they
     not, each set of pods that does is ranked on its own."""
-    return rank_workload(pods, cache, frameworks, {}).costs
+    return finish(cost_steps(pods, cache, frameworks))
+
+
+def cost_steps(
+    pods: Iterable[Pod], cache: Cache, frameworks: Mapping[str, Framework], due: Callable[[], bool] = never
+) -> Steps[dict[PodKey, int]]:
+    """``workload_costs`` in slices: the planner ranks a workload of thousands of pods on the
+    scheduling loop, yielding between chunks of pods once ``due()``."""
+    ranking = yield from _rank_steps(pods, cache, frameworks, {}, due)
+    return ranking.costs
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,8 +196,21 @@ def rank_workload(
 ) -> Ranking:
     """``workload_costs`` ranked with the counts of other pods ``held`` from the last ranking while
     they are within ``FOREIGN_SLACK`` of the counts now (``held_others``)."""
+    return finish(_rank_steps(pods, cache, frameworks, held, never))
+
+
+def _rank_steps(
+    pods: Iterable[Pod],
+    cache: Cache,
+    frameworks: Mapping[str, Framework],
+    held: Mapping[Hashable, Others],
+    due: Callable[[], bool],
+) -> Steps[Ranking]:
+    tick = every(due)
     groups: dict[Hashable, _Group] = {}
     for pod in pods:
+        if tick():
+            yield
         framework = frameworks.get(pod.scheduler_name)
         if (
             framework is None
@@ -210,7 +234,7 @@ def rank_workload(
     used: dict[Hashable, Others] = {}
     drifted = False
     for group_key, group in groups.items():
-        costs, now, used[group_key] = _group_costs(group, cache, held.get(group_key))
+        costs, now, used[group_key] = yield from _group_costs(group, cache, held.get(group_key), tick)
         drifted = drifted or tuple(now) != used[group_key]
         out.update(costs)
     return Ranking(out, used, drifted)
@@ -227,12 +251,16 @@ def held_others(now: Sequence[Mapping[str, int]], held: Others | None, slack: in
     return tuple(out)
 
 
-def _group_costs(group: _Group, cache: Cache, held: Others | None) -> tuple[dict[PodKey, int], Others, Others]:
+def _group_costs(
+    group: _Group, cache: Cache, held: Others | None, tick: Callable[[], bool]
+) -> Steps[tuple[dict[PodKey, int], Others, Others]]:
     constraints = group.hard + group.soft
     counts, _, domain_of = counts_of(group.rep, group.hard, group.soft, cache, require_all_keys=group.require_all_keys)
     members: list[Member] = []
     others = [dict(c) for c in counts]
     for pod in group.pods:
+        if tick():
+            yield
         node = cache.pod_node(pod.key) or ""
         domains: list[str | None] = []
         for i, c in enumerate(constraints):

@@ -7,7 +7,7 @@ force judges every other order of moves with the very same ones.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,8 @@ from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.podtopologyspread.common import Constraint
 from scheduler.plugins.podtopologyspread.counting import eligibility_key
-from scheduler.schedule_one import SchedulingAlgorithm
+from scheduler.schedule_one import Attempt, SchedulingAlgorithm
+from scheduler.spread.steps import Steps, every, finish, never
 from scheduler.spread.workload import counts_of, spread_constraints_of
 
 __all__ = [
@@ -29,7 +30,10 @@ __all__ = [
     "better",
     "measure",
     "over",
+    "replacement_name",
     "replacement_of",
+    "spec_steps",
+    "tied_top",
     "try_move",
     "workload_spec",
 ]
@@ -67,8 +71,18 @@ class Spec:
 def workload_spec(pods: Sequence[Pod], framework: Framework, cache: Cache) -> Spec | str | None:
     """The workload's constraints (its pods' own, or the profile's defaults); None without any; a
     message when its pods disagree (a StatefulSet mid-rollout): counting one set for all would lie."""
+    return finish(spec_steps(pods, framework, cache))
+
+
+def spec_steps(
+    pods: Sequence[Pod], framework: Framework, cache: Cache, due: Callable[[], bool] = never
+) -> Steps[Spec | str | None]:
+    """``workload_spec`` in slices (a walk over every pod of the workload)."""
+    tick = every(due)
     specs: dict[Hashable, Spec] = {}
     for pod in pods:
+        if tick():
+            yield
         hard, soft, require_all = spread_constraints_of(pod, framework, cache)
         specs.setdefault(
             (hard, soft, require_all, eligibility_key(pod, hard + soft)), Spec(pod, hard, soft, require_all)
@@ -168,7 +182,9 @@ class PlanMovedError(Exception):
 class Working:
     """The caller's cache with moves applied; ``restore`` undoes them all, last first. ``suspend``
     takes them off the cache while planning yields to the scheduling loop (which must never see
-    them) and ``resume`` puts them back; while suspended, ``undo`` and ``restore`` only forget them."""
+    them) and ``resume`` puts them back; while suspended, ``undo`` and ``restore`` only forget them.
+    A move is a victim taken off and its replacement put on (``apply``); a batch takes every victim
+    off first and puts the replacements on one by one (``take``, ``put``)."""
 
     cache: Cache
     removed: list[Pod] = field(default_factory=list)
@@ -177,8 +193,14 @@ class Working:
     suspended: bool = False
 
     def apply(self, victim: Pod, replacement: Pod, node: str) -> None:
+        self.take(victim)
+        self.put(replacement, node)
+
+    def take(self, victim: Pod) -> None:
         self.cache.remove_pod(victim)
         self.removed.append(victim)
+
+    def put(self, replacement: Pod, node: str) -> None:
         self.cache.assume_pod(replacement, node)
         self.placed.append(replacement)
         self.nodes.append(node)
@@ -192,22 +214,29 @@ class Working:
             self.cache.add_pod(victim)
 
     def restore(self) -> None:
-        while self.placed:
-            self.undo()
+        if not self.suspended:
+            self._off()
+        self.removed, self.placed, self.nodes = [], [], []
         self.suspended = False
 
     def suspend(self) -> None:
-        for victim, replacement in zip(reversed(self.removed), reversed(self.placed), strict=True):
-            self.cache.forget_pod(replacement)
-            self.cache.add_pod(victim)
+        self._off()
         self.suspended = True
+
+    def _off(self) -> None:
+        """The replacements forgotten and the victims back, last first (the caller's cache as it was)."""
+        for replacement in reversed(self.placed):
+            self.cache.forget_pod(replacement)
+        for victim in reversed(self.removed):
+            self.cache.add_pod(victim)
 
     def resume(self) -> None:
         """Put the moves back; ``PlanMovedError`` (and still suspended) when the cache changed under
         them: a planned pod gone, replaced, moved, relabelled or terminating, or a pod under a
         replacement's name (``assume_pod`` would take its place, ``forget_pod`` then drop it). A pod
         updated otherwise (its status, a deletion cost) is taken as it is now."""
-        for k, (victim, replacement) in enumerate(zip(self.removed, self.placed, strict=True)):
+        victims = {victim.key for victim in self.removed}
+        for k, victim in enumerate(self.removed):
             now = self.cache.pod(victim.key)
             if now is None or (now.uid, now.node_name, now.terminating) != (
                 victim.uid,
@@ -217,13 +246,22 @@ class Working:
                 raise PlanMovedError(f"pod {victim.key} changed while planning waited")
             if dict(now.labels) != dict(victim.labels):
                 raise PlanMovedError(f"pod {victim.key} changed while planning waited")
-            if replacement.key != victim.key and self.cache.pod(replacement.key) is not None:
-                raise PlanMovedError(f"a pod {replacement.key} appeared while planning waited")
             self.removed[k] = now
+        for replacement in self.placed:
+            if replacement.key not in victims and self.cache.pod(replacement.key) is not None:
+                raise PlanMovedError(f"a pod {replacement.key} appeared while planning waited")
         self.suspended = False
-        for victim, replacement, node in zip(self.removed, self.placed, self.nodes, strict=True):
+        for victim in self.removed:
             self.cache.remove_pod(victim)
+        for replacement, node in zip(self.placed, self.nodes, strict=True):
             self.cache.assume_pod(replacement, node)
+
+
+def tied_top(attempt: Attempt) -> list[str]:
+    """The nodes a placed pod's cycle could pick, by name: every node tied at the top score (the
+    live cycle picks one of them at random)."""
+    best = max(attempt.totals.values(), default=0)
+    return sorted({str(n) for n in attempt.scored_nodes if attempt.totals.get(n) == best} or {str(attempt.host)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,8 +296,7 @@ def try_move(
         cache.add_pod(victim)
     if not attempt.succeeded or attempt.host is None:
         return Tried(None, None, f"its replacement would not be placed: {attempt.message}")
-    best = max(attempt.totals.values(), default=0)
-    top = sorted({str(n) for n in attempt.scored_nodes if attempt.totals.get(n) == best} or {attempt.host})
+    top = tied_top(attempt)
     outcomes: dict[tuple[str | None, ...], tuple[int, ...]] = {}
     for node in top:
         where = now.where(node)

@@ -1,6 +1,7 @@
 """Rebalancing: the fewest evictions that bring a workload's topology spread back within maxSkew, each
 one only where our own scheduling cycle puts the replacement somewhere better. Pure: the cache in,
-plans out; ``scheduler.kube`` carries them out (one eviction at a time, each checked by ``check_move``).
+plans out; ``scheduler.kube`` carries them out (a batch of evictions at a time, within the disruption
+budget, each batch checked by ``check_batch``).
 
 Rules (docs/rebalance.md has the reasoning and examples):
 
@@ -30,8 +31,11 @@ Rules (docs/rebalance.md has the reasoning and examples):
   against a lower bound and, where they differ, a bounded search of every order. Where no sequence
   gets there, the moves that lower the skews as far as they go; at most ``MAX_PLANNED`` moves ahead.
   ``max_moves`` truncates the plan.
-- A kept plan's next move (``check_move``): the rules above hold now, the pod is where the plan
-  found it, and one cycle still lands its replacement in the planned domain, lowering the skews.
+- A kept plan's next batch (``check_batch``, ``scheduler.spread.batch``): its first moves, as many as
+  the disruption budget allows (a PodDisruptionBudget's ``disruptionsAllowed``, else 25% of the
+  pods, at least one; a StatefulSet one); the rules above hold now, the pods are where the plan
+  found them, and with all of them gone our cycles land their replacements, one after the other,
+  in the planned domains, lowering the skews.
 
 The caller's cache is used as the working state and restored before returning (the pod put back,
 the replacements forgotten), also on an exception, and at each yield of ``plan_steps`` (planning in
@@ -52,6 +56,7 @@ from scheduler.api.objects import Pod
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.schedule_one import ExtendersNeedAsyncError, SchedulingAlgorithm
+from scheduler.spread.batch import disruption_budget, place_batch
 from scheduler.spread.moves import (
     STATEFUL_SET,
     Counts,
@@ -60,10 +65,11 @@ from scheduler.spread.moves import (
     measure,
     over,
     replacement_of,
-    try_move,
+    spec_steps,
     workload_spec,
 )
-from scheduler.spread.search import MAX_CYCLES, MAX_PLANNED, Steps, finish, never, search_steps
+from scheduler.spread.search import MAX_CYCLES, MAX_PLANNED, search_steps
+from scheduler.spread.steps import Steps, finish, never
 from scheduler.spread.workload import Workload, workload_of
 
 __all__ = [
@@ -72,7 +78,7 @@ __all__ = [
     "Move",
     "Plan",
     "Skew",
-    "check_move",
+    "check_batch",
     "plan_rebalance",
     "plan_steps",
     "plan_workload",
@@ -98,7 +104,7 @@ IN_FLIGHT = "in-flight"
 PDB = "pdb"
 MIXED_CONSTRAINTS = "mixed-constraints"
 EXTENDERS = "extenders"
-STALE = "stale"  # a kept plan's next move no longer holds (check_move): plan again
+STALE = "stale"  # a kept plan's next batch no longer holds (check_batch): plan again
 __all__ += [
     "BAD_ANNOTATION",
     "EXTENDERS",
@@ -176,19 +182,6 @@ def _in_flight(pods: Sequence[Pod], pending: Sequence[Pod], cache: Cache) -> str
             return f"pod {pod.key} is being bound: waiting for it to be Ready"
         if not pod_ready(pod):
             return f"pod {pod.key} is not Ready: waiting for it"
-    return None
-
-
-def _budget(pods: Sequence[Pod], cache: Cache) -> str | None:
-    """A PodDisruptionBudget covering a pod of the workload that allows no disruption: the Eviction
-    API answers 429 while ``disruptionsAllowed`` < 1. Covering as the Eviction API decides it
-    (``getPodDisruptionBudgets``, pkg/registry/core/pod/storage/eviction.go): same namespace, the
-    selector matches; an invalid selector matches nothing, an empty one every pod (unlike
-    preemption's ``PodDisruptionBudget.matches``)."""
-    for pdb in sorted(cache.pod_disruption_budgets(), key=lambda b: b.key):
-        covered = any(p.namespace == pdb.namespace and pdb.selector.matches(p.labels) for p in pods)
-        if pdb.disruptions_allowed < 1 and covered:
-            return f"PodDisruptionBudget {pdb.key} allows {max(pdb.disruptions_allowed, 0)} disruptions"
     return None
 
 
@@ -282,7 +275,7 @@ def _prelude(
         return Plan(workload, (), IN_FLIGHT, flight)
     if due():
         yield
-    spec = workload_spec(pods, framework, cache)
+    spec = yield from spec_steps(pods, framework, cache, due)
     if spec is None:
         return Plan(workload, (), WITHIN_SKEW, "no spread constraints")
     if isinstance(spec, str):
@@ -291,9 +284,9 @@ def _prelude(
     skews = _skews(spec, now.skews)
     if not over(spec, now.skews):
         return Plan(workload, (), WITHIN_SKEW, _describe(spec, now.skews), skews)
-    budget = _budget(pods, cache)
-    if budget is not None:
-        return Plan(workload, (), PDB, budget, skews)
+    budget = disruption_budget(workload.kind, pods, cache)
+    if budget.allowed < 1:  # the Eviction API would answer 429
+        return Plan(workload, (), PDB, budget.source, skews)
     return spec, now, skews
 
 
@@ -334,41 +327,60 @@ def _plan(
     return Plan(workload, tuple(found.moves), PLANNED, message, skews)
 
 
-def check_move(
+def check_batch(
     cache: Cache,
     framework: Framework,
     workload: Workload,
-    move: Move,
+    moves: Sequence[Move],
     *,
     pending: Iterable[Pod] = (),
     placed: Iterable[Pod] | None = None,
-) -> Plan:
-    """A kept plan's next move, checked on the cache as it is now with one scheduling cycle: the
-    rules hold (nothing in flight, above maxSkew, no budget at 0), the pod is still on the node the
-    plan moves it from, and its replacement still lands in the planned domain, lowering the skews.
-    PLANNED with the move as it is now (its skews counted now); STALE when the plan no longer holds."""
+    due: Callable[[], bool] = never,
+) -> Steps[Plan]:
+    """The next batch of a kept plan: its first moves, as many as the disruption budget allows now
+    (``scheduler.spread.batch``), checked as one on the cache as it is: the rules hold (nothing in
+    flight, above maxSkew, a budget above 0), every pod is where the plan found it, and with all of
+    them gone our cycle lands their replacements in the planned domains, lowering the skews. PLANNED
+    with the moves that hold (a prefix, cut and checked again where a replacement would land
+    elsewhere); STALE when not even the first does. In slices, as ``plan_steps``."""
     pods = _members(cache, framework, workload, placed)
-    before = finish(_prelude(cache, framework, workload, pods, _waiting(workload, pending)))
+    before = yield from _prelude(cache, framework, workload, pods, _waiting(workload, pending), due)
     if isinstance(before, Plan):
         return before
     spec, now, skews = before
-    victim = next((p for p in pods if p.key == move.pod), None)
-    if victim is None or cache.pod_node(victim.key) != move.from_node:
-        return Plan(workload, (), STALE, f"pod {move.pod} is no longer on node {move.from_node}", skews)
-    over_now = over(spec, now.skews)
-    i = next((i for i in over_now if spec.constraints[i].topology_key == move.topology_key), None)
-    if i is None:
-        return Plan(workload, (), STALE, f"{move.topology_key} is within its maxSkew now", skews)
-    try:
-        tried = try_move(spec, i, victim, now, cache, framework, SchedulingAlgorithm(random.Random(0)), 1)
-    except ExtendersNeedAsyncError as exc:
-        return Plan(workload, (), EXTENDERS, f"the profile asks an extender ({exc}): not planned", skews)
-    if tried.move is None:
-        return Plan(workload, (), STALE, f"moving {move.pod}: {tried.why}", skews)
-    if tried.move.to_domain != move.to_domain:
-        where = f"{move.topology_key}={tried.move.to_domain}, not {move.to_domain} as planned"
-        return Plan(workload, (), STALE, f"the replacement of {move.pod} would land in {where}", skews)
-    return Plan(workload, (tried.move,), PLANNED, f"1 move leaves {_describe(spec, tried.move.skews_after)}", skews)
+    budget = disruption_budget(workload.kind, pods, cache)
+    by_key = {p.key: p for p in pods}
+    victims: list[Pod] = []
+    for move in moves[: budget.allowed]:
+        victim = by_key.get(move.pod)
+        if victim is None or cache.pod_node(victim.key) != move.from_node:
+            if not victims:
+                return Plan(workload, (), STALE, f"pod {move.pod} is no longer on node {move.from_node}", skews)
+            break
+        victims.append(victim)
+    algorithm = SchedulingAlgorithm(random.Random(0))
+    size, why = len(victims), ""
+    while size:
+        try:
+            found = yield from place_batch(spec, moves[:size], victims[:size], now, cache, framework, algorithm, due)
+        except ExtendersNeedAsyncError as exc:
+            return Plan(workload, (), EXTENDERS, f"the profile asks an extender ({exc}): not planned", skews)
+        if found.landed == size:
+            verb = "moves leave" if size > 1 else "move leaves"
+            message = f"{size} {verb} {_describe(spec, found.skews)} ({budget.source})"
+            landed = tuple(
+                dataclasses.replace(m, to_node=node, to_domain=now.domain_of[_index(spec, m)].get(node, m.to_domain))
+                for m, node in zip(moves, found.nodes, strict=False)
+            )
+            return Plan(workload, landed, PLANNED, message, skews)
+        why = found.why
+        size = 0 if size == 1 else max(1, found.landed)  # what landed, alone (at least the first move)
+    return Plan(workload, (), STALE, why, skews)
+
+
+def _index(spec: Spec, move: Move) -> int:
+    """The constraint a move is for (the first of its topology key)."""
+    return next(i for i, c in enumerate(spec.constraints) if c.topology_key == move.topology_key)
 
 
 def plan_rebalance(

@@ -33,16 +33,16 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias, TypeVar
 
 from scheduler.api.objects import Pod, PodKey
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.schedule_one import SchedulingAlgorithm
-from scheduler.spread.deletion_cost import workload_costs
+from scheduler.spread.deletion_cost import cost_steps
 from scheduler.spread.moves import STATEFUL_SET, Counts, Move, Spec, Working, measure, over, try_move
+from scheduler.spread.steps import Steps, every, finish, never
 
 __all__ = [
     "GREEDY_CYCLES",
@@ -61,28 +61,11 @@ __all__ = [
 MAX_TRIES_PER_MOVE = 16
 # Scheduling cycles the deeper search may spend on one workload (each is one cycle over every node).
 MAX_CYCLES = 512
-# The moves one plan looks ahead: a plan is carried out a move at a time, each after the last one's
-# replacement is Ready, so a longer plan would be made for a world long gone by its end.
+# The moves one plan looks ahead: a plan is carried out a batch at a time, each after the last one's
+# replacements are Ready, so a longer plan would be made for a world long gone by its end.
 MAX_PLANNED = 100
 # Scheduling cycles greedy may spend on one plan (a move takes one where it works at once).
 GREEDY_CYCLES = 4 * MAX_PLANNED  # (four a move for another max_planned)
-
-T = TypeVar("T")
-# A planning generator: yields (None) when its slice is spent, returns its result.
-Steps: TypeAlias = Generator[None, None, T]
-
-
-def never() -> bool:
-    return False
-
-
-def finish(steps: Steps[T]) -> T:
-    """Run a planning generator to its end without yielding to anyone."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
 
 
 def _bound(counts: Sequence[int], max_skew: int) -> int:
@@ -127,12 +110,20 @@ class _Entry:
 
 
 def _index(
-    spec: Spec, pods: Sequence[Pod], cache: Cache, costs: Mapping[PodKey, int], now: Counts
-) -> list[dict[str | None, list[_Entry]]]:
+    spec: Spec,
+    pods: Sequence[Pod],
+    cache: Cache,
+    costs: Mapping[PodKey, int],
+    now: Counts,
+    due: Callable[[], bool] = never,
+) -> Steps[list[dict[str | None, list[_Entry]]]]:
     """Per constraint: the pods by the domain they count in (None: in none), each list in
     deletion-cost order; taken once per plan (the pods that have not moved keep their nodes)."""
+    tick = every(due)
     entries = []
     for p in pods:
+        if tick():
+            yield
         node = cache.pod_node(p.key) or ""
         entries.append(_Entry((costs.get(p.key, 0), -p.created, p.name), p, node))
     entries.sort(key=lambda e: e.order)
@@ -140,6 +131,8 @@ def _index(
     for i, c in enumerate(spec.constraints):
         by_domain: dict[str | None, list[_Entry]] = {}
         for e in entries:
+            if tick():
+                yield
             domain = now.domain_of[i].get(e.node)
             counted = domain is not None and c.selector.matches(e.pod.labels)
             by_domain.setdefault(domain if counted else None, []).append(e)
@@ -304,10 +297,10 @@ def search_steps(
     now = measure(spec, cache)
     if due():
         yield  # nothing applied yet: the cache is the caller's as it is
-    costs = workload_costs(pods, cache, {framework.profile_name: framework})
+    costs = yield from cost_steps(pods, cache, {framework.profile_name: framework}, due)
     if due():
         yield
-    index = _index(spec, pods, cache, costs, now)
+    index = yield from _index(spec, pods, cache, costs, now, due)
     s = _Search(spec, cache, framework, algorithm, Working(cache), list(pods), index, max_cycles, due)
     s.max_planned, s.greedy_cycles = max_planned, 4 * max_planned
     try:

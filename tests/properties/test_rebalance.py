@@ -38,8 +38,9 @@ from scheduler.framework.runtime import Framework
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.simulate import Simulation
 from scheduler.skew.report import skew_report
-from scheduler.spread.moves import Spec, Working, measure, over, try_move, workload_spec
-from scheduler.spread.rebalance import PLANNED, Plan, plan_rebalance
+from scheduler.spread.moves import Move, Spec, Working, measure, over, try_move, workload_spec
+from scheduler.spread.rebalance import PLANNED, Plan, check_batch, plan_rebalance, plan_workload
+from scheduler.spread.search import finish
 from scheduler.spread.workload import Workload
 from scheduler.testing import make_node, make_pod
 from tests.fuzz_seed import FUZZ_SEED
@@ -208,3 +209,75 @@ def test_a_plan_is_as_short_as_the_brute_forces_and_gets_there(objects: list[dic
     final = plan.moves[-1].skews_after if plan.moves else tuple(s.skew for s in plan.skews)
     assert not over(spec, final), (plan, shortest)
     assert len(plan.moves) == shortest, (plan, shortest)
+
+
+def _budget(allowed: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": APP}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def _carry_out(sim: Simulation, live: dict[str, dict[str, Any]], moves: Sequence[Move], round_: int) -> None:
+    """A batch as the API server and the ReplicaSet make it: every victim deleted, then each
+    replacement (the victim's object under a new name) bound where our check placed it, Ready.
+    ``live``: the workload's pod objects by key."""
+    victims = [live.pop(m.pod) for m in moves]
+    for victim in victims:
+        sim.scheduler.on_object("DELETED", victim)
+    for victim, move in zip(victims, moves, strict=True):
+        meta = victim["metadata"]
+        name = f"{meta['name']}-{round_}"
+        replacement = {
+            **victim,
+            "metadata": {**meta, "name": name, "uid": f"{meta.get('uid', name)}-{round_}"},
+            "spec": {**victim["spec"], "nodeName": move.to_node},
+        }
+        live[f"default/{name}"] = replacement
+        sim.scheduler.on_object("ADDED", replacement)
+
+
+@seed(FUZZ_SEED)  # the run's seed (pytest's header): SPREAD_FUZZ_SEED=N replays it
+@settings(SETTINGS, max_examples=300)
+@given(clusters(), st.integers(1, 3))
+def test_batches_within_the_budget_take_as_few_evictions_as_the_brute_force(
+    objects: list[dict[str, Any]], allowed: int
+) -> None:
+    """Issue #48 item 2: the plan carried out in batches of at most ``allowed`` moves, each batch
+    checked as one (every victim gone, the replacements placed by our cycle in turn) and made as
+    checked; planned again whenever a batch does not hold. Every eviction is one our check placed,
+    no batch is larger than the budget, and the evictions in all are the brute force's fewest."""
+    sim = _load([*objects, _budget(allowed)])
+    framework = sim.frameworks["spread-scheduler"]
+    pods = sorted((p for p in sim.cache.pods() if p.name.startswith("p")), key=lambda p: p.key)
+    spec = workload_spec(pods, framework, sim.cache)
+    if not isinstance(spec, Spec):
+        return
+    shortest = _shortest(spec, pods, sim.cache, framework)
+    live = {f"default/{o['metadata']['name']}": o for o in objects if o["kind"] == "Pod"}
+    evictions, batches, rounds = 0, [], 0
+    while rounds < 12:
+        plan = plan_workload(sim.cache, framework, WEB)
+        if plan.reason != PLANNED:
+            break
+        kept = list(plan.moves)
+        while kept and rounds < 12:
+            rounds += 1
+            batch = finish(check_batch(sim.cache, framework, WEB, kept))
+            if batch.reason != PLANNED:
+                break
+            assert 1 <= len(batch.moves) <= allowed, batch
+            _carry_out(sim, live, batch.moves, rounds)
+            evictions += len(batch.moves)
+            batches.append(len(batch.moves))
+            done = {m.pod for m in batch.moves}
+            kept = [m for m in kept if m.pod not in done]
+    event(f"fewest moves: {shortest}, batches: {batches}")
+    if shortest is None:
+        return
+    final = measure(spec, sim.cache).skews
+    assert not over(spec, final), (final, batches)
+    assert evictions == shortest, (evictions, shortest, batches)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from scheduler.backend.cache.cache import Cache
 from scheduler.config import load_config
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.simulate import Simulation
+from scheduler.spread import deletion_cost, moves
 from scheduler.spread.moves import PlanMovedError
 from scheduler.spread.rebalance import (
     BAD_ANNOTATION,
@@ -32,7 +34,7 @@ from scheduler.spread.rebalance import (
     rebalance_opt_in,
     replacement_of,
 )
-from scheduler.spread.search import finish
+from scheduler.spread.search import Steps, finish
 from scheduler.spread.workload import Workload
 from scheduler.testing import PodBuilder, make_node, make_pod
 
@@ -437,20 +439,30 @@ def _sliced(sim: Simulation, **kw: Any) -> Any:
     return plan_steps(sim.cache, sim.frameworks["spread-scheduler"], WEB, due=lambda: True, **kw)
 
 
+def drive(steps: Steps[Any], after: Callable[[], None] = lambda: None) -> tuple[Any, int]:
+    """A planning generator run slice by slice, ``after`` each slice (the last one's too): its
+    result and how many times it yielded."""
+    yields = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            after()
+            return done.value, yields
+        after()
+        yields += 1
+
+
 def test_between_slices_the_cache_is_as_found_and_the_plan_is_the_same() -> None:
     """The scheduling loop runs its cycles while planning yields: it never sees a planned move."""
     sim = _world(_zone_down(["b0", "b1", "b0", "b1", "b0", "b1", "c0"]))
     before = _state(sim.cache)
     want = plan_workload(sim.cache, sim.frameworks["spread-scheduler"], WEB)
-    steps, yields = _sliced(sim), 0
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            got = done.value
-            break
-        yields += 1
+
+    def as_found() -> None:
         assert _state(sim.cache) == before
+
+    got, yields = drive(_sliced(sim), as_found)
     assert yields > len(want.moves) >= 3
     assert got == want and _state(sim.cache) == before
 
@@ -481,6 +493,32 @@ def test_a_plan_whose_pods_changed_while_it_waited_stops_and_leaves_the_cache_to
     with pytest.raises(PlanMovedError, match="changed while planning waited"):
         next(steps)
     assert _state(sim.cache) == after
+
+
+def test_no_slice_walks_more_than_a_chunk_of_a_large_workloads_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #48: at 3,000 pods the deletion-cost ranking (and the constraints' walk) took 40-65 ms
+    in one slice. Every walk over the workload's pods yields between chunks once the slice is spent:
+    counted as the pods whose constraints are resolved between two yields, with a slice always spent."""
+    sim = _world(_zone_down(["b0", "b1"] * 200))
+    resolved = 0
+    for module in (moves, deletion_cost):
+        real = module.spread_constraints_of
+
+        def counted(*args: Any, real: Any = real) -> Any:
+            nonlocal resolved
+            resolved += 1
+            return real(*args)
+
+        monkeypatch.setattr(module, "spread_constraints_of", counted)
+    most, total = 0, 0
+
+    def count() -> None:
+        nonlocal resolved, most, total
+        most, total, resolved = max(most, resolved), total + resolved, 0
+
+    plan, _ = drive(_sliced(sim), count)
+    assert plan.reason == PLANNED and total >= 800  # both walks ran, over every pod
+    assert most <= 128, most
 
 
 def test_a_plan_looks_ahead_at_most_max_planned_moves_and_says_more_follow() -> None:

@@ -1,36 +1,40 @@
-"""Rebalancing, the writing half: evict one pod at a time of an opted-in workload whose skew is above
-its maxSkew, when ``scheduler.spread.rebalance`` (the planner: our own scheduling cycle on the
-cache, the pod gone and its replacement pending) places the replacement in a domain that lowers it.
+"""Rebalancing, the writing half: evict pods of an opted-in workload whose skew is above its
+maxSkew, when ``scheduler.spread.rebalance`` (the planner: our own scheduling cycle on the cache,
+the pods gone and their replacements pending) places the replacements in domains that lower it.
 
 Beside the deletion-cost keeper, on the same marking (``scheduler.kube.controllers.workload_marks``): cache
-changes mark workloads; after the debounce each marked workload is served with **one move**,
+changes mark workloads; after the debounce each marked workload is served with **one batch**
+(the kept plan's next moves, as many as its disruption budget allows: ``scheduler.spread.batch``),
 through the Eviction API (``POST pods/{name}/eviction``, so PodDisruptionBudgets are respected) on
 the one write path (``ApiWriter``: fenced by the Lease, rate-limited, transient failures retried).
 
 - **plan once**: a workload is planned in slices of ``PLAN_SLICE`` on the loop (``plan_steps``
-  yields between scheduling cycles), and the plan is kept; each next move is the kept plan's,
-  checked with one scheduling cycle (``check_move``). The plan is made again when that move no
-  longer holds, or when the world it was made on changed: a node came, went or changed labels,
-  taints or unschedulable; a pod of the workload, or one its constraints count, came, went, changed
-  node or labels, or began terminating, other than the move's own. Other pods' events, status and
-  annotation updates leave it kept.
+  yields between scheduling cycles), and the plan is kept; each batch is the kept plan's next
+  moves, checked as one with every victim gone (``check_batch``, in slices too). The plan is made
+  again when its next move no longer holds, or when the world it was made on changed: a node came,
+  went or changed labels, taints or unschedulable; a pod of the workload, or one its constraints
+  count, came, went, changed node or labels, or began terminating, other than the batch's own.
+  Other pods' events, status and annotation updates leave it kept. The evictions of a batch go one
+  after the other; a 429, a failure or a change of that world between two ends the batch there.
 
 Then the workload waits:
 
-- **in flight**: nothing more for a workload while its move is in flight: an in-memory record of the
-  eviction, checked against the cache at every look (the evicted pod still there under its UID, or
-  no pod of the workload that was not there at the eviction bound and Ready yet), and held at most
+- **in flight**: nothing more for a workload while its batch is in flight: an in-memory record of
+  the evictions, checked against the cache at every look (an evicted pod still there under its UID,
+  or fewer pods of the workload that were not there at the batch bound and Ready than it evicted),
+  and held at most
   ``MOVE_TIMEOUT`` (then logged, counted as ``timed-out``, planned again); nor while (the planner's
   "in-flight", read from the cache alone, so a new leader after a failover or a SIGKILL sees it
   too) a pod of it waits to be scheduled, is terminating or is not Ready. A workload held either way
   is looked at again on its pods' events and, without one, after ``MOVE_TIMEOUT``.
-- **cool-down**: ``MOVE_SETTLE`` after each move; ``NO_MOVE_COOLDOWN`` after a plan with no
+- **cool-down**: ``MOVE_SETTLE`` after each batch; ``NO_MOVE_COOLDOWN`` after a plan with no
   improving move (lifted when a node appears or changes labels or taints: a domain may have come
   back); a workload whose moves did not bring the skew the planner promised ``MAX_MISSES`` times in
   a row stops for ``NO_MOVE_COOLDOWN``; at most as many moves per ``MOVE_WINDOW`` as it has pods.
-- a 429 from a PodDisruptionBudget: ``PDB_RETRY`` and plan again; a ``RebalanceBlocked`` Event at
-  most once per ``NO_MOVE_COOLDOWN``. 404 (gone) or 409 (another pod of that name): not a move; the
-  deletion marks the workload again, and it is looked at again after ``FAILURE_BACKOFF`` anyway.
+- a 429 from a PodDisruptionBudget on a batch's first eviction: ``PDB_RETRY`` and plan again; a
+  ``RebalanceBlocked`` Event at most once per ``NO_MOVE_COOLDOWN``. 404 (gone) or 409 (another pod
+  of that name): not a move; the deletion marks the workload again, and it is looked at again after
+  ``FAILURE_BACKOFF`` anyway.
   Other errors back off, doubling from ``FAILURE_BACKOFF`` to ``NO_MOVE_COOLDOWN``; a workload whose
   planning raises is logged and looked at again after ``FAILURE_BACKOFF``, the others go on.
 
@@ -43,7 +47,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -69,7 +73,7 @@ from scheduler.spread.rebalance import (
     WITHIN_SKEW,
     Move,
     Plan,
-    check_move,
+    check_batch,
     plan_steps,
     pod_ready,
     rebalance_opt_in,
@@ -144,10 +148,10 @@ class ApiEvictor:
 
 @dataclass(frozen=True, slots=True)
 class _Flight:
-    """A move sent: the evicted pod, the workload's pods when it was sent (any other pod of the
+    """A batch sent: the evicted pods, the workload's pods when it was sent (any other pod of the
     workload is a replacement; a StatefulSet's keeps the name, so a pod is its key and UID)."""
 
-    pod: tuple[PodKey, str]
+    pods: frozenset[tuple[PodKey, str]]
     before: frozenset[tuple[PodKey, str]]
     since: float
 
@@ -162,14 +166,16 @@ class _State:
 
     not_before: float = 0.0
     no_move: bool = False  # the wait is a no-improving-move cool-down (a changed node lifts it)
-    in_flight: _Flight | None = None  # the last move, until the cache shows it done (or MOVE_TIMEOUT)
+    in_flight: _Flight | None = None  # the last batch, until the cache shows it done (or MOVE_TIMEOUT)
     moves: list[float] = field(default_factory=list)  # when the moves of the current window were sent
     last_move: Move | None = None
     misses: int = 0
     plan: list[Move] = field(default_factory=list)  # the kept plan's moves still to make
     planned_at: tuple[int, int] = (-1, -1)  # (world, the rebalancer's node world) the plan was made on
     world: int = 0  # bumped by each change of the workload's pods (or counted pods) that a plan depends on
-    moving: set[PodKey] = field(default_factory=set)  # the pods of the move being made: its own events
+    moving: set[PodKey] = field(default_factory=set)  # the pods of the batch being made: its own events
+    expected: int = 0  # replacements of the batch not seen yet: the next pods created are its own
+    known: frozenset[PodKey] = frozenset()  # the workload's pods when the batch began: any other is new
     failures: int = 0
     told: dict[str, float] = field(default_factory=dict)  # Event reason -> when last posted
 
@@ -197,13 +203,16 @@ def _node_reshaped(old: Node, new: Node) -> bool:
 
 
 def _own_move(state: _State, old: Pod | None, new: Pod | None) -> bool:
-    """Whether a pod event is the move's own: the evicted pod going, its replacement coming (the
-    first pod created while the move is made), and their updates until the move is done."""
+    """Whether a pod event is the batch's own: an evicted pod going, its replacement coming (the
+    first pods created while the batch is made, one per eviction), and their updates until the batch
+    is done."""
     if not state.moving:
         return False
-    if old is None and new is not None and new.key not in state.moving:
-        if len(state.moving) > 1:
-            return False  # a second new pod: not this move's
+    # A new pod: its first event here is its ADDED, or the update of the pod our cycle assumed.
+    if new is not None and new.key not in state.moving and new.key not in state.known:
+        if state.expected < 1:
+            return False  # one new pod more than evictions: not the batch's
+        state.expected -= 1
         state.moving.add(new.key)
         return True
     pod = new if new is not None else old
@@ -231,7 +240,7 @@ def move_note(move: Move) -> str:
 
 
 class Rebalancer(WorkloadMarker):
-    """Plans the marked workloads once and carries out their plans a move at a time (see the module)."""
+    """Plans the marked workloads once and carries out their plans a batch at a time (see the module)."""
 
     def __init__(
         self,
@@ -245,7 +254,7 @@ class Rebalancer(WorkloadMarker):
         pending: Callable[[], Iterable[Pod]] = tuple,
         fence: Callable[[], bool] = always,
         planner: Callable[..., Steps[Plan]] = plan_steps,
-        checker: Callable[..., Plan] = check_move,
+        checker: Callable[..., Steps[Plan]] = check_batch,
         clock: Callable[[], float] = time.monotonic,
         debounce: float = DEBOUNCE,
         max_delay: float = MAX_DELAY,
@@ -300,7 +309,7 @@ class Rebalancer(WorkloadMarker):
         return max(0.0, min(self._deferred.values()) - self._clock()) if self._deferred else None
 
     async def sync_once(self) -> None:
-        """Plan every marked workload (and those whose wait is over); at most one eviction each."""
+        """Plan every marked workload (and those whose wait is over); at most one batch each."""
         now = self._clock()
         due = {w for w, at in self._deferred.items() if at <= now}
         for workload in due:
@@ -357,7 +366,8 @@ class Rebalancer(WorkloadMarker):
             self._defer(workload, state.in_flight.since + MOVE_TIMEOUT)
             return
         if state.in_flight is not None:
-            state.in_flight, state.moving = None, set()  # the move is done: its pods' events are news again
+            state.in_flight, state.moving = None, set()  # the batch is done: its pods' events are news again
+            state.expected = 0
         if state.not_before > now:
             self._skip("cool-down")
             self._defer(workload, state.not_before)
@@ -367,11 +377,15 @@ class Rebalancer(WorkloadMarker):
             self._skip("move-limit")
             self._wait(workload, state, state.moves[0] + MOVE_WINDOW - now)
             return
-        plan = self._kept(workload, state, framework, waiting, pods)
+        plan = await self._kept(workload, state, framework, waiting, pods)
         if plan is None:
             plan = await self._plan(workload, state, framework, waiting, pods)
             if plan is None:
                 return  # the world changed while it was planned: marked again
+            if plan.reason == PLANNED and plan.moves:
+                plan = await self._kept(workload, state, framework, waiting, pods, fresh=True)
+                if plan is None:
+                    return  # its first batch does not hold (or the world changed): looked at again
         if plan.reason != PLANNED or not plan.moves:
             await self._unplanned(workload, pods[0], state, plan)
             return
@@ -388,27 +402,44 @@ class Rebalancer(WorkloadMarker):
             note = f"stopped: {MAX_MISSES} moves in a row left the skew above what the plan expected"
             await self._tell(workload, pods[0], state, STOPPED, note)
             return
-        await self._carry_out(workload, state, move, pods)
+        await self._carry_out(workload, state, plan.moves, pods)
 
-    def _kept(
-        self, workload: Workload, state: _State, framework: Framework, waiting: list[Pod], pods: list[Pod]
+    async def _kept(
+        self,
+        workload: Workload,
+        state: _State,
+        framework: Framework,
+        waiting: list[Pod],
+        pods: list[Pod],
+        *,
+        fresh: bool = False,
     ) -> Plan | None:
-        """The kept plan's next move, checked with one scheduling cycle on the cache as it is; None
-        when there is no plan to keep (none, made on another world, or its move no longer holds)."""
+        """The kept plan's next batch, checked as one on the cache as it is (``check_batch``, in
+        slices); None when there is no plan to keep (none, made on another world, or its first move
+        no longer holds), or the world changed while it was checked (marked again). ``fresh``: the
+        plan was made just now (a first batch that does not hold is looked at again later)."""
         if not state.plan or state.planned_at != (state.world, self._node_world):
             state.plan = []
             return None
-        plan = self._checker(self._cache, framework, workload, state.plan[0], pending=waiting, placed=pods)
+
+        def check(due: Callable[[], bool]) -> Steps[Plan]:
+            return self._checker(self._cache, framework, workload, state.plan, pending=waiting, placed=pods, due=due)
+
+        plan = await self._sliced(workload, state, check)
+        if plan is None:
+            return None
         if plan.reason == STALE:
             self._metrics.rebalance_plans.labels("stale").inc()
             log.info(
                 "rebalance: planning again", namespace=workload.namespace, workload=workload.name, why=plan.message
             )
             state.plan = []
+            if fresh:  # made on this very cache: its batch will not hold before the world changes
+                self._defer(workload, self._clock() + FAILURE_BACKOFF)
             return None
-        if plan.reason == PLANNED:
+        if plan.reason == PLANNED and not fresh:
             self._metrics.rebalance_plans.labels("kept").inc()
-        elif plan.reason not in (IN_FLIGHT, PDB):
+        elif plan.reason not in (PLANNED, IN_FLIGHT, PDB):
             state.plan = []  # within skew now, or the workload changed its constraints
         return plan
 
@@ -418,13 +449,32 @@ class Rebalancer(WorkloadMarker):
         """A plan made in slices of ``PLAN_SLICE`` on the loop; None if the workload's pods or a node
         changed meanwhile in a way the plan depends on (the workload is marked again)."""
         world = (state.world, self._node_world)
+
+        def planned(due: Callable[[], bool]) -> Steps[Plan]:
+            return self._planner(self._cache, framework, workload, pending=waiting, placed=pods, due=due)
+
+        plan = await self._sliced(workload, state, planned)
+        if plan is None:
+            return None
+        self._metrics.rebalance_plans.labels("computed").inc()
+        if plan.reason == PLANNED:
+            state.plan, state.planned_at = list(plan.moves), world
+        return plan
+
+    async def _sliced(
+        self, workload: Workload, state: _State, make: Callable[[Callable[[], bool]], Steps[Plan]]
+    ) -> Plan | None:
+        """A planning generator (a plan, a batch's check) run in slices of ``PLAN_SLICE`` on the
+        loop, each timed; None if the workload's pods or a node changed meanwhile in a way it
+        depends on (the workload is marked again)."""
+        world = (state.world, self._node_world)
         clock = time.perf_counter
         deadline = math.inf
 
         def due() -> bool:
             return clock() >= deadline
 
-        steps = self._planner(self._cache, framework, workload, pending=waiting, placed=pods, due=due)
+        steps = make(due)
         try:
             await _turn()  # after the look at its pods (opt-in, the skew gauge): the loop first
             if (state.world, self._node_world) != world:
@@ -438,7 +488,7 @@ class Rebalancer(WorkloadMarker):
                     next(steps)
                 except StopIteration as done:
                     plan: Plan = done.value
-                    break
+                    return plan
                 except PlanMovedError as exc:  # a pod it planned with changed, unseen by the marks
                     self._metrics.rebalance_plans.labels("interrupted").inc()
                     log.info(
@@ -455,20 +505,21 @@ class Rebalancer(WorkloadMarker):
                     return None
         finally:
             steps.close()
-        self._metrics.rebalance_plans.labels("computed").inc()
-        if plan.reason == PLANNED:
-            state.plan, state.planned_at = list(plan.moves), world
-        return plan
 
     def _flying(self, workload: Workload, flight: _Flight, pods: list[Pod], now: float) -> bool:
-        """Whether the move is still in flight, by the cache: the evicted pod is there, or no
-        replacement is bound and Ready yet; at most ``MOVE_TIMEOUT``, then it says so."""
-        if any(_who(p) == flight.pod for p in pods):
-            left = "the evicted pod is still there"
-        elif any(_who(p) not in flight.before and pod_ready(p) and not self._cache.is_assumed(p.key) for p in pods):
+        """Whether the batch is still in flight, by the cache: an evicted pod is there, or fewer
+        replacements than evictions are bound and Ready yet; at most ``MOVE_TIMEOUT``, then it says so."""
+        replaced = sum(
+            1 for p in pods if _who(p) not in flight.before and pod_ready(p) and not self._cache.is_assumed(p.key)
+        )
+        if any(_who(p) in flight.pods for p in pods):
+            left = "an evicted pod is still there"
+        elif replaced >= len(flight.pods):
             return False
-        else:
+        elif replaced == 0:
             left = "no replacement is bound and Ready"
+        else:
+            left = f"{replaced} of {len(flight.pods)} replacements are bound and Ready"
         if now - flight.since < MOVE_TIMEOUT:
             return True
         self._metrics.rebalance_moves.labels("timed-out").inc()
@@ -476,7 +527,7 @@ class Rebalancer(WorkloadMarker):
             "rebalance: a move did not finish in time; planning again",
             namespace=workload.namespace,
             workload=workload.name,
-            pod=flight.pod[0],
+            pods=sorted(key for key, _ in flight.pods),
             waited=MOVE_TIMEOUT,
             why=left,
         )
@@ -509,51 +560,90 @@ class Rebalancer(WorkloadMarker):
         elif plan.reason == WITHIN_SKEW:
             state.last_move, state.misses = None, 0
 
-    async def _carry_out(self, workload: Workload, state: _State, move: Move, pods: list[Pod]) -> None:
-        pod, member = self._cache.pod(move.pod), pods[0]
-        if pod is None:
-            return  # gone meanwhile: its deletion marks the workload again
-        # Taken before the request: the evicted pod's events (a pod without a grace period is deleted
-        # by the eviction itself) and its replacement's may be handled before the answer is.
+    async def _carry_out(self, workload: Workload, state: _State, moves: Sequence[Move], pods: list[Pod]) -> None:
+        """Send a checked batch's evictions one after the other. A 429 (the API server's budget
+        check, the final guard), a pod gone, another error, or the world changing between two
+        evictions ends the batch there; what was sent is in flight, the rest stays in the plan."""
+        member = pods[0]
+        # Taken before the first request: the evicted pods' events (a pod without a grace period is
+        # deleted by the eviction itself) and their replacements' may be handled before the answers.
         before = frozenset(map(_who, pods))
-        state.moving = {pod.key}  # its deletion, and the pods created meanwhile, are this move's own
+        state.known = frozenset(p.key for p in pods)
+        world = (state.world, self._node_world)
+        sent: list[tuple[Move, Pod]] = []
+        ended = "sent"
         try:
-            await self._evictor.evict(pod)
+            for move in moves:
+                pod = self._cache.pod(move.pod)
+                if pod is None or (sent and (state.world, self._node_world) != world):
+                    ended = "changed"  # gone meanwhile, or the batch's world changed: checked again later
+                    log.info(
+                        "rebalance: the batch stops here; the rest is checked again with the next one",
+                        namespace=workload.namespace,
+                        workload=workload.name,
+                        why="the pod is gone" if pod is None else "the workload or a node changed",
+                        left=len(moves) - len(sent),
+                    )
+                    break
+                state.moving.add(pod.key)  # its deletion, and the pods created meanwhile, are the batch's own
+                state.expected += 1
+                try:
+                    await self._evictor.evict(pod)
+                except BaseException:
+                    state.moving.discard(pod.key)
+                    state.expected -= 1
+                    raise
+                sent.append((move, pod))
+                self._metrics.rebalance_moves.labels("evicted").inc()
         except NotLeadingError:
-            state.moving = set()
+            ended = "not-leading"
             raise
         except DisruptionBudgetError as exc:
-            state.moving = set()
+            ended = "pdb-blocked"
             self._metrics.rebalance_moves.labels("pdb-blocked").inc()
-            log.warning("rebalance blocked by a PodDisruptionBudget", pod=pod.key, err=str(exc))
-            self._wait(workload, state, PDB_RETRY)
-            await self._tell(workload, member, state, BLOCKED, f"not moving pod {pod.name}: {exc}")
-            return
+            log.warning("rebalance blocked by a PodDisruptionBudget", pod=moves[len(sent)].pod, err=str(exc))
+            if not sent:
+                self._wait(workload, state, PDB_RETRY)
+                note = f"not moving pod {moves[0].pod.rpartition('/')[2]}: {exc}"
+                await self._tell(workload, member, state, BLOCKED, note)
         except (PodGoneError, BindConflictError) as exc:  # 404, or 409: another pod of that name now
-            state.moving, state.plan = set(), []
+            ended, state.plan = "gone", []
             self._metrics.rebalance_moves.labels("gone").inc()
-            log.info("rebalance: the pod to move is gone", pod=pod.key, err=str(exc))
-            self._defer(workload, self._clock() + FAILURE_BACKOFF)  # should its deletion go unseen
-            return
+            log.info("rebalance: the pod to move is gone", pod=moves[len(sent)].pod, err=str(exc))
+            if not sent:
+                self._defer(workload, self._clock() + FAILURE_BACKOFF)  # should its deletion go unseen
         except Exception as exc:  # an outage after the retries, a refusal (RBAC): back off
-            state.moving = set()
+            ended = "failed"
             self._metrics.rebalance_moves.labels("failed").inc()
             state.failures += 1
             backoff = min(NO_MOVE_COOLDOWN, FAILURE_BACKOFF * 2 ** (state.failures - 1))
-            log.warning("rebalance eviction failed", pod=pod.key, err=str(exc), retry_in=backoff)
-            self._wait(workload, state, backoff)
+            log.warning("rebalance eviction failed", pod=moves[len(sent)].pod, err=str(exc), retry_in=backoff)
+            if not sent:
+                self._wait(workload, state, backoff)
+        finally:
+            self._sent(workload, state, sent, before, ended)
+        for move, pod in sent:
+            note = move_note(move)
+            log.info("rebalanced", namespace=workload.namespace, workload=workload.name, move=note)
+            await self._event(workload, member, "Normal", MOVED, note, pod)
+
+    def _sent(
+        self, workload: Workload, state: _State, sent: list[tuple[Move, Pod]], before: frozenset[Any], ended: str
+    ) -> None:
+        """A batch's evictions on record: in flight until the cache shows them done, then the settle."""
+        self._metrics.rebalance_batches.labels(ended).inc()
+        if not sent:
+            state.moving, state.expected = set(), 0
             return
-        self.evicted += 1
-        if state.plan and state.plan[0].pod == move.pod:
-            state.plan.pop(0)
-        self._metrics.rebalance_moves.labels("evicted").inc()
-        state.in_flight = _Flight(_who(pod), before, self._clock())
-        state.last_move, state.failures = move, 0
-        state.moves.append(self._clock())
+        self._metrics.rebalance_batch_moves.observe(len(sent))
+        self.evicted += len(sent)
+        done = {move.pod for move, _ in sent}
+        state.plan = [m for m in state.plan if m.pod not in done]
+        now = self._clock()
+        state.in_flight = _Flight(frozenset(_who(pod) for _, pod in sent), before, now)
+        state.last_move, state.failures = sent[-1][0], 0
+        state.moves.extend([now] * len(sent))
         self._wait(workload, state, MOVE_SETTLE)
-        note = move_note(move)
-        log.info("rebalanced", namespace=workload.namespace, workload=workload.name, move=note)
-        await self._event(workload, member, "Normal", MOVED, note, pod)
 
     async def _tell(self, workload: Workload, pod: Pod, state: _State, reason: str, note: str) -> None:
         """A Warning Event on the workload, at most once per ``NO_MOVE_COOLDOWN`` for one reason."""

@@ -16,6 +16,7 @@ import pytest
 from bench.rebalance_plan import zone_returned
 from scheduler import cli
 from scheduler.api.objects import Pod, PodKey
+from scheduler.backend.cache.cache import Cache
 from scheduler.config import load_config
 from scheduler.errors import (
     BindConflictError,
@@ -32,7 +33,8 @@ from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.writes import ApiWriter, map_status
 from scheduler.schedule_one import SchedulingAlgorithm
 from scheduler.simulate import Simulation
-from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, check_move, plan_steps
+from scheduler.spread.batch import disruption_budget
+from scheduler.spread.rebalance import REBALANCE_ANNOTATION, Move, Plan, check_batch, plan_steps
 from scheduler.spread.search import Steps
 from scheduler.spread.workload import Workload
 from scheduler.testing import make_node, make_pod
@@ -122,9 +124,15 @@ def _at_once(plan: Plan) -> Steps[Plan]:
     yield
 
 
-def unchecked(cache: object, framework: object, workload: Workload, move: Move, **kwargs: Any) -> Plan:
-    """A kept plan's next move as planned (the tests of the state machine queue their own plans)."""
-    return Plan(workload, (move,), "planned", "")
+def unchecked(
+    cache: Cache, framework: object, workload: Workload, moves: list[Move], *, placed: list[Pod], **kwargs: Any
+) -> Steps[Plan]:
+    """A kept plan's next batch as planned, as many moves as the disruption budget allows (the tests
+    of the state machine queue their own plans)."""
+    budget = disruption_budget(workload.kind, placed, cache)
+    if budget.allowed < 1:
+        return _at_once(Plan(workload, (), "pdb", budget.source))
+    return _at_once(Plan(workload, tuple(moves[: budget.allowed]), "planned", ""))
 
 
 def _move(pod: str, before: int = 3, after: int = 1, frm: str = "a", to: str = "c") -> Move:
@@ -312,7 +320,7 @@ def test_the_real_planner_looks_again_at_a_workload_whose_pod_stays_not_ready() 
     """After the time-out the planner's own rule (a pod not Ready) still holds the workload: no
     pods into a domain where they do not become Ready; looked at again, not forgotten."""
     h = Harness()
-    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_move
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
     _lopsided(h)
     h.evictor.during = _replaced(h, "p9", "c0", ready=False)
     h.sync()
@@ -538,7 +546,7 @@ def test_the_skew_gauge_follows_the_workload_and_goes_with_it() -> None:
 
 def test_with_the_real_planner_the_crowded_zone_gives_a_pod_to_the_empty_one() -> None:
     h = Harness()
-    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_move
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
     ready = {"status__conditions": [{"type": "Ready", "status": "True"}]}
     h.add(*(_pod(f"p{i}", node, **ready) for i, node in enumerate(("a0", "a0", "a0", "b0"))))
     h.sync()
@@ -551,7 +559,7 @@ def test_with_the_real_planner_the_crowded_zone_gives_a_pod_to_the_empty_one() -
 
 def test_a_pending_pod_naming_the_replica_set_with_another_uid_does_not_hold_its_move() -> None:
     h = Harness()
-    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_move
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
     ready = {"status__conditions": [{"type": "Ready", "status": "True"}]}
     h.add(*(_pod(f"p{i}", node, **ready) for i, node in enumerate(("a0", "a0", "a0", "b0"))))
     ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "uid-old-web-1", "controller": True}
@@ -631,7 +639,7 @@ class Cycles:
 
 def _crowded(h: Harness) -> None:
     """web-1 at 6/0/0 with the real planner: four moves to 2/2/2, the first to b0 (b0 and c0 tie)."""
-    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_move
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
     h.add(*(_pod(f"p{i}", "a0") for i in range(6)))
     h.evictor.during = _replaced(h, "r1", "b0")
     h.sync()
@@ -723,10 +731,171 @@ def test_planning_a_1200_pod_workload_never_holds_the_loop_for_100_ms() -> None:
         asyncio.run(run())
     finally:
         gc.unfreeze()
-    assert len(evictor.evicted) == 1
+    assert len(evictor.evicted) == 100  # the plan's 100 moves in one batch: 25% of 1,200 pods allows 300
     # How many slices and probes there are depends on the machine's speed (a slice ends after 20 ms
     # of wall time): that the plan was cut at all, and no cut longer than 100 ms, is what counts.
     assert len(held) >= 2 and max(held) < 0.1, f"the loop was held {max(held):.3f} s of CPU"
     slices = metrics.registry.get_sample_value("spread_scheduler_rebalance_plan_slice_duration_seconds_count") or 0
     name = "spread_scheduler_rebalance_plan_slice_duration_seconds_bucket"
     assert slices >= 2 and metrics.registry.get_sample_value(name, {"le": "0.1"}) == slices
+
+
+# -- moves in parallel within the disruption budget -------------------------------------------
+
+
+def _budget(allowed: int) -> dict[str, Any]:
+    """A PodDisruptionBudget over web-1 as the disruption controller leaves it: ``allowed`` now."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "web-1"}}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+class Server:
+    """The API server and the ReplicaSet as the rebalancer meets them: an eviction is refused (429)
+    once ``allowed`` pods of the workload are out, else the pod is deleted at once (its DELETED event
+    before the answer); ``replace`` brings each evicted pod's replacement up, bound and Ready, on the
+    node our cycle chose (the ``Rebalanced`` Event's). Counts the pods out at worst."""
+
+    def __init__(self, h: Harness, allowed: int) -> None:
+        self.h, self.allowed = h, allowed
+        self.out: list[Pod] = []
+        self.peak = 0
+        self.refused = 0
+        h.evictor.during = self.evict
+
+    def evict(self, pod: Pod) -> None:
+        if len(self.out) >= self.allowed:
+            self.refused += 1
+            raise DisruptionBudgetError("Cannot evict pod as it would violate the pod's disruption budget.")
+        self.h.add(dict(pod.raw), event="DELETED")
+        self.out.append(pod)
+        self.peak = max(self.peak, len(self.out))
+
+    def replace(self) -> None:
+        notes = [e[3] for e in self.h.recorder.events if e[2] == "Rebalanced"]
+        for k, pod in enumerate(self.out):
+            node = notes[-len(self.out) + k].rpartition("(node ")[2].split(")")[0]
+            self.h.add(_pod(f"{pod.name}-r", node))
+        self.out = []
+
+
+def _zones(h: Harness) -> dict[str, int]:
+    counts = dict.fromkeys("abc", 0)
+    for pod in h.sim.cache.pods():
+        counts[(h.sim.cache.pod_node(pod.key) or "?")[0]] += 1
+    return counts
+
+
+@pytest.mark.parametrize(("budget", "evictions"), [(None, 3), (1, 1), (3, 3), (10, 4)])
+def test_a_batch_sends_as_many_evictions_as_the_budget_allows_before_any_replacement_is_ready(
+    budget: int | None, evictions: int
+) -> None:
+    """Issue #48 item 2: web-1 at 6/6/0 (four moves to 4/4/4). With a budget of 3 (a PDB's, or
+    without one 25% of 12 pods), three evictions go out at once, before any replacement exists."""
+    h = Harness()
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
+    if budget is not None:
+        h.add(_budget(budget))
+    h.add(*(_pod(f"p{i}", "a0" if i < 6 else "b0") for i in range(12)))
+    h.sync()
+    assert len(h.evictor.evicted) == evictions
+    assert [e[2] for e in h.recorder.events] == ["Rebalanced"] * evictions
+    assert all("to topology.kubernetes.io/zone=c (node c0)" in e[3] for e in h.recorder.events)
+    assert h.value("spread_scheduler_rebalance_batches_total", result="sent") == 1
+    assert h.value("spread_scheduler_rebalance_batch_moves_sum") == evictions
+
+
+@pytest.mark.parametrize(
+    ("allowed", "pods"),
+    [pytest.param(1, 30, id="budget 1"), pytest.param(2, 30, id="budget 2"), pytest.param(3, 30, id="10% of 30")],
+)
+def test_a_zone_return_never_has_more_pods_out_than_the_budget_and_takes_the_fewest_evictions(
+    allowed: int, pods: int
+) -> None:
+    """30 pods at 15/15/0: ten moves at the least. Batch after batch, each once the last one's
+    replacements are bound and Ready (and the settle): never more pods out than the budget, never a
+    429 (the budget read from the cache is the server's), ten evictions in all."""
+    h = Harness()
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
+    h.add(_budget(allowed))
+    h.add(*(_pod(f"p{i}", "a0" if i < pods // 2 else "b0") for i in range(pods)))
+    server = Server(h, allowed)
+    batches = 0
+    while _zones(h) != {"a": 10, "b": 10, "c": 10} and batches < 20:
+        before = len(h.evictor.evicted)
+        h.sync()
+        assert server.out or len(h.evictor.evicted) == before
+        h.sync()  # nothing more while the batch is in flight
+        assert len(server.out) == len(h.evictor.evicted) - before <= allowed
+        server.replace()
+        h.clock.now += rebalance.MOVE_SETTLE
+        batches += 1
+    assert _zones(h) == {"a": 10, "b": 10, "c": 10}
+    assert len(h.evictor.evicted) == 10 and server.peak == allowed and server.refused == 0
+    assert batches == -(-10 // allowed)
+
+
+def test_a_429_ends_the_batch_and_the_rest_is_sent_later() -> None:
+    """The cache says 3, the server (the final guard) allows 1 now: one eviction, the 429 ends the
+    batch (counted), the rest of the plan goes in the next batch once the replacement is Ready."""
+    h = Harness()
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
+    h.add(_budget(3))
+    h.add(*(_pod(f"p{i}", "a0" if i < 6 else "b0") for i in range(12)))
+    server = Server(h, 1)
+    h.sync()
+    assert len(h.evictor.evicted) == 1 and server.refused == 1
+    assert h.value("spread_scheduler_rebalance_batches_total", result="pdb-blocked") == 1
+    assert h.value("spread_scheduler_rebalance_moves_total", result="pdb-blocked") == 1
+    assert not [e for e in h.recorder.events if e[2] == "RebalanceBlocked"]  # one move went: not blocked
+    server.replace()
+    server.allowed = 3
+    h.clock.now += rebalance.MOVE_SETTLE
+    h.sync()
+    assert len(h.evictor.evicted) == 4 and h.value("spread_scheduler_rebalance_plans_total", result="computed") == 1
+    assert _zones(h) == {"a": 4, "b": 4, "c": 1}  # three out, on their way to c
+
+
+def test_a_batch_in_flight_holds_until_every_replacement_is_ready() -> None:
+    h = Harness()
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
+    h.add(*(_pod(f"p{i}", "a0" if i < 6 else "b0") for i in range(12)))
+    server = Server(h, 3)
+    h.sync()
+    assert len(h.evictor.evicted) == 3
+    evicted = list(server.out)
+    h.add(_pod(f"{evicted[0].name}-r", "c0"))  # one replacement Ready, two to come
+    h.clock.now += rebalance.MOVE_SETTLE
+    h.sync()
+    assert len(h.evictor.evicted) == 3
+    for pod in evicted[1:]:
+        h.add(_pod(f"{pod.name}-r", "c0"))
+    server.out = []
+    h.sync()
+    assert len(h.evictor.evicted) == 4
+
+
+def test_a_replacement_our_cycle_assumed_is_the_moves_own_and_the_plan_is_kept() -> None:
+    """Live, our scheduler places the replacement: its first event here is the update of the pod it
+    assumed, not an ADDED. It is the move's own: the kept plan goes on (no plan made again)."""
+    h = Harness()
+    h.rebalancer._planner, h.rebalancer._checker = plan_steps, check_batch
+    h.add(*(_pod(f"p{i}", "a0") for i in range(6)))
+
+    def placed_by_us(pod: Pod) -> None:
+        h.add(dict(pod.raw), event="DELETED")
+        h.sim.cache.assume_pod(Pod.from_dict(_pod("r1", "")), "b0")
+        h.add(_pod("r1", "b0"))
+
+    h.evictor.during = placed_by_us
+    h.sync()
+    h.evictor.during = None
+    h.clock.now += rebalance.MOVE_SETTLE
+    h.sync()
+    assert len(h.evictor.evicted) == 2
+    assert h.value("spread_scheduler_rebalance_plans_total", result="computed") == 1
+    assert h.value("spread_scheduler_rebalance_plans_total", result="kept") == 1
