@@ -27,23 +27,14 @@ MINORS = ("1.35", "1.36", "1.37")
 # (case, minor or "*") -> why we differ from upstream.
 _SIGN = "sign() called as a member: cel-cpp says 'undeclared reference', cel-go 'found no matching overload'"
 _DEVICE_TYPES = "device is a map of dyn for cel-cpp: a capacity's type is not known to the checker"
-_DYN_RESULT = "through 1.36 attributes are of type any and dyn() is refused as a result; ours are dyn in every minor"
 _NESTING = "cel-cpp's parser refuses nesting deeper than 32 (cel-go: 250)"
-_REGEX = "regex syntax errors: cel-go refuses at compile time, in RE2's words; we at run time, in Python's"
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("quantity-sign", "*"): _SIGN,
     ("quantity-invalid", "*"): _SIGN,
     ("quantity-result", "*"): _DEVICE_TYPES,
-    **{
-        (case, minor): _DYN_RESULT
-        for case in ("map-result", "null-result", "double-result")
-        for minor in ("1.35", "1.36")
-    },
     ("two-var-comprehension", "*"): "cel-cpp's two-variable comprehensions are not in cel-expr-python",
     ("deep-nesting", "*"): _NESTING,
     ("deep-nesting-over-limit", "*"): _NESTING,
-    ("bad-regex", "*"): _REGEX,
-    ("bad-regex-matches", "*"): _REGEX,
     ("sum-min-max", "*"): "lists' indexOf/lastIndexOf: cel-cpp's strings extension holds the names",
 }
 

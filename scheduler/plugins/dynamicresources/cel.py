@@ -15,6 +15,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections import OrderedDict
@@ -88,6 +89,25 @@ class Compiled:
         if self.error is not None or self.compiler is None:
             raise ValueError("expression did not compile")  # upstream would nil-dereference
         return self.compiler.evaluate(self, device)
+
+
+# RE2's error codes as Go's regexp/syntax spells them (``ErrorCode`` strings).
+_GO_REGEXP = {
+    "missing ]": "missing closing ]",
+    "missing )": "missing closing )",
+    "unexpected )": "unexpected )",
+    "bad repetition operator": "invalid nested repetition operator",
+    "invalid repetition size": "invalid repeat count",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "trailing \\": "trailing backslash at end of expression",
+    "invalid named capture group": "invalid named capture",
+    "pattern too large - compile failed": "expression too large",
+}
+
+
+def _string_literal(text: str) -> str:
+    """A CEL string literal for any text (JSON's escapes are CEL's)."""
+    return json.dumps(text)
 
 
 def _status_text(text: str) -> str:
@@ -165,6 +185,7 @@ class Compiler:
             functions=cellib.function_decls(includes=self.includes),
         )
         self._lock = threading.Lock()  # cel-cpp's Env is not documented as thread-safe
+        self._regex_probe: dict[str, str] = {}  # pattern -> RE2's objection ("" for none), bounded
 
     def compile(self, expression: str) -> Compiled:
         def failed(detail: str, kind: ErrorType = "Invalid") -> Compiled:
@@ -184,14 +205,44 @@ class Compiler:
         if output not in ("bool", "dyn"):
             return failed(f"must evaluate to bool or the unknown type, not {output}")
         structure = celcost.decode(checked.serialize())
+        if not self.dyn_attributes and celcost.dyn_call_result(structure):
+            return failed("must evaluate to bool or the unknown type, not dyn")
         bad = celcost.undefined_device_field(structure, expression)
         if bad is None and not self.dyn_attributes:
             bad = celcost.attribute_range(structure, expression)
+        if bad is None:
+            bad = self._regex_literals(structure, expression)
         if bad is not None:
-            return failed("compilation failed: " + bad)
+            return failed(bad if bad.startswith("program instantiation failed") else "compilation failed: " + bad)
         return Compiled(
             expression, None, checked, celcost.worst_case(structure), celcost.attribute_ranges(structure), self
         )
+
+    def _regex_literals(self, structure: celcost.Structure, expression: str) -> str | None:
+        """A literal pattern RE2 refuses, in cel-go's words: ``matches`` is the checker's error,
+        ``find``/``findAll`` the regex library's when the program is built (Go's regexp texts)."""
+        for function, pattern, offset in celcost.regex_literals(structure):
+            problem = self._re2_error(pattern)
+            if problem is None:
+                continue
+            if function == "matches":
+                return celcost.located(expression, offset, "invalid matches argument")
+            code, _, arg = problem.partition(": ")
+            return f"program instantiation failed: error parsing regexp: {_GO_REGEXP.get(code, code)}: `{arg}`"
+        return None
+
+    def _re2_error(self, pattern: str) -> str | None:
+        """RE2's objection to a pattern (cel-cpp's ``matches`` compiles it), or None."""
+        probe = self._regex_probe.get(pattern)
+        if probe is None:
+            with self._lock:
+                checked = self._env.compile('"".matches(p)'.replace("p", _string_literal(pattern)))
+            value = checked.eval(data={"device": {}})
+            text = _status_text(str(value.value())) if value.type().name() == "ERROR" else ""
+            probe = text.removeprefix("invalid regular expression: ")
+            if len(self._regex_probe) < 1024:
+                self._regex_probe[pattern] = probe
+        return probe or None
 
     def evaluate(self, compiled: Compiled, device: Device) -> Result:
         """``DeviceMatches``: the device's values as the program reads them, then its answer."""

@@ -19,7 +19,17 @@ from typing import Any
 
 from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["DEVICE_FIELDS", "decode", "undefined_device_field", "worst_case"]
+__all__ = [
+    "DEVICE_FIELDS",
+    "attribute_range",
+    "attribute_ranges",
+    "decode",
+    "dyn_call_result",
+    "located",
+    "regex_literals",
+    "undefined_device_field",
+    "worst_case",
+]
 
 DEVICE_FIELDS = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
 UNKNOWN_RANGE = 64  # max(DeviceAttributeMaxValueLength, ResourceSliceMaxAttributeValuesPerDevice...)
@@ -38,7 +48,7 @@ _SCHEMA: dict[str, list[tuple[str, int, int, str, bool]]] = {
         ("struct_expr", 8, _F.TYPE_MESSAGE, "CreateStruct", False),
         ("comprehension_expr", 9, _F.TYPE_MESSAGE, "Comprehension", False),
     ],
-    "Constant": [("string_value", 6, _F.TYPE_STRING, "", False)],
+    "Constant": [("string_value", 6, _F.TYPE_STRING, "", False)],  # a oneof upstream; only this member read
     "Ident": [("name", 1, _F.TYPE_STRING, "", False)],
     "Select": [
         ("operand", 1, _F.TYPE_MESSAGE, "Expr", False),
@@ -155,12 +165,12 @@ def undefined_device_field(structure: Structure, expression: str) -> str | None:
             and e.select_expr.field not in DEVICE_FIELDS
         ):
             offset = structure.positions.get(e.id, 0)
-            return _located(expression, offset, f"undefined field '{e.select_expr.field}'")
+            return located(expression, offset, f"undefined field '{e.select_expr.field}'")
         stack.extend(_children(e))
     return None
 
 
-def _located(expression: str, offset: int, message: str) -> str:
+def located(expression: str, offset: int, message: str) -> str:
     """cel-go's ``ERROR: <input>:L:C: msg`` with the source line and a caret under the column."""
     line_start = expression.rfind("\n", 0, offset) + 1
     line_end = expression.find("\n", offset)
@@ -203,7 +213,7 @@ def attribute_range(structure: Structure, expression: str) -> str | None:
         e = stack.pop()
         if e.HasField("comprehension_expr") and _is_attribute_value(e.comprehension_expr.iter_range):
             r = e.comprehension_expr.iter_range
-            return _located(
+            return located(
                 expression,
                 structure.positions.get(r.id, 0),
                 "expression of type 'any' cannot be range of a comprehension (must be list, map, or dynamic)",
@@ -231,3 +241,28 @@ def attribute_ranges(structure: Structure) -> tuple[tuple[str, str], ...]:
                 out.append((domain.const_expr.string_value, ident))
         stack.extend(_children(e))
     return tuple(out)
+
+
+def regex_literals(structure: Structure) -> list[tuple[str, str, int]]:
+    """(function, pattern, offset) of each ``matches``/``find``/``findAll`` given a literal pattern:
+    cel-go checks these when it compiles (``ValidateRegexLiterals``, the regex library's program)."""
+    out: list[tuple[str, str, int]] = []
+    stack = [structure.expr]
+    while stack:
+        e = stack.pop()
+        if e.HasField("call_expr") and e.call_expr.function in ("matches", "find", "findAll"):
+            call = e.call_expr
+            args = list(call.args)
+            pattern = args[0] if call.HasField("target") and args else (args[1] if len(args) > 1 else None)
+            if pattern is not None and pattern.HasField("const_expr") and pattern.const_expr.string_value:
+                offset = structure.positions.get(pattern.id, 0)
+                out.append((call.function, pattern.const_expr.string_value, offset))
+        stack.extend(_children(e))
+    return out
+
+
+def dyn_call_result(structure: Structure) -> bool:
+    """Whether the whole expression is ``dyn(…)``: of type dyn, which cel-go refuses as a selector's
+    result while attributes are of type any (through 1.36)."""
+    e = structure.expr
+    return bool(e.HasField("call_expr") and e.call_expr.function == "dyn" and not e.call_expr.HasField("target"))
