@@ -51,8 +51,9 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
     semver = proto.message_type.add(name="Semver")
     for number, name in enumerate(("major", "minor", "patch"), start=1):
         semver.field.add(name=name, number=number, type=_UINT64, label=_OPTIONAL)
-    semver.field.add(name="pre", number=4, type=_STRING, label=_OPTIONAL)  # dot-joined, "" for none
-    semver.field.add(name="build", number=5, type=_STRING, label=_OPTIONAL)
+    # dot-joined, "" for none; no build metadata: upstream's equality (Compare) ignores it, as CEL's
+    # message equality then does
+    semver.field.add(name="pre", number=4, type=_STRING, label=_OPTIONAL)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
     return pool
@@ -117,18 +118,38 @@ _MAX_UINT64 = 2**64 - 1
 
 
 def _number(text: str, what: str) -> int:
-    if not text.isdigit() or not text.isascii():
-        raise SemverError(f"Invalid character(s) found in {what} number {text!r}".replace("'", '"'))
+    if text and not (text.isdigit() and text.isascii()):
+        raise SemverError(f'Invalid character(s) found in {what} number "{text}"')
     if len(text) > 1 and text[0] == "0":
         raise SemverError(f'{what.capitalize()} number must not contain leading zeroes "{text}"')
-    value = int(text)
-    if value > _MAX_UINT64:
-        raise SemverError(f'strconv.ParseUint: parsing "{text}": value out of range')
-    return value
+    if not text or int(text) > _MAX_UINT64:
+        reason = "invalid syntax" if not text else "value out of range"
+        raise SemverError(f'strconv.ParseUint: parsing "{text}": {reason}')
+    return int(text)
+
+
+def _prerelease(part: str) -> str:
+    """``NewPRVersion``: a dot-separated prerelease identifier."""
+    if not part:
+        raise SemverError("Prerelease is empty")
+    if part.isdigit() and part.isascii():
+        if len(part) > 1 and part[0] == "0":
+            raise SemverError(f'Numeric PreRelease version must not contain leading zeroes "{part}"')
+    elif not _ALNUM.fullmatch(part):
+        raise SemverError(f'Invalid character(s) found in prerelease "{part}"')
+    return part
+
+
+def _build_part(part: str) -> str:
+    if not part:
+        raise SemverError("Build meta data is empty")
+    if not _ALNUM.fullmatch(part):
+        raise SemverError(f'Invalid character(s) found in build meta data "{part}"')
+    return part
 
 
 def parse_semver(text: str) -> Version:
-    """``semver.Parse`` (blang/semver v4): ``MAJOR.MINOR.PATCH[-PRE][+BUILD]``, its messages."""
+    """``semver.Parse`` (blang/semver v4), its checks in its order and its messages."""
     if not text:
         raise SemverError("Version string empty")
     parts = text.split(".", 2)
@@ -136,29 +157,12 @@ def parse_semver(text: str) -> Version:
         raise SemverError("No Major.Minor.Patch elements found")
     major = _number(parts[0], "major")
     minor = _number(parts[1], "minor")
-    rest = parts[2]
-    build: list[str] = []
-    pre: list[str] = []
-    if "+" in rest:
-        rest, build_text = rest.split("+", 1)
-        build = build_text.split(".")
-        for b in build:
-            if not b:
-                raise SemverError("Build meta data is empty")
-            if not _ALNUM.fullmatch(b):
-                raise SemverError(f'Invalid character(s) found in build meta data "{b}"')
-    if "-" in rest:
-        rest, pre_text = rest.split("-", 1)
-        pre = pre_text.split(".")
-        for p in pre:
-            if not p:
-                raise SemverError("Prerelease is empty")
-            if not _ALNUM.fullmatch(p):
-                raise SemverError(f'Invalid character(s) found in prerelease "{p}"')
-            if p.isdigit() and len(p) > 1 and p[0] == "0":
-                raise SemverError(f'Version prerelease must not contain leading zeroes "{p}"')
+    rest, plus, build_text = parts[2].partition("+")
+    rest, minus, pre_text = rest.partition("-")
     patch = _number(rest, "patch")
-    return Version(major, minor, patch, tuple(pre), tuple(build))
+    pre = tuple(_prerelease(p) for p in pre_text.split(".")) if minus else ()
+    build = tuple(_build_part(b) for b in build_text.split(".")) if plus else ()
+    return Version(major, minor, patch, pre, build)
 
 
 def normalize_and_parse(text: str) -> Version:
@@ -177,16 +181,9 @@ def normalize_and_parse(text: str) -> Version:
 
 
 def make_semver(version: Version) -> Any:
-    return _SemverMessage(
-        major=version.major,
-        minor=version.minor,
-        patch=version.patch,
-        pre=".".join(version.pre),
-        build=".".join(version.build),
-    )
+    return _SemverMessage(major=version.major, minor=version.minor, patch=version.patch, pre=".".join(version.pre))
 
 
 def version_of(message: Any) -> Version:
     pre = tuple(message.pre.split(".")) if message.pre else ()
-    build = tuple(message.build.split(".")) if message.build else ()
-    return Version(int(message.major), int(message.minor), int(message.patch), pre, build)
+    return Version(int(message.major), int(message.minor), int(message.patch), pre)
