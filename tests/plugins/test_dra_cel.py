@@ -152,6 +152,16 @@ def test_hostile_expression_refused_fast(expression: str, message: str) -> None:
     assert compiled.error.detail == message
 
 
+def test_backtracking_pattern_runs_in_linear_time() -> None:
+    """find/findAll run on RE2, as upstream's Go regexp: a pattern that backtracks exponentially in
+    Python's ``re`` answers at once on the longest string an attribute holds."""
+    compiled = cel.compiler_for(37).compile('device.attributes["d"].s.find("(a+)+$") == ""')
+    device = Device(driver="d", attributes={"s": DeviceAttribute(string_value="a" * 63 + "b")})
+    started = time.perf_counter()
+    assert compiled.device_matches(device) == cel.Result(True)
+    assert time.perf_counter() - started < 0.1
+
+
 def test_quantities_exact() -> None:
     """Capacities are exact fractions: 1Gi equals 1024Mi, and 1 byte more is greater."""
     compiled = cel.compiler_for(37).compile(

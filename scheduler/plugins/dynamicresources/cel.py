@@ -15,7 +15,6 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections import OrderedDict
@@ -91,25 +90,6 @@ class Compiled:
         return self.compiler.evaluate(self, device)
 
 
-# RE2's error codes as Go's regexp/syntax spells them (``ErrorCode`` strings).
-_GO_REGEXP = {
-    "missing ]": "missing closing ]",
-    "missing )": "missing closing )",
-    "unexpected )": "unexpected )",
-    "bad repetition operator": "invalid nested repetition operator",
-    "invalid repetition size": "invalid repeat count",
-    "invalid perl operator": "invalid or unsupported Perl syntax",
-    "trailing \\": "trailing backslash at end of expression",
-    "invalid named capture group": "invalid named capture",
-    "pattern too large - compile failed": "expression too large",
-}
-
-
-def _string_literal(text: str) -> str:
-    """A CEL string literal for any text (JSON's escapes are CEL's)."""
-    return json.dumps(text)
-
-
 def _status_text(text: str) -> str:
     """cel-cpp's ``absl::Status`` text without its code prefix and payload suffix."""
     text = re.sub(r"^[A-Z_]+: ", "", text, count=1)
@@ -162,6 +142,8 @@ def _runtime_message(raw: str) -> str:
         return _NOT_ITERABLE
     if text.startswith("No matching overloads found"):
         return "no such overload"
+    if text.startswith("invalid regular expression: "):  # matches with a computed pattern
+        return cellib.go_regexp_error(text.removeprefix("invalid regular expression: "))
     if text == "divide by zero":
         return "division by zero"
     if m := re.fullmatch(r"Index error: index=(-?\d+) size=\d+", text):
@@ -185,7 +167,6 @@ class Compiler:
             functions=cellib.function_decls(includes=self.includes),
         )
         self._lock = threading.Lock()  # cel-cpp's Env is not documented as thread-safe
-        self._regex_probe: dict[str, str] = {}  # pattern -> RE2's objection ("" for none), bounded
 
     def compile(self, expression: str) -> Compiled:
         def failed(detail: str, kind: ErrorType = "Invalid") -> Compiled:
@@ -218,31 +199,18 @@ class Compiler:
             expression, None, checked, celcost.worst_case(structure), celcost.attribute_ranges(structure), self
         )
 
-    def _regex_literals(self, structure: celcost.Structure, expression: str) -> str | None:
+    @staticmethod
+    def _regex_literals(structure: celcost.Structure, expression: str) -> str | None:
         """A literal pattern RE2 refuses, in cel-go's words: ``matches`` is the checker's error,
         ``find``/``findAll`` the regex library's when the program is built (Go's regexp texts)."""
         for function, pattern, offset in celcost.regex_literals(structure):
-            problem = self._re2_error(pattern)
+            problem = cellib.re2_error(pattern)
             if problem is None:
                 continue
             if function == "matches":
                 return celcost.located(expression, offset, "invalid matches argument")
-            code, _, arg = problem.partition(": ")
-            return f"program instantiation failed: error parsing regexp: {_GO_REGEXP.get(code, code)}: `{arg}`"
+            return "program instantiation failed: " + problem
         return None
-
-    def _re2_error(self, pattern: str) -> str | None:
-        """RE2's objection to a pattern (cel-cpp's ``matches`` compiles it), or None."""
-        probe = self._regex_probe.get(pattern)
-        if probe is None:
-            with self._lock:
-                checked = self._env.compile('"".matches(p)'.replace("p", _string_literal(pattern)))
-            value = checked.eval(data={"device": {}})
-            text = _status_text(str(value.value())) if value.type().name() == "ERROR" else ""
-            probe = text.removeprefix("invalid regular expression: ")
-            if len(self._regex_probe) < 1024:
-                self._regex_probe[pattern] = probe
-        return probe or None
 
     def evaluate(self, compiled: Compiled, device: Device) -> Result:
         """``DeviceMatches``: the device's values as the program reads them, then its answer."""

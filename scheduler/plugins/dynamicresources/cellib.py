@@ -10,6 +10,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable
@@ -18,9 +19,9 @@ from typing import Any
 
 from scheduler.plugins.dynamicresources import celtypes
 from scheduler.plugins.dynamicresources.celtypes import SemverError
-from scheduler.plugins.dynamicresources.celwrap import cel
+from scheduler.plugins.dynamicresources.celwrap import cel, re2
 
-__all__ = ["REFUSED_MARK", "RefusedError", "function_decls"]
+__all__ = ["GO_REGEXP", "REFUSED_MARK", "RefusedError", "function_decls", "go_regexp_error", "re2_error"]
 
 
 class RefusedError(Exception):
@@ -137,11 +138,49 @@ def _ordered(name: str, quantity: Any, semver: Any, answer: Callable[[int], Any]
     )
 
 
-def _regex(pattern: str) -> re.Pattern[str]:
+# RE2's error codes as Go's regexp/syntax spells them (``ErrorCode`` strings): cel-go's regex
+# library compiles patterns with Go's regexp, whose syntax is RE2's.
+GO_REGEXP = {
+    "missing ]": "missing closing ]",
+    "missing )": "missing closing )",
+    "unexpected )": "unexpected )",
+    "bad repetition operator": "invalid nested repetition operator",
+    "invalid repetition size": "invalid repeat count",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "trailing \\": "trailing backslash at end of expression",
+    "invalid named capture group": "invalid named capture",
+    "pattern too large - compile failed": "expression too large",
+}
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # RE2 would write every refused pattern to stderr
+
+
+def go_regexp_error(re2_text: str) -> str:
+    """RE2's ``CODE: ARG`` as Go's ``error parsing regexp: CODE: `ARG```."""
+    code, _, arg = re2_text.partition(": ")
+    return f"error parsing regexp: {GO_REGEXP.get(code, code)}: `{arg}`"
+
+
+def re2_error(pattern: str) -> str | None:
+    """Go's words for a pattern RE2 refuses, or None."""
     try:
-        return re.compile(pattern)
-    except re.error as err:
-        raise RefusedError(f"error parsing regexp: {err}") from None
+        _compiled(pattern)
+    except re2.error as err:
+        return go_regexp_error(err.args[0].decode() if isinstance(err.args[0], bytes) else str(err.args[0]))
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    return re2.compile(pattern, _RE2_OPTIONS)
+
+
+def _regex(pattern: str) -> Any:
+    """A pattern computed while evaluating: the regex library's ``Illegal regex`` when RE2 refuses it."""
+    problem = re2_error(pattern)
+    if problem is not None:
+        raise RefusedError("Illegal regex: " + problem)
+    return _compiled(pattern)
 
 
 def _find(text: str, pattern: str) -> str:
@@ -151,6 +190,8 @@ def _find(text: str, pattern: str) -> str:
 
 
 def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    if limit == 0:
+        return []
     found = [m.group(0) for m in _regex(pattern).finditer(text)]
     return found if limit < 0 else found[:limit]
 
