@@ -193,8 +193,10 @@ class Compiler:
             bad = celcost.attribute_range(structure, expression)
         if bad is None:
             bad = self._regex_literals(structure, expression)
+        if bad is not None and bad.startswith("program instantiation failed"):
+            return failed(bad, "Internal")  # upstream's env.Program error is of type Internal
         if bad is not None:
-            return failed(bad if bad.startswith("program instantiation failed") else "compilation failed: " + bad)
+            return failed("compilation failed: " + bad)
         return Compiled(
             expression, None, checked, celcost.worst_case(structure), celcost.attribute_ranges(structure), self
         )

@@ -109,7 +109,7 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-REFUSED_MARK = "(upstream) "  # cel-cpp keeps a C string: no NUL in the mark
+REFUSED_MARK = "\u241eupstream\u241e "  # cel-cpp keeps a C string: no NUL; a mark no message is expected to hold
 
 
 def _compare(a: Any, b: Any) -> int:
