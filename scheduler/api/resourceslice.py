@@ -32,7 +32,7 @@ class DeviceAttribute:
         return any(v is not None for v in (self.int_values, self.bool_values, self.string_values, self.version_values))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakref: evaluators keep per-device inputs
 class Device:
     """A slice's device as a selector sees it (``cel.Device`` upstream): the slice's driver, the
     device's ``allowMultipleAllocations``, attributes and capacity values (exact quantities)."""

@@ -109,6 +109,17 @@ def test_cache_keeps_no_failed_compilation() -> None:
     assert len(cache) == 0
 
 
+def test_prepared_devices_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each device's CEL input is kept for the next selector, at most PREPARED_DEVICES of them."""
+    monkeypatch.setattr(cel, "PREPARED_DEVICES", 3)
+    compiler = cel.Compiler(37)
+    compiled = compiler.compile('device.attributes["d"].n > 0')
+    devices = [Device(driver="d", attributes={"n": DeviceAttribute(int_value=i)}) for i in range(10)]
+    assert [compiled.device_matches(d).matches for d in devices] == [False] + [True] * 9
+    assert len(compiler._prepared) == 3
+    assert [compiled.device_matches(d).matches for d in devices] == [False] + [True] * 9
+
+
 def test_cost_limit_refused_without_running() -> None:
     """Upstream's ``expensive`` case: 10^7 loop iterations, refused with upstream's text at once."""
     ten = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ NO_SUCH_KEY_HINT = (  # cel.EnhanceRuntimeError, from 1.37
     " or guarding the check with has() for optional fields"
 )
 UNSUPPORTED_ATTRIBUTE = "unsupported attribute value"
+PREPARED_DEVICES = 65_536  # devices whose CEL input is kept: a large cluster's slices, bounded
 
 ErrorType = str  # apiservercel.ErrorType: "Invalid" or "Internal"
 
@@ -167,6 +169,7 @@ class Compiler:
             functions=cellib.function_decls(includes=self.includes),
         )
         self._lock = threading.Lock()  # cel-cpp's Env is not documented as thread-safe
+        self._prepared: OrderedDict[int, tuple[weakref.ref[Device], _Prepared | str]] = OrderedDict()
 
     def compile(self, expression: str) -> Compiled:
         def failed(detail: str, kind: ErrorType = "Invalid") -> Compiled:
@@ -218,24 +221,22 @@ class Compiler:
         """``DeviceMatches``: the device's values as the program reads them, then its answer."""
         if compiled.worst_case_cost > CEL_SELECTOR_EXPRESSION_MAX_COST:
             return Result(False, COST_LIMIT_EXCEEDED)
-        try:
-            attributes = self._attributes(device)
-        except cellib.RefusedError as err:
-            return Result(False, str(err))
-        capacity = _by_domain(device.capacity, device.driver, celtypes.make_quantity)
-        data = {
-            "device": {
-                "driver": device.driver,
-                "allowMultipleAllocations": bool(device.allow_multiple_allocations),
-                "attributes": attributes,
-                "capacity": capacity,
-            }
-        }
+        prepared = self._prepare(device)
+        if isinstance(prepared, str):
+            return Result(False, prepared)
+        first = self._run(compiled, prepared.activation)
+        if not isinstance(first, str):
+            return _answer(first)
         # Upstream's outer maps answer a lookup of a domain the device lacks with an empty map
         # (newStringInterfaceMapWithDefault); cel-cpp's say "no such key". A lookup that failed on a
         # missing domain is run again with that domain present and empty, a bounded number of times.
-        for _ in range(8):
-            message = self._run(compiled, data)
+        attributes = {domain: dict(ids) for domain, ids in prepared.attributes.items()}
+        capacity = {domain: dict(ids) for domain, ids in prepared.capacity.items()}
+        data = {"device": dict(prepared.data["device"], attributes=attributes, capacity=capacity)}
+        message: bool | str | _NotBool = first
+        for attempt in range(8):
+            if attempt:
+                message = self._run(compiled, data)
             if not isinstance(message, str):
                 return _answer(message)
             missing = re.fullmatch(r"no such key: (.*)", message, re.DOTALL)
@@ -256,10 +257,42 @@ class Compiler:
             message += NO_SUCH_KEY_HINT
         return Result(False, message)
 
-    def _run(self, compiled: Compiled, data: Mapping[str, Any]) -> bool | str | _NotBool:
+    def _prepare(self, device: Device) -> _Prepared | str:
+        """The device's values as cel-cpp reads them, kept while the device lives (a device is
+        matched against many selectors and pods; cel-cpp's activation is most of an evaluation's
+        cost), at most ``PREPARED_DEVICES``; or the error upstream reports for its attributes.
+        A ``Device`` is never changed once built, as every API object here."""
+        key = id(device)
+        with self._lock:
+            kept = self._prepared.get(key)
+            if kept is not None and kept[0]() is device:
+                self._prepared.move_to_end(key)
+                return kept[1]
+        try:
+            attributes = self._attributes(device)
+        except cellib.RefusedError as err:
+            prepared: _Prepared | str = str(err)
+        else:
+            capacity = _by_domain(device.capacity, device.driver, celtypes.make_quantity)
+            data = {
+                "device": {
+                    "driver": device.driver,
+                    "allowMultipleAllocations": bool(device.allow_multiple_allocations),
+                    "attributes": attributes,
+                    "capacity": capacity,
+                }
+            }
+            prepared = _Prepared(data, attributes, capacity, self._env.Activation(data))
+        with self._lock:
+            self._prepared[key] = (weakref.ref(device), prepared)
+            while len(self._prepared) > PREPARED_DEVICES:
+                self._prepared.popitem(last=False)
+        return prepared
+
+    def _run(self, compiled: Compiled, data: Mapping[str, Any] | Any) -> bool | str | _NotBool:
         """The program's bool, an error's text (cel-go's words), or the type of a result of another kind."""
         try:
-            value = compiled.program.eval(data=data)
+            value = compiled.program.eval(data=data) if isinstance(data, Mapping) else compiled.program.eval(data)
         except (RuntimeError, ValueError) as err:
             return self._error_text(str(err))
         kind = value.type().name()
@@ -315,6 +348,14 @@ class Compiler:
             return celtypes.make_semver(celtypes.parse_semver(text))
         except SemverError as err:
             raise cellib.RefusedError(f"parse semantic version: {err}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    data: dict[str, Any]
+    attributes: dict[str, dict[str, Any]]
+    capacity: dict[str, dict[str, Any]]
+    activation: Any
 
 
 @dataclass(frozen=True, slots=True)
