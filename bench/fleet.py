@@ -326,23 +326,30 @@ def scrape(port: int) -> str:
     return body.decode(errors="replace") if code == 200 else ""
 
 
-def slice_histogram(metrics: str) -> dict[str, Any]:
-    """From our /metrics text: how many planning slices ran, the smallest bucket bound that holds
-    every one of them (``plan_slice_max_le_s``: 0.0 for no slice, None when some went past the largest
-    finite bound) and how many took over 100 ms (the Goals' bound on a delayed cycle)."""
-    buckets: dict[str, float] = {}
+def _slice_buckets(metrics: str) -> tuple[dict[float, float], float]:
+    """The finite buckets (bound -> cumulative count) and the count of the planning-slice histogram."""
+    buckets: dict[float, float] = {}
     count = 0.0
     pattern = re.compile(rf'^{PLAN_SLICE}_bucket\{{(?:.*,)?le="([^"]+)"(?:,.*)?\}} (\S+)$')
     for line in metrics.splitlines():
         if found := pattern.match(line):
-            buckets[found.group(1)] = float(found.group(2))
-        elif line.startswith(f"{PLAN_SLICE}_count"):
+            if found.group(1) != "+Inf":
+                buckets[float(found.group(1))] = float(found.group(2))
+        elif line.startswith(f"{PLAN_SLICE}_count "):
             count = float(line.rsplit(" ", 1)[1])
-    finite = sorted((float(le), n) for le, n in buckets.items() if le != "+Inf")
-    if count == 0:
-        max_le: float | None = 0.0
-    else:
-        max_le = next((le for le, n in finite if n >= count), None)
+    return buckets, count
+
+
+def slice_histogram(metrics: str, before: str = "") -> dict[str, Any]:
+    """From our /metrics text, less what ``before`` (an earlier scrape) already held: how many planning
+    slices ran, the smallest bucket bound that holds every one of them (``plan_slice_max_le_s``: 0.0
+    for no slice, None when some went past the largest finite bound) and how many took over 100 ms
+    (the Goals' bound on a delayed cycle)."""
+    buckets, count = _slice_buckets(metrics)
+    earlier, earlier_count = _slice_buckets(before)
+    count -= earlier_count
+    finite = sorted((le, n - earlier.get(le, 0.0)) for le, n in buckets.items())
+    max_le = 0.0 if count == 0 else next((le for le, n in finite if n >= count), None)
     under = next((n for le, n in finite if le == 0.1), None)
     return {
         "plan_slices": int(count),

@@ -260,6 +260,8 @@ def observe_return(
     cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
     busy: Future[dict[str, float]] | None = None
     burst_at: float | None = None
+    ours = CONTESTANTS[contestant] == "spread-scheduler"
+    slices_before = scrape(port) if ours else ""  # the slices from the zone's return on
     with HealthProbe(port) as probe, ThreadPoolExecutor(max_workers=1) as pool:
         fleet.arm()
         returned, returned_at = time.monotonic(), datetime.now(UTC)  # the audit log's times are the server's
@@ -277,7 +279,7 @@ def observe_return(
             time.sleep(0.2)
         window = time.monotonic() - returned
         used = {name: round(cpu_seconds(pid) - cpu[name], 2) for name, pid in pids.items()}
-        metrics = scrape(port) if CONTESTANTS[contestant] == "spread-scheduler" else None
+        metrics = scrape(port) if ours else None
         health = probe.summary()
         busy_result = _result(busy)
     writes = ledger.writes(mark)
@@ -301,7 +303,7 @@ def observe_return(
         "lease_terms": len(terms),
         "lease_transitions": max(0, len(terms) - 1),
         "scheduler_exited": scheduler.poll() is not None,
-        **(slice_histogram(metrics) if metrics is not None else {}),
+        **(slice_histogram(metrics, slices_before) if metrics is not None else {}),
         "final": {z: sum(c[z] for c in final.values()) for z in ZONES},
         "final_max_skew": max(skew(c) for c in final.values()),
         "workloads_within_at_end": fleet.within(),

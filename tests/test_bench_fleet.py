@@ -210,6 +210,13 @@ class TestSliceHistogram:
         found = slice_histogram(self._metrics())
         assert found == {"plan_slices": 0, "plan_slice_max_le_s": 0.0, "plan_slices_over_100ms": 0}
 
+    def test_only_the_slices_since_the_earlier_scrape(self) -> None:
+        """A 0.3 s slice before the zone's return is not the return's: 2 slices since, within 20 ms."""
+        before = self._metrics(0.3)
+        after = self._metrics(0.3, 0.004, 0.015)
+        found = slice_histogram(after, before)
+        assert found == {"plan_slices": 2, "plan_slice_max_le_s": 0.02, "plan_slices_over_100ms": 0}
+
     def test_past_the_largest_bucket(self) -> None:
         found = slice_histogram(self._metrics(0.01, 3.0))
         assert found == {"plan_slices": 2, "plan_slice_max_le_s": None, "plan_slices_over_100ms": 1}
