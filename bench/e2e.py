@@ -87,10 +87,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def watch_until_bound(core: client.CoreV1Api, pods: int, started: float, which: str) -> tuple[float, float]:
-    """Follow the pods with one raw watch (a repeated list of 1000 pods would cost the API server,
-    on the same two cores, more than the schedulers being compared): when the last pod was bound,
-    and when the last one was created (if that is late, pod creation and not the scheduler set the pace)."""
+def watch_until_bound(
+    core: client.CoreV1Api, pods: int, started: float, which: str, namespace: str = "default"
+) -> tuple[float, float]:
+    """Follow the pods of ``namespace`` with one raw watch (a repeated list of 1000 pods would cost the
+    API server, on the same two cores, more than the schedulers being compared): when the last pod was
+    bound, and when the last one was created (if that is late, pod creation and not the scheduler set the pace)."""
     bound: set[str] = set()
     seen: set[str] = set()
     created_at = bound_at = 0.0
@@ -98,7 +100,7 @@ def watch_until_bound(core: client.CoreV1Api, pods: int, started: float, which: 
     while len(bound) < pods:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(bound)}/{pods} pods bound by {which} after 600 s")
-        stream = core.list_namespaced_pod("default", watch=True, _preload_content=False, timeout_seconds=60)
+        stream = core.list_namespaced_pod(namespace, watch=True, _preload_content=False, timeout_seconds=60)
         for line in iter_resp_lines(stream):
             event = json.loads(line)
             obj = event.get("object", {})
@@ -195,31 +197,48 @@ class NodeChurn:
         self._core.patch_node(name, {"spec": {"taints": taints}})
 
 
-def _readyz(port: int) -> bool:
-    """kube-scheduler's /readyz: ok once its informers have synced and its handlers run."""
+def insecure_tls() -> ssl.SSLContext:
+    """Like ``curl -k``: a scheduler's serving certificate here is self-signed."""
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def _readyz(port: int) -> bool:
+    """kube-scheduler's /readyz: ok once its informers have synced and its handlers run."""
     try:
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=context, timeout=2) as reply:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=insecure_tls(), timeout=2) as reply:
             return bool(reply.status == 200)
     except OSError:
         return False
 
 
-def start_contestant(which: str, cluster: Cluster, cfg_path: Path, qps: int, burst: int) -> subprocess.Popen[bytes]:
-    """Start one contestant and wait until it is ready to schedule (its caches synced)."""
+# What a bench scrapes without a token: the health checks, and /metrics (our plan-slice histogram).
+BENCH_ALWAYS_ALLOW = "/healthz,/readyz,/livez,/metrics"
+
+
+def start_contestant(
+    which: str, cluster: Cluster, cfg_path: Path, qps: int, burst: int, port: int = 0
+) -> subprocess.Popen[bytes]:
+    """Start one contestant and wait until it is ready to schedule (its caches synced).
+
+    ``port``: the schedulers serve HTTPS on 127.0.0.1 there (our /metrics without a token); 0: ours
+    serves nothing, kube-scheduler a free port (its /readyz is how the start is awaited)."""
     log = cluster.dir / f"{which}.log"
     if which == "spread-scheduler":
+        serving = (
+            [
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--authorization-always-allow-paths={BENCH_ALWAYS_ALLOW}",
+            ]
+            if port
+            else ["--secure-port=0"]
+        )
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [
-                    str(Path(sys.executable).parent / "spread-scheduler"),
-                    "run",
-                    "--config",
-                    str(cfg_path),
-                    "--secure-port=0",
-                ],
+                [str(Path(sys.executable).parent / "spread-scheduler"), "run", "--config", str(cfg_path), *serving],
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
@@ -239,7 +258,7 @@ def start_contestant(which: str, cluster: Cluster, cfg_path: Path, qps: int, bur
             )
         wait_for(lambda: b"caches synced" in log.read_bytes(), 120, "null binder ready")
     else:
-        port = free_port()
+        port = port or free_port()
         cores = which.partition("@")[2]
         env = {"GOMAXPROCS": cores} if cores else {}
         args = [f"--secure-port={port}", f"--cert-dir={cluster.dir / 'kube-scheduler-certs'}"]

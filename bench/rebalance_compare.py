@@ -27,6 +27,31 @@ in as. An eviction "did not lower the skew" when its replacement did not end in 
 6/6 + an empty c, a move into c is the only one that lowers the skew): accepted evictions minus the
 pods in zone c at the end. Writes bench/results/rebalance-compare.json (medians) and
 rebalance-compare-runs.json (every run).
+
+Fleet scale (issue #48), with ``--replicas`` (bench/rebalance_fleet.py; docs/rebalance.md says why):
+
+    .venv/bin/python -m bench.rebalance_compare --replicas 300 --repeat 3
+    .venv/bin/python -m bench.rebalance_compare --replicas 1200 --observe 3600 --repeat 3
+    .venv/bin/python -m bench.rebalance_compare --workloads 50 --replicas 30 --repeat 3
+    .venv/bin/python -m bench.rebalance_compare --workloads 50 --replicas 30 --pdb 10% --repeat 3
+    .venv/bin/python -m bench.rebalance_compare --replicas 30 --nodes 15 --burst 100 --repeat 1   # a smoke
+
+``--nodes`` kwok nodes (150) in zones a/b/c, 32 cpu and 256 pods each; ``--workloads`` Deployments (1) of
+``--replicas`` with the hard zone spread above; ``--pdb`` a PodDisruptionBudget per workload
+(``maxUnavailable``: ``10%`` or a count; none without it). One contestant per run, each on a fresh
+cluster with the same nodes, workloads and steps, its order shuffled per repeat: ``alone``
+(kube-scheduler), ``desched`` (kube-scheduler and the descheduler over the workloads) and ``spread``
+(ours, opted in); ``--contestants`` picks some. Every scheduler runs with leader election at the
+shipped timings and the client QPS and burst ``--qps`` (5000, the descheduler too). A burst of ``--burst``
+unrelated pods (bench/e2e.py's four spread Deployments, 1000) is timed once with nothing to rebalance,
+then again from the first eviction after the zone's return (or ``--burst-after`` s, 10). The run ends
+``--linger`` s (15) after the last change once every workload is within maxSkew and the burst is bound
+(kube-scheduler alone: after its burst), or at ``--observe`` s (600). Columns: time back within maxSkew,
+evictions (the audit log) against the fewest that could do it, peak pods unavailable (from the pod
+watch's events) against the budget, the burst's pods/s during and without rebalancing, the
+scheduler's CPU (/proc) over the run, ``/healthz`` failures (probed every second, 1 s timeout), the
+Lease's transitions (the audit log), and our planning slices (/metrics). Writes
+bench/results/rebalance-fleet-<workloads>x<replicas>-<nodes>n[-pdb...].json and its -runs.json.
 """
 
 from __future__ import annotations
@@ -47,6 +72,7 @@ import yaml
 from kubernetes import client, config
 
 from bench.e2e import scheduler_config, start_contestant, stop_contestant
+from bench.fleet import parse_max_unavailable
 from e2e.build import ensure_descheduler
 from e2e.cluster import Cluster
 from e2e.kube_helpers import ZONE, create_node, is_ready
@@ -56,6 +82,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE = "compare"
 KUBE_SCHEDULER_NAME = "default-scheduler"  # the pods that name no scheduler
 SIDE_TAINT = "bench.spread-scheduler.io/side-c"
+DEFAULT_OUT = "bench/results/rebalance-compare.json"
 
 # app -> (served by, node set, opted in to our rebalancing, nodeTaintsPolicy Honor)
 SCENARIOS: dict[str, tuple[str, str, bool, bool]] = {
@@ -100,11 +127,15 @@ def descheduler_policy(node_fit: dict[str, bool]) -> dict[str, Any]:
     return {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy", "profiles": profiles}
 
 
-def start_descheduler(cluster: Cluster, kubeconfig: Path, interval: int) -> subprocess.Popen[bytes]:
-    """The descheduler in a loop, as its Deployment runs it (``--descheduling-interval``)."""
+def start_descheduler(
+    cluster: Cluster, kubeconfig: Path, interval: int, node_fit: dict[str, bool] | None = None, qps: int = 0
+) -> subprocess.Popen[bytes]:
+    """The descheduler in a loop, as its Deployment runs it (``--descheduling-interval``), over the
+    apps of ``node_fit`` (``DESCHEDULED``); ``qps``: its client's QPS and burst (0: its defaults)."""
     policy = cluster.dir / "descheduler-policy.yaml"
-    policy.write_text(yaml.safe_dump(descheduler_policy(DESCHEDULED)))
+    policy.write_text(yaml.safe_dump(descheduler_policy(DESCHEDULED if node_fit is None else node_fit)))
     log = cluster.dir / "descheduler.log"
+    limits = [f"--client-connection-qps={qps}", f"--client-connection-burst={qps}"] if qps else []
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [
@@ -114,6 +145,7 @@ def start_descheduler(cluster: Cluster, kubeconfig: Path, interval: int) -> subp
                 f"--descheduling-interval={interval}s",
                 "--secure-port=0",  # no metrics server: nothing here scrapes it
                 "--v=3",
+                *limits,
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -309,19 +341,68 @@ def main() -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--repeat", type=int, default=3, help="fresh clusters; rows are medians")
-    parser.add_argument("--observe", type=float, default=180.0, help="seconds watched after the zone's return")
+    parser.add_argument(
+        "--observe", type=float, help="seconds watched after the zone's return (default 180; fleet: 600, at most)"
+    )
     parser.add_argument("--interval", type=int, default=10, help="the descheduler's --descheduling-interval, s")
-    parser.add_argument("--out", default="bench/results/rebalance-compare.json")
+    parser.add_argument("--out", help="default bench/results/rebalance-compare.json (fleet: rebalance-fleet-...)")
+    fleet = parser.add_argument_group("fleet scenarios (with --replicas: one contestant per run)")
+    fleet.add_argument("--replicas", type=int, help="pods per workload: the fleet scenarios instead of the six nodes")
+    fleet.add_argument("--workloads", type=int, help="Deployments at once (default 1)")
+    fleet.add_argument("--nodes", type=int, help="kwok nodes, a third per zone (default 150)")
+    fleet.add_argument(
+        "--pdb", type=_max_unavailable, help="a PodDisruptionBudget per workload: maxUnavailable 10%%, 3"
+    )
+    fleet.add_argument("--burst", type=int, help="pods of the unrelated burst, a multiple of 4; 0: none (default 1000)")
+    fleet.add_argument("--contestants", nargs="+", choices=("alone", "desched", "spread"), help="default: all three")
+    fleet.add_argument("--qps", type=int, help="every contestant's client QPS and burst (default 5000)")
+    fleet.add_argument("--burst-after", type=float, help="s after the return, without an eviction by then (default 10)")
+    fleet.add_argument("--linger", type=float, help="s without a change before a finished run ends (default 15)")
     args = parser.parse_args()
+    fleet_only = ("workloads", "nodes", "pdb", "burst", "contestants", "qps", "burst_after", "linger")
+    if args.replicas is None:
+        if given := [f"--{k.replace('_', '-')}" for k in fleet_only if getattr(args, k) is not None]:
+            parser.error(f"{', '.join(given)}: only with --replicas")
+        return main_six_nodes(args.repeat, args.observe or 180.0, args.interval, Path(args.out or DEFAULT_OUT))
+    from bench import rebalance_fleet  # noqa: PLC0415 - it builds on this module (the descheduler, medians)
+
+    scenario = rebalance_fleet.Scenario(
+        nodes=args.nodes or 150,
+        workloads=args.workloads or 1,
+        replicas=args.replicas,
+        pdb=args.pdb,
+        burst=1000 if args.burst is None else args.burst,
+        qps=args.qps or 5000,
+        interval=args.interval,
+        observe=args.observe or 600.0,
+        burst_after=10.0 if args.burst_after is None else args.burst_after,
+        linger=15.0 if args.linger is None else args.linger,
+    )
+    if scenario.nodes < 3 or scenario.replicas < 1 or scenario.workloads < 1:
+        parser.error("--nodes 3 or more, --replicas and --workloads 1 or more")
+    if scenario.burst % 4:
+        parser.error(f"--burst {scenario.burst}: a multiple of 4 (four Deployments)")
+    ensure_descheduler()  # built (or found cached) before any clock runs
+    contestants = args.contestants or list(rebalance_fleet.CONTESTANTS)
+    return rebalance_fleet.main(scenario, contestants, args.repeat, Path(args.out) if args.out else None)
+
+
+def _max_unavailable(text: str) -> int | str:
+    try:
+        return parse_max_unavailable(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def main_six_nodes(repeat: int, observe: float, interval: int, out: Path) -> int:
     ensure_descheduler()  # built (or found cached) before any clock runs
     runs: list[dict[str, Any]] = []
-    for run in range(args.repeat):
-        for row in run_once(run, args.observe, args.interval).values():
+    for run in range(repeat):
+        for row in run_once(run, observe, interval).values():
             runs.append(row | {"run": run})
             print(json.dumps(runs[-1]), flush=True)
     rows = [medians([r for r in runs if r["scenario"] == app]) for app in SCENARIOS]
-    print(table(rows, args.observe))
-    out = Path(args.out)
+    print(table(rows, observe))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")
     out.with_name(out.stem + "-runs.json").write_text(json.dumps(runs, indent=2) + "\n")

@@ -1,6 +1,6 @@
 """A zone lost and back, the setup that e2e/test_rebalance.py tests and bench/rebalance_compare.py
-measures: kwok nodes in zones a/b/c (``main``: two a zone; ``side``: one each in a and b), Deployments of
-``REPLICAS`` pods with a hard zone spread, zone C's main nodes NoExecute-tainted and untainted again.
+measures: kwok nodes in zones a/b/c (``main``: two a zone, or ``nodes_per_zone``; ``side``: one each in a and b),
+Deployments of ``REPLICAS`` pods with a hard zone spread, zone C's main nodes NoExecute-tainted and untainted again.
 """
 
 from __future__ import annotations
@@ -62,19 +62,22 @@ class Zones:
     replicas: dict[str, int] = field(default_factory=dict)  # app -> its Deployment's replicas
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:4])
     zone_of: dict[str, str] = field(default_factory=dict)  # node -> a/b/c
+    nodes_per_zone: int = 2  # main nodes a zone
+    capacity: dict[str, str] = field(default_factory=lambda: {"cpu": "16"})  # node_body's cpu, memory, pods
+    labels: dict[str, str] = field(default_factory=dict)  # more labels on every node
 
     def create(self, specs: dict[str, dict[str, Any]]) -> None:
         for app, spec in specs.items():
             self.apps[app] = spec["spec"]["template"]["spec"]["nodeSelector"]["rebalance-set"]
             self.replicas[app] = spec["spec"]["replicas"]
         for zone in "abc":
-            for i in range(2):
-                labels = {ZONE: f"{self.tag}-{zone}", "rebalance-set": "main"}
-                self.zone_of[self.nodes(f"main-{zone}{i}", labels=labels, cpu="16")] = zone
+            for i in range(self.nodes_per_zone):
+                labels = {ZONE: f"{self.tag}-{zone}", "rebalance-set": "main", **self.labels}
+                self.zone_of[self.nodes(f"main-{zone}{i}", labels=labels, **self.capacity)] = zone
         if "side" in self.apps.values():
             for zone in "ab":
-                labels = {ZONE: f"{self.tag}-side-{zone}", "rebalance-set": "side"}
-                self.zone_of[self.nodes(f"side-{zone}", labels=labels, cpu="16")] = zone
+                labels = {ZONE: f"{self.tag}-side-{zone}", "rebalance-set": "side", **self.labels}
+                self.zone_of[self.nodes(f"side-{zone}", labels=labels, **self.capacity)] = zone
         for spec in specs.values():
             spec["metadata"]["namespace"] = self.namespace
             create_object(self.api, spec)
@@ -97,8 +100,7 @@ class Zones:
     def lose_zone_c(self) -> dict[str, dict[str, int]]:
         """NoExecute-taint zone C's nodes; wait until every main-set app has been replaced in A and B."""
         wait_for(self.settled, 120, "every Deployment Running and Ready", interval=0.5)
-        for name in self.lost:
-            self.core.patch_node(name, {"spec": {"taints": [{"key": DOWN, "effect": "NoExecute"}]}})
+        self.taint_zone_c()
 
         def failed_over() -> dict[str, dict[str, int]] | None:
             now = self.settled()
@@ -106,6 +108,11 @@ class Zones:
             return now if now is not None and all(now[app]["c"] == 0 for app in main) else None
 
         return wait_for(failed_over, 120, "zone C's pods replaced in A and B", interval=0.5)
+
+    def taint_zone_c(self) -> None:
+        """The loss itself, without the waits: a NoExecute taint on zone C's main nodes."""
+        for name in self.lost:
+            self.core.patch_node(name, {"spec": {"taints": [{"key": DOWN, "effect": "NoExecute"}]}})
 
     @property
     def lost(self) -> list[str]:
