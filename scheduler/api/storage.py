@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from scheduler.api.deviceclass import DEVICE_CLASS_PREFIX, DeviceClass
 from scheduler.api.fields import FieldError, as_list, as_mapping, as_str_map, opt_int, opt_str
 from scheduler.api.labels import Selector, parse_label_selector
 from scheduler.api.nodeselector import NodeSelector, parse_node_selector
@@ -396,35 +397,6 @@ class CSIDriver:
             attach_required=spec.get("attachRequired") is not False,
             storage_capacity=spec.get("storageCapacity") is True,
             prevent_pod_scheduling_if_missing=spec.get("preventPodSchedulingIfMissing") is True,
-            errors=tuple(errors),
-        )
-
-
-DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"  # resourceapi.ResourceDeviceClassPrefix
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceClass:
-    """A ``resource.k8s.io/v1`` DeviceClass, as far as DRAExtendedResource reads it: the extended
-    resource it backs (``spec.extendedResourceName``, besides its implicit
-    ``deviceclass.resource.kubernetes.io/<name>``) and its age (the newest wins a shared name)."""
-
-    name: str
-    extended_resource_name: str | None = None
-    created: str = ""  # metadata.creationTimestamp (RFC 3339, UTC: compares as text)
-    errors: tuple[FieldError, ...] = ()
-
-    @classmethod
-    def from_dict(cls, obj: object) -> DeviceClass:
-        errors: list[FieldError] = []
-        root = as_mapping(obj, "deviceClass", errors)
-        name, *_ = _meta(root, errors)
-        meta = as_mapping(root.get("metadata"), "metadata", errors)
-        spec = as_mapping(root.get("spec"), "spec", errors)
-        return cls(
-            name=name,
-            extended_resource_name=opt_str(spec.get("extendedResourceName"), "spec.extendedResourceName", errors),
-            created=opt_str(meta.get("creationTimestamp"), "metadata.creationTimestamp", errors) or "",
             errors=tuple(errors),
         )
 
