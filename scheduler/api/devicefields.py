@@ -8,10 +8,10 @@ short-circuits "for DOS protection". Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import Any
 
 from scheduler.api.fields import FieldError, as_list, as_mapping, opt_int, opt_str
 from scheduler.api.names import label_key_errors, label_value_errors
@@ -20,23 +20,28 @@ from scheduler.features import NEWEST, SUPPORTED
 
 __all__ = [
     "CEL_SELECTOR_EXPRESSION_MAX_LENGTH",
+    "DEFAULT_MINOR",
+    "DEVICE_CONFIG_MAX_SIZE",
     "DeviceConfiguration",
     "DeviceTaint",
     "DeviceToleration",
     "bounded_items",
     "check_minor",
     "duplicate_errors",
+    "newer",
     "opt_bool",
     "parse_device_configuration",
     "parse_device_taints",
     "parse_device_tolerations",
+    "parse_quantity_item",
     "parse_quantity_map",
     "parse_selectors",
     "parse_string_list",
+    "request_ref_errors",
+    "request_ref_message",
     "required_str",
+    "too_many",
 ]
-
-T = TypeVar("T")
 
 CEL_SELECTOR_EXPRESSION_MAX_LENGTH = 10 * 1024  # resourceapi.CELSelectorExpressionMaxLength
 DEVICE_SELECTORS_MAX_SIZE = 32
@@ -92,6 +97,20 @@ def duplicate_errors(keys: Sequence[str], path: str) -> list[FieldError]:
             out.append(FieldError(f"{path}[{i}]", f'Duplicate value: "{key}"'))
         seen.add(key)
     return out
+
+
+REQUEST_REF_MESSAGE = (
+    "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'"
+)
+
+
+def request_ref_message(ref: str) -> str:
+    return f'Invalid value: "{ref}": {REQUEST_REF_MESSAGE}'
+
+
+def request_ref_errors(refs: Sequence[str], path: str, names: frozenset[str]) -> list[FieldError]:
+    """``validateRequestNameRef``: each names a request of the claim, or ``request/subrequest``."""
+    return [FieldError(f"{path}[{i}]", request_ref_message(ref)) for i, ref in enumerate(refs) if ref not in names]
 
 
 def opt_bool(value: object, path: str, errors: list[FieldError]) -> bool | None:
@@ -204,7 +223,9 @@ def parse_device_configuration(
     *,
     with_requests: bool = True,
     with_source: bool = False,
+    request_names: frozenset[str] = frozenset(),
 ) -> tuple[DeviceConfiguration, ...]:
+    """``config`` entries; the requests each names must be among ``request_names`` (the claim's)."""
     out: list[DeviceConfiguration] = []
     for i, item in enumerate(bounded_items(value, path, limit, errors)):
         ipath = f"{path}[{i}]"
@@ -213,6 +234,7 @@ def parse_device_configuration(
         if with_requests:
             requests = parse_string_list(obj.get("requests"), f"{ipath}.requests", 32, errors)
             errors.extend(duplicate_errors(requests, f"{ipath}.requests"))
+            errors.extend(request_ref_errors(requests, f"{ipath}.requests", request_names))
         source = ""
         if with_source:
             source = required_str(obj.get("source"), f"{ipath}.source", errors)
@@ -318,16 +340,4 @@ def parse_device_tolerations(value: object, path: str, errors: list[FieldError])
         if effect and effect not in _TAINT_EFFECTS:
             errors.append(_unsupported(f"{ipath}.effect", effect, _TAINT_EFFECTS))
         out.append(DeviceToleration(key, operator, val, effect, seconds))
-    return tuple(out)
-
-
-def parse_named(
-    value: object, path: str, limit: int, errors: list[FieldError], parse: Callable[[Any, str], T | None]
-) -> tuple[T, ...]:
-    """A bounded list parsed item by item (``parse(item, path)``; None: the item is left out)."""
-    out: list[T] = []
-    for i, item in enumerate(bounded_items(value, path, limit, errors)):
-        parsed = parse(item, f"{path}[{i}]")
-        if parsed is not None:
-            out.append(parsed)
     return tuple(out)

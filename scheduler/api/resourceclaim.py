@@ -29,6 +29,8 @@ from scheduler.api.devicefields import (
     parse_quantity_map,
     parse_selectors,
     parse_string_list,
+    request_ref_errors,
+    request_ref_message,
     required_str,
 )
 from scheduler.api.fields import FieldError, as_mapping, opt_int, opt_str, required_name
@@ -68,9 +70,6 @@ _DEVICE_STATUSES_READ_MAX = ALLOCATION_RESULTS_MAX_SIZE * 4
 ALLOCATED_DEVICE_STATUS_MAX_CONDITIONS = 8
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_REQUEST_REF_MESSAGE = (
-    "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,9 +298,9 @@ def parse_device_claim(value: object, path: str, errors: list[FieldError]) -> De
             bounded_items(obj.get("constraints"), f"{path}.constraints", DEVICE_CONSTRAINTS_MAX_SIZE, errors)
         )
     )
-    config = parse_device_configuration(obj.get("config"), f"{path}.config", DEVICE_CONFIG_MAX_SIZE, errors)
-    for i, entry in enumerate(config):
-        errors.extend(_request_ref_errors(entry.requests, f"{path}.config[{i}].requests", names))
+    config = parse_device_configuration(
+        obj.get("config"), f"{path}.config", DEVICE_CONFIG_MAX_SIZE, errors, request_names=names
+    )
     return DeviceClaim(requests, constraints, config)
 
 
@@ -399,19 +398,11 @@ def _request_names(requests: Sequence[DeviceRequest]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _request_ref_errors(refs: Sequence[str], path: str, names: frozenset[str]) -> list[FieldError]:
-    return [FieldError(f"{path}[{i}]", _ref_message(ref)) for i, ref in enumerate(refs) if ref not in names]
-
-
-def _ref_message(ref: str) -> str:
-    return f'Invalid value: "{ref}": {_REQUEST_REF_MESSAGE}'
-
-
 def _constraint(value: object, path: str, names: frozenset[str], errors: list[FieldError]) -> DeviceConstraint:
     obj = as_mapping(value, path, errors)
     requests = parse_string_list(obj.get("requests"), f"{path}.requests", DEVICE_REQUESTS_MAX_SIZE, errors)
     errors.extend(duplicate_errors(requests, f"{path}.requests"))
-    errors.extend(_request_ref_errors(requests, f"{path}.requests", names))
+    errors.extend(request_ref_errors(requests, f"{path}.requests", names))
     match = opt_str(obj.get("matchAttribute"), f"{path}.matchAttribute", errors)
     distinct = opt_str(obj.get("distinctAttribute"), f"{path}.distinctAttribute", errors)
     either = '"matchAttribute" or "distinctAttribute"'
@@ -429,9 +420,11 @@ def _constraint(value: object, path: str, names: frozenset[str], errors: list[Fi
 
 def _fully_qualified_name_errors(name: str, path: str) -> list[FieldError]:
     """``validateFullyQualifiedName``: a qualified name whose domain is given."""
+    errors = qualified_name_errors(name, path)
     if "/" not in name:
-        return [FieldError(path, "Required value: must include a domain")]
-    return qualified_name_errors(name, path)
+        message = "a fully qualified name must be a domain and a name separated by a slash"
+        errors.append(FieldError(path, f'Invalid value: "{name}": {message}'))
+    return errors
 
 
 def _allocation(value: object, path: str, claim: DeviceClaim, errors: list[FieldError]) -> AllocationResult:
@@ -445,10 +438,13 @@ def _allocation(value: object, path: str, claim: DeviceClaim, errors: list[Field
         )
     )
     config = parse_device_configuration(
-        devices.get("config"), f"{path}.devices.config", 2 * DEVICE_CONFIG_MAX_SIZE, errors, with_source=True
+        devices.get("config"),
+        f"{path}.devices.config",
+        2 * DEVICE_CONFIG_MAX_SIZE,  # the class's and the claim's
+        errors,
+        with_source=True,
+        request_names=names,
     )
-    for i, entry in enumerate(config):
-        errors.extend(_request_ref_errors(entry.requests, f"{path}.devices.config[{i}].requests", names))
     stamp = obj.get("allocationTimestamp")
     if isinstance(stamp, datetime):  # a YAML file's unquoted timestamp
         stamp = stamp.isoformat()
@@ -464,7 +460,7 @@ def _result(value: object, path: str, names: frozenset[str], errors: list[FieldE
     obj = as_mapping(value, path, errors)
     request = required_str(obj.get("request"), f"{path}.request", errors)
     if request and request not in names:
-        errors.append(FieldError(f"{path}.request", _ref_message(request)))
+        errors.append(FieldError(f"{path}.request", request_ref_message(request)))
     consumed = parse_quantity_map(obj.get("consumedCapacity"), f"{path}.consumedCapacity", errors)
     conditions = parse_string_list(
         obj.get("bindingConditions"), f"{path}.bindingConditions", BINDING_CONDITIONS_MAX_SIZE, errors

@@ -429,7 +429,7 @@ def qualified_name_errors(name: str, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     if sep:
         if not domain:
-            errors.append(FieldError(path, f'Invalid value: "{name}": the domain must not be empty'))
+            errors.append(FieldError(path, 'Invalid value: "": the domain must not be empty'))
         elif len(domain) > DEVICE_MAX_DOMAIN_LENGTH:
             errors.append(
                 FieldError(path, f"Too long: the domain may not be more than {DEVICE_MAX_DOMAIN_LENGTH} bytes")
@@ -437,7 +437,7 @@ def qualified_name_errors(name: str, path: str) -> list[FieldError]:
         elif not _DNS1123_SUBDOMAIN.fullmatch(domain):
             errors.append(FieldError(path, f'Invalid value: "{domain}": the domain must be a lowercase DNS subdomain'))
     if not ident:
-        errors.append(FieldError(path, "Required value: the name must not be empty"))
+        errors.append(FieldError(path, 'Invalid value: "": the name must not be empty'))
     elif len(ident) > DEVICE_MAX_ID_LENGTH:
         errors.append(FieldError(path, f"Too long: the name may not be more than {DEVICE_MAX_ID_LENGTH} bytes"))
     elif not _C_IDENTIFIER.fullmatch(ident):
