@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from scheduler.api.devicefields import DeviceConfiguration
 from scheduler.api.storage import DeviceClass
 
 
@@ -34,7 +33,7 @@ def test_selectors_config_and_extended_resource(minor: str) -> None:
     assert c.errors == ()
     assert c.name == "class-a" and c.created == "2025-06-01T10:00:00Z"
     assert c.selectors == ('device.driver == "driver-a"', "true")
-    assert c.config == (DeviceConfiguration("driver-a", {"kind": "GpuConfig"}),)
+    assert [(x.driver, x.parameters, x.requests) for x in c.config] == [("driver-a", {"kind": "GpuConfig"}, ())]
     assert c.extended_resource_name == "example.com/gpu"
 
 

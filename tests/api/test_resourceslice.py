@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 import scheduler.api.resourceslice as rs
-from scheduler.api.devicefields import DeviceTaint
 from scheduler.plugins.dynamicresources import cel
 
 MINORS = ("1.35", "1.36", "1.37")
@@ -305,7 +304,13 @@ def test_taints() -> None:
     ]
     s = parse(slice_obj([device(taints=taints)]))
     assert s.errors == ()
-    assert s.devices[0].taints[0] == DeviceTaint("example.com/unhealthy", "true", "NoSchedule", "2025-01-01T00:00:00Z")
+    first = s.devices[0].taints[0]
+    assert (first.key, first.value, first.effect, first.time_added) == (
+        "example.com/unhealthy",
+        "true",
+        "NoSchedule",
+        "2025-01-01T00:00:00Z",
+    )
     assert s.devices[0].taints[1].effect == "None"
     bad = parse(slice_obj([device(taints=[{"key": "k", "effect": "PreferNoSchedule"}, {"effect": "NoExecute"}])]))
     assert messages(bad) == [
