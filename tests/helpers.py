@@ -325,3 +325,27 @@ def command_failed(stderr: str) -> str:
     except ValueError:
         text = line.group(1)[1:-1].encode().decode("unicode_escape")
     return text
+
+
+def each_field_replaced(obj: Any, junk: Sequence[object]) -> Iterable[Any]:
+    """Copies of ``obj`` with one field (a leaf or a container, at any depth) replaced by one of
+    ``junk``: every field by every value, for parsers that must report rather than raise."""
+    for path in _field_paths(obj):
+        for value in junk:
+            out = copy.deepcopy(obj)
+            target = out
+            for step in path[:-1]:
+                target = target[step]
+            target[path[-1]] = value
+            yield out
+
+
+def _field_paths(obj: object, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.extend(_field_paths(v, (*prefix, k)))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out.extend(_field_paths(v, (*prefix, i)))
+    return out

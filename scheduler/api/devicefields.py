@@ -8,8 +8,9 @@ short-circuits "for DOS protection". Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
@@ -256,7 +257,7 @@ def parse_device_configuration(
         parameters = opaque.get("parameters")
         if parameters is None:
             errors.append(FieldError(f"{ipath}.opaque.parameters", "Required value"))
-        elif len(repr(parameters)) > 4 * OPAQUE_PARAMETERS_MAX_LENGTH:  # its JSON is a little shorter
+        elif _json_longer_than(parameters, OPAQUE_PARAMETERS_MAX_LENGTH):
             errors.append(
                 FieldError(
                     f"{ipath}.opaque.parameters",
@@ -266,6 +267,30 @@ def parse_device_configuration(
             parameters = None
         out.append(DeviceConfiguration(driver, parameters, requests, source))
     return tuple(out)
+
+
+def _json_longer_than(value: object, limit: int) -> bool:
+    """Whether ``value``'s JSON text is longer than ``limit`` bytes, counted without writing it (and
+    without recursion: a deeply nested value is walked, never printed), stopping past ``limit``."""
+    size = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            size += 1 + 2 * len(item) if item else 2  # braces; a colon and a comma (or the closing brace) per entry
+            for key, inner in item.items():
+                size += len(str(key).encode()) + 2 if isinstance(key, str) else 8
+                stack.append(inner)
+        elif isinstance(item, list | tuple):
+            size += 1 + max(len(item), 1)
+            stack.extend(item)
+        elif isinstance(item, str):
+            size += len(item.encode()) + 2
+        else:
+            size += len(str(item)) if isinstance(item, int | float | bool) else 4  # null
+        if size > limit:
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,12 +329,14 @@ def parse_device_taints(value: object, path: str, errors: list[FieldError]) -> t
         if effect and effect not in _TAINT_EFFECTS:
             errors.append(_unsupported(f"{ipath}.effect", effect, _TAINT_EFFECTS))
         added = obj.get("timeAdded")
+        if isinstance(added, datetime):  # a YAML file's unquoted timestamp
+            added = added.isoformat()
         out.append(
             DeviceTaint(
                 key=key,
                 value=opt_str(obj.get("value"), f"{ipath}.value", errors) or "",
                 effect=effect,
-                time_added=added if isinstance(added, str) else "" if added is None else str(added),
+                time_added=opt_str(added, f"{ipath}.timeAdded", errors) or "",
             )
         )
     return tuple(out)

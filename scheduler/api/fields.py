@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "opt_int",
     "opt_str",
     "parse_go_int64",
+    "parse_timestamp",
     "required_name",
 ]
 
@@ -125,3 +127,15 @@ def parse_go_int64(text: str) -> int | None:
     if number < INT64_MIN or number > INT64_MAX:
         return None
     return number
+
+
+def parse_timestamp(value: object) -> float | None:
+    """An RFC 3339 string; a YAML file may also hold it unquoted, which YAML reads as a datetime."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None

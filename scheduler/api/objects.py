@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, NewType
 
 from scheduler.api.declaredfeatures import parse_node_declared_features, pod_feature_uses
@@ -20,6 +19,7 @@ from scheduler.api.fields import (
     int32_errors,
     opt_int,
     opt_str,
+    parse_timestamp,
     required_name,
 )
 from scheduler.api.images import parse_node_images, parse_pod_images
@@ -58,18 +58,6 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
 _PREEMPTION_POLICIES = (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER)
-
-
-def _timestamp(value: object) -> float | None:
-    """An RFC 3339 string; a YAML file may also hold it unquoted, which YAML reads as a datetime."""
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +166,7 @@ class Pod:
             node_name=node_name,
             controller=controller,
             uid=opt_str(meta.get("uid"), "metadata.uid", errors) or "",
-            created=_timestamp(meta.get("creationTimestamp")) or 0.0,
+            created=parse_timestamp(meta.get("creationTimestamp")) or 0.0,
             terminating=meta.get("deletionTimestamp") is not None,
             phase=opt_str(status.get("phase"), "status.phase", errors) or "",
             resource_version=str(meta.get("resourceVersion") or ""),
@@ -188,7 +176,7 @@ class Pod:
             resource_claim_statuses=parse_resource_claim_statuses(
                 status.get("resourceClaimStatuses"), "status.resourceClaimStatuses", errors
             ),
-            start_time=_timestamp(status.get("startTime")),
+            start_time=parse_timestamp(status.get("startTime")),
             preempted_by_scheduler=_preempted_by_scheduler(status.get("conditions"), errors),
             errors=tuple(errors),
             raw=_bound_pod_view(root, meta, spec, status) if node_name else root,
@@ -244,7 +232,7 @@ class Pod:
             node_name=node_name,
             scheduler_name=opt_str(spec.get("schedulerName"), "spec.schedulerName", errors) or DEFAULT_SCHEDULER_NAME,
             priority=_priority(spec.get("priority"), errors),
-            created=_timestamp(meta.get("creationTimestamp")) or 0.0,
+            created=parse_timestamp(meta.get("creationTimestamp")) or 0.0,
             terminating=meta.get("deletionTimestamp") is not None,
             phase=opt_str(status.get("phase"), "status.phase", errors) or "",
             resource_version=str(meta.get("resourceVersion") or ""),
@@ -269,7 +257,7 @@ class Pod:
             ),
             preferred_affinity_listed=node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") is not None,
             preemption_policy=_preemption_policy(spec.get("preemptionPolicy"), errors),
-            start_time=_timestamp(status.get("startTime")),
+            start_time=parse_timestamp(status.get("startTime")),
             preempted_by_scheduler=_preempted_by_scheduler(status.get("conditions"), errors),
             feature_uses=pod_feature_uses(spec),
             errors=tuple(errors),

@@ -33,7 +33,7 @@ from scheduler.api.devicefields import (
     request_ref_message,
     required_str,
 )
-from scheduler.api.fields import FieldError, as_mapping, opt_int, opt_str, required_name
+from scheduler.api.fields import FieldError, as_mapping, opt_int, opt_str, parse_timestamp, required_name
 from scheduler.api.nodeselector import NodeSelector, parse_node_selector
 from scheduler.api.resourceslice import BINDING_CONDITIONS_MAX_SIZE, qualified_name_errors
 
@@ -151,12 +151,7 @@ class AllocationResult:
 
     @property
     def allocated_at(self) -> float | None:
-        if not self.allocation_timestamp:
-            return None
-        try:
-            return datetime.fromisoformat(self.allocation_timestamp).timestamp()
-        except ValueError:
-            return None
+        return parse_timestamp(self.allocation_timestamp)
 
 
 @dataclass(frozen=True, slots=True)

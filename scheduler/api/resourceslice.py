@@ -13,7 +13,7 @@ have are ignored, as its JSON decoder ignores unknown fields. Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -457,14 +457,22 @@ def parse_device_attributes(
     """A device's ``attributes``; from 1.36 an attribute may hold a list of one kind."""
     out: dict[str, DeviceAttribute] = {}
     lists = newer(minor, _LIST_ATTRIBUTES_SINCE)
+    for key, apath, obj in _qualified_entries(raw, path, errors):
+        out[key] = _attribute(obj, apath, lists, errors)
+    return out
+
+
+def _qualified_entries(
+    raw: Mapping[str, Any], path: str, errors: list[FieldError]
+) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """(name, path, object) of each entry of a map keyed by qualified name (attributes, capacity)."""
     for key, item in raw.items():
         if not isinstance(key, str):
             errors.append(FieldError(path, f"key {key!r} must be a string"))
             continue
-        apath = f"{path}[{key}]"
-        errors.extend(qualified_name_errors(key, apath))
-        out[key] = _attribute(as_mapping(item, apath, errors), apath, lists, errors)
-    return out
+        entry_path = f"{path}[{key}]"
+        errors.extend(qualified_name_errors(key, entry_path))
+        yield key, entry_path, as_mapping(item, entry_path, errors)
 
 
 def _attribute(obj: Mapping[str, Any], path: str, lists: bool, errors: list[FieldError]) -> DeviceAttribute:
@@ -552,13 +560,7 @@ def _capacity(
 ) -> tuple[dict[str, Fraction], dict[str, CapacityRequestPolicy]]:
     values: dict[str, Fraction] = {}
     policies: dict[str, CapacityRequestPolicy] = {}
-    for key, item in raw.items():
-        if not isinstance(key, str):
-            errors.append(FieldError(path, f"key {key!r} must be a string"))
-            continue
-        cpath = f"{path}[{key}]"
-        errors.extend(qualified_name_errors(key, cpath))
-        obj = as_mapping(item, cpath, errors)
+    for key, cpath, obj in _qualified_entries(raw, path, errors):
         value = parse_quantity_item(obj.get("value"), f"{cpath}.value", errors)
         if value is None:
             continue

@@ -72,3 +72,21 @@ def test_config_errors() -> None:
         "spec.config[2].opaque.driver: Required value",
         "spec.config[2].opaque.parameters: Required value",
     ]
+
+
+def test_opaque_parameters_are_bounded_and_never_printed() -> None:
+    """OpaqueParametersMaxLength (10 KiB of JSON); a deeply nested value is measured, not recursed into."""
+    fits = {"opaque": {"driver": "driver-a", "parameters": {"blob": "x" * 10000}}}
+    too_long = {"opaque": {"driver": "driver-a", "parameters": {"blob": "x" * 10240}}}
+    deep: list[Any] = []
+    inner = deep
+    for _ in range(100_000):
+        inner.append([])
+        inner = inner[0]
+    nested = {"opaque": {"driver": "driver-a", "parameters": deep}}
+    c = DeviceClass.from_dict(class_obj(config=[fits, too_long, nested]))
+    assert [str(e) for e in c.errors] == [
+        "spec.config[1].opaque.parameters: Too long: may not be more than 10240 bytes",
+        "spec.config[2].opaque.parameters: Too long: may not be more than 10240 bytes",
+    ]
+    assert c.config[0].parameters == {"blob": "x" * 10000} and c.config[1].parameters is None

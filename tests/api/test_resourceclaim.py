@@ -15,6 +15,7 @@ import pytest
 
 import scheduler.api.resourceclaim as rc
 from scheduler.api.devicefields import DeviceConfiguration, DeviceToleration
+from tests.helpers import each_field_replaced
 
 MINORS = ("1.35", "1.36", "1.37")
 
@@ -345,27 +346,7 @@ def test_every_field_replaced_by_junk_is_an_error_never_an_exception() -> None:
     )
     junk: list[object] = [None, True, 7, "x", [], {}, [None], {"a": None}]
     count = 0
-    for path in _paths(full):
-        for value in junk:
-            obj = copy.deepcopy(full)
-            _set(obj, path, value)
-            parse(obj)
-            count += 1
+    for obj in each_field_replaced(full, junk):
+        parse(obj)  # must not raise
+        count += 1
     assert count > 300
-
-
-def _paths(obj: object, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.extend(_paths(v, (*prefix, k)))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out.extend(_paths(v, (*prefix, i)))
-    return out
-
-
-def _set(obj: Any, path: tuple[Any, ...], value: object) -> None:
-    for step in path[:-1]:
-        obj = obj[step]
-    obj[path[-1]] = value

@@ -7,7 +7,6 @@ Objects and bounds from upstream's validation tests (``validation_resourceslice_
 
 from __future__ import annotations
 
-import copy
 from fractions import Fraction
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 
 import scheduler.api.resourceslice as rs
 from scheduler.plugins.dynamicresources import cel
+from tests.helpers import each_field_replaced
 
 MINORS = ("1.35", "1.36", "1.37")
 
@@ -365,28 +365,8 @@ def test_every_field_replaced_by_junk_is_an_error_never_an_exception() -> None:
     )
     junk: list[object] = [None, True, 7, 1.5, "x", [], {}, [None], {"a": None}]
     count = 0
-    for path in _paths(full):
-        for value in junk:
-            obj = copy.deepcopy(full)
-            _set(obj, path, value)
-            for minor in MINORS:
-                parse(obj, minor)  # must not raise
-                count += 1
+    for obj in each_field_replaced(full, junk):
+        for minor in MINORS:
+            parse(obj, minor)  # must not raise
+            count += 1
     assert count > 500
-
-
-def _paths(obj: object, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.extend(_paths(v, (*prefix, k)))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out.extend(_paths(v, (*prefix, i)))
-    return out
-
-
-def _set(obj: Any, path: tuple[Any, ...], value: object) -> None:
-    for step in path[:-1]:
-        obj = obj[step]
-    obj[path[-1]] = value
