@@ -67,10 +67,11 @@ def check_minor(minor: str) -> str:
 
 
 def newer(minor: str, than: str) -> bool:
-    """``minor`` is ``than`` or a later one (minors compare as (major, minor) numbers)."""
-    a, b = (tuple(int(p) for p in m.split(".")) for m in (minor, than))
-    return a >= b
+    """``minor`` is ``than`` or a later one (both supported minors)."""
+    return _ORDER[minor] >= _ORDER[than]
 
+
+_ORDER = {m: i for i, m in enumerate(SUPPORTED)}
 
 DEFAULT_MINOR = NEWEST
 
