@@ -281,7 +281,7 @@ class SchedulingAlgorithm:
         attempt.host = self._select_host(attempt)
         attempt.other_nodes = self._others_sorted(attempt, attempt.host)
         if batch is not None and cycle is not None:
-            raw = self._raw_scores(fwk, attempt) if batch.rescore else None
+            raw = functools.partial(self._raw_scores, fwk, attempt) if batch.rescore else None
             batch.store_schedule_results(
                 signature, attempt.hint, attempt.host, attempt.other_nodes, cycle, raw, attempt.totals
             )

@@ -122,12 +122,13 @@ class OpportunisticBatch:
         chosen_node: str,
         other_nodes: Sequence[NodeName],
         cycle_count: int,
-        raw_scores: Mapping[NodeName, Mapping[str, int]] | None = None,
+        raw_scores: Callable[[], Mapping[NodeName, Mapping[str, int]]] | None = None,
         totals: Mapping[NodeName, int] | None = None,
     ) -> None:
         """``StoreScheduleResults``, after a cycle that found a node (before Reserve): a used hint
         keeps the state as it is (already popped); otherwise a signed pod with other nodes stores
-        them (with their raw scores, from 1.37), and anything else clears the state.
+        them (with their raw scores, from 1.37: ``raw_scores`` is called only then, as building them
+        for every scored node costs as much as a Score plugin), and anything else clears the state.
 
         ``other_nodes`` are in our ranking (``totals`` best first, ties in examination order). Upstream
         heaps every scored node and pops its host from the same heap; its tie-breakers are random,
@@ -145,7 +146,7 @@ class OpportunisticBatch:
                 ScoredNode(name, score.get(name, 0), len(ranked) - i) for i, name in enumerate(ranked)
             )
             heap.pop()  # the chosen node
-            self.state = BatchState(signature, heap, self.clock(), dict(raw_scores or {}))
+            self.state = BatchState(signature, heap, self.clock(), dict(raw_scores() if raw_scores else {}))
             return
         self.last_flush_reason = FLUSH_EMPTY_LIST if not other_nodes else FLUSH_POD_NOT_BATCHABLE
         self.state = None

@@ -373,7 +373,9 @@ def test_batch_rescore(
     )
     b = OpportunisticBatch(FakeClock(100.0), rescore=True)
     first = pod("pod1", "a-1")
-    b.store_schedule_results(b"sig", None, "n2", [NodeName("n1")], 1, {NodeName("n1"): {CONFIGURABLE: N1_CACHED_SCORE}})
+    b.store_schedule_results(
+        b"sig", None, "n2", [NodeName("n1")], 1, lambda: {NodeName("n1"): {CONFIGURABLE: N1_CACHED_SCORE}}
+    )
     snapshot = FakeSnapshot()
     if not chosen_missing:
         snapshot.nodes["n2"] = node_with("n2", first)
@@ -390,7 +392,9 @@ def test_batch_rescore_chain() -> None:
     fwk = rescoring_framework(ConfigurableScore(100))
     b = OpportunisticBatch(FakeClock(100.0), rescore=True)
     first = pod("pod1", "a-1")
-    b.store_schedule_results(b"sig", None, "n2", [NodeName("n1")], 1, {NodeName("n1"): {CONFIGURABLE: N1_CACHED_SCORE}})
+    b.store_schedule_results(
+        b"sig", None, "n2", [NodeName("n1")], 1, lambda: {NodeName("n1"): {CONFIGURABLE: N1_CACHED_SCORE}}
+    )
     snapshot = FakeSnapshot({"n1": node_with("n1"), "n2": node_with("n2", first)})
     hint2, _ = b.get_node_hint(fwk, CycleState(), pod("pod2", "a-2"), 2, snapshot)
     assert hint2 == "n2"
@@ -442,7 +446,7 @@ def test_1_37_a_node_rescored_earlier_loses_a_new_tie() -> None:
                           {CONFIGURABLE: 1}, Handle())  # fmt: skip
     b = OpportunisticBatch(FakeClock(100.0), rescore=True)
     cached = {NodeName("n1"): {CONFIGURABLE: 50}, NodeName("n4"): {CONFIGURABLE: 40}}
-    b.store_schedule_results(b"sig", None, "n2", [NodeName("n1"), NodeName("n4")], 1, cached)
+    b.store_schedule_results(b"sig", None, "n2", [NodeName("n1"), NodeName("n4")], 1, lambda: cached)
     snapshot = FakeSnapshot({"n1": node_with("n1"), "n2": node_with("n2", pod("pod1", "c-1")), "n4": node_with("n4")})
     hint2, _ = b.get_node_hint(fwk, CycleState(), pod("pod2", "c-2"), 2, snapshot)
     assert hint2 == "n1"
