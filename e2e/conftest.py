@@ -30,7 +30,7 @@ from kubernetes import client, config
 
 from e2e.build import K8S_VERSION, release
 from e2e.cluster import Cluster
-from e2e.kube_helpers import ZONE, create_node, pod_body, wait_for
+from e2e.kube_helpers import ZONE, create_namespace, create_node, pod_body, wait_for
 from e2e.ledger import Ledger, lease_terms, summary, writes_after_losing, writes_without_lease
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -347,12 +347,7 @@ def orphaned(request: pytest.FixtureRequest) -> Iterator[str | None]:
     core: client.CoreV1Api = request.getfixturevalue("core")
     request.getfixturevalue("scheduler")
     name = f"e2e-orphan-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": name}})
-    wait_for(
-        lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items),
-        30,
-        f"ServiceAccount default in {name}",
-    )
+    create_namespace(core, name)
     node = f"gone-{uuid.uuid4().hex[:4]}"
     create_node(core, node, labels={ZONE: "a"})
     try:
@@ -368,12 +363,7 @@ def orphaned(request: pytest.FixtureRequest) -> Iterator[str | None]:
 @pytest.fixture
 def namespace(core: client.CoreV1Api) -> Iterator[str]:
     name = f"e2e-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}})
-
-    def has_default_sa() -> bool:
-        return any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items)
-
-    wait_for(has_default_sa, 30, f"ServiceAccount default in {name}")
+    create_namespace(core, name)
     yield name
     core.delete_namespace(name, grace_period_seconds=0)
 

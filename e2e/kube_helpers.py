@@ -73,6 +73,17 @@ def node_body(
     return body
 
 
+def create_namespace(core: client.CoreV1Api, name: str) -> None:
+    """Create a namespace and wait for its ``default`` ServiceAccount (a pod created before it is
+    refused by the ServiceAccount admission plugin)."""
+    core.create_namespace({"metadata": {"name": name}})
+    wait_for(
+        lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items),
+        30,
+        f"ServiceAccount default in {name}",
+    )
+
+
 def create_node(core: client.CoreV1Api, name: str, **kwargs: Any) -> None:
     core.create_node(node_body(name, **kwargs))
 

@@ -40,6 +40,7 @@ from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import (
     HOSTNAME,
     ZONE,
+    create_namespace,
     pod_body,
     pods_in,
     scheduled_condition,
@@ -364,10 +365,6 @@ def _run(
     return outcome
 
 
-def _has_default_sa(core: client.CoreV1Api, namespace: str) -> bool:
-    return any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items)
-
-
 def _make_nodes(nodes: Callable[..., str]) -> dict[str, dict[str, str]]:
     """The twelve nodes; returns node name -> its domains (``zone``, ``node`` without the test's
     prefix, ``balance``)."""
@@ -426,8 +423,7 @@ def _compare(
     outcomes = {}
     for who in (UPSTREAM, "spread-scheduler"):
         namespace = f"parity-{who}"
-        core.create_namespace({"metadata": {"name": namespace}})
-        wait_for(lambda ns=namespace: _has_default_sa(core, ns), 30, "default ServiceAccount")
+        create_namespace(core, namespace)
         try:
             outcomes[who] = _run(api, core, namespace, who, domains)
         finally:

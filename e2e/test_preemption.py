@@ -37,7 +37,7 @@ from typing import Any
 from kubernetes import client, watch
 
 from e2e.conftest import LOGS, SchedulerProcess, session_counts
-from e2e.kube_helpers import ZONE, create_object, disruption_budget, events_for, pod_body, wait_for
+from e2e.kube_helpers import ZONE, create_namespace, create_object, disruption_budget, events_for, pod_body, wait_for
 from e2e.ledger import Ledger, Write, binding_attempts, rebinds_by_one_process
 from scheduler.config import upstream_config
 
@@ -110,12 +110,7 @@ class Arena:
 def _arena(api: client.ApiClient, core: client.CoreV1Api, prefix: str) -> Iterator[Arena]:
     tag = uuid.uuid4().hex[:5]
     namespace = f"{prefix}-{tag}"
-    core.create_namespace({"metadata": {"name": namespace}})
-    wait_for(
-        lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items),
-        30,
-        "default ServiceAccount",
-    )
+    create_namespace(core, namespace)
     scheduling = client.SchedulingV1Api(api)
     low, high = f"low-{tag}", f"high-{tag}"
     for name, value in ((low, 100), (high, 1000)):
