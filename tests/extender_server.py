@@ -78,7 +78,7 @@ class ExtenderServer:
     async def start(self) -> str:
         app = web.Application()
         app.router.add_post("/{verb}", self._handle)
-        self._runner = web.AppRunner(app)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.1)  # a slow answer under test is not waited out
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=self.ssl_context)
         await site.start()

@@ -371,7 +371,8 @@ class StubApiServer:
 @contextlib.asynccontextmanager
 async def served(stub: StubApiServer) -> AsyncIterator[client.ApiClient]:
     """The stub on a free local port, and a kubernetes.aio client of it that sends ``Bearer token-1``."""
-    server = web.AppRunner(stub.app())
+    # A watch the stub holds open would keep cleanup() waiting out the whole default shutdown timeout.
+    server = web.AppRunner(stub.app(), shutdown_timeout=0.1)
     await server.setup()
     site = web.TCPSite(server, "127.0.0.1", 0)
     await site.start()

@@ -23,7 +23,7 @@ def _read(handler: Handler, timeout: float = 5.0) -> ServerVersion:
     async def main() -> ServerVersion:
         server = web.Application()
         server.router.add_get("/version", handler)
-        runner = web.AppRunner(server)
+        runner = web.AppRunner(server, shutdown_timeout=0.1)  # a handler still asleep is not waited for
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
