@@ -40,6 +40,11 @@ LOGS = (
     else ROOT / ".cluster" / "e2e-logs"
 )
 
+# Half a kubelet's node Lease (40 s) and the node lifecycle controller's grace period (50 s -> 20 s),
+# the ratio kept (kwok renews every 5 s, four renewals per grace period): a zone lost in a test turns
+# Unknown in 20 s. The suite's nodes are few, so the renewals stay cheap.
+NODE_LEASE_SECONDS, NODE_MONITOR_GRACE_SECONDS = 20, 20
+
 
 @pytest.fixture(scope="session")
 def local_cluster() -> Iterator[Cluster | None]:
@@ -52,7 +57,12 @@ def local_cluster() -> Iterator[Cluster | None]:
     # kube-scheduler beside ours, in a directory of its own.
     version = release(os.environ.get("SPREAD_E2E_KUBE_VERSION") or K8S_VERSION).version
     default = ROOT / ".cluster" / ("e2e" if version == K8S_VERSION else f"e2e-{version}")
-    cluster = Cluster(os.environ.get("SPREAD_E2E_DIR") or default, version=version)
+    cluster = Cluster(
+        os.environ.get("SPREAD_E2E_DIR") or default,
+        version=version,
+        node_lease_seconds=NODE_LEASE_SECONDS,
+        node_monitor_grace_seconds=NODE_MONITOR_GRACE_SECONDS,
+    )
     cluster.up()
     _LOCAL.append(cluster)
     try:

@@ -50,8 +50,8 @@ def node_body(
 
     ``kubelet``: kwok (the local cluster's kubelet) heartbeats it and runs the pods bound to it; False
     gives a static object, as scheduler_perf's nodes, that goes NotReady after the node lifecycle
-    controller's grace period (50 s) on a cluster that runs it. ``images`` are (name, sizeBytes)
-    pairs for ``status.images`` (what ImageLocality reads); the API server keeps status sent on
+    controller's grace period (50 s; 20 s in the e2e suite) on a cluster that runs it. ``images`` are
+    (name, sizeBytes) pairs for ``status.images`` (what ImageLocality reads); the API server keeps status sent on
     create for Nodes, and kwok's heartbeats rewrite only conditions.
     """
     capacity = {"cpu": cpu, "memory": memory, "pods": pods}

@@ -3,9 +3,9 @@
 Two sets of six kwok nodes, three zones of two each: one set for spread-scheduler, one for
 kube-scheduler (its default profile, as ours), the same workloads on each, failed and restored at
 the same moment. kwok stops heartbeating zone C of both sets; the node lifecycle controller marks
-those nodes Unknown after its grace period (50 s) and taints them ``unreachable``; taint-eviction
-deletes their pods once the pods' ``tolerationSeconds`` (5 s) are up; the ReplicaSets create
-replacements, and the schedulers place them:
+those nodes Unknown after its grace period (20 s in the suite: ``e2e/conftest.py``) and taints them
+``unreachable``; taint-eviction deletes their pods once the pods' ``tolerationSeconds`` (5 s) are up;
+the ReplicaSets create replacements, and the schedulers place them:
 
 - ``honor``: a hard zone spread with ``nodeTaintsPolicy: Honor``: zone C's tainted nodes leave the
   spread's domains, so its two replacements go one each to A and B (3/3/0);
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.slow
 UPSTREAM = "failover-upstream"
 REPLICAS = 6
 TOLERATION_SECONDS = 5
-# The node lifecycle controller's grace period (50 s), its taint pass, the tolerations, the replacements.
+# The node lifecycle controller's grace period (20 s here), its taint pass, the tolerations, the replacements.
 FAILOVER_TIMEOUT = 180
 
 

@@ -87,6 +87,8 @@ class Cluster:
         kwok: bool = True,
         api_flags: Mapping[str, str] | None = None,
         version: str = K8S_VERSION,
+        node_lease_seconds: int = NODE_LEASE_SECONDS,
+        node_monitor_grace_seconds: int | None = None,
     ) -> None:
         """``api_flags`` override kube-apiserver's flags by name (``{"--max-requests-inflight": "10"}``).
 
@@ -96,11 +98,18 @@ class Cluster:
         ``kwok``: run kwok as the kubelet of the nodes labelled ``KWOK_NODE_LABEL=fake`` (``add_node``'s
         default), and with it the controller-manager's node lifecycle and taint-eviction controllers;
         without it, as before kwok: every node is a static object that never stops being Ready.
+
+        ``node_lease_seconds`` (kwok renews at a quarter of it) and ``node_monitor_grace_seconds`` (the
+        controller-manager's ``--node-monitor-grace-period``; None keeps its default, 50 s): how soon
+        a node whose heartbeats stop turns ``Unknown``. The e2e suite halves both, keeping the
+        kubelet's ratio of four renewals per grace period, so a lost zone costs 20 s, not 50.
         """
         self.dir = Path(directory).resolve()
         self.controller_manager = controller_manager
         self.kwok = kwok
         self.api_flags = dict(api_flags or {})
+        self.node_lease_seconds = node_lease_seconds
+        self.node_monitor_grace_seconds = node_monitor_grace_seconds
         self.version = release(version).version
         self.pki = self.dir / "pki"
         self.logs = self.dir / "logs"
@@ -280,8 +289,9 @@ class Cluster:
     def _start_controller_manager(self, timeout: float) -> None:
         pki = self.pki
         # With kwok, nodes heartbeat as with kubelets: the node lifecycle controller marks a node whose
-        # Lease stops being renewed Unknown after 50 s (its --node-monitor-grace-period default) and
-        # taints it unreachable, and taint-eviction deletes its pods after their tolerationSeconds.
+        # Lease stops being renewed Unknown after its --node-monitor-grace-period (50 s unless
+        # ``node_monitor_grace_seconds`` says otherwise) and taints it unreachable, and taint-eviction
+        # deletes its pods after their tolerationSeconds.
         # Without kwok nothing renews a Lease: both stay off, or every node would go Unknown.
         controllers = "*" if self.kwok else "*,-node-lifecycle-controller,-taint-eviction-controller"
         kcm = self._start(
@@ -299,6 +309,11 @@ class Cluster:
                 "--concurrent-replicaset-syncs=10",
                 "--secure-port=0",  # no serving endpoint needed
                 "--v=1",
+                *(
+                    [f"--node-monitor-grace-period={self.node_monitor_grace_seconds}s"]
+                    if self.node_monitor_grace_seconds is not None
+                    else []
+                ),
             ],
         )
         self.wait_for_service_account("default", timeout, kcm)
@@ -311,7 +326,7 @@ class Cluster:
                 f"--kubeconfig={self.user_kubeconfig('kwok')}",
                 f"--config={KWOK_STAGES}",
                 f"--manage-nodes-with-label-selector={KWOK_NODE_LABEL}=fake",
-                f"--node-lease-duration-seconds={NODE_LEASE_SECONDS}",
+                f"--node-lease-duration-seconds={self.node_lease_seconds}",
                 f"--cidr={POD_CIDR}",
                 "--node-ip=10.0.0.1",
             ],
