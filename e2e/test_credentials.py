@@ -267,8 +267,8 @@ def test_a_rotated_token_file_keeps_the_scheduler_binding(
     assert scheduler.proc is not None and scheduler.proc.poll() is None, scheduler.log()[-3000:]
 
 
-CERT_LIFE = 30  # seconds each certificate of the plugin below is valid
-CERT_RENEW = 10  # seconds after which it states its answer expires: the stack asks again
+CERT_LIFE = 15  # seconds each certificate of the plugin below is valid
+CERT_RENEW = 5  # seconds after which it states its answer expires: the stack asks again
 CERT_GROUP = "e2e-rotating-certs"  # the certificates' O: the shipped roles are bound to this group
 
 CERT_PLUGIN = """
@@ -321,7 +321,7 @@ def test_a_plugins_rotated_client_certificate_keeps_the_lease_past_the_first_one
     nodes: Callable[..., str],
     tmp_path: Path,
 ) -> None:
-    """An exec plugin answering a fresh client certificate (valid 30 s, ``e2e-cert-<n>``) every 10 s:
+    """An exec plugin answering a fresh client certificate (valid 15 s, ``e2e-cert-<n>``) every 5 s:
     past the first one's expiry the leader still renews its Lease and binds, and the API server saw
     every client of the process (the Lease's on its own thread included) move to the newer ones.
 
@@ -352,7 +352,7 @@ def test_a_plugins_rotated_client_certificate_keeps_the_lease_past_the_first_one
         scheduler = started(cert_kubeconfig)
         first = _create_pods(core, namespace, "cert-before", 2)
         wait_for(lambda: _all_bound(core, namespace, first), 60, "pods bound with the first certificate")
-        time.sleep(CERT_LIFE + 15)  # the first certificate has expired; renewDeadline (3 s) long past
+        time.sleep(CERT_LIFE + 10)  # the first certificate has expired; renewDeadline (3 s) long past
         assert scheduler.proc is not None and scheduler.proc.poll() is None, scheduler.log()[-3000:]
         later = _create_pods(core, namespace, "cert-after", 2)
         wait_for(lambda: _all_bound(core, namespace, later), 60, "pods bound after the first certificate expired")
