@@ -19,21 +19,33 @@ from scheduler.plugins.dynamicresources.structured import AllocationError, Alloc
 from tests.plugins.dynamicresources.allocator_builders import (
     CLAIM0,
     CLASS_A,
+    DEVICE1,
+    DEVICE2,
     DRIVER_A,
     NODE1,
     POOL1,
     REGION1,
     REQ0,
+    REQ0_SUB_REQ0,
     SLICE1,
+    SUB_REQ0,
+    SUB_REQ1,
     Case,
     GoObj,
+    claim,
     claim_with_requests,
     device,
     device_class,
     node,
+    obj,
     parse_selector,
     request,
+    request_with_prioritized_list,
+    resource_pool,
     slice_with_devices,
+    sub_request,
+    with_allocation_mode,
+    with_requests,
 )
 from tests.plugins.dynamicresources.allocator_table import CASES
 
@@ -131,3 +143,65 @@ def test_interrupt(cause: str) -> None:
 def test_features_beyond_the_port_are_refused() -> None:
     with pytest.raises(ValueError, match="partitionable_devices"):
         Allocator(Features(partitionable_devices=True), (), {}, [], _cache())
+
+
+def _kind(value: str) -> GoObj:
+    return obj(CEL=obj(Expression=f'device.attributes["{DRIVER_A}"].kind == "{value}"'))
+
+
+def test_subrequest_validated_under_the_previous_key() -> None:
+    """v0.35.4 (stable and incubating, so 1.35) checks subrequest i's devices under the cache key of
+    subrequest i-1: here the "All" subrequest's answers (kind y) stand in for subrequest 0's own
+    selector (kind x), which then takes the y device. 0.36 fixed the order; 1.35 decides so."""
+    case = Case(
+        features=Features(prioritized_list=True),
+        claims=[
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(SUB_REQ0, CLASS_A, 1, _kind("x")),
+                    with_allocation_mode(obj(sub_request(SUB_REQ1, CLASS_A, 0, _kind("y"))), "All"),
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"kind": obj(StringValue="y")}),
+                device(DEVICE2, None, {"kind": obj(StringValue="x")}),
+            )
+        ],
+        node=node(NODE1, REGION1),
+    )
+    got = _allocator(case).allocate(case.node, case.parsed_claims())
+    assert got is not None
+    assert [(d.request, d.device) for d in got[0].results] == [(REQ0_SUB_REQ0, DEVICE1)]
+
+
+def test_deep_search_has_no_recursion_limit() -> None:
+    """40 claims of 30 devices each: 1200 devices deep, past Python's default recursion limit."""
+    claims = [claim_with_requests(f"claim-{i}", None, request(REQ0, "plain", 30)) for i in range(40)]
+    slices = [
+        slice_with_devices(
+            f"slice-{s}",
+            NODE1,
+            resource_pool(POOL1, 10),
+            DRIVER_A,
+            *(device(f"device-{i}", None, None) for i in range(s * 120, s * 120 + 120)),
+        )
+        for s in range(10)
+    ]
+    case = Case(
+        claims=claims,
+        classes=[obj(Metadata=obj(Name="plain"), Spec=obj())],
+        slices=slices,
+        node=node(NODE1, REGION1),
+    )
+    got = _allocator(case).allocate(case.node, case.parsed_claims())
+    assert got is not None
+    assert [d.device for d in got[-1].results] == [f"device-{i}" for i in range(1170, 1200)]
