@@ -15,7 +15,8 @@ import pytest
 from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.resourceclaim import AllocationResult
 from scheduler.plugins.dynamicresources import cel
-from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, Features
+from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, Features, implementation_for
+from scheduler.plugins.dynamicresources.structured.features import FEATURES_1_35_DEFAULT
 from tests.plugins.dynamicresources.allocator_builders import (
     CLAIM0,
     CLASS_A,
@@ -205,3 +206,10 @@ def test_deep_search_has_no_recursion_limit() -> None:
     got = _allocator(case).allocate(case.node, case.parsed_claims())
     assert got is not None
     assert [d.device for d in got[-1].results] == [f"device-{i}" for i in range(1170, 1200)]
+
+
+def test_implementation_chosen_as_new_allocator_does() -> None:
+    """1.35.4's default gates enable admin access and prioritized lists: incubating, not stable."""
+    assert implementation_for(Features()) == "stable"
+    assert implementation_for(FEATURES_1_35_DEFAULT) == "incubating"
+    assert implementation_for(Features(consumable_capacity=True)) == "experimental"
