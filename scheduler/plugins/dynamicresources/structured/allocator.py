@@ -1,0 +1,437 @@
+"""Allocate devices to ResourceClaims for one node, as upstream's *stable* structured allocator does
+(``k8s.io/dynamic-resource-allocation/structured/internal/stable/allocator_stable.go``, v0.35.4).
+
+The search is exhaustive and stops at the first solution: claims in the order given, each claim's
+requests in order (a ``firstAvailable`` request tries its subrequests in order), and for each device
+a request needs, the candidates in pool, slice and device order, backtracking when a later device
+cannot be found. Errors carry upstream's texts. What is not covered yet is in docs/dra-allocator.md.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from scheduler.api.deviceclass import DeviceClass
+from scheduler.api.objects import Node
+from scheduler.api.resourceclaim import (
+    ALLOCATION_MODE_ALL,
+    ALLOCATION_MODE_EXACT_COUNT,
+    ALLOCATION_RESULTS_MAX_SIZE,
+    AllocationResult,
+    DeviceSubRequest,
+    ResourceClaim,
+)
+from scheduler.api.resourceslice import Device, ResourceSlice
+from scheduler.plugins.dynamicresources.cel import Cache
+from scheduler.plugins.dynamicresources.structured.constraints import MatchAttribute
+from scheduler.plugins.dynamicresources.structured.errors import AllocationError, FailedOnNodeError
+from scheduler.plugins.dynamicresources.structured.features import Features
+from scheduler.plugins.dynamicresources.structured.pools import NodeSelectionError, Pool, gather_pools, node_matches
+from scheduler.plugins.dynamicresources.structured.results import DeviceID, Picked, Selection, build_result
+
+__all__ = ["AllocationError", "Allocator", "DeviceID", "FailedOnNodeError"]
+
+# Features this port implements: the stable code's own branches for admin access and prioritized
+# lists. Counters (partitionable devices), taints, binding conditions and consumable capacity are
+# the incubating variant's work.
+_IMPLEMENTED = Features(admin_access=True, prioritized_list=True).enabled()
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """``requestAccessor``: a request's ``exactly`` (named as the request) or one subrequest."""
+
+    spec: DeviceSubRequest
+    is_subrequest: bool
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def admin_access(self) -> bool:
+        return not self.is_subrequest and self.spec.admin_access is True
+
+    @property
+    def has_admin_access(self) -> bool:
+        return not self.is_subrequest and self.spec.admin_access is not None
+
+
+@dataclass(slots=True)
+class _Candidate:
+    id: DeviceID
+    device: Device
+    slice: ResourceSlice
+
+
+@dataclass(slots=True)
+class _RequestData:
+    request: _Request
+    parent: str | None  # the request holding this subrequest
+    device_class: DeviceClass | None = None
+    num_devices: int = 0
+    selected_subrequest: int = 0  # kept on the entry of subrequest 0
+    all_devices: list[_Candidate] = field(default_factory=list)
+
+    @property
+    def request_name(self) -> str:
+        return self.request.name if self.parent is None else f"{self.parent}/{self.request.name}"
+
+
+def _klog_name(claim: ResourceClaim) -> str:
+    """``klog.KObj(claim)``: ``namespace/name``, or the name alone without a namespace."""
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
+
+
+# (claim index, request index, subrequest index, device index)
+_Indices = tuple[int, int, int, int]
+_Step = Generator[tuple[_Indices, bool], bool, bool]
+
+
+class Allocator:
+    """``stable.Allocator``: the cluster's slices, classes and allocated devices, reusable for many
+    nodes and claim sets.
+
+    ``stop`` is polled before each step of the search, as upstream checks its context: when it
+    returns a cause (``"context deadline exceeded"``), ``allocate`` raises
+    ``filter operation aborted: <cause>``. The scheduler bounds the search by time
+    (DRASchedulerFilterTimeout); a pure module takes the clock from its caller.
+    """
+
+    def __init__(
+        self,
+        features: Features,
+        allocated_devices: Collection[DeviceID],
+        classes: Mapping[str, DeviceClass],
+        slices: Sequence[ResourceSlice],
+        cel_cache: Cache,
+        *,
+        stop: Callable[[], str | None] | None = None,
+    ) -> None:
+        beyond = features.enabled() - _IMPLEMENTED
+        if beyond:
+            raise ValueError(f"features not implemented by the stable allocator port: {sorted(beyond)}")
+        self.features = features
+        self.allocated_devices = frozenset(allocated_devices)
+        self.classes = classes
+        self.slices = slices
+        self.cel_cache = cel_cache
+        self.stop = stop
+
+    def allocate(self, node: Node | None, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
+        """One result per claim, in the claims' order; None when the claims do not fit the node.
+
+        Raises ``AllocationError`` (``FailedOnNodeError`` for this node only) with upstream's text.
+        """
+        return _Search(self, node, claims).run()
+
+
+class _Search:
+    """``allocator``: the state of one ``Allocate`` call."""
+
+    def __init__(self, owner: Allocator, node: Node | None, claims: Sequence[ResourceClaim]) -> None:
+        self.owner = owner
+        self.features = owner.features
+        self.node = node
+        self.claims = claims
+        self.pools: list[Pool] = []
+        self.request_data: dict[tuple[int, int, int], _RequestData] = {}
+        self.constraints: list[list[MatchAttribute]] = []
+        self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.picked: list[list[Picked]] = [[] for _ in claims]
+
+    def run(self) -> list[AllocationResult] | None:
+        try:
+            self.pools = gather_pools(self.owner.slices, self.node, self.features)
+        except NodeSelectionError as err:
+            raise AllocationError(f"gather pool information: {err}") from None
+        for claim_index, claim in enumerate(self.claims):
+            self._prepare_claim(claim_index, claim)
+        if not self._drive((0, 0, 0, 0), False):
+            if any(pool.is_invalid for pool in self.pools):
+                raise FailedOnNodeError("invalid resource pools were encountered")
+            return None
+        return [
+            build_result(claim, self.picked[i], self._selected_classes(i, claim)) for i, claim in enumerate(self.claims)
+        ]
+
+    def _selected_classes(self, claim_index: int, claim: ResourceClaim) -> list[Selection]:
+        """Per request: what was allocated (the request or its chosen subrequest) and its class."""
+        out: list[Selection] = []
+        for request_index, request in enumerate(claim.devices.requests):
+            data = self.request_data[(claim_index, request_index, 0)]
+            if data.parent is None:
+                out.append(Selection(request.name, None, data.device_class))
+                continue
+            data = self.request_data[(claim_index, request_index, data.selected_subrequest)]
+            out.append(Selection(request.name, data.request_name, data.device_class))
+        return out
+
+    # Checks before the search.
+
+    def _prepare_claim(self, claim_index: int, claim: ResourceClaim) -> None:
+        min_devices = 0
+        for request_index, request in enumerate(claim.devices.requests):
+            if request.first_available:
+                if not self.features.prioritized_list:
+                    raise AllocationError(
+                        f"claim {_klog_name(claim)}, request {request.name}: has subrequests, "
+                        "but the DRAPrioritizedList feature is disabled"
+                    )
+                fewest: int | None = None
+                for sub_index, sub in enumerate(request.first_available):
+                    # Upstream validates subrequest i under the key of subrequest i-1 (its loop sets
+                    # the index after the call): the device-match cache of "All" is shared so.
+                    key = (claim_index, request_index, max(sub_index - 1, 0))
+                    data = self._validate(claim, key, _Request(sub, True), request.name)
+                    self.request_data[(claim_index, request_index, sub_index)] = data
+                    fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
+                min_devices += fewest or 0
+            else:
+                spec = request.exactly or DeviceSubRequest(name=request.name, device_class_name="")
+                data = self._validate(claim, (claim_index, request_index, 0), _Request(spec, False), None)
+                self.request_data[(claim_index, request_index, 0)] = data
+                min_devices += data.num_devices
+        if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+            raise AllocationError(
+                f"claim {_klog_name(claim)}: number of requested devices {min_devices} "
+                f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+            )
+        constraints: list[MatchAttribute] = []
+        for i, constraint in enumerate(claim.devices.constraints):
+            if constraint.match_attribute is None:
+                raise AllocationError(
+                    f"claim {_klog_name(claim)}, constraint #{i}: empty constraint (unsupported constraint type?)"
+                )
+            constraints.append(MatchAttribute(frozenset(constraint.requests), constraint.match_attribute))
+        self.constraints.append(constraints)
+
+    def _validate(
+        self, claim: ResourceClaim, key: tuple[int, int, int], request: _Request, parent: str | None
+    ) -> _RequestData:
+        """``validateDeviceRequest``; for "All", the devices it will take, fixed here."""
+        prefix = f"claim {_klog_name(claim)}, request {request.name}"
+        data = _RequestData(request, parent)
+        for i, selector in enumerate(request.spec.selectors):
+            if not selector:  # our types hold a selector without CEL as ""
+                raise AllocationError(f"{prefix}, selector #{i}: CEL expression empty (unsupported selector type?)")
+        if not self.features.admin_access and request.has_admin_access:
+            raise AllocationError(f"{prefix}: admin access is requested, but the feature is disabled")
+        class_name = request.spec.device_class_name
+        if not class_name:
+            raise AllocationError(f"{prefix}: missing device class name (unsupported request type?)")
+        device_class = self.owner.classes.get(class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"{prefix}: could not retrieve device class {class_name}: "
+                f'deviceclass.resource.k8s.io "{class_name}" not found'
+            )
+        data.device_class = device_class
+        mode = request.spec.allocation_mode
+        if mode == ALLOCATION_MODE_EXACT_COUNT:
+            data.num_devices = request.spec.count
+        elif mode == ALLOCATION_MODE_ALL:
+            for pool in self.pools:
+                if pool.is_incomplete:
+                    raise AllocationError(
+                        f"{prefix}: asks for all devices, but resource pool {pool.id} is currently being updated"
+                    )
+                if pool.is_invalid:
+                    raise AllocationError(
+                        f"{prefix}: asks for all devices, but resource pool {pool.id} is currently invalid"
+                    )
+                for slice_ in pool.slices:
+                    for device in slice_.devices:
+                        if self._selectable(key, data, slice_, device):
+                            data.all_devices.append(
+                                _Candidate(DeviceID(slice_.driver, slice_.pool.name, device.name), device, slice_)
+                            )
+            data.num_devices = len(data.all_devices)
+        else:
+            raise AllocationError(f"{prefix}: unsupported count mode {mode}")
+        return data
+
+    # The search.
+
+    def _drive(self, start: _Indices, sub_request: bool) -> bool:
+        """Runs ``allocateOne`` without Python's recursion limit: each step is a generator that
+        yields the step it needs the answer of."""
+        stack: list[_Step] = [self._one(start, sub_request)]
+        answer: bool | None = None
+        while True:
+            try:
+                call = stack[-1].send(answer) if answer is not None else next(stack[-1])
+            except StopIteration as done:
+                stack.pop()
+                if not stack:
+                    return bool(done.value)
+                answer = bool(done.value)
+                continue
+            stack.append(self._one(*call))
+            answer = None
+
+    def _one(self, r: _Indices, sub_request: bool) -> _Step:
+        """``allocateOne``: whether every device from ``r`` on can be allocated."""
+        if self.owner.stop is not None:
+            cause = self.owner.stop()
+            if cause is not None:
+                raise AllocationError(f"filter operation aborted: {cause}")
+        claim_index, request_index, sub_index, device_index = r
+        if claim_index >= len(self.claims):
+            return True
+        claim = self.claims[claim_index]
+        if request_index >= len(claim.devices.requests):
+            return (yield ((claim_index + 1, 0, 0, 0), False))
+
+        key = (claim_index, request_index, sub_index)
+        data = self.request_data[key]
+        if not sub_request and data.parent is not None:
+            # Try each subrequest in turn; the first that allocates wins.
+            index = 0
+            while (claim_index, request_index, index) in self.request_data:
+                if (yield ((claim_index, request_index, index, device_index), True)):
+                    data.selected_subrequest = index
+                    return True
+                index += 1
+            return False
+
+        request = data.request
+        all_mode = request.spec.allocation_mode == ALLOCATION_MODE_ALL
+        if all_mode and not data.all_devices:
+            return False
+        if device_index >= data.num_devices:
+            return (yield ((claim_index, request_index + 1, 0, 0), False))
+        if len(self.picked[claim_index]) + data.num_devices - device_index > ALLOCATION_RESULTS_MAX_SIZE:
+            return False  # keep searching: another choice may need fewer devices
+
+        next_r = (claim_index, request_index, sub_index, device_index + 1)
+        if all_mode:
+            undo = self._allocate_device(r, data, data.all_devices[device_index], must=True)
+            if undo is None:
+                return False  # all of them or none: the order does not matter
+            if (yield (next_r, sub_request)):
+                return True
+            undo()
+            return False
+
+        for pool in self.pools:
+            if pool.is_incomplete or pool.is_invalid:
+                continue
+            for slice_ in pool.slices:
+                for device in slice_.devices:
+                    device_id = DeviceID(pool.id.driver, pool.id.pool, device.name)
+                    if request.admin_access:
+                        if claim_index in self.allocating.get(device_id, ()):
+                            continue
+                    elif self._in_use(device_id):
+                        continue
+                    if not self._selectable(key, data, slice_, device):
+                        continue
+                    undo = self._allocate_device(r, data, _Candidate(device_id, device, slice_), must=False)
+                    if undo is None:
+                        continue
+                    if (yield (next_r, sub_request)):
+                        return True
+                    undo()
+        return False
+
+    def _in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.owner.allocated_devices or bool(self.allocating.get(device_id))
+
+    def _selectable(self, key: tuple[int, int, int], data: _RequestData, slice_: ResourceSlice, device: Device) -> bool:
+        """``isSelectable``: the class's and the request's selectors, and per-device node selection."""
+        if not self.features.device_binding_and_status and device.binding_conditions:
+            return False
+        device_id = DeviceID(slice_.driver, slice_.pool.name, device.name)
+        cache_key = (device_id, *key)
+        known = self.matches.get(cache_key)
+        if known is not None:
+            return known
+        ok = (
+            data.device_class is None
+            or self._selectors_match(key[0], device, data.device_class, data.device_class.selectors)
+        ) and self._selectors_match(key[0], device, None, data.request.spec.selectors)
+        if ok and slice_.per_device_node_selection:
+            try:
+                ok = node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
+            except NodeSelectionError as err:
+                raise AllocationError(str(err)) from None
+        self.matches[cache_key] = ok
+        return ok
+
+    def _selectors_match(
+        self, claim_index: int, device: Device, device_class: DeviceClass | None, selectors: Sequence[str]
+    ) -> bool:
+        owner = (
+            f"class {device_class.name}"
+            if device_class is not None
+            else f"claim {_klog_name(self.claims[claim_index])}"
+        )
+        # Upstream's stable code hands CEL the driver, attributes and capacity only.
+        view = (
+            device
+            if device.allow_multiple_allocations is None
+            else dataclasses.replace(device, allow_multiple_allocations=None)
+        )
+        for i, expression in enumerate(selectors):
+            compiled = self.owner.cel_cache.get_or_compile(expression)
+            if compiled.error is not None:
+                raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
+            result = compiled.device_matches(view)
+            if result.error is not None:
+                raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {result.error}")
+            if not result.matches:
+                return False
+        return True
+
+    def _allocate_device(
+        self, r: _Indices, data: _RequestData, candidate: _Candidate, *, must: bool
+    ) -> Callable[[], None] | None:
+        """``allocateDevice``: marks the candidate as allocated if it is free and satisfies the
+        claim's constraints; returns how to take it back, or None."""
+        claim_index = r[0]
+        request = data.request
+        if request.admin_access:
+            if claim_index in self.allocating.get(candidate.id, ()):
+                return None
+        elif self._in_use(candidate.id):
+            return None
+        if not self.features.partitionable_devices and candidate.device.consumes_counters:
+            return None
+        base = data.parent if data.parent is not None else request.name
+        sub = request.name if data.parent is not None else ""
+        constraints = self.constraints[claim_index]
+        for i, constraint in enumerate(constraints):
+            if not constraint.add(base, sub, candidate.device, candidate.id.driver):
+                if must:
+                    raise AllocationError(
+                        f"claim {_klog_name(self.claims[claim_index])}, request {request.name}: cannot add device "
+                        f"{candidate.id} because a claim constraint would not be satisfied"
+                    )
+                for earlier in constraints[:i]:
+                    earlier.remove(base, sub)
+                return None
+        self.allocating.setdefault(candidate.id, set()).add(claim_index)
+        picked = self.picked[claim_index]
+        before = len(picked)
+        picked.append(
+            Picked(
+                request=data.request_name,
+                id=candidate.id,
+                slice=candidate.slice,
+                device=candidate.device,
+                admin_access=True if request.admin_access else None,
+            )
+        )
+
+        def undo() -> None:
+            for constraint in constraints:
+                constraint.remove(base, sub)
+            self.allocating[candidate.id].discard(claim_index)
+            del picked[before:]
+
+        return undo

@@ -1,0 +1,75 @@
+"""A claim's ``matchAttribute`` constraints as upstream's stable allocator checks them while it picks
+devices (``matchAttributeConstraint``, v0.35.4): one device at a time, taken back on backtracking.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.api.resourceslice import Device, DeviceAttribute
+
+__all__ = ["MatchAttribute"]
+
+
+@dataclass(slots=True)
+class MatchAttribute:
+    """``matchAttributeConstraint``: the devices of the named requests (all when none) share the
+    attribute's value; a device without the attribute is refused."""
+
+    requests: frozenset[str]
+    attribute: str
+    value: DeviceAttribute | None = None
+    count: int = 0
+
+    def _applies(self, request: str, subrequest: str) -> bool:
+        if not self.requests:
+            return True
+        if self.requests and request in self.requests:
+            return True
+        return bool(subrequest) and f"{request}/{subrequest}" in self.requests
+
+    def add(self, request: str, subrequest: str, device: Device, driver: str) -> bool:
+        if not self._applies(request, subrequest):
+            return True
+        value = _lookup_attribute(device, driver, self.attribute)
+        if value is None:
+            return False
+        if self.count == 0:
+            self.value = value
+            self.count = 1
+            return True
+        if not _same_value(self.value, value):
+            return False
+        self.count += 1
+        return True
+
+    def remove(self, request: str, subrequest: str) -> None:
+        if self._applies(request, subrequest):
+            self.count -= 1
+
+
+def _lookup_attribute(device: Device, driver: str, name: str) -> DeviceAttribute | None:
+    """A fully qualified name, or its bare id when the domain is the device's driver."""
+    if name in device.attributes:
+        return device.attributes[name]
+    domain, sep, ident = name.partition("/")
+    if not sep or domain != driver:
+        return None
+    return device.attributes.get(ident)
+
+
+def _same_value(first: DeviceAttribute | None, other: DeviceAttribute) -> bool:
+    """Upstream compares by the kind of ``other``; list kinds are unknown to it and never match."""
+    if first is None:
+        return False
+    if other.string_value is not None:
+        return first.string_value == other.string_value
+    if other.int_value is not None:
+        return first.int_value == other.int_value
+    if other.bool_value is not None:
+        return first.bool_value == other.bool_value
+    if other.version_value is not None:
+        # semver 2.0.0 values are minimal, so equal versions are equal strings.
+        return first.version_value == other.version_value
+    return False
