@@ -4,6 +4,7 @@ v1.37.2; messages are component-base ``featuregate/feature_gate.go``'s (``unsafe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -15,17 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler import features as feature_table
 from scheduler.cli import main
 from scheduler.config import load_config, parse_config
 from scheduler.config.default_plugins import DEFAULT_MULTI_POINT, default_multi_point
 from scheduler.features import (
     DEFAULT_FEATURES,
-    DRA_API,
     RELEASES,
     SUPPORTED,
-    DRAAPIFacts,
     FeatureGateError,
-    dra_api,
     features_at,
     features_from_flags,
     minor_for_server,
@@ -328,28 +327,31 @@ def test_victims_in_pre_bind_are_requeued_from_1_36_and_wake_the_preemptor_from_
 # ``strings``/``versions`` (v0.36 on), ``ResourceSliceMaxAttributeValuesPerDevice`` (v0.36 on),
 # ``ResourceSliceMaxDevicesWithTaintsOrConsumesCounters`` (v0.35.4) and
 # ``ResourceSliceMaxDevicesWithAdvancedFeatures`` (v0.36.3, v0.37.2).
-UPSTREAM_DRA_API = {
-    "1.35": DRAAPIFacts(
-        list_attributes=False, max_attribute_values_per_device=None, max_devices_with_advanced_features=64
-    ),
-    "1.36": DRAAPIFacts(
-        list_attributes=True, max_attribute_values_per_device=48, max_devices_with_advanced_features=64
-    ),
-    "1.37": DRAAPIFacts(
-        list_attributes=True, max_attribute_values_per_device=48, max_devices_with_advanced_features=64
-    ),
+UPSTREAM_DRA_API: dict[str, dict[str, object]] = {
+    "1.35": {
+        "list_attributes": False,
+        "max_attribute_values_per_device": None,
+        "max_devices_with_advanced_features": 64,
+    },
+    "1.36": {"list_attributes": True, "max_attribute_values_per_device": 48, "max_devices_with_advanced_features": 64},
+    "1.37": {"list_attributes": True, "max_attribute_values_per_device": 48, "max_devices_with_advanced_features": 64},
 }
+
+
+def _dra_api(minor: str) -> dict[str, object]:
+    return dataclasses.asdict(features_at(minor).dra_api)
 
 
 @pytest.mark.parametrize("minor", SUPPORTED)
 def test_each_minor_s_dra_parser_facts_are_its_k8s_io_api_s(minor: str) -> None:
-    assert dra_api(minor) == features_at(minor).dra_api == UPSTREAM_DRA_API[minor]
+    assert _dra_api(minor) == UPSTREAM_DRA_API[minor]
+    assert feature_table.dra_api(minor) is features_at(minor).dra_api
 
 
 def test_dra_parser_facts_of_an_unsupported_minor_are_a_bug() -> None:
-    assert set(DRA_API) == set(SUPPORTED)
+    assert set(feature_table.DRA_API) == set(SUPPORTED)
     with pytest.raises(ValueError, match=r"unsupported minor '1\.34'"):
-        dra_api("1.34")
+        feature_table.dra_api("1.34")
 
 
 def _go_mod_cache() -> Path | None:
@@ -362,26 +364,26 @@ def _go_mod_cache() -> Path | None:
     return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
 
 
-def _facts_in_source(text: str) -> DRAAPIFacts:
+def _facts_in_source(text: str) -> dict[str, object]:
     """The facts as ``types.go`` states them (a constant's absence is the minor's lack of the bound)."""
     values = re.search(r"const ResourceSliceMaxAttributeValuesPerDevice = (\d+)", text)
     advanced = re.search(
         r"const ResourceSliceMaxDevicesWith(?:TaintsOrConsumesCounters|AdvancedFeatures) = (\d+)", text
     )
     assert advanced is not None
-    return DRAAPIFacts(
-        list_attributes='json:"ints,omitempty"' in text,
-        max_attribute_values_per_device=int(values.group(1)) if values else None,
-        max_devices_with_advanced_features=int(advanced.group(1)),
-    )
+    return {
+        "list_attributes": 'json:"ints,omitempty"' in text,
+        "max_attribute_values_per_device": int(values.group(1)) if values else None,
+        "max_devices_with_advanced_features": int(advanced.group(1)),
+    }
 
 
 @pytest.mark.parametrize("minor", SUPPORTED)
 def test_dra_parser_facts_match_the_k8s_io_api_source_when_it_is_here(minor: str) -> None:
-    """The table above against the source itself (the module cache the oracle builds fill)."""
+    """The facts against the source itself (the module cache the oracle builds fill)."""
     cache = _go_mod_cache()
     api = f"v0.{RELEASES[minor].removeprefix('v1.')}"
     types = cache / "k8s.io" / f"api@{api}" / "resource" / "v1" / "types.go" if cache else None
     if types is None or not types.is_file():
         pytest.skip(f"k8s.io/api@{api} is not in the Go module cache")
-    assert _facts_in_source(types.read_text()) == dra_api(minor)
+    assert _facts_in_source(types.read_text()) == _dra_api(minor)
