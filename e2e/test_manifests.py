@@ -213,6 +213,9 @@ def test_deployment_manifest_is_hardened() -> None:
         ("storage.k8s.io", "csistoragecapacities"),
         ("storage.k8s.io", "volumeattachments"),
         ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "resourceslices"),
+        ("resource.k8s.io", "resourceclaims"),
+        ("resource.k8s.io", "resourceclaimtemplates"),
     ):
         assert verbs[(group, resource)] == {"list", "watch"}, resource
     assert verbs[("", "pods/binding")] == {"create"}

@@ -17,7 +17,7 @@ import structlog
 from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import SELECTING_KINDS, Namespace, Node, Pod, PodKey, parse_selecting_object
 from scheduler.backend.cache.cache import Cache
-from scheduler.backend.cache.storage_objects import STORAGE_KINDS, key_of
+from scheduler.backend.cache.storage_objects import STORAGE_KINDS, key_of, parse_storage_object
 from scheduler.backend.queue.scheduling_queue import SchedulingQueue
 from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import events as ev
@@ -72,6 +72,8 @@ class EventHandlers:
         features: Features = DEFAULT_FEATURES,
     ) -> None:
         self.cache = cache
+        # The cluster's minor: what the resource.k8s.io/v1 objects are read as.
+        self.minor = features.minor
         # Node updates of declared features are an event only with NodeDeclaredFeatures (1.36+).
         self.declared_features = features.enable_node_declared_features
         # How a resize counts, for an assigned pod's scale-down event.
@@ -247,21 +249,22 @@ class EventHandlers:
         self.cache.upsert_pdb(pdb)
 
     def on_storage_object(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        """PersistentVolumes, claims, StorageClasses and the CSI objects: what the volume plugins look
-        up, and events their queueing hints judge (upstream's ``buildEvtResHandler``: Add, Update,
-        Delete with the old and new objects). An object the API server would refuse is kept, with a
-        warning naming its fields; the plugins that read it say so in the pod's status."""
+        """PersistentVolumes, claims, StorageClasses, the CSI objects and DynamicResources' objects:
+        what the volume and DRA plugins look up, and events their queueing hints judge (upstream's
+        ``buildEvtResHandler``: Add, Update, Delete with the old and new objects). An object the API
+        server would refuse is kept, with a warning naming its fields; the plugins that read it say so
+        in the pod's status."""
         if self.held.hold(functools.partial(self.on_storage_object, event_type, obj)):
             return
         kind = str(obj.get("kind"))
-        parsed = STORAGE_KINDS[kind].from_dict(obj)
+        parsed = parse_storage_object(kind, obj, self.minor)
         if not parsed.name:
             log.warning("ignoring a storage object without a name", kind=kind)
             return
-        resource = _STORAGE_RESOURCES[kind]
+        resource = _STORAGE_RESOURCES.get(kind)
         if event_type == "DELETED":
             old = self.cache.storage.remove(parsed)
-            if old is not None:
+            if old is not None and resource is not None:
                 self.queue.move_all_to_active_or_backoff(ev.object_event(resource, ev.ActionType.DELETE), old, None)
             return
         meta = obj.get("metadata")
@@ -273,8 +276,9 @@ class EventHandlers:
         if parsed.errors:
             log.warning(f"{kind} has invalid fields", name=key, errors=[str(e) for e in parsed.errors])
         old = self.cache.storage.upsert(parsed, version)
-        action = ev.ActionType.ADD if old is None else ev.ActionType.UPDATE
-        self.queue.move_all_to_active_or_backoff(ev.object_event(resource, action), old, parsed)
+        if resource is not None:
+            action = ev.ActionType.ADD if old is None else ev.ActionType.UPDATE
+            self.queue.move_all_to_active_or_backoff(ev.object_event(resource, action), old, parsed)
 
     def reconcile(self, kind: str, listed: Mapping[str, str], list_version: str) -> int:
         """Drop what a fresh LIST of ``kind`` (Pod or Node), taken at ``list_version``, no longer has.
@@ -310,6 +314,10 @@ _STORAGE_RESOURCES = {
     "CSIStorageCapacity": ev.EventResource.CSI_STORAGE_CAPACITY,
     "VolumeAttachment": ev.EventResource.VOLUME_ATTACHMENT,
     "DeviceClass": ev.EventResource.DEVICE_CLASS,
+    "ResourceClaim": ev.EventResource.RESOURCE_CLAIM,
+    "ResourceSlice": ev.EventResource.RESOURCE_SLICE,
+    # ResourceClaimTemplate: none. kube-scheduler has no informer of templates, so no event of theirs
+    # may move a pod (not even one that failed with an error, which any event requeues).
 }
 
 

@@ -6,7 +6,8 @@ before it) and a change made without a gate. Both are resolved here into ``Featu
 plugins receive when a profile is composed (upstream's ``feature.Features``, handed to every plugin
 factory); a plugin branches on a feature, never on a version number. The default profile of a minor
 is ``scheduler.config.default_plugins``. Adding a minor is a column in ``_SPECS`` and
-``_DEPENDENCIES``, its ungated changes in ``_CHANGES``, and its release in ``RELEASES``.
+``_DEPENDENCIES``, its ungated changes in ``_CHANGES``, what its ``resource.k8s.io/v1`` lets the DRA
+parsers read in ``DRA_API``, and its release in ``RELEASES``.
 
 ``--feature-gates`` is read with component-base's ``featuregate`` semantics and messages (an unknown
 gate, a gate locked to its default, a dependency left off); a gate the scheduler reads that we do
@@ -20,14 +21,17 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "DEFAULT_FEATURES",
+    "DRA_API",
     "NEWEST",
     "OLDEST",
     "PER_CONTAINER_RULE",
     "RELEASES",
     "SUPPORTED",
+    "DRAAPIFacts",
     "FeatureGateError",
     "Features",
     "PodRequestsRule",
+    "dra_api",
     "features_at",
     "features_from_flags",
     "minor_for_server",
@@ -360,6 +364,48 @@ _DECLARED_FEATURES_INFERRED: Mapping[str, frozenset[str]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class DRAAPIFacts:
+    """What a minor's ``k8s.io/api`` (``resource/v1/types.go`` of the release ``RELEASES`` names, as
+    ``v0.MINOR.PATCH``) lets the DRA parsers read, where it differs between our minors: the bounds all
+    of them share stay beside the parsers (``scheduler.api.resourceslice``)."""
+
+    # ``DeviceAttribute``'s list kinds ``ints``, ``bools``, ``strings`` and ``versions`` (``IntValues``...);
+    # a minor without them ignores them as its JSON decoder ignores unknown fields.
+    list_attributes: bool
+    # ``ResourceSliceMaxAttributeValuesPerDevice``: a device's attribute values, a list counting its
+    # length (None: the minor has no such bound).
+    max_attribute_values_per_device: int | None
+    # The devices a slice may hold when one of them uses an "advanced" feature: taints or counter
+    # consumption (``ResourceSliceMaxDevicesWithTaintsOrConsumesCounters``), and list attributes too
+    # where the minor has them (``ResourceSliceMaxDevicesWithAdvancedFeatures``).
+    max_devices_with_advanced_features: int
+
+
+DRA_API: Mapping[str, DRAAPIFacts] = {
+    # k8s.io/api v0.35.4
+    "1.35": DRAAPIFacts(
+        list_attributes=False, max_attribute_values_per_device=None, max_devices_with_advanced_features=64
+    ),
+    # k8s.io/api v0.36.3: DRAListTypeAttributes adds the list kinds and their bound.
+    "1.36": DRAAPIFacts(
+        list_attributes=True, max_attribute_values_per_device=48, max_devices_with_advanced_features=64
+    ),
+    # k8s.io/api v0.37.2
+    "1.37": DRAAPIFacts(
+        list_attributes=True, max_attribute_values_per_device=48, max_devices_with_advanced_features=64
+    ),
+}
+
+
+def dra_api(minor: str) -> DRAAPIFacts:
+    """The DRA parser facts of a supported ``minor``; one we do not support is a bug (``ValueError``)."""
+    facts = DRA_API.get(minor)
+    if facts is None:
+        raise ValueError(f"unsupported minor {minor!r}: one of {', '.join(SUPPORTED)}")
+    return facts
+
+
+@dataclass(frozen=True, slots=True)
 class PodRequestsRule:
     """How an assigned pod's in-place resize counts in what a node has requested (component-helpers'
     ``PodResourcesOptions`` as a NodeInfo passes them, per minor): ``Features.pod_requests_rule``."""
@@ -500,6 +546,11 @@ class Features:
         """1.37: a plugin registered for Node/Add is no longer also woken by every Node/UpdateNodeTaint
         (the #109437 fallback for preCheck, which queueing hints made moot)."""
         return NODE_TAINT_FALLBACK_REMOVED in self.changes
+
+    @property
+    def dra_api(self) -> DRAAPIFacts:
+        """What this minor's ``resource.k8s.io/v1`` lets the DRA parsers read (``DRAAPIFacts``)."""
+        return DRA_API[self.minor]
 
     @property
     def declared_features_inferred(self) -> frozenset[str]:

@@ -4,18 +4,26 @@ v1.37.2; messages are component-base ``featuregate/feature_gate.go``'s (``unsafe
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from scheduler import features as feature_table
 from scheduler.cli import main
 from scheduler.config import load_config, parse_config
 from scheduler.config.default_plugins import DEFAULT_MULTI_POINT, default_multi_point
 from scheduler.features import (
     DEFAULT_FEATURES,
+    RELEASES,
+    SUPPORTED,
     FeatureGateError,
     features_at,
     features_from_flags,
@@ -313,3 +321,69 @@ class TestNodeNameFirst:
 def test_victims_in_pre_bind_are_requeued_from_1_36_and_wake_the_preemptor_from_1_37() -> None:
     assert [features_at(m).pre_bind_victims_requeued for m in ("1.35", "1.36", "1.37")] == [False, True, True]
     assert [features_at(m).in_memory_victim_activates for m in ("1.35", "1.36", "1.37")] == [False, False, True]
+
+
+# resource/v1/types.go of k8s.io/api at each minor's release: DeviceAttribute's ``ints``/``bools``/
+# ``strings``/``versions`` (v0.36 on), ``ResourceSliceMaxAttributeValuesPerDevice`` (v0.36 on),
+# ``ResourceSliceMaxDevicesWithTaintsOrConsumesCounters`` (v0.35.4) and
+# ``ResourceSliceMaxDevicesWithAdvancedFeatures`` (v0.36.3, v0.37.2).
+UPSTREAM_DRA_API: dict[str, dict[str, object]] = {
+    "1.35": {
+        "list_attributes": False,
+        "max_attribute_values_per_device": None,
+        "max_devices_with_advanced_features": 64,
+    },
+    "1.36": {"list_attributes": True, "max_attribute_values_per_device": 48, "max_devices_with_advanced_features": 64},
+    "1.37": {"list_attributes": True, "max_attribute_values_per_device": 48, "max_devices_with_advanced_features": 64},
+}
+
+
+def _dra_api(minor: str) -> dict[str, object]:
+    return dataclasses.asdict(features_at(minor).dra_api)
+
+
+@pytest.mark.parametrize("minor", SUPPORTED)
+def test_each_minor_s_dra_parser_facts_are_its_k8s_io_api_s(minor: str) -> None:
+    assert _dra_api(minor) == UPSTREAM_DRA_API[minor]
+    assert feature_table.dra_api(minor) is features_at(minor).dra_api
+
+
+def test_dra_parser_facts_of_an_unsupported_minor_are_a_bug() -> None:
+    assert set(feature_table.DRA_API) == set(SUPPORTED)
+    with pytest.raises(ValueError, match=r"unsupported minor '1\.34'"):
+        feature_table.dra_api("1.34")
+
+
+def _go_mod_cache() -> Path | None:
+    if os.environ.get("GOMODCACHE"):
+        return Path(os.environ["GOMODCACHE"])
+    go = shutil.which("go")
+    if go is None:
+        return None
+    out = subprocess.run([go, "env", "GOMODCACHE"], capture_output=True, text=True, timeout=30, check=False)
+    return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
+
+
+def _facts_in_source(text: str) -> dict[str, object]:
+    """The facts as ``types.go`` states them (a constant's absence is the minor's lack of the bound)."""
+    values = re.search(r"const ResourceSliceMaxAttributeValuesPerDevice = (\d+)", text)
+    advanced = re.search(
+        r"const ResourceSliceMaxDevicesWith(?:TaintsOrConsumesCounters|AdvancedFeatures) = (\d+)", text
+    )
+    assert advanced is not None
+    return {
+        "list_attributes": 'json:"ints,omitempty"' in text,
+        "max_attribute_values_per_device": int(values.group(1)) if values else None,
+        "max_devices_with_advanced_features": int(advanced.group(1)),
+    }
+
+
+@pytest.mark.parametrize("minor", SUPPORTED)
+def test_dra_parser_facts_match_the_k8s_io_api_source_when_it_is_here(minor: str) -> None:
+    """The facts against the source itself (the module cache the oracle builds fill)."""
+    cache = _go_mod_cache()
+    api = f"v0.{RELEASES[minor].removeprefix('v1.')}"
+    types = cache / "k8s.io" / f"api@{api}" / "resource" / "v1" / "types.go" if cache else None
+    if types is None or not types.is_file():
+        pytest.skip(f"k8s.io/api@{api} is not in the Go module cache")
+    assert _facts_in_source(types.read_text()) == _dra_api(minor)

@@ -29,7 +29,6 @@ __all__ = [
     "bounded_items",
     "check_minor",
     "duplicate_errors",
-    "newer",
     "opt_bool",
     "parse_device_configuration",
     "parse_device_taints",
@@ -65,13 +64,6 @@ def check_minor(minor: str) -> str:
         raise ValueError(f"unsupported minor {minor!r}: one of {', '.join(SUPPORTED)}")
     return minor
 
-
-def newer(minor: str, than: str) -> bool:
-    """``minor`` is ``than`` or a later one (both supported minors)."""
-    return _ORDER[minor] >= _ORDER[than]
-
-
-_ORDER = {m: i for i, m in enumerate(SUPPORTED)}
 
 DEFAULT_MINOR = NEWEST
 

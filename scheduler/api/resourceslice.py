@@ -24,7 +24,6 @@ from scheduler.api.devicefields import (
     bounded_items,
     check_minor,
     duplicate_errors,
-    newer,
     opt_bool,
     parse_device_taints,
     parse_quantity_item,
@@ -36,6 +35,7 @@ from scheduler.api.devicefields import (
 from scheduler.api.fields import INT64_MAX, INT64_MIN, FieldError, as_list, as_mapping, opt_int, opt_str, required_name
 from scheduler.api.nodeselector import NodeSelector, parse_node_selector
 from scheduler.api.semver import SemverError, parse_semver
+from scheduler.features import DRAAPIFacts, dra_api
 
 __all__ = [
     "CapacityRequestPolicy",
@@ -50,22 +50,19 @@ __all__ = [
     "qualified_name_errors",
 ]
 
-# k8s.io/api resource/v1 bounds.
+# k8s.io/api resource/v1 bounds every supported minor shares; those that differ are the minor's
+# ``scheduler.features.DRAAPIFacts``.
 RESOURCE_SLICE_MAX_DEVICES = 128
-# With taints or counter consumption (1.35), or list attributes too (1.36+: "WithAdvancedFeatures").
-RESOURCE_SLICE_MAX_DEVICES_ADVANCED = 64
 RESOURCE_SLICE_MAX_COUNTER_SETS = 8
 RESOURCE_SLICE_MAX_COUNTERS_PER_COUNTER_SET = 32
 RESOURCE_SLICE_MAX_COUNTER_CONSUMPTIONS_PER_DEVICE = 2
 RESOURCE_SLICE_MAX_COUNTERS_PER_CONSUMPTION = 32
 RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE = 32
-RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE = 48  # 1.36+
 DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH = 64
 DEVICE_MAX_DOMAIN_LENGTH = 63
 DEVICE_MAX_ID_LENGTH = 32
 BINDING_CONDITIONS_MAX_SIZE = 4
 CAPACITY_REQUEST_POLICY_DISCRETE_MAX_OPTIONS = 10
-_LIST_ATTRIBUTES_SINCE = "1.36"  # DeviceAttribute's ints/bools/strings/versions
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -199,7 +196,7 @@ class ResourceSlice:
             )
         if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
             errors.append(FieldError("spec", 'Invalid value: "": only one of `sharedCounters` or `devices` is allowed'))
-        devices = _devices(spec.get("devices"), "spec.devices", driver, per_device is True, minor, errors)
+        devices = _devices(spec.get("devices"), "spec.devices", driver, per_device is True, dra_api(minor), errors)
         counter_sets = tuple(
             _counter_set(item, f"spec.sharedCounters[{i}]", errors)
             for i, item in enumerate(
@@ -294,14 +291,15 @@ def _node_choice_errors(
     return errors
 
 
-def _has_advanced(raw: object, minor: str) -> bool:
-    """``haveDeviceTaints || haveConsumesCounters`` (|| ``haveListAttributes`` from 1.36), on the raw list."""
+def _has_advanced(raw: object, api: DRAAPIFacts) -> bool:
+    """``haveDeviceTaints || haveConsumesCounters`` (|| ``haveListAttributes`` where the minor has list
+    attributes), on the raw list."""
     for device in raw if isinstance(raw, list) else ():
         if not isinstance(device, Mapping):
             continue
         if device.get("taints") or device.get("consumesCounters"):
             return True
-        if newer(minor, _LIST_ATTRIBUTES_SINCE):
+        if api.list_attributes:
             attributes = device.get("attributes")
             for attr in attributes.values() if isinstance(attributes, Mapping) else ():
                 if isinstance(attr, Mapping) and any(attr.get(k) is not None for k in _LIST_KINDS):
@@ -310,18 +308,21 @@ def _has_advanced(raw: object, minor: str) -> bool:
 
 
 def _devices(
-    value: object, path: str, driver: str, per_device: bool, minor: str, errors: list[FieldError]
+    value: object, path: str, driver: str, per_device: bool, api: DRAAPIFacts, errors: list[FieldError]
 ) -> tuple[Device, ...]:
     limit = RESOURCE_SLICE_MAX_DEVICES
-    if isinstance(value, list) and len(value) > RESOURCE_SLICE_MAX_DEVICES_ADVANCED and _has_advanced(value, minor):
-        limit = RESOURCE_SLICE_MAX_DEVICES_ADVANCED
+    advanced = api.max_devices_with_advanced_features
+    if isinstance(value, list) and len(value) > advanced and _has_advanced(value, api):
+        limit = advanced
     items = bounded_items(value, path, limit, errors)
-    devices = tuple(_device(item, f"{path}[{i}]", driver, per_device, minor, errors) for i, item in enumerate(items))
+    devices = tuple(_device(item, f"{path}[{i}]", driver, per_device, api, errors) for i, item in enumerate(items))
     errors.extend(duplicate_errors([d.name for d in devices], path))
     return devices
 
 
-def _device(value: object, path: str, driver: str, per_device: bool, minor: str, errors: list[FieldError]) -> Device:
+def _device(
+    value: object, path: str, driver: str, per_device: bool, api: DRAAPIFacts, errors: list[FieldError]
+) -> Device:
     obj = as_mapping(value, path, errors)
     name = required_str(obj.get("name"), f"{path}.name", errors)
     if name and (len(name) > 63 or not _DNS1123_LABEL.fullmatch(name)):
@@ -343,11 +344,11 @@ def _device(value: object, path: str, driver: str, per_device: bool, minor: str,
             )
         )
         raw_attributes, raw_capacity = {}, {}
-    attributes = parse_device_attributes(raw_attributes, f"{path}.attributes", minor, errors)
-    if newer(minor, _LIST_ATTRIBUTES_SINCE):
+    attributes = _attributes(raw_attributes, f"{path}.attributes", api, errors)
+    if api.max_attribute_values_per_device is not None:
         values = sum(len(_values(a)) if a.is_list else 1 for a in attributes.values())
-        if values > RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE:
-            limit = RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE
+        if values > api.max_attribute_values_per_device:
+            limit = api.max_attribute_values_per_device
             errors.append(
                 FieldError(
                     path, f"Invalid value: {values}: the total number of attribute values must not exceed {limit}"
@@ -454,11 +455,17 @@ def qualified_name_errors(name: str, path: str) -> list[FieldError]:
 def parse_device_attributes(
     raw: Mapping[str, Any], path: str, minor: str, errors: list[FieldError]
 ) -> dict[str, DeviceAttribute]:
-    """A device's ``attributes``; from 1.36 an attribute may hold a list of one kind."""
+    """A device's ``attributes`` as ``minor`` reads them (``DRAAPIFacts.list_attributes``: whether an
+    attribute may hold a list of one kind)."""
+    return _attributes(raw, path, dra_api(minor), errors)
+
+
+def _attributes(
+    raw: Mapping[str, Any], path: str, api: DRAAPIFacts, errors: list[FieldError]
+) -> dict[str, DeviceAttribute]:
     out: dict[str, DeviceAttribute] = {}
-    lists = newer(minor, _LIST_ATTRIBUTES_SINCE)
     for key, apath, obj in _qualified_entries(raw, path, errors):
-        out[key] = _attribute(obj, apath, lists, errors)
+        out[key] = _attribute(obj, apath, api, errors)
     return out
 
 
@@ -475,7 +482,7 @@ def _qualified_entries(
         yield key, entry_path, as_mapping(item, entry_path, errors)
 
 
-def _attribute(obj: Mapping[str, Any], path: str, lists: bool, errors: list[FieldError]) -> DeviceAttribute:
+def _attribute(obj: Mapping[str, Any], path: str, api: DRAAPIFacts, errors: list[FieldError]) -> DeviceAttribute:
     values: dict[str, Any] = {}
     int_value = obj.get("int")
     if int_value is not None:
@@ -498,10 +505,11 @@ def _attribute(obj: Mapping[str, Any], path: str, lists: bool, errors: list[Fiel
         if text is not None:
             errors.extend(_version_errors(text, f"{path}.version"))
             values["version_value"] = text
-    if lists:
+    if api.list_attributes:
+        bound = api.max_attribute_values_per_device
         for kind in _LIST_KINDS:
             if obj.get(kind) is not None:
-                parsed = _attribute_list(obj.get(kind), f"{path}.{kind}", kind, errors)
+                parsed = _attribute_list(obj.get(kind), f"{path}.{kind}", kind, bound, errors)
                 if parsed is not None:
                     values[f"{kind[:-1]}_values"] = parsed
     if len(values) != 1:
@@ -509,13 +517,15 @@ def _attribute(obj: Mapping[str, Any], path: str, lists: bool, errors: list[Fiel
     return DeviceAttribute(**values) if len(values) == 1 else DeviceAttribute()
 
 
-def _attribute_list(value: object, path: str, kind: str, errors: list[FieldError]) -> tuple[Any, ...] | None:
+def _attribute_list(
+    value: object, path: str, kind: str, bound: int | None, errors: list[FieldError]
+) -> tuple[Any, ...] | None:
     items = as_list(value, path, errors)
     if isinstance(value, list) and not items:
         errors.append(FieldError(path, "Invalid value: []: must not be empty if specified"))
         return None
-    if len(items) > RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE:  # the device's total is checked after
-        errors.append(too_many(path, len(items), RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE))
+    if bound is not None and len(items) > bound:  # the device's total is checked after
+        errors.append(too_many(path, len(items), bound))
         return None
     out: list[Any] = []
     for i, item in enumerate(items):

@@ -73,6 +73,8 @@ class EventResource(enum.StrEnum):
     STORAGE_CLASS = "storage.k8s.io/StorageClass"
     VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
     DEVICE_CLASS = "resource.k8s.io/DeviceClass"
+    RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
+    RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
     WILDCARD = "*"
 
 

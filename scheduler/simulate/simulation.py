@@ -20,7 +20,7 @@ import structlog
 from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import SELECTING_KINDS, Node, Pod, PodKey
 from scheduler.api.priorityclass import PriorityClass, PriorityClasses, admit_pod
-from scheduler.backend.cache.storage_objects import STORAGE_KINDS, key_of
+from scheduler.backend.cache.storage_objects import STORAGE_KINDS, key_of, parse_storage_object
 from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
 from scheduler.framework.status import Code, Status
@@ -222,7 +222,7 @@ class Simulation:
         """A storage object the API server would refuse is kept as the live scheduler keeps it (the
         volume plugins name its fields in the pods' results), with a warning here; one without a
         name cannot be looked up and is left out."""
-        parsed = STORAGE_KINDS[kind].from_dict(obj)
+        parsed = parse_storage_object(kind, obj, self.scheduler.handlers.minor)
         if parsed.errors:
             what = f"{kind} {key_of(parsed)}" if parsed.name else kind
             problems = "; ".join(str(e) for e in parsed.errors)

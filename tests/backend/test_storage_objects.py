@@ -51,6 +51,9 @@ def test_lookups_are_keyed_like_a_listers() -> None:
         "CSIStorageCapacity",
         "VolumeAttachment",
         "DeviceClass",
+        "ResourceSlice",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
     }
 
 

@@ -4,13 +4,16 @@ Upstream's VolumeBinding, VolumeZone, VolumeRestrictions and NodeVolumeLimits re
 PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers and CSIStorageCapacities from the
 shared informers' listers; here the watch fills one store per kind and a lookup that finds nothing
 returns None (the plugins then say what the lister's NotFound says: ``scheduler.api.storage.not_found``).
+DynamicResources' objects (``resource.k8s.io/v1``) are kept with them, read as the cluster's minor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TypeAlias
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeAlias
 
+from scheduler.api.resourceclaim import ResourceClaim, ResourceClaimTemplate
+from scheduler.api.resourceslice import ResourceSlice
 from scheduler.api.storage import (
     DEVICE_CLASS_PREFIX,
     CSIDriver,
@@ -23,7 +26,14 @@ from scheduler.api.storage import (
     VolumeAttachment,
 )
 
-__all__ = ["STORAGE_KINDS", "ExtendedResourceNames", "StorageObject", "StorageObjects", "key_of"]
+__all__ = [
+    "STORAGE_KINDS",
+    "ExtendedResourceNames",
+    "StorageObject",
+    "StorageObjects",
+    "key_of",
+    "parse_storage_object",
+]
 
 StorageObject: TypeAlias = (
     PersistentVolume
@@ -34,6 +44,9 @@ StorageObject: TypeAlias = (
     | CSIStorageCapacity
     | VolumeAttachment
     | DeviceClass
+    | ResourceSlice
+    | ResourceClaim
+    | ResourceClaimTemplate
 )
 
 # kind -> its parser
@@ -47,9 +60,26 @@ STORAGE_KINDS: dict[str, type[StorageObject]] = {
         CSIDriver,
         CSIStorageCapacity,
         VolumeAttachment,
-        DeviceClass,  # not storage: DRAExtendedResource's lookups, kept with the other cluster objects
+        # Not storage: DynamicResources' objects (and DRAExtendedResource's lookups of classes), kept
+        # with the other cluster objects.
+        DeviceClass,
+        ResourceSlice,
+        ResourceClaim,
+        ResourceClaimTemplate,
     )
 }
+# The kinds whose parser reads as a minor (the fields and bounds of its ``k8s.io/api``).
+_READ_AS_MINOR: Mapping[str, Callable[..., StorageObject]] = {
+    kind.__name__: kind.from_dict for kind in (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate)
+}
+
+
+def parse_storage_object(kind: str, obj: Mapping[str, Any], minor: str) -> StorageObject:
+    """``obj``, of a kind of ``STORAGE_KINDS``, parsed once, as the cluster's ``minor`` has it."""
+    read_as_minor = _READ_AS_MINOR.get(kind)
+    if read_as_minor is not None:
+        return read_as_minor(obj, minor=minor)
+    return STORAGE_KINDS[kind].from_dict(obj)
 
 
 def key_of(obj: StorageObject) -> str:
@@ -61,7 +91,7 @@ def key_of(obj: StorageObject) -> str:
 class StorageObjects:
     """One store per kind, keyed like a lister (``namespace/name`` for namespaced kinds)."""
 
-    __slots__ = ("_assumed", "_attachments", "_by_kind", "_extended", "_versions")
+    __slots__ = ("_assumed", "_attachments", "_by_kind", "_extended", "_slices_off_node", "_slices_on", "_versions")
 
     def __init__(self) -> None:
         self._by_kind: dict[str, dict[str, StorageObject]] = {kind: {} for kind in STORAGE_KINDS}
@@ -69,6 +99,11 @@ class StorageObjects:
         # node name -> its VolumeAttachments by name: NodeVolumeLimits reads one node's per Filter
         # call, which must not cost a walk over every attachment of the cluster (upstream lists all).
         self._attachments: dict[str, dict[str, VolumeAttachment]] = {}
+        # ResourceSlices by ``spec.nodeName`` (a node's own devices, read per Filter call), and by name
+        # those without one (``nodeSelector``, ``allNodes``, ``perDeviceNodeSelection``: every node's
+        # allocation checks them).
+        self._slices_on: dict[str, dict[str, ResourceSlice]] = {}
+        self._slices_off_node: dict[str, ResourceSlice] = {}
         # VolumeBinding's assume cache (``volumebinding/assume_cache.go``): (kind, key) -> the version
         # a Reserve assumed (a PV bound to a claim, a claim with its selected node) and the
         # resourceVersion it was made from; lookups see it until the watch brings that version or newer.
@@ -98,9 +133,7 @@ class StorageObjects:
         assumed = self._assumed.get((kind, key))
         if assumed is not None and not _older(resource_version, assumed[1]):
             del self._assumed[kind, key]  # the watch caught up with (or passed) what was assumed
-        self._index(old, None)
-        if isinstance(obj, VolumeAttachment):
-            self._index(obj, obj)
+        self._index(old, obj)
         if isinstance(obj, DeviceClass):
             self._extended.update(obj, old if isinstance(old, DeviceClass) else None)
         return old
@@ -115,20 +148,51 @@ class StorageObjects:
             self._extended.remove(obj)
         return old
 
-    def _index(self, obj: StorageObject | None, value: VolumeAttachment | None) -> None:
-        if not isinstance(obj, VolumeAttachment):
-            return
-        on_node = self._attachments.setdefault(obj.node_name, {})
-        if value is None:
-            on_node.pop(obj.name, None)
-            if not on_node:
-                del self._attachments[obj.node_name]
-        else:
-            on_node[obj.name] = value
+    def _index(self, old: StorageObject | None, new: StorageObject | None) -> None:
+        """The per-node indexes: ``old`` (the object held) leaves them, ``new`` (its successor) enters."""
+        if isinstance(old, VolumeAttachment):
+            _drop(self._attachments, old.node_name, old.name)
+        if isinstance(new, VolumeAttachment):
+            self._attachments.setdefault(new.node_name, {})[new.name] = new
+        if isinstance(old, ResourceSlice):
+            if old.node_name is None:
+                self._slices_off_node.pop(old.name, None)
+            else:
+                _drop(self._slices_on, old.node_name, old.name)
+        if isinstance(new, ResourceSlice):
+            if new.node_name is None:
+                self._slices_off_node[new.name] = new
+            else:
+                self._slices_on.setdefault(new.node_name, {})[new.name] = new
 
     def volume_attachments_on(self, node_name: str) -> Iterable[VolumeAttachment]:
         """The VolumeAttachments whose ``spec.nodeName`` is ``node_name``."""
         return self._attachments.get(node_name, {}).values()
+
+    def resource_slices_on(self, node_name: str) -> Iterable[ResourceSlice]:
+        """The ResourceSlices whose ``spec.nodeName`` is ``node_name``."""
+        return self._slices_on.get(node_name, {}).values()
+
+    def resource_slices_off_node(self) -> Iterable[ResourceSlice]:
+        """The ResourceSlices without a ``spec.nodeName``: whether a node reaches their devices is
+        their ``nodeSelector``'s, ``allNodes``' or each device's to say."""
+        return self._slices_off_node.values()
+
+    def resource_claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        obj = self.get("ResourceClaim", f"{namespace}/{name}")
+        return obj if isinstance(obj, ResourceClaim) else None
+
+    def resource_claims(self) -> Iterable[ResourceClaim]:
+        """Every ResourceClaim held (the devices already allocated are theirs)."""
+        return (c for c in self._by_kind["ResourceClaim"].values() if isinstance(c, ResourceClaim))
+
+    def resource_claim_template(self, namespace: str, name: str) -> ResourceClaimTemplate | None:
+        obj = self._by_kind["ResourceClaimTemplate"].get(f"{namespace}/{name}")
+        return obj if isinstance(obj, ResourceClaimTemplate) else None
+
+    def device_class(self, name: str) -> DeviceClass | None:
+        obj = self._by_kind["DeviceClass"].get(name)
+        return obj if isinstance(obj, DeviceClass) else None
 
     def resource_version(self, kind: str, key: str) -> str | None:
         """The resourceVersion ``upsert`` was given for the object held (None: none is held)."""
@@ -207,6 +271,15 @@ class ExtendedResourceNames:
         self._classes.pop(DEVICE_CLASS_PREFIX + gone.name, None)
         if gone.extended_resource_name is not None:
             self._classes.pop(gone.extended_resource_name, None)
+
+
+def _drop(index: dict[str, dict[str, Any]], node_name: str, name: str) -> None:
+    """``name`` out of ``node_name``'s entry of a per-node index, and the entry out once empty."""
+    on_node = index.get(node_name)
+    if on_node is not None:
+        on_node.pop(name, None)
+        if not on_node:
+            del index[node_name]
 
 
 def _older(version: str, than: str) -> bool:

@@ -32,7 +32,20 @@ from scheduler.features import Features
 from scheduler.kube.client.credentials import credentials_of, tls_of
 from scheduler.kube.client.rest import request_headers
 
-__all__ = ["DEVICE_CLASSES", "PAGE_SIZE", "WATCHED", "Engine", "Kind", "KopfEngine", "watch_session", "watched"]
+__all__ = [
+    "DEVICE_CLASSES",
+    "DRA_KINDS",
+    "PAGE_SIZE",
+    "RESOURCE_CLAIMS",
+    "RESOURCE_CLAIM_TEMPLATES",
+    "RESOURCE_SLICES",
+    "WATCHED",
+    "Engine",
+    "Kind",
+    "KopfEngine",
+    "watch_session",
+    "watched",
+]
 
 PAGE_SIZE = 500  # client-go's pager: a large LIST parsed a page at a time, the loop turning between
 # kube-scheduler's pod informer leaves terminal pods out (pkg/scheduler/scheduler.go, NewInformerFactory).
@@ -83,15 +96,22 @@ WATCHED: tuple[Kind, ...] = (
     Kind("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
     Kind("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False),
 )
-# Which extended resources DynamicResources allocates (DRAExtendedResource) and NodeResourcesFit
-# leaves to it: watched where the minor has DynamicResourceAllocation, as kube-scheduler starts its
-# DeviceClass informer only then (GA and locked on since 1.34: every minor we decide as).
+# DynamicResources' objects (and, for DeviceClasses, which extended resources it allocates under
+# DRAExtendedResource, leaving them to NodeResourcesFit): watched where the minor has
+# DynamicResourceAllocation, as kube-scheduler starts its DRA informers only then (GA and locked on
+# since 1.34, resource.k8s.io/v1 served since 1.34: every minor we decide as).
 DEVICE_CLASSES = Kind("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+RESOURCE_SLICES = Kind("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+RESOURCE_CLAIMS = Kind("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True)
+# Not watched by kube-scheduler (kube-controller-manager makes a pod's claims from them): ours, so a
+# planned replacement pod's claims can be foreseen before they exist.
+RESOURCE_CLAIM_TEMPLATES = Kind("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True)
+DRA_KINDS: tuple[Kind, ...] = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 
 
 def watched(features: Features) -> tuple[Kind, ...]:
     """What ``run`` lists and watches when it decides with ``features``."""
-    return WATCHED + ((DEVICE_CLASSES,) if features.enabled("DynamicResourceAllocation") else ())
+    return WATCHED + (DRA_KINDS if features.enabled("DynamicResourceAllocation") else ())
 
 
 class Engine:

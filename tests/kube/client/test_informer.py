@@ -22,7 +22,8 @@ from aiohttp import web
 from kubernetes.aio import client
 
 from scheduler import logs
-from scheduler.config import load_config
+from scheduler.api.resourceslice import ResourceSlice
+from scheduler.config import load_config, parse_config
 from scheduler.features import SUPPORTED, features_at
 from scheduler.kube import app
 from scheduler.kube.client.informer import Informer
@@ -44,6 +45,13 @@ from tests.fakes import FakeBinder, FakeClock, FakeRecorder
 NODES = next(kind for kind in WATCHED if kind.kind == "Node")
 PODS = next(kind for kind in WATCHED if kind.kind == "Pod")
 NAMESPACES = next(kind for kind in WATCHED if kind.kind == "Namespace")
+# resource.k8s.io/v1, as kube-apiserver serves it: plural -> (kind, namespaced).
+DRA = {
+    "deviceclasses": ("DeviceClass", False),
+    "resourceslices": ("ResourceSlice", False),
+    "resourceclaims": ("ResourceClaim", True),
+    "resourceclaimtemplates": ("ResourceClaimTemplate", True),
+}
 
 
 def _scheduler() -> Scheduler:
@@ -313,12 +321,35 @@ class StubApiServer:
         self.version = 100
         self.refuse_next: list[int] = []  # statuses to answer the next requests with
         self.tokens_seen: list[str] = []
+        # resource.k8s.io/v1: each plural's listed objects, and the one its watch then adds.
+        self.dra_listed: dict[str, list[dict[str, Any]]] = {plural: [] for plural in DRA}
+        self.dra_added: dict[str, dict[str, Any]] = {}
 
     def app(self) -> web.Application:
         application = web.Application()
         application.router.add_get("/api/v1/nodes", self.nodes_handler)
         application.router.add_get("/api/v1/pods", self.pods_handler)
+        for plural in DRA:
+            application.router.add_get(f"/apis/resource.k8s.io/v1/{plural}", self.dra_handler)
         return application
+
+    async def dra_handler(self, request: web.Request) -> web.StreamResponse:
+        refused = self._refusal(request)
+        if refused is not None:
+            return refused
+        plural = request.path.rsplit("/", 1)[-1]
+        kind = DRA[plural][0]
+        if request.query.get("watch") != "true":
+            meta = {"resourceVersion": str(self.version)}
+            return web.json_response({"kind": f"{kind}List", "metadata": meta, "items": self.dra_listed[plural]})
+        response = web.StreamResponse()
+        await response.prepare(request)
+        added = self.dra_added.get(plural)
+        if added is not None:
+            event = {"type": "ADDED", "object": {**added, "kind": kind}}
+            await response.write(json.dumps(event).encode() + b"\n")
+        await asyncio.sleep(30)
+        return response
 
     def _refusal(self, request: web.Request) -> web.Response | None:
         self.requests.append(request)
@@ -461,3 +492,84 @@ def test_device_classes_are_watched_into_the_cache_at_every_minor() -> None:
     informer = Informer(engine, sched.handlers, kinds=(DEVICE_CLASSES,))
     asyncio.run(_running(informer, lambda: sched.cache.storage.device_class_for("example.com/gpu") is not None))
     assert sched.cache.storage.device_class_for("deviceclass.resource.kubernetes.io/gpu") is not None
+
+
+def _dra(name: str, version: int, namespace: str | None = None, **body: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "resourceVersion": str(version)}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return {"metadata": meta, **body}
+
+
+def _slice(name: str, version: int, node: str, capacity: str = "80Gi") -> dict[str, Any]:
+    device = {"name": "gpu-0", "attributes": {"cores": {"ints": [0, 1]}}, "capacity": {"memory": {"value": capacity}}}
+    pool = {"name": name, "generation": 1, "resourceSliceCount": 1}
+    return _dra(name, version, spec={"driver": "gpu.example.com", "pool": pool, "nodeName": node, "devices": [device]})
+
+
+def _claim_spec() -> dict[str, Any]:
+    return {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}
+
+
+@pytest.mark.parametrize("minor", SUPPORTED)
+def test_dra_objects_are_listed_and_watched_into_the_cache_at_every_minor(minor: str) -> None:
+    """DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates from
+    ``/apis/resource.k8s.io/v1`` (served by default since 1.34), read as the minor decided as: a
+    malformed slice is kept with a warning naming its field, one without a name is dropped, and the
+    other objects (and the watches after them) are unaffected."""
+    features = features_at(minor)
+    kinds = tuple(kind for kind in watched(features) if kind.group == "resource.k8s.io")
+    assert {k.plural: (k.kind, k.namespaced, k.version) for k in kinds} == {
+        plural: (*kind, "v1") for plural, kind in DRA.items()
+    }
+    stub = StubApiServer()
+    bad = _slice("bad", 30, "n0", capacity="lots")
+    nameless = {"metadata": {"resourceVersion": "31"}, "spec": {}}
+    stub.dra_listed = {
+        "deviceclasses": [_dra("gpu", 21, spec={"selectors": [{"cel": {"expression": "true"}}]})],
+        "resourceslices": [_slice("s0", 22, "n0"), bad, nameless, _slice("s1", 23, "n1")],
+        "resourceclaims": [_dra("c0", 24, "team-a", spec=_claim_spec())],
+        "resourceclaimtemplates": [_dra("t0", 25, "team-a", spec={"spec": _claim_spec()})],
+    }
+    stub.dra_added = {
+        "deviceclasses": _dra("late", 101),
+        "resourceslices": _slice("late", 102, "n1"),
+        "resourceclaims": _dra("late", 103, "team-b", spec=_claim_spec()),
+        "resourceclaimtemplates": _dra("late", 104, "team-b", spec={"spec": _claim_spec()}),
+    }
+    sched = Scheduler(
+        parse_config({}, features=features), FakeBinder(), FakeRecorder(), clock=FakeClock(), rng=random.Random(0)
+    )
+    storage = sched.cache.storage
+
+    def all_in() -> bool:
+        return (
+            storage.device_class("late") is not None
+            and "late" in {s.name for s in storage.resource_slices_on("n1")}
+            and storage.resource_claim("team-b", "late") is not None
+            and storage.resource_claim_template("team-b", "late") is not None
+        )
+
+    async def main() -> None:
+        async with served(stub) as api, KopfEngine(watch_session(api, lambda: None)) as engine:
+            await _running(Informer(engine, sched.handlers, kinds=kinds), all_in)
+
+    with structlog.testing.capture_logs() as logs:
+        asyncio.run(main())
+    paths = {(r.path, r.query.get("watch") == "true") for r in stub.requests}
+    for plural in stub.dra_listed:
+        assert {(f"/apis/resource.k8s.io/v1/{plural}", False), (f"/apis/resource.k8s.io/v1/{plural}", True)} <= paths
+    assert storage.device_class("gpu") is not None
+    assert sorted(s.name for s in storage.resource_slices_on("n0")) == ["bad", "s0"]
+    assert sorted(s.name for s in storage.resource_slices_on("n1")) == ["late", "s1"]
+    assert storage.resource_claim("team-a", "c0") is not None
+    assert storage.resource_claim_template("team-a", "t0") is not None
+    # Parsed once, as the minor's k8s.io/api has a device's attributes (list kinds from 1.36).
+    s0 = storage.api_object("ResourceSlice", "s0")
+    assert isinstance(s0, ResourceSlice)
+    assert (s0.errors == ()) is features.dra_api.list_attributes
+    warnings = [entry for entry in logs if entry["log_level"] == "warning"]
+    invalid = [w for w in warnings if w.get("name") == "bad"]
+    assert invalid and invalid[0]["event"] == "ResourceSlice has invalid fields"
+    assert any(e.startswith("spec.devices[0].capacity[memory].value: not a quantity") for e in invalid[0]["errors"])
+    assert any(w["event"] == "ignoring a storage object without a name" for w in warnings)
