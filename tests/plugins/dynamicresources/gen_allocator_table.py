@@ -1,14 +1,14 @@
-"""Regenerates allocator_table.py from upstream's ``allocatortesting/allocator_testing.go``.
+"""Regenerates one release's allocator table (``allocator_table_v0_35_4.py``...) from upstream's
+``allocatortesting/allocator_testing.go`` of that ``dynamic-resource-allocation`` release.
 
-    python -m tests.plugins.dynamicresources.gen_allocator_table [path/to/allocator_testing.go]
+    python -m tests.plugins.dynamicresources.gen_allocator_table v0.35.4 [path/to/allocator_testing.go]
     ruff format tests/plugins/dynamicresources && ruff check --fix tests/plugins/dynamicresources
 
-The path defaults to the v0.35.4 copy in the Go module cache. Each case of ``TestAllocator`` whose
-required features are among those the port implements is translated expression by expression:
+The path defaults to the release's copy in the Go module cache. Each case of ``TestAllocator`` whose
+required features are among those the port implements at that release is translated expression by expression:
 upstream's builder calls become the same-named (snake_case) builders of allocator_builders.py,
 composite literals become ``obj(...)`` (JSON through Go field names), lists and maps stay lists and
-dicts, and ``func() T { ...; return x }()`` becomes ``last(step, ..., x)``. A case that counts
-``allocateOne`` calls is left out (upstream never runs those against its stable variant).
+dicts, and ``func() T { ...; return x }()`` becomes ``last(step, ..., x)``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("allocator_table.py")
-PORTED_FEATURES = {"AdminAccess", "PrioritizedList"}
+# Per release: the features (Go names) a case may enable to be ported; the incubating variant's
+# that the port implements there.
+PORTED_FEATURES = {
+    "v0.35.4": {"AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"},
+}
 _CASE_KEYS = {
     "features": "features",
     "claimsToAllocate": "claims",
@@ -31,6 +34,7 @@ _CASE_KEYS = {
     "node": "node",
     "expectResults": "expect",
     "expectError": "error",
+    "expectNumAllocateOneInvocations": "steps",
 }
 _QUALIFIED = {
     "resourceapi.DeviceAllocationModeAll": '"All"',
@@ -42,18 +46,14 @@ _QUALIFIED = {
 }
 _IDENTITY_CALLS = {"ptr.To", "int64", "int", "string", "resource.MustParse", "resourceapi.DeviceAllocationMode"}
 _IDENTITY_CALLS |= {"gomega.MatchError", "gomega.ContainSubstring"}
-_HEADER = '''"""Upstream's allocator test table (``k8s.io/dynamic-resource-allocation@v0.35.4``,
+_HEADER = '''"""Upstream's allocator test table (``k8s.io/dynamic-resource-allocation@{release}``,
 ``structured/internal/allocatortesting/allocator_testing.go``, ``TestAllocator``) as data, names kept,
 inputs and expected answers as upstream wrote them (an expected error is a substring of the error,
 as upstream matches it).
 
-Which cases: all 74 that upstream runs against its stable variant (no feature enabled; some turn
-one off explicitly), and the 24 that enable only DRAAdminAccess and/or DRAPrioritizedList: upstream
-runs those against incubating/experimental only, yet the stable code has both features' branches
-and kube-scheduler 1.35 enables both by default. Left out: the two prioritized-list cases that
-count ``allocateOne`` calls (``expectNumAllocateOneInvocations``, never run against stable) and
-every case enabling partitionable devices, device taints, binding conditions or consumable
-capacity (docs/dra-allocator.md).
+Which cases: every one whose features are among those the port implements at this release:
+{features}. Left out ({left_out}): the cases enabling any other feature
+(docs/dra-allocator.md).
 
 Generated from the Go source by ``gen_allocator_table.py`` (then ``ruff check --fix`` and
 ``ruff format``); do not edit by hand.
@@ -391,7 +391,7 @@ class Emitter:
         return "last(" + ", ".join(parts) + ")"
 
 
-def translate(source: str) -> tuple[list[str], list[str]]:
+def translate(source: str, ported: set[str]) -> tuple[list[str], list[str]]:
     """The table's cases as Python lines, and the names of those left out."""
     start = source.index("testcases := map[string]struct")
     table = source[start : source.index("for name, tc := range testcases")]
@@ -400,7 +400,7 @@ def translate(source: str) -> tuple[list[str], list[str]]:
     constants = set(re.findall(r"^\t(\w+)\s+= ", consts_block, re.M))
     constants |= set(re.findall(r"^\t(\w+)\s*:?= ", source[source.index("func TestAllocator(") : start], re.M))
     constants |= {"fieldNameKey", "regionKey", "planetKey", "planetValueEarth", "nodeSelectionAll"}
-    constants |= {"nodeSelectionPerDevice", "zero", "one", "two", "three", "four"}
+    constants |= {"nodeSelectionPerDevice", "zero", "one", "two", "three", "four", "fromCounters"}
     functions = set(re.findall(r"^func (\w+)", source, re.M))
     emitter = Emitter(constants, functions)
     lines: list[str] = []
@@ -408,7 +408,7 @@ def translate(source: str) -> tuple[list[str], list[str]]:
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
         features = re.search(r"features: Features\{(.*?)\}", body, re.S)
         required = set(re.findall(r"(\w+):\s+true", features.group(1))) if features else set()
-        if not required <= PORTED_FEATURES or "expectNumAllocateOneInvocations" in body:
+        if not required <= ported:
             left_out.append(name)
             continue
         text = strip_comments(body).rstrip()
@@ -419,22 +419,30 @@ def translate(source: str) -> tuple[list[str], list[str]]:
     return lines, left_out
 
 
+def output(release: str) -> Path:
+    return Path(__file__).with_name(f"allocator_table_{release.replace('.', '_')}.py")
+
+
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        path = Path(argv[1])
+    release = argv[1]
+    if len(argv) > 2:
+        path = Path(argv[2])
     else:
         cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
-        path = Path(cache) / "k8s.io/dynamic-resource-allocation@v0.35.4/structured/internal/allocatortesting"
+        path = Path(cache) / f"k8s.io/dynamic-resource-allocation@{release}/structured/internal/allocatortesting"
         path /= "allocator_testing.go"
-    lines, left_out = translate(path.read_text())
+    ported = PORTED_FEATURES[release]
+    lines, left_out = translate(path.read_text(), ported)
     body = "CASES = {\n" + "\n".join(lines) + "\n}\n"
     builders = Path(__file__).with_name("allocator_builders.py").read_text()
     defined = set(re.findall(r"^def (\w+)", builders, re.M)) | set(re.findall(r"^(\w+) = ", builders, re.M))
     defined |= {"Case", "DeviceID", "Features", "ALLOCATION_RESULTS_MAX_SIZE"}
     code = re.sub(r"'[^']*'|\"[^\"]*\"", "", body)
     used = sorted(n for n in set(re.findall(r"\b\w+\b", code)) if n in defined)
-    OUT.write_text(_HEADER + "".join(f"    {n},\n" for n in used) + ")\n\n" + body)
-    print(f"{len(lines)} cases written to {OUT}; left out: {', '.join(left_out)}")
+    header = _HEADER.format(release=release, features=", ".join(sorted(ported)), left_out=len(left_out))
+    out = output(release)
+    out.write_text(header + "".join(f"    {n},\n" for n in used) + ")\n\n" + body)
+    print(f"{len(lines)} cases written to {out}; left out: {', '.join(left_out)}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""The stable structured allocator against upstream's own test table (allocator_table.py).
+"""The structured allocator's variants against upstream's own test table of each release
+(allocator_table_v0_35_4.py...).
 
-Each case runs as upstream's ``TestAllocator`` runs it: a fresh allocator over the case's classes,
-slices and allocated devices, then ``Allocate(node, claims)``; the answer must be upstream's devices
-(in the order upstream's search picks them), configs and node selectors, or its error.
+Each case runs as upstream's ``TestAllocator`` runs it against one variant: a fresh allocator over
+the case's classes, slices and allocated devices with the case's features, then
+``Allocate(node, claims)``; the answer must be upstream's devices (in the order upstream's search
+picks them), tolerations, configs and node selectors, or its error, and where the case counts them,
+upstream's number of ``allocateOne`` calls.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.devicefields import DeviceToleration
 from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.resourceclaim import AllocationResult
+from scheduler.features import features_at
 from scheduler.plugins.dynamicresources import cel
 from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, Features, implementation_for
-from scheduler.plugins.dynamicresources.structured.features import FEATURES_1_35_DEFAULT
+from scheduler.plugins.dynamicresources.structured.features import V0_35, for_scheduler
 from tests.plugins.dynamicresources.allocator_builders import (
     CLAIM0,
     CLASS_A,
@@ -48,7 +53,21 @@ from tests.plugins.dynamicresources.allocator_builders import (
     with_allocation_mode,
     with_requests,
 )
-from tests.plugins.dynamicresources.allocator_table import CASES
+from tests.plugins.dynamicresources.allocator_table_v0_35_4 import CASES as CASES_V0_35
+
+# Per variant and release: the table's cases upstream runs against it (features it supports; the
+# stable port runs the admin access and prioritized list cases too, as its code has their branches,
+# but not those counting allocateOne calls, which upstream never runs against stable).
+_STABLE = Features(admin_access=True, prioritized_list=True).enabled()
+_RUNS = [
+    *(
+        ("stable", V0_35, name)
+        for name, c in sorted(CASES_V0_35.items())
+        if c.features.enabled() <= _STABLE and not c.steps
+    ),
+    *(("incubating", V0_35, name) for name in sorted(CASES_V0_35)),
+]
+_TABLES = {V0_35: CASES_V0_35}
 
 
 def _cache() -> cel.Cache:
@@ -72,7 +91,10 @@ def _selector(selector: NodeSelector | None) -> Any:
 def _got(results: Sequence[AllocationResult] | None) -> list[Any]:
     return [
         {
-            "results": [(d.request, d.driver, d.pool, d.device, d.admin_access) for d in r.results],
+            "results": [
+                (d.request, d.driver, d.pool, d.device, d.admin_access, [_toleration(t) for t in d.tolerations])
+                for d in r.results
+            ],
             "config": [(c.source, tuple(c.requests), c.driver, c.parameters) for c in r.config],
             "nodeSelector": _selector(r.node_selector),
         }
@@ -87,7 +109,14 @@ def _want(expect: Sequence[GoObj] | None) -> list[Any]:
         out.append(
             {
                 "results": [
-                    (d["request"], d["driver"], d["pool"], d["device"], d.get("adminAccess"))
+                    (
+                        d["request"],
+                        d["driver"],
+                        d["pool"],
+                        d["device"],
+                        d.get("adminAccess"),
+                        [_toleration(DeviceToleration(**t)) for t in d.get("tolerations") or ()],
+                    )
                     for d in devices.get("results", [])
                 ],
                 "config": [
@@ -100,22 +129,28 @@ def _want(expect: Sequence[GoObj] | None) -> list[Any]:
     return out
 
 
+def _toleration(t: DeviceToleration) -> tuple[str, str, str, str]:
+    return (t.key, t.operator or "Equal", t.value, t.effect)
+
+
 def _allocator(case: Case, **kwargs: Any) -> Allocator:
     return Allocator(
         case.features, case.allocated or (), case.parsed_classes(), case.parsed_slices(), _cache(), **kwargs
     )
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_upstream_case(name: str) -> None:
-    case = CASES[name]
-    allocator = _allocator(case)
+@pytest.mark.parametrize(("implementation", "release", "name"), _RUNS)
+def test_upstream_case(implementation: str, release: str, name: str) -> None:
+    case = _TABLES[release][name]
+    allocator = _allocator(case, release=release, implementation=implementation)
     if case.error is not None:
         with pytest.raises(AllocationError) as raised:
             allocator.allocate(case.node, case.parsed_claims())
         assert case.error in str(raised.value)
-        return
-    assert _got(allocator.allocate(case.node, case.parsed_claims())) == _want(case.expect)
+    else:
+        assert _got(allocator.allocate(case.node, case.parsed_claims())) == _want(case.expect)
+    if case.steps:
+        assert allocator.steps == case.steps
 
 
 _INTERRUPT = Case(
@@ -143,7 +178,9 @@ def test_interrupt(cause: str) -> None:
 
 def test_features_beyond_the_port_are_refused() -> None:
     with pytest.raises(ValueError, match="partitionable_devices"):
-        Allocator(Features(partitionable_devices=True), (), {}, [], _cache())
+        Allocator(Features(partitionable_devices=True), (), {}, [], _cache(), implementation="stable")
+    with pytest.raises(ValueError, match="consumable_capacity"):
+        Allocator(Features(consumable_capacity=True), (), {}, [], _cache(), implementation="incubating")
 
 
 def _kind(value: str) -> GoObj:
@@ -209,7 +246,31 @@ def test_deep_search_has_no_recursion_limit() -> None:
 
 
 def test_implementation_chosen_as_new_allocator_does() -> None:
-    """1.35.4's default gates enable admin access and prioritized lists: incubating, not stable."""
+    """Every minor's default gates pick the incubating variant of its own release."""
     assert implementation_for(Features()) == "stable"
-    assert implementation_for(FEATURES_1_35_DEFAULT) == "incubating"
     assert implementation_for(Features(consumable_capacity=True)) == "experimental"
+    for minor, release in (("1.35", "v0.35.4"), ("1.36", "v0.36.3"), ("1.37", "v0.37.2")):
+        features, got = for_scheduler(features_at(minor))
+        assert got == release
+        assert implementation_for(features, release) == "incubating"
+
+
+def test_allocator_features_per_minor() -> None:
+    """``AllocatorFeatures`` over each minor's default gates (kube_features.go)."""
+    six = {
+        "admin_access",
+        "prioritized_list",
+        "partitionable_devices",
+        "device_taints",
+        "device_binding_and_status",
+        "consumable_capacity",
+    }
+    assert features_at("1.35").dra_allocator_features == {"admin_access", "prioritized_list"}
+    assert features_at("1.36").dra_allocator_features == six
+    assert features_at("1.37").dra_allocator_features == six | {"fractional_capacity_range"}
+
+
+def test_default_allocator_is_incubating_at_1_35() -> None:
+    """Without ``implementation``, 1.35's features get the incubating variant."""
+    features, release = for_scheduler(features_at("1.35"))
+    assert Allocator(features, (), {}, [], _cache(), release=release).variant.implementation == "incubating"

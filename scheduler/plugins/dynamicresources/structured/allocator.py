@@ -1,5 +1,6 @@
-"""Allocate devices to ResourceClaims for one node, as upstream's *stable* structured allocator does
-(``k8s.io/dynamic-resource-allocation/structured/internal/stable/allocator_stable.go``, v0.35.4).
+"""Allocate devices to ResourceClaims for one node, as upstream's structured allocator does: its
+*stable* variant (``internal/stable/allocator_stable.go``, v0.35.4) and its *incubating* one
+(``internal/incubating/allocator_incubating.go``), which kube-scheduler runs with its default gates.
 
 The search is exhaustive and stops at the first solution: claims in the order given, each claim's
 requests in order (a ``firstAvailable`` request tries its subrequests in order), and for each device
@@ -13,8 +14,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from scheduler.api.deviceclass import DeviceClass
+from scheduler.api.devicefields import DeviceTaint, DeviceToleration
 from scheduler.api.objects import Node
 from scheduler.api.resourceclaim import (
     ALLOCATION_MODE_ALL,
@@ -28,16 +31,55 @@ from scheduler.api.resourceslice import Device, ResourceSlice
 from scheduler.plugins.dynamicresources.cel import Cache
 from scheduler.plugins.dynamicresources.structured.constraints import MatchAttribute
 from scheduler.plugins.dynamicresources.structured.errors import AllocationError, FailedOnNodeError
-from scheduler.plugins.dynamicresources.structured.features import Features
+from scheduler.plugins.dynamicresources.structured.features import V0_35, Features, implementation_for
 from scheduler.plugins.dynamicresources.structured.pools import NodeSelectionError, Pool, gather_pools, node_matches
 from scheduler.plugins.dynamicresources.structured.results import DeviceID, Picked, Selection, build_result
 
 __all__ = ["AllocationError", "Allocator", "DeviceID", "FailedOnNodeError"]
 
-# Features this port implements: the stable code's own branches for admin access and prioritized
-# lists. Counters (partitionable devices), taints, binding conditions and consumable capacity are
-# the incubating variant's work.
-_IMPLEMENTED = Features(admin_access=True, prioritized_list=True).enabled()
+
+@dataclass(frozen=True, slots=True)
+class _Variant:
+    """What differs between the variants and releases ported, as facts the search reads."""
+
+    implementation: str
+    release: str
+    implemented: frozenset[str]  # the features this port runs; others are refused
+    # incubating: a request that would exceed the result size limit backtracks past the requests
+    # before it (errAllocationResultMaxSizeExceeded); the counters live per pool, not per slice;
+    # only NoSchedule/NoExecute taints count; the request's tolerations go into the results.
+    incubating: bool
+    # v0.35: subrequest i is validated under the device-match cache key of subrequest i-1.
+    subrequest_key_quirk: bool
+
+
+_PORTED: Mapping[tuple[str, str], frozenset[str]] = {
+    # The stable code's own branches for admin access and prioritized lists (its counters and taints
+    # are not ported: kube-scheduler never runs stable with them on).
+    ("stable", V0_35): Features(admin_access=True, prioritized_list=True).enabled(),
+    ("incubating", V0_35): Features(
+        admin_access=True, prioritized_list=True, partitionable_devices=True, device_taints=True
+    ).enabled(),
+}
+
+
+def _variant(features: Features, release: str, implementation: str | None) -> _Variant:
+    chosen = implementation or implementation_for(features, release)
+    implemented = _PORTED.get((chosen, release))
+    if implemented is None:
+        raise ValueError(f"the {chosen} allocator of dynamic-resource-allocation {release} is not ported")
+    beyond = features.enabled() - implemented
+    if beyond:
+        raise ValueError(f"features not implemented by the {chosen} allocator port ({release}): {sorted(beyond)}")
+    return _Variant(chosen, release, implemented, chosen == "incubating", release == V0_35)
+
+
+class _Exceeded:
+    """``errAllocationResultMaxSizeExceeded``: not an error to the caller, a signal to backtrack."""
+
+
+_EXCEEDED = _Exceeded()
+_Answer = bool | _Exceeded
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +107,7 @@ class _Candidate:
     id: DeviceID
     device: Device
     slice: ResourceSlice
+    pool: Pool | None  # None for an "All" request's devices, as upstream leaves it
 
 
 @dataclass(slots=True)
@@ -88,12 +131,17 @@ def _klog_name(claim: ResourceClaim) -> str:
 
 # (claim index, request index, subrequest index, device index)
 _Indices = tuple[int, int, int, int]
-_Step = Generator[tuple[_Indices, bool], bool, bool]
+_Step = Generator[tuple[_Indices, bool], _Answer, _Answer]
+_Counters = dict[str, dict[str, Fraction]]  # counter set -> counter -> value
 
 
 class Allocator:
-    """``stable.Allocator``: the cluster's slices, classes and allocated devices, reusable for many
+    """``structured.Allocator``: the cluster's slices, classes and allocated devices, reusable for many
     nodes and claim sets.
+
+    ``release`` is the ``dynamic-resource-allocation`` release to behave as; the variant is the one
+    ``NewAllocator`` picks for ``features`` there, unless ``implementation`` names one (as upstream's
+    tests call a variant directly). Features or variants not ported raise ``ValueError``.
 
     ``stop`` is polled before each step of the search, as upstream checks its context: when it
     returns a cause (``"context deadline exceeded"``), ``allocate`` raises
@@ -109,17 +157,21 @@ class Allocator:
         slices: Sequence[ResourceSlice],
         cel_cache: Cache,
         *,
+        release: str = V0_35,
+        implementation: str | None = None,
         stop: Callable[[], str | None] | None = None,
     ) -> None:
-        beyond = features.enabled() - _IMPLEMENTED
-        if beyond:
-            raise ValueError(f"features not implemented by the stable allocator port: {sorted(beyond)}")
+        self.variant = _variant(features, release, implementation)
         self.features = features
         self.allocated_devices = frozenset(allocated_devices)
         self.classes = classes
         self.slices = slices
         self.cel_cache = cel_cache
         self.stop = stop
+        # Per pool name (upstream keys them so, without the driver): the counters left once the
+        # allocated devices took theirs. Computed on first use, as upstream caches them.
+        self.available_counters: dict[str, _Counters] = {}
+        self.steps = 0  # allocateOne calls, all searches together (upstream's GetStats)
 
     def allocate(self, node: Node | None, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
         """One result per claim, in the claims' order; None when the claims do not fit the node.
@@ -135,6 +187,8 @@ class _Search:
     def __init__(self, owner: Allocator, node: Node | None, claims: Sequence[ResourceClaim]) -> None:
         self.owner = owner
         self.features = owner.features
+        self.variant = owner.variant
+        self.consumed: dict[str, _Counters] = {}
         self.node = node
         self.claims = claims
         self.pools: list[Pool] = []
@@ -146,17 +200,21 @@ class _Search:
 
     def run(self) -> list[AllocationResult] | None:
         try:
-            self.pools = gather_pools(self.owner.slices, self.node, self.features)
+            self.pools = gather_pools(self.owner.slices, self.node, self.features, incubating=self.variant.incubating)
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None
         for claim_index, claim in enumerate(self.claims):
             self._prepare_claim(claim_index, claim)
-        if not self._drive((0, 0, 0, 0), False):
+        answer = self._drive((0, 0, 0, 0), False)
+        if answer is _EXCEEDED:
+            raise AllocationError("allocation max size exceeded")  # upstream returns its sentinel as is
+        if answer is not True:
             if any(pool.is_invalid for pool in self.pools):
                 raise FailedOnNodeError("invalid resource pools were encountered")
             return None
         return [
-            build_result(claim, self.picked[i], self._selected_classes(i, claim)) for i, claim in enumerate(self.claims)
+            build_result(claim, self.picked[i], self._selected_classes(i, claim), tolerations=self.variant.incubating)
+            for i, claim in enumerate(self.claims)
         ]
 
     def _selected_classes(self, claim_index: int, claim: ResourceClaim) -> list[Selection]:
@@ -184,9 +242,10 @@ class _Search:
                     )
                 fewest: int | None = None
                 for sub_index, sub in enumerate(request.first_available):
-                    # Upstream validates subrequest i under the key of subrequest i-1 (its loop sets
-                    # the index after the call): the device-match cache of "All" is shared so.
-                    key = (claim_index, request_index, max(sub_index - 1, 0))
+                    # v0.35 validates subrequest i under the key of subrequest i-1 (its loop sets the
+                    # index after the call): the device-match cache of "All" is shared so.
+                    own = sub_index - 1 if self.variant.subrequest_key_quirk else sub_index
+                    key = (claim_index, request_index, max(own, 0))
                     data = self._validate(claim, key, _Request(sub, True), request.name)
                     self.request_data[(claim_index, request_index, sub_index)] = data
                     fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
@@ -248,7 +307,7 @@ class _Search:
                     for device in slice_.devices:
                         if self._selectable(key, data, slice_, device):
                             data.all_devices.append(
-                                _Candidate(DeviceID(slice_.driver, slice_.pool.name, device.name), device, slice_)
+                                _Candidate(DeviceID(slice_.driver, slice_.pool.name, device.name), device, slice_, None)
                             )
             data.num_devices = len(data.all_devices)
         else:
@@ -257,25 +316,28 @@ class _Search:
 
     # The search.
 
-    def _drive(self, start: _Indices, sub_request: bool) -> bool:
+    def _drive(self, start: _Indices, sub_request: bool) -> _Answer:
         """Runs ``allocateOne`` without Python's recursion limit: each step is a generator that
         yields the step it needs the answer of."""
         stack: list[_Step] = [self._one(start, sub_request)]
-        answer: bool | None = None
+        answer: _Answer | None = None
         while True:
             try:
                 call = stack[-1].send(answer) if answer is not None else next(stack[-1])
             except StopIteration as done:
                 stack.pop()
+                result: _Answer = done.value
                 if not stack:
-                    return bool(done.value)
-                answer = bool(done.value)
+                    return result
+                answer = result
                 continue
             stack.append(self._one(*call))
             answer = None
 
     def _one(self, r: _Indices, sub_request: bool) -> _Step:
-        """``allocateOne``: whether every device from ``r`` on can be allocated."""
+        """``allocateOne``: whether every device from ``r`` on can be allocated (``_EXCEEDED``: not
+        within the result size limit, whatever the devices)."""
+        self.owner.steps += 1
         if self.owner.stop is not None:
             cause = self.owner.stop()
             if cause is not None:
@@ -285,19 +347,25 @@ class _Search:
             return True
         claim = self.claims[claim_index]
         if request_index >= len(claim.devices.requests):
-            return (yield ((claim_index + 1, 0, 0, 0), False))
+            answer = yield ((claim_index + 1, 0, 0, 0), False)
+            return answer is True  # another claim's limit says nothing about this one's choices
 
         key = (claim_index, request_index, sub_index)
         data = self.request_data[key]
         if not sub_request and data.parent is not None:
-            # Try each subrequest in turn; the first that allocates wins.
+            # Try each subrequest in turn; the first that allocates wins. If every one exceeds the
+            # limit, so would any other choice of the devices before them.
             index = 0
+            all_exceeded = True
             while (claim_index, request_index, index) in self.request_data:
-                if (yield ((claim_index, request_index, index, device_index), True)):
+                answer = yield ((claim_index, request_index, index, device_index), True)
+                if answer is True:
                     data.selected_subrequest = index
                     return True
+                if answer is not _EXCEEDED:
+                    all_exceeded = False
                 index += 1
-            return False
+            return _EXCEEDED if all_exceeded and self.variant.incubating else False
 
         request = data.request
         all_mode = request.spec.allocation_mode == ALLOCATION_MODE_ALL
@@ -306,17 +374,19 @@ class _Search:
         if device_index >= data.num_devices:
             return (yield ((claim_index, request_index + 1, 0, 0), False))
         if len(self.picked[claim_index]) + data.num_devices - device_index > ALLOCATION_RESULTS_MAX_SIZE:
-            return False  # keep searching: another choice may need fewer devices
+            # Stable keeps searching; incubating backtracks to where fewer devices may be asked.
+            return _EXCEEDED if self.variant.incubating else False
 
         next_r = (claim_index, request_index, sub_index, device_index + 1)
         if all_mode:
             undo = self._allocate_device(r, data, data.all_devices[device_index], must=True)
             if undo is None:
                 return False  # all of them or none: the order does not matter
-            if (yield (next_r, sub_request)):
+            answer = yield (next_r, sub_request)
+            if answer is True:
                 return True
             undo()
-            return False
+            return answer
 
         for pool in self.pools:
             if pool.is_incomplete or pool.is_invalid:
@@ -331,12 +401,15 @@ class _Search:
                         continue
                     if not self._selectable(key, data, slice_, device):
                         continue
-                    undo = self._allocate_device(r, data, _Candidate(device_id, device, slice_), must=False)
+                    undo = self._allocate_device(r, data, _Candidate(device_id, device, slice_, pool), must=False)
                     if undo is None:
                         continue
-                    if (yield (next_r, sub_request)):
+                    answer = yield (next_r, sub_request)
+                    if answer is True:
                         return True
                     undo()
+                    if answer is _EXCEEDED:
+                        return answer
         return False
 
     def _in_use(self, device_id: DeviceID) -> bool:
@@ -400,10 +473,17 @@ class _Search:
                 return None
         elif self._in_use(candidate.id):
             return None
-        if not self.features.partitionable_devices and candidate.device.consumes_counters:
+        consumes = candidate.device.consumes_counters
+        if not self.features.partitionable_devices and consumes:
+            return None
+        if consumes and not self._take_counters(candidate):
             return None
         base = data.parent if data.parent is not None else request.name
         sub = request.name if data.parent is not None else ""
+        # Upstream returns here without giving back the counters just taken (taint or constraint):
+        # they stay consumed for the rest of this call, so later candidates see fewer.
+        if self.features.device_taints and _taint_prevents(candidate.device, request.spec):
+            return None
         constraints = self.constraints[claim_index]
         for i, constraint in enumerate(constraints):
             if not constraint.add(base, sub, candidate.device, candidate.id.driver):
@@ -425,6 +505,7 @@ class _Search:
                 slice=candidate.slice,
                 device=candidate.device,
                 admin_access=True if request.admin_access else None,
+                tolerations=request.spec.tolerations,
             )
         )
 
@@ -432,6 +513,78 @@ class _Search:
             for constraint in constraints:
                 constraint.remove(base, sub)
             self.allocating[candidate.id].discard(claim_index)
+            if consumes:
+                self._give_counters(candidate)
             del picked[before:]
 
         return undo
+
+    # Counters (partitionable devices, incubating): per pool name, as upstream keys them.
+
+    def _available(self, pool: Pool) -> _Counters:
+        """The pool's counters less what the allocated devices (of any slice of it) consume."""
+        known = self.owner.available_counters.get(pool.id.pool)
+        if known is not None:
+            return known
+        available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
+        for slice_ in (*pool.slices, *pool.other_slices):
+            for device in slice_.devices:
+                if DeviceID(slice_.driver, slice_.pool.name, device.name) not in self.owner.allocated_devices:
+                    continue
+                for consumption in device.consumes_counters:
+                    counters = available.get(consumption.counter_set, {})
+                    for name, value in consumption.counters.items():
+                        if name in counters:
+                            counters[name] -= value
+        self.owner.available_counters[pool.id.pool] = available
+        return available
+
+    def _take_counters(self, candidate: _Candidate) -> bool:
+        """``checkAvailableCounters``: takes the device's counters if every counter of the pool
+        stays within what is available."""
+        if candidate.pool is None:
+            # Upstream's "All" devices carry no pool, and this dereferences it: a panic there.
+            raise AllocationError(
+                f'internal error: device {candidate.id} of an "All" request consumes counters '
+                "(upstream dereferences a nil pool here)"
+            )
+        available = self._available(candidate.pool)
+        consumed = self.consumed.setdefault(candidate.pool.id.pool, {})
+        for consumption in candidate.device.consumes_counters:
+            counters = consumed.setdefault(consumption.counter_set, {})
+            for name, value in consumption.counters.items():
+                counters[name] = counters.get(name, Fraction(0)) + value
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            if any(value < used.get(name, 0) for name, value in counters.items()):
+                self._give_counters(candidate)
+                return False
+        return True
+
+    def _give_counters(self, candidate: _Candidate) -> None:
+        assert candidate.pool is not None
+        consumed = self.consumed[candidate.pool.id.pool]
+        for consumption in candidate.device.consumes_counters:
+            counters = consumed[consumption.counter_set]
+            for name, value in consumption.counters.items():
+                counters[name] -= value
+
+
+def _taint_prevents(device: Device, request: DeviceSubRequest) -> bool:
+    """``taintPreventsAllocation`` (incubating): a NoSchedule or NoExecute taint no toleration of the
+    request tolerates (other effects, None among them, do not count)."""
+    return any(
+        taint.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in request.tolerations)
+        for taint in device.taints
+    )
+
+
+def _tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
+    """``resourceclaim.ToleratesTaint``."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator in ("", "Equal"):
+        return toleration.value == taint.value
+    return toleration.operator == "Exists"

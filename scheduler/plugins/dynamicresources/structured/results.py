@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from scheduler.api.deviceclass import DeviceClass
-from scheduler.api.devicefields import DeviceConfiguration
+from scheduler.api.devicefields import DeviceConfiguration, DeviceToleration
 from scheduler.api.labels import Requirement, make_selector
 from scheduler.api.nodeselector import NODE_NAME_FIELD, FieldRequirement, NodeSelector, NodeSelectorTerm
 from scheduler.api.resourceclaim import AllocationResult, DeviceAllocationResult, ResourceClaim
@@ -41,6 +41,7 @@ class Picked:
     slice: ResourceSlice
     device: Device
     admin_access: bool | None
+    tolerations: tuple[DeviceToleration, ...] = ()  # the request's (or subrequest's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +54,19 @@ class Selection:
     device_class: DeviceClass | None
 
 
-def build_result(claim: ResourceClaim, picked: Sequence[Picked], selections: Sequence[Selection]) -> AllocationResult:
+def build_result(
+    claim: ResourceClaim, picked: Sequence[Picked], selections: Sequence[Selection], *, tolerations: bool = False
+) -> AllocationResult:
+    """The claim's allocation; with ``tolerations`` (incubating) each result carries its request's."""
     return AllocationResult(
         results=tuple(
             DeviceAllocationResult(
-                request=p.request, driver=p.id.driver, pool=p.id.pool, device=p.id.device, admin_access=p.admin_access
+                request=p.request,
+                driver=p.id.driver,
+                pool=p.id.pool,
+                device=p.id.device,
+                admin_access=p.admin_access,
+                tolerations=p.tolerations if tolerations else (),
             )
             for p in picked
         ),
