@@ -25,6 +25,7 @@ from scheduler.plugins.dynamicresources.structured.features import V0_35, for_sc
 from tests.plugins.dynamicresources.allocator_builders import (
     CLAIM0,
     CLASS_A,
+    COUNTER_SET1,
     DEVICE1,
     DEVICE2,
     DRIVER_A,
@@ -34,24 +35,33 @@ from tests.plugins.dynamicresources.allocator_builders import (
     REQ0,
     REQ0_SUB_REQ0,
     SLICE1,
+    SLICE2,
     SUB_REQ0,
     SUB_REQ1,
+    TAINT_NO_SCHEDULE,
     Case,
     GoObj,
     claim,
+    claim_with_request,
     claim_with_requests,
+    copy_obj,
+    counter_set,
     device,
     device_class,
+    device_counter_consumption,
     node,
     obj,
     parse_selector,
     request,
     request_with_prioritized_list,
     resource_pool,
+    slice_with_counter_sets,
     slice_with_devices,
     sub_request,
     with_allocation_mode,
+    with_device_counter_consumption,
     with_requests,
+    with_taints,
 )
 from tests.plugins.dynamicresources.allocator_table_v0_35_4 import CASES as CASES_V0_35
 
@@ -274,3 +284,118 @@ def test_default_allocator_is_incubating_at_1_35() -> None:
     """Without ``implementation``, 1.35's features get the incubating variant."""
     features, release = for_scheduler(features_at("1.35"))
     assert Allocator(features, (), {}, [], _cache(), release=release).variant.implementation == "incubating"
+
+
+# The variants told apart where kube-scheduler 1.35's features (admin access and prioritized lists,
+# no partitionable devices) make them decide differently (docs/dra-allocator.md).
+
+_FEATURES_1_35 = Features(admin_access=True, prioritized_list=True)
+
+
+def _both(case: Case) -> dict[str, Any]:
+    """The case's answer (results, or the error's text) from stable and from incubating, at v0.35.4."""
+    out: dict[str, Any] = {}
+    for implementation in ("stable", "incubating"):
+        allocator = _allocator(case, release=V0_35, implementation=implementation)
+        try:
+            out[implementation] = _got(allocator.allocate(case.node, case.parsed_claims()))
+        except AllocationError as err:
+            out[implementation] = str(err)
+    return out
+
+
+def test_counter_slice_left_out_without_partitionable_devices() -> None:
+    """Incubating skips a slice with ``sharedCounters`` while PartitionableDevices is off, so it
+    does not count towards the pool's slices: a pool of one slice (as ``resourceSliceCount`` says)
+    plus a counter slice is complete there and incomplete (nothing allocated) for stable."""
+    case = Case(
+        features=_FEATURES_1_35,
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_devices(SLICE1, NODE1, resource_pool(POOL1, 1), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 1), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ],
+        node=node(NODE1, REGION1),
+    )
+    got = _both(case)
+    assert got["stable"] == []
+    assert [r[3] for r in got["incubating"][0]["results"]] == [DEVICE1]
+
+
+def test_incomplete_pool_not_checked_for_duplicates() -> None:
+    """A pool both incomplete and holding a device name twice: stable calls it invalid, so "no fit"
+    becomes ``invalid resource pools were encountered``; incubating does not check it: no fit."""
+    pool = resource_pool(POOL1, 3)
+    case = Case(
+        features=_FEATURES_1_35,
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_devices(SLICE1, NODE1, pool, DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_devices(SLICE2, NODE1, pool, DRIVER_A, device(DEVICE1, None, None)),
+        ],
+        node=node(NODE1, REGION1),
+    )
+    got = _both(case)
+    assert got["stable"] == "invalid resource pools were encountered"
+    assert got["incubating"] == []
+
+
+def test_tolerations_copied_into_results() -> None:
+    """Incubating copies the request's tolerations into each result even with DeviceTaints off
+    (what 1.35 writes into ``status.allocation``); stable does not."""
+    toleration = obj(Operator="Exists", Key="gpu", Effect="NoSchedule")
+    claim_ = claim_with_request(CLAIM0, REQ0, CLASS_A)
+    claim_.Spec.Devices.Requests[0].Exactly.Tolerations = [toleration]
+    case = Case(
+        features=_FEATURES_1_35,
+        claims=[claim_],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None))],
+        node=node(NODE1, REGION1),
+    )
+    got = _both(case)
+    assert got["stable"][0]["results"][0][5] == []
+    assert got["incubating"][0]["results"][0][5] == [("gpu", "Exists", "", "NoSchedule")]
+
+
+def test_counters_of_a_tainted_device_stay_taken() -> None:
+    """Upstream (v0.35.4 to v0.37.2) takes a device's counters before it checks the device's taints
+    and does not give them back when a taint refuses it: the 4Gi of the tainted device-1 stay
+    consumed, so device-2 (6Gi of 8Gi) no longer fits, and the claim is not allocated."""
+    consume = device_counter_consumption
+    case = Case(
+        features=Features(partitionable_devices=True, device_taints=True),
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_counter_sets(
+                SLICE1, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_taints(
+                    with_device_counter_consumption(
+                        device(DEVICE1, None, None), consume(COUNTER_SET1, {"memory": "4Gi"})
+                    ),
+                    TAINT_NO_SCHEDULE,
+                ),
+                with_device_counter_consumption(device(DEVICE2, None, None), consume(COUNTER_SET1, {"memory": "6Gi"})),
+            ),
+        ],
+        node=node(NODE1, REGION1),
+    )
+    assert _allocator(case, release=V0_35).allocate(case.node, case.parsed_claims()) is None
+    # Without the taint, device-1 is taken.
+    untainted = copy_obj(case.slices[1])  # type: ignore[index]
+    del untainted.Spec.Devices[0]["taints"]
+    case.slices = [case.slices[0], untainted]  # type: ignore[index]
+    got = _allocator(case, release=V0_35).allocate(case.node, case.parsed_claims())
+    assert got is not None
+    assert [d.device for d in got[0].results] == [DEVICE1]
