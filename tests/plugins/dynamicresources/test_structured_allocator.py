@@ -363,9 +363,9 @@ def test_tolerations_copied_into_results() -> None:
 
 
 def test_counters_of_a_tainted_device_stay_taken() -> None:
-    """Upstream (v0.35.4 to v0.37.2) takes a device's counters before it checks the device's taints
-    and does not give them back when a taint refuses it: the 4Gi of the tainted device-1 stay
-    consumed, so device-2 (6Gi of 8Gi) no longer fits, and the claim is not allocated."""
+    """v0.35.4 takes a device's counters before it checks the device's taints and does not give
+    them back when a taint refuses it (v0.36 does): the 4Gi of the tainted device-1 stay consumed,
+    so device-2 (6Gi of 8Gi) no longer fits, and the claim is not allocated."""
     consume = device_counter_consumption
     case = Case(
         features=Features(partitionable_devices=True, device_taints=True),
@@ -399,3 +399,27 @@ def test_counters_of_a_tainted_device_stay_taken() -> None:
     got = _allocator(case, release=V0_35).allocate(case.node, case.parsed_claims())
     assert got is not None
     assert [d.device for d in got[0].results] == [DEVICE1]
+
+
+def test_all_subrequest_continues_as_subrequest_0() -> None:
+    """v0.35.4 (both variants) seeks an "All" subrequest's second device under subrequest 0's data:
+    here subrequest 0 wants three devices of two, so "All" (both devices) fails after its first."""
+    case = Case(
+        features=_FEATURES_1_35,
+        claims=[
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(SUB_REQ0, CLASS_A, 3),
+                    with_allocation_mode(obj(sub_request(SUB_REQ1, CLASS_A, 0)), "All"),
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ],
+        node=node(NODE1, REGION1),
+    )
+    assert _both(case) == {"stable": [], "incubating": []}

@@ -49,8 +49,10 @@ class _Variant:
     # before it (errAllocationResultMaxSizeExceeded); the counters live per pool, not per slice;
     # only NoSchedule/NoExecute taints count; the request's tolerations go into the results.
     incubating: bool
-    # v0.35: subrequest i is validated under the device-match cache key of subrequest i-1.
-    subrequest_key_quirk: bool
+    # v0.35's slips, fixed in v0.36: subrequest i is validated under the device-match cache key of
+    # subrequest i-1; an "All" subrequest's second device is sought under subrequest 0's data; a
+    # device refused for a taint or a constraint keeps the counters it just took (incubating).
+    v0_35_quirks: bool
 
 
 _PORTED: Mapping[tuple[str, str], frozenset[str]] = {
@@ -244,7 +246,7 @@ class _Search:
                 for sub_index, sub in enumerate(request.first_available):
                     # v0.35 validates subrequest i under the key of subrequest i-1 (its loop sets the
                     # index after the call): the device-match cache of "All" is shared so.
-                    own = sub_index - 1 if self.variant.subrequest_key_quirk else sub_index
+                    own = sub_index - 1 if self.variant.v0_35_quirks else sub_index
                     key = (claim_index, request_index, max(own, 0))
                     data = self._validate(claim, key, _Request(sub, True), request.name)
                     self.request_data[(claim_index, request_index, sub_index)] = data
@@ -379,6 +381,10 @@ class _Search:
 
         next_r = (claim_index, request_index, sub_index, device_index + 1)
         if all_mode:
+            if self.variant.v0_35_quirks:
+                # v0.35 drops the subrequest index here: the next device is sought under subrequest
+                # 0's data (its mode, count and selectors), and named as subrequest 0.
+                next_r = (claim_index, request_index, 0, device_index + 1)
             undo = self._allocate_device(r, data, data.all_devices[device_index], must=True)
             if undo is None:
                 return False  # all of them or none: the order does not matter
@@ -480,9 +486,12 @@ class _Search:
             return None
         base = data.parent if data.parent is not None else request.name
         sub = request.name if data.parent is not None else ""
-        # Upstream returns here without giving back the counters just taken (taint or constraint):
-        # they stay consumed for the rest of this call, so later candidates see fewer.
+        # v0.35 returns here without giving back the counters just taken (taint or constraint): they
+        # stay consumed for the rest of this call, so later candidates see fewer.
+        keep = self.variant.v0_35_quirks
         if self.features.device_taints and _taint_prevents(candidate.device, request.spec):
+            if consumes and not keep:
+                self._give_counters(candidate)
             return None
         constraints = self.constraints[claim_index]
         for i, constraint in enumerate(constraints):
@@ -494,6 +503,8 @@ class _Search:
                     )
                 for earlier in constraints[:i]:
                     earlier.remove(base, sub)
+                if consumes and not keep:
+                    self._give_counters(candidate)
                 return None
         self.allocating.setdefault(candidate.id, set()).add(claim_index)
         picked = self.picked[claim_index]
