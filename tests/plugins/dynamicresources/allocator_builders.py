@@ -26,6 +26,7 @@ __all__ = ["ALLOCATION_RESULTS_MAX_SIZE", "Case", "DeviceID", "Features", "GoObj
 # Go field names whose JSON name is not the lower-camel form.
 _JSON_NAMES = {
     "CEL": "cel",
+    "ObjectMeta": "metadata",
     "StringValue": "string",
     "IntValue": "int",
     "BoolValue": "bool",
@@ -157,6 +158,9 @@ TOLERATION_NO_SCHEDULE = {"operator": "Exists", "key": TAINT_KEY, "effect": "NoS
 TOLERATION_NO_EXECUTE = {"operator": "Equal", "key": TAINT_KEY, "value": "taint-value-2", "effect": "NoExecute"}
 TOLERATION_NO_SCHEDULE_KEY1 = {"operator": "Exists", "key": "key1", "effect": "NoSchedule"}
 FROM_COUNTERS = "fromCounters"  # a device's capacity: what it consumes of its counters
+CAPACITY0 = "capacity-0"
+ONE = "1"
+REQ2_SUB_REQ1 = "req-2/subReq-1"
 
 
 def node(name: str, region: str) -> Node:
@@ -419,6 +423,7 @@ class Case:
     expect: list[GoObj] | None = None
     error: str | None = None
     steps: int | None = None  # allocateOne calls (``expectNumAllocateOneInvocations``)
+    steps_by_channel: dict[str, int] | None = None  # v0.36 on: the count for one variant instead
 
     def parsed_claims(self) -> list[ResourceClaim]:
         # Upstream's test claims have no namespace (klog prints the name alone).
@@ -457,3 +462,37 @@ def parse_selector(raw: GoObj) -> NodeSelector | None:
 def last(*steps: Any) -> Any:
     """Upstream's ``func() T { ...; return x }()``: the steps run in order, the last is the value."""
     return steps[-1]
+
+
+def with_capacity_request(request_: GoObj, quantity: str | None) -> GoObj:
+    """Upstream's ``withCapacityRequest`` on a request (its ``exactly``) or a subrequest."""
+    out = copy_obj(request_)
+    target = out.Exactly if "exactly" in out else out
+    target.Capacity = obj(Requests={CAPACITY0: quantity} if quantity is not None else {})
+    return out
+
+
+def with_binds_to_node(device_: GoObj, binds: bool) -> GoObj:
+    out = GoObj(copy_obj(device_))
+    out.BindsToNode = binds
+    return out
+
+
+def device_request_allocation_result_with_binding_conditions(
+    req: str,
+    driver: str,
+    pool: str,
+    dev: str,
+    conditions: list[str] | None,
+    failure_conditions: list[str] | None,
+    *tolerations: dict[str, str],
+) -> GoObj:
+    return obj(
+        Request=req,
+        Driver=driver,
+        Pool=pool,
+        Device=dev,
+        BindingConditions=conditions,
+        BindingFailureConditions=failure_conditions,
+        Tolerations=list(tolerations) or None,
+    )

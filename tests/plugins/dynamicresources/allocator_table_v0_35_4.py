@@ -4,8 +4,11 @@ inputs and expected answers as upstream wrote them (an expected error is a subst
 as upstream matches it).
 
 Which cases: every one whose features are among those the port implements at this release:
-AdminAccess, DeviceTaints, PartitionableDevices, PrioritizedList. Left out (51): the cases enabling any other feature
-(docs/dra-allocator.md).
+AdminAccess,
+DeviceTaints,
+PartitionableDevices,
+PrioritizedList.
+Left out (51): the cases enabling any other feature (docs/dra-allocator.md).
 
 Generated from the Go source by ``gen_allocator_table.py`` (then ``ruff check --fix`` and
 ``ruff format``); do not edit by hand.

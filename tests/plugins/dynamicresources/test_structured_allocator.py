@@ -21,7 +21,7 @@ from scheduler.api.resourceclaim import AllocationResult
 from scheduler.features import features_at
 from scheduler.plugins.dynamicresources import cel
 from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, Features, implementation_for
-from scheduler.plugins.dynamicresources.structured.features import V0_35, for_scheduler
+from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, for_scheduler
 from tests.plugins.dynamicresources.allocator_builders import (
     CLAIM0,
     CLASS_A,
@@ -64,6 +64,7 @@ from tests.plugins.dynamicresources.allocator_builders import (
     with_taints,
 )
 from tests.plugins.dynamicresources.allocator_table_v0_35_4 import CASES as CASES_V0_35
+from tests.plugins.dynamicresources.allocator_table_v0_36_3 import CASES as CASES_V0_36
 
 # Per variant and release: the table's cases upstream runs against it (features it supports; the
 # stable port runs the admin access and prioritized list cases too, as its code has their branches,
@@ -76,8 +77,9 @@ _RUNS = [
         if c.features.enabled() <= _STABLE and not c.steps
     ),
     *(("incubating", V0_35, name) for name in sorted(CASES_V0_35)),
+    *(("incubating", V0_36, name) for name in sorted(CASES_V0_36)),
 ]
-_TABLES = {V0_35: CASES_V0_35}
+_TABLES = {V0_35: CASES_V0_35, V0_36: CASES_V0_36}
 
 
 def _cache() -> cel.Cache:
@@ -102,7 +104,16 @@ def _got(results: Sequence[AllocationResult] | None) -> list[Any]:
     return [
         {
             "results": [
-                (d.request, d.driver, d.pool, d.device, d.admin_access, [_toleration(t) for t in d.tolerations])
+                (
+                    d.request,
+                    d.driver,
+                    d.pool,
+                    d.device,
+                    d.admin_access,
+                    [_toleration(t) for t in d.tolerations],
+                    list(d.binding_conditions),
+                    list(d.binding_failure_conditions),
+                )
                 for d in r.results
             ],
             "config": [(c.source, tuple(c.requests), c.driver, c.parameters) for c in r.config],
@@ -126,6 +137,8 @@ def _want(expect: Sequence[GoObj] | None) -> list[Any]:
                         d["device"],
                         d.get("adminAccess"),
                         [_toleration(DeviceToleration(**t)) for t in d.get("tolerations") or ()],
+                        list(d.get("bindingConditions") or ()),
+                        list(d.get("bindingFailureConditions") or ()),
                     )
                     for d in devices.get("results", [])
                 ],
@@ -153,14 +166,16 @@ def _allocator(case: Case, **kwargs: Any) -> Allocator:
 def test_upstream_case(implementation: str, release: str, name: str) -> None:
     case = _TABLES[release][name]
     allocator = _allocator(case, release=release, implementation=implementation)
+    # From v0.36 upstream's harness allocates for node-1 when a case names no node.
+    target = case.node if case.node is not None or release == V0_35 else node(NODE1, REGION1)
     if case.error is not None:
         with pytest.raises(AllocationError) as raised:
-            allocator.allocate(case.node, case.parsed_claims())
+            allocator.allocate(target, case.parsed_claims())
         assert case.error in str(raised.value)
     else:
-        assert _got(allocator.allocate(case.node, case.parsed_claims())) == _want(case.expect)
+        assert _got(allocator.allocate(target, case.parsed_claims())) == _want(case.expect)
     if case.steps:
-        assert allocator.steps == case.steps
+        assert allocator.steps == (case.steps_by_channel or {}).get(implementation, case.steps)
 
 
 _INTERRUPT = Case(
@@ -423,3 +438,36 @@ def test_all_subrequest_continues_as_subrequest_0() -> None:
         node=node(NODE1, REGION1),
     )
     assert _both(case) == {"stable": [], "incubating": []}
+
+
+def test_consumable_capacity_in_use_is_refused() -> None:
+    """1.36 turns consumable capacity on by default; the port runs with it on while nothing uses
+    it, and refuses a capacity request or a device allowing multiple allocations."""
+    features, release = for_scheduler(features_at("1.36"))
+    request_ = request(REQ0, CLASS_A, 1)
+    request_.Exactly.Capacity = obj(Requests={"memory": "1Gi"})
+    shared = device(DEVICE1, None, None)
+    shared.AllowMultipleAllocations = True
+    for claims, slice_device in (
+        ([claim_with_requests(CLAIM0, None, request_)], device(DEVICE1, None, None)),
+        ([claim_with_request(CLAIM0, REQ0, CLASS_A)], shared),
+    ):
+        case = Case(
+            features=features,
+            claims=claims,
+            classes=[device_class(CLASS_A, DRIVER_A)],
+            slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, slice_device)],
+            node=node(NODE1, REGION1),
+        )
+        with pytest.raises(ValueError, match="consumable capacity"):
+            _allocator(case, release=release).allocate(case.node, case.parsed_claims())
+    plain = Case(
+        features=features,
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None))],
+        node=node(NODE1, REGION1),
+    )
+    got = _allocator(plain, release=release).allocate(plain.node, plain.parsed_claims())
+    assert got is not None
+    assert [d.device for d in got[0].results] == [DEVICE1]

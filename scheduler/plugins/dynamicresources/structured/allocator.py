@@ -24,14 +24,15 @@ from scheduler.api.resourceclaim import (
     ALLOCATION_MODE_EXACT_COUNT,
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocationResult,
+    DeviceRequest,
     DeviceSubRequest,
     ResourceClaim,
 )
 from scheduler.api.resourceslice import Device, ResourceSlice
 from scheduler.plugins.dynamicresources.cel import Cache
-from scheduler.plugins.dynamicresources.structured.constraints import MatchAttribute
+from scheduler.plugins.dynamicresources.structured.constraints import Constraint, DistinctAttribute, MatchAttribute
 from scheduler.plugins.dynamicresources.structured.errors import AllocationError, FailedOnNodeError
-from scheduler.plugins.dynamicresources.structured.features import V0_35, Features, implementation_for
+from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, Features, implementation_for
 from scheduler.plugins.dynamicresources.structured.pools import NodeSelectionError, Pool, gather_pools, node_matches
 from scheduler.plugins.dynamicresources.structured.results import DeviceID, Picked, Selection, build_result
 
@@ -54,6 +55,20 @@ class _Variant:
     # device refused for a taint or a constraint keeps the counters it just took (incubating).
     v0_35_quirks: bool
 
+    @property
+    def v0_36(self) -> bool:
+        """Incubating from v0.36: pools in ID order (binding conditions last), slices by name; within
+        one request only combinations of devices are tried (``startLocation``); ``distinctAttribute``;
+        CEL sees ``allowMultipleAllocations``; capacity requests refused while the feature is off; a
+        device that binds to the node pins the allocation to it."""
+        return self.incubating and not self.v0_35_quirks
+
+
+# Consumable capacity is on by default from 1.36; the port runs with it on as long as nothing uses
+# it (no capacity request, no device allowing multiple allocations), which upstream then decides as
+# with it off. Anything that uses it is refused with ValueError.
+_CAPACITY_NOT_PORTED = "consumable capacity (DRAConsumableCapacity) is not ported"
+
 
 _PORTED: Mapping[tuple[str, str], frozenset[str]] = {
     # The stable code's own branches for admin access and prioritized lists (its counters and taints
@@ -61,6 +76,14 @@ _PORTED: Mapping[tuple[str, str], frozenset[str]] = {
     ("stable", V0_35): Features(admin_access=True, prioritized_list=True).enabled(),
     ("incubating", V0_35): Features(
         admin_access=True, prioritized_list=True, partitionable_devices=True, device_taints=True
+    ).enabled(),
+    ("incubating", V0_36): Features(
+        admin_access=True,
+        prioritized_list=True,
+        partitionable_devices=True,
+        device_taints=True,
+        device_binding_and_status=True,
+        consumable_capacity=True,
     ).enabled(),
 }
 
@@ -133,7 +156,10 @@ def _klog_name(claim: ResourceClaim) -> str:
 
 # (claim index, request index, subrequest index, device index)
 _Indices = tuple[int, int, int, int]
-_Step = Generator[tuple[_Indices, bool], _Answer, _Answer]
+# (pool, slice, device) where a request's next device is sought (``deviceLocation``, v0.36)
+_Location = tuple[int, int, int]
+_START: _Location = (0, 0, 0)
+_Step = Generator[tuple[_Indices, bool, _Location], _Answer, _Answer]
 _Counters = dict[str, dict[str, Fraction]]  # counter set -> counter -> value
 
 
@@ -195,16 +221,26 @@ class _Search:
         self.claims = claims
         self.pools: list[Pool] = []
         self.request_data: dict[tuple[int, int, int], _RequestData] = {}
-        self.constraints: list[list[MatchAttribute]] = []
+        self.constraints: list[list[Constraint]] = []
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         self.picked: list[list[Picked]] = [[] for _ in claims]
 
     def run(self) -> list[AllocationResult] | None:
         try:
-            self.pools = gather_pools(self.owner.slices, self.node, self.features, incubating=self.variant.incubating)
+            self.pools = gather_pools(
+                self.owner.slices,
+                self.node,
+                self.features,
+                incubating=self.variant.incubating,
+                ordered=self.variant.v0_36,
+            )
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None
+        if self.features.consumable_capacity and any(
+            device.allow_multiple_allocations for pool in self.pools for s in pool.slices for device in s.devices
+        ):
+            raise ValueError(f"{_CAPACITY_NOT_PORTED}: a device allows multiple allocations")
         for claim_index, claim in enumerate(self.claims):
             self._prepare_claim(claim_index, claim)
         answer = self._drive((0, 0, 0, 0), False)
@@ -215,7 +251,14 @@ class _Search:
                 raise FailedOnNodeError("invalid resource pools were encountered")
             return None
         return [
-            build_result(claim, self.picked[i], self._selected_classes(i, claim), tolerations=self.variant.incubating)
+            build_result(
+                claim,
+                self.picked[i],
+                self._selected_classes(i, claim),
+                tolerations=self.variant.incubating,
+                binding=self.features.device_binding_and_status,
+                node_name=self.node.name if self.node is not None and self.variant.v0_36 else None,
+            )
             for i, claim in enumerate(self.claims)
         ]
 
@@ -236,12 +279,13 @@ class _Search:
     def _prepare_claim(self, claim_index: int, claim: ResourceClaim) -> None:
         min_devices = 0
         for request_index, request in enumerate(claim.devices.requests):
+            if request.first_available and not self.features.prioritized_list:
+                raise AllocationError(
+                    f"claim {_klog_name(claim)}, request {request.name}: has subrequests, "
+                    "but the DRAPrioritizedList feature is disabled"
+                )
+            self._check_capacity(claim, request)
             if request.first_available:
-                if not self.features.prioritized_list:
-                    raise AllocationError(
-                        f"claim {_klog_name(claim)}, request {request.name}: has subrequests, "
-                        "but the DRAPrioritizedList feature is disabled"
-                    )
                 fewest: int | None = None
                 for sub_index, sub in enumerate(request.first_available):
                     # v0.35 validates subrequest i under the key of subrequest i-1 (its loop sets the
@@ -262,14 +306,34 @@ class _Search:
                 f"claim {_klog_name(claim)}: number of requested devices {min_devices} "
                 f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
             )
-        constraints: list[MatchAttribute] = []
+        constraints: list[Constraint] = []
         for i, constraint in enumerate(claim.devices.constraints):
-            if constraint.match_attribute is None:
+            names = frozenset(constraint.requests)
+            if constraint.match_attribute is not None:
+                constraints.append(MatchAttribute(names, constraint.match_attribute))
+            elif constraint.distinct_attribute is not None and self.variant.v0_36:
+                constraints.append(DistinctAttribute(names, constraint.distinct_attribute))
+            else:
                 raise AllocationError(
                     f"claim {_klog_name(claim)}, constraint #{i}: empty constraint (unsupported constraint type?)"
                 )
-            constraints.append(MatchAttribute(frozenset(constraint.requests), constraint.match_attribute))
         self.constraints.append(constraints)
+
+    def _check_capacity(self, claim: ResourceClaim, request: DeviceRequest) -> None:
+        """v0.36: capacity requests are refused while consumable capacity is off; while it is on,
+        the port refuses them (not ported)."""
+        if not self.variant.v0_36:
+            return
+        exact = [request.exactly] if request.exactly is not None else []
+        for spec, kind in [(s, "request") for s in exact] + [(s, "subrequest") for s in request.first_available]:
+            if not spec.capacity:
+                continue
+            if self.features.consumable_capacity:
+                raise ValueError(f"{_CAPACITY_NOT_PORTED}: claim {_klog_name(claim)}, {kind} {spec.name}")
+            raise AllocationError(
+                f"claim {_klog_name(claim)}, {kind} {spec.name}: has capacity requests, "
+                "but the DRAConsumableCapacity feature is disabled"
+            )
 
     def _validate(
         self, claim: ResourceClaim, key: tuple[int, int, int], request: _Request, parent: str | None
@@ -309,7 +373,12 @@ class _Search:
                     for device in slice_.devices:
                         if self._selectable(key, data, slice_, device):
                             data.all_devices.append(
-                                _Candidate(DeviceID(slice_.driver, slice_.pool.name, device.name), device, slice_, None)
+                                _Candidate(
+                                    DeviceID(slice_.driver, slice_.pool.name, device.name),
+                                    device,
+                                    slice_,
+                                    pool if self.variant.v0_36 else None,
+                                )
                             )
             data.num_devices = len(data.all_devices)
         else:
@@ -321,7 +390,7 @@ class _Search:
     def _drive(self, start: _Indices, sub_request: bool) -> _Answer:
         """Runs ``allocateOne`` without Python's recursion limit: each step is a generator that
         yields the step it needs the answer of."""
-        stack: list[_Step] = [self._one(start, sub_request)]
+        stack: list[_Step] = [self._one(start, sub_request, _START)]
         answer: _Answer | None = None
         while True:
             try:
@@ -336,7 +405,7 @@ class _Search:
             stack.append(self._one(*call))
             answer = None
 
-    def _one(self, r: _Indices, sub_request: bool) -> _Step:
+    def _one(self, r: _Indices, sub_request: bool, start: _Location) -> _Step:
         """``allocateOne``: whether every device from ``r`` on can be allocated (``_EXCEEDED``: not
         within the result size limit, whatever the devices)."""
         self.owner.steps += 1
@@ -349,7 +418,7 @@ class _Search:
             return True
         claim = self.claims[claim_index]
         if request_index >= len(claim.devices.requests):
-            answer = yield ((claim_index + 1, 0, 0, 0), False)
+            answer = yield ((claim_index + 1, 0, 0, 0), False, _START)
             return answer is True  # another claim's limit says nothing about this one's choices
 
         key = (claim_index, request_index, sub_index)
@@ -360,7 +429,7 @@ class _Search:
             index = 0
             all_exceeded = True
             while (claim_index, request_index, index) in self.request_data:
-                answer = yield ((claim_index, request_index, index, device_index), True)
+                answer = yield ((claim_index, request_index, index, device_index), True, _START)
                 if answer is True:
                     data.selected_subrequest = index
                     return True
@@ -374,7 +443,7 @@ class _Search:
         if all_mode and not data.all_devices:
             return False
         if device_index >= data.num_devices:
-            return (yield ((claim_index, request_index + 1, 0, 0), False))
+            return (yield ((claim_index, request_index + 1, 0, 0), False, _START))
         if len(self.picked[claim_index]) + data.num_devices - device_index > ALLOCATION_RESULTS_MAX_SIZE:
             # Stable keeps searching; incubating backtracks to where fewer devices may be asked.
             return _EXCEEDED if self.variant.incubating else False
@@ -388,17 +457,24 @@ class _Search:
             undo = self._allocate_device(r, data, data.all_devices[device_index], must=True)
             if undo is None:
                 return False  # all of them or none: the order does not matter
-            answer = yield (next_r, sub_request)
+            answer = yield (next_r, sub_request, _START)
             if answer is True:
                 return True
             undo()
             return answer
 
-        for pool in self.pools:
+        # v0.36 tries a request's devices as combinations: the next one is sought after this one.
+        first_pool, first_slice, first_device = start if self.variant.v0_36 else _START
+        for pool_index in range(first_pool, len(self.pools)):
+            pool = self.pools[pool_index]
             if pool.is_incomplete or pool.is_invalid:
                 continue
-            for slice_ in pool.slices:
-                for device in slice_.devices:
+            from_slice = first_slice if pool_index == first_pool else 0
+            for slice_index in range(from_slice, len(pool.slices)):
+                slice_ = pool.slices[slice_index]
+                at_start = pool_index == first_pool and slice_index == first_slice
+                for device_index_in_slice in range(first_device if at_start else 0, len(slice_.devices)):
+                    device = slice_.devices[device_index_in_slice]
                     device_id = DeviceID(pool.id.driver, pool.id.pool, device.name)
                     if request.admin_access:
                         if claim_index in self.allocating.get(device_id, ()):
@@ -410,7 +486,7 @@ class _Search:
                     undo = self._allocate_device(r, data, _Candidate(device_id, device, slice_, pool), must=False)
                     if undo is None:
                         continue
-                    answer = yield (next_r, sub_request)
+                    answer = yield (next_r, sub_request, (pool_index, slice_index, device_index_in_slice + 1))
                     if answer is True:
                         return True
                     undo()
@@ -450,10 +526,10 @@ class _Search:
             if device_class is not None
             else f"claim {_klog_name(self.claims[claim_index])}"
         )
-        # Upstream's stable code hands CEL the driver, attributes and capacity only.
+        # Until v0.36 upstream hands CEL the driver, attributes and capacity only.
         view = (
             device
-            if device.allow_multiple_allocations is None
+            if device.allow_multiple_allocations is None or self.variant.v0_36
             else dataclasses.replace(device, allow_multiple_allocations=None)
         )
         for i, expression in enumerate(selectors):

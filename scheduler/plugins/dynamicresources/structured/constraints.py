@@ -1,15 +1,16 @@
-"""A claim's ``matchAttribute`` constraints as upstream's stable allocator checks them while it picks
-devices (``matchAttributeConstraint``, v0.35.4): one device at a time, taken back on backtracking.
+"""A claim's constraints as upstream's allocators check them while they pick devices, one device
+at a time, taken back on backtracking: ``matchAttribute`` (``matchAttributeConstraint``, every
+variant) and, from incubating v0.36, ``distinctAttribute`` (``distinctAttributeConstraint``).
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scheduler.api.resourceslice import Device, DeviceAttribute
 
-__all__ = ["MatchAttribute"]
+__all__ = ["Constraint", "DistinctAttribute", "MatchAttribute"]
 
 
 @dataclass(slots=True)
@@ -72,4 +73,57 @@ def _same_value(first: DeviceAttribute | None, other: DeviceAttribute) -> bool:
     if other.version_value is not None:
         # semver 2.0.0 values are minimal, so equal versions are equal strings.
         return first.version_value == other.version_value
+    return False
+
+
+@dataclass(slots=True)
+class DistinctAttribute:
+    """``distinctAttributeConstraint``: the devices of the named requests (all when none) have
+    pairwise different values of the attribute; a device without it is refused.
+
+    As upstream, the values are kept per *request* name: a request's later device replaces its
+    earlier one's value, and taking one device back forgets the request's value altogether.
+    """
+
+    requests: frozenset[str]
+    attribute: str
+    values: dict[str, DeviceAttribute] = field(default_factory=dict)
+    count: int = 0
+
+    def _applies(self, request: str, subrequest: str) -> bool:
+        if not self.requests:
+            return True
+        return request in self.requests or (bool(subrequest) and f"{request}/{subrequest}" in self.requests)
+
+    def add(self, request: str, subrequest: str, device: Device, driver: str) -> bool:
+        if not self._applies(request, subrequest):
+            return True
+        value = _lookup_attribute(device, driver, self.attribute)
+        if value is None:
+            return False
+        if self.count and not all(_differs(value, other) for other in self.values.values()):
+            return False
+        self.values[request] = value
+        self.count += 1
+        return True
+
+    def remove(self, request: str, subrequest: str) -> None:
+        if self._applies(request, subrequest):
+            self.values.pop(request, None)
+            self.count -= 1
+
+
+Constraint = MatchAttribute | DistinctAttribute
+
+
+def _differs(value: DeviceAttribute, other: DeviceAttribute) -> bool:
+    """``matchesAttribute`` for one kept value: by the kind of ``value``; list kinds never differ."""
+    if value.string_value is not None:
+        return other.string_value is None or other.string_value != value.string_value
+    if value.int_value is not None:
+        return other.int_value is None or other.int_value != value.int_value
+    if value.bool_value is not None:
+        return other.bool_value is None or other.bool_value != value.bool_value
+    if value.version_value is not None:
+        return other.version_value is None or other.version_value != value.version_value
     return False

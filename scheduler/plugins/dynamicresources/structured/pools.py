@@ -6,7 +6,9 @@ A pool is identified by driver and pool name. Only slices of its newest generati
 *invalid* when two of its devices share a name. The incubating variant keeps the slices that carry
 ``sharedCounters`` apart (the pool's counter sets), checks that every device consumes known
 counters, and keeps the pool's device slices that do not reach the node (their allocated devices
-still consume counters); an incomplete pool it does not check at all. Pure: no I/O.
+still consume counters); an incomplete pool it does not check at all. From v0.36 it searches the
+pools in the order of their IDs, those with binding conditions last, and a pool's slices by name.
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -68,10 +70,15 @@ def node_matches(
 
 
 def gather_pools(
-    slices: Sequence[ResourceSlice], node: Node | None, features: Features, *, incubating: bool = False
+    slices: Sequence[ResourceSlice],
+    node: Node | None,
+    features: Features,
+    *,
+    incubating: bool = False,
+    ordered: bool = False,
 ) -> list[Pool]:
     """``GatherPools``: every pool with a slice (or, per device, a device) for the node; the
-    incubating variant's when ``incubating``.
+    incubating variant's when ``incubating``, v0.36's order when ``ordered``.
 
     Upstream builds the result by ranging over a Go map, so the order of the pools it searches is
     random; we keep the order in which each pool's first slice was listed (docs/dra-allocator.md).
@@ -122,14 +129,24 @@ def gather_pools(
         elif pool.is_incomplete:
             pool.slices = []  # never allocated from, so never checked
         else:
-            _build_incubating(pool, features, generation)
+            _build_incubating(pool, features, generation, ordered)
         result.append(pool)
+    if ordered:
+        result.sort(key=lambda p: (_has_binding_conditions(p), p.id))
     return result
 
 
-def _build_incubating(pool: Pool, features: Features, generation: list[ResourceSlice] | None) -> None:
+def _has_binding_conditions(pool: Pool) -> bool:
+    """``poolHasBindingConditions``; upstream keeps no slices of an invalid or incomplete pool."""
+    if pool.is_invalid or pool.is_incomplete:
+        return False
+    return any(device.binding_conditions for s in pool.slices for device in s.devices)
+
+
+def _build_incubating(pool: Pool, features: Features, generation: list[ResourceSlice] | None, ordered: bool) -> None:
     """``buildPool``: split off the counter sets and check them, as far as the features need."""
-    targeting = pool.slices
+    targeting = sorted(pool.slices, key=lambda s: s.name) if ordered else pool.slices
+    pool.slices = targeting
     if features.partitionable_devices:
         pool.slices = [s for s in targeting if not s.shared_counters]
     pool.is_invalid, pool.invalid_reason = _invalid(pool.slices)

@@ -55,9 +55,17 @@ class Selection:
 
 
 def build_result(
-    claim: ResourceClaim, picked: Sequence[Picked], selections: Sequence[Selection], *, tolerations: bool = False
+    claim: ResourceClaim,
+    picked: Sequence[Picked],
+    selections: Sequence[Selection],
+    *,
+    tolerations: bool = False,
+    binding: bool = False,
+    node_name: str | None = None,
 ) -> AllocationResult:
-    """The claim's allocation; with ``tolerations`` (incubating) each result carries its request's."""
+    """The claim's allocation. With ``tolerations`` (incubating) each result carries its request's;
+    with ``binding`` (DeviceBindingAndStatus) its device's binding conditions. ``node_name`` (v0.36):
+    the node allocated for, which a device local to a node, or binding to one, pins the claim to."""
     return AllocationResult(
         results=tuple(
             DeviceAllocationResult(
@@ -67,11 +75,13 @@ def build_result(
                 device=p.id.device,
                 admin_access=p.admin_access,
                 tolerations=p.tolerations if tolerations else (),
+                binding_conditions=p.device.binding_conditions if binding else (),
+                binding_failure_conditions=p.device.binding_failure_conditions if binding else (),
             )
             for p in picked
         ),
         config=tuple(_configs(claim, selections)),
-        node_selector=_node_selector(claim, picked),
+        node_selector=_node_selector(claim, picked, node_name),
     )
 
 
@@ -112,16 +122,17 @@ def _configs(claim: ResourceClaim, selections: Sequence[Selection]) -> list[Devi
     return result
 
 
-def _node_selector(claim: ResourceClaim, picked: Sequence[Picked]) -> NodeSelector | None:
-    """One term: a device local to a node pins the claim to it; the others' selectors are ANDed."""
+def _node_selector(claim: ResourceClaim, picked: Sequence[Picked], node_name: str | None) -> NodeSelector | None:
+    """One term: a device local to a node (or, v0.36, binding to it) pins the claim to it; the
+    others' selectors are ANDed."""
     labels: list[Requirement] = []
     fields: list[FieldRequirement] = []
     for p in picked:
         source = p.device if p.slice.per_device_node_selection else p.slice
-        if source.node_name:
-            return NodeSelector(
-                (NodeSelectorTerm(None, (FieldRequirement(NODE_NAME_FIELD, False, source.node_name),)),)
-            )
+        if source.node_name or (node_name is not None and p.device.binds_to_node):
+            name = node_name if node_name is not None else source.node_name
+            assert name is not None
+            return NodeSelector((NodeSelectorTerm(None, (FieldRequirement(NODE_NAME_FIELD, False, name),)),))
         selector = source.node_selector
         if selector is None:
             continue
