@@ -159,6 +159,7 @@ TOLERATION_NO_EXECUTE = {"operator": "Equal", "key": TAINT_KEY, "value": "taint-
 TOLERATION_NO_SCHEDULE_KEY1 = {"operator": "Exists", "key": "key1", "effect": "NoSchedule"}
 FROM_COUNTERS = "fromCounters"  # a device's capacity: what it consumes of its counters
 CAPACITY0 = "capacity-0"
+MAX_INT = 2**63 - 1  # Go's math.MaxInt
 ONE = "1"
 REQ2_SUB_REQ1 = "req-2/subReq-1"
 
@@ -421,7 +422,7 @@ class Case:
     slices: list[GoObj] | None = None
     node: Node | None = None
     expect: list[GoObj] | None = None
-    error: str | None = None
+    error: str | tuple[str, ...] | None = None  # a substring of the error, or several (gomega.And)
     steps: int | None = None  # allocateOne calls (``expectNumAllocateOneInvocations``)
     steps_by_channel: dict[str, int] | None = None  # v0.36 on: the count for one variant instead
 
@@ -496,3 +497,8 @@ def device_request_allocation_result_with_binding_conditions(
         BindingFailureConditions=failure_conditions,
         Tolerations=list(tolerations) or None,
     )
+
+
+def all_of(*substrings: str) -> tuple[str, ...]:
+    """``gomega.And`` of substring matchers."""
+    return substrings

@@ -32,6 +32,15 @@ PORTED_FEATURES = {
         "DeviceBindingAndStatus",
         "ConsumableCapacity",
     },
+    "v0.37.2": {
+        "AdminAccess",
+        "PrioritizedList",
+        "PartitionableDevices",
+        "DeviceTaints",
+        "DeviceBindingAndStatus",
+        "ConsumableCapacity",
+        "FractionalCapacityRange",
+    },
 }
 _CASE_KEYS = {
     "features": "features",
@@ -52,6 +61,7 @@ _QUALIFIED = {
     "resourceapi.AllocationConfigSourceClass": '"FromClass"',
     "resourceapi.AllocationConfigSourceClaim": '"FromClaim"',
     "v1.NodeSelectorOpIn": '"In"',
+    "math.MaxInt": "MAX_INT",
     "resourceapi.DeviceTaintEffectNoSchedule": '"NoSchedule"',
     "resourceapi.DeviceTaintEffectNoExecute": '"NoExecute"',
     "resourceapi.DeviceTaintEffectNone": '"None"',
@@ -61,6 +71,8 @@ _CAPACITY_ONLY = re.compile(
     r"\b(capacity0|capacity1|fixedShareID|with_allow_multiple_allocations|class_with_allow_multiple_allocations"
     r"|with_consumed_capacity|with_capacity_request_policy_\w+|resource\.\w+|device_request_allocation_result"
     r"|ZERO|TWO|THREE|FOUR)\b"
+    # ...and what our API types do not hold yet (DRAOptionalNodeOperations' skipNodeOperations).
+    r"|\bwith_skip_node_operations\b|\bnode_with_draoptional_node_operations\b"
 )
 _IDENTITY_CALLS = {"ptr.To", "int64", "int", "string", "resource.MustParse", "resourceapi.DeviceAllocationMode", "new"}
 _IDENTITY_CALLS |= {"gomega.MatchError", "gomega.ContainSubstring"}
@@ -371,7 +383,12 @@ class Emitter:
         name = dotted(func)
         if name in _IDENTITY_CALLS:
             return args[0]
-        special = {"fmt.Sprintf": "sprintf", "slices.Concat": "concat", "MakeDeviceID": "DeviceID"}
+        special = {
+            "fmt.Sprintf": "sprintf",
+            "slices.Concat": "concat",
+            "MakeDeviceID": "DeviceID",
+            "gomega.And": "all_of",
+        }
         if name in special:
             return f"{special[name]}({', '.join(args)})"
         if func[0] == "sel" and func[2] in ("DeepCopy", "obj"):

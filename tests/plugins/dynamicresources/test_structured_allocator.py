@@ -21,7 +21,7 @@ from scheduler.api.resourceclaim import AllocationResult
 from scheduler.features import features_at
 from scheduler.plugins.dynamicresources import cel
 from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, Features, implementation_for
-from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, for_scheduler
+from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, V0_37, for_scheduler
 from tests.plugins.dynamicresources.allocator_builders import (
     CLAIM0,
     CLASS_A,
@@ -65,6 +65,15 @@ from tests.plugins.dynamicresources.allocator_builders import (
 )
 from tests.plugins.dynamicresources.allocator_table_v0_35_4 import CASES as CASES_V0_35
 from tests.plugins.dynamicresources.allocator_table_v0_36_3 import CASES as CASES_V0_36
+from tests.plugins.dynamicresources.allocator_table_v0_37_2 import CASES as CASES_V0_37
+
+# v0.37.2 cases whose slices carry list-type attribute values with DRAListTypeAttributes off: the API
+# server drops such values, and so does our parser (the attribute reaches CEL with no value, an
+# error), while upstream's harness hands them to the allocator as written (no error, no fit).
+_UNREPRESENTABLE_V0_37 = {
+    "list-attributes-disabled-distinct-constraint-with-lists",
+    "list-attributes-disabled-match-constraint-with-lists",
+}
 
 # Per variant and release: the table's cases upstream runs against it (features it supports; the
 # stable port runs the admin access and prioritized list cases too, as its code has their branches,
@@ -78,8 +87,9 @@ _RUNS = [
     ),
     *(("incubating", V0_35, name) for name in sorted(CASES_V0_35)),
     *(("incubating", V0_36, name) for name in sorted(CASES_V0_36)),
+    *(("incubating", V0_37, name) for name in sorted(CASES_V0_37) if name not in _UNREPRESENTABLE_V0_37),
 ]
-_TABLES = {V0_35: CASES_V0_35, V0_36: CASES_V0_36}
+_TABLES = {V0_35: CASES_V0_35, V0_36: CASES_V0_36, V0_37: CASES_V0_37}
 
 
 def _cache() -> cel.Cache:
@@ -171,7 +181,8 @@ def test_upstream_case(implementation: str, release: str, name: str) -> None:
     if case.error is not None:
         with pytest.raises(AllocationError) as raised:
             allocator.allocate(target, case.parsed_claims())
-        assert case.error in str(raised.value)
+        for part in (case.error,) if isinstance(case.error, str) else case.error:
+            assert part in str(raised.value)
     else:
         assert _got(allocator.allocate(target, case.parsed_claims())) == _want(case.expect)
     if case.steps:

@@ -32,8 +32,14 @@ from scheduler.api.resourceslice import Device, ResourceSlice
 from scheduler.plugins.dynamicresources.cel import Cache
 from scheduler.plugins.dynamicresources.structured.constraints import Constraint, DistinctAttribute, MatchAttribute
 from scheduler.plugins.dynamicresources.structured.errors import AllocationError, FailedOnNodeError
-from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, Features, implementation_for
-from scheduler.plugins.dynamicresources.structured.pools import NodeSelectionError, Pool, gather_pools, node_matches
+from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, V0_37, Features, implementation_for
+from scheduler.plugins.dynamicresources.structured.pools import (
+    NodeSelectionError,
+    Pool,
+    PoolID,
+    gather_pools,
+    node_matches,
+)
 from scheduler.plugins.dynamicresources.structured.results import DeviceID, Picked, Selection, build_result
 
 __all__ = ["AllocationError", "Allocator", "DeviceID", "FailedOnNodeError"]
@@ -54,6 +60,14 @@ class _Variant:
     # subrequest i-1; an "All" subrequest's second device is sought under subrequest 0's data; a
     # device refused for a taint or a constraint keeps the counters it just took (incubating).
     v0_35_quirks: bool
+
+    @property
+    def v0_37(self) -> bool:
+        """Incubating v0.37: counters per pool ID; the size check before the search per request; a
+        config naming every request names none; CEL runtime errors name the device; counter slices
+        only when they reach the node (else with the pool's other slices); ``distinctAttribute``
+        keeps every value; a claim config is written once however many requests it names."""
+        return self.incubating and self.release == V0_37
 
     @property
     def v0_36(self) -> bool:
@@ -84,6 +98,16 @@ _PORTED: Mapping[tuple[str, str], frozenset[str]] = {
         device_taints=True,
         device_binding_and_status=True,
         consumable_capacity=True,
+    ).enabled(),
+    # Fractional capacity ranges matter only to capacity requests, which are refused.
+    ("incubating", V0_37): Features(
+        admin_access=True,
+        prioritized_list=True,
+        partitionable_devices=True,
+        device_taints=True,
+        device_binding_and_status=True,
+        consumable_capacity=True,
+        fractional_capacity_range=True,
     ).enabled(),
 }
 
@@ -198,7 +222,7 @@ class Allocator:
         self.stop = stop
         # Per pool name (upstream keys them so, without the driver): the counters left once the
         # allocated devices took theirs. Computed on first use, as upstream caches them.
-        self.available_counters: dict[str, _Counters] = {}
+        self.available_counters: dict[str | PoolID, _Counters] = {}
         self.steps = 0  # allocateOne calls, all searches together (upstream's GetStats)
 
     def allocate(self, node: Node | None, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
@@ -216,7 +240,7 @@ class _Search:
         self.owner = owner
         self.features = owner.features
         self.variant = owner.variant
-        self.consumed: dict[str, _Counters] = {}
+        self.consumed: dict[str | PoolID, _Counters] = {}
         self.node = node
         self.claims = claims
         self.pools: list[Pool] = []
@@ -234,6 +258,7 @@ class _Search:
                 self.features,
                 incubating=self.variant.incubating,
                 ordered=self.variant.v0_36,
+                counters_by_node=self.variant.v0_37,
             )
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None
@@ -258,6 +283,7 @@ class _Search:
                 tolerations=self.variant.incubating,
                 binding=self.features.device_binding_and_status,
                 node_name=self.node.name if self.node is not None and self.variant.v0_36 else None,
+                configs_once=self.variant.v0_37,
             )
             for i, claim in enumerate(self.claims)
         ]
@@ -295,12 +321,18 @@ class _Search:
                     data = self._validate(claim, key, _Request(sub, True), request.name)
                     self.request_data[(claim_index, request_index, sub_index)] = data
                     fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
-                min_devices += fewest or 0
+                adding = fewest or 0
             else:
                 spec = request.exactly or DeviceSubRequest(name=request.name, device_class_name="")
                 data = self._validate(claim, (claim_index, request_index, 0), _Request(spec, False), None)
                 self.request_data[(claim_index, request_index, 0)] = data
-                min_devices += data.num_devices
+                adding = data.num_devices
+            if self.variant.v0_37 and adding > ALLOCATION_RESULTS_MAX_SIZE - min_devices:
+                raise AllocationError(
+                    f"claim {_klog_name(claim)}, request {request.name}: adding {adding} devices exceeds "
+                    f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}, with {min_devices} already accounted for"
+                )
+            min_devices += adding
         if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
             raise AllocationError(
                 f"claim {_klog_name(claim)}: number of requested devices {min_devices} "
@@ -312,7 +344,7 @@ class _Search:
             if constraint.match_attribute is not None:
                 constraints.append(MatchAttribute(names, constraint.match_attribute))
             elif constraint.distinct_attribute is not None and self.variant.v0_36:
-                constraints.append(DistinctAttribute(names, constraint.distinct_attribute))
+                constraints.append(DistinctAttribute(names, constraint.distinct_attribute, every=self.variant.v0_37))
             else:
                 raise AllocationError(
                     f"claim {_klog_name(claim)}, constraint #{i}: empty constraint (unsupported constraint type?)"
@@ -508,8 +540,8 @@ class _Search:
             return known
         ok = (
             data.device_class is None
-            or self._selectors_match(key[0], device, data.device_class, data.device_class.selectors)
-        ) and self._selectors_match(key[0], device, None, data.request.spec.selectors)
+            or self._selectors_match(key[0], device_id, device, data.device_class, data.device_class.selectors)
+        ) and self._selectors_match(key[0], device_id, device, None, data.request.spec.selectors)
         if ok and slice_.per_device_node_selection:
             try:
                 ok = node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
@@ -519,7 +551,12 @@ class _Search:
         return ok
 
     def _selectors_match(
-        self, claim_index: int, device: Device, device_class: DeviceClass | None, selectors: Sequence[str]
+        self,
+        claim_index: int,
+        device_id: DeviceID,
+        device: Device,
+        device_class: DeviceClass | None,
+        selectors: Sequence[str],
     ) -> bool:
         owner = (
             f"class {device_class.name}"
@@ -538,7 +575,11 @@ class _Search:
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
             result = compiled.device_matches(view)
             if result.error is not None:
-                raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {result.error}")
+                if not self.variant.v0_37:
+                    raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {result.error}")
+                raise AllocationError(
+                    f"{owner}: selector #{i} on device {device_id}: CEL runtime error: {_enhanced(result.error)}"
+                )
             if not result.matches:
                 return False
         return True
@@ -608,9 +649,13 @@ class _Search:
 
     # Counters (partitionable devices, incubating): per pool name, as upstream keys them.
 
+    def _pool_key(self, pool: Pool) -> str | PoolID:
+        """Until v0.37 upstream keys counters by the pool's name alone, not its driver."""
+        return pool.id if self.variant.v0_37 else pool.id.pool
+
     def _available(self, pool: Pool) -> _Counters:
         """The pool's counters less what the allocated devices (of any slice of it) consume."""
-        known = self.owner.available_counters.get(pool.id.pool)
+        known = self.owner.available_counters.get(self._pool_key(pool))
         if known is not None:
             return known
         available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
@@ -623,7 +668,7 @@ class _Search:
                     for name, value in consumption.counters.items():
                         if name in counters:
                             counters[name] -= value
-        self.owner.available_counters[pool.id.pool] = available
+        self.owner.available_counters[self._pool_key(pool)] = available
         return available
 
     def _take_counters(self, candidate: _Candidate) -> bool:
@@ -636,7 +681,7 @@ class _Search:
                 "(upstream dereferences a nil pool here)"
             )
         available = self._available(candidate.pool)
-        consumed = self.consumed.setdefault(candidate.pool.id.pool, {})
+        consumed = self.consumed.setdefault(self._pool_key(candidate.pool), {})
         for consumption in candidate.device.consumes_counters:
             counters = consumed.setdefault(consumption.counter_set, {})
             for name, value in consumption.counters.items():
@@ -650,7 +695,7 @@ class _Search:
 
     def _give_counters(self, candidate: _Candidate) -> None:
         assert candidate.pool is not None
-        consumed = self.consumed[candidate.pool.id.pool]
+        consumed = self.consumed[self._pool_key(candidate.pool)]
         for consumption in candidate.device.consumes_counters:
             counters = consumed[consumption.counter_set]
             for name, value in consumption.counters.items():
@@ -675,3 +720,14 @@ def _tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
     if toleration.operator in ("", "Equal"):
         return toleration.value == taint.value
     return toleration.operator == "Exists"
+
+
+def _enhanced(error: str) -> str:
+    """``cel.EnhanceRuntimeError`` (v0.37): a missing key gets a hint, once (a CEL module of 1.37 may
+    have given it already)."""
+    if "no such key:" not in error or "consider using CEL optional chaining" in error:
+        return error
+    return (
+        f"{error}. consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
+        "with has() for optional fields"
+    )

@@ -81,14 +81,17 @@ class DistinctAttribute:
     """``distinctAttributeConstraint``: the devices of the named requests (all when none) have
     pairwise different values of the attribute; a device without it is refused.
 
-    As upstream, the values are kept per *request* name: a request's later device replaces its
-    earlier one's value, and taking one device back forgets the request's value altogether.
+    As upstream v0.36, the values are kept per *request* name: a request's later device replaces
+    its earlier one's value, and taking one device back forgets the request's value altogether.
+    With ``every`` (v0.37) every device's value is kept.
     """
 
     requests: frozenset[str]
     attribute: str
+    every: bool = False
     values: dict[str, DeviceAttribute] = field(default_factory=dict)
     count: int = 0
+    stack: list[DeviceAttribute] = field(default_factory=list)
 
     def _applies(self, request: str, subrequest: str) -> bool:
         if not self.requests:
@@ -101,6 +104,11 @@ class DistinctAttribute:
         value = _lookup_attribute(device, driver, self.attribute)
         if value is None:
             return False
+        if self.every:
+            if not all(_differs(value, other) for other in self.stack):
+                return False
+            self.stack.append(value)
+            return True
         if self.count and not all(_differs(value, other) for other in self.values.values()):
             return False
         self.values[request] = value
@@ -108,9 +116,13 @@ class DistinctAttribute:
         return True
 
     def remove(self, request: str, subrequest: str) -> None:
-        if self._applies(request, subrequest):
-            self.values.pop(request, None)
-            self.count -= 1
+        if not self._applies(request, subrequest):
+            return
+        if self.every:
+            self.stack.pop()
+            return
+        self.values.pop(request, None)
+        self.count -= 1
 
 
 Constraint = MatchAttribute | DistinctAttribute

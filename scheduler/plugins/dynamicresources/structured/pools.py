@@ -76,9 +76,12 @@ def gather_pools(
     *,
     incubating: bool = False,
     ordered: bool = False,
+    counters_by_node: bool = False,
 ) -> list[Pool]:
     """``GatherPools``: every pool with a slice (or, per device, a device) for the node; the
-    incubating variant's when ``incubating``, v0.36's order when ``ordered``.
+    incubating variant's when ``incubating``, v0.36's order when ``ordered``, and with
+    ``counters_by_node`` (v0.37) a counter slice taken only when it reaches the node, else with the
+    pool's other slices.
 
     Upstream builds the result by ranging over a Go map, so the order of the pools it searches is
     random; we keep the order in which each pool's first slice was listed (docs/dra-allocator.md).
@@ -90,7 +93,7 @@ def gather_pools(
             slice_.per_device_node_selection or (incubating and slice_.shared_counters)
         ):
             continue
-        if incubating and slice_.shared_counters:
+        if incubating and slice_.shared_counters and not counters_by_node:
             _add_slice(pools, slice_)  # a pool's counters count whatever node its devices reach
         elif slice_.node_name or slice_.all_nodes or slice_.node_selector is not None:
             try:
@@ -129,7 +132,7 @@ def gather_pools(
         elif pool.is_incomplete:
             pool.slices = []  # never allocated from, so never checked
         else:
-            _build_incubating(pool, features, generation, ordered)
+            _build_incubating(pool, features, generation, ordered, counters_by_node)
         result.append(pool)
     if ordered:
         result.sort(key=lambda p: (_has_binding_conditions(p), p.id))
@@ -143,28 +146,39 @@ def _has_binding_conditions(pool: Pool) -> bool:
     return any(device.binding_conditions for s in pool.slices for device in s.devices)
 
 
-def _build_incubating(pool: Pool, features: Features, generation: list[ResourceSlice] | None, ordered: bool) -> None:
+def _build_incubating(
+    pool: Pool,
+    features: Features,
+    generation: list[ResourceSlice] | None,
+    ordered: bool,
+    counters_by_node: bool,
+) -> None:
     """``buildPool``: split off the counter sets and check them, as far as the features need."""
+    partitionable = features.partitionable_devices
     targeting = sorted(pool.slices, key=lambda s: s.name) if ordered else pool.slices
-    pool.slices = targeting
-    if features.partitionable_devices:
-        pool.slices = [s for s in targeting if not s.shared_counters]
+    counter_slices = [s for s in targeting if s.shared_counters] if partitionable else []
+    pool.slices = [s for s in targeting if not s.shared_counters] if partitionable else targeting
+    others: list[ResourceSlice] = []
+    if generation is not None and len(generation) != len(targeting):
+        names = {s.name for s in targeting}
+        others = [s for s in generation if s.name not in names]
+    if counters_by_node:  # v0.37: the other slices' counter sets count too
+        counter_slices += [s for s in others if partitionable and s.shared_counters]
+        others = [s for s in others if not (partitionable and s.shared_counters)]
     pool.is_invalid, pool.invalid_reason = _invalid(pool.slices)
-    if pool.is_invalid or not features.partitionable_devices:
+    if pool.is_invalid or not partitionable:
         return
-    for slice_ in targeting:
+    for slice_ in counter_slices:
         for counter_set in slice_.shared_counters:
             if counter_set.name in pool.counter_sets:
                 pool.is_invalid, pool.invalid_reason = True, f"duplicate counter set name {counter_set.name}"
                 return
             pool.counter_sets[counter_set.name] = counter_set
-    reason = _unknown_counters(pool.counter_sets, targeting)
-    if not reason and generation is not None and len(generation) != len(targeting):
-        names = {s.name for s in targeting}
-        pool.other_slices = [s for s in generation if s.name not in names]
-        reason = _unknown_counters(pool.counter_sets, pool.other_slices)
+    reason = _unknown_counters(pool.counter_sets, pool.slices) or _unknown_counters(pool.counter_sets, others)
     if reason:
         pool.is_invalid, pool.invalid_reason = True, reason
+    else:
+        pool.other_slices = others
 
 
 def _unknown_counters(counter_sets: dict[str, CounterSet], slices: Sequence[ResourceSlice]) -> str:

@@ -5,6 +5,7 @@ class and claim configuration that applies to them, and the node selector the de
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -62,10 +63,12 @@ def build_result(
     tolerations: bool = False,
     binding: bool = False,
     node_name: str | None = None,
+    configs_once: bool = False,
 ) -> AllocationResult:
     """The claim's allocation. With ``tolerations`` (incubating) each result carries its request's;
     with ``binding`` (DeviceBindingAndStatus) its device's binding conditions. ``node_name`` (v0.36):
-    the node allocated for, which a device local to a node, or binding to one, pins the claim to."""
+    the node allocated for, which a device local to a node, or binding to one, pins the claim to.
+    ``configs_once`` (v0.37): a claim config is written once, and one naming every request names none."""
     return AllocationResult(
         results=tuple(
             DeviceAllocationResult(
@@ -80,14 +83,15 @@ def build_result(
             )
             for p in picked
         ),
-        config=tuple(_configs(claim, selections)),
+        config=tuple(_configs(claim, selections, configs_once)),
         node_selector=_node_selector(claim, picked, node_name),
     )
 
 
-def _configs(claim: ResourceClaim, selections: Sequence[Selection]) -> list[DeviceConfiguration]:
+def _configs(claim: ResourceClaim, selections: Sequence[Selection], once: bool) -> list[DeviceConfiguration]:
     """A class's configs once per class (naming every request that used it), then the claim's:
-    one that names no request once, others once per request (or chosen subrequest) they name."""
+    one that names no request once, others once per request (or chosen subrequest) they name (with
+    ``once``, once if they name any)."""
     out: list[tuple[DeviceConfiguration, list[str]]] = []
     by_class: dict[str, tuple[int, int]] = {}
     for selection in selections:
@@ -119,6 +123,18 @@ def _configs(claim: ResourceClaim, selections: Sequence[Selection]) -> list[Devi
                 selection.subrequest is not None and selection.subrequest in config.requests
             ):
                 result.append(from_claim)
+                if once:
+                    break
+    if once:
+        result = [
+            dataclasses.replace(c, requests=())
+            if c.requests
+            and all(
+                s.request in c.requests or (s.subrequest is not None and s.subrequest in c.requests) for s in selections
+            )
+            else c
+            for c in result
+        ]
     return result
 
 
