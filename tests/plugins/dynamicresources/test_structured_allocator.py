@@ -25,15 +25,18 @@ from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36,
 from tests.plugins.dynamicresources.allocator_builders import (
     CLAIM0,
     CLASS_A,
+    CLASS_B,
     COUNTER_SET1,
     DEVICE1,
     DEVICE2,
     DRIVER_A,
+    DRIVER_B,
     NODE1,
     POOL1,
     REGION1,
     REQ0,
     REQ0_SUB_REQ0,
+    REQ1,
     SLICE1,
     SLICE2,
     SUB_REQ0,
@@ -47,7 +50,9 @@ from tests.plugins.dynamicresources.allocator_builders import (
     copy_obj,
     counter_set,
     device,
+    device_claim_config,
     device_class,
+    device_configuration,
     device_counter_consumption,
     node,
     obj,
@@ -59,6 +64,7 @@ from tests.plugins.dynamicresources.allocator_builders import (
     slice_with_devices,
     sub_request,
     with_allocation_mode,
+    with_configs,
     with_device_counter_consumption,
     with_requests,
     with_taints,
@@ -482,3 +488,64 @@ def test_consumable_capacity_in_use_is_refused() -> None:
     got = _allocator(plain, release=release).allocate(plain.node, plain.parsed_claims())
     assert got is not None
     assert [d.device for d in got[0].results] == [DEVICE1]
+
+
+def _counter_pools(driver_b_memory: str) -> Case:
+    """Two drivers, each with a pool named pool-1 holding 8Gi of counters and one device consuming
+    some; a claim for one device of each driver."""
+    consume = device_counter_consumption
+    slices = []
+    for n, (driver, memory) in enumerate(((DRIVER_A, "6Gi"), (DRIVER_B, driver_b_memory))):
+        slices += [
+            slice_with_counter_sets(
+                f"counters-{n}", NODE1, resource_pool(POOL1, 2), driver, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+            slice_with_devices(
+                f"devices-{n}",
+                NODE1,
+                resource_pool(POOL1, 2),
+                driver,
+                with_device_counter_consumption(device(DEVICE1, None, None), consume(COUNTER_SET1, {"memory": memory})),
+            ),
+        ]
+    return Case(
+        features=Features(partitionable_devices=True),
+        claims=[claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_B, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=slices,
+        node=node(NODE1, REGION1),
+    )
+
+
+def test_counters_per_pool_name_until_v0_37() -> None:
+    """Until v0.37 upstream keys a call's counters by the pool's name alone: driver-a's and
+    driver-b's pool-1 share them there (6Gi + 6Gi of 8Gi: no fit); v0.37 keys them by pool ID."""
+    case = _counter_pools("6Gi")
+    for release, fits in ((V0_35, False), (V0_36, False), (V0_37, True)):
+        got = _allocator(case, release=release, implementation="incubating").allocate(case.node, case.parsed_claims())
+        assert (got is not None) == fits, release
+
+
+def test_claim_config_once_from_v0_37() -> None:
+    """A claim config naming both requests: up to v0.36 it is written once per request it names;
+    v0.37 writes it once, and with no requests since it names them all."""
+    claim_ = with_configs(
+        claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1)),
+        [device_claim_config([REQ0, REQ1], device_configuration(DRIVER_A, "x"))],
+    )
+    case = Case(
+        features=_FEATURES_1_35,
+        claims=[claim_],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ],
+        node=node(NODE1, REGION1),
+    )
+    configs = {}
+    for release in (V0_36, V0_37):
+        allocator = _allocator(case, release=release, implementation="incubating")
+        got = allocator.allocate(case.node, case.parsed_claims())
+        assert got is not None
+        configs[release] = [tuple(c.requests) for c in got[0].config]
+    assert configs == {V0_36: [(REQ0, REQ1), (REQ0, REQ1)], V0_37: [()]}
