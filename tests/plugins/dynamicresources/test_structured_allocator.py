@@ -98,8 +98,12 @@ _RUNS = [
 _TABLES = {V0_35: CASES_V0_35, V0_36: CASES_V0_36, V0_37: CASES_V0_37}
 
 
-def _cache() -> cel.Cache:
-    return cel.Cache(10, cel.compiler_for(35))
+_MINOR = {V0_35: 35, V0_36: 36, V0_37: 37}
+
+
+def _cache(release: str = V0_35) -> cel.Cache:
+    """The CEL environment of the minor that vendors ``release``."""
+    return cel.Cache(10, cel.compiler_for(_MINOR[release]))
 
 
 def _selector(selector: NodeSelector | None) -> Any:
@@ -173,9 +177,8 @@ def _toleration(t: DeviceToleration) -> tuple[str, str, str, str]:
 
 
 def _allocator(case: Case, **kwargs: Any) -> Allocator:
-    return Allocator(
-        case.features, case.allocated or (), case.parsed_classes(), case.parsed_slices(), _cache(), **kwargs
-    )
+    cache = _cache(kwargs.get("release", V0_35))
+    return Allocator(case.features, case.allocated or (), case.parsed_classes(), case.parsed_slices(), cache, **kwargs)
 
 
 @pytest.mark.parametrize(("implementation", "release", "name"), _RUNS)
