@@ -488,15 +488,12 @@ def device_request_allocation_result_with_binding_conditions(
     failure_conditions: list[str] | None,
     *tolerations: dict[str, str],
 ) -> GoObj:
-    return obj(
-        Request=req,
-        Driver=driver,
-        Pool=pool,
-        Device=dev,
-        BindingConditions=conditions,
-        BindingFailureConditions=failure_conditions,
-        Tolerations=list(tolerations) or None,
-    )
+    out = device_allocation_result(req, driver, pool, dev, False, *tolerations)
+    if conditions is not None:
+        out.BindingConditions = conditions
+    if failure_conditions is not None:
+        out.BindingFailureConditions = failure_conditions
+    return out
 
 
 def all_of(*substrings: str) -> tuple[str, ...]:

@@ -20,27 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from scheduler.plugins.dynamicresources.structured.features import RELEASES, supported
+
 # Per release: the features (Go names) a case may enable to be ported; the incubating variant's
 # that the port implements there.
 PORTED_FEATURES = {
-    "v0.35.4": {"AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"},
-    "v0.36.3": {
-        "AdminAccess",
-        "PrioritizedList",
-        "PartitionableDevices",
-        "DeviceTaints",
-        "DeviceBindingAndStatus",
-        "ConsumableCapacity",
-    },
-    "v0.37.2": {
-        "AdminAccess",
-        "PrioritizedList",
-        "PartitionableDevices",
-        "DeviceTaints",
-        "DeviceBindingAndStatus",
-        "ConsumableCapacity",
-        "FractionalCapacityRange",
-    },
+    release: {name.title().replace("_", "") for name in supported("incubating", release)} for release in RELEASES
 }
 _CASE_KEYS = {
     "features": "features",

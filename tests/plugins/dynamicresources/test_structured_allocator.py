@@ -21,7 +21,7 @@ from scheduler.api.resourceclaim import AllocationResult
 from scheduler.features import features_at
 from scheduler.plugins.dynamicresources import cel
 from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, Features, implementation_for
-from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, V0_37, for_scheduler
+from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, V0_37, for_scheduler, supported
 from tests.plugins.dynamicresources.allocator_builders import (
     CLAIM0,
     CLASS_A,
@@ -301,18 +301,12 @@ def test_implementation_chosen_as_new_allocator_does() -> None:
 
 
 def test_allocator_features_per_minor() -> None:
-    """``AllocatorFeatures`` over each minor's default gates (kube_features.go)."""
-    six = {
-        "admin_access",
-        "prioritized_list",
-        "partitionable_devices",
-        "device_taints",
-        "device_binding_and_status",
-        "consumable_capacity",
-    }
+    """``AllocatorFeatures`` over each minor's default gates (kube_features.go): 1.35 two features,
+    1.36 and 1.37 every one incubating supports at their releases."""
     assert features_at("1.35").dra_allocator_features == {"admin_access", "prioritized_list"}
-    assert features_at("1.36").dra_allocator_features == six
-    assert features_at("1.37").dra_allocator_features == six | {"fractional_capacity_range"}
+    assert features_at("1.36").dra_allocator_features == supported("incubating", V0_36)
+    assert features_at("1.37").dra_allocator_features == supported("incubating", V0_37)
+    assert "consumable_capacity" in supported("incubating", V0_36)
 
 
 def test_default_allocator_is_incubating_at_1_35() -> None:

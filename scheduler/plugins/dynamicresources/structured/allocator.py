@@ -32,7 +32,14 @@ from scheduler.api.resourceslice import Device, ResourceSlice
 from scheduler.plugins.dynamicresources.cel import Cache
 from scheduler.plugins.dynamicresources.structured.constraints import Constraint, DistinctAttribute, MatchAttribute
 from scheduler.plugins.dynamicresources.structured.errors import AllocationError, FailedOnNodeError
-from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, V0_37, Features, implementation_for
+from scheduler.plugins.dynamicresources.structured.features import (
+    RELEASES,
+    V0_35,
+    V0_37,
+    Features,
+    implementation_for,
+    supported,
+)
 from scheduler.plugins.dynamicresources.structured.pools import (
     NodeSelectionError,
     Pool,
@@ -84,31 +91,13 @@ class _Variant:
 _CAPACITY_NOT_PORTED = "consumable capacity (DRAConsumableCapacity) is not ported"
 
 
+# Per variant and release: the features the port runs. The stable code's own branches for admin
+# access and prioritized lists (its counters and taints are not ported: kube-scheduler never runs
+# stable with them on); incubating's whole supported set (consumable capacity and fractional ranges
+# as long as nothing uses them).
 _PORTED: Mapping[tuple[str, str], frozenset[str]] = {
-    # The stable code's own branches for admin access and prioritized lists (its counters and taints
-    # are not ported: kube-scheduler never runs stable with them on).
     ("stable", V0_35): Features(admin_access=True, prioritized_list=True).enabled(),
-    ("incubating", V0_35): Features(
-        admin_access=True, prioritized_list=True, partitionable_devices=True, device_taints=True
-    ).enabled(),
-    ("incubating", V0_36): Features(
-        admin_access=True,
-        prioritized_list=True,
-        partitionable_devices=True,
-        device_taints=True,
-        device_binding_and_status=True,
-        consumable_capacity=True,
-    ).enabled(),
-    # Fractional capacity ranges matter only to capacity requests, which are refused.
-    ("incubating", V0_37): Features(
-        admin_access=True,
-        prioritized_list=True,
-        partitionable_devices=True,
-        device_taints=True,
-        device_binding_and_status=True,
-        consumable_capacity=True,
-        fractional_capacity_range=True,
-    ).enabled(),
+    **{("incubating", release): supported("incubating", release) for release in RELEASES},
 }
 
 

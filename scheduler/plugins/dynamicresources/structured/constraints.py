@@ -24,11 +24,7 @@ class MatchAttribute:
     count: int = 0
 
     def _applies(self, request: str, subrequest: str) -> bool:
-        if not self.requests:
-            return True
-        if self.requests and request in self.requests:
-            return True
-        return bool(subrequest) and f"{request}/{subrequest}" in self.requests
+        return _names(self.requests, request, subrequest)
 
     def add(self, request: str, subrequest: str, device: Device, driver: str) -> bool:
         if not self._applies(request, subrequest):
@@ -48,6 +44,14 @@ class MatchAttribute:
     def remove(self, request: str, subrequest: str) -> None:
         if self._applies(request, subrequest):
             self.count -= 1
+
+
+def _names(requests: frozenset[str], request: str, subrequest: str) -> bool:
+    """Whether a constraint naming ``requests`` (all when none) applies to the request or its
+    subrequest (``request/subrequest``)."""
+    if not requests:
+        return True
+    return request in requests or (bool(subrequest) and f"{request}/{subrequest}" in requests)
 
 
 def _lookup_attribute(device: Device, driver: str, name: str) -> DeviceAttribute | None:
@@ -94,9 +98,7 @@ class DistinctAttribute:
     stack: list[DeviceAttribute] = field(default_factory=list)
 
     def _applies(self, request: str, subrequest: str) -> bool:
-        if not self.requests:
-            return True
-        return request in self.requests or (bool(subrequest) and f"{request}/{subrequest}" in self.requests)
+        return _names(self.requests, request, subrequest)
 
     def add(self, request: str, subrequest: str, device: Device, driver: str) -> bool:
         if not self._applies(request, subrequest):
