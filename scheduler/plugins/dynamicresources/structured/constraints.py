@@ -14,35 +14,83 @@ __all__ = ["Constraint", "DistinctAttribute", "MatchAttribute"]
 
 
 @dataclass(slots=True)
-class MatchAttribute:
-    """``matchAttributeConstraint``: the devices of the named requests (all when none) share the
-    attribute's value; a device without the attribute is refused."""
+class _AttributeConstraint:
+    """What both constraint kinds share: the requests they name (all when none) and the attribute,
+    which a device must have."""
 
     requests: frozenset[str]
     attribute: str
-    value: DeviceAttribute | None = None
-    count: int = 0
 
-    def _applies(self, request: str, subrequest: str) -> bool:
+    def applies(self, request: str, subrequest: str) -> bool:
         return _names(self.requests, request, subrequest)
 
     def add(self, request: str, subrequest: str, device: Device, driver: str) -> bool:
-        if not self._applies(request, subrequest):
+        if not self.applies(request, subrequest):
             return True
         value = _lookup_attribute(device, driver, self.attribute)
-        if value is None:
-            return False
+        return value is not None and self._take(request, value)
+
+    def remove(self, request: str, subrequest: str) -> None:
+        if self.applies(request, subrequest):
+            self._give_back(request)
+
+    def _take(self, request: str, value: DeviceAttribute) -> bool:
+        raise NotImplementedError
+
+    def _give_back(self, request: str) -> None:
+        raise NotImplementedError
+
+
+@dataclass(slots=True)
+class MatchAttribute(_AttributeConstraint):
+    """``matchAttributeConstraint``: the devices of the named requests share the attribute's value."""
+
+    value: DeviceAttribute | None = None
+    count: int = 0
+
+    def _take(self, request: str, value: DeviceAttribute) -> bool:
         if self.count == 0:
             self.value = value
-            self.count = 1
-            return True
-        if not _same_value(self.value, value):
+        elif not _same_value(self.value, value):
             return False
         self.count += 1
         return True
 
-    def remove(self, request: str, subrequest: str) -> None:
-        if self._applies(request, subrequest):
+    def _give_back(self, request: str) -> None:
+        self.count -= 1
+
+
+@dataclass(slots=True)
+class DistinctAttribute(_AttributeConstraint):
+    """``distinctAttributeConstraint``: the devices of the named requests have pairwise different
+    values of the attribute.
+
+    As upstream v0.36, the values are kept per *request* name: a request's later device replaces
+    its earlier one's value, and taking one device back forgets the request's value altogether.
+    With ``every`` (v0.37) every device's value is kept.
+    """
+
+    every: bool = False
+    values: dict[str, DeviceAttribute] = field(default_factory=dict)
+    count: int = 0
+    stack: list[DeviceAttribute] = field(default_factory=list)
+
+    def _take(self, request: str, value: DeviceAttribute) -> bool:
+        kept = self.stack if self.every else list(self.values.values()) if self.count else []
+        if not all(_differs(value, other) for other in kept):
+            return False
+        if self.every:
+            self.stack.append(value)
+        else:
+            self.values[request] = value
+            self.count += 1
+        return True
+
+    def _give_back(self, request: str) -> None:
+        if self.every:
+            self.stack.pop()
+        else:
+            self.values.pop(request, None)
             self.count -= 1
 
 
@@ -78,53 +126,6 @@ def _same_value(first: DeviceAttribute | None, other: DeviceAttribute) -> bool:
         # semver 2.0.0 values are minimal, so equal versions are equal strings.
         return first.version_value == other.version_value
     return False
-
-
-@dataclass(slots=True)
-class DistinctAttribute:
-    """``distinctAttributeConstraint``: the devices of the named requests (all when none) have
-    pairwise different values of the attribute; a device without it is refused.
-
-    As upstream v0.36, the values are kept per *request* name: a request's later device replaces
-    its earlier one's value, and taking one device back forgets the request's value altogether.
-    With ``every`` (v0.37) every device's value is kept.
-    """
-
-    requests: frozenset[str]
-    attribute: str
-    every: bool = False
-    values: dict[str, DeviceAttribute] = field(default_factory=dict)
-    count: int = 0
-    stack: list[DeviceAttribute] = field(default_factory=list)
-
-    def _applies(self, request: str, subrequest: str) -> bool:
-        return _names(self.requests, request, subrequest)
-
-    def add(self, request: str, subrequest: str, device: Device, driver: str) -> bool:
-        if not self._applies(request, subrequest):
-            return True
-        value = _lookup_attribute(device, driver, self.attribute)
-        if value is None:
-            return False
-        if self.every:
-            if not all(_differs(value, other) for other in self.stack):
-                return False
-            self.stack.append(value)
-            return True
-        if self.count and not all(_differs(value, other) for other in self.values.values()):
-            return False
-        self.values[request] = value
-        self.count += 1
-        return True
-
-    def remove(self, request: str, subrequest: str) -> None:
-        if not self._applies(request, subrequest):
-            return
-        if self.every:
-            self.stack.pop()
-            return
-        self.values.pop(request, None)
-        self.count -= 1
 
 
 Constraint = MatchAttribute | DistinctAttribute
