@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "DEFAULT_FEATURES",
+    "DRA_ALLOCATOR_RELEASES",
     "DRA_API",
     "NEWEST",
     "OLDEST",
@@ -556,6 +557,53 @@ class Features:
     def declared_features_inferred(self) -> frozenset[str]:
         """The node-declared features a pod's spec can require at this minor."""
         return _DECLARED_FEATURES_INFERRED[self.minor]
+
+    # DRA's structured allocator (the block ``_DRA_ALLOCATOR_FEATURES`` below).
+
+    @property
+    def dra_allocator_release(self) -> str:
+        """The ``k8s.io/dynamic-resource-allocation`` release this minor's kube-scheduler runs."""
+        return DRA_ALLOCATOR_RELEASES[self.minor]
+
+    @property
+    def dra_allocator_features(self) -> frozenset[str]:
+        """``AllocatorFeatures``: the ``structured.Features`` fields (snake case) the gates turn on."""
+        return frozenset(
+            name
+            for name, gates in _DRA_ALLOCATOR_FEATURES[self.minor].items()
+            if all(self.enabled(gate) for gate in gates)
+        )
+
+
+# --- DRA's structured allocator (docs/dra-allocator.md) ------------------------------------------------
+# Kept apart from the gate tables above, so that edits there and here do not meet.
+
+# The ``k8s.io/dynamic-resource-allocation`` release each minor vendors (staging, same patch).
+DRA_ALLOCATOR_RELEASES: Mapping[str, str] = {"1.35": "v0.35.4", "1.36": "v0.36.3", "1.37": "v0.37.2"}
+
+# ``AllocatorFeatures`` (pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go) per minor:
+# each ``structured.Features`` field it sets and the gates that must all be on for it (read through
+# ``feature.NewSchedulerFeaturesFromGates``). 1.36 has DRAListTypeAttributes but does not pass it on.
+_DRA_ALLOCATOR_1_35: Mapping[str, tuple[str, ...]] = {
+    "admin_access": ("DRAAdminAccess",),
+    "prioritized_list": ("DRAPrioritizedList",),
+    "partitionable_devices": ("DRAPartitionableDevices",),
+    "device_taints": ("DRADeviceTaints",),
+    "device_binding_and_status": ("DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"),
+    "consumable_capacity": ("DRAConsumableCapacity",),
+}
+_DRA_ALLOCATOR_FEATURES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "1.35": _DRA_ALLOCATOR_1_35,
+    "1.36": _DRA_ALLOCATOR_1_35,
+    "1.37": {
+        **_DRA_ALLOCATOR_1_35,
+        "fractional_capacity_range": ("DRAFractionalCapacityRange",),
+        "list_type_attributes": ("DRAListTypeAttributes",),
+        "optional_node_operations": ("DRAOptionalNodeOperations",),
+        "derived_attributes": ("DRADerivedAttributes",),
+        "compatibility_groups": ("DRADeviceCompatibilityGroups",),
+    },
+}
 
 
 def supported_minor(text: str) -> str:

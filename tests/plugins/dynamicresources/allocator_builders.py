@@ -26,6 +26,7 @@ __all__ = ["ALLOCATION_RESULTS_MAX_SIZE", "Case", "DeviceID", "Features", "GoObj
 # Go field names whose JSON name is not the lower-camel form.
 _JSON_NAMES = {
     "CEL": "cel",
+    "ObjectMeta": "metadata",
     "StringValue": "string",
     "IntValue": "int",
     "BoolValue": "bool",
@@ -153,6 +154,14 @@ TAINT_KEY = "taint-key"
 TAINT_NONE = {"key": TAINT_KEY, "value": "taint-value", "effect": "None"}
 TAINT_NO_SCHEDULE = {"key": TAINT_KEY, "value": "taint-value", "effect": "NoSchedule"}
 TAINT_NO_EXECUTE = {"key": TAINT_KEY, "value": "taint-value-2", "effect": "NoExecute"}
+TOLERATION_NO_SCHEDULE = {"operator": "Exists", "key": TAINT_KEY, "effect": "NoSchedule"}
+TOLERATION_NO_EXECUTE = {"operator": "Equal", "key": TAINT_KEY, "value": "taint-value-2", "effect": "NoExecute"}
+TOLERATION_NO_SCHEDULE_KEY1 = {"operator": "Exists", "key": "key1", "effect": "NoSchedule"}
+FROM_COUNTERS = "fromCounters"  # a device's capacity: what it consumes of its counters
+CAPACITY0 = "capacity-0"
+MAX_INT = 2**63 - 1  # Go's math.MaxInt
+ONE = "1"
+REQ2_SUB_REQ1 = "req-2/subReq-1"
 
 
 def node(name: str, region: str) -> Node:
@@ -196,9 +205,17 @@ def all_device_request(name: str, klass: str) -> GoObj:
     return obj(Name=name, Exactly=obj(AllocationMode="All", DeviceClassName=klass))
 
 
-def sub_request(name: str, klass: str, count: int, *selectors: GoObj) -> GoObj:
+def sub_request(name: str, klass: str, count: int, *fields: GoObj | dict[str, str]) -> GoObj:
+    """Upstream's ``subRequest``: its fields are selectors and tolerations, told apart by type."""
+    selectors = [f for f in fields if "operator" not in f]
+    tolerations = [f for f in fields if "operator" in f]
     return obj(
-        Name=name, Count=count, AllocationMode="ExactCount", DeviceClassName=klass, Selectors=list(selectors) or None
+        Name=name,
+        Count=count,
+        AllocationMode="ExactCount",
+        DeviceClassName=klass,
+        Selectors=selectors or None,
+        Tolerations=tolerations or None,
     )
 
 
@@ -208,6 +225,13 @@ def request_with_prioritized_list(name: str, *subrequests: GoObj) -> GoObj:
 
 def claim_with_request(name: str, req: str, klass: str, *constraints: GoObj) -> GoObj:
     return claim_with_requests(name, list(constraints) or None, request(req, klass, 1))
+
+
+def with_tolerations(claim_: GoObj, *tolerations: dict[str, str]) -> GoObj:
+    out = copy_obj(claim_)
+    for request_ in out.Spec.Devices.Requests:
+        request_.Exactly.Tolerations = [*(request_.Exactly.get("tolerations") or ()), *tolerations]
+    return out
 
 
 def claim(name: str) -> GoObj:
@@ -254,7 +278,14 @@ def device_claim_config(requests: list[str], config: GoObj) -> GoObj:
     return obj(config, Requests=requests)
 
 
-def device(name: str, capacity: dict[str, str] | None, attributes: dict[str, GoObj] | None) -> GoObj:
+class _FromCounters(GoObj):
+    """A device whose capacity ``with_device_counter_consumption`` sets from what it consumes."""
+
+
+def device(name: str, capacity: dict[str, str] | str | None, attributes: dict[str, GoObj] | None) -> GoObj:
+    if capacity == FROM_COUNTERS:
+        return _FromCounters(obj(Name=name, Attributes=attributes))
+    assert not isinstance(capacity, str)
     return obj(
         Name=name,
         Attributes=attributes,
@@ -263,7 +294,7 @@ def device(name: str, capacity: dict[str, str] | None, attributes: dict[str, GoO
 
 
 def with_taints(device_: GoObj, *taints: dict[str, str]) -> GoObj:
-    out = copy_obj(device_)
+    out = GoObj(copy_obj(device_))
     out.Taints = [*(out.get("taints") or ()), *taints]
     return out
 
@@ -281,18 +312,22 @@ def with_node_selection(device_: GoObj, selection: Any) -> GoObj:
     return out
 
 
-def device_counter_consumption(counter_set_name: str, counters: dict[str, str]) -> GoObj:
-    return obj(CounterSet=counter_set_name, Counters={name: {"value": value} for name, value in counters.items()})
+def device_counter_consumption(counter_set_name: str, counters: dict[str, str] | None) -> GoObj:
+    return obj(
+        CounterSet=counter_set_name, Counters={name: {"value": value} for name, value in (counters or {}).items()}
+    )
 
 
 def with_device_counter_consumption(device_: GoObj, *consumptions: GoObj) -> GoObj:
-    out = copy_obj(device_)
+    out = GoObj(copy_obj(device_))
     out.ConsumesCounters = [*(out.get("consumesCounters") or ()), *consumptions]
+    if isinstance(device_, _FromCounters):
+        out.Capacity = {name: dict(value) for c in out.ConsumesCounters for name, value in c["counters"].items()}
     return out
 
 
-def counter_set(name: str, counters: dict[str, str]) -> GoObj:
-    return obj(Name=name, Counters={key: {"value": value} for key, value in counters.items()})
+def counter_set(name: str, counters: dict[str, str] | None) -> GoObj:
+    return obj(Name=name, Counters={key: {"value": value} for key, value in (counters or {}).items()})
 
 
 def slice_with_counter_sets(name: str, selection: Any, pool: Any, driver: str, *counter_sets: GoObj) -> GoObj:
@@ -336,8 +371,17 @@ def slice_with_multiple_devices(name: str, selection: Any, pool: Any, driver: st
     return slice_with_devices(name, selection, pool, driver, *(device(f"device-{i}", None, None) for i in range(count)))
 
 
-def device_allocation_result(req: str, driver: str, pool: str, dev: str, admin_access: bool) -> GoObj:
-    return obj(Request=req, Driver=driver, Pool=pool, Device=dev, AdminAccess=True if admin_access else None)
+def device_allocation_result(
+    req: str, driver: str, pool: str, dev: str, admin_access: bool, *tolerations: dict[str, str]
+) -> GoObj:
+    return obj(
+        Request=req,
+        Driver=driver,
+        Pool=pool,
+        Device=dev,
+        AdminAccess=True if admin_access else None,
+        Tolerations=list(tolerations) or None,
+    )
 
 
 def multiple_device_allocation_results(req: str, driver: str, pool: str, count: int, start: int) -> list[GoObj]:
@@ -378,7 +422,9 @@ class Case:
     slices: list[GoObj] | None = None
     node: Node | None = None
     expect: list[GoObj] | None = None
-    error: str | None = None
+    error: str | tuple[str, ...] | None = None  # a substring of the error, or several (gomega.And)
+    steps: int | None = None  # allocateOne calls (``expectNumAllocateOneInvocations``)
+    steps_by_channel: dict[str, int] | None = None  # v0.36 on: the count for one variant instead
 
     def parsed_claims(self) -> list[ResourceClaim]:
         # Upstream's test claims have no namespace (klog prints the name alone).
@@ -417,3 +463,39 @@ def parse_selector(raw: GoObj) -> NodeSelector | None:
 def last(*steps: Any) -> Any:
     """Upstream's ``func() T { ...; return x }()``: the steps run in order, the last is the value."""
     return steps[-1]
+
+
+def with_capacity_request(request_: GoObj, quantity: str | None) -> GoObj:
+    """Upstream's ``withCapacityRequest`` on a request (its ``exactly``) or a subrequest."""
+    out = copy_obj(request_)
+    target = out.Exactly if "exactly" in out else out
+    target.Capacity = obj(Requests={CAPACITY0: quantity} if quantity is not None else {})
+    return out
+
+
+def with_binds_to_node(device_: GoObj, binds: bool) -> GoObj:
+    out = GoObj(copy_obj(device_))
+    out.BindsToNode = binds
+    return out
+
+
+def device_request_allocation_result_with_binding_conditions(
+    req: str,
+    driver: str,
+    pool: str,
+    dev: str,
+    conditions: list[str] | None,
+    failure_conditions: list[str] | None,
+    *tolerations: dict[str, str],
+) -> GoObj:
+    out = device_allocation_result(req, driver, pool, dev, False, *tolerations)
+    if conditions is not None:
+        out.BindingConditions = conditions
+    if failure_conditions is not None:
+        out.BindingFailureConditions = failure_conditions
+    return out
+
+
+def all_of(*substrings: str) -> tuple[str, ...]:
+    """``gomega.And`` of substring matchers."""
+    return substrings

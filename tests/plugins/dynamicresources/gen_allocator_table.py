@@ -1,14 +1,14 @@
-"""Regenerates allocator_table.py from upstream's ``allocatortesting/allocator_testing.go``.
+"""Regenerates one release's allocator table (``allocator_table_v0_35_4.py``...) from upstream's
+``allocatortesting/allocator_testing.go`` of that ``dynamic-resource-allocation`` release.
 
-    python -m tests.plugins.dynamicresources.gen_allocator_table [path/to/allocator_testing.go]
+    python -m tests.plugins.dynamicresources.gen_allocator_table v0.35.4 [path/to/allocator_testing.go]
     ruff format tests/plugins/dynamicresources && ruff check --fix tests/plugins/dynamicresources
 
-The path defaults to the v0.35.4 copy in the Go module cache. Each case of ``TestAllocator`` whose
-required features are among those the port implements is translated expression by expression:
+The path defaults to the release's copy in the Go module cache. Each case of ``TestAllocator`` whose
+required features are among those the port implements at that release is translated expression by expression:
 upstream's builder calls become the same-named (snake_case) builders of allocator_builders.py,
 composite literals become ``obj(...)`` (JSON through Go field names), lists and maps stay lists and
-dicts, and ``func() T { ...; return x }()`` becomes ``last(step, ..., x)``. A case that counts
-``allocateOne`` calls is left out (upstream never runs those against its stable variant).
+dicts, and ``func() T { ...; return x }()`` becomes ``last(step, ..., x)``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("allocator_table.py")
-PORTED_FEATURES = {"AdminAccess", "PrioritizedList"}
+from scheduler.plugins.dynamicresources.structured.features import RELEASES, supported
+
+# Per release: the features (Go names) a case may enable to be ported; the incubating variant's
+# that the port implements there.
+PORTED_FEATURES = {
+    release: {name.title().replace("_", "") for name in supported("incubating", release)} for release in RELEASES
+}
 _CASE_KEYS = {
     "features": "features",
     "claimsToAllocate": "claims",
@@ -31,6 +36,8 @@ _CASE_KEYS = {
     "node": "node",
     "expectResults": "expect",
     "expectError": "error",
+    "expectNumAllocateOneInvocations": "steps",
+    "expectNumAllocateOneInvocationsByChannel": "steps_by_channel",
 }
 _QUALIFIED = {
     "resourceapi.DeviceAllocationModeAll": '"All"',
@@ -39,21 +46,29 @@ _QUALIFIED = {
     "resourceapi.AllocationConfigSourceClass": '"FromClass"',
     "resourceapi.AllocationConfigSourceClaim": '"FromClaim"',
     "v1.NodeSelectorOpIn": '"In"',
+    "math.MaxInt": "MAX_INT",
+    "resourceapi.DeviceTaintEffectNoSchedule": '"NoSchedule"',
+    "resourceapi.DeviceTaintEffectNoExecute": '"NoExecute"',
+    "resourceapi.DeviceTaintEffectNone": '"None"',
 }
-_IDENTITY_CALLS = {"ptr.To", "int64", "int", "string", "resource.MustParse", "resourceapi.DeviceAllocationMode"}
+# Builders and names only consumable capacity's cases use (shares, policies, quantities).
+_CAPACITY_ONLY = re.compile(
+    r"\b(capacity0|capacity1|fixedShareID|with_allow_multiple_allocations|class_with_allow_multiple_allocations"
+    r"|with_consumed_capacity|with_capacity_request_policy_\w+|resource\.\w+|device_request_allocation_result"
+    r"|ZERO|TWO|THREE|FOUR)\b"
+    # ...and what our API types do not hold yet (DRAOptionalNodeOperations' skipNodeOperations).
+    r"|\bwith_skip_node_operations\b|\bnode_with_draoptional_node_operations\b"
+)
+_IDENTITY_CALLS = {"ptr.To", "int64", "int", "string", "resource.MustParse", "resourceapi.DeviceAllocationMode", "new"}
 _IDENTITY_CALLS |= {"gomega.MatchError", "gomega.ContainSubstring"}
-_HEADER = '''"""Upstream's allocator test table (``k8s.io/dynamic-resource-allocation@v0.35.4``,
+_HEADER = '''"""Upstream's allocator test table (``k8s.io/dynamic-resource-allocation@{release}``,
 ``structured/internal/allocatortesting/allocator_testing.go``, ``TestAllocator``) as data, names kept,
 inputs and expected answers as upstream wrote them (an expected error is a substring of the error,
 as upstream matches it).
 
-Which cases: all 74 that upstream runs against its stable variant (no feature enabled; some turn
-one off explicitly), and the 24 that enable only DRAAdminAccess and/or DRAPrioritizedList: upstream
-runs those against incubating/experimental only, yet the stable code has both features' branches
-and kube-scheduler 1.35 enables both by default. Left out: the two prioritized-list cases that
-count ``allocateOne`` calls (``expectNumAllocateOneInvocations``, never run against stable) and
-every case enabling partitionable devices, device taints, binding conditions or consumable
-capacity (docs/dra-allocator.md).
+Which cases: every one whose features are among those the port implements at this release:
+{features}.
+Left out ({left_out}): the cases enabling any other feature (docs/dra-allocator.md).
 
 Generated from the Go source by ``gen_allocator_table.py`` (then ``ruff check --fix`` and
 ``ruff format``); do not edit by hand.
@@ -353,7 +368,12 @@ class Emitter:
         name = dotted(func)
         if name in _IDENTITY_CALLS:
             return args[0]
-        special = {"fmt.Sprintf": "sprintf", "slices.Concat": "concat", "MakeDeviceID": "DeviceID"}
+        special = {
+            "fmt.Sprintf": "sprintf",
+            "slices.Concat": "concat",
+            "MakeDeviceID": "DeviceID",
+            "gomega.And": "all_of",
+        }
         if name in special:
             return f"{special[name]}({', '.join(args)})"
         if func[0] == "sel" and func[2] in ("DeepCopy", "obj"):
@@ -391,16 +411,21 @@ class Emitter:
         return "last(" + ", ".join(parts) + ")"
 
 
-def translate(source: str) -> tuple[list[str], list[str]]:
+def translate(source: str, ported: set[str]) -> tuple[list[str], list[str]]:
     """The table's cases as Python lines, and the names of those left out."""
-    start = source.index("testcases := map[string]struct")
-    table = source[start : source.index("for name, tc := range testcases")]
+    # v0.35 declares the table's type inline and loops over it; v0.36 on name the type and hand the
+    # table to RunTestAllocator.
+    start = source.index("testcases := map[string]")
+    end = source.find("RunTestAllocator(t, ", start)
+    table = source[start : end if end >= 0 else source.index("for name, tc := range testcases")]
+    for channel in ("Stable", "Incubating", "Experimental"):
+        table = table.replace(f"internal.{channel}:", f'"{channel.lower()}":')
     parts = re.split(r'\n\t\t"([^"]+)": \{\n?', table)
     consts_block = source[source.index("const (") : source.index("var (")]
     constants = set(re.findall(r"^\t(\w+)\s+= ", consts_block, re.M))
     constants |= set(re.findall(r"^\t(\w+)\s*:?= ", source[source.index("func TestAllocator(") : start], re.M))
     constants |= {"fieldNameKey", "regionKey", "planetKey", "planetValueEarth", "nodeSelectionAll"}
-    constants |= {"nodeSelectionPerDevice", "zero", "one", "two", "three", "four"}
+    constants |= {"nodeSelectionPerDevice", "zero", "one", "two", "three", "four", "fromCounters"}
     functions = set(re.findall(r"^func (\w+)", source, re.M))
     emitter = Emitter(constants, functions)
     lines: list[str] = []
@@ -408,33 +433,51 @@ def translate(source: str) -> tuple[list[str], list[str]]:
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
         features = re.search(r"features: Features\{(.*?)\}", body, re.S)
         required = set(re.findall(r"(\w+):\s+true", features.group(1))) if features else set()
-        if not required <= PORTED_FEATURES or "expectNumAllocateOneInvocations" in body:
+        if not required <= ported:
             left_out.append(name)
             continue
         text = strip_comments(body).rstrip()
         text = text[: text.rstrip(",").rfind("}")]
         parser = Parser(text + "\n}")
-        fields = [f"{_CASE_KEYS[str(k)]}={emitter.emit(v)}" for k, v in parser.elements()]
-        lines.append(f"    {name!r}: Case({', '.join(fields)}),")
+        try:
+            fields = [f"{_CASE_KEYS[str(k)]}={emitter.emit(v)}" for k, v in parser.elements()]
+        except (SyntaxError, KeyError, ValueError):
+            # Beyond this translator (capacity quantities, shared device IDs): consumable capacity's
+            # cases, which the port refuses anyway.
+            left_out.append(name)
+            continue
+        line = f"    {name!r}: Case({', '.join(fields)}),"
+        if _CAPACITY_ONLY.search(line):
+            left_out.append(name)  # consumable capacity at work: the port refuses it
+            continue
+        lines.append(line)
     return lines, left_out
 
 
+def output(release: str) -> Path:
+    return Path(__file__).with_name(f"allocator_table_{release.replace('.', '_')}.py")
+
+
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        path = Path(argv[1])
+    release = argv[1]
+    if len(argv) > 2:
+        path = Path(argv[2])
     else:
         cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
-        path = Path(cache) / "k8s.io/dynamic-resource-allocation@v0.35.4/structured/internal/allocatortesting"
+        path = Path(cache) / f"k8s.io/dynamic-resource-allocation@{release}/structured/internal/allocatortesting"
         path /= "allocator_testing.go"
-    lines, left_out = translate(path.read_text())
+    ported = PORTED_FEATURES[release]
+    lines, left_out = translate(path.read_text(), ported)
     body = "CASES = {\n" + "\n".join(lines) + "\n}\n"
     builders = Path(__file__).with_name("allocator_builders.py").read_text()
     defined = set(re.findall(r"^def (\w+)", builders, re.M)) | set(re.findall(r"^(\w+) = ", builders, re.M))
     defined |= {"Case", "DeviceID", "Features", "ALLOCATION_RESULTS_MAX_SIZE"}
     code = re.sub(r"'[^']*'|\"[^\"]*\"", "", body)
     used = sorted(n for n in set(re.findall(r"\b\w+\b", code)) if n in defined)
-    OUT.write_text(_HEADER + "".join(f"    {n},\n" for n in used) + ")\n\n" + body)
-    print(f"{len(lines)} cases written to {OUT}; left out: {', '.join(left_out)}")
+    header = _HEADER.format(release=release, features=",\n".join(sorted(ported)), left_out=len(left_out))
+    out = output(release)
+    out.write_text(header + "".join(f"    {n},\n" for n in used) + ")\n\n" + body)
+    print(f"{len(lines)} cases written to {out}; left out: {', '.join(left_out)}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""The stable structured allocator against upstream's own test table (allocator_table.py).
+"""The structured allocator's variants against upstream's own test table of each release
+(allocator_table_v0_35_4.py...).
 
-Each case runs as upstream's ``TestAllocator`` runs it: a fresh allocator over the case's classes,
-slices and allocated devices, then ``Allocate(node, claims)``; the answer must be upstream's devices
-(in the order upstream's search picks them), configs and node selectors, or its error.
+Each case runs as upstream's ``TestAllocator`` runs it against one variant: a fresh allocator over
+the case's classes, slices and allocated devices with the case's features, then
+``Allocate(node, claims)``; the answer must be upstream's devices (in the order upstream's search
+picks them), tolerations, configs and node selectors, or its error, and where the case counts them,
+upstream's number of ``allocateOne`` calls.
 """
 
 from __future__ import annotations
@@ -12,47 +15,95 @@ from typing import Any
 
 import pytest
 
+from scheduler.api.devicefields import DeviceToleration
 from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.resourceclaim import AllocationResult
+from scheduler.features import features_at
 from scheduler.plugins.dynamicresources import cel
 from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, Features, implementation_for
-from scheduler.plugins.dynamicresources.structured.features import FEATURES_1_35_DEFAULT
+from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, V0_37, for_scheduler, supported
 from tests.plugins.dynamicresources.allocator_builders import (
     CLAIM0,
     CLASS_A,
+    CLASS_B,
+    COUNTER_SET1,
     DEVICE1,
     DEVICE2,
     DRIVER_A,
+    DRIVER_B,
     NODE1,
     POOL1,
     REGION1,
     REQ0,
     REQ0_SUB_REQ0,
+    REQ1,
     SLICE1,
+    SLICE2,
     SUB_REQ0,
     SUB_REQ1,
+    TAINT_NO_SCHEDULE,
     Case,
     GoObj,
     claim,
+    claim_with_request,
     claim_with_requests,
+    copy_obj,
+    counter_set,
     device,
+    device_claim_config,
     device_class,
+    device_configuration,
+    device_counter_consumption,
     node,
     obj,
     parse_selector,
     request,
     request_with_prioritized_list,
     resource_pool,
+    slice_with_counter_sets,
     slice_with_devices,
     sub_request,
     with_allocation_mode,
+    with_configs,
+    with_device_counter_consumption,
     with_requests,
+    with_taints,
 )
-from tests.plugins.dynamicresources.allocator_table import CASES
+from tests.plugins.dynamicresources.allocator_table_v0_35_4 import CASES as CASES_V0_35
+from tests.plugins.dynamicresources.allocator_table_v0_36_3 import CASES as CASES_V0_36
+from tests.plugins.dynamicresources.allocator_table_v0_37_2 import CASES as CASES_V0_37
+
+# v0.37.2 cases whose slices carry list-type attribute values with DRAListTypeAttributes off: the API
+# server drops such values, and so does our parser (the attribute reaches CEL with no value, an
+# error), while upstream's harness hands them to the allocator as written (no error, no fit).
+_UNREPRESENTABLE_V0_37 = {
+    "list-attributes-disabled-distinct-constraint-with-lists",
+    "list-attributes-disabled-match-constraint-with-lists",
+}
+
+# Per variant and release: the table's cases upstream runs against it (features it supports; the
+# stable port runs the admin access and prioritized list cases too, as its code has their branches,
+# but not those counting allocateOne calls, which upstream never runs against stable).
+_STABLE = Features(admin_access=True, prioritized_list=True).enabled()
+_RUNS = [
+    *(
+        ("stable", V0_35, name)
+        for name, c in sorted(CASES_V0_35.items())
+        if c.features.enabled() <= _STABLE and not c.steps
+    ),
+    *(("incubating", V0_35, name) for name in sorted(CASES_V0_35)),
+    *(("incubating", V0_36, name) for name in sorted(CASES_V0_36)),
+    *(("incubating", V0_37, name) for name in sorted(CASES_V0_37) if name not in _UNREPRESENTABLE_V0_37),
+]
+_TABLES = {V0_35: CASES_V0_35, V0_36: CASES_V0_36, V0_37: CASES_V0_37}
 
 
-def _cache() -> cel.Cache:
-    return cel.Cache(10, cel.compiler_for(35))
+_MINOR = {V0_35: 35, V0_36: 36, V0_37: 37}
+
+
+def _cache(release: str = V0_35) -> cel.Cache:
+    """The CEL environment of the minor that vendors ``release``."""
+    return cel.Cache(10, cel.compiler_for(_MINOR[release]))
 
 
 def _selector(selector: NodeSelector | None) -> Any:
@@ -72,7 +123,19 @@ def _selector(selector: NodeSelector | None) -> Any:
 def _got(results: Sequence[AllocationResult] | None) -> list[Any]:
     return [
         {
-            "results": [(d.request, d.driver, d.pool, d.device, d.admin_access) for d in r.results],
+            "results": [
+                (
+                    d.request,
+                    d.driver,
+                    d.pool,
+                    d.device,
+                    d.admin_access,
+                    [_toleration(t) for t in d.tolerations],
+                    list(d.binding_conditions),
+                    list(d.binding_failure_conditions),
+                )
+                for d in r.results
+            ],
             "config": [(c.source, tuple(c.requests), c.driver, c.parameters) for c in r.config],
             "nodeSelector": _selector(r.node_selector),
         }
@@ -87,7 +150,16 @@ def _want(expect: Sequence[GoObj] | None) -> list[Any]:
         out.append(
             {
                 "results": [
-                    (d["request"], d["driver"], d["pool"], d["device"], d.get("adminAccess"))
+                    (
+                        d["request"],
+                        d["driver"],
+                        d["pool"],
+                        d["device"],
+                        d.get("adminAccess"),
+                        [_toleration(DeviceToleration(**t)) for t in d.get("tolerations") or ()],
+                        list(d.get("bindingConditions") or ()),
+                        list(d.get("bindingFailureConditions") or ()),
+                    )
                     for d in devices.get("results", [])
                 ],
                 "config": [
@@ -100,22 +172,30 @@ def _want(expect: Sequence[GoObj] | None) -> list[Any]:
     return out
 
 
+def _toleration(t: DeviceToleration) -> tuple[str, str, str, str]:
+    return (t.key, t.operator or "Equal", t.value, t.effect)
+
+
 def _allocator(case: Case, **kwargs: Any) -> Allocator:
-    return Allocator(
-        case.features, case.allocated or (), case.parsed_classes(), case.parsed_slices(), _cache(), **kwargs
-    )
+    cache = _cache(kwargs.get("release", V0_35))
+    return Allocator(case.features, case.allocated or (), case.parsed_classes(), case.parsed_slices(), cache, **kwargs)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_upstream_case(name: str) -> None:
-    case = CASES[name]
-    allocator = _allocator(case)
+@pytest.mark.parametrize(("implementation", "release", "name"), _RUNS)
+def test_upstream_case(implementation: str, release: str, name: str) -> None:
+    case = _TABLES[release][name]
+    allocator = _allocator(case, release=release, implementation=implementation)
+    # From v0.36 upstream's harness allocates for node-1 when a case names no node.
+    target = case.node if case.node is not None or release == V0_35 else node(NODE1, REGION1)
     if case.error is not None:
         with pytest.raises(AllocationError) as raised:
-            allocator.allocate(case.node, case.parsed_claims())
-        assert case.error in str(raised.value)
-        return
-    assert _got(allocator.allocate(case.node, case.parsed_claims())) == _want(case.expect)
+            allocator.allocate(target, case.parsed_claims())
+        for part in (case.error,) if isinstance(case.error, str) else case.error:
+            assert part in str(raised.value)
+    else:
+        assert _got(allocator.allocate(target, case.parsed_claims())) == _want(case.expect)
+    if case.steps:
+        assert allocator.steps == (case.steps_by_channel or {}).get(implementation, case.steps)
 
 
 _INTERRUPT = Case(
@@ -143,7 +223,9 @@ def test_interrupt(cause: str) -> None:
 
 def test_features_beyond_the_port_are_refused() -> None:
     with pytest.raises(ValueError, match="partitionable_devices"):
-        Allocator(Features(partitionable_devices=True), (), {}, [], _cache())
+        Allocator(Features(partitionable_devices=True), (), {}, [], _cache(), implementation="stable")
+    with pytest.raises(ValueError, match="consumable_capacity"):
+        Allocator(Features(consumable_capacity=True), (), {}, [], _cache(), implementation="incubating")
 
 
 def _kind(value: str) -> GoObj:
@@ -209,7 +291,258 @@ def test_deep_search_has_no_recursion_limit() -> None:
 
 
 def test_implementation_chosen_as_new_allocator_does() -> None:
-    """1.35.4's default gates enable admin access and prioritized lists: incubating, not stable."""
+    """Every minor's default gates pick the incubating variant of its own release."""
     assert implementation_for(Features()) == "stable"
-    assert implementation_for(FEATURES_1_35_DEFAULT) == "incubating"
     assert implementation_for(Features(consumable_capacity=True)) == "experimental"
+    for minor, release in (("1.35", "v0.35.4"), ("1.36", "v0.36.3"), ("1.37", "v0.37.2")):
+        features, got = for_scheduler(features_at(minor))
+        assert got == release
+        assert implementation_for(features, release) == "incubating"
+
+
+def test_allocator_features_per_minor() -> None:
+    """``AllocatorFeatures`` over each minor's default gates (kube_features.go): 1.35 two features,
+    1.36 and 1.37 every one incubating supports at their releases."""
+    assert features_at("1.35").dra_allocator_features == {"admin_access", "prioritized_list"}
+    assert features_at("1.36").dra_allocator_features == supported("incubating", V0_36)
+    assert features_at("1.37").dra_allocator_features == supported("incubating", V0_37)
+    assert "consumable_capacity" in supported("incubating", V0_36)
+
+
+def test_default_allocator_is_incubating_at_1_35() -> None:
+    """Without ``implementation``, 1.35's features get the incubating variant."""
+    features, release = for_scheduler(features_at("1.35"))
+    assert Allocator(features, (), {}, [], _cache(), release=release).variant.implementation == "incubating"
+
+
+# The variants told apart where kube-scheduler 1.35's features (admin access and prioritized lists,
+# no partitionable devices) make them decide differently (docs/dra-allocator.md).
+
+_FEATURES_1_35 = Features(admin_access=True, prioritized_list=True)
+
+
+def _both(case: Case) -> dict[str, Any]:
+    """The case's answer (results, or the error's text) from stable and from incubating, at v0.35.4."""
+    out: dict[str, Any] = {}
+    for implementation in ("stable", "incubating"):
+        allocator = _allocator(case, release=V0_35, implementation=implementation)
+        try:
+            out[implementation] = _got(allocator.allocate(case.node, case.parsed_claims()))
+        except AllocationError as err:
+            out[implementation] = str(err)
+    return out
+
+
+def test_counter_slice_left_out_without_partitionable_devices() -> None:
+    """Incubating skips a slice with ``sharedCounters`` while PartitionableDevices is off, so it
+    does not count towards the pool's slices: a pool of one slice (as ``resourceSliceCount`` says)
+    plus a counter slice is complete there and incomplete (nothing allocated) for stable."""
+    case = Case(
+        features=_FEATURES_1_35,
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_devices(SLICE1, NODE1, resource_pool(POOL1, 1), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 1), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ],
+        node=node(NODE1, REGION1),
+    )
+    got = _both(case)
+    assert got["stable"] == []
+    assert [r[3] for r in got["incubating"][0]["results"]] == [DEVICE1]
+
+
+def test_incomplete_pool_not_checked_for_duplicates() -> None:
+    """A pool both incomplete and holding a device name twice: stable calls it invalid, so "no fit"
+    becomes ``invalid resource pools were encountered``; incubating does not check it: no fit."""
+    pool = resource_pool(POOL1, 3)
+    case = Case(
+        features=_FEATURES_1_35,
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_devices(SLICE1, NODE1, pool, DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_devices(SLICE2, NODE1, pool, DRIVER_A, device(DEVICE1, None, None)),
+        ],
+        node=node(NODE1, REGION1),
+    )
+    got = _both(case)
+    assert got["stable"] == "invalid resource pools were encountered"
+    assert got["incubating"] == []
+
+
+def test_tolerations_copied_into_results() -> None:
+    """Incubating copies the request's tolerations into each result even with DeviceTaints off
+    (what 1.35 writes into ``status.allocation``); stable does not."""
+    toleration = obj(Operator="Exists", Key="gpu", Effect="NoSchedule")
+    claim_ = claim_with_request(CLAIM0, REQ0, CLASS_A)
+    claim_.Spec.Devices.Requests[0].Exactly.Tolerations = [toleration]
+    case = Case(
+        features=_FEATURES_1_35,
+        claims=[claim_],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None))],
+        node=node(NODE1, REGION1),
+    )
+    got = _both(case)
+    assert got["stable"][0]["results"][0][5] == []
+    assert got["incubating"][0]["results"][0][5] == [("gpu", "Exists", "", "NoSchedule")]
+
+
+def test_counters_of_a_tainted_device_stay_taken() -> None:
+    """v0.35.4 takes a device's counters before it checks the device's taints and does not give
+    them back when a taint refuses it (v0.36 does): the 4Gi of the tainted device-1 stay consumed,
+    so device-2 (6Gi of 8Gi) no longer fits, and the claim is not allocated."""
+    consume = device_counter_consumption
+    case = Case(
+        features=Features(partitionable_devices=True, device_taints=True),
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_counter_sets(
+                SLICE1, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_taints(
+                    with_device_counter_consumption(
+                        device(DEVICE1, None, None), consume(COUNTER_SET1, {"memory": "4Gi"})
+                    ),
+                    TAINT_NO_SCHEDULE,
+                ),
+                with_device_counter_consumption(device(DEVICE2, None, None), consume(COUNTER_SET1, {"memory": "6Gi"})),
+            ),
+        ],
+        node=node(NODE1, REGION1),
+    )
+    assert _allocator(case, release=V0_35).allocate(case.node, case.parsed_claims()) is None
+    # Without the taint, device-1 is taken.
+    untainted = copy_obj(case.slices[1])  # type: ignore[index]
+    del untainted.Spec.Devices[0]["taints"]
+    case.slices = [case.slices[0], untainted]  # type: ignore[index]
+    got = _allocator(case, release=V0_35).allocate(case.node, case.parsed_claims())
+    assert got is not None
+    assert [d.device for d in got[0].results] == [DEVICE1]
+
+
+def test_all_subrequest_continues_as_subrequest_0() -> None:
+    """v0.35.4 (both variants) seeks an "All" subrequest's second device under subrequest 0's data:
+    here subrequest 0 wants three devices of two, so "All" (both devices) fails after its first."""
+    case = Case(
+        features=_FEATURES_1_35,
+        claims=[
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(SUB_REQ0, CLASS_A, 3),
+                    with_allocation_mode(obj(sub_request(SUB_REQ1, CLASS_A, 0)), "All"),
+                ),
+            )
+        ],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ],
+        node=node(NODE1, REGION1),
+    )
+    assert _both(case) == {"stable": [], "incubating": []}
+
+
+def test_consumable_capacity_in_use_is_refused() -> None:
+    """1.36 turns consumable capacity on by default; the port runs with it on while nothing uses
+    it, and refuses a capacity request or a device allowing multiple allocations."""
+    features, release = for_scheduler(features_at("1.36"))
+    request_ = request(REQ0, CLASS_A, 1)
+    request_.Exactly.Capacity = obj(Requests={"memory": "1Gi"})
+    shared = device(DEVICE1, None, None)
+    shared.AllowMultipleAllocations = True
+    for claims, slice_device in (
+        ([claim_with_requests(CLAIM0, None, request_)], device(DEVICE1, None, None)),
+        ([claim_with_request(CLAIM0, REQ0, CLASS_A)], shared),
+    ):
+        case = Case(
+            features=features,
+            claims=claims,
+            classes=[device_class(CLASS_A, DRIVER_A)],
+            slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, slice_device)],
+            node=node(NODE1, REGION1),
+        )
+        with pytest.raises(ValueError, match="consumable capacity"):
+            _allocator(case, release=release).allocate(case.node, case.parsed_claims())
+    plain = Case(
+        features=features,
+        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None))],
+        node=node(NODE1, REGION1),
+    )
+    got = _allocator(plain, release=release).allocate(plain.node, plain.parsed_claims())
+    assert got is not None
+    assert [d.device for d in got[0].results] == [DEVICE1]
+
+
+def _counter_pools(driver_b_memory: str) -> Case:
+    """Two drivers, each with a pool named pool-1 holding 8Gi of counters and one device consuming
+    some; a claim for one device of each driver."""
+    consume = device_counter_consumption
+    slices = []
+    for n, (driver, memory) in enumerate(((DRIVER_A, "6Gi"), (DRIVER_B, driver_b_memory))):
+        slices += [
+            slice_with_counter_sets(
+                f"counters-{n}", NODE1, resource_pool(POOL1, 2), driver, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+            slice_with_devices(
+                f"devices-{n}",
+                NODE1,
+                resource_pool(POOL1, 2),
+                driver,
+                with_device_counter_consumption(device(DEVICE1, None, None), consume(COUNTER_SET1, {"memory": memory})),
+            ),
+        ]
+    return Case(
+        features=Features(partitionable_devices=True),
+        claims=[claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_B, 1))],
+        classes=[device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)],
+        slices=slices,
+        node=node(NODE1, REGION1),
+    )
+
+
+def test_counters_per_pool_name_until_v0_37() -> None:
+    """Until v0.37 upstream keys a call's counters by the pool's name alone: driver-a's and
+    driver-b's pool-1 share them there (6Gi + 6Gi of 8Gi: no fit); v0.37 keys them by pool ID."""
+    case = _counter_pools("6Gi")
+    for release, fits in ((V0_35, False), (V0_36, False), (V0_37, True)):
+        got = _allocator(case, release=release, implementation="incubating").allocate(case.node, case.parsed_claims())
+        assert (got is not None) == fits, release
+
+
+def test_claim_config_once_from_v0_37() -> None:
+    """A claim config naming both requests: up to v0.36 it is written once per request it names;
+    v0.37 writes it once, and with no requests since it names them all."""
+    claim_ = with_configs(
+        claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1)),
+        [device_claim_config([REQ0, REQ1], device_configuration(DRIVER_A, "x"))],
+    )
+    case = Case(
+        features=_FEATURES_1_35,
+        claims=[claim_],
+        classes=[device_class(CLASS_A, DRIVER_A)],
+        slices=[
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ],
+        node=node(NODE1, REGION1),
+    )
+    configs = {}
+    for release in (V0_36, V0_37):
+        allocator = _allocator(case, release=release, implementation="incubating")
+        got = allocator.allocate(case.node, case.parsed_claims())
+        assert got is not None
+        configs[release] = [tuple(c.requests) for c in got[0].config]
+    assert configs == {V0_36: [(REQ0, REQ1), (REQ0, REQ1)], V0_37: [()]}

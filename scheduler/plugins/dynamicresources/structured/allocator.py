@@ -1,5 +1,6 @@
-"""Allocate devices to ResourceClaims for one node, as upstream's *stable* structured allocator does
-(``k8s.io/dynamic-resource-allocation/structured/internal/stable/allocator_stable.go``, v0.35.4).
+"""Allocate devices to ResourceClaims for one node, as upstream's structured allocator does: its
+*stable* variant (``internal/stable/allocator_stable.go``, v0.35.4) and its *incubating* one
+(``internal/incubating/allocator_incubating.go``), which kube-scheduler runs with its default gates.
 
 The search is exhaustive and stops at the first solution: claims in the order given, each claim's
 requests in order (a ``firstAvailable`` request tries its subrequests in order), and for each device
@@ -13,31 +14,110 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from scheduler.api.deviceclass import DeviceClass
+from scheduler.api.devicefields import DeviceTaint, DeviceToleration
 from scheduler.api.objects import Node
 from scheduler.api.resourceclaim import (
     ALLOCATION_MODE_ALL,
     ALLOCATION_MODE_EXACT_COUNT,
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocationResult,
+    DeviceRequest,
     DeviceSubRequest,
     ResourceClaim,
 )
 from scheduler.api.resourceslice import Device, ResourceSlice
 from scheduler.plugins.dynamicresources.cel import Cache
-from scheduler.plugins.dynamicresources.structured.constraints import MatchAttribute
+from scheduler.plugins.dynamicresources.structured.constraints import Constraint, DistinctAttribute, MatchAttribute
 from scheduler.plugins.dynamicresources.structured.errors import AllocationError, FailedOnNodeError
-from scheduler.plugins.dynamicresources.structured.features import Features
-from scheduler.plugins.dynamicresources.structured.pools import NodeSelectionError, Pool, gather_pools, node_matches
+from scheduler.plugins.dynamicresources.structured.features import (
+    RELEASES,
+    V0_35,
+    V0_37,
+    Features,
+    implementation_for,
+    supported,
+)
+from scheduler.plugins.dynamicresources.structured.pools import (
+    NodeSelectionError,
+    Pool,
+    PoolID,
+    gather_pools,
+    node_matches,
+)
 from scheduler.plugins.dynamicresources.structured.results import DeviceID, Picked, Selection, build_result
 
 __all__ = ["AllocationError", "Allocator", "DeviceID", "FailedOnNodeError"]
 
-# Features this port implements: the stable code's own branches for admin access and prioritized
-# lists. Counters (partitionable devices), taints, binding conditions and consumable capacity are
-# the incubating variant's work.
-_IMPLEMENTED = Features(admin_access=True, prioritized_list=True).enabled()
+
+@dataclass(frozen=True, slots=True)
+class _Variant:
+    """What differs between the variants and releases ported, as facts the search reads."""
+
+    implementation: str
+    release: str
+    implemented: frozenset[str]  # the features this port runs; others are refused
+    # incubating: a request that would exceed the result size limit backtracks past the requests
+    # before it (errAllocationResultMaxSizeExceeded); the counters live per pool, not per slice;
+    # only NoSchedule/NoExecute taints count; the request's tolerations go into the results.
+    incubating: bool
+    # v0.35's slips, fixed in v0.36: subrequest i is validated under the device-match cache key of
+    # subrequest i-1; an "All" subrequest's second device is sought under subrequest 0's data; a
+    # device refused for a taint or a constraint keeps the counters it just took (incubating).
+    v0_35_quirks: bool
+
+    @property
+    def v0_37(self) -> bool:
+        """Incubating v0.37: counters per pool ID; the size check before the search per request; a
+        config naming every request names none; CEL runtime errors name the device; counter slices
+        only when they reach the node (else with the pool's other slices); ``distinctAttribute``
+        keeps every value; a claim config is written once however many requests it names."""
+        return self.incubating and self.release == V0_37
+
+    @property
+    def v0_36(self) -> bool:
+        """Incubating from v0.36: pools in ID order (binding conditions last), slices by name; within
+        one request only combinations of devices are tried (``startLocation``); ``distinctAttribute``;
+        CEL sees ``allowMultipleAllocations``; capacity requests refused while the feature is off; a
+        device that binds to the node pins the allocation to it."""
+        return self.incubating and not self.v0_35_quirks
+
+
+# Consumable capacity is on by default from 1.36; the port runs with it on as long as nothing uses
+# it (no capacity request, no device allowing multiple allocations), which upstream then decides as
+# with it off. Anything that uses it is refused with ValueError.
+_CAPACITY_NOT_PORTED = "consumable capacity (DRAConsumableCapacity) is not ported"
+
+
+# Per variant and release: the features the port runs. The stable code's own branches for admin
+# access and prioritized lists (its counters and taints are not ported: kube-scheduler never runs
+# stable with them on); incubating's whole supported set (consumable capacity and fractional ranges
+# as long as nothing uses them).
+_PORTED: Mapping[tuple[str, str], frozenset[str]] = {
+    ("stable", V0_35): Features(admin_access=True, prioritized_list=True).enabled(),
+    **{("incubating", release): supported("incubating", release) for release in RELEASES},
+}
+
+
+def _variant(features: Features, release: str, implementation: str | None) -> _Variant:
+    chosen = implementation or implementation_for(features, release)
+    implemented = _PORTED.get((chosen, release))
+    if implemented is None:
+        raise ValueError(f"the {chosen} allocator of dynamic-resource-allocation {release} is not ported")
+    beyond = features.enabled() - implemented
+    if beyond:
+        raise ValueError(f"features not implemented by the {chosen} allocator port ({release}): {sorted(beyond)}")
+    return _Variant(chosen, release, implemented, chosen == "incubating", release == V0_35)
+
+
+class _Exceeded:
+    """``errAllocationResultMaxSizeExceeded``: not an error to the caller, a signal to backtrack."""
+
+
+_EXCEEDED = _Exceeded()
+_Answer = bool | _Exceeded
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +145,7 @@ class _Candidate:
     id: DeviceID
     device: Device
     slice: ResourceSlice
+    pool: Pool | None  # None for an "All" request's devices, as upstream leaves it
 
 
 @dataclass(slots=True)
@@ -88,12 +169,20 @@ def _klog_name(claim: ResourceClaim) -> str:
 
 # (claim index, request index, subrequest index, device index)
 _Indices = tuple[int, int, int, int]
-_Step = Generator[tuple[_Indices, bool], bool, bool]
+# (pool, slice, device) where a request's next device is sought (``deviceLocation``, v0.36)
+_Location = tuple[int, int, int]
+_START: _Location = (0, 0, 0)
+_Step = Generator[tuple[_Indices, bool, _Location], _Answer, _Answer]
+_Counters = dict[str, dict[str, Fraction]]  # counter set -> counter -> value
 
 
 class Allocator:
-    """``stable.Allocator``: the cluster's slices, classes and allocated devices, reusable for many
+    """``structured.Allocator``: the cluster's slices, classes and allocated devices, reusable for many
     nodes and claim sets.
+
+    ``release`` is the ``dynamic-resource-allocation`` release to behave as; the variant is the one
+    ``NewAllocator`` picks for ``features`` there, unless ``implementation`` names one (as upstream's
+    tests call a variant directly). Features or variants not ported raise ``ValueError``.
 
     ``stop`` is polled before each step of the search, as upstream checks its context: when it
     returns a cause (``"context deadline exceeded"``), ``allocate`` raises
@@ -109,17 +198,21 @@ class Allocator:
         slices: Sequence[ResourceSlice],
         cel_cache: Cache,
         *,
+        release: str = V0_35,
+        implementation: str | None = None,
         stop: Callable[[], str | None] | None = None,
     ) -> None:
-        beyond = features.enabled() - _IMPLEMENTED
-        if beyond:
-            raise ValueError(f"features not implemented by the stable allocator port: {sorted(beyond)}")
+        self.variant = _variant(features, release, implementation)
         self.features = features
         self.allocated_devices = frozenset(allocated_devices)
         self.classes = classes
         self.slices = slices
         self.cel_cache = cel_cache
         self.stop = stop
+        # Per pool name (upstream keys them so, without the driver): the counters left once the
+        # allocated devices took theirs. Computed on first use, as upstream caches them.
+        self.available_counters: dict[str | PoolID, _Counters] = {}
+        self.steps = 0  # allocateOne calls, all searches together (upstream's GetStats)
 
     def allocate(self, node: Node | None, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
         """One result per claim, in the claims' order; None when the claims do not fit the node.
@@ -135,28 +228,53 @@ class _Search:
     def __init__(self, owner: Allocator, node: Node | None, claims: Sequence[ResourceClaim]) -> None:
         self.owner = owner
         self.features = owner.features
+        self.variant = owner.variant
+        self.consumed: dict[str | PoolID, _Counters] = {}
         self.node = node
         self.claims = claims
         self.pools: list[Pool] = []
         self.request_data: dict[tuple[int, int, int], _RequestData] = {}
-        self.constraints: list[list[MatchAttribute]] = []
+        self.constraints: list[list[Constraint]] = []
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         self.picked: list[list[Picked]] = [[] for _ in claims]
 
     def run(self) -> list[AllocationResult] | None:
         try:
-            self.pools = gather_pools(self.owner.slices, self.node, self.features)
+            self.pools = gather_pools(
+                self.owner.slices,
+                self.node,
+                self.features,
+                incubating=self.variant.incubating,
+                ordered=self.variant.v0_36,
+                counters_by_node=self.variant.v0_37,
+            )
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None
+        if self.features.consumable_capacity and any(
+            device.allow_multiple_allocations for pool in self.pools for s in pool.slices for device in s.devices
+        ):
+            raise ValueError(f"{_CAPACITY_NOT_PORTED}: a device allows multiple allocations")
         for claim_index, claim in enumerate(self.claims):
             self._prepare_claim(claim_index, claim)
-        if not self._drive((0, 0, 0, 0), False):
+        answer = self._drive((0, 0, 0, 0), False)
+        if answer is _EXCEEDED:
+            raise AllocationError("allocation max size exceeded")  # upstream returns its sentinel as is
+        if answer is not True:
             if any(pool.is_invalid for pool in self.pools):
                 raise FailedOnNodeError("invalid resource pools were encountered")
             return None
         return [
-            build_result(claim, self.picked[i], self._selected_classes(i, claim)) for i, claim in enumerate(self.claims)
+            build_result(
+                claim,
+                self.picked[i],
+                self._selected_classes(i, claim),
+                tolerations=self.variant.incubating,
+                binding=self.features.device_binding_and_status,
+                node_name=self.node.name if self.node is not None and self.variant.v0_36 else None,
+                configs_once=self.variant.v0_37,
+            )
+            for i, claim in enumerate(self.claims)
         ]
 
     def _selected_classes(self, claim_index: int, claim: ResourceClaim) -> list[Selection]:
@@ -176,39 +294,67 @@ class _Search:
     def _prepare_claim(self, claim_index: int, claim: ResourceClaim) -> None:
         min_devices = 0
         for request_index, request in enumerate(claim.devices.requests):
+            if request.first_available and not self.features.prioritized_list:
+                raise AllocationError(
+                    f"claim {_klog_name(claim)}, request {request.name}: has subrequests, "
+                    "but the DRAPrioritizedList feature is disabled"
+                )
+            self._check_capacity(claim, request)
             if request.first_available:
-                if not self.features.prioritized_list:
-                    raise AllocationError(
-                        f"claim {_klog_name(claim)}, request {request.name}: has subrequests, "
-                        "but the DRAPrioritizedList feature is disabled"
-                    )
                 fewest: int | None = None
                 for sub_index, sub in enumerate(request.first_available):
-                    # Upstream validates subrequest i under the key of subrequest i-1 (its loop sets
-                    # the index after the call): the device-match cache of "All" is shared so.
-                    key = (claim_index, request_index, max(sub_index - 1, 0))
+                    # v0.35 validates subrequest i under the key of subrequest i-1 (its loop sets the
+                    # index after the call): the device-match cache of "All" is shared so.
+                    own = sub_index - 1 if self.variant.v0_35_quirks else sub_index
+                    key = (claim_index, request_index, max(own, 0))
                     data = self._validate(claim, key, _Request(sub, True), request.name)
                     self.request_data[(claim_index, request_index, sub_index)] = data
                     fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
-                min_devices += fewest or 0
+                adding = fewest or 0
             else:
                 spec = request.exactly or DeviceSubRequest(name=request.name, device_class_name="")
                 data = self._validate(claim, (claim_index, request_index, 0), _Request(spec, False), None)
                 self.request_data[(claim_index, request_index, 0)] = data
-                min_devices += data.num_devices
+                adding = data.num_devices
+            if self.variant.v0_37 and adding > ALLOCATION_RESULTS_MAX_SIZE - min_devices:
+                raise AllocationError(
+                    f"claim {_klog_name(claim)}, request {request.name}: adding {adding} devices exceeds "
+                    f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}, with {min_devices} already accounted for"
+                )
+            min_devices += adding
         if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
             raise AllocationError(
                 f"claim {_klog_name(claim)}: number of requested devices {min_devices} "
                 f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
             )
-        constraints: list[MatchAttribute] = []
+        constraints: list[Constraint] = []
         for i, constraint in enumerate(claim.devices.constraints):
-            if constraint.match_attribute is None:
+            names = frozenset(constraint.requests)
+            if constraint.match_attribute is not None:
+                constraints.append(MatchAttribute(names, constraint.match_attribute))
+            elif constraint.distinct_attribute is not None and self.variant.v0_36:
+                constraints.append(DistinctAttribute(names, constraint.distinct_attribute, every=self.variant.v0_37))
+            else:
                 raise AllocationError(
                     f"claim {_klog_name(claim)}, constraint #{i}: empty constraint (unsupported constraint type?)"
                 )
-            constraints.append(MatchAttribute(frozenset(constraint.requests), constraint.match_attribute))
         self.constraints.append(constraints)
+
+    def _check_capacity(self, claim: ResourceClaim, request: DeviceRequest) -> None:
+        """v0.36: capacity requests are refused while consumable capacity is off; while it is on,
+        the port refuses them (not ported)."""
+        if not self.variant.v0_36:
+            return
+        exact = [request.exactly] if request.exactly is not None else []
+        for spec, kind in [(s, "request") for s in exact] + [(s, "subrequest") for s in request.first_available]:
+            if not spec.capacity:
+                continue
+            if self.features.consumable_capacity:
+                raise ValueError(f"{_CAPACITY_NOT_PORTED}: claim {_klog_name(claim)}, {kind} {spec.name}")
+            raise AllocationError(
+                f"claim {_klog_name(claim)}, {kind} {spec.name}: has capacity requests, "
+                "but the DRAConsumableCapacity feature is disabled"
+            )
 
     def _validate(
         self, claim: ResourceClaim, key: tuple[int, int, int], request: _Request, parent: str | None
@@ -248,7 +394,12 @@ class _Search:
                     for device in slice_.devices:
                         if self._selectable(key, data, slice_, device):
                             data.all_devices.append(
-                                _Candidate(DeviceID(slice_.driver, slice_.pool.name, device.name), device, slice_)
+                                _Candidate(
+                                    DeviceID(slice_.driver, slice_.pool.name, device.name),
+                                    device,
+                                    slice_,
+                                    pool if self.variant.v0_36 else None,
+                                )
                             )
             data.num_devices = len(data.all_devices)
         else:
@@ -257,25 +408,28 @@ class _Search:
 
     # The search.
 
-    def _drive(self, start: _Indices, sub_request: bool) -> bool:
+    def _drive(self, start: _Indices, sub_request: bool) -> _Answer:
         """Runs ``allocateOne`` without Python's recursion limit: each step is a generator that
         yields the step it needs the answer of."""
-        stack: list[_Step] = [self._one(start, sub_request)]
-        answer: bool | None = None
+        stack: list[_Step] = [self._one(start, sub_request, _START)]
+        answer: _Answer | None = None
         while True:
             try:
                 call = stack[-1].send(answer) if answer is not None else next(stack[-1])
             except StopIteration as done:
                 stack.pop()
+                result: _Answer = done.value
                 if not stack:
-                    return bool(done.value)
-                answer = bool(done.value)
+                    return result
+                answer = result
                 continue
             stack.append(self._one(*call))
             answer = None
 
-    def _one(self, r: _Indices, sub_request: bool) -> _Step:
-        """``allocateOne``: whether every device from ``r`` on can be allocated."""
+    def _one(self, r: _Indices, sub_request: bool, start: _Location) -> _Step:
+        """``allocateOne``: whether every device from ``r`` on can be allocated (``_EXCEEDED``: not
+        within the result size limit, whatever the devices)."""
+        self.owner.steps += 1
         if self.owner.stop is not None:
             cause = self.owner.stop()
             if cause is not None:
@@ -285,44 +439,63 @@ class _Search:
             return True
         claim = self.claims[claim_index]
         if request_index >= len(claim.devices.requests):
-            return (yield ((claim_index + 1, 0, 0, 0), False))
+            answer = yield ((claim_index + 1, 0, 0, 0), False, _START)
+            return answer is True  # another claim's limit says nothing about this one's choices
 
         key = (claim_index, request_index, sub_index)
         data = self.request_data[key]
         if not sub_request and data.parent is not None:
-            # Try each subrequest in turn; the first that allocates wins.
+            # Try each subrequest in turn; the first that allocates wins. If every one exceeds the
+            # limit, so would any other choice of the devices before them.
             index = 0
+            all_exceeded = True
             while (claim_index, request_index, index) in self.request_data:
-                if (yield ((claim_index, request_index, index, device_index), True)):
+                answer = yield ((claim_index, request_index, index, device_index), True, _START)
+                if answer is True:
                     data.selected_subrequest = index
                     return True
+                if answer is not _EXCEEDED:
+                    all_exceeded = False
                 index += 1
-            return False
+            return _EXCEEDED if all_exceeded and self.variant.incubating else False
 
         request = data.request
         all_mode = request.spec.allocation_mode == ALLOCATION_MODE_ALL
         if all_mode and not data.all_devices:
             return False
         if device_index >= data.num_devices:
-            return (yield ((claim_index, request_index + 1, 0, 0), False))
+            return (yield ((claim_index, request_index + 1, 0, 0), False, _START))
         if len(self.picked[claim_index]) + data.num_devices - device_index > ALLOCATION_RESULTS_MAX_SIZE:
-            return False  # keep searching: another choice may need fewer devices
+            # Stable keeps searching; incubating backtracks to where fewer devices may be asked.
+            return _EXCEEDED if self.variant.incubating else False
 
         next_r = (claim_index, request_index, sub_index, device_index + 1)
         if all_mode:
+            if self.variant.v0_35_quirks:
+                # v0.35 drops the subrequest index here: the next device is sought under subrequest
+                # 0's data (its mode, count and selectors), and named as subrequest 0.
+                next_r = (claim_index, request_index, 0, device_index + 1)
             undo = self._allocate_device(r, data, data.all_devices[device_index], must=True)
             if undo is None:
                 return False  # all of them or none: the order does not matter
-            if (yield (next_r, sub_request)):
+            answer = yield (next_r, sub_request, _START)
+            if answer is True:
                 return True
             undo()
-            return False
+            return answer
 
-        for pool in self.pools:
+        # v0.36 tries a request's devices as combinations: the next one is sought after this one.
+        first_pool, first_slice, first_device = start if self.variant.v0_36 else _START
+        for pool_index in range(first_pool, len(self.pools)):
+            pool = self.pools[pool_index]
             if pool.is_incomplete or pool.is_invalid:
                 continue
-            for slice_ in pool.slices:
-                for device in slice_.devices:
+            from_slice = first_slice if pool_index == first_pool else 0
+            for slice_index in range(from_slice, len(pool.slices)):
+                slice_ = pool.slices[slice_index]
+                at_start = pool_index == first_pool and slice_index == first_slice
+                for device_index_in_slice in range(first_device if at_start else 0, len(slice_.devices)):
+                    device = slice_.devices[device_index_in_slice]
                     device_id = DeviceID(pool.id.driver, pool.id.pool, device.name)
                     if request.admin_access:
                         if claim_index in self.allocating.get(device_id, ()):
@@ -331,12 +504,15 @@ class _Search:
                         continue
                     if not self._selectable(key, data, slice_, device):
                         continue
-                    undo = self._allocate_device(r, data, _Candidate(device_id, device, slice_), must=False)
+                    undo = self._allocate_device(r, data, _Candidate(device_id, device, slice_, pool), must=False)
                     if undo is None:
                         continue
-                    if (yield (next_r, sub_request)):
+                    answer = yield (next_r, sub_request, (pool_index, slice_index, device_index_in_slice + 1))
+                    if answer is True:
                         return True
                     undo()
+                    if answer is _EXCEEDED:
+                        return answer
         return False
 
     def _in_use(self, device_id: DeviceID) -> bool:
@@ -353,8 +529,8 @@ class _Search:
             return known
         ok = (
             data.device_class is None
-            or self._selectors_match(key[0], device, data.device_class, data.device_class.selectors)
-        ) and self._selectors_match(key[0], device, None, data.request.spec.selectors)
+            or self._selectors_match(key[0], device_id, device, data.device_class, data.device_class.selectors)
+        ) and self._selectors_match(key[0], device_id, device, None, data.request.spec.selectors)
         if ok and slice_.per_device_node_selection:
             try:
                 ok = node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
@@ -364,17 +540,22 @@ class _Search:
         return ok
 
     def _selectors_match(
-        self, claim_index: int, device: Device, device_class: DeviceClass | None, selectors: Sequence[str]
+        self,
+        claim_index: int,
+        device_id: DeviceID,
+        device: Device,
+        device_class: DeviceClass | None,
+        selectors: Sequence[str],
     ) -> bool:
         owner = (
             f"class {device_class.name}"
             if device_class is not None
             else f"claim {_klog_name(self.claims[claim_index])}"
         )
-        # Upstream's stable code hands CEL the driver, attributes and capacity only.
+        # Until v0.36 upstream hands CEL the driver, attributes and capacity only.
         view = (
             device
-            if device.allow_multiple_allocations is None
+            if device.allow_multiple_allocations is None or self.variant.v0_36
             else dataclasses.replace(device, allow_multiple_allocations=None)
         )
         for i, expression in enumerate(selectors):
@@ -383,7 +564,11 @@ class _Search:
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
             result = compiled.device_matches(view)
             if result.error is not None:
-                raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {result.error}")
+                if not self.variant.v0_37:
+                    raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {result.error}")
+                raise AllocationError(
+                    f"{owner}: selector #{i} on device {device_id}: CEL runtime error: {_enhanced(result.error)}"
+                )
             if not result.matches:
                 return False
         return True
@@ -400,10 +585,20 @@ class _Search:
                 return None
         elif self._in_use(candidate.id):
             return None
-        if not self.features.partitionable_devices and candidate.device.consumes_counters:
+        consumes = candidate.device.consumes_counters
+        if not self.features.partitionable_devices and consumes:
+            return None
+        if consumes and not self._take_counters(candidate):
             return None
         base = data.parent if data.parent is not None else request.name
         sub = request.name if data.parent is not None else ""
+        # v0.35 returns here without giving back the counters just taken (taint or constraint): they
+        # stay consumed for the rest of this call, so later candidates see fewer.
+        keep = self.variant.v0_35_quirks
+        if self.features.device_taints and _taint_prevents(candidate.device, request.spec):
+            if consumes and not keep:
+                self._give_counters(candidate)
+            return None
         constraints = self.constraints[claim_index]
         for i, constraint in enumerate(constraints):
             if not constraint.add(base, sub, candidate.device, candidate.id.driver):
@@ -414,6 +609,8 @@ class _Search:
                     )
                 for earlier in constraints[:i]:
                     earlier.remove(base, sub)
+                if consumes and not keep:
+                    self._give_counters(candidate)
                 return None
         self.allocating.setdefault(candidate.id, set()).add(claim_index)
         picked = self.picked[claim_index]
@@ -425,6 +622,7 @@ class _Search:
                 slice=candidate.slice,
                 device=candidate.device,
                 admin_access=True if request.admin_access else None,
+                tolerations=request.spec.tolerations,
             )
         )
 
@@ -432,6 +630,93 @@ class _Search:
             for constraint in constraints:
                 constraint.remove(base, sub)
             self.allocating[candidate.id].discard(claim_index)
+            if consumes:
+                self._give_counters(candidate)
             del picked[before:]
 
         return undo
+
+    # Counters (partitionable devices, incubating): per pool name, as upstream keys them.
+
+    def _pool_key(self, pool: Pool) -> str | PoolID:
+        """Until v0.37 upstream keys counters by the pool's name alone, not its driver."""
+        return pool.id if self.variant.v0_37 else pool.id.pool
+
+    def _available(self, pool: Pool) -> _Counters:
+        """The pool's counters less what the allocated devices (of any slice of it) consume."""
+        known = self.owner.available_counters.get(self._pool_key(pool))
+        if known is not None:
+            return known
+        available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
+        for slice_ in (*pool.slices, *pool.other_slices):
+            for device in slice_.devices:
+                if DeviceID(slice_.driver, slice_.pool.name, device.name) not in self.owner.allocated_devices:
+                    continue
+                for consumption in device.consumes_counters:
+                    counters = available.get(consumption.counter_set, {})
+                    for name, value in consumption.counters.items():
+                        if name in counters:
+                            counters[name] -= value
+        self.owner.available_counters[self._pool_key(pool)] = available
+        return available
+
+    def _take_counters(self, candidate: _Candidate) -> bool:
+        """``checkAvailableCounters``: takes the device's counters if every counter of the pool
+        stays within what is available."""
+        if candidate.pool is None:
+            # Upstream's "All" devices carry no pool, and this dereferences it: a panic there.
+            raise AllocationError(
+                f'internal error: device {candidate.id} of an "All" request consumes counters '
+                "(upstream dereferences a nil pool here)"
+            )
+        available = self._available(candidate.pool)
+        consumed = self.consumed.setdefault(self._pool_key(candidate.pool), {})
+        for consumption in candidate.device.consumes_counters:
+            counters = consumed.setdefault(consumption.counter_set, {})
+            for name, value in consumption.counters.items():
+                counters[name] = counters.get(name, Fraction(0)) + value
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            if any(value < used.get(name, 0) for name, value in counters.items()):
+                self._give_counters(candidate)
+                return False
+        return True
+
+    def _give_counters(self, candidate: _Candidate) -> None:
+        assert candidate.pool is not None
+        consumed = self.consumed[self._pool_key(candidate.pool)]
+        for consumption in candidate.device.consumes_counters:
+            counters = consumed[consumption.counter_set]
+            for name, value in consumption.counters.items():
+                counters[name] -= value
+
+
+def _taint_prevents(device: Device, request: DeviceSubRequest) -> bool:
+    """``taintPreventsAllocation`` (incubating): a NoSchedule or NoExecute taint no toleration of the
+    request tolerates (other effects, None among them, do not count)."""
+    return any(
+        taint.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in request.tolerations)
+        for taint in device.taints
+    )
+
+
+def _tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
+    """``resourceclaim.ToleratesTaint``."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator in ("", "Equal"):
+        return toleration.value == taint.value
+    return toleration.operator == "Exists"
+
+
+def _enhanced(error: str) -> str:
+    """``cel.EnhanceRuntimeError`` (v0.37): a missing key gets a hint, once (a CEL module of 1.37 may
+    have given it already)."""
+    if "no such key:" not in error or "consider using CEL optional chaining" in error:
+        return error
+    return (
+        f"{error}. consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
+        "with has() for optional fields"
+    )

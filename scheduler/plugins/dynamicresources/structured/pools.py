@@ -1,9 +1,14 @@
-"""The resource pools a node can reach, gathered from ResourceSlices as upstream's stable allocator does
-(``k8s.io/dynamic-resource-allocation/structured/internal/stable/pools_stable.go``, v0.35.4).
+"""The resource pools a node can reach, gathered from ResourceSlices as upstream's allocators do
+(``internal/stable/pools_stable.go`` and ``internal/incubating/pools_incubating.go``, v0.35.4).
 
 A pool is identified by driver and pool name. Only slices of its newest generation count; a pool is
 *incomplete* while fewer slices of that generation exist than ``resourceSliceCount`` says, and
-*invalid* when two of its devices share a name. Pure: no I/O.
+*invalid* when two of its devices share a name. The incubating variant keeps the slices that carry
+``sharedCounters`` apart (the pool's counter sets), checks that every device consumes known
+counters, and keeps the pool's device slices that do not reach the node (their allocated devices
+still consume counters); an incomplete pool it does not check at all. From v0.36 it searches the
+pools in the order of their IDs, those with binding conditions last, and a pool's slices by name.
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from dataclasses import dataclass, field
 
 from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.objects import Node
-from scheduler.api.resourceslice import ResourceSlice
+from scheduler.api.resourceslice import CounterSet, ResourceSlice
 from scheduler.plugins.dynamicresources.structured.features import Features
 
 __all__ = ["Pool", "PoolID", "gather_pools", "node_matches"]
@@ -30,13 +35,16 @@ class PoolID:
 
 @dataclass(slots=True)
 class Pool:
-    """The slices of one pool that reach the node, in the order they were listed."""
+    """The device slices of one pool that reach the node, in the order they were listed; for the
+    incubating variant also its counter sets and the device slices that do not reach the node."""
 
     id: PoolID
     slices: list[ResourceSlice] = field(default_factory=list)
     is_incomplete: bool = False
     is_invalid: bool = False
     invalid_reason: str = ""
+    counter_sets: dict[str, CounterSet] = field(default_factory=dict)
+    other_slices: list[ResourceSlice] = field(default_factory=list)
 
 
 class NodeSelectionError(Exception):
@@ -61,8 +69,19 @@ def node_matches(
     return False
 
 
-def gather_pools(slices: Sequence[ResourceSlice], node: Node | None, features: Features) -> list[Pool]:
-    """``GatherPools``: every pool with a slice (or, per device, a device) for the node.
+def gather_pools(
+    slices: Sequence[ResourceSlice],
+    node: Node | None,
+    features: Features,
+    *,
+    incubating: bool = False,
+    ordered: bool = False,
+    counters_by_node: bool = False,
+) -> list[Pool]:
+    """``GatherPools``: every pool with a slice (or, per device, a device) for the node; the
+    incubating variant's when ``incubating``, v0.36's order when ``ordered``, and with
+    ``counters_by_node`` (v0.37) a counter slice taken only when it reaches the node, else with the
+    pool's other slices.
 
     Upstream builds the result by ranging over a Go map, so the order of the pools it searches is
     random; we keep the order in which each pool's first slice was listed (docs/dra-allocator.md).
@@ -70,9 +89,13 @@ def gather_pools(slices: Sequence[ResourceSlice], node: Node | None, features: F
     """
     pools: dict[PoolID, Pool] = {}
     for slice_ in slices:
-        if not features.partitionable_devices and slice_.per_device_node_selection:
+        if not features.partitionable_devices and (
+            slice_.per_device_node_selection or (incubating and slice_.shared_counters)
+        ):
             continue
-        if slice_.node_name or slice_.all_nodes or slice_.node_selector is not None:
+        if incubating and slice_.shared_counters and not counters_by_node:
+            _add_slice(pools, slice_)  # a pool's counters count whatever node its devices reach
+        elif slice_.node_name or slice_.all_nodes or slice_.node_selector is not None:
             try:
                 match = node_matches(node, slice_.node_name, slice_.all_nodes, slice_.node_selector)
             except NodeSelectionError as err:
@@ -96,16 +119,80 @@ def gather_pools(slices: Sequence[ResourceSlice], node: Node | None, features: F
     for pool_id, pool in pools.items():
         first = pool.slices[0].pool
         complete = len(pool.slices) == first.resource_slice_count
+        generation: list[ResourceSlice] | None = None
         if not complete:
-            obsolete, count = _count_slices(slices, pool_id, first.generation)
+            obsolete, generation = _slices_in_pool(slices, pool_id, first.generation)
             if obsolete:
                 # The driver is replacing this generation; the newer one has no slice for the node.
                 continue
-            complete = count == first.resource_slice_count
+            complete = len(generation) == first.resource_slice_count
         pool.is_incomplete = not complete
-        pool.is_invalid, pool.invalid_reason = _invalid(pool)
+        if not incubating:
+            pool.is_invalid, pool.invalid_reason = _invalid(pool.slices)
+        elif pool.is_incomplete:
+            pool.slices = []  # never allocated from, so never checked
+        else:
+            _build_incubating(pool, features, generation, ordered, counters_by_node)
         result.append(pool)
+    if ordered:
+        result.sort(key=lambda p: (_has_binding_conditions(p), p.id))
     return result
+
+
+def _has_binding_conditions(pool: Pool) -> bool:
+    """``poolHasBindingConditions``; upstream keeps no slices of an invalid or incomplete pool."""
+    if pool.is_invalid or pool.is_incomplete:
+        return False
+    return any(device.binding_conditions for s in pool.slices for device in s.devices)
+
+
+def _build_incubating(
+    pool: Pool,
+    features: Features,
+    generation: list[ResourceSlice] | None,
+    ordered: bool,
+    counters_by_node: bool,
+) -> None:
+    """``buildPool``: split off the counter sets and check them, as far as the features need."""
+    partitionable = features.partitionable_devices
+    targeting = sorted(pool.slices, key=lambda s: s.name) if ordered else pool.slices
+    counter_slices = [s for s in targeting if s.shared_counters] if partitionable else []
+    pool.slices = [s for s in targeting if not s.shared_counters] if partitionable else targeting
+    others: list[ResourceSlice] = []
+    if generation is not None and len(generation) != len(targeting):
+        names = {s.name for s in targeting}
+        others = [s for s in generation if s.name not in names]
+    if counters_by_node:  # v0.37: the other slices' counter sets count too
+        counter_slices += [s for s in others if partitionable and s.shared_counters]
+        others = [s for s in others if not (partitionable and s.shared_counters)]
+    pool.is_invalid, pool.invalid_reason = _invalid(pool.slices)
+    if pool.is_invalid or not partitionable:
+        return
+    for slice_ in counter_slices:
+        for counter_set in slice_.shared_counters:
+            if counter_set.name in pool.counter_sets:
+                pool.is_invalid, pool.invalid_reason = True, f"duplicate counter set name {counter_set.name}"
+                return
+            pool.counter_sets[counter_set.name] = counter_set
+    reason = _unknown_counters(pool.counter_sets, pool.slices) or _unknown_counters(pool.counter_sets, others)
+    if reason:
+        pool.is_invalid, pool.invalid_reason = True, reason
+    else:
+        pool.other_slices = others
+
+
+def _unknown_counters(counter_sets: dict[str, CounterSet], slices: Sequence[ResourceSlice]) -> str:
+    """``validateDeviceCounterConsumption``: every consumed counter set and counter exists."""
+    for slice_ in slices:
+        for device in slice_.devices:
+            for consumption in device.consumes_counters:
+                counter_set = counter_sets.get(consumption.counter_set)
+                if counter_set is None:
+                    return f"counter set {consumption.counter_set} not found"
+                for name in consumption.counters:
+                    if name not in counter_set.counters:
+                        return f"counter {name} not found in counter set {counter_set.name}"
+    return ""
 
 
 def _add_slice(pools: dict[PoolID, Pool], slice_: ResourceSlice) -> None:
@@ -122,9 +209,9 @@ def _add_slice(pools: dict[PoolID, Pool], slice_: ResourceSlice) -> None:
     pool.slices.append(slice_)
 
 
-def _invalid(pool: Pool) -> tuple[bool, str]:
+def _invalid(slices: Sequence[ResourceSlice]) -> tuple[bool, str]:
     seen: set[str] = set()
-    for slice_ in pool.slices:
+    for slice_ in slices:
         for device in slice_.devices:
             if device.name in seen:
                 return True, f"duplicate device name {device.name}"
@@ -132,14 +219,16 @@ def _invalid(pool: Pool) -> tuple[bool, str]:
     return False, ""
 
 
-def _count_slices(slices: Sequence[ResourceSlice], pool_id: PoolID, generation: int) -> tuple[bool, int]:
-    """``checkSlicesInPool``: whether a newer generation exists, else how many slices this one has."""
-    count = 0
+def _slices_in_pool(
+    slices: Sequence[ResourceSlice], pool_id: PoolID, generation: int
+) -> tuple[bool, list[ResourceSlice]]:
+    """``checkSlicesInPool``: whether a newer generation exists, else this generation's slices."""
+    out: list[ResourceSlice] = []
     for slice_ in slices:
         if slice_.driver != pool_id.driver or slice_.pool.name != pool_id.pool:
             continue
         if slice_.pool.generation == generation:
-            count += 1
+            out.append(slice_)
         elif slice_.pool.generation > generation:
-            return True, 0
-    return False, count
+            return True, []
+    return False, out

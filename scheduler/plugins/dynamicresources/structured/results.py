@@ -5,12 +5,13 @@ class and claim configuration that applies to them, and the node selector the de
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from scheduler.api.deviceclass import DeviceClass
-from scheduler.api.devicefields import DeviceConfiguration
+from scheduler.api.devicefields import DeviceConfiguration, DeviceToleration
 from scheduler.api.labels import Requirement, make_selector
 from scheduler.api.nodeselector import NODE_NAME_FIELD, FieldRequirement, NodeSelector, NodeSelectorTerm
 from scheduler.api.resourceclaim import AllocationResult, DeviceAllocationResult, ResourceClaim
@@ -41,6 +42,7 @@ class Picked:
     slice: ResourceSlice
     device: Device
     admin_access: bool | None
+    tolerations: tuple[DeviceToleration, ...] = ()  # the request's (or subrequest's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,22 +55,43 @@ class Selection:
     device_class: DeviceClass | None
 
 
-def build_result(claim: ResourceClaim, picked: Sequence[Picked], selections: Sequence[Selection]) -> AllocationResult:
+def build_result(
+    claim: ResourceClaim,
+    picked: Sequence[Picked],
+    selections: Sequence[Selection],
+    *,
+    tolerations: bool = False,
+    binding: bool = False,
+    node_name: str | None = None,
+    configs_once: bool = False,
+) -> AllocationResult:
+    """The claim's allocation. With ``tolerations`` (incubating) each result carries its request's;
+    with ``binding`` (DeviceBindingAndStatus) its device's binding conditions. ``node_name`` (v0.36):
+    the node allocated for, which a device local to a node, or binding to one, pins the claim to.
+    ``configs_once`` (v0.37): a claim config is written once, and one naming every request names none."""
     return AllocationResult(
         results=tuple(
             DeviceAllocationResult(
-                request=p.request, driver=p.id.driver, pool=p.id.pool, device=p.id.device, admin_access=p.admin_access
+                request=p.request,
+                driver=p.id.driver,
+                pool=p.id.pool,
+                device=p.id.device,
+                admin_access=p.admin_access,
+                tolerations=p.tolerations if tolerations else (),
+                binding_conditions=p.device.binding_conditions if binding else (),
+                binding_failure_conditions=p.device.binding_failure_conditions if binding else (),
             )
             for p in picked
         ),
-        config=tuple(_configs(claim, selections)),
-        node_selector=_node_selector(claim, picked),
+        config=tuple(_configs(claim, selections, configs_once)),
+        node_selector=_node_selector(claim, picked, node_name),
     )
 
 
-def _configs(claim: ResourceClaim, selections: Sequence[Selection]) -> list[DeviceConfiguration]:
+def _configs(claim: ResourceClaim, selections: Sequence[Selection], once: bool) -> list[DeviceConfiguration]:
     """A class's configs once per class (naming every request that used it), then the claim's:
-    one that names no request once, others once per request (or chosen subrequest) they name."""
+    one that names no request once, others once per request (or chosen subrequest) they name (with
+    ``once``, once if they name any)."""
     out: list[tuple[DeviceConfiguration, list[str]]] = []
     by_class: dict[str, tuple[int, int]] = {}
     for selection in selections:
@@ -100,19 +123,32 @@ def _configs(claim: ResourceClaim, selections: Sequence[Selection]) -> list[Devi
                 selection.subrequest is not None and selection.subrequest in config.requests
             ):
                 result.append(from_claim)
+                if once:
+                    break
+    if once:
+        result = [
+            dataclasses.replace(c, requests=())
+            if c.requests
+            and all(
+                s.request in c.requests or (s.subrequest is not None and s.subrequest in c.requests) for s in selections
+            )
+            else c
+            for c in result
+        ]
     return result
 
 
-def _node_selector(claim: ResourceClaim, picked: Sequence[Picked]) -> NodeSelector | None:
-    """One term: a device local to a node pins the claim to it; the others' selectors are ANDed."""
+def _node_selector(claim: ResourceClaim, picked: Sequence[Picked], node_name: str | None) -> NodeSelector | None:
+    """One term: a device local to a node (or, v0.36, binding to it) pins the claim to it; the
+    others' selectors are ANDed."""
     labels: list[Requirement] = []
     fields: list[FieldRequirement] = []
     for p in picked:
         source = p.device if p.slice.per_device_node_selection else p.slice
-        if source.node_name:
-            return NodeSelector(
-                (NodeSelectorTerm(None, (FieldRequirement(NODE_NAME_FIELD, False, source.node_name),)),)
-            )
+        if source.node_name or (node_name is not None and p.device.binds_to_node):
+            name = node_name if node_name is not None else source.node_name
+            assert name is not None
+            return NodeSelector((NodeSelectorTerm(None, (FieldRequirement(NODE_NAME_FIELD, False, name),)),))
         selector = source.node_selector
         if selector is None:
             continue

@@ -3,13 +3,12 @@
 inputs and expected answers as upstream wrote them (an expected error is a substring of the error,
 as upstream matches it).
 
-Which cases: all 74 that upstream runs against its stable variant (no feature enabled; some turn
-one off explicitly), and the 24 that enable only DRAAdminAccess and/or DRAPrioritizedList: upstream
-runs those against incubating/experimental only, yet the stable code has both features' branches
-and kube-scheduler 1.35 enables both by default. Left out: the two prioritized-list cases that
-count ``allocateOne`` calls (``expectNumAllocateOneInvocations``, never run against stable) and
-every case enabling partitionable devices, device taints, binding conditions or consumable
-capacity (docs/dra-allocator.md).
+Which cases: every one whose features are among those the port implements at this release:
+AdminAccess,
+DeviceTaints,
+PartitionableDevices,
+PrioritizedList.
+Left out (51): the cases enabling any other feature (docs/dra-allocator.md).
 
 Generated from the Go source by ``gen_allocator_table.py`` (then ``ruff check --fix`` and
 ``ruff format``); do not edit by hand.
@@ -25,6 +24,7 @@ from tests.plugins.dynamicresources.allocator_builders import (
     CLASS_A,
     CLASS_B,
     COUNTER_SET1,
+    COUNTER_SET2,
     DEVICE0,
     DEVICE1,
     DEVICE2,
@@ -32,6 +32,7 @@ from tests.plugins.dynamicresources.allocator_builders import (
     DRIVER_A,
     DRIVER_B,
     FIELD_NAME_KEY,
+    FROM_COUNTERS,
     INT_ATTRIBUTE,
     NODE1,
     NODE2,
@@ -57,11 +58,15 @@ from tests.plugins.dynamicresources.allocator_builders import (
     SLICE1,
     SLICE2,
     SLICE3,
+    SLICE4,
     STRING_ATTRIBUTE,
     SUB_REQ0,
     SUB_REQ1,
     TAINT_NO_EXECUTE,
     TAINT_NO_SCHEDULE,
+    TAINT_NONE,
+    TOLERATION_NO_EXECUTE,
+    TOLERATION_NO_SCHEDULE,
     VERSION_ATTRIBUTE,
     Case,
     DeviceID,
@@ -75,6 +80,7 @@ from tests.plugins.dynamicresources.allocator_builders import (
     claim_with_request,
     claim_with_requests,
     class_with_config,
+    concat,
     copy_obj,
     counter_set,
     device,
@@ -112,6 +118,7 @@ from tests.plugins.dynamicresources.allocator_builders import (
     with_requests,
     with_selectors,
     with_taints,
+    with_tolerations,
 )
 
 CASES = {
@@ -1828,6 +1835,402 @@ CASES = {
             )
         ],
     ),
+    "partitionable-devices-single-device": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "partitionable-devices-prioritized-list": Case(
+        features=Features(prioritized_list=True, partitionable_devices=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                device_request(REQ0, CLASS_A, 1),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("6Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("4Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-devices": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-capacity-pools": Case(
+        features=Features(prioritized_list=True, partitionable_devices=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                device_request(REQ0, CLASS_A, 1),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("6Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("4Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "4"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "6"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "4"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"memory": "18Gi"}),
+                counter_set(COUNTER_SET2, {"cpus": "8"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-counters": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "4Gi", "cpus": "6"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "4", "memory": "2Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "6Gi", "cpus": "4"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "6", "memory": "6Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "4Gi", "cpus": "4"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "4", "memory": "4Gi"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"cpus": "8", "memory": "18Gi"}),
+                counter_set(COUNTER_SET2, {"cpus": "12", "memory": "18Gi"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-pools": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "6", "memory": "4Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "4", "memory": "6Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "4", "memory": "4Gi"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"cpus": "8", "memory": "18Gi"}),
+            ),
+            slice_with_devices(
+                SLICE3,
+                NODE1,
+                resource_pool(POOL2, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "6", "memory": "4Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "1", "memory": "7Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "1", "memory": "7Gi"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE4,
+                NODE1,
+                resource_pool(POOL2, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"cpus": "8", "memory": "18Gi"}),
+            ),
+        ),
+        allocated=[
+            DeviceID(DRIVER_A, POOL1, DEVICE2),
+            DeviceID(DRIVER_A, POOL1, DEVICE3),
+            DeviceID(DRIVER_A, POOL2, DEVICE1),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE2, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL2, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-unused-counters-in-counter-set": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "5Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"memory": "8Gi", "unused": "1Gi"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-no-capacity-available": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "16Gi"})
+                ),
+            ),
+            slice_with_counter_sets(SLICE2, NODE1, POOL1, DRIVER_A, counter_set(COUNTER_SET1, {"memory": "18Gi"})),
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "partitionable-devices-overallocated-capacity-pool": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "20Gi"})
+                ),
+            ),
+            slice_with_counter_sets(SLICE2, NODE1, POOL1, DRIVER_A, counter_set(COUNTER_SET1, {"memory": "18Gi"})),
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
     "partitionable-devices-disabled-device-consumes-counters": Case(
         features=Features(partitionable_devices=False),
         claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
@@ -1889,6 +2292,303 @@ CASES = {
         node=node(NODE1, REGION1),
         expect=None,
     ),
+    "partitionable-devices-per-device-node-selection-nodename": Case(
+        features=Features(partitionable_devices=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("6Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("4Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    NODE1,
+                ),
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE2, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"}),
+                    ),
+                    NODE2,
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"memory": "18Gi"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "partitionable-devices-per-device-node-selection-node-selector": Case(
+        features=Features(partitionable_devices=True, prioritized_list=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    node_label_selector(REGION_KEY, REGION1),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"memory": "18Gi"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                obj(NodeSelectorTerms=[obj(MatchExpressions=[obj(Key=REGION_KEY, Operator="In", Values=[REGION1])])]),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+            )
+        ],
+    ),
+    "partitionable-devices-per-device-node-selection-node-selector-multiple-devices": Case(
+        features=Features(partitionable_devices=True, prioritized_list=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 3), request(REQ1, CLASS_B, 3))),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    node_label_selector(REGION_KEY, REGION1),
+                ),
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE2, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    NODE1,
+                ),
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE3, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    NODE_SELECTION_ALL,
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"memory": "18Gi"}),
+            ),
+            slice_with_devices(
+                SLICE3,
+                NODE1,
+                resource_pool(POOL2, 2),
+                DRIVER_B,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET2, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET2, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET2, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE4, NODE1, resource_pool(POOL2, 2), DRIVER_B, counter_set(COUNTER_SET2, {"memory": "12Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                obj(NodeSelectorTerms=[obj(MatchFields=[obj(Key=FIELD_NAME_KEY, Operator="In", Values=[NODE1])])]),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3, False),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE1, False),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE2, False),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE3, False),
+            )
+        ],
+    ),
+    "tainted-two-devices": Case(
+        features=Features(device_taints=True),
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE),
+                with_taints(device(DEVICE2, None, None), TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-one-device-two-taints": Case(
+        features=Features(device_taints=True),
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-two-devices-tolerated": Case(
+        features=Features(device_taints=True),
+        claims=objects(with_tolerations(claim_with_request(CLAIM0, REQ0, CLASS_A), TOLERATION_NO_EXECUTE)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE),
+                with_taints(device(DEVICE2, None, None), TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False, TOLERATION_NO_EXECUTE),
+            )
+        ],
+    ),
+    "tainted-two-devices-prioritized-list-tolerated": Case(
+        features=Features(device_taints=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, 1), sub_request(SUB_REQ1, CLASS_A, 1, TOLERATION_NO_EXECUTE)
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE),
+                with_taints(device(DEVICE2, None, None), TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, False, TOLERATION_NO_EXECUTE),
+            )
+        ],
+    ),
+    "tainted-no-effect": Case(
+        features=Features(device_taints=True),
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NONE))
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "tainted-one-device-two-taints-both-tolerated": Case(
+        features=Features(device_taints=True),
+        claims=objects(
+            with_tolerations(claim_with_request(CLAIM0, REQ0, CLASS_A), TOLERATION_NO_SCHEDULE, TOLERATION_NO_EXECUTE)
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(
+                    REQ0, DRIVER_A, POOL1, DEVICE1, False, TOLERATION_NO_SCHEDULE, TOLERATION_NO_EXECUTE
+                ),
+            )
+        ],
+    ),
     "tainted-disabled": Case(
         features=Features(device_taints=False),
         claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
@@ -1908,6 +2608,24 @@ CASES = {
                 local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
             )
         ],
+    ),
+    "tainted-prioritized-list": Case(
+        features=Features(device_taints=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 1), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE)
+            )
+        ),
+        node=node(NODE1, REGION1),
     ),
     "tainted-prioritized-list-disabled": Case(
         features=Features(device_taints=False, prioritized_list=True),
@@ -1932,6 +2650,22 @@ CASES = {
             )
         ],
     ),
+    "tainted-admin-access": Case(
+        features=Features(device_taints=True, admin_access=True),
+        claims=last(
+            (v_c := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            [v_c],
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1), DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE)
+            )
+        ),
+        node=node(NODE1, REGION1),
+    ),
     "tainted-admin-access-disabled": Case(
         features=Features(device_taints=False, admin_access=True),
         claims=last(
@@ -1952,6 +2686,21 @@ CASES = {
                 local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True)
             )
         ],
+    ),
+    "tainted-all-devices-single": Case(
+        features=Features(device_taints=True),
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE)
+            )
+        ),
+        node=node(NODE1, REGION1),
     ),
     "tainted-all-devices-single-disabled": Case(
         features=Features(device_taints=False),
@@ -2010,6 +2759,131 @@ CASES = {
                 *multiple_device_allocation_results(REQ0, DRIVER_A, POOL1, ALLOCATION_RESULTS_MAX_SIZE, 0),
             )
         ],
+    ),
+    "partitionable-devices-with-attribute-selector": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                None,
+                request(REQ0, CLASS_A, 2),
+                request(
+                    REQ1, CLASS_A, 1, obj(CEL=obj(Expression=sprintf('device.attributes["%s"].special', DRIVER_A)))
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, {"special": obj(BoolValue=True)}),
+                    device_counter_consumption(COUNTER_SET1, {"cpu1": "1"}),
+                    device_counter_consumption(COUNTER_SET2, {"mem": "10Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, None, {"special": obj(BoolValue=False)}),
+                    device_counter_consumption(COUNTER_SET1, {"cpu2": "1"}),
+                    device_counter_consumption(COUNTER_SET2, {"mem": "10Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, None, {"special": obj(BoolValue=False)}),
+                    device_counter_consumption(COUNTER_SET1, {"cpu3": "1"}),
+                    device_counter_consumption(COUNTER_SET2, {"mem": "10Gi"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"cpu1": "1", "cpu2": "1", "cpu3": "1"}),
+                counter_set(COUNTER_SET2, {"mem": "30Gi"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1, False),
+            )
+        ],
+    ),
+    "prioritized-list-max-allocation-limit-request": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(SUB_REQ0, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE),
+                    sub_request(SUB_REQ1, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE // 2),
+                ),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(SUB_REQ0, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE),
+                    sub_request(SUB_REQ1, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE // 2),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, ALLOCATION_RESULTS_MAX_SIZE * 2)
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                *concat(
+                    multiple_device_allocation_results(
+                        REQ0_SUB_REQ1, DRIVER_A, POOL1, ALLOCATION_RESULTS_MAX_SIZE // 2, 0
+                    ),
+                    multiple_device_allocation_results(
+                        REQ1_SUB_REQ1,
+                        DRIVER_A,
+                        POOL1,
+                        ALLOCATION_RESULTS_MAX_SIZE // 2,
+                        ALLOCATION_RESULTS_MAX_SIZE // 2,
+                    ),
+                ),
+            )
+        ],
+        steps=75,
+    ),
+    "prioritized-list-max-allocation-allocation-mode-all": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    with_allocation_mode(sub_request(SUB_REQ0, CLASS_A, 0), "All"),
+                    sub_request(SUB_REQ1, CLASS_A, 2),
+                ),
+                device_request(REQ1, CLASS_B, 2),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, ALLOCATION_RESULTS_MAX_SIZE - 1),
+            slice_with_multiple_devices(SLICE2, NODE1, POOL2, DRIVER_B, 2),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, "device-0", False),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, "device-1", False),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, "device-0", False),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, "device-1", False),
+            )
+        ],
+        steps=42,
     ),
     "binding-conditions-without-feature-gate": Case(
         features=Features(device_binding_and_status=False),
@@ -2190,6 +3064,177 @@ CASES = {
             ),
         ),
         node=node(NODE1, REGION1),
+    ),
+    "partitionable-devices-same-counter-set-name-in-different-resource-slices": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, resource_pool(POOL1, 4), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_counter_sets(SLICE2, NODE1, resource_pool(POOL1, 4), DRIVER_A, counter_set(COUNTER_SET1, None)),
+            slice_with_devices(SLICE3, NODE1, resource_pool(POOL1, 4), DRIVER_A, device(DEVICE2, None, None)),
+            slice_with_counter_sets(SLICE4, NODE1, resource_pool(POOL1, 4), DRIVER_A, counter_set(COUNTER_SET1, None)),
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "partitionable-devices-device-counter-consumption-references-unknown-counter-set": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET2, None)
+                ),
+            ),
+            slice_with_counter_sets(SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, None)),
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "partitionable-devices-device-counter-consumption-references-unknown-counter-in-counter-set": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "8Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"other-memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "partitionable-devices-device-counter-consumption-references-counter-set-in-other-pool": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "8Gi"})
+                ),
+            ),
+            slice_with_counter_sets(SLICE2, NODE1, POOL2, DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})),
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "partitionable-devices-devices-on-different-nodes-consume-same-counter-set": Case(
+        features=Features(partitionable_devices=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("6Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("2Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_counter_sets(
+                SLICE1, NODE1, resource_pool(POOL1, 3), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 3),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "2Gi"})
+                ),
+            ),
+            slice_with_devices(
+                SLICE3,
+                NODE2,
+                resource_pool(POOL1, 3),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE3, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"})
+                ),
+            ),
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE3)],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, False)
+            )
+        ],
+    ),
+    "partitionable-devices-validation-error-on-non-targeting-slice": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_counter_sets(
+                SLICE1, NODE1, resource_pool(POOL1, 3), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 3),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"})
+                ),
+            ),
+            slice_with_devices(
+                SLICE3,
+                NODE2,
+                resource_pool(POOL1, 3),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE3, None, None), device_counter_consumption(COUNTER_SET2, {"memory": "6Gi"})
+                ),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
     ),
     "different-resourceslices-in-pool-can-target-different-nodes": Case(
         claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),

@@ -1,0 +1,4284 @@
+"""Upstream's allocator test table (``k8s.io/dynamic-resource-allocation@v0.36.3``,
+``structured/internal/allocatortesting/allocator_testing.go``, ``TestAllocator``) as data, names kept,
+inputs and expected answers as upstream wrote them (an expected error is a substring of the error,
+as upstream matches it).
+
+Which cases: every one whose features are among those the port implements at this release:
+AdminAccess,
+ConsumableCapacity,
+DeviceBindingAndStatus,
+DeviceTaints,
+PartitionableDevices,
+PrioritizedList.
+Left out (64): the cases enabling any other feature (docs/dra-allocator.md).
+
+Generated from the Go source by ``gen_allocator_table.py`` (then ``ruff check --fix`` and
+``ruff format``); do not edit by hand.
+"""
+
+from __future__ import annotations
+
+from tests.plugins.dynamicresources.allocator_builders import (
+    ALLOCATION_RESULTS_MAX_SIZE,
+    BOOL_ATTRIBUTE,
+    CLAIM0,
+    CLAIM1,
+    CLASS_A,
+    CLASS_B,
+    COUNTER_SET1,
+    COUNTER_SET2,
+    DEVICE0,
+    DEVICE1,
+    DEVICE2,
+    DEVICE3,
+    DEVICE4,
+    DRIVER_A,
+    DRIVER_B,
+    FIELD_NAME_KEY,
+    FROM_COUNTERS,
+    INT_ATTRIBUTE,
+    NODE1,
+    NODE2,
+    NODE_SELECTION_ALL,
+    NODE_SELECTION_PER_DEVICE,
+    NON_EXISTENT_ATTRIBUTE,
+    ONE,
+    PLANET_KEY,
+    PLANET_VALUE_EARTH,
+    POOL1,
+    POOL2,
+    POOL3,
+    POOL4,
+    REGION1,
+    REGION2,
+    REGION_KEY,
+    REQ0,
+    REQ0_SUB_REQ0,
+    REQ0_SUB_REQ1,
+    REQ1,
+    REQ1_SUB_REQ0,
+    REQ1_SUB_REQ1,
+    REQ2,
+    REQ2_SUB_REQ1,
+    SLICE1,
+    SLICE2,
+    SLICE3,
+    SLICE4,
+    STRING_ATTRIBUTE,
+    SUB_REQ0,
+    SUB_REQ1,
+    TAINT_NO_EXECUTE,
+    TAINT_NO_SCHEDULE,
+    TAINT_NONE,
+    TOLERATION_NO_EXECUTE,
+    TOLERATION_NO_SCHEDULE,
+    TOLERATION_NO_SCHEDULE_KEY1,
+    VERSION_ATTRIBUTE,
+    Case,
+    DeviceID,
+    Features,
+    allocation_result,
+    allocation_result_with_config,
+    allocation_result_with_configs,
+    assign,
+    claim,
+    claim_with_device_config,
+    claim_with_request,
+    claim_with_requests,
+    class_with_config,
+    concat,
+    copy_obj,
+    counter_set,
+    device,
+    device_allocation_result,
+    device_claim_config,
+    device_class,
+    device_configuration,
+    device_counter_consumption,
+    device_request,
+    device_request_allocation_result_with_binding_conditions,
+    last,
+    local_node_selector,
+    multiple_device_allocation_results,
+    node,
+    node_label_selector,
+    obj,
+    objects,
+    request,
+    request_with_prioritized_list,
+    resource_pool,
+    slice_with_counter_sets,
+    slice_with_devices,
+    slice_with_multiple_devices,
+    slice_with_no_devices,
+    slice_with_one_device,
+    sprintf,
+    sub_request,
+    unwrap,
+    unwrap_resource_slices,
+    with_allocation_mode,
+    with_binding_conditions,
+    with_binds_to_node,
+    with_capacity_request,
+    with_configs,
+    with_constraints,
+    with_device_counter_consumption,
+    with_node_selection,
+    with_requests,
+    with_selectors,
+    with_taints,
+    with_tolerations,
+)
+
+CASES = {
+    "empty": Case(),
+    "simple": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "other-node": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_B), slice_with_one_device(SLICE2, NODE2, POOL2, DRIVER_A)
+        ),
+        node=node(NODE2, REGION2),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE2), device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE1, False)
+            )
+        ],
+    ),
+    "small-and-large": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                None,
+                request(
+                    REQ0,
+                    CLASS_A,
+                    1,
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("1Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+                request(
+                    REQ1,
+                    CLASS_A,
+                    1,
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("2Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, {"memory": "1Gi"}, None),
+                device(DEVICE2, {"memory": "2Gi"}, None),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2, False),
+            )
+        ],
+    ),
+    "small-and-large-backtrack-requests": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                None,
+                request(
+                    REQ0,
+                    CLASS_A,
+                    1,
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("1Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+                request(
+                    REQ1,
+                    CLASS_A,
+                    1,
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("2Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE2, {"memory": "2Gi"}, None),
+                device(DEVICE1, {"memory": "1Gi"}, None),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2, False),
+            )
+        ],
+    ),
+    "small-and-large-backtrack-claims": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                None,
+                request(
+                    REQ0,
+                    CLASS_A,
+                    1,
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("1Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+            ),
+            claim_with_requests(
+                CLAIM1,
+                None,
+                request(
+                    REQ1,
+                    CLASS_A,
+                    1,
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("2Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+            ),
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE2, {"memory": "2Gi"}, None),
+                device(DEVICE1, {"memory": "1Gi"}, None),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2, False)
+            ),
+        ],
+    ),
+    "devices-split-across-different-slices": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(Count=2, AllocationMode="ExactCount", DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A), slice_with_one_device(SLICE2, NODE1, POOL2, DRIVER_A)
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE1, False),
+            )
+        ],
+    ),
+    "obsolete-slice": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                "slice-1-obsolete", NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE1, None, None)
+            ),
+            last(
+                (
+                    v_slice := slice_with_devices(
+                        "slice-1-obsolete", NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE2, None, None)
+                    )
+                ),
+                assign(v_slice.Spec.Pool, "Generation", v_slice.Spec.Pool.Generation + 1),
+                v_slice,
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "duplicate-slice": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=last(
+            (v_slice_a := copy_obj(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A))),
+            assign(v_slice_a.Spec.Pool, "ResourceSliceCount", 2),
+            (v_slice_b := copy_obj(v_slice_a)),
+            assign(v_slice_b, "Name", v_slice_b.Name + "-2"),
+            [v_slice_a, v_slice_b],
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "no-slices": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=None,
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "not-enough-suitable-devices": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A), claim_with_request(CLAIM0, REQ1, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "no-classes": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=None,
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+        error="could not retrieve device class class-a",
+    ),
+    "unknown-class": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, "unknown-class")),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+        error="could not retrieve device class unknown-class",
+    ),
+    "empty-class": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, "")),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+        error="claim claim-0, request req-0: missing device class name (unsupported request type?)",
+    ),
+    "no-claims-to-allocate": Case(
+        claims=None,
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "all-devices-single": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "all-devices-with-consumed-counters": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "all-devices-many": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A), slice_with_one_device(SLICE1, NODE1, POOL2, DRIVER_A)
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE1, False),
+            )
+        ],
+    ),
+    "all-devices-of-the-incomplete-pool": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", Count=1, DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            last(
+                (v_slice := slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+                assign(v_slice.Spec.Pool, "ResourceSliceCount", v_slice.Spec.Pool.ResourceSliceCount + 1),
+                v_slice,
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+        error=(
+            "claim claim-0, request req-0: asks for all devices, but resource "
+            "pool driver-a/pool-1 is currently being updated"
+        ),
+    ),
+    "all-devices-plus-another": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            ),
+            claim_with_requests(
+                CLAIM1, None, obj(Name=REQ0, Exactly=obj(AllocationMode="ExactCount", Count=1, DeviceClassName=CLASS_B))
+            ),
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A), slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_B)
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_B, POOL1, DEVICE1, False)
+            ),
+        ],
+    ),
+    "all-devices-plus-another-reversed": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM1, None, obj(Name=REQ0, Exactly=obj(AllocationMode="ExactCount", Count=1, DeviceClassName=CLASS_B))
+            ),
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            ),
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A), slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_B)
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_B, POOL1, DEVICE1, False)
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            ),
+        ],
+    ),
+    "all-devices-many-plus-another": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            ),
+            claim_with_requests(
+                CLAIM1, None, obj(Name=REQ0, Exactly=obj(AllocationMode="ExactCount", Count=1, DeviceClassName=CLASS_B))
+            ),
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None)
+            ),
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_B),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_B, POOL1, DEVICE1, False)
+            ),
+        ],
+    ),
+    "all-devices-many-plus-another-reversed": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM1, None, obj(Name=REQ0, Exactly=obj(AllocationMode="ExactCount", Count=1, DeviceClassName=CLASS_B))
+            ),
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            ),
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None)
+            ),
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_B),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_B, POOL1, DEVICE1, False)
+            ),
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+            ),
+        ],
+    ),
+    "all-devices-no-solution": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM1, None, obj(Name=REQ0, Exactly=obj(AllocationMode="ExactCount", Count=1, DeviceClassName=CLASS_A))
+            ),
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            ),
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+    ),
+    "all-devices-no-solution-reversed": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            ),
+            claim_with_requests(
+                CLAIM1, None, obj(Name=REQ0, Exactly=obj(AllocationMode="ExactCount", Count=1, DeviceClassName=CLASS_A))
+            ),
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+    ),
+    "all-devices-slice-without-devices": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_no_devices(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "all-devices-no-slices": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=None,
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "all-devices-some-allocated": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            )
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "all-devices-some-allocated-admin-access": Case(
+        features=Features(admin_access=True),
+        claims=last(
+            (v_c := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "AllocationMode", "All"),
+            [v_c],
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, True),
+            )
+        ],
+    ),
+    "all-devices-some-allocating-admin-access": Case(
+        features=Features(admin_access=True),
+        claims=last(
+            (v_c := claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            assign(v_c.Spec.Devices.Requests[1].Exactly, "AdminAccess", True),
+            assign(v_c.Spec.Devices.Requests[1].Exactly, "AllocationMode", "All"),
+            [v_c],
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "count-devices-some-allocated-admin-access": Case(
+        features=Features(admin_access=True),
+        claims=last(
+            (v_c := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "AllocationMode", "ExactCount"),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "Count", 2),
+            [v_c],
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, True),
+            )
+        ],
+    ),
+    "separate-claims-share-device-admin-access": Case(
+        features=Features(admin_access=True),
+        claims=last(
+            (v_c1 := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+            assign(v_c1.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            (v_c2 := claim_with_request(CLAIM1, REQ0, CLASS_A)),
+            assign(v_c2.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            [v_c1, v_c2],
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True)
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True)
+            ),
+        ],
+    ),
+    "admin-access-claims-device-allocating-for-non-admin-access": Case(
+        features=Features(admin_access=True),
+        claims=last(
+            (v_admin := claim_with_request(CLAIM1, REQ0, CLASS_A)),
+            assign(v_admin.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            [claim_with_request(CLAIM0, REQ0, CLASS_A), v_admin],
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True)
+            ),
+        ],
+    ),
+    "all-devices-slice-without-devices-prioritized-list": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            last(
+                (
+                    v_claim := with_requests(
+                        claim(CLAIM0),
+                        request_with_prioritized_list(
+                            REQ0, sub_request(SUB_REQ0, CLASS_A, 1), sub_request(SUB_REQ1, CLASS_B, 1)
+                        ),
+                    )
+                ),
+                assign(v_claim.Spec.Devices.Requests[0].FirstAvailable[0], "AllocationMode", "All"),
+                assign(v_claim.Spec.Devices.Requests[0].FirstAvailable[0], "Count", 0),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_no_devices(SLICE1, NODE1, POOL1, DRIVER_A), slice_with_one_device(SLICE2, NODE1, POOL2, DRIVER_B)
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL2, DEVICE1, False)
+            )
+        ],
+    ),
+    "all-devices-no-slices-prioritized-list": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            last(
+                (
+                    v_claim := with_requests(
+                        claim(CLAIM0),
+                        request_with_prioritized_list(
+                            REQ0, sub_request(SUB_REQ0, CLASS_A, 1), sub_request(SUB_REQ1, CLASS_B, 1)
+                        ),
+                    )
+                ),
+                assign(v_claim.Spec.Devices.Requests[0].FirstAvailable[0], "AllocationMode", "All"),
+                assign(v_claim.Spec.Devices.Requests[0].FirstAvailable[0], "Count", 0),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE2, NODE1, POOL2, DRIVER_B)),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL2, DEVICE1, False)
+            )
+        ],
+    ),
+    "all-devices-some-allocated-prioritized-list": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            last(
+                (
+                    v_claim := with_requests(
+                        claim(CLAIM0),
+                        request_with_prioritized_list(
+                            REQ0, sub_request(SUB_REQ0, CLASS_A, 1), sub_request(SUB_REQ1, CLASS_B, 1)
+                        ),
+                    )
+                ),
+                assign(v_claim.Spec.Devices.Requests[0].FirstAvailable[0], "AllocationMode", "All"),
+                assign(v_claim.Spec.Devices.Requests[0].FirstAvailable[0], "Count", 0),
+                v_claim,
+            )
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None)
+            ),
+            slice_with_one_device(SLICE2, NODE1, POOL2, DRIVER_B),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL2, DEVICE1, False)
+            )
+        ],
+    ),
+    "network-attached-device": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_one_device(SLICE1, node_label_selector(REGION_KEY, REGION1), POOL1, DRIVER_A)
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                node_label_selector(REGION_KEY, REGION1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+            )
+        ],
+    ),
+    "unsuccessful-allocation-network-attached-device": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_one_device(SLICE1, node_label_selector(REGION_KEY, REGION1), POOL1, DRIVER_A)
+        ),
+        node=node(NODE2, REGION2),
+        expect=None,
+    ),
+    "many-network-attached-devices": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 4))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_one_device(SLICE1, node_label_selector(REGION_KEY, REGION1), POOL1, DRIVER_A),
+            slice_with_one_device(SLICE1, NODE_SELECTION_ALL, POOL2, DRIVER_A),
+            slice_with_one_device(SLICE1, node_label_selector(PLANET_KEY, PLANET_VALUE_EARTH), POOL3, DRIVER_A),
+            slice_with_one_device(SLICE1, local_node_selector(NODE1), POOL4, DRIVER_A),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                obj(
+                    NodeSelectorTerms=[
+                        obj(
+                            MatchExpressions=[
+                                obj(Key=REGION_KEY, Operator="In", Values=[REGION1]),
+                                obj(Key=PLANET_KEY, Operator="In", Values=[PLANET_VALUE_EARTH]),
+                            ],
+                            MatchFields=[obj(Key=FIELD_NAME_KEY, Operator="In", Values=[NODE1])],
+                        )
+                    ]
+                ),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE1, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL3, DEVICE1, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL4, DEVICE1, False),
+            )
+        ],
+    ),
+    "local-and-network-attached-devices": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_one_device(SLICE1, node_label_selector(REGION_KEY, REGION1), POOL1, DRIVER_A),
+            slice_with_one_device(SLICE1, NODE1, POOL2, DRIVER_A),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE1, False),
+            )
+        ],
+    ),
+    "several-different-drivers": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A), claim_with_request(CLAIM0, REQ0, CLASS_B)),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None)
+            ),
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_B),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_B, POOL1, DEVICE1, False)
+            ),
+        ],
+    ),
+    "already-allocated-devices": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1), DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "admin-access-disabled": Case(
+        features=Features(admin_access=False),
+        claims=last(
+            (v_c := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            [v_c],
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+        error="claim claim-0, request req-0: admin access is requested, but the feature is disabled",
+    ),
+    "admin-access-enabled": Case(
+        features=Features(admin_access=True),
+        claims=last(
+            (v_c := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            [v_c],
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1), DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True)
+            )
+        ],
+    ),
+    "with-constraint": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                [
+                    obj(MatchAttribute=INT_ATTRIBUTE),
+                    obj(MatchAttribute=VERSION_ATTRIBUTE),
+                    obj(MatchAttribute=STRING_ATTRIBUTE),
+                    obj(MatchAttribute=BOOL_ATTRIBUTE),
+                ],
+                request(REQ0, CLASS_A, 1),
+                request(REQ1, CLASS_A, 1),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(
+                    DEVICE1,
+                    None,
+                    {
+                        "driverVersion": obj(VersionValue="1.0.0"),
+                        "numa": obj(IntValue=1),
+                        "stringAttribute": obj(StringValue="stringAttributeValue"),
+                        "boolAttribute": obj(BoolValue=True),
+                    },
+                ),
+                device(
+                    DEVICE2,
+                    None,
+                    {
+                        "driverVersion": obj(VersionValue="1.0.0"),
+                        "numa": obj(IntValue=1),
+                        "stringAttribute": obj(StringValue="stringAttributeValue"),
+                        "boolAttribute": obj(BoolValue=True),
+                    },
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2, False),
+            )
+        ],
+    ),
+    "with-constraint-non-existent-attribute": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A, obj(MatchAttribute=NON_EXISTENT_ATTRIBUTE))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "with-constraint-not-matching-int-attribute": Case(
+        claims=objects(claim_with_requests(CLAIM0, [obj(MatchAttribute=INT_ATTRIBUTE)], request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"numa": obj(IntValue=1)}),
+                device(DEVICE2, None, {"numa": obj(IntValue=2)}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "with-constraint-not-matching-int-attribute-all-devices": Case(
+        claims=objects(
+            last(
+                (
+                    v_claim := claim_with_requests(
+                        CLAIM0, [obj(MatchAttribute=INT_ATTRIBUTE)], request(REQ0, CLASS_A, 0)
+                    )
+                ),
+                assign(v_claim.Spec.Devices.Requests[0].Exactly, "AllocationMode", "All"),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"numa": obj(IntValue=1)}),
+                device(DEVICE2, None, {"numa": obj(IntValue=2)}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        error=(
+            "claim claim-0, request req-0: cannot add device "
+            "driver-a/pool-1/device-2 because a claim constraint would not be satisfied"
+        ),
+    ),
+    "partitionable-all-mode-constraint-must-error-with-reserved-counter": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(
+            last(
+                (
+                    v_claim := claim_with_requests(
+                        CLAIM0, [obj(MatchAttribute=INT_ATTRIBUTE)], request(REQ0, CLASS_A, 0)
+                    )
+                ),
+                assign(v_claim.Spec.Devices.Requests[0].Exactly, "AllocationMode", "All"),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                device(DEVICE1, None, {"numa": obj(IntValue=1)}),
+                with_device_counter_consumption(
+                    device(DEVICE2, None, {"numa": obj(IntValue=2)}),
+                    device_counter_consumption(COUNTER_SET1, {"c": "1"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"c": "1"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        error=(
+            "claim claim-0, request req-0: cannot add device "
+            "driver-a/pool-1/device-2 because a claim constraint would not be satisfied"
+        ),
+    ),
+    "with-constraint-not-matching-string-attribute": Case(
+        claims=objects(claim_with_requests(CLAIM0, [obj(MatchAttribute=STRING_ATTRIBUTE)], request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"stringAttribute": obj(StringValue="stringAttributeValue")}),
+                device(DEVICE2, None, {"stringAttribute": obj(StringValue="stringAttributeValue2")}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "with-constraint-not-matching-bool-attribute": Case(
+        claims=objects(claim_with_requests(CLAIM0, [obj(MatchAttribute=BOOL_ATTRIBUTE)], request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"boolAttribute": obj(BoolValue=True)}),
+                device(DEVICE2, None, {"boolAttribute": obj(BoolValue=False)}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "with-constraint-not-matching-version-attribute": Case(
+        claims=objects(claim_with_requests(CLAIM0, [obj(MatchAttribute=VERSION_ATTRIBUTE)], request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"driverVersion": obj(VersionValue="1.0.0")}),
+                device(DEVICE2, None, {"driverVersion": obj(VersionValue="2.0.0")}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "with-constraint-for-request": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                [obj(Requests=[REQ0], MatchAttribute=VERSION_ATTRIBUTE)],
+                request(REQ0, CLASS_A, 1),
+                request(REQ1, CLASS_A, 1),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"driverVersion": obj(VersionValue="1.0.0")}),
+                device(DEVICE2, None, {"driverVersion": obj(VersionValue="2.0.0")}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2, False),
+            )
+        ],
+    ),
+    "with-constraint-for-request-retry": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                [obj(Requests=[REQ0], MatchAttribute=VERSION_ATTRIBUTE), obj(MatchAttribute=STRING_ATTRIBUTE)],
+                request(REQ0, CLASS_A, 1),
+                request(REQ1, CLASS_A, 1),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(
+                    DEVICE1, None, {"driverVersion": obj(VersionValue="1.0.0"), "stringAttribute": obj(StringValue="a")}
+                ),
+                device(
+                    DEVICE2, None, {"driverVersion": obj(VersionValue="2.0.0"), "stringAttribute": obj(StringValue="b")}
+                ),
+                device(
+                    DEVICE3, None, {"driverVersion": obj(VersionValue="3.0.0"), "stringAttribute": obj(StringValue="b")}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "with-class-device-config": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(class_with_config(CLASS_A, DRIVER_A, "classAttribute")),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result_with_configs(
+                local_node_selector(NODE1),
+                objects(device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)),
+                [
+                    obj(
+                        Source="FromClass",
+                        Requests=[REQ0],
+                        DeviceConfiguration=device_configuration(DRIVER_A, "classAttribute"),
+                    )
+                ],
+            )
+        ],
+    ),
+    "with-class-device-config-with-multiple-request-and-configs": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, [], request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1), request(REQ2, CLASS_B, 1)
+            )
+        ),
+        classes=objects(
+            class_with_config(CLASS_A, DRIVER_A, "classAttribute-A"),
+            class_with_config(CLASS_B, DRIVER_B, "classAttribute-B"),
+        ),
+        slices=unwrap(
+            slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, 2),
+            slice_with_one_device(SLICE2, NODE1, POOL1, DRIVER_B),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result_with_configs(
+                local_node_selector(NODE1),
+                objects(
+                    device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE0, False),
+                    device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1, False),
+                    device_allocation_result(REQ2, DRIVER_B, POOL1, DEVICE1, False),
+                ),
+                [
+                    obj(
+                        Source="FromClass",
+                        Requests=[REQ0, REQ1],
+                        DeviceConfiguration=device_configuration(DRIVER_A, "classAttribute-A"),
+                    ),
+                    obj(
+                        Source="FromClass",
+                        Requests=[REQ2],
+                        DeviceConfiguration=device_configuration(DRIVER_B, "classAttribute-B"),
+                    ),
+                ],
+            )
+        ],
+    ),
+    "claim-with-device-config": Case(
+        claims=objects(claim_with_device_config(CLAIM0, REQ0, CLASS_A, DRIVER_A, "deviceAttribute")),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result_with_config(
+                local_node_selector(NODE1),
+                DRIVER_A,
+                "FromClaim",
+                "deviceAttribute",
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+            )
+        ],
+    ),
+    "unknown-selector": Case(
+        claims=objects(
+            last(
+                (v_claim := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+                assign(v_claim.Spec.Devices.Requests[0].Exactly, "Selectors", [obj()]),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        error="CEL expression empty (unsupported selector type?)",
+    ),
+    "unknown-allocation-mode": Case(
+        claims=objects(
+            last(
+                (v_claim := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+                assign(v_claim.Spec.Devices.Requests[0].Exactly, "AllocationMode", "future-mode"),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        error="unsupported count mode future-mode",
+    ),
+    "unknown-constraint": Case(
+        claims=objects(
+            last(
+                (v_claim := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+                assign(v_claim.Spec.Devices, "Constraints", [obj()]),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        error="empty constraint (unsupported constraint type?)",
+    ),
+    "invalid-CEL-one-device": Case(
+        claims=objects(
+            last(
+                (v_claim := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+                assign(v_claim.Spec.Devices.Requests[0].Exactly, "Selectors", [obj(CEL=obj(Expression="noSuchVar"))]),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        error="undeclared reference",
+    ),
+    "invalid-CEL-one-device-class": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(
+            last(
+                (v_c := device_class(CLASS_A, DRIVER_A)),
+                assign(v_c.Spec.Selectors[0].CEL, "Expression", "noSuchVar"),
+                v_c,
+            )
+        ),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        error="undeclared reference",
+    ),
+    "invalid-CEL-all-devices": Case(
+        claims=objects(
+            last(
+                (v_claim := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+                assign(v_claim.Spec.Devices.Requests[0].Exactly, "Selectors", [obj(CEL=obj(Expression="noSuchVar"))]),
+                assign(v_claim.Spec.Devices.Requests[0].Exactly, "AllocationMode", "All"),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        error="undeclared reference",
+    ),
+    "too-many-devices-single-request": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 500))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        error="exceeds the claim limit",
+    ),
+    "many-devices-okay": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+    ),
+    "too-many-devices-total": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, request(REQ0, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE), request(REQ1, CLASS_A, 1)
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, ALLOCATION_RESULTS_MAX_SIZE + 1)
+        ),
+        node=node(NODE1, REGION1),
+        error="exceeds the claim limit",
+    ),
+    "all-devices-invalid-CEL": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 500))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        error="exceeds the claim limit",
+    ),
+    "prioritized-list-first-unavailable": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 1), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "prioritized-list-non-available": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 2), sub_request(SUB_REQ1, CLASS_A, 2)
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A), slice_with_one_device(SLICE2, NODE1, POOL2, DRIVER_B)
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "prioritized-list-device-config": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_configs(
+                with_requests(
+                    claim(CLAIM0),
+                    request_with_prioritized_list(
+                        REQ0, sub_request(SUB_REQ0, CLASS_A, 1), sub_request(SUB_REQ1, CLASS_B, 2)
+                    ),
+                ),
+                objects(
+                    device_claim_config([REQ0_SUB_REQ0], device_configuration(DRIVER_A, "foo")),
+                    device_claim_config([REQ0_SUB_REQ1], device_configuration(DRIVER_B, "bar")),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_B, device(DEVICE1, None, {}), device(DEVICE2, None, {}))
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result_with_configs(
+                local_node_selector(NODE1),
+                objects(
+                    device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE1, False),
+                    device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE2, False),
+                ),
+                [
+                    obj(
+                        Source="FromClaim",
+                        Requests=[REQ0_SUB_REQ1],
+                        DeviceConfiguration=device_configuration(DRIVER_B, "bar"),
+                    )
+                ],
+            )
+        ],
+    ),
+    "prioritized-list-class-config": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, 2), sub_request(SUB_REQ1, CLASS_B, 2)
+                ),
+            )
+        ),
+        classes=objects(class_with_config(CLASS_A, DRIVER_A, "foo"), class_with_config(CLASS_B, DRIVER_B, "bar")),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_B, device(DEVICE1, None, None), device(DEVICE2, None, None)
+            ),
+            slice_with_devices(SLICE2, NODE1, POOL2, DRIVER_A, device(DEVICE3, None, None)),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result_with_configs(
+                local_node_selector(NODE1),
+                objects(
+                    device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE1, False),
+                    device_allocation_result(REQ0_SUB_REQ1, DRIVER_B, POOL1, DEVICE2, False),
+                ),
+                [
+                    obj(
+                        Source="FromClass",
+                        Requests=[REQ0_SUB_REQ1],
+                        DeviceConfiguration=device_configuration(DRIVER_B, "bar"),
+                    )
+                ],
+            )
+        ],
+    ),
+    "prioritized-list-subrequests-with-expressions": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                with_selectors(
+                    device_request(REQ0, CLASS_A, 1),
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("1Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("4Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        2,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("2Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, {"memory": "2Gi"}, None),
+                device(DEVICE2, {"memory": "2Gi"}, None),
+                device(DEVICE3, {"memory": "1Gi"}, None),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3, False),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, False),
+            )
+        ],
+    ),
+    "prioritized-list-subrequests-with-constraints-ref-parent-request": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                with_constraints(claim(CLAIM0), obj(Requests=[REQ0, REQ1], MatchAttribute=VERSION_ATTRIBUTE)),
+                with_selectors(
+                    device_request(REQ0, CLASS_A, 1),
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("8Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("2Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("1Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, {"memory": "8Gi"}, {"driverVersion": obj(VersionValue="1.0.0")}),
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE1,
+                POOL2,
+                DRIVER_A,
+                device(DEVICE2, {"memory": "2Gi"}, {"driverVersion": obj(VersionValue="2.0.0")}),
+                device(DEVICE3, {"memory": "1Gi"}, {"driverVersion": obj(VersionValue="1.0.0")}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL2, DEVICE3, False),
+            )
+        ],
+    ),
+    "prioritized-list-subrequests-with-constraints-ref-sub-request": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                with_constraints(claim(CLAIM0), obj(Requests=[REQ0, REQ1_SUB_REQ0], MatchAttribute=VERSION_ATTRIBUTE)),
+                with_selectors(
+                    device_request(REQ0, CLASS_A, 1),
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("8Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("2Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("1Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, {"memory": "8Gi"}, {"driverVersion": obj(VersionValue="1.0.0")}),
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE1,
+                POOL2,
+                DRIVER_A,
+                device(DEVICE2, {"memory": "2Gi"}, {"driverVersion": obj(VersionValue="2.0.0")}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL2, DEVICE2, False),
+            )
+        ],
+    ),
+    "prioritized-list-subrequests-with-allocation-mode-all": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            last(
+                (
+                    v_claim := with_requests(
+                        claim(CLAIM0),
+                        request_with_prioritized_list(
+                            REQ0, sub_request(SUB_REQ0, CLASS_A, 1), sub_request(SUB_REQ1, CLASS_A, 1)
+                        ),
+                    )
+                ),
+                assign(v_claim.Spec.Devices.Requests[0].FirstAvailable[0], "AllocationMode", "All"),
+                assign(v_claim.Spec.Devices.Requests[0].FirstAvailable[0], "Count", 0),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, False)
+            )
+        ],
+    ),
+    "prioritized-list-allocation-mode-all-multiple-requests": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                device_request(REQ0, CLASS_A, 1),
+                request_with_prioritized_list(
+                    REQ1,
+                    with_allocation_mode(sub_request(SUB_REQ0, CLASS_A, 0), "All"),
+                    sub_request(SUB_REQ1, CLASS_A, 1),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, False),
+            )
+        ],
+    ),
+    "prioritized-list-disabled": Case(
+        features=Features(prioritized_list=False),
+        claims=objects(
+            last(
+                (
+                    v_claim := with_requests(
+                        claim(CLAIM0), request_with_prioritized_list(REQ0, sub_request(SUB_REQ0, CLASS_A, 1))
+                    )
+                ),
+                v_claim,
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+        error=("claim claim-0, request req-0: has subrequests, but the DRAPrioritizedList feature is disabled"),
+    ),
+    "prioritized-list-multi-request": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                with_selectors(
+                    device_request(REQ1, CLASS_A, 1),
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("8Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("8Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("4Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, {"memory": "8Gi"}, {})),
+            slice_with_devices(SLICE2, NODE1, POOL2, DRIVER_A, device(DEVICE2, {"memory": "4Gi"}, {})),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL2, DEVICE2, False),
+            )
+        ],
+    ),
+    "prioritized-list-with-backtracking": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("8Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("4Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+                with_selectors(
+                    device_request(REQ1, CLASS_A, 1),
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf('device.capacity["%s"].memory.compareTo(quantity("8Gi")) >= 0', DRIVER_A)
+                        )
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, {"memory": "8Gi"}, {})),
+            slice_with_devices(SLICE2, NODE1, POOL2, DRIVER_A, device(DEVICE2, {"memory": "4Gi"}, {})),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL2, DEVICE2, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1, False),
+            )
+        ],
+    ),
+    "prioritized-list-too-many-in-first-subrequest": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 500), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "partitionable-devices-single-device": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "partitionable-devices-taint-releases-counter": Case(
+        features=Features(partitionable_devices=True, device_taints=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE),
+                    device_counter_consumption(COUNTER_SET1, {"c": "1"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, None, None), device_counter_consumption(COUNTER_SET1, {"c": "1"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"c": "1"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False)
+            )
+        ],
+    ),
+    "partitionable-devices-constraint-releases-counter": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, [obj(MatchAttribute=STRING_ATTRIBUTE)], request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, {"stringAttribute": obj(StringValue="red")}),
+                    device_counter_consumption(COUNTER_SET1, {"c": "1"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, None, {"stringAttribute": obj(StringValue="blue")}),
+                    device_counter_consumption(COUNTER_SET1, {"c": "1"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, None, {"stringAttribute": obj(StringValue="blue")}),
+                    device_counter_consumption(COUNTER_SET1, {"c": "1"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"c": "2"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-prioritized-list": Case(
+        features=Features(prioritized_list=True, partitionable_devices=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                device_request(REQ0, CLASS_A, 1),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("6Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("4Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-devices": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-capacity-pools": Case(
+        features=Features(prioritized_list=True, partitionable_devices=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                device_request(REQ0, CLASS_A, 1),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("6Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("4Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "4"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "6"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "4"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"memory": "18Gi"}),
+                counter_set(COUNTER_SET2, {"cpus": "8"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-counters": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "4Gi", "cpus": "6"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "4", "memory": "2Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "6Gi", "cpus": "4"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "6", "memory": "6Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"memory": "4Gi", "cpus": "4"}),
+                    device_counter_consumption(COUNTER_SET2, {"cpus": "4", "memory": "4Gi"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"cpus": "8", "memory": "18Gi"}),
+                counter_set(COUNTER_SET2, {"cpus": "12", "memory": "18Gi"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-multiple-pools": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "6", "memory": "4Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "4", "memory": "6Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "4", "memory": "4Gi"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"cpus": "8", "memory": "18Gi"}),
+            ),
+            slice_with_devices(
+                SLICE3,
+                NODE1,
+                resource_pool(POOL2, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "6", "memory": "4Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "1", "memory": "7Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None),
+                    device_counter_consumption(COUNTER_SET1, {"cpus": "1", "memory": "7Gi"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE4,
+                NODE1,
+                resource_pool(POOL2, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"cpus": "8", "memory": "18Gi"}),
+            ),
+        ),
+        allocated=[
+            DeviceID(DRIVER_A, POOL1, DEVICE2),
+            DeviceID(DRIVER_A, POOL1, DEVICE3),
+            DeviceID(DRIVER_A, POOL2, DEVICE1),
+        ],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE2, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL2, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-unused-counters-in-counter-set": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "5Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"memory": "8Gi", "unused": "1Gi"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "partitionable-devices-no-capacity-available": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "16Gi"})
+                ),
+            ),
+            slice_with_counter_sets(SLICE2, NODE1, POOL1, DRIVER_A, counter_set(COUNTER_SET1, {"memory": "18Gi"})),
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "partitionable-devices-overallocated-capacity-pool": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "20Gi"})
+                ),
+            ),
+            slice_with_counter_sets(SLICE2, NODE1, POOL1, DRIVER_A, counter_set(COUNTER_SET1, {"memory": "18Gi"})),
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "partitionable-devices-disabled-device-consumes-counters": Case(
+        features=Features(partitionable_devices=False),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(SLICE2, NODE1, POOL1, DRIVER_A, counter_set(COUNTER_SET1, {"memory": "18Gi"})),
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "partitionable-devices-disabled-other-device-do-not-consume-counters": Case(
+        features=Features(partitionable_devices=False),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+                device(DEVICE2, None, None),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "18Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False)
+            )
+        ],
+    ),
+    "partitionable-devices-disabled-per-device-node-selection": Case(
+        features=Features(partitionable_devices=False),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE_SELECTION_PER_DEVICE,
+                POOL1,
+                DRIVER_A,
+                with_node_selection(device(DEVICE2, None, None), NODE1),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "partitionable-devices-per-device-node-selection-nodename": Case(
+        features=Features(partitionable_devices=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("6Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("4Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    NODE1,
+                ),
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE2, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"}),
+                    ),
+                    NODE2,
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"memory": "18Gi"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "partitionable-devices-per-device-node-selection-node-selector": Case(
+        features=Features(partitionable_devices=True, prioritized_list=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    node_label_selector(REGION_KEY, REGION1),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"memory": "18Gi"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                obj(NodeSelectorTerms=[obj(MatchExpressions=[obj(Key=REGION_KEY, Operator="In", Values=[REGION1])])]),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+            )
+        ],
+    ),
+    "partitionable-devices-per-device-node-selection-node-selector-multiple-devices": Case(
+        features=Features(partitionable_devices=True, prioritized_list=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 3), request(REQ1, CLASS_B, 3))),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    node_label_selector(REGION_KEY, REGION1),
+                ),
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE2, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    NODE1,
+                ),
+                with_node_selection(
+                    with_device_counter_consumption(
+                        device(DEVICE3, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    NODE_SELECTION_ALL,
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE_SELECTION_PER_DEVICE,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"memory": "18Gi"}),
+            ),
+            slice_with_devices(
+                SLICE3,
+                NODE1,
+                resource_pool(POOL2, 2),
+                DRIVER_B,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET2, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET2, {"memory": "4Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET2, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE4, NODE1, resource_pool(POOL2, 2), DRIVER_B, counter_set(COUNTER_SET2, {"memory": "12Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                obj(NodeSelectorTerms=[obj(MatchFields=[obj(Key=FIELD_NAME_KEY, Operator="In", Values=[NODE1])])]),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3, False),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE1, False),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE2, False),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, DEVICE3, False),
+            )
+        ],
+    ),
+    "tainted-two-devices": Case(
+        features=Features(device_taints=True),
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE),
+                with_taints(device(DEVICE2, None, None), TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-one-device-two-taints": Case(
+        features=Features(device_taints=True),
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-two-devices-tolerated": Case(
+        features=Features(device_taints=True),
+        claims=objects(with_tolerations(claim_with_request(CLAIM0, REQ0, CLASS_A), TOLERATION_NO_EXECUTE)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE),
+                with_taints(device(DEVICE2, None, None), TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False, TOLERATION_NO_EXECUTE),
+            )
+        ],
+    ),
+    "tainted-two-devices-prioritized-list-tolerated": Case(
+        features=Features(device_taints=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_A, 1), sub_request(SUB_REQ1, CLASS_A, 1, TOLERATION_NO_EXECUTE)
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE),
+                with_taints(device(DEVICE2, None, None), TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, False, TOLERATION_NO_EXECUTE),
+            )
+        ],
+    ),
+    "tainted-no-effect": Case(
+        features=Features(device_taints=True),
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NONE))
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "tainted-one-device-two-taints-both-tolerated": Case(
+        features=Features(device_taints=True),
+        claims=objects(
+            with_tolerations(claim_with_request(CLAIM0, REQ0, CLASS_A), TOLERATION_NO_SCHEDULE, TOLERATION_NO_EXECUTE)
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(
+                    REQ0, DRIVER_A, POOL1, DEVICE1, False, TOLERATION_NO_SCHEDULE, TOLERATION_NO_EXECUTE
+                ),
+            )
+        ],
+    ),
+    "tainted-disabled": Case(
+        features=Features(device_taints=False),
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "tainted-prioritized-list": Case(
+        features=Features(device_taints=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 1), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE)
+            )
+        ),
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-prioritized-list-disabled": Case(
+        features=Features(device_taints=False, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0, sub_request(SUB_REQ0, CLASS_B, 1), sub_request(SUB_REQ1, CLASS_A, 1)
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE)
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "tainted-admin-access": Case(
+        features=Features(device_taints=True, admin_access=True),
+        claims=last(
+            (v_c := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            [v_c],
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1), DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE)
+            )
+        ),
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-admin-access-disabled": Case(
+        features=Features(device_taints=False, admin_access=True),
+        claims=last(
+            (v_c := claim_with_request(CLAIM0, REQ0, CLASS_A)),
+            assign(v_c.Spec.Devices.Requests[0].Exactly, "AdminAccess", True),
+            [v_c],
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1), DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE)
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, True)
+            )
+        ],
+    ),
+    "tainted-all-devices-single": Case(
+        features=Features(device_taints=True),
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE)
+            )
+        ),
+        node=node(NODE1, REGION1),
+    ),
+    "tainted-all-devices-single-disabled": Case(
+        features=Features(device_taints=False),
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_taints(device(DEVICE1, None, None), TAINT_NO_SCHEDULE)
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "prioritized-list-allocation-mode-all": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    with_allocation_mode(sub_request(SUB_REQ0, CLASS_A, 0), "All"),
+                    sub_request(SUB_REQ1, CLASS_A, 1),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None), device(DEVICE2, None, None))
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE2)],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "prioritized-list-allocation-mode-all-with-selectors": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    with_allocation_mode(
+                        sub_request(
+                            SUB_REQ0,
+                            CLASS_A,
+                            0,
+                            obj(CEL=obj(Expression=sprintf('device.attributes["%s"].generation == "v6"', DRIVER_A))),
+                        ),
+                        "All",
+                    ),
+                    with_allocation_mode(
+                        sub_request(
+                            SUB_REQ1,
+                            CLASS_A,
+                            0,
+                            obj(CEL=obj(Expression=sprintf('device.attributes["%s"].generation == "v5"', DRIVER_A))),
+                        ),
+                        "All",
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, {"generation": obj(StringValue="v5")})
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "prioritized-list-allocation-mode-all-with-selectors-multiple-pools": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    with_allocation_mode(
+                        sub_request(
+                            SUB_REQ0,
+                            CLASS_A,
+                            0,
+                            obj(CEL=obj(Expression=sprintf('device.attributes["%s"].generation == "v6"', DRIVER_A))),
+                        ),
+                        "All",
+                    ),
+                    with_allocation_mode(
+                        sub_request(
+                            SUB_REQ1,
+                            CLASS_A,
+                            0,
+                            obj(CEL=obj(Expression=sprintf('device.attributes["%s"].generation == "v5"', DRIVER_A))),
+                        ),
+                        "All",
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, {"generation": obj(StringValue="v5")})
+            ),
+            slice_with_devices(
+                SLICE2, NODE1, POOL2, DRIVER_A, device(DEVICE1, None, {"generation": obj(StringValue="v5")})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL2, DEVICE1, False),
+            )
+        ],
+    ),
+    "prioritized-list-allocation-mode-all-with-selectors-multiple-pools-across-nodes": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    with_allocation_mode(
+                        sub_request(
+                            SUB_REQ0,
+                            CLASS_A,
+                            0,
+                            obj(CEL=obj(Expression=sprintf('device.attributes["%s"].generation == "v6"', DRIVER_A))),
+                        ),
+                        "All",
+                    ),
+                    with_allocation_mode(
+                        sub_request(
+                            SUB_REQ1,
+                            CLASS_A,
+                            0,
+                            obj(CEL=obj(Expression=sprintf('device.attributes["%s"].generation == "v5"', DRIVER_A))),
+                        ),
+                        "All",
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, {"generation": obj(StringValue="v5")})
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE2,
+                POOL2,
+                DRIVER_A,
+                device(DEVICE1, None, {"generation": obj(StringValue="v5")}),
+                device(DEVICE2, None, {"generation": obj(StringValue="v6")}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "prioritized-list-allocation-mode-all-with-selectors-deviceclass-subset": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    with_allocation_mode(
+                        sub_request(
+                            SUB_REQ0,
+                            CLASS_A,
+                            0,
+                            obj(CEL=obj(Expression=sprintf('device.attributes["%s"].generation == "v6"', DRIVER_A))),
+                        ),
+                        "All",
+                    ),
+                    with_allocation_mode(
+                        sub_request(
+                            SUB_REQ1,
+                            CLASS_A,
+                            0,
+                            obj(CEL=obj(Expression=sprintf('device.attributes["%s"].generation == "v5"', DRIVER_A))),
+                        ),
+                        "All",
+                    ),
+                ),
+            )
+        ),
+        classes=objects(
+            obj(
+                ObjectMeta=obj(Name=CLASS_A),
+                Spec=obj(
+                    Selectors=[
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.driver == "%s" && device.attributes["%s"].selected', DRIVER_A, DRIVER_A
+                                )
+                            )
+                        )
+                    ]
+                ),
+            )
+        ),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"generation": obj(StringValue="v6"), "selected": obj(BoolValue=False)}),
+                device(DEVICE2, None, {"generation": obj(StringValue="v5"), "selected": obj(BoolValue=False)}),
+                device(DEVICE3, None, {"generation": obj(StringValue="v5"), "selected": obj(BoolValue=True)}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE3, False)
+            )
+        ],
+    ),
+    "max-number-devices": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, ALLOCATION_RESULTS_MAX_SIZE)
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                *multiple_device_allocation_results(REQ0, DRIVER_A, POOL1, ALLOCATION_RESULTS_MAX_SIZE, 0),
+            )
+        ],
+    ),
+    "partitionable-devices-with-attribute-selector": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                None,
+                request(REQ0, CLASS_A, 2),
+                request(
+                    REQ1, CLASS_A, 1, obj(CEL=obj(Expression=sprintf('device.attributes["%s"].special', DRIVER_A)))
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, {"special": obj(BoolValue=True)}),
+                    device_counter_consumption(COUNTER_SET1, {"cpu1": "1"}),
+                    device_counter_consumption(COUNTER_SET2, {"mem": "10Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, None, {"special": obj(BoolValue=False)}),
+                    device_counter_consumption(COUNTER_SET1, {"cpu2": "1"}),
+                    device_counter_consumption(COUNTER_SET2, {"mem": "10Gi"}),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE3, None, {"special": obj(BoolValue=False)}),
+                    device_counter_consumption(COUNTER_SET1, {"cpu3": "1"}),
+                    device_counter_consumption(COUNTER_SET2, {"mem": "10Gi"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {"cpu1": "1", "cpu2": "1", "cpu3": "1"}),
+                counter_set(COUNTER_SET2, {"mem": "30Gi"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE3, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1, False),
+            )
+        ],
+    ),
+    "prioritized-list-max-allocation-limit-request": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(SUB_REQ0, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE),
+                    sub_request(SUB_REQ1, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE // 2),
+                ),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(SUB_REQ0, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE),
+                    sub_request(SUB_REQ1, CLASS_A, ALLOCATION_RESULTS_MAX_SIZE // 2),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, ALLOCATION_RESULTS_MAX_SIZE * 2)
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                *concat(
+                    multiple_device_allocation_results(
+                        REQ0_SUB_REQ1, DRIVER_A, POOL1, ALLOCATION_RESULTS_MAX_SIZE // 2, 0
+                    ),
+                    multiple_device_allocation_results(
+                        REQ1_SUB_REQ1,
+                        DRIVER_A,
+                        POOL1,
+                        ALLOCATION_RESULTS_MAX_SIZE // 2,
+                        ALLOCATION_RESULTS_MAX_SIZE // 2,
+                    ),
+                ),
+            )
+        ],
+        steps=75,
+    ),
+    "prioritized-list-max-allocation-allocation-mode-all": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    with_allocation_mode(sub_request(SUB_REQ0, CLASS_A, 0), "All"),
+                    sub_request(SUB_REQ1, CLASS_A, 2),
+                ),
+                device_request(REQ1, CLASS_B, 2),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A), device_class(CLASS_B, DRIVER_B)),
+        slices=unwrap_resource_slices(
+            slice_with_multiple_devices(SLICE1, NODE1, POOL1, DRIVER_A, ALLOCATION_RESULTS_MAX_SIZE - 1),
+            slice_with_multiple_devices(SLICE2, NODE1, POOL2, DRIVER_B, 2),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, "device-0", False),
+                device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, "device-1", False),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, "device-0", False),
+                device_allocation_result(REQ1, DRIVER_B, POOL2, "device-1", False),
+            )
+        ],
+        steps=42,
+    ),
+    "device-binding-conditions": Case(
+        features=Features(device_binding_and_status=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_binding_conditions(device(DEVICE1, None, None), ["IsPrepare"], ["BindingFailed"]),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            obj(
+                Devices=obj(
+                    Results=[
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE1, ["IsPrepare"], ["BindingFailed"]
+                        )
+                    ]
+                ),
+                NodeSelector=local_node_selector(NODE1),
+            )
+        ],
+    ),
+    "binding-conditions-multiple-devices": Case(
+        features=Features(device_binding_and_status=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 2), request(REQ1, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_binding_conditions(device(DEVICE1, None, None), ["IsPrepare"], ["BindingFailed"]),
+                with_binding_conditions(device(DEVICE2, None, None), ["IsPrepare2"], ["BindingFailed2"]),
+                with_binding_conditions(device(DEVICE3, None, None), ["IsPrepare3"], ["BindingFailed3"]),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            obj(
+                Devices=obj(
+                    Results=[
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE1, ["IsPrepare"], ["BindingFailed"]
+                        ),
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE2, ["IsPrepare2"], ["BindingFailed2"]
+                        ),
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ1, DRIVER_A, POOL1, DEVICE3, ["IsPrepare3"], ["BindingFailed3"]
+                        ),
+                    ]
+                ),
+                NodeSelector=local_node_selector(NODE1),
+            )
+        ],
+    ),
+    "binding-conditions-with-and-without": Case(
+        features=Features(device_binding_and_status=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, None),
+                with_binding_conditions(device(DEVICE2, None, None), ["IsPrepare"], ["BindingFailed"]),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            obj(
+                Devices=obj(
+                    Results=[
+                        device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ1, DRIVER_A, POOL1, DEVICE2, ["IsPrepare"], ["BindingFailed"]
+                        ),
+                    ]
+                ),
+                NodeSelector=local_node_selector(NODE1),
+            )
+        ],
+    ),
+    "binding-conditions-without-feature-gate": Case(
+        features=Features(device_binding_and_status=False),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_binding_conditions(device(DEVICE1, None, None), ["IsPrepare"], ["BindingFailed"]),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "node-restriction": Case(
+        features=Features(device_binding_and_status=True),
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                node_label_selector(PLANET_KEY, PLANET_VALUE_EARTH),
+                POOL1,
+                DRIVER_A,
+                with_binds_to_node(device(DEVICE1, None, None), True),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "partitionable-devices-with-binding-conditions": Case(
+        features=Features(partitionable_devices=True, device_binding_and_status=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_binding_conditions(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    ["IsPrepare"],
+                    ["BindingFailed"],
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            obj(
+                Devices=obj(
+                    Results=[
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE1, ["IsPrepare"], ["BindingFailed"]
+                        )
+                    ]
+                ),
+                NodeSelector=local_node_selector(NODE1),
+            )
+        ],
+    ),
+    "partitionable-devices-with-binding-conditions-multiple": Case(
+        features=Features(partitionable_devices=True, device_binding_and_status=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_binding_conditions(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    ["IsPrepare"],
+                    ["BindingFailed"],
+                ),
+                with_binding_conditions(
+                    with_device_counter_consumption(
+                        device(DEVICE2, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    ["IsPrepare2"],
+                    ["BindingFailed2"],
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            obj(
+                Devices=obj(
+                    Results=[
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE1, ["IsPrepare"], ["BindingFailed"]
+                        ),
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE2, ["IsPrepare2"], ["BindingFailed2"]
+                        ),
+                    ]
+                ),
+                NodeSelector=local_node_selector(NODE1),
+            )
+        ],
+    ),
+    "partitionable-devices-with-binding-conditions-some-devices-no-conditions": Case(
+        features=Features(partitionable_devices=True, device_binding_and_status=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 3))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_binding_conditions(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "2Gi"}),
+                    ),
+                    ["IsPrepare"],
+                    ["BindingFailed"],
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "2Gi"})
+                ),
+                with_binding_conditions(
+                    with_device_counter_consumption(
+                        device(DEVICE3, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    ["IsReady"],
+                    ["BindingTimeout"],
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            obj(
+                Devices=obj(
+                    Results=[
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE1, ["IsPrepare"], ["BindingFailed"]
+                        ),
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE2, None, None
+                        ),
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE3, ["IsReady"], ["BindingTimeout"]
+                        ),
+                    ]
+                ),
+                NodeSelector=local_node_selector(NODE1),
+            )
+        ],
+    ),
+    "partitionable-devices-with-binding-conditions-multi-slices": Case(
+        features=Features(partitionable_devices=True, device_binding_and_status=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE4,
+                NODE1,
+                resource_pool(POOL1, 4),
+                DRIVER_A,
+                with_binding_conditions(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    ),
+                    ["IsPrepare"],
+                    ["BindingFailed"],
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE3, NODE1, resource_pool(POOL1, 4), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 4),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET2, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE1, NODE1, resource_pool(POOL1, 4), DRIVER_A, counter_set(COUNTER_SET2, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            obj(
+                Devices=obj(
+                    Results=[
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE2, None, None
+                        ),
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE1, ["IsPrepare"], ["BindingFailed"]
+                        ),
+                    ]
+                ),
+                NodeSelector=local_node_selector(NODE1),
+            )
+        ],
+    ),
+    "partitionable-devices-with-binding-conditions-and-taints": Case(
+        features=Features(partitionable_devices=True, device_binding_and_status=True, device_taints=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_taints(
+                    with_binding_conditions(
+                        with_device_counter_consumption(
+                            device(DEVICE1, FROM_COUNTERS, None),
+                            device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                        ),
+                        ["IsPrepare"],
+                        ["BindingFailed"],
+                    ),
+                    obj(Key="key1", Value="value1", Effect="NoSchedule"),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(SLICE2, NODE1, POOL1, DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})),
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+    ),
+    "partitionable-devices-with-binding-conditions-and-taints-tolerated": Case(
+        features=Features(partitionable_devices=True, device_binding_and_status=True, device_taints=True),
+        claims=objects(
+            with_tolerations(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 2)), TOLERATION_NO_SCHEDULE_KEY1)
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_taints(
+                    with_binding_conditions(
+                        with_device_counter_consumption(
+                            device(DEVICE1, FROM_COUNTERS, None),
+                            device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                        ),
+                        ["IsPrepare"],
+                        ["BindingFailed"],
+                    ),
+                    obj(Key="key1", Value="value1", Effect="NoSchedule"),
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            obj(
+                Devices=obj(
+                    Results=[
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0,
+                            DRIVER_A,
+                            POOL1,
+                            DEVICE1,
+                            ["IsPrepare"],
+                            ["BindingFailed"],
+                            TOLERATION_NO_SCHEDULE_KEY1,
+                        ),
+                        device_request_allocation_result_with_binding_conditions(
+                            REQ0, DRIVER_A, POOL1, DEVICE2, None, None, TOLERATION_NO_SCHEDULE_KEY1
+                        ),
+                    ]
+                ),
+                NodeSelector=local_node_selector(NODE1),
+            )
+        ],
+    ),
+    "consumable-capacity-disabled-feature": Case(
+        features=Features(device_binding_and_status=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+        error=(
+            "claim claim-0, request req-0: has capacity requests, but the DRAConsumableCapacity feature is disabled"
+        ),
+    ),
+    "consumable-capacity-disabled-feature-with-prioritized-list": Case(
+        features=Features(prioritized_list=True, device_binding_and_status=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    with_capacity_request(sub_request(SUB_REQ0, CLASS_A, 1), ONE),
+                    with_capacity_request(sub_request(SUB_REQ1, CLASS_A, 1), ONE),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
+        node=node(NODE1, REGION1),
+        expect=None,
+        error=(
+            "claim claim-0, subrequest subReq-0: has capacity requests, but the "
+            "DRAConsumableCapacity feature is disabled"
+        ),
+    ),
+    "list-attributes-disabled-match-constraint-with-lists": Case(
+        features=Features(list_type_attributes=False),
+        claims=objects(claim_with_requests(CLAIM0, [obj(MatchAttribute=STRING_ATTRIBUTE)], request(REQ0, CLASS_A, 2))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"stringAttribute": obj(StringValues=["value1", "value2", "value3"])}),
+                device(DEVICE2, None, {"stringAttribute": obj(StringValues=["value2", "value3", "value4"])}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+        error="unsupported attribute value",
+    ),
+    "list-attributes-disabled-distinct-constraint-with-lists": Case(
+        features=Features(list_type_attributes=False, consumable_capacity=True),
+        claims=objects(
+            claim_with_requests(CLAIM0, [obj(DistinctAttribute=STRING_ATTRIBUTE)], request(REQ0, CLASS_A, 2))
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"stringAttribute": obj(StringValues=["value1", "value2", "value3"])}),
+                device(DEVICE2, None, {"stringAttribute": obj(StringValues=["value2", "value3", "value4"])}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+        error="unsupported attribute value",
+    ),
+    "allocation-mode-all-with-multi-host-resource-pool": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0, None, obj(Name=REQ0, Exactly=obj(AllocationMode="All", DeviceClassName=CLASS_A))
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_devices(SLICE2, NODE2, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE2, None, None)),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "multi-host-resource-pool-with-stale-slice-for-current-node": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            last(
+                (v_s := slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 1),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE2, NODE2, POOL1, DRIVER_A, device(DEVICE2, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 2),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+        ),
+        node=node(NODE1, REGION1),
+    ),
+    "multi-host-resource-pool-complete-update-from-node-1-to-node-2": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            last(
+                (v_s := slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 1),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE2, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 1),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE2, NODE2, POOL1, DRIVER_A, device(DEVICE1, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 2),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE2, NODE2, POOL1, DRIVER_A, device(DEVICE2, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 2),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "multi-host-resource-pool-complete-update-from-node-2-to-node-1": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            last(
+                (v_s := slice_with_devices(SLICE1, NODE2, POOL1, DRIVER_A, device(DEVICE1, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 1),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE1, NODE2, POOL1, DRIVER_A, device(DEVICE2, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 1),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE2, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 2),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE2, NODE1, POOL1, DRIVER_A, device(DEVICE2, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 2),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "multi-host-resource-pool-incomplete-update-from-node-1-to-node-2": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            last(
+                (v_s := slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 1),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE2, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 1),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE2, NODE2, POOL1, DRIVER_A, device(DEVICE1, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 2),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "multi-host-resource-pool-incomplete-update-from-node-2-to-node-1": Case(
+        claims=objects(claim_with_request(CLAIM0, REQ0, CLASS_A)),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            last(
+                (v_s := slice_with_devices(SLICE1, NODE2, POOL1, DRIVER_A, device(DEVICE1, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 1),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE1, NODE2, POOL1, DRIVER_A, device(DEVICE2, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 1),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+            last(
+                (v_s := slice_with_devices(SLICE2, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None))),
+                assign(v_s.Spec.Pool, "Generation", 2),
+                assign(v_s.Spec.Pool, "ResourceSliceCount", 2),
+                v_s,
+            ),
+        ),
+        node=node(NODE1, REGION1),
+    ),
+    "partitionable-devices-same-counter-set-name-in-different-resource-slices": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, resource_pool(POOL1, 4), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_counter_sets(SLICE2, NODE1, resource_pool(POOL1, 4), DRIVER_A, counter_set(COUNTER_SET1, None)),
+            slice_with_devices(SLICE3, NODE1, resource_pool(POOL1, 4), DRIVER_A, device(DEVICE2, None, None)),
+            slice_with_counter_sets(SLICE4, NODE1, resource_pool(POOL1, 4), DRIVER_A, counter_set(COUNTER_SET1, None)),
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "partitionable-devices-device-counter-consumption-references-unknown-counter-set": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET2, None)
+                ),
+            ),
+            slice_with_counter_sets(SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, None)),
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "partitionable-devices-device-counter-consumption-references-unknown-counter-in-counter-set": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "8Gi"})
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"other-memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "partitionable-devices-device-counter-consumption-references-counter-set-in-other-pool": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "8Gi"})
+                ),
+            ),
+            slice_with_counter_sets(SLICE2, NODE1, POOL2, DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})),
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "partitionable-devices-devices-on-different-nodes-consume-same-counter-set": Case(
+        features=Features(partitionable_devices=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("6Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("2Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_counter_sets(
+                SLICE1, NODE1, resource_pool(POOL1, 3), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 3),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"})
+                ),
+                with_device_counter_consumption(
+                    device(DEVICE2, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "2Gi"})
+                ),
+            ),
+            slice_with_devices(
+                SLICE3,
+                NODE2,
+                resource_pool(POOL1, 3),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE3, None, None), device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"})
+                ),
+            ),
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE3)],
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, False)
+            )
+        ],
+    ),
+    "partitionable-devices-validation-error-on-non-targeting-slice": Case(
+        features=Features(partitionable_devices=True),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_counter_sets(
+                SLICE1, NODE1, resource_pool(POOL1, 3), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 3),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE1, FROM_COUNTERS, None), device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"})
+                ),
+            ),
+            slice_with_devices(
+                SLICE3,
+                NODE2,
+                resource_pool(POOL1, 3),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    device(DEVICE3, None, None), device_counter_consumption(COUNTER_SET2, {"memory": "6Gi"})
+                ),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "different-resourceslices-in-pool-can-target-different-nodes": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE2, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_devices(SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE2, None, None)),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False)
+            )
+        ],
+    ),
+    "invalid-pool-is-ok-if-devices-can-be-allocated-from-other": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_devices(SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_devices(SLICE3, NODE1, resource_pool(POOL2, 1), DRIVER_A, device(DEVICE2, None, None)),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL2, DEVICE2, False)
+            )
+        ],
+    ),
+    "invalid-pool-is-error-if-no-other-device-can-be-allocated": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_devices(SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_devices(SLICE3, NODE1, resource_pool(POOL2, 1), DRIVER_A, device(DEVICE2, None, None)),
+        ),
+        allocated=[DeviceID(DRIVER_A, POOL2, DEVICE2)],
+        node=node(NODE1, REGION1),
+        error="invalid resource pools were encountered",
+    ),
+    "no-allocation-from-incomplete-pools": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE1, None, None))
+        ),
+        node=node(NODE1, REGION1),
+    ),
+    "check-combinations-within-single-request-single-pool-single-slice": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 5))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, None),
+                device(DEVICE2, None, None),
+                device(DEVICE3, None, None),
+                device(DEVICE4, None, None),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+        steps=16,
+        steps_by_channel={"stable": 65},
+    ),
+    "check-combinations-within-single-request-single-pool-multiple-slices": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 5))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                device(DEVICE1, None, None),
+                device(DEVICE2, None, None),
+            ),
+            slice_with_devices(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                device(DEVICE3, None, None),
+                device(DEVICE4, None, None),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+        steps=16,
+        steps_by_channel={"stable": 65},
+    ),
+    "check-combinations-within-single-request-multiple-pools-multiple-slices": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 5))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_devices(SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE2, None, None)),
+            slice_with_devices(
+                SLICE3, NODE1, POOL2, DRIVER_A, device(DEVICE3, None, None), device(DEVICE4, None, None)
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+        steps=16,
+        steps_by_channel={"stable": 65},
+    ),
+    "check-combinations-within-single-request-many-pools": Case(
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 5))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None)),
+            slice_with_devices(SLICE2, NODE1, POOL2, DRIVER_A, device(DEVICE2, None, None)),
+            slice_with_devices(SLICE3, NODE1, POOL3, DRIVER_A, device(DEVICE3, None, None)),
+            slice_with_devices(SLICE4, NODE1, POOL4, DRIVER_A, device(DEVICE4, None, None)),
+        ),
+        node=node(NODE1, REGION1),
+        expect=None,
+        steps=16,
+        steps_by_channel={"stable": 65},
+    ),
+    "check-combinations-with-backtracking": Case(
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                None,
+                request(REQ1, CLASS_A, 2),
+                request(
+                    REQ2, CLASS_A, 1, obj(CEL=obj(Expression=sprintf('device.attributes["%s"].type == "X"', DRIVER_A)))
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"type": obj(StringValue="X")}),
+                device(DEVICE2, None, {"type": obj(StringValue="Y")}),
+                device(DEVICE3, None, {"type": obj(StringValue="Y")}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE3, False),
+                device_allocation_result(REQ2, DRIVER_A, POOL1, DEVICE1, False),
+            )
+        ],
+        steps=12,
+        steps_by_channel={"stable": 14},
+    ),
+    "check-combinations-with-backtracking-across-slices-and-pools": Case(
+        features=Features(device_binding_and_status=True),
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                None,
+                request(REQ1, CLASS_A, 2),
+                request(
+                    REQ2, CLASS_A, 1, obj(CEL=obj(Expression=sprintf('device.attributes["%s"].type == "X"', DRIVER_A)))
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE1, None, {"type": obj(StringValue="X")})
+            ),
+            slice_with_devices(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, device(DEVICE2, None, {"type": obj(StringValue="Y")})
+            ),
+            slice_with_devices(
+                SLICE3,
+                NODE1,
+                POOL2,
+                DRIVER_A,
+                with_binding_conditions(device(DEVICE3, None, {"type": obj(StringValue="Y")}), ["IsPrepare"], []),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2, False),
+                device_request_allocation_result_with_binding_conditions(
+                    REQ1, DRIVER_A, POOL2, DEVICE3, ["IsPrepare"], []
+                ),
+                device_allocation_result(REQ2, DRIVER_A, POOL1, DEVICE1, False),
+            )
+        ],
+        steps=12,
+        steps_by_channel={"stable": 14},
+    ),
+    "check-combinations-with-prioritized-list": Case(
+        features=Features(prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        3,
+                        obj(CEL=obj(Expression=sprintf('device.attributes["%s"].type == "Y"', DRIVER_A))),
+                    ),
+                    sub_request(SUB_REQ1, CLASS_A, 2),
+                ),
+                request_with_prioritized_list(
+                    REQ2,
+                    sub_request(SUB_REQ0, CLASS_A, 2),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(CEL=obj(Expression=sprintf('device.attributes["%s"].type == "X"', DRIVER_A))),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                device(DEVICE1, None, {"type": obj(StringValue="X")}),
+                device(DEVICE2, None, {"type": obj(StringValue="Y")}),
+                device(DEVICE3, None, {"type": obj(StringValue="Y")}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE3, False),
+                device_allocation_result(REQ2_SUB_REQ1, DRIVER_A, POOL1, DEVICE1, False),
+            )
+        ],
+        steps=26,
+        steps_by_channel={"stable": 32},
+    ),
+}
