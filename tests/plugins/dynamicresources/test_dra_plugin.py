@@ -10,16 +10,17 @@ import pytest
 
 from scheduler.api.deviceclass import DeviceClass
 from scheduler.api.objects import Node, Pod
-from scheduler.api.resourceclaim import ResourceClaim
+from scheduler.api.resourceclaim import AllocationResult, DeviceAllocationResult, ResourceClaim
 from scheduler.api.resourceslice import ResourceSlice
 from scheduler.features import features_at
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, EventResource, QueueingHint
 from scheduler.framework.interface import Handle
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Code, Status, StatusError
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimDeallocation
 from scheduler.plugins.dynamicresources.plugin.plugin import DEALLOCATION_KEY, StructuredDynamicResources
+from scheduler.plugins.dynamicresources.plugin.score import claims_score
 
 MINORS = ("1.35", "1.36", "1.37")
 NS, POD, POD_UID, DRIVER, CLASS = "default", "my-pod", "1234", "some-driver", "my-resource-class"
@@ -263,71 +264,256 @@ def test_allocated_claims(minor: str, name: str) -> None:
         assert write.allocation is None and not write.add_finalizer and write.reserved_for.uid == POD_UID
 
 
-def prioritized(*subs: str) -> dict[str, Any]:
-    return claim({"name": "req-1", "firstAvailable": [{"name": s, "deviceClassName": c} for s, c in subs]})
+# ---- queueing hints: upstream's Test_isSchedulableAfterClaimChange and Test_isSchedulableAfterPodChange
+# (1.37: Test_isSchedulableAfterTargetPodUpdate). The cache holds the case's claims and, as upstream's
+# test writes it through the client first, the new claim. An error upstream returns is Queue here.
+
+OTHER = {**claim(), "metadata": {"name": "not-my-claim", "namespace": NS, "uid": "other-uid"}}
+WRONG_OWNER = {
+    **allocated(claim()),
+    "metadata": {**allocated(claim())["metadata"], "ownerReferences": [{"uid": "1234123", "controller": True}]},
+}
+UNRELATED = {**allocated(claim()), "metadata": {**allocated(claim())["metadata"], "name": CLAIM + "-foo", "uid": "x"}}
+WITH_FOO_FINALIZER = {**claim(), "metadata": {**claim()["metadata"], "finalizers": ["foo"]}}
+EMPTY_ALLOCATION = {**claim(), "status": {"allocation": {}}}
+Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
+OLD_ONLY = ("1.35", "1.36")
+
+# name, minors, pod, cached claims, old, new, hint
+CLAIM_HINTS: list[tuple[str, tuple[str, ...], Pod, list[dict[str, Any]], object, object, QueueingHint]] = [
+    ("skip-deletes", OLD_ONLY, pod(template=True), [], allocated(claim()), None, SKIP),
+    ("skip-deletes", ("1.37",), pod(template=True), [], claim(), None, SKIP),
+    ("queue-on-delete-with-allocation", ("1.37",), pod(template=True), [], allocated(claim()), None, Q),
+    ("backoff-wrong-new-object", MINORS, pod(template=True), [], None, "not-a-claim", Q),
+    ("skip-wrong-claim", MINORS, pod(template=True), [], None, WRONG_OWNER, SKIP),
+    ("skip-unrelated-claim", MINORS, pod(template=True), [allocated(claim())], None, UNRELATED, SKIP),
+    ("queue-on-add", MINORS, pod(), [], None, claim(), Q),
+    ("backoff-wrong-old-object", MINORS, pod(), [claim()], "not-a-claim", claim(), Q),
+    ("skip-adding-finalizer", MINORS, pod(), [claim()], claim(), WITH_FOO_FINALIZER, SKIP),
+    ("queue-on-status-change", MINORS, pod(), [claim()], claim(), EMPTY_ALLOCATION, Q),
+    ("claim-deallocate", MINORS, pod(), [claim(), allocated(OTHER)], allocated(OTHER), OTHER, Q),
+]
 
 
-@pytest.mark.parametrize("minor", MINORS)
-def test_single_claim_prioritized_list_scoring(minor: str) -> None:
-    """The first subrequest's class has no device here: the second is chosen, 8 - 1 = 7."""
-    lister = Lister([prioritized(("subreq-1", "other-class"), ("subreq-2", CLASS))], [CLASS, "other-class"], [])
-    lister.slices = [ResourceSlice.from_dict(worker_slice())]
-    lister.classes["other-class"] = DeviceClass.from_dict(
-        {"metadata": {"name": "other-class"}, "spec": {"selectors": [{"cel": {"expression": "false"}}]}}
-    )
+def _as_claim(value: object) -> object:
+    return ResourceClaim.from_dict(value) if isinstance(value, dict) else value
+
+
+@pytest.mark.parametrize(
+    ("name", "minor", "the_pod", "cached", "old", "new", "want"),
+    [(c[0], m, *c[2:]) for c in CLAIM_HINTS for m in c[1]],
+    ids=[f"{c[0]}-{m}" for c in CLAIM_HINTS for m in c[1]],
+)
+def test_is_schedulable_after_claim_change(
+    name: str, minor: str, the_pod: Pod, cached: list[dict[str, Any]], old: object, new: object, want: QueueingHint
+) -> None:
+    in_cache = [c for c in cached if not isinstance(new, dict) or c["metadata"]["name"] != new["metadata"]["name"]]
+    lister = Lister([*in_cache, *([new] if isinstance(new, dict) else [])], [CLASS], [])
     pl = plugin(minor, lister)
-    state, status = cycle(pl, pod())
-    assert status is None
-    assert pl.score(state, pod(), node_info()) == 7
+    new_obj = lister.claims[new["metadata"]["name"]] if isinstance(new, dict) else new
+    assert pl.hints.after_claim_change(the_pod, _as_claim(old), new_obj) is want
 
 
-# ---- queueing hints (upstream's TestIsSchedulableAfterClaimChange cases) ----
+TWO_TEMPLATES = Pod.from_dict(
+    {
+        "metadata": {"name": POD, "namespace": NS, "uid": POD_UID},
+        "spec": {
+            "containers": [{"name": "c"}],
+            "resourceClaims": [
+                {"name": "my-resource", "resourceClaimTemplateName": CLAIM},
+                {"name": "my-resource-2", "resourceClaimTemplateName": CLAIM},
+            ],
+        },
+        "status": {"resourceClaimStatuses": [{"name": "my-resource", "resourceClaimName": CLAIM}]},
+    }
+)
+OTHER_POD = Pod.from_dict(
+    {
+        "metadata": {"name": POD + "2", "namespace": NS, "uid": POD_UID + "2"},
+        "spec": {
+            "containers": [{"name": "c"}],
+            "resourceClaims": [{"name": "my-resource", "resourceClaimTemplateName": CLAIM}],
+        },
+    }
+)
+
+# name, minors, pod, cached claims, updated pod, hint
+POD_HINTS: list[tuple[str, tuple[str, ...], Pod, list[dict[str, Any]], object, QueueingHint]] = [
+    ("backoff-wrong-new-object", MINORS, pod(template=True), [], "not-a-claim", Q),
+    ("complete", MINORS, pod(template=True), [claim()], pod(template=True, status=True), Q),
+    ("wrong-pod", OLD_ONLY, OTHER_POD, [claim()], pod(template=True, status=True), SKIP),
+    ("missing-claim", MINORS, pod(template=True), [], pod(template=True, status=True), SKIP),
+    ("incomplete", MINORS, TWO_TEMPLATES, [claim()], TWO_TEMPLATES, SKIP),
+]
 
 
-def parsed(raw: dict[str, Any]) -> ResourceClaim:
-    return ResourceClaim.from_dict(raw)
-
-
-@pytest.mark.parametrize("minor", MINORS)
-def test_claim_hints(minor: str) -> None:
-    pending = claim()
-    pl = plugin(minor, Lister([pending], [CLASS], []))
-    after = pl.hints.after_claim_change
-    # queue-on-add
-    assert after(pod(), None, parsed(pending)) is QueueingHint.QUEUE
-    # skip-unrelated-claim
-    other = {**claim(), "metadata": {**claim()["metadata"], "name": "other", "uid": "other-uid"}}
-    assert after(pod(), None, parsed(other)) is QueueingHint.QUEUE_SKIP
-    # skip-adding-finalizer
-    with_finalizer = copy.deepcopy(pending)
-    with_finalizer["metadata"]["finalizers"] = [FINALIZER]
-    assert after(pod(), parsed(pending), parsed(with_finalizer)) is QueueingHint.QUEUE_SKIP
-    # queue-on-status-change
-    assert after(pod(), parsed(pending), parsed(allocated(pending))) is QueueingHint.QUEUE
-    # claim-deallocate: another claim losing its allocation frees devices
-    assert after(pod(), parsed(allocated(other)), parsed(other)) is QueueingHint.QUEUE
-    # backoff-wrong-new-object
-    assert after(pod(), None, "not a claim") is QueueingHint.QUEUE
-    # skip-wrong-claim: the pod cannot use its claims yet
-    assert after(pod(template=True), None, parsed(pending)) is QueueingHint.QUEUE_SKIP
+@pytest.mark.parametrize(
+    ("name", "minor", "the_pod", "cached", "updated", "want"),
+    [(c[0], m, *c[2:]) for c in POD_HINTS for m in c[1]],
+    ids=[f"{c[0]}-{m}" for c in POD_HINTS for m in c[1]],
+)
+def test_is_schedulable_after_pod_change(
+    name: str, minor: str, the_pod: Pod, cached: list[dict[str, Any]], updated: object, want: QueueingHint
+) -> None:
+    pl = plugin(minor, Lister(cached, [CLASS], []))
+    assert pl.hints.after_pod_change(the_pod, None, updated) is want
 
 
 @pytest.mark.parametrize("minor", MINORS)
 def test_events_to_register(minor: str) -> None:
-    events = {e.event.resource: e.event.action for e in plugin(minor, Lister([], [], [])).events_to_register()}
+    registered = plugin(minor, Lister([], [], [])).events_to_register()
+    events = {e.event.resource: e.event.action for e in registered}
     claim_actions = ActionType.ADD | ActionType.UPDATE
     if minor == "1.37":
         claim_actions |= ActionType.DELETE  # a deleted allocated claim frees its devices
     assert events[EventResource.RESOURCE_CLAIM] == claim_actions
     assert events[EventResource.RESOURCE_SLICE] == ActionType.ADD | ActionType.UPDATE
     assert events[EventResource.DEVICE_CLASS] == ActionType.ADD | ActionType.UPDATE
-    assert (
-        events[EventResource.NODE] == ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE
+    node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE
+    assert events[EventResource.NODE] == node_actions
+    pod_resource = EventResource.TARGET_POD if minor == "1.37" else EventResource.POD
+    assert events[pod_resource] == ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM
+
+
+# ---- Score: upstream's Test_computesScore (per release: until 1.36 results are indexed by the
+# claim's position among all claims) and single-claim-prioritized-list-scoring.
+
+
+def _prioritized_claim(*requests: tuple[str, int]) -> ResourceClaim:
+    """``NamedRequestWithPrioritizedList(name, subreq-1 .. subreq-n)`` for each (name, n)."""
+    reqs = [
+        {"name": name, "firstAvailable": [{"name": f"subreq-{i}", "deviceClassName": CLASS} for i in range(1, n + 1)]}
+        for name, n in requests
+    ]
+    return ResourceClaim.from_dict({"metadata": {"name": "c"}, "spec": {"devices": {"requests": reqs}}})
+
+
+def _results(*requests: str) -> AllocationResult:
+    return AllocationResult(results=tuple(DeviceAllocationResult(r, DRIVER, NODE, "instance-1") for r in requests))
+
+
+# name, minors, claims, node results, score (None: Error)
+COMPUTE_SCORE: list[tuple[str, tuple[str, ...], list[ResourceClaim], list[AllocationResult], int | None]] = [
+    (
+        "more-claims-than-allocations",
+        MINORS,
+        [_prioritized_claim(("req-1", 1)), _prioritized_claim(("req-2", 1))],
+        [],
+        None,
+    ),
+    (
+        "mix-of-allocated-and-unallocated-claims",
+        ("1.36", "1.37"),
+        [ResourceClaim.from_dict(allocated(claim())), ResourceClaim.from_dict(claim())],
+        [_results("req-1")],
+        0,
+    ),
+    (
+        "mix-of-allocated-and-unallocated-claims",
+        ("1.35",),
+        [ResourceClaim.from_dict(allocated(claim())), ResourceClaim.from_dict(claim())],
+        [_results("req-1")],
+        None,
+    ),
+    (
+        "single-request-only-subrequest-allocated",
+        MINORS,
+        [_prioritized_claim(("req-1", 1))],
+        [_results("req-1/subreq-1")],
+        8,
+    ),
+    (
+        "single-request-last-subrequest-allocated",
+        MINORS,
+        [_prioritized_claim(("req-1", 8))],
+        [_results("req-1/subreq-8")],
+        1,
+    ),
+    (
+        "multiple-requests-with-middle-subrequests-allocated",
+        MINORS,
+        [_prioritized_claim(("req-1", 4), ("req-2", 5))],
+        [_results("req-1/subreq-4", "req-2/subreq-5")],
+        9,
+    ),
+    (
+        "multiple-requests-with-top-subrequests-allocated",
+        MINORS,
+        [_prioritized_claim(("req-1", 8), ("req-2", 1))],
+        [_results("req-1/subreq-8", "req-2/subreq-1")],
+        9,
+    ),
+    (
+        "multiple-claims-with-last-subrequests-allocated",
+        MINORS,
+        [_prioritized_claim(("req-1", 8)), _prioritized_claim(("req-2", 8))],
+        [_results("req-1/subreq-8"), _results("req-2/subreq-8")],
+        2,
+    ),
+    (
+        "multiple-claims-with-top-subrequests-allocated",
+        MINORS,
+        [_prioritized_claim(("req-1", 1)), _prioritized_claim(("req-2", 1))],
+        [_results("req-1/subreq-1"), _results("req-2/subreq-1")],
+        16,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "minor", "claims", "results", "want"),
+    [(c[0], m, *c[2:]) for c in COMPUTE_SCORE for m in c[1]],
+    ids=[f"{c[0]}-{m}" for c in COMPUTE_SCORE for m in c[1]],
+)
+def test_computes_score(
+    name: str, minor: str, claims: list[ResourceClaim], results: list[AllocationResult], want: int | None
+) -> None:
+    read_allocated = features_at(minor).dra_score_allocated_claims
+    if want is None:
+        with pytest.raises(StatusError):
+            claims_score(claims, results, allocated_claims_read=read_allocated)
+    else:
+        assert claims_score(claims, results, allocated_claims_read=read_allocated) == want
+
+
+def _healthy_slice(node: str, healthy: bool) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"{node}-{DRIVER}"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "resourceSliceCount": 1},
+            "devices": [{"name": "instance-1", "attributes": {"healthy": {"bool": healthy}}}],
+        },
+    }
+
+
+@pytest.mark.parametrize("minor", MINORS)
+def test_single_claim_prioritized_list_scoring(minor: str) -> None:
+    """subreq-1 wants a healthy device (only on ``worker``), subreq-2 any: 8 and 7, normalized 100 and 87."""
+    selector = {"cel": {"expression": f'device.attributes["{DRIVER}"].healthy'}}
+    pending = claim(
+        {
+            "name": "req-1",
+            "firstAvailable": [
+                {"name": "subreq-1", "deviceClassName": CLASS, "selectors": [selector]},
+                {"name": "subreq-2", "deviceClassName": CLASS},
+            ],
+        }
     )
-
-
-@pytest.mark.parametrize("minor", ["1.37"])
-def test_claim_delete_hint(minor: str) -> None:
-    pl = plugin(minor, Lister([], [], []))
-    assert pl.hints.after_claim_change(pod(), parsed(claim()), None) is QueueingHint.QUEUE_SKIP
-    assert pl.hints.after_claim_change(pod(), parsed(allocated(claim())), None) is QueueingHint.QUEUE
+    pl = plugin(minor, Lister([pending], [CLASS], [_healthy_slice(NODE, True), _healthy_slice("worker-2", False)]))
+    nodes = [
+        NodeInfo(Node.from_dict({"metadata": {"name": n, "labels": {"kubernetes.io/hostname": n}}}))
+        for n in (NODE, "worker-2")
+    ]
+    state = CycleState()
+    assert pl.pre_filter(state, pod(), nodes) == (None, None)
+    assert [pl.filter(state, pod(), n) for n in nodes] == [None, None]
+    scores = [pl.score(state, pod(), n) for n in nodes]
+    assert scores == [8, 7]
+    assert pl.normalize_score(state, pod(), scores, nodes) is None
+    assert scores == [100, 87]
+    assert pl.reserve(state, pod(), NODE) is None
+    [write] = pl.pre_bind_writes(state, pod(), NODE)
+    assert write.allocation is not None
+    assert [r.request for r in write.allocation.results] == ["req-1/subreq-1"]

@@ -56,14 +56,15 @@ class ClaimHints:
         if claims is None:
             return QueueingHint.QUEUE  # upstream's conversion error (a DeletedFinalStateUnknown too)
         original, modified = claims
-        if modified is None:
+        if modified is None and self.features.dra_claim_delete_events:
             # A delete (registered from 1.37): only an allocated claim frees devices.
-            if original is None or original.allocation is None:
-                return QueueingHint.QUEUE_SKIP
-            return QueueingHint.QUEUE
+            return QueueingHint.QUEUE if original is not None and original.allocation is not None else QueueingHint.QUEUE_SKIP
         used = self._usable(pod)
         if used is None:
             return QueueingHint.QUEUE_SKIP
+        if modified is None:
+            # Before 1.37 deletes are not registered; upstream would dereference nil here.
+            return QueueingHint.QUEUE
         if original is not None and original.allocation is not None and modified.allocation is None:
             return QueueingHint.QUEUE  # deallocated: its devices may serve this pod
         if not any(claim.uid == modified.uid for claim in used):
