@@ -4,6 +4,8 @@ where behaviour differs, against ``StructuredDynamicResources`` (not yet in the 
 from __future__ import annotations
 
 import copy
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -223,6 +225,8 @@ def test_with_resources(minor: str) -> None:
     assert again == unresolvable("resource claim default/my-pod-my-resource is in the process of being allocated")
     [write] = pl.pre_bind_writes(state, pod(), NODE)
     assert write.add_finalizer and write.allocation is in_flight.allocation
+    # From 1.36 (binding conditions and device status on) the write stamps allocationTimestamp.
+    assert write.stamp_allocation == (minor != "1.35")
     assert (write.reserved_for.resource, write.reserved_for.name, write.reserved_for.uid) == ("pods", POD, POD_UID)
     pl.unreserve(state, pod(), NODE)
     assert not pl.in_flight.has("claim-uid")
@@ -517,3 +521,51 @@ def test_single_claim_prioritized_list_scoring(minor: str) -> None:
     [write] = pl.pre_bind_writes(state, pod(), NODE)
     assert write.allocation is not None
     assert [r.request for r in write.allocation.results] == ["req-1/subreq-1"]
+
+
+# ---- binding conditions (DRADeviceBindingConditions and DRAResourceClaimDeviceStatus, on from 1.36;
+# upstream's test turns them on at 1.35 too, where kube-scheduler's defaults leave them off).
+
+
+def bound(condition: str, failed: str, *, allocated_at: str = "0001-01-01T00:00:00Z") -> dict[str, Any]:
+    """``boundClaim`` / ``failedBindingClaim``: ``allocationResultWithBindingConditions`` with a status."""
+    out = allocated(claim())
+    out["status"]["allocation"]["allocationTimestamp"] = allocated_at
+    out["status"]["allocation"]["devices"]["results"][0].update(
+        {"bindingConditions": ["condition"], "bindingFailureConditions": ["failed"]}
+    )
+    conditions = [
+        {"type": "condition", "status": condition, "reason": "r", "message": "", "lastTransitionTime": allocated_at},
+        {"type": "failed", "status": failed, "reason": "r", "message": "", "lastTransitionTime": allocated_at},
+    ]
+    out["status"]["devices"] = [{"driver": DRIVER, "pool": NODE, "device": "instance-1", "conditions": conditions}]
+    return out
+
+
+def _ten_minutes_ago() -> str:
+    return datetime.fromtimestamp(time.time() - 600 - 1, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+BINDING = [
+    ("bound-claim-with-succeeded-binding-conditions", lambda: bound("True", "False"), False),
+    ("bound-claim-with-failed-binding", lambda: bound("False", "True"), True),
+    ("bound-claim-with-timed-out-binding", lambda: bound("False", "False", allocated_at=_ten_minutes_ago()), True),
+]
+
+
+@pytest.mark.parametrize("minor", MINORS)
+@pytest.mark.parametrize(("name", "make", "blocked"), BINDING, ids=[c[0] for c in BINDING])
+def test_binding_conditions(minor: str, name: str, make: Any, blocked: bool) -> None:
+    raw = make()
+    parsed_claim = ResourceClaim.from_dict(raw)
+    assert not parsed_claim.errors, parsed_claim.errors
+    pl = plugin(minor, Lister([raw], [CLASS], [worker_slice()]))
+    state, status = cycle(pl, pod())
+    if blocked and features_at(minor).enabled("DRADeviceBindingConditions"):
+        assert status == unresolvable("resourceclaim not available on the node")
+        _, post = pl.post_filter(state, pod(), {})
+        assert post == Status(Code.UNSCHEDULABLE, ("deallocation of ResourceClaim completed",))
+    else:
+        assert status is None
+        [write] = pl.pre_bind_writes(state, pod(), NODE)
+        assert write.allocation is None and write.reserved_for.uid == POD_UID and not write.stamp_allocation

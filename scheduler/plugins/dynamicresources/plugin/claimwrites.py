@@ -17,7 +17,9 @@ FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 class ClaimBinding:
     """PreBind for one claim not yet reserved for the pod: when ``add_finalizer``, a normal Update adding
     ``FINALIZER`` first; then an UpdateStatus writing ``allocation`` (None: the claim was allocated
-    already) and appending ``reserved_for``. Upstream fails the write when the claim is being deleted
+    already) and appending ``reserved_for``; with ``stamp_allocation`` (DRADeviceBindingConditions and
+    DRAResourceClaimDeviceStatus on, the allocation unstamped) ``allocationTimestamp`` is set to the
+    time of the write. Upstream fails the write when the claim is being deleted
     or (with an allocation to write) was allocated elsewhere meanwhile, and retries on conflicts."""
 
     namespace: str
@@ -26,6 +28,7 @@ class ClaimBinding:
     add_finalizer: bool
     allocation: AllocationResult | None
     reserved_for: ConsumerReference
+    stamp_allocation: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +40,10 @@ class ClaimDeallocation:
     uid: str
 
 
-def binding_for(pod: Pod, claim: ResourceClaim, allocation: AllocationResult | None) -> ClaimBinding:
+def binding_for(
+    pod: Pod, claim: ResourceClaim, allocation: AllocationResult | None, *, binding_conditions: bool
+) -> ClaimBinding:
+    written = allocation if allocation is not None else claim.allocation
     return ClaimBinding(
         namespace=claim.namespace,
         name=claim.name,
@@ -45,4 +51,5 @@ def binding_for(pod: Pod, claim: ResourceClaim, allocation: AllocationResult | N
         add_finalizer=allocation is not None and FINALIZER not in claim.finalizers,
         allocation=allocation,
         reserved_for=ConsumerReference(resource="pods", name=pod.name, uid=pod.uid),
+        stamp_allocation=binding_conditions and written is not None and written.allocation_timestamp is None,
     )

@@ -58,7 +58,8 @@ class ClaimHints:
         original, modified = claims
         if modified is None and self.features.dra_claim_delete_events:
             # A delete (registered from 1.37): only an allocated claim frees devices.
-            return QueueingHint.QUEUE if original is not None and original.allocation is not None else QueueingHint.QUEUE_SKIP
+            freed = original is not None and original.allocation is not None
+            return QueueingHint.QUEUE if freed else QueueingHint.QUEUE_SKIP
         used = self._usable(pod)
         if used is None:
             return QueueingHint.QUEUE_SKIP

@@ -8,7 +8,8 @@ a DeviceClass, binding conditions, the filter timeout, pod groups, and the write
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -18,6 +19,7 @@ from scheduler.api.objects import NodeName, Pod
 from scheduler.api.resourceclaim import AllocationResult, ResourceClaim
 from scheduler.api.resourceslice import ResourceSlice
 from scheduler.features import DEFAULT_FEATURES, Features
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import Handle, NominatingInfo
@@ -25,6 +27,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.dynamicresources import cel
+from scheduler.plugins.dynamicresources.plugin.binding import BindingFailedError, binding_timed_out, ready_for_binding
 from scheduler.plugins.dynamicresources.plugin.claimwrites import (
     FINALIZER,
     ClaimBinding,
@@ -123,6 +126,8 @@ class StructuredDynamicResources:
         self.allocator_features, self.release = for_scheduler(features)
         self.cel_cache = cel.Cache(CEL_CACHE_SIZE, cel.compiler_for(int(features.minor.split(".")[1])))
         self.hints = ClaimHints(features, self._claim)
+        self.binding_conditions = "device_binding_and_status" in self.allocator_features.enabled()
+        self.clock: Callable[[], float] = time.time
 
     def lister(self) -> DRALister:
         if self._lister is not None:
@@ -229,7 +234,8 @@ class StructuredDynamicResources:
         unavailable = [
             i
             for i, selector in enumerate(s.available_on)
-            if selector is not None and not selector.matches(node.name, node.labels)
+            if (selector is not None and not selector.matches(node.name, node.labels))
+            or (self.binding_conditions and self._binding_blocked(s.claims[i]))
         ]
         allocations: list[AllocationResult] | None = None
         if s.allocator is not None:
@@ -248,6 +254,16 @@ class StructuredDynamicResources:
         if allocations is not None:
             s.node_allocations[node.name] = allocations
         return None
+
+    def _binding_blocked(self, claim: ResourceClaim) -> bool:
+        """An allocated claim whose binding failed, or is not ready and timed out (``Filter``)."""
+        if claim.allocation is None:
+            return False
+        try:
+            ready = ready_for_binding(claim)
+        except BindingFailedError:
+            return True
+        return not ready and binding_timed_out(claim, self.clock())
 
     def post_filter(
         self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
@@ -322,13 +338,26 @@ class StructuredDynamicResources:
                 patches.append(_klog(claim))
         state.write(UNRESERVE_KEY, tuple(patches))
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: NodeName) -> Status | None:
+        """PreBind has work for a pod with claims only."""
+        s = self._state(state)
+        if s is None:
+            return Status.as_error(f"reading {STATE_KEY!r} from cycleState: not found")
+        return None if s.claims else Status(Code.SKIP)
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod``: a pod with claims is not batched."""
+        if pod.resource_claims:
+            return (), Status(Code.UNSCHEDULABLE, ("pods with dra resource claims are not signable",))
+        return (), None
+
     def pre_bind_writes(self, state: CycleState, pod: Pod, node_name: NodeName) -> list[ClaimBinding]:
         """PreBind's writes, as data: each claim not yet reserved for the pod, in the pod's order."""
         s = self._state(state)
         if s is None:
             return []
         return [
-            binding_for(pod, claim, s.allocations.get(i))
+            binding_for(pod, claim, s.allocations.get(i), binding_conditions=self.binding_conditions)
             for i, claim in enumerate(s.claims)
             if not is_reserved_for(pod, claim)
         ]
