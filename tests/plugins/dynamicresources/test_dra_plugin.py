@@ -569,3 +569,114 @@ def test_binding_conditions(minor: str, name: str, make: Any, blocked: bool) -> 
         assert status is None
         [write] = pl.pre_bind_writes(state, pod(), NODE)
         assert write.allocation is None and write.reserved_for.uid == POD_UID and not write.stamp_allocation
+
+
+# ---- more of upstream's TestPlugin cases: what the allocator is handed (allocated devices, features,
+# CEL errors) as the plugin hands it.
+
+
+@pytest.mark.parametrize("minor", MINORS)
+def test_empty(minor: str) -> None:
+    """``empty``: a pod without claims is skipped; PostFilter has nothing to deallocate."""
+    pl = plugin(minor, Lister([], [], []))
+    state = CycleState()
+    no_claims = Pod.from_dict({"metadata": {"name": "foo", "namespace": NS}, "spec": {"containers": [{"name": "c"}]}})
+    assert pl.pre_filter(state, no_claims, [node_info()]) == (None, Status(Code.SKIP))
+    _, post = pl.post_filter(state, no_claims, {})
+    want = (
+        Status(Code.UNSCHEDULABLE) if minor == "1.37" else Status(Code.UNSCHEDULABLE, ("no new claims to deallocate",))
+    )
+    assert post == want
+    assert pl.pre_bind_pre_flight(state, no_claims, NODE) == Status(Code.SKIP)
+
+
+def _tainted_slice() -> dict[str, Any]:
+    out = worker_slice()
+    for device in out["spec"]["devices"]:
+        device["taints"] = [{"key": "taint-key", "value": "taint-value", "effect": "NoSchedule"}]
+    return out
+
+
+@pytest.mark.parametrize("minor", MINORS)
+def test_tainted_device(minor: str) -> None:
+    """``tainted-device-disabled`` at 1.35 (DRADeviceTaints off), ``tainted-device-enabled`` from 1.36."""
+    pl = plugin(minor, Lister([claim()], [CLASS], [_tainted_slice()]))
+    _, status = cycle(pl, pod())
+    assert status == (None if minor == "1.35" else unresolvable("cannot allocate all claims"))
+
+
+def _admin_access(raw: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(raw)
+    for request in out["spec"]["devices"]["requests"]:
+        request["exactly"]["adminAccess"] = True
+    for result in out.get("status", {}).get("allocation", {}).get("devices", {}).get("results", []):
+        result["adminAccess"] = True
+    return out
+
+
+@pytest.mark.parametrize("minor", MINORS)
+@pytest.mark.parametrize(
+    ("name", "claims"),
+    [
+        ("request-admin-access-with-DRAAdminAccess-featuregate", [_admin_access(claim()), allocated(OTHER)]),
+        ("structured-ignore-allocated-admin-access", [claim(), _admin_access(allocated(OTHER))]),
+    ],
+    ids=["request-admin-access-with-DRAAdminAccess-featuregate", "structured-ignore-allocated-admin-access"],
+)
+def test_admin_access(minor: str, name: str, claims: list[dict[str, Any]]) -> None:
+    pl = plugin(minor, Lister(claims, [CLASS], [worker_slice()]))
+    state, status = cycle(pl, pod())
+    assert status is None
+    assert pl.reserve(state, pod(), NODE) is None
+    in_flight = pl.in_flight.get("claim-uid")
+    assert in_flight is not None and in_flight.allocation is not None
+    [result] = in_flight.allocation.results
+    assert (result.device, bool(result.admin_access)) == ("instance-1", name.startswith("request-admin-access"))
+
+
+def _broken_cel_claim() -> dict[str, Any]:
+    out = claim()
+    out["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [
+        {"cel": {"expression": f'device.attributes["{DRIVER}"].healthy'}}
+    ]
+    return out
+
+
+CEL_HINT = (
+    ". consider using CEL optional chaining (.? followed by orValue())"
+    " or guarding the check with has() for optional fields"
+)
+
+
+@pytest.mark.parametrize("minor", MINORS)
+def test_claim_parameters_cel_runtime_error(minor: str) -> None:
+    pl = plugin(minor, Lister([_broken_cel_claim()], [CLASS], [worker_slice()]))
+    _, status = cycle(pl, pod())
+    if minor == "1.37":
+        want = (
+            "claim default/my-pod-my-resource: selector #0 on device some-driver/worker/instance-1: "
+            "CEL runtime error: no such key: healthy" + CEL_HINT
+        )
+    else:
+        want = "claim default/my-pod-my-resource: selector #0: CEL runtime error: no such key: healthy"
+    assert status == Status.as_error(want)
+
+
+@pytest.mark.parametrize("minor", MINORS)
+def test_class_parameters_cel_runtime_error(minor: str) -> None:
+    lister = Lister([claim()], [], [worker_slice()])
+    lister.classes[CLASS] = DeviceClass.from_dict(
+        {
+            "metadata": {"name": CLASS},
+            "spec": {"selectors": [{"cel": {"expression": f'device.attributes["{DRIVER}"].healthy'}}]},
+        }
+    )
+    _, status = cycle(plugin(minor, lister), pod())
+    if minor == "1.37":
+        want = (
+            "class my-resource-class: selector #0 on device some-driver/worker/instance-1: "
+            "CEL runtime error: no such key: healthy" + CEL_HINT
+        )
+    else:
+        want = "class my-resource-class: selector #0: CEL runtime error: no such key: healthy"
+    assert status == Status.as_error(want)
