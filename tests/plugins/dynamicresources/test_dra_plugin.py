@@ -148,7 +148,14 @@ PRE_ENQUEUE = [
 @pytest.mark.parametrize("minor", MINORS)
 @pytest.mark.parametrize(("name", "the_pod", "claims", "want"), PRE_ENQUEUE, ids=[c[0] for c in PRE_ENQUEUE])
 def test_pre_enqueue(minor: str, name: str, the_pod: Pod, claims: list[dict[str, Any]], want: Status | None) -> None:
-    assert plugin(minor, Lister(claims, [CLASS], [])).pre_enqueue(the_pod) == want
+    pl = plugin(minor, Lister(claims, [CLASS], []))
+    assert pl.pre_enqueue(the_pod) == want
+    if want is None:
+        # claim-reference, claim-template: the allocated claim is reserved for the pod in PreBind.
+        state, status = cycle(pl, the_pod)
+        assert status is None
+        [write] = pl.pre_bind_writes(state, the_pod, NODE)
+        assert (write.name, write.allocation, write.reserved_for.uid) == (CLAIM, None, POD_UID)
 
 
 PRE_FILTER = [
@@ -315,6 +322,8 @@ def test_is_schedulable_after_claim_change(
     lister = Lister([*in_cache, *([new] if isinstance(new, dict) else [])], [CLASS], [])
     pl = plugin(minor, lister)
     new_obj = lister.claims[new["metadata"]["name"]] if isinstance(new, dict) else new
+    registered = {e.event.resource for e in pl.events_to_register()}
+    assert EventResource.RESOURCE_CLAIM in registered
     assert pl.hints.after_claim_change(the_pod, _as_claim(old), new_obj) is want
 
 
@@ -472,12 +481,16 @@ COMPUTE_SCORE: list[tuple[str, tuple[str, ...], list[ResourceClaim], list[Alloca
 def test_computes_score(
     name: str, minor: str, claims: list[ResourceClaim], results: list[AllocationResult], want: int | None
 ) -> None:
-    read_allocated = features_at(minor).dra_score_allocated_claims
+    read_allocated = minor != "1.35"  # Features.dra_score_allocated_claims (test_score_facts)
     if want is None:
         with pytest.raises(StatusError):
             claims_score(claims, results, allocated_claims_read=read_allocated)
     else:
         assert claims_score(claims, results, allocated_claims_read=read_allocated) == want
+
+
+def test_score_facts() -> None:
+    assert [features_at(m).dra_score_allocated_claims for m in MINORS] == [False, True, True]
 
 
 def _healthy_slice(node: str, healthy: bool) -> dict[str, Any]:
