@@ -89,14 +89,18 @@ def allocated(base: dict[str, Any], node: str = NODE, reserved: bool = False) ->
     return out
 
 
-def worker_slice(*devices: str) -> dict[str, Any]:
+def worker_slice(node: str = NODE, attributes: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``MakeResourceSlice(node, driver).Device("instance-1", attributes)``."""
+    device: dict[str, Any] = {"name": "instance-1"}
+    if attributes:
+        device["attributes"] = attributes
     return {
-        "metadata": {"name": f"{NODE}-{DRIVER}"},
+        "metadata": {"name": f"{node}-{DRIVER}"},
         "spec": {
             "driver": DRIVER,
-            "nodeName": NODE,
-            "pool": {"name": NODE, "resourceSliceCount": 1},
-            "devices": [{"name": d} for d in devices or ("instance-1",)],
+            "nodeName": node,
+            "pool": {"name": node, "resourceSliceCount": 1},
+            "devices": [device],
         },
     }
 
@@ -494,15 +498,7 @@ def test_score_facts() -> None:
 
 
 def _healthy_slice(node: str, healthy: bool) -> dict[str, Any]:
-    return {
-        "metadata": {"name": f"{node}-{DRIVER}"},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "resourceSliceCount": 1},
-            "devices": [{"name": "instance-1", "attributes": {"healthy": {"bool": healthy}}}],
-        },
-    }
+    return worker_slice(node, {"healthy": {"bool": healthy}})
 
 
 @pytest.mark.parametrize("minor", MINORS)

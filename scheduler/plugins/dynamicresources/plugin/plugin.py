@@ -347,7 +347,7 @@ class StructuredDynamicResources:
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod``: a pod with claims is not batched."""
-        if pod.resource_claims:
+        if signers.has_items(signers.spec_field(pod, "resourceClaims")):
             return (), Status(Code.UNSCHEDULABLE, ("pods with dra resource claims are not signable",))
         return (), None
 
