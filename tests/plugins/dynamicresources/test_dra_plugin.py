@@ -689,3 +689,93 @@ def test_class_parameters_cel_runtime_error(minor: str) -> None:
     else:
         want = "class my-resource-class: selector #0: CEL runtime error: no such key: healthy"
     assert status == Status.as_error(want)
+
+
+def _slice_with(node: str, count: int) -> dict[str, Any]:
+    out = worker_slice(node)
+    out["spec"]["devices"] = [{"name": f"instance-{i}"} for i in range(1, count + 1)]
+    return out
+
+
+def _prioritized_requests(name: str, uid: str, *requests: tuple[int, ...]) -> dict[str, Any]:
+    """``RequestWithPrioritizedList(SubRequest("subreq-j", class, count_j)...)`` per request (req-1, ...)."""
+    out = claim()
+    out["metadata"].update({"name": name, "uid": uid})
+    out["spec"]["devices"]["requests"] = [
+        {
+            "name": f"req-{i}",
+            "firstAvailable": [
+                {"name": f"subreq-{j}", "deviceClassName": CLASS, "count": count}
+                for j, count in enumerate(counts, start=1)
+            ],
+        }
+        for i, counts in enumerate(requests, start=1)
+    ]
+    return out
+
+
+TWO_CLAIM_NAMES = Pod.from_dict(
+    {
+        "metadata": {"name": POD, "namespace": NS, "uid": POD_UID},
+        "spec": {
+            "containers": [{"name": "c"}],
+            "resourceClaims": [
+                {"name": "my-resource", "resourceClaimName": CLAIM},
+                {"name": "my-resource-2", "resourceClaimName": CLAIM + "-2"},
+            ],
+        },
+    }
+)
+
+# name, pod, claims, devices per node (worker, worker-2, worker-3), Filter status per node, scores, normalized
+SCORING = [
+    (
+        "multiple-claims-prioritized-list-scoring",
+        TWO_CLAIM_NAMES,
+        [_prioritized_requests(CLAIM, "claim-uid", (1,)), _prioritized_requests(CLAIM + "-2", "uid-2", (4, 3, 2, 1))],
+        (4, 2, 1),
+        [None, None, unresolvable("cannot allocate all claims")],
+        [15, 13],
+        [100, 86],
+    ),
+    (
+        "multiple-requests-prioritized-list-scoring",
+        pod(),
+        [_prioritized_requests(CLAIM, "claim-uid", (2, 1), (2, 1))],
+        (4, 3, 2),
+        [None, None, None],
+        [16, 15, 14],
+        [100, 93, 87],
+    ),
+]
+
+
+@pytest.mark.parametrize("minor", MINORS)
+@pytest.mark.parametrize(
+    ("name", "the_pod", "claims", "devices", "filters", "scores", "normalized"), SCORING, ids=[c[0] for c in SCORING]
+)
+def test_prioritized_list_scoring(
+    minor: str,
+    name: str,
+    the_pod: Pod,
+    claims: list[dict[str, Any]],
+    devices: tuple[int, ...],
+    filters: list[Status | None],
+    scores: list[int],
+    normalized: list[int],
+) -> None:
+    node_names = (NODE, "worker-2", "worker-3")
+    pl = plugin(minor, Lister(claims, [CLASS], [_slice_with(n, c) for n, c in zip(node_names, devices, strict=True)]))
+    nodes = [
+        NodeInfo(Node.from_dict({"metadata": {"name": n, "labels": {"kubernetes.io/hostname": n}}})) for n in node_names
+    ]
+    state = CycleState()
+    assert pl.pre_filter(state, the_pod, nodes) == (None, None)
+    assert [pl.filter(state, the_pod, n) for n in nodes] == filters
+    feasible = [n for n, status in zip(nodes, filters, strict=True) if status is None]
+    got = [pl.score(state, the_pod, n) for n in feasible]
+    assert got == scores
+    assert pl.normalize_score(state, the_pod, got, feasible) is None
+    assert got == normalized
+    assert pl.reserve(state, the_pod, NODE) is None
+    assert [w.name for w in pl.pre_bind_writes(state, the_pod, NODE)] == [c["metadata"]["name"] for c in claims]
