@@ -47,6 +47,7 @@ __all__ = ["DRALister", "StructuredDynamicResources"]
 STATE_KEY = names.DYNAMIC_RESOURCES
 DEALLOCATION_KEY = names.DYNAMIC_RESOURCES + "/deallocation"
 UNRESERVE_KEY = names.DYNAMIC_RESOURCES + "/unreserve"
+NOT_FOUND = "not found"  # getStateData returns CycleState.Read's fwk.ErrNotFound as it is
 CEL_CACHE_SIZE = 10  # the scheduler's cel.NewCache(10, ...)
 
 
@@ -227,7 +228,7 @@ class StructuredDynamicResources:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         s = self._state(state)
         if s is None:
-            return Status.as_error(f"reading {STATE_KEY!r} from cycleState: not found")
+            return Status.as_error(NOT_FOUND)
         if not s.claims:
             return None
         node = node_info.node
@@ -305,7 +306,7 @@ class StructuredDynamicResources:
     def reserve(self, state: CycleState, pod: Pod, node_name: NodeName) -> Status | None:
         s = self._state(state)
         if s is None:
-            return Status.as_error(f"reading {STATE_KEY!r} from cycleState: not found")
+            return Status.as_error(NOT_FOUND)
         indices = s.to_allocate()
         if not s.claims or not indices or s.allocator is None:
             return None
@@ -342,7 +343,7 @@ class StructuredDynamicResources:
         """PreBind has work for a pod with claims only."""
         s = self._state(state)
         if s is None:
-            return Status.as_error(f"reading {STATE_KEY!r} from cycleState: not found")
+            return Status.as_error(NOT_FOUND)
         return None if s.claims else Status(Code.SKIP)
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
