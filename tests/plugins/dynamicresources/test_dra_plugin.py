@@ -21,7 +21,7 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status, StatusError
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimDeallocation
-from scheduler.plugins.dynamicresources.plugin.plugin import DEALLOCATION_KEY, StructuredDynamicResources
+from scheduler.plugins.dynamicresources.plugin.plugin import DEALLOCATION_KEY, UNRESERVE_KEY, StructuredDynamicResources
 from scheduler.plugins.dynamicresources.plugin.score import claims_score
 
 MINORS = ("1.35", "1.36", "1.37")
@@ -779,3 +779,17 @@ def test_prioritized_list_scoring(
     assert got == normalized
     assert pl.reserve(state, the_pod, NODE) is None
     assert [w.name for w in pl.pre_bind_writes(state, the_pod, NODE)] == [c["metadata"]["name"] for c in claims]
+
+
+@pytest.mark.parametrize("minor", MINORS)
+def test_bind_failure(minor: str) -> None:
+    """``bind-failure``: PreBind reserved the claim, binding failed, Unreserve removes the reservation."""
+    pl = plugin(minor, Lister([allocated(claim())], [CLASS], []))
+    state, status = cycle(pl, pod())
+    assert status is None
+    assert pl.reserve(state, pod(), NODE) is None
+    [write] = pl.pre_bind_writes(state, pod(), NODE)
+    assert write.reserved_for.uid == POD_UID
+    pl.claim_written(state, ResourceClaim.from_dict(allocated(claim(), reserved=True)))
+    pl.unreserve(state, pod(), NODE)
+    assert state.get(UNRESERVE_KEY) == (f"{NS}/{CLAIM}",)

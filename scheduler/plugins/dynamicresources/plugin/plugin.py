@@ -352,6 +352,18 @@ class StructuredDynamicResources:
             return (), Status(Code.UNSCHEDULABLE, ("pods with dra resource claims are not signable",))
         return (), None
 
+    def claim_written(self, state: CycleState, claim: ResourceClaim) -> None:
+        """PreBind's write of ``claim`` succeeded: the cycle now holds the claim as written (upstream's
+        ``state.claims.set``), so Unreserve sees the reservation, and the allocation is no longer in
+        flight (the cache has it, as upstream's assume cache does after the API call)."""
+        s = self._state(state)
+        if s is None:
+            return
+        for i, held in enumerate(s.claims):
+            if held.uid == claim.uid:
+                s.claims[i] = claim
+        self.in_flight.remove(claim.uid)
+
     def pre_bind_writes(self, state: CycleState, pod: Pod, node_name: NodeName) -> list[ClaimBinding]:
         """PreBind's writes, as data: each claim not yet reserved for the pod, in the pod's order."""
         s = self._state(state)
