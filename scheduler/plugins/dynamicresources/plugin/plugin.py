@@ -354,8 +354,9 @@ class StructuredDynamicResources:
 
     def claim_written(self, state: CycleState, claim: ResourceClaim) -> None:
         """PreBind's write of ``claim`` succeeded: the cycle now holds the claim as written (upstream's
-        ``state.claims.set``), so Unreserve sees the reservation, and the allocation is no longer in
-        flight (the cache has it, as upstream's assume cache does after the API call)."""
+        ``state.claims.set``), so Unreserve sees the reservation, and the allocation leaves the
+        in-flight set. Call it once the cache holds the written claim (upstream's
+        ``AssumeClaimAfterAPICall``): until then the in-flight entry is what keeps its devices taken."""
         s = self._state(state)
         if s is None:
             return
