@@ -311,6 +311,7 @@ IMAGE_VOLUMES_SCORED = "ImageVolumesScored"  # image_locality.go sumImageScores,
 IMAGE_VOLUMES_COUNTED = "ImageVolumesCounted"  # image_locality.go calculatePriority, 1.37 (#138951)
 DRA_POST_FILTER_SILENT = "DRAPostFilterSilent"  # dynamicresources.go PostFilter, 1.37
 DRA_SCORE_ALLOCATED_CLAIMS = "DRAScoreAllocatedClaims"  # dynamicresources.go computeScore, 1.36
+DRA_FILTER_TIMEOUT_ERROR = "DRAFilterTimeoutError"  # dynamicresources.go Filter, 1.36
 DRA_CLAIM_DELETE_EVENTS = "DRAClaimDeleteEvents"  # dynamicresources.go EventsToRegister, 1.37
 BATCH_RESCORES_LAST_NODE = "BatchRescoresLastNode"  # runtime/batch.go GetNodeHint, 1.37 (#140289)
 GATED_POD_NOMINATED = "GatedPodNominated"  # backend/queue/scheduling_queue.go addPod, 1.37
@@ -334,6 +335,7 @@ _1_36 = frozenset(
         HINTS_COUNT_NOMINATED_PODS,
         AFFINITY_HINTS_BOTH_WAYS,
         DRA_SCORE_ALLOCATED_CLAIMS,
+        DRA_FILTER_TIMEOUT_ERROR,
     }
 )
 _CHANGES: Mapping[str, frozenset[str]] = {
@@ -486,6 +488,12 @@ class Features:
         """1.36: DynamicResources' Score reads an allocated claim's own allocation (before, the node's
         results were indexed by the claim's position among all claims, an Error past the last)."""
         return DRA_SCORE_ALLOCATED_CLAIMS in self.changes
+
+    @property
+    def dra_filter_timeout_error(self) -> bool:
+        """1.36: a Filter whose allocation ran out of DRASchedulerFilterTimeout is an Error naming the
+        node (before, UnschedulableAndUnresolvable)."""
+        return DRA_FILTER_TIMEOUT_ERROR in self.changes
 
     @property
     def dra_claim_delete_events(self) -> bool:

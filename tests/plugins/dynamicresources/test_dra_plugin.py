@@ -793,3 +793,36 @@ def test_bind_failure(minor: str) -> None:
     pl.claim_written(state, ResourceClaim.from_dict(allocated(claim(), reserved=True)))
     pl.unreserve(state, pod(), NODE)
     assert state.get(UNRESERVE_KEY) == (f"{NS}/{CLAIM}",)
+
+
+class _Clock:
+    """A clock that jumps ``step`` seconds at each reading: the Filter's deadline passes mid-search."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+@pytest.mark.parametrize("minor", MINORS)
+@pytest.mark.parametrize("name", ["timeout", "timeout_not_reached"])
+def test_filter_timeout(minor: str, name: str) -> None:
+    """``timeout``: the search outlives DRASchedulerFilterTimeout (10 s by default); 1.35 answers
+    UnschedulableAndUnresolvable, from 1.36 an Error naming the node."""
+    large = claim()
+    large["spec"]["devices"]["requests"] = [
+        {"name": f"req-{i}", "exactly": {"deviceClassName": CLASS}} for i in range(1, 6)
+    ]
+    big_slice = worker_slice()
+    big_slice["spec"]["devices"] = [{"name": f"instance-{i}"} for i in range(1, 5)]
+    pl = plugin(minor, Lister([large], [CLASS], [big_slice]))
+    pl.clock = _Clock(11.0 if name == "timeout" else 0.0)
+    _, status = cycle(pl, pod())
+    if name == "timeout_not_reached":
+        assert status == unresolvable("cannot allocate all claims")
+    elif minor == "1.35":
+        assert status == unresolvable("timed out trying to allocate devices")
+    else:
+        assert status == Status.as_error("node worker: timed out trying to allocate devices")

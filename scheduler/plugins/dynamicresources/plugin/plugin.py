@@ -2,7 +2,7 @@
 Score, Reserve, Unreserve and PreBind's claim writes as data (upstream's ``dynamicresources.go``).
 
 Not yet in the default profile (docs/dra-plugin.md says what is missing: extended resources backed by
-a DeviceClass, binding conditions, the filter timeout, pod groups, and the writes themselves).
+a DeviceClass, waiting for binding conditions, the plugin arguments, pod groups, and the writes themselves).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ STATE_KEY = names.DYNAMIC_RESOURCES
 DEALLOCATION_KEY = names.DYNAMIC_RESOURCES + "/deallocation"
 UNRESERVE_KEY = names.DYNAMIC_RESOURCES + "/unreserve"
 NOT_FOUND = "not found"  # getStateData returns CycleState.Read's fwk.ErrNotFound as it is
+FILTER_TIMEOUT_SECONDS = 10.0  # DynamicResourcesFilterTimeoutDefault
 CEL_CACHE_SIZE = 10  # the scheduler's cel.NewCache(10, ...)
 
 
@@ -98,6 +99,21 @@ class _State:
         return [i for i, claim in enumerate(self.claims) if claim.allocation is None]
 
 
+class _Deadline:
+    """The Filter's context with DRASchedulerFilterTimeout: the allocator polls ``cause``."""
+
+    def __init__(self, clock: Callable[[], float], timeout: float) -> None:
+        self.clock = clock
+        self.end = clock() + timeout
+        self.passed = False
+
+    def cause(self) -> str | None:
+        if self.clock() > self.end:
+            self.passed = True
+            return "context deadline exceeded"
+        return None
+
+
 def _klog(claim: ResourceClaim) -> str:
     return f"{claim.namespace}/{claim.name}"
 
@@ -129,6 +145,8 @@ class StructuredDynamicResources:
         self.hints = ClaimHints(features, self._claim)
         self.binding_conditions = "device_binding_and_status" in self.allocator_features.enabled()
         self.clock: Callable[[], float] = time.time
+        # DynamicResourcesArgs' defaults; the arguments themselves are not read yet.
+        self.filter_timeout = FILTER_TIMEOUT_SECONDS if features.enabled("DRASchedulerFilterTimeout") else 0.0
 
     def lister(self) -> DRALister:
         if self._lister is not None:
@@ -241,11 +259,17 @@ class StructuredDynamicResources:
         allocations: list[AllocationResult] | None = None
         if s.allocator is not None:
             to_allocate = [s.claims[i] for i in s.to_allocate()]
+            deadline = _Deadline(self.clock, self.filter_timeout)
+            s.allocator.stop = deadline.cause if self.filter_timeout else None
             try:
                 allocations = s.allocator.allocate(node, to_allocate)
             except FailedOnNodeError as err:
                 return _unresolvable(str(err))
             except (AllocationError, ValueError) as err:
+                if deadline.passed:
+                    if self.features.dra_filter_timeout_error:
+                        return Status.as_error(f"node {node.name}: timed out trying to allocate devices")
+                    return _unresolvable("timed out trying to allocate devices")
                 return Status.as_error(str(err))
             if allocations is None or len(allocations) != len(to_allocate):
                 return _unresolvable("cannot allocate all claims")
