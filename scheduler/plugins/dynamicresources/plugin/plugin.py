@@ -260,6 +260,7 @@ class StructuredDynamicResources:
         if s.allocator is not None:
             to_allocate = [s.claims[i] for i in s.to_allocate()]
             deadline = _Deadline(self.clock, self.filter_timeout)
+            # The cycle's allocator serves one Filter at a time (the framework filters nodes in turn).
             s.allocator.stop = deadline.cause if self.filter_timeout else None
             try:
                 allocations = s.allocator.allocate(node, to_allocate)
