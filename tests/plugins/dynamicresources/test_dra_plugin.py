@@ -49,15 +49,22 @@ class Lister:
         return self.classes.get(name)
 
 
-def pod(*, template: bool = False, status: bool = False) -> Pod:
-    entry = {"name": "my-resource", ("resourceClaimTemplateName" if template else "resourceClaimName"): CLAIM}
+def pod_with(
+    entries: list[dict[str, str]], statuses: list[dict[str, str]] | None = None, *, name: str = POD, uid: str = POD_UID
+) -> Pod:
     raw: dict[str, Any] = {
-        "metadata": {"name": POD, "namespace": NS, "uid": POD_UID},
-        "spec": {"containers": [{"name": "c"}], "resourceClaims": [entry]},
+        "metadata": {"name": name, "namespace": NS, "uid": uid},
+        "spec": {"containers": [{"name": "c"}], "resourceClaims": entries},
     }
-    if status:
-        raw["status"] = {"resourceClaimStatuses": [{"name": "my-resource", "resourceClaimName": CLAIM}]}
+    if statuses is not None:
+        raw["status"] = {"resourceClaimStatuses": statuses}
     return Pod.from_dict(raw)
+
+
+def pod(*, template: bool = False, status: bool = False) -> Pod:
+    """``podWithClaimName``, ``podWithClaimTemplate``, ``podWithClaimTemplateInStatus``."""
+    entry = {"name": "my-resource", ("resourceClaimTemplateName" if template else "resourceClaimName"): CLAIM}
+    return pod_with([entry], [{"name": "my-resource", "resourceClaimName": CLAIM}] if status else None)
 
 
 def claim(request: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -331,28 +338,14 @@ def test_is_schedulable_after_claim_change(
     assert pl.hints.after_claim_change(the_pod, _as_claim(old), new_obj) is want
 
 
-TWO_TEMPLATES = Pod.from_dict(
-    {
-        "metadata": {"name": POD, "namespace": NS, "uid": POD_UID},
-        "spec": {
-            "containers": [{"name": "c"}],
-            "resourceClaims": [
-                {"name": "my-resource", "resourceClaimTemplateName": CLAIM},
-                {"name": "my-resource-2", "resourceClaimTemplateName": CLAIM},
-            ],
-        },
-        "status": {"resourceClaimStatuses": [{"name": "my-resource", "resourceClaimName": CLAIM}]},
-    }
+TWO_TEMPLATES = pod_with(
+    [
+        {"name": "my-resource", "resourceClaimTemplateName": CLAIM},
+        {"name": "my-resource-2", "resourceClaimTemplateName": CLAIM},
+    ],
+    [{"name": "my-resource", "resourceClaimName": CLAIM}],
 )
-OTHER_POD = Pod.from_dict(
-    {
-        "metadata": {"name": POD + "2", "namespace": NS, "uid": POD_UID + "2"},
-        "spec": {
-            "containers": [{"name": "c"}],
-            "resourceClaims": [{"name": "my-resource", "resourceClaimTemplateName": CLAIM}],
-        },
-    }
-)
+OTHER_POD = pod_with([{"name": "my-resource", "resourceClaimTemplateName": CLAIM}], name=POD + "2", uid=POD_UID + "2")
 
 # name, minors, pod, cached claims, updated pod, hint
 POD_HINTS: list[tuple[str, tuple[str, ...], Pod, list[dict[str, Any]], object, QueueingHint]] = [
@@ -714,17 +707,11 @@ def _prioritized_requests(name: str, uid: str, *requests: tuple[int, ...]) -> di
     return out
 
 
-TWO_CLAIM_NAMES = Pod.from_dict(
-    {
-        "metadata": {"name": POD, "namespace": NS, "uid": POD_UID},
-        "spec": {
-            "containers": [{"name": "c"}],
-            "resourceClaims": [
-                {"name": "my-resource", "resourceClaimName": CLAIM},
-                {"name": "my-resource-2", "resourceClaimName": CLAIM + "-2"},
-            ],
-        },
-    }
+TWO_CLAIM_NAMES = pod_with(
+    [
+        {"name": "my-resource", "resourceClaimName": CLAIM},
+        {"name": "my-resource-2", "resourceClaimName": CLAIM + "-2"},
+    ]
 )
 
 # name, pod, claims, devices per node (worker, worker-2, worker-3), Filter status per node, scores, normalized
