@@ -310,6 +310,9 @@ PREEMPTION_PLACEMENT_MESSAGE = "PreemptionPlacementMessage"  # preemption.go Pre
 IMAGE_VOLUMES_SCORED = "ImageVolumesScored"  # image_locality.go sumImageScores, 1.36 (#130231)
 IMAGE_VOLUMES_COUNTED = "ImageVolumesCounted"  # image_locality.go calculatePriority, 1.37 (#138951)
 DRA_POST_FILTER_SILENT = "DRAPostFilterSilent"  # dynamicresources.go PostFilter, 1.37
+DRA_SCORE_ALLOCATED_CLAIMS = "DRAScoreAllocatedClaims"  # dynamicresources.go computeScore, 1.36
+DRA_FILTER_TIMEOUT_ERROR = "DRAFilterTimeoutError"  # dynamicresources.go Filter, 1.36
+DRA_CLAIM_DELETE_EVENTS = "DRAClaimDeleteEvents"  # dynamicresources.go EventsToRegister, 1.37
 BATCH_RESCORES_LAST_NODE = "BatchRescoresLastNode"  # runtime/batch.go GetNodeHint, 1.37 (#140289)
 GATED_POD_NOMINATED = "GatedPodNominated"  # backend/queue/scheduling_queue.go addPod, 1.37
 VICTIM_START_READ_ONCE = "VictimStartReadOnce"  # preemption/types.go NewVictim, preemption/util.go, 1.37
@@ -331,6 +334,8 @@ _1_36 = frozenset(
         PRE_BIND_VICTIMS_REQUEUED,
         HINTS_COUNT_NOMINATED_PODS,
         AFFINITY_HINTS_BOTH_WAYS,
+        DRA_SCORE_ALLOCATED_CLAIMS,
+        DRA_FILTER_TIMEOUT_ERROR,
     }
 )
 _CHANGES: Mapping[str, frozenset[str]] = {
@@ -342,6 +347,7 @@ _CHANGES: Mapping[str, frozenset[str]] = {
         PREEMPTION_PLACEMENT_MESSAGE,
         IMAGE_VOLUMES_COUNTED,
         DRA_POST_FILTER_SILENT,
+        DRA_CLAIM_DELETE_EVENTS,
         BATCH_RESCORES_LAST_NODE,
         GATED_POD_NOMINATED,
         VICTIM_START_READ_ONCE,
@@ -476,6 +482,24 @@ class Features:
     def dra_post_filter_silent(self) -> bool:
         """1.37: DynamicResources' PostFilter answers a pod without claims with a bare Unschedulable."""
         return DRA_POST_FILTER_SILENT in self.changes
+
+    @property
+    def dra_score_allocated_claims(self) -> bool:
+        """1.36: DynamicResources' Score reads an allocated claim's own allocation (before, the node's
+        results were indexed by the claim's position among all claims, an Error past the last)."""
+        return DRA_SCORE_ALLOCATED_CLAIMS in self.changes
+
+    @property
+    def dra_filter_timeout_error(self) -> bool:
+        """1.36: a Filter whose allocation ran out of DRASchedulerFilterTimeout is an Error naming the
+        node (before, UnschedulableAndUnresolvable)."""
+        return DRA_FILTER_TIMEOUT_ERROR in self.changes
+
+    @property
+    def dra_claim_delete_events(self) -> bool:
+        """1.37: DynamicResources registers ResourceClaim deletes too (a deleted allocated claim frees
+        its devices)."""
+        return DRA_CLAIM_DELETE_EVENTS in self.changes
 
     @property
     def batch_rescores_last_node(self) -> bool:

@@ -190,6 +190,9 @@ class ResourceClaim:
     resource_version: str = ""
     deleting: bool = False
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # The UID of the controlling owner (``metav1.GetControllerOf``): a generated claim's pod.
+    controller_uid: str | None = None
+    finalizers: tuple[str, ...] = ()
     devices: DeviceClaim = field(default_factory=DeviceClaim)
     allocation: AllocationResult | None = None
     reserved_for: tuple[ConsumerReference, ...] = ()
@@ -226,6 +229,8 @@ class ResourceClaim:
             resource_version=str(meta.get("resourceVersion") or ""),
             deleting=meta.get("deletionTimestamp") is not None,
             annotations={k: v for k, v in annotations.items() if isinstance(k, str) and isinstance(v, str)},
+            controller_uid=_controller_uid(meta.get("ownerReferences")),
+            finalizers=tuple(f for f in _bounded_list(meta.get("finalizers")) if isinstance(f, str)),
             devices=devices,
             allocation=allocation,
             reserved_for=reserved,
@@ -274,6 +279,21 @@ class ResourceClaimTemplate:
             resource_version=str(meta.get("resourceVersion") or ""),
             errors=tuple(errors),
         )
+
+
+_OWNERS_READ_MAX = 64  # owner references and finalizers read, at most (a claim has one or two)
+
+
+def _bounded_list(value: object) -> list[object]:
+    return list(value[:_OWNERS_READ_MAX]) if isinstance(value, list) else []
+
+
+def _controller_uid(value: object) -> str | None:
+    """The UID of the owner reference marked ``controller: true`` (there is at most one)."""
+    for ref in _bounded_list(value):
+        if isinstance(ref, Mapping) and ref.get("controller") is True and isinstance(ref.get("uid"), str):
+            return str(ref["uid"])
+    return None
 
 
 def parse_device_claim(value: object, path: str, errors: list[FieldError]) -> DeviceClaim:

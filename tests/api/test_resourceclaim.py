@@ -350,3 +350,26 @@ def test_every_field_replaced_by_junk_is_an_error_never_an_exception() -> None:
         parse(obj)  # must not raise
         count += 1
     assert count > 300
+
+
+def test_controller_owner_and_finalizers_are_kept() -> None:
+    """The plugin checks a generated claim's controller (``resourceclaim.IsForPod``) and PreBind adds the
+    finalizer only when missing."""
+    claim = rc.ResourceClaim.from_dict(
+        {
+            "metadata": {
+                "name": "c",
+                "finalizers": ["resource.kubernetes.io/delete-protection"],
+                "ownerReferences": [
+                    {"kind": "Other", "name": "o", "uid": "u-other"},
+                    {"kind": "Pod", "name": "p", "uid": "u-pod", "controller": True},
+                ],
+            }
+        }
+    )
+    assert claim.controller_uid == "u-pod"
+    assert claim.finalizers == ("resource.kubernetes.io/delete-protection",)
+    assert (
+        rc.ResourceClaim.from_dict({"metadata": {"name": "c", "ownerReferences": [{"uid": "x"}]}}).controller_uid
+        is None
+    )

@@ -90,6 +90,14 @@ class TestSlicesByNode:
         assert names(store.resource_slices_on("node-3")) == []
         assert names(store.resource_slices_off_node()) == ["everywhere", "per-device", "zone-1"]
 
+    def test_every_slice_is_listed_once_for_the_allocator(self) -> None:
+        store = StorageObjects()
+        store.upsert(parsed_slice("a"))
+        store.upsert(parsed_slice("c", node="node-2"))
+        store.upsert(parsed_slice("everywhere", node=None, allNodes=True))
+        store.upsert(parsed_slice("a", version="2", node="node-2"))
+        assert sorted(names(store.resource_slices())) == ["a", "c", "everywhere"]
+
     def test_an_update_replaces_the_indexed_object(self) -> None:
         store = StorageObjects()
         store.upsert(parsed_slice("a", "1"), "1")

@@ -173,6 +173,10 @@ class StorageObjects:
         """The ResourceSlices whose ``spec.nodeName`` is ``node_name``."""
         return self._slices_on.get(node_name, {}).values()
 
+    def resource_slices(self) -> list[ResourceSlice]:
+        """Every ResourceSlice (the allocator's ``ResourceSlices().List``): node-local ones first."""
+        return [s for on in self._slices_on.values() for s in on.values()] + list(self._slices_off_node.values())
+
     def resource_slices_off_node(self) -> Iterable[ResourceSlice]:
         """The ResourceSlices without a ``spec.nodeName``: whether a node reaches their devices is
         their ``nodeSelector``'s, ``allNodes``' or each device's to say."""

@@ -1,0 +1,55 @@
+"""The claim writes upstream's DynamicResources makes, as data: PreBind's allocation and reservation
+(``bindClaim``) and PostFilter's deallocation. ``scheduler/kube/`` is to carry them out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.api.objects import Pod
+from scheduler.api.resourceclaim import AllocationResult, ConsumerReference, ResourceClaim
+
+__all__ = ["FINALIZER", "ClaimBinding", "ClaimDeallocation", "binding_for"]
+
+FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimBinding:
+    """PreBind for one claim not yet reserved for the pod: when ``add_finalizer``, a normal Update adding
+    ``FINALIZER`` first; then an UpdateStatus writing ``allocation`` (None: the claim was allocated
+    already) and appending ``reserved_for``; with ``stamp_allocation`` (DRADeviceBindingConditions and
+    DRAResourceClaimDeviceStatus on, the allocation unstamped) ``allocationTimestamp`` is set to the
+    time of the write. Upstream fails the write when the claim is being deleted
+    or (with an allocation to write) was allocated elsewhere meanwhile, and retries on conflicts."""
+
+    namespace: str
+    name: str
+    uid: str
+    add_finalizer: bool
+    allocation: AllocationResult | None
+    reserved_for: ConsumerReference
+    stamp_allocation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimDeallocation:
+    """PostFilter: an UpdateStatus clearing ``reservedFor``, ``allocation`` and ``devices``."""
+
+    namespace: str
+    name: str
+    uid: str
+
+
+def binding_for(
+    pod: Pod, claim: ResourceClaim, allocation: AllocationResult | None, *, binding_conditions: bool
+) -> ClaimBinding:
+    written = allocation if allocation is not None else claim.allocation
+    return ClaimBinding(
+        namespace=claim.namespace,
+        name=claim.name,
+        uid=claim.uid,
+        add_finalizer=allocation is not None and FINALIZER not in claim.finalizers,
+        allocation=allocation,
+        reserved_for=ConsumerReference(resource="pods", name=pod.name, uid=pod.uid),
+        stamp_allocation=binding_conditions and written is not None and written.allocation_timestamp is None,
+    )

@@ -1,0 +1,406 @@
+"""DynamicResources for claims with structured parameters: PreEnqueue, PreFilter, Filter, PostFilter,
+Score, Reserve, Unreserve and PreBind's claim writes as data (upstream's ``dynamicresources.go``).
+
+Not yet in the default profile (docs/dra-plugin.md says what is missing: extended resources backed by
+a DeviceClass, waiting for binding conditions, the plugin arguments, pod groups, and the writes themselves).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from scheduler.api.deviceclass import DeviceClass
+from scheduler.api.nodeselector import NodeSelector
+from scheduler.api.objects import NodeName, Pod
+from scheduler.api.resourceclaim import AllocationResult, ResourceClaim
+from scheduler.api.resourceslice import ResourceSlice
+from scheduler.features import DEFAULT_FEATURES, Features
+from scheduler.framework import signers
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.interface import Handle, NominatingInfo
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.plugins import names
+from scheduler.plugins.dynamicresources import cel
+from scheduler.plugins.dynamicresources.plugin.binding import BindingFailedError, binding_timed_out, ready_for_binding
+from scheduler.plugins.dynamicresources.plugin.claimwrites import (
+    FINALIZER,
+    ClaimBinding,
+    ClaimDeallocation,
+    binding_for,
+)
+from scheduler.plugins.dynamicresources.plugin.hints import ClaimHints
+from scheduler.plugins.dynamicresources.plugin.inflight import InFlightAllocations, allocated_devices
+from scheduler.plugins.dynamicresources.plugin.podclaims import ClaimNotUsableError, is_reserved_for, pod_claims
+from scheduler.plugins.dynamicresources.plugin.score import claims_score
+from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, FailedOnNodeError
+from scheduler.plugins.dynamicresources.structured.features import for_scheduler
+from scheduler.plugins.helper.normalize_score import default_normalize_score
+
+__all__ = ["DRALister", "StructuredDynamicResources"]
+
+STATE_KEY = names.DYNAMIC_RESOURCES
+DEALLOCATION_KEY = names.DYNAMIC_RESOURCES + "/deallocation"
+UNRESERVE_KEY = names.DYNAMIC_RESOURCES + "/unreserve"
+NOT_FOUND = "not found"  # getStateData returns CycleState.Read's fwk.ErrNotFound as it is
+FILTER_TIMEOUT_SECONDS = 10.0  # DynamicResourcesFilterTimeoutDefault
+CEL_CACHE_SIZE = 10  # the scheduler's cel.NewCache(10, ...)
+
+
+@runtime_checkable
+class DRALister(Protocol):
+    """The DRA objects the plugin reads (the cache's ``StorageObjects``)."""
+
+    def resource_claim(self, namespace: str, name: str) -> ResourceClaim | None: ...
+
+    def resource_claims(self) -> Iterable[ResourceClaim]: ...
+
+    def resource_slices(self) -> list[ResourceSlice]: ...
+
+    def device_class(self, name: str) -> DeviceClass | None: ...
+
+
+class _Classes(Mapping[str, DeviceClass]):
+    """The DeviceClass lister as the allocator's mapping (it only looks classes up by name)."""
+
+    def __init__(self, lister: DRALister) -> None:
+        self.lister = lister
+
+    def __getitem__(self, name: str) -> DeviceClass:
+        found = self.lister.device_class(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+@dataclass(slots=True)
+class _State:
+    """``stateData``: the pod's claims, per claim where an allocated one is available, the allocator."""
+
+    claims: list[ResourceClaim] = field(default_factory=list)
+    available_on: list[NodeSelector | None] = field(default_factory=list)
+    allocator: Allocator | None = None
+    unavailable: set[int] = field(default_factory=set)
+    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
+    allocations: dict[int, AllocationResult] = field(default_factory=dict)  # set by Reserve
+
+    def to_allocate(self) -> list[int]:
+        return [i for i, claim in enumerate(self.claims) if claim.allocation is None]
+
+
+class _Deadline:
+    """The Filter's context with DRASchedulerFilterTimeout: the allocator polls ``cause``."""
+
+    def __init__(self, clock: Callable[[], float], timeout: float) -> None:
+        self.clock = clock
+        self.end = clock() + timeout
+        self.passed = False
+
+    def cause(self) -> str | None:
+        if self.clock() > self.end:
+            self.passed = True
+            return "context deadline exceeded"
+        return None
+
+
+def _klog(claim: ResourceClaim) -> str:
+    return f"{claim.namespace}/{claim.name}"
+
+
+def _unresolvable(reason: str) -> Status:
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (reason,))
+
+
+class StructuredDynamicResources:
+    """The plugin; ``in_flight`` is the claim tracker every profile of one scheduler shares."""
+
+    NAME = names.DYNAMIC_RESOURCES
+
+    def __init__(
+        self,
+        args: Mapping[str, Any],
+        handle: Handle,
+        features: Features = DEFAULT_FEATURES,
+        *,
+        lister: DRALister | None = None,
+        in_flight: InFlightAllocations | None = None,
+    ) -> None:
+        self.handle = handle
+        self.features = features
+        self._lister = lister
+        self.in_flight = in_flight if in_flight is not None else InFlightAllocations()
+        self.allocator_features, self.release = for_scheduler(features)
+        self.cel_cache = cel.Cache(CEL_CACHE_SIZE, cel.compiler_for(int(features.minor.split(".")[1])))
+        self.hints = ClaimHints(features, self._claim)
+        self.binding_conditions = "device_binding_and_status" in self.allocator_features.enabled()
+        self.clock: Callable[[], float] = time.time
+        # DynamicResourcesArgs' defaults; the arguments themselves are not read yet.
+        self.filter_timeout = FILTER_TIMEOUT_SECONDS if features.enabled("DRASchedulerFilterTimeout") else 0.0
+
+    def lister(self) -> DRALister:
+        if self._lister is not None:
+            return self._lister
+        storage = self.handle.current().storage
+        if not isinstance(storage, DRALister):
+            raise RuntimeError("the snapshot's storage holds no DRA objects")
+        return storage
+
+    def _claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        """The claim tracker's ``Get``: the cache's claim; an in-flight allocation is not in it yet."""
+        return self.lister().resource_claim(namespace, name)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return self.hints.events_to_register()
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        try:
+            pod_claims(pod, self._claim)
+        except ClaimNotUsableError as err:
+            return _unresolvable(str(err))
+        return None
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        s = _State()
+        state.write(STATE_KEY, s)
+        try:
+            claims = pod_claims(pod, self._claim)
+        except ClaimNotUsableError as err:
+            return None, _unresolvable(str(err))
+        if not claims:
+            return None, Status(Code.SKIP)
+        available_on: list[NodeSelector | None] = []
+        to_allocate = 0
+        for claim in claims:
+            selector = None
+            if claim.allocation is not None:
+                # resourceclaim.CanBeReserved is always true: an allocated claim never blocks here.
+                selector = claim.allocation.node_selector
+                if selector is not None and selector.parse_errors:
+                    return None, Status.as_error("; ".join(selector.parse_errors))
+            else:
+                to_allocate += 1
+                if self.in_flight.has(claim.uid):
+                    return None, _unresolvable(f"resource claim {_klog(claim)} is in the process of being allocated")
+                refused = self._check_requests(claim)
+                if refused is not None:
+                    return None, refused
+            available_on.append(selector)
+        s.available_on = available_on
+        if to_allocate:
+            lister = self.lister()
+            s.allocator = Allocator(
+                self.allocator_features,
+                allocated_devices(lister.resource_claims(), self.in_flight),
+                _Classes(lister),
+                lister.resource_slices(),
+                self.cel_cache,
+                release=self.release,
+            )
+        s.claims = claims
+        return None, None
+
+    def _check_requests(self, claim: ResourceClaim) -> Status | None:
+        """Each request's class must exist (``validateDeviceClass``), subrequests only with the feature."""
+        for request in claim.devices.requests:
+            if request.exactly is not None:
+                refused = self._check_class(request.exactly.device_class_name, request.name)
+            elif request.first_available:
+                if "prioritized_list" not in self.allocator_features.enabled():
+                    return _unresolvable(
+                        f"resource claim {_klog(claim)}, request {request.name}: has subrequests, "
+                        "but the DRAPrioritizedList feature is disabled"
+                    )
+                refused = None
+                for sub in request.first_available:
+                    refused = refused or self._check_class(sub.device_class_name, f"{request.name}/{sub.name}")
+            else:
+                return _unresolvable(f"resource claim {_klog(claim)}, request {request.name}: unknown request type")
+            if refused is not None:
+                return refused
+        return None
+
+    def _check_class(self, class_name: str, request: str) -> Status | None:
+        if not class_name:
+            return Status.as_error(f"request {request}: unsupported request type")
+        if self.lister().device_class(class_name) is None:
+            return _unresolvable(f"request {request}: device class {class_name} does not exist")
+        return None
+
+    def _state(self, state: CycleState) -> _State | None:
+        found = state.get(STATE_KEY)
+        return found if isinstance(found, _State) else None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s = self._state(state)
+        if s is None:
+            return Status.as_error(NOT_FOUND)
+        if not s.claims:
+            return None
+        node = node_info.node
+        unavailable = [
+            i
+            for i, selector in enumerate(s.available_on)
+            if (selector is not None and not selector.matches(node.name, node.labels))
+            or (self.binding_conditions and self._binding_blocked(s.claims[i]))
+        ]
+        allocations: list[AllocationResult] | None = None
+        if s.allocator is not None:
+            to_allocate = [s.claims[i] for i in s.to_allocate()]
+            deadline = _Deadline(self.clock, self.filter_timeout)
+            # The cycle's allocator serves one Filter at a time (the framework filters nodes in turn).
+            s.allocator.stop = deadline.cause if self.filter_timeout else None
+            try:
+                allocations = s.allocator.allocate(node, to_allocate)
+            except FailedOnNodeError as err:
+                return _unresolvable(str(err))
+            except (AllocationError, ValueError) as err:
+                if deadline.passed:
+                    if self.features.dra_filter_timeout_error:
+                        return Status.as_error(f"node {node.name}: timed out trying to allocate devices")
+                    return _unresolvable("timed out trying to allocate devices")
+                return Status.as_error(str(err))
+            if allocations is None or len(allocations) != len(to_allocate):
+                return _unresolvable("cannot allocate all claims")
+        if unavailable:
+            s.unavailable.update(unavailable)
+            return _unresolvable("resourceclaim not available on the node")
+        if allocations is not None:
+            s.node_allocations[node.name] = allocations
+        return None
+
+    def _binding_blocked(self, claim: ResourceClaim) -> bool:
+        """An allocated claim whose binding failed, or is not ready and timed out (``Filter``)."""
+        if claim.allocation is None:
+            return False
+        try:
+            ready = ready_for_binding(claim)
+        except BindingFailedError:
+            return True
+        return not ready and binding_timed_out(claim, self.clock())
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
+    ) -> tuple[NominatingInfo | None, Status]:
+        """Deallocate an allocated claim that was not available on some node and that nobody else uses
+        (upstream picks one at random among them; here the first): the write is left in the cycle
+        state as a ``ClaimDeallocation`` for ``scheduler/kube/``."""
+        s = self._state(state)
+        if s is None:
+            return None, Status(Code.ERROR, (), "", "")
+        silent = self.features.dra_post_filter_silent
+        if not s.claims:
+            return None, Status(Code.UNSCHEDULABLE) if silent else Status(
+                Code.UNSCHEDULABLE, ("no new claims to deallocate",)
+            )
+        for index in sorted(s.unavailable):
+            claim = s.claims[index]
+            users = claim.reserved_for
+            if not users or (len(users) == 1 and users[0].uid == pod.uid):
+                state.write(DEALLOCATION_KEY, ClaimDeallocation(claim.namespace, claim.name, claim.uid))
+                return None, Status(Code.UNSCHEDULABLE, ("deallocation of ResourceClaim completed",))
+        return None, Status(Code.UNSCHEDULABLE) if silent else Status(Code.UNSCHEDULABLE, ("still not schedulable",))
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        s = self._state(state)
+        if s is None or not s.claims:
+            return 0
+        found = s.node_allocations.get(node_info.node.name)
+        if found is None:
+            return 0
+        return claims_score(s.claims, found, allocated_claims_read=self.features.dra_score_allocated_claims)
+
+    def normalize_score(
+        self, state: CycleState, pod: Pod, scores: list[int], nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        default_normalize_score(scores, reverse=False)
+        return None
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: NodeName) -> Status | None:
+        s = self._state(state)
+        if s is None:
+            return Status.as_error(NOT_FOUND)
+        indices = s.to_allocate()
+        if not s.claims or not indices or s.allocator is None:
+            return None
+        found = s.node_allocations.get(node_name)
+        if not found:
+            return Status.as_error("claim allocation not found for node")
+        if len(found) != len(indices):
+            return Status.as_error(
+                f"internal error, have {len(found)} allocations, {len(indices)} claims to allocate, "
+                f"want {len(indices)} claims"
+            )
+        for index, allocation in zip(indices, found, strict=True):
+            s.allocations[index] = allocation
+            claim = s.claims[index]
+            finalizers = claim.finalizers if FINALIZER in claim.finalizers else (*claim.finalizers, FINALIZER)
+            self.in_flight.signal(_with(claim, allocation=allocation, finalizers=finalizers))
+        return None
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: NodeName) -> None:
+        """Drop this pod's in-flight allocations. The claims whose ``reservedFor`` entry for the pod
+        upstream then removes with a strategic-merge patch are left in the cycle state
+        (``UNRESERVE_KEY``, ``namespace/name``) for ``scheduler/kube/``."""
+        s = self._state(state)
+        if s is None:
+            return
+        patches = []
+        for claim in s.claims:
+            self.in_flight.remove(claim.uid)
+            if claim.allocation is not None and is_reserved_for(pod, claim):
+                patches.append(_klog(claim))
+        state.write(UNRESERVE_KEY, tuple(patches))
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: NodeName) -> Status | None:
+        """PreBind has work for a pod with claims only."""
+        s = self._state(state)
+        if s is None:
+            return Status.as_error(NOT_FOUND)
+        return None if s.claims else Status(Code.SKIP)
+
+    def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
+        """Upstream's ``SignPod``: a pod with claims is not batched."""
+        if signers.has_items(signers.spec_field(pod, "resourceClaims")):
+            return (), Status(Code.UNSCHEDULABLE, ("pods with dra resource claims are not signable",))
+        return (), None
+
+    def claim_written(self, state: CycleState, claim: ResourceClaim) -> None:
+        """PreBind's write of ``claim`` succeeded: the cycle now holds the claim as written (upstream's
+        ``state.claims.set``), so Unreserve sees the reservation, and the allocation leaves the
+        in-flight set. Call it once the cache holds the written claim (upstream's
+        ``AssumeClaimAfterAPICall``): until then the in-flight entry is what keeps its devices taken."""
+        s = self._state(state)
+        if s is None:
+            return
+        for i, held in enumerate(s.claims):
+            if held.uid == claim.uid:
+                s.claims[i] = claim
+        self.in_flight.remove(claim.uid)
+
+    def pre_bind_writes(self, state: CycleState, pod: Pod, node_name: NodeName) -> list[ClaimBinding]:
+        """PreBind's writes, as data: each claim not yet reserved for the pod, in the pod's order."""
+        s = self._state(state)
+        if s is None:
+            return []
+        return [
+            binding_for(pod, claim, s.allocations.get(i), binding_conditions=self.binding_conditions)
+            for i, claim in enumerate(s.claims)
+            if not is_reserved_for(pod, claim)
+        ]
+
+
+def _with(claim: ResourceClaim, **changes: Any) -> ResourceClaim:
+    return dataclasses.replace(claim, **changes)
