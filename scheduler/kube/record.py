@@ -78,6 +78,17 @@ class ApiRecorder:
         except PodGoneError:
             return
 
+    async def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
+        """The patch of ``status.nominatedNodeName`` alone; errors go to the caller, who logs them."""
+        await self._writer.write(
+            f"patching status of {pod.key}",
+            "PATCH",
+            "/api/v1/namespaces/{namespace}/pods/{name}/status",
+            {"namespace": pod.namespace, "name": pod.name},
+            {"status": {"nominatedNodeName": node_name or None}},
+            STRATEGIC_MERGE_PATCH,
+        )
+
     async def event(
         self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
     ) -> None:

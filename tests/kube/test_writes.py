@@ -120,6 +120,13 @@ def test_a_probe_time_on_the_condition_is_a_change(sent: Sent) -> None:
     assert body["status"]["conditions"][0]["lastProbeTime"] is None
 
 
+def test_the_binding_cycle_s_nomination_is_a_patch_of_that_field_alone(sent: Sent) -> None:
+    recorder = ApiRecorder(WRITER, "spread-scheduler", "x")
+    pod = make_pod("web", "shop").build()
+    asyncio.run(recorder.set_nominated_node_name(pod, "n1"))
+    assert sent == [("PATCH", "/api/v1/namespaces/shop/pods/web/status", {"status": {"nominatedNodeName": "n1"}}, SMP)]
+
+
 def test_the_preemption_writes(sent: Sent) -> None:
     writer = ApiPodWriter(WRITER)
     victim = make_pod("low", "batch").build()
