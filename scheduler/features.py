@@ -117,6 +117,9 @@ _SPECS: Mapping[str, tuple[_G | None, _G | None, _G | None]] = {
     "NominatedNodeNameForExpectation": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
     "OpportunisticBatching": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
     "PodGroupPreemptionPolicy": (None, None, _G(False, ALPHA)),
+    # Read through podutil (CalculatePodConditionObservedGeneration) for PodScheduled=False and
+    # DisruptionTarget: locked on at every minor, so the conditions always carry the pod's generation.
+    "PodObservedGenerationTracking": (_G(True, GA, locked=True), _G(True, GA, locked=True), _G(True, GA, locked=True)),
     "PodLevelResourceManagers": (None, _G(False, ALPHA), _G(False, BETA)),
     "PodLevelResources": (_G(True, BETA), _G(True, BETA), _G(True, BETA)),
     "PodLevelResourcesFixDefaulting": (None, None, _G(True, BETA)),
@@ -280,6 +283,7 @@ _SCHEDULER_READS = frozenset(
         "OpportunisticBatching",
         "PodGroupPreemptionPolicy",
         "PodLevelResources",
+        "PodObservedGenerationTracking",
         "SchedulerAsyncAPICalls",
         "SchedulerAsyncPreemption",
         "SchedulerPopFromBackoffQ",

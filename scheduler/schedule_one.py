@@ -768,17 +768,27 @@ class ScheduleOne:
         )
 
     async def _pre_bind(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> Status | None:
-        """PreBind. From 1.36 a pod whose PreBind has work (its pre-flights say so) is listed among the
-        pods in PreBind meanwhile: a preemption that picks it as a victim cancels this binding cycle
-        (the pod fails with an error and goes back to the queue) instead of deleting it."""
+        """The binding cycle up to and through PreBind. With NominatedNodeNameForExpectation the
+        pre-flights run first (an error fails the binding), and a pod whose PreBind has work gets
+        ``status.nominatedNodeName`` = its node before PreBind runs, so that other components (cluster
+        autoscalers, Karpenter) see it taken while it waits, say, for a volume; on success the API
+        server clears it with the Binding (ClearingNominatedNodeNameAfterBinding), on failure the
+        failure handler's nomination decides. From 1.36 a pod whose PreBind has work is also listed
+        among the pods in PreBind meanwhile: a preemption that picks it as a victim cancels this
+        binding cycle (the pod fails with an error and goes back to the queue) instead of deleting it."""
         features = fwk.features
+        pre_flight: Status | None = None  # not run: upstream's nil status, a success
+        if features.enabled("NominatedNodeNameForExpectation"):
+            pre_flight = fwk.run_pre_bind_pre_flights(state, pod, host)
+            if pre_flight.code is Code.ERROR or pre_flight.is_rejected():
+                return pre_flight  # upstream takes an Unschedulable pre-flight for an error too
+            # Or when a Permit plugin waits (WillWaitOnPermit): none of ours does.
+            if pre_flight.is_success():
+                await self._nominate_for_binding(pod, host)
         if (
             not features.pre_bind_victims_requeued
             or not pod.uid
-            or (
-                features.enabled("NominatedNodeNameForExpectation")  # upstream runs the pre-flights only then
-                and not fwk.run_pre_bind_pre_flights(state, pod, host).is_success()
-            )
+            or (pre_flight is not None and not pre_flight.is_success())
         ):
             return await fwk.run_pre_bind_plugins(state, pod, host)
         task = asyncio.current_task()
@@ -794,6 +804,21 @@ class ScheduleOne:
             return status
         finally:
             self.pods_in_pre_bind.remove(pod.uid)
+
+    async def _nominate_for_binding(self, pod: Pod, host: str) -> None:
+        """``updatePod`` with Override ``host`` and no condition: written when the pod, as the cycle saw
+        it, names another node (or none). A failed write is logged and the binding goes on."""
+        if pod.nominated_node_name == host:
+            return
+        try:
+            await self.recorder.set_nominated_node_name(pod, host)
+        except Exception as exc:
+            self.log.error(
+                "Failed to update the nominated node name in the binding cycle",
+                pod=kobj(pod.key),
+                nominatedNodeName=host,
+                err=str(exc) or type(exc).__name__,
+            )
 
     async def _bind(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> Status | None:
         """Upstream's ``bind``: extenders that bind come first, then the Bind plugins. Reported to

@@ -102,11 +102,15 @@ class FakeRecorder:
 
     conditions: list[Condition] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    nominations: list[tuple[str, str]] = field(default_factory=list)  # (pod, node): status.nominatedNodeName alone
 
     async def set_unschedulable(
         self, pod: Pod, reason: str, message: str, nominated_node_name: str | None = None
     ) -> None:
         self.conditions.append(Condition(pod.key, reason, message, nominated_node_name))
+
+    async def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
+        self.nominations.append((pod.key, node_name))
 
     async def event(
         self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None

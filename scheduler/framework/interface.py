@@ -482,6 +482,11 @@ class Recorder(Protocol):
         in the same patch ("" clears it), as upstream's ``updatePod``."""
         ...
 
+    async def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
+        """``status.nominatedNodeName`` alone (upstream's ``updatePod`` without a condition): the binding
+        cycle's note to other components that the pod is about to be bound there."""
+        ...
+
     async def event(
         self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
     ) -> None: ...

@@ -41,6 +41,7 @@ from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework.interface import PodNominator, Recorder
 from scheduler.framework.pods_in_pre_bind import PodInPreBind, PodsInPreBind
 from scheduler.framework.status import Status
+from scheduler.kube.record import condition_changed, pod_condition
 from scheduler.kube.writes import STRATEGIC_MERGE_PATCH, ApiWriter
 from scheduler.logs import kobj
 from scheduler.plugins.names import DEFAULT_PREEMPTION
@@ -124,15 +125,10 @@ def disruption_target_condition(preemptor: Pod, victim: Pod, now: datetime) -> d
 
 
 def condition_needs_update(victim: Pod, condition: Mapping[str, Any]) -> bool:
-    """``UpdatePodCondition``'s answer: False when the victim already has this condition with the
-    same status, reason and message (the transition time is then kept, so nothing changes)."""
-    status = victim.raw.get("status")
-    conditions = status.get("conditions") if isinstance(status, dict) else None
-    for existing in conditions or ():
-        if isinstance(existing, dict) and existing.get("type") == condition["type"]:
-            same = (existing.get("status"), existing.get("reason"), existing.get("message"))
-            return same != (condition["status"], condition["reason"], condition["message"])
-    return True
+    """``UpdatePodCondition``'s answer for the victim (``condition_changed``)."""
+    return condition_changed(
+        pod_condition(victim, condition["type"]), condition["status"], condition["reason"], condition["message"]
+    )
 
 
 def preempted_note(preemptor: Pod, node_name: str, *, in_memory: bool = False) -> str:

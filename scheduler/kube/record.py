@@ -13,7 +13,7 @@ from scheduler.errors import BindConflictError, PodGoneError
 from scheduler.kube.flowcontrol import RateLimiter
 from scheduler.kube.writes import STRATEGIC_MERGE_PATCH, ApiWriter
 
-__all__ = ["ApiRecorder"]
+__all__ = ["ApiRecorder", "condition_changed", "pod_condition"]
 
 
 def _rfc3339(now: datetime) -> str:
@@ -37,18 +37,21 @@ class ApiRecorder:
     async def set_unschedulable(
         self, pod: Pod, reason: str, message: str, nominated_node_name: str | None = None
     ) -> None:
-        current = _pod_scheduled_condition(pod)
-        same = current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
-            "False",
-            reason,
-            message,
-        )
+        """Upstream's ``updatePod``: a patch only when ``UpdatePodCondition`` finds the condition changed
+        (status, reason, message, probe time: not observedGeneration) or the nomination moves. When it
+        goes out, the condition carries ``observedGeneration`` = the pod's generation (the patch is a
+        two-way diff, so a moved generation rides along with a new nomination too)."""
+        current = pod_condition(pod, "PodScheduled")
+        same = not condition_changed(current, "False", reason, message)
+        # CalculatePodConditionObservedGeneration: PodObservedGenerationTracking is GA and locked on at
+        # every minor we decide as (features.py), so always the pod's generation (0: omitted).
+        generation = pod.generation or None
         status: dict[str, Any] = {}
         if nominated_node_name is not None and nominated_node_name != pod.nominated_node_name:
             status["nominatedNodeName"] = nominated_node_name or None  # null removes it (omitempty)
         if same and not status:
             return  # nothing changed: upstream sends no patch either
-        if not same:
+        if not same or (current is not None and current.get("observedGeneration") != generation):
             now = datetime.now(UTC)
             condition: dict[str, Any] = {
                 "type": "PodScheduled",
@@ -57,6 +60,8 @@ class ApiRecorder:
                 "message": message,
                 "lastProbeTime": None,
             }
+            if generation is not None:
+                condition["observedGeneration"] = generation
             if current is None or current.get("status") != "False":
                 condition["lastTransitionTime"] = _rfc3339(now)
             status["conditions"] = [condition]
@@ -72,6 +77,17 @@ class ApiRecorder:
             )
         except PodGoneError:
             return
+
+    async def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
+        """The patch of ``status.nominatedNodeName`` alone; errors go to the caller, who logs them."""
+        await self._writer.write(
+            f"patching status of {pod.key}",
+            "PATCH",
+            "/api/v1/namespaces/{namespace}/pods/{name}/status",
+            {"namespace": pod.namespace, "name": pod.name},
+            {"status": {"nominatedNodeName": node_name or None}},
+            STRATEGIC_MERGE_PATCH,
+        )
 
     async def event(
         self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
@@ -130,10 +146,21 @@ def _object_reference(pod: Pod) -> dict[str, Any]:
     }
 
 
-def _pod_scheduled_condition(pod: Pod) -> dict[str, Any] | None:
+def pod_condition(pod: Pod, condition_type: str) -> dict[str, Any] | None:
+    """The pod's condition of that type, as last read (``GetPodCondition``)."""
     status = pod.raw.get("status")
     conditions = status.get("conditions") if isinstance(status, dict) else None
     for cond in conditions or ():
-        if isinstance(cond, dict) and cond.get("type") == "PodScheduled":
+        if isinstance(cond, dict) and cond.get("type") == condition_type:
             return cond
     return None
+
+
+def condition_changed(existing: dict[str, Any] | None, status: str, reason: str, message: str) -> bool:
+    """``UpdatePodCondition``'s answer for a new condition without a probe time: a change unless the
+    existing one has the same status, reason and message and no probe time (its transition time is
+    then kept; observedGeneration is not compared)."""
+    if existing is None:
+        return True
+    same = (existing.get("status"), existing.get("reason"), existing.get("message")) == (status, reason, message)
+    return not same or existing.get("lastProbeTime") is not None

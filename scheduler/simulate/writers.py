@@ -110,6 +110,9 @@ class MemoryRecorder:
         if nominated_node_name is not None:
             self.nominations[pod.key] = nominated_node_name
 
+    async def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
+        self.nominations[pod.key] = node_name
+
     async def event(
         self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
     ) -> None:

@@ -78,6 +78,55 @@ def test_an_unchanged_condition_still_sends_a_new_nomination_alone(sent: Sent) -
     assert [body for _, _, body, _ in sent] == [{"status": {"nominatedNodeName": None}}]
 
 
+def test_the_condition_carries_the_pod_s_generation(sent: Sent) -> None:
+    """handleSchedulingFailure: ObservedGeneration = CalculatePodConditionObservedGeneration, the
+    pod's generation (PodObservedGenerationTracking is locked on at 1.35-1.37)."""
+    recorder = ApiRecorder(WRITER, "spread-scheduler", "x")
+    pod = make_pod("web", "shop").set("metadata.generation", 3).build()
+    asyncio.run(recorder.set_unschedulable(pod, "Unschedulable", "0/2 nodes"))
+    ((_, _, body, _),) = sent
+    (condition,) = body["status"]["conditions"]
+    assert (condition["type"], condition["status"], condition["observedGeneration"]) == ("PodScheduled", "False", 3)
+
+
+def test_a_moved_generation_alone_sends_no_patch_but_rides_along_with_a_new_nomination(sent: Sent) -> None:
+    """UpdatePodCondition does not compare observedGeneration: the same status, reason and message is
+    no change; when the nomination moves, the two-way diff carries the new generation with it."""
+    recorder = ApiRecorder(WRITER, "spread-scheduler", "x")
+    cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}
+    pod = (
+        make_pod("web", "shop")
+        .set("metadata.generation", 2)
+        .set("status.conditions", [{**cond, "observedGeneration": 1}])
+        .build()
+    )
+    asyncio.run(recorder.set_unschedulable(pod, "Unschedulable", "m"))
+    assert sent == []
+    asyncio.run(recorder.set_unschedulable(pod, "Unschedulable", "m", nominated_node_name="n1"))
+    ((_, _, body, _),) = sent
+    assert body["status"]["nominatedNodeName"] == "n1"
+    (condition,) = body["status"]["conditions"]
+    assert condition["observedGeneration"] == 2
+    assert "lastTransitionTime" not in condition  # the status did not change: the old time stays
+
+
+def test_a_probe_time_on_the_condition_is_a_change(sent: Sent) -> None:
+    """UpdatePodCondition compares lastProbeTime too: the scheduler's condition has none."""
+    recorder = ApiRecorder(WRITER, "spread-scheduler", "x")
+    cond = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}
+    pod = make_pod("web", "shop").set("status.conditions", [{**cond, "lastProbeTime": "2026-01-01T00:00:00Z"}]).build()
+    asyncio.run(recorder.set_unschedulable(pod, "Unschedulable", "m"))
+    ((_, _, body, _),) = sent
+    assert body["status"]["conditions"][0]["lastProbeTime"] is None
+
+
+def test_the_binding_cycle_s_nomination_is_a_patch_of_that_field_alone(sent: Sent) -> None:
+    recorder = ApiRecorder(WRITER, "spread-scheduler", "x")
+    pod = make_pod("web", "shop").build()
+    asyncio.run(recorder.set_nominated_node_name(pod, "n1"))
+    assert sent == [("PATCH", "/api/v1/namespaces/shop/pods/web/status", {"status": {"nominatedNodeName": "n1"}}, SMP)]
+
+
 def test_the_preemption_writes(sent: Sent) -> None:
     writer = ApiPodWriter(WRITER)
     victim = make_pod("low", "batch").build()

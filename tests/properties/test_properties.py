@@ -679,6 +679,9 @@ class Recorder:
     ) -> None:
         return None
 
+    async def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
+        return None
+
     async def event(
         self, pod: Pod, event_type: str, reason: str, action: str, note: str, related: Pod | None = None
     ) -> None:
