@@ -75,7 +75,9 @@ class _Variant:
         """Incubating v0.37: counters per pool ID; the size check before the search per request; a
         config naming every request names none; CEL runtime errors name the device; counter slices
         only when they reach the node (else with the pool's other slices); ``distinctAttribute``
-        keeps every value; a claim config is written once however many requests it names."""
+        keeps every value; a claim config is written once however many requests it names; a
+        capacity request the int64 arithmetic cannot hold aborts the allocation; "All" checks a
+        device's capacity alone; an allocated share holding no capacity marks its device shared."""
         return self.incubating and self.release == V0_37
 
     @property
@@ -83,7 +85,8 @@ class _Variant:
         """Incubating from v0.36: pools in ID order (binding conditions last), slices by name; within
         one request only combinations of devices are tried (``startLocation``); ``distinctAttribute``;
         CEL sees ``allowMultipleAllocations``; capacity requests refused while the feature is off; a
-        device that binds to the node pins the allocation to it."""
+        device that binds to the node pins the allocation to it. (Consumable capacity itself is
+        incubating's from v0.36, read from the features.)"""
         return self.incubating and not self.v0_35_quirks
 
 
