@@ -415,7 +415,7 @@ CASES = {
         slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
         node=node(NODE1, REGION1),
         expect=None,
-        error=("claim claim-0, request req-0: missing device class name (unsupported request type?)"),
+        error="claim claim-0, request req-0: missing device class name (unsupported request type?)",
     ),
     "no-claims-to-allocate": Case(
         claims=None,
@@ -970,7 +970,7 @@ CASES = {
         slices=unwrap_resource_slices(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)),
         node=node(NODE1, REGION1),
         expect=None,
-        error=("claim claim-0, request req-0: admin access is requested, but the feature is disabled"),
+        error="claim claim-0, request req-0: admin access is requested, but the feature is disabled",
     ),
     "admin-access-enabled": Case(
         features=Features(admin_access=True),

@@ -360,7 +360,8 @@ class Emitter:
 
     @staticmethod
     def literal(text: str) -> str:
-        if text[:1] in ("'", '"') and len(text) > 80 and "\\" not in text:
+        # Go's raw strings (CEL expressions, single-quoted here) sit deeper in the cases than messages.
+        if text[:1] in ("'", '"') and len(text) > (80 if text[0] == "'" else 90) and "\\" not in text:
             cut = text.rfind(" ", 0, 70) + 1
             quote = text[0]
             return f"({text[:cut]}{quote} {quote}{text[cut:]})"
