@@ -159,6 +159,16 @@ TOLERATION_NO_EXECUTE = {"operator": "Equal", "key": TAINT_KEY, "value": "taint-
 TOLERATION_NO_SCHEDULE_KEY1 = {"operator": "Exists", "key": "key1", "effect": "NoSchedule"}
 FROM_COUNTERS = "fromCounters"  # a device's capacity: what it consumes of its counters
 CAPACITY0 = "capacity-0"
+CAPACITY1 = "capacity-1"
+FIXED_SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"  # the harness writes it over every share ID
+ZERO = "0"
+TWO = "2"
+THREE = "3"
+FOUR = "4"
+POINT_ONE = "100m"
+POINT_TWO = "200m"
+POINT_TWO_FIVE = "250m"
+POINT_THREE = "300m"
 MAX_INT = 2**63 - 1  # Go's math.MaxInt
 ONE = "1"
 REQ2_SUB_REQ1 = "req-2/subReq-1"
@@ -282,14 +292,17 @@ class _FromCounters(GoObj):
     """A device whose capacity ``with_device_counter_consumption`` sets from what it consumes."""
 
 
-def device(name: str, capacity: dict[str, str] | str | None, attributes: dict[str, GoObj] | None) -> GoObj:
+def device(name: str, capacity: dict[str, Any] | str | None, attributes: dict[str, GoObj] | None) -> GoObj:
     if capacity == FROM_COUNTERS:
         return _FromCounters(obj(Name=name, Attributes=attributes))
     assert not isinstance(capacity, str)
     return obj(
         Name=name,
         Attributes=attributes,
-        Capacity={key: {"value": value} for key, value in capacity.items()} if capacity else None,
+        # A quantity, or (upstream's map of DeviceCapacity) the capacity with its request policy.
+        Capacity={key: value if isinstance(value, dict) else {"value": value} for key, value in capacity.items()}
+        if capacity
+        else None,
     )
 
 
@@ -418,6 +431,8 @@ class Case:
     features: Features = field(default_factory=Features)
     claims: list[GoObj] = field(default_factory=list)
     allocated: list[DeviceID] | None = None
+    allocated_shares: list[DeviceID] | None = None  # ``allocatedSharedDeviceIDs``, less the share IDs
+    allocated_capacity: dict[DeviceID, dict[str, str]] | None = None  # ``allocatedCapacityDevices``
     classes: list[GoObj] = field(default_factory=list)
     slices: list[GoObj] | None = None
     node: Node | None = None
@@ -499,3 +514,68 @@ def device_request_allocation_result_with_binding_conditions(
 def all_of(*substrings: str) -> tuple[str, ...]:
     """``gomega.And`` of substring matchers."""
     return substrings
+
+
+# Consumable capacity.
+
+
+def new_quantity(value: int, _format: str) -> str:
+    return str(value)
+
+
+def new_milli_quantity(value: int, _format: str) -> str:
+    return f"{value}m"
+
+
+def shared_device_id(device_id: DeviceID, _share_id: str) -> DeviceID:
+    """``MakeSharedDeviceID``: the allocator reads only the device of a share."""
+    return device_id
+
+
+def class_with_allow_multiple_allocations(name: str, driver: str, multiple: bool) -> GoObj:
+    expression = f'device.driver == "{driver}" && device.allowMultipleAllocations == {str(multiple).lower()}'
+    return obj(ObjectMeta=obj(Name=name), Spec=obj(Selectors=[obj(CEL=obj(Expression=expression))]))
+
+
+def with_allow_multiple_allocations(device_: GoObj) -> GoObj:
+    out = GoObj(copy_obj(device_))
+    out.AllowMultipleAllocations = True
+    return out
+
+
+def _with_policies(device_: GoObj, capacity: dict[str, str], policy: dict[str, Any]) -> GoObj:
+    out = GoObj(copy_obj(device_))
+    out.Capacity = {
+        **(out.get("capacity") or {}),
+        **{k: {"value": v, "requestPolicy": policy} for k, v in capacity.items()},
+    }
+    return out
+
+
+def with_capacity_request_policy_range(device_: GoObj, capacity: dict[str, str]) -> GoObj:
+    """A range policy (min, step, max) = (2, 2, 4), default 2."""
+    return _with_policies(device_, capacity, {"default": TWO, "validRange": {"min": TWO, "step": TWO, "max": FOUR}})
+
+
+def with_fractional_capacity_request_policy_range(device_: GoObj, capacity: dict[str, str]) -> GoObj:
+    """A range policy (min, step, max) = (200m, 100m, 1), default 200m."""
+    policy = {"default": POINT_TWO, "validRange": {"min": POINT_TWO, "step": POINT_ONE, "max": ONE}}
+    return _with_policies(device_, capacity, policy)
+
+
+def with_capacity_request_policy_valid_values(
+    device_: GoObj, default: str, capacity: dict[str, str], additional: list[str] | None
+) -> GoObj:
+    return _with_policies(device_, capacity, {"default": default, "validValues": [default, *(additional or ())]})
+
+
+def device_request_allocation_result(req: str, driver: str, pool: str, dev: str) -> GoObj:
+    return obj(Request=req, Driver=driver, Pool=pool, Device=dev)
+
+
+def with_consumed_capacity(result: GoObj, share_id: str | None, consumed: dict[str, str] | None) -> GoObj:
+    out = GoObj(copy_obj(result))
+    out.ShareID = share_id
+    if consumed:
+        out.ConsumedCapacity = consumed
+    return out

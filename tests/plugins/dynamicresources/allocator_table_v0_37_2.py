@@ -11,7 +11,7 @@ DeviceTaints,
 FractionalCapacityRange,
 PartitionableDevices,
 PrioritizedList.
-Left out (99): the cases enabling any other feature (docs/dra-allocator.md).
+Left out (47): the cases enabling any other feature (docs/dra-allocator.md).
 
 Generated from the Go source by ``gen_allocator_table.py`` (then ``ruff check --fix`` and
 ``ruff format``); do not edit by hand.
@@ -22,6 +22,8 @@ from __future__ import annotations
 from tests.plugins.dynamicresources.allocator_builders import (
     ALLOCATION_RESULTS_MAX_SIZE,
     BOOL_ATTRIBUTE,
+    CAPACITY0,
+    CAPACITY1,
     CLAIM0,
     CLAIM1,
     CLASS_A,
@@ -36,6 +38,8 @@ from tests.plugins.dynamicresources.allocator_builders import (
     DRIVER_A,
     DRIVER_B,
     FIELD_NAME_KEY,
+    FIXED_SHARE_ID,
+    FOUR,
     FROM_COUNTERS,
     INT_ATTRIBUTE,
     MAX_INT,
@@ -47,6 +51,9 @@ from tests.plugins.dynamicresources.allocator_builders import (
     ONE,
     PLANET_KEY,
     PLANET_VALUE_EARTH,
+    POINT_THREE,
+    POINT_TWO,
+    POINT_TWO_FIVE,
     POOL1,
     POOL2,
     POOL3,
@@ -61,6 +68,7 @@ from tests.plugins.dynamicresources.allocator_builders import (
     REQ1_SUB_REQ0,
     REQ1_SUB_REQ1,
     REQ2,
+    REQ2_SUB_REQ0,
     REQ2_SUB_REQ1,
     REQ3,
     SLICE1,
@@ -73,13 +81,17 @@ from tests.plugins.dynamicresources.allocator_builders import (
     TAINT_NO_EXECUTE,
     TAINT_NO_SCHEDULE,
     TAINT_NONE,
+    THREE,
     TOLERATION_NO_EXECUTE,
     TOLERATION_NO_SCHEDULE,
     TOLERATION_NO_SCHEDULE_KEY1,
+    TWO,
     VERSION_ATTRIBUTE,
+    ZERO,
     Case,
     DeviceID,
     Features,
+    all_device_request,
     all_of,
     allocation_result,
     allocation_result_with_config,
@@ -89,6 +101,7 @@ from tests.plugins.dynamicresources.allocator_builders import (
     claim_with_device_config,
     claim_with_request,
     claim_with_requests,
+    class_with_allow_multiple_allocations,
     class_with_config,
     concat,
     copy_obj,
@@ -100,10 +113,12 @@ from tests.plugins.dynamicresources.allocator_builders import (
     device_configuration,
     device_counter_consumption,
     device_request,
+    device_request_allocation_result,
     device_request_allocation_result_with_binding_conditions,
     last,
     local_node_selector,
     multiple_device_allocation_results,
+    new_quantity,
     node,
     node_label_selector,
     obj,
@@ -111,6 +126,7 @@ from tests.plugins.dynamicresources.allocator_builders import (
     request,
     request_with_prioritized_list,
     resource_pool,
+    shared_device_id,
     slice_with_counter_sets,
     slice_with_devices,
     slice_with_multiple_devices,
@@ -121,12 +137,17 @@ from tests.plugins.dynamicresources.allocator_builders import (
     unwrap,
     unwrap_resource_slices,
     with_allocation_mode,
+    with_allow_multiple_allocations,
     with_binding_conditions,
     with_binds_to_node,
     with_capacity_request,
+    with_capacity_request_policy_range,
+    with_capacity_request_policy_valid_values,
     with_configs,
     with_constraints,
+    with_consumed_capacity,
     with_device_counter_consumption,
+    with_fractional_capacity_request_policy_range,
     with_node_selection,
     with_requests,
     with_selectors,
@@ -2295,6 +2316,212 @@ CASES = {
             )
         ],
     ),
+    "partitionable-consumable-capacity-backtrack-releases-counter": Case(
+        features=Features(partitionable_devices=True, consumable_capacity=True),
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                None,
+                request(
+                    REQ0,
+                    CLASS_A,
+                    1,
+                    obj(CEL=obj(Expression=sprintf('device.attributes["%s"].kind == "shared"', DRIVER_A))),
+                ),
+                request(
+                    REQ1,
+                    CLASS_A,
+                    1,
+                    obj(CEL=obj(Expression=sprintf('device.attributes["%s"].kind == "counteronly"', DRIVER_A))),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    with_allow_multiple_allocations(device(DEVICE1, None, {"kind": obj(StringValue="shared")})),
+                    device_counter_consumption(COUNTER_SET1, {"c": "1"}),
+                ),
+                device(DEVICE2, None, {"kind": obj(StringValue="shared")}),
+                with_device_counter_consumption(
+                    device(DEVICE3, None, {"kind": obj(StringValue="counteronly")}),
+                    device_counter_consumption(COUNTER_SET1, {"c": "1"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"c": "1"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE3, False),
+            )
+        ],
+    ),
+    "consumable-capacity-rejection-rolls-back-constraints": Case(
+        features=Features(consumable_capacity=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                with_selectors(
+                    with_capacity_request(device_request(REQ0, CLASS_A, 1), TWO),
+                    obj(CEL=obj(Expression=sprintf('device.attributes["%s"].stringAttribute == "cap"', DRIVER_A))),
+                ),
+            ),
+            with_requests(
+                with_constraints(claim(CLAIM1), obj(MatchAttribute=STRING_ATTRIBUTE)),
+                request_with_prioritized_list(
+                    REQ0,
+                    with_capacity_request(
+                        with_allocation_mode(
+                            sub_request(
+                                SUB_REQ0,
+                                CLASS_A,
+                                1,
+                                obj(
+                                    CEL=obj(
+                                        Expression=sprintf('device.attributes["%s"].stringAttribute == "cap"', DRIVER_A)
+                                    )
+                                ),
+                            ),
+                            "All",
+                        ),
+                        TWO,
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(CEL=obj(Expression=sprintf('device.attributes["%s"].stringAttribute == "fb"', DRIVER_A))),
+                    ),
+                ),
+            ),
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(
+                    device(DEVICE1, {CAPACITY0: TWO}, {"stringAttribute": obj(StringValue="cap")})
+                ),
+                device(DEVICE2, None, {"stringAttribute": obj(StringValue="fb")}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            ),
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, False)
+            ),
+        ],
+    ),
+    "partitionable-empty-capacity-multiple-share-backtrack-keeps-counter-ownership": Case(
+        features=Features(partitionable_devices=True, consumable_capacity=True),
+        claims=objects(
+            claim_with_requests(
+                CLAIM0,
+                None,
+                request(
+                    REQ0,
+                    CLASS_A,
+                    1,
+                    obj(CEL=obj(Expression=sprintf('device.attributes["%s"].kind == "shared"', DRIVER_A))),
+                ),
+            ),
+            claim_with_requests(
+                CLAIM1,
+                [obj(MatchAttribute=STRING_ATTRIBUTE, Requests=[REQ1, REQ2])],
+                request(
+                    REQ1,
+                    CLASS_A,
+                    1,
+                    obj(
+                        CEL=obj(
+                            Expression=sprintf(
+                                (
+                                    'device.attributes["%s"].kind == "shared" || '
+                                    'device.attributes["%s"].kind == "fallback"'
+                                ),
+                                DRIVER_A,
+                                DRIVER_A,
+                            )
+                        )
+                    ),
+                ),
+                request(
+                    REQ2,
+                    CLASS_A,
+                    1,
+                    obj(CEL=obj(Expression=sprintf('device.attributes["%s"].kind == "gate"', DRIVER_A))),
+                ),
+                request(
+                    REQ3,
+                    CLASS_A,
+                    1,
+                    obj(CEL=obj(Expression=sprintf('device.attributes["%s"].kind == "shared"', DRIVER_A))),
+                ),
+            ),
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    with_allow_multiple_allocations(
+                        device(
+                            DEVICE1,
+                            None,
+                            {"kind": obj(StringValue="shared"), "stringAttribute": obj(StringValue="red")},
+                        )
+                    ),
+                    device_counter_consumption(COUNTER_SET1, {"c": "1"}),
+                ),
+                device(
+                    DEVICE2, None, {"kind": obj(StringValue="fallback"), "stringAttribute": obj(StringValue="blue")}
+                ),
+                device(DEVICE3, None, {"kind": obj(StringValue="gate"), "stringAttribute": obj(StringValue="blue")}),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"c": "1"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, None
+                ),
+            ),
+            allocation_result(
+                local_node_selector(NODE1),
+                device_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2, False),
+                device_allocation_result(REQ2, DRIVER_A, POOL1, DEVICE3, False),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ3, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, None
+                ),
+            ),
+        ],
+    ),
     "partitionable-devices-prioritized-list": Case(
         features=Features(prioritized_list=True, partitionable_devices=True),
         claims=objects(
@@ -3952,6 +4179,1277 @@ CASES = {
             "DRAConsumableCapacity feature is disabled"
         ),
     ),
+    "consumable-capacity-multi-allocatable-device-with-missing-capacity-request": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_allow_multiple_allocations(device(DEVICE1, {CAPACITY1: ONE}, None))
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-with-missing-capacity-request": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(all_device_request(REQ0, CLASS_A), ONE))),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_allow_multiple_allocations(device(DEVICE1, {CAPACITY1: ONE}, None))
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-without-capacity-without-capacity-request": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1)),
+            with_requests(claim(CLAIM1), device_request(REQ0, CLASS_A, 1)),
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_allow_multiple_allocations(device(DEVICE1, None, None))
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, None
+                ),
+            ),
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, None
+                ),
+            ),
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-without-policy-without-capacity-request": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1)),
+            with_requests(claim(CLAIM1), device_request(REQ0, CLASS_A, 1)),
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: ONE}, None)),
+                with_allow_multiple_allocations(device(DEVICE2, {CAPACITY0: ONE}, None)),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: ONE}
+                ),
+            ),
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2), FIXED_SHARE_ID, {CAPACITY0: ONE}
+                ),
+            ),
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-without-policy-without-capacity-request-block": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(claim(CLAIM0), device_request(REQ0, CLASS_A, 1)),
+            with_requests(claim(CLAIM1), device_request(REQ0, CLASS_A, 1)),
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: TWO}, None))
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-without-policy-with-capacity-request": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE)),
+            with_requests(claim(CLAIM1), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE)),
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: TWO}, None))
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: ONE}
+                ),
+            ),
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: ONE}
+                ),
+            ),
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-policy-without-capacity-request": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1)),
+            claim_with_requests(CLAIM1, None, request(REQ0, CLASS_A, 1)),
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: FOUR}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            ),
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            ),
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-zero-request-policy": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1)),
+            claim_with_requests(CLAIM1, None, request(REQ0, CLASS_A, 1)),
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_valid_values(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), ZERO, {CAPACITY0: ONE}, None
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: ZERO}
+                ),
+            ),
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: ZERO}
+                ),
+            ),
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-violates-zero-request-policy": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE))),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_valid_values(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), ZERO, {CAPACITY0: ONE}, None
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-range-policy-with-capacity-request": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE)),
+            with_requests(claim(CLAIM1), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE)),
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: FOUR}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            ),
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            ),
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-range-policy-step": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), new_quantity(3, "BinarySI"))
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: FOUR}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: FOUR}
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-range-policy-request-above-int64-rejected": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), "18446744073709551616")
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: FOUR}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        error="cannot be represented",
+    ),
+    "consumable-capacity-range-policy-rounded-value-overflow-rejected": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), "9223372036854775807"))
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: FOUR}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        error="cannot be represented",
+    ),
+    "consumable-capacity-range-policy-overflow-aborts-not-skip": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), "18446744073709551616")
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: FOUR}
+                ),
+                with_allow_multiple_allocations(device(DEVICE2, {CAPACITY0: "36893488147419103232"}, None)),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        error="cannot be represented",
+    ),
+    "consumable-capacity-range-policy-allocation-mode-all-overflow-aborts": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0), with_capacity_request(all_device_request(REQ0, CLASS_A), "18446744073709551616")
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: FOUR}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        error="cannot be represented",
+    ),
+    "consumable-capacity-negative-request-aborts": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), "-5"))),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: "10"}, None)),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        error="negative",
+    ),
+    "consumable-capacity-multi-allocatable-device-with-valid-values-policy": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), new_quantity(2, "BinarySI"))
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_valid_values(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), ONE, {CAPACITY0: FOUR}, [TWO]
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-valid-values-policy-round-up": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), new_quantity(2, "BinarySI"))
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_valid_values(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), ONE, {CAPACITY0: THREE}, [THREE]
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: THREE}
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-exceeded-consumable-capacity-request": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE)),
+            with_requests(claim(CLAIM1), with_capacity_request(device_request(REQ0, CLASS_A, 1), TWO)),
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: TWO}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-request-over-max-sharing-policy": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), new_quantity(6, "BinarySI"))
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)),
+                    {CAPACITY0: new_quantity(10, "BinarySI")},
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-allocated-capacity-use-remaining": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), TWO))),
+        allocated_capacity={DeviceID(DRIVER_A, POOL1, DEVICE1): {CAPACITY0: TWO}},
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: FOUR}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-allocated-capacity-next-device": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), TWO))),
+        allocated_capacity={DeviceID(DRIVER_A, POOL1, DEVICE1): {CAPACITY0: TWO}},
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: TWO}
+                ),
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE2, None, None)), {CAPACITY0: TWO}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-with-multi-allocatable-device-backtrack": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                with_constraints(claim(CLAIM0), obj(MatchAttribute=STRING_ATTRIBUTE)),
+                with_capacity_request(device_request(REQ0, CLASS_A, 1), TWO),
+                with_capacity_request(device_request(REQ1, CLASS_A, 1), TWO),
+            ),
+            with_requests(claim(CLAIM1), with_capacity_request(device_request(REQ0, CLASS_A, 1), TWO)),
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(
+                        device(DEVICE2, None, {"stringAttribute": obj(StringValue="stringAttributeValue1")})
+                    ),
+                    {CAPACITY0: TWO},
+                ),
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(
+                        device(DEVICE1, None, {"stringAttribute": obj(StringValue="stringAttributeValue2")})
+                    ),
+                    {CAPACITY0: FOUR},
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            ),
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            ),
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-subrequest": Case(
+        features=Features(consumable_capacity=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                request_with_prioritized_list(
+                    REQ0,
+                    with_capacity_request(sub_request(SUB_REQ0, CLASS_A, 1), FOUR),
+                    with_capacity_request(sub_request(SUB_REQ1, CLASS_A, 1), TWO),
+                    sub_request(SUB_REQ1, CLASS_A, 1),
+                ),
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: TWO}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE1),
+                    FIXED_SHARE_ID,
+                    {CAPACITY0: TWO},
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-with-no-available-consumable-capacity": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), TWO))),
+        allocated_capacity={DeviceID(DRIVER_A, POOL1, DEVICE1): {CAPACITY0: TWO}},
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: TWO}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-no-capacity": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(all_device_request(REQ0, CLASS_A), TWO))),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: TWO}, None)),
+                with_allow_multiple_allocations(device(DEVICE2, None, None)),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-insufficient-capacity": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(all_device_request(REQ0, CLASS_A), TWO))),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: TWO}, None)),
+                with_allow_multiple_allocations(device(DEVICE2, {CAPACITY0: ONE}, None)),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-sufficient": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE),
+                with_capacity_request(all_device_request(REQ1, CLASS_A), ONE),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: TWO}, None)),
+                with_allow_multiple_allocations(device(DEVICE2, {CAPACITY0: ONE}, None)),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: ONE}
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: ONE}
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2), FIXED_SHARE_ID, {CAPACITY0: ONE}
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-in-use-sufficient": Case(
+        features=Features(consumable_capacity=True),
+        allocated_capacity={DeviceID(DRIVER_A, POOL1, DEVICE1): {CAPACITY0: ONE}},
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(all_device_request(REQ0, CLASS_A), ONE))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: TWO}, None)),
+                with_allow_multiple_allocations(device(DEVICE2, {CAPACITY0: ONE}, None)),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: ONE}
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2), FIXED_SHARE_ID, {CAPACITY0: ONE}
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-insufficient": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE),
+                with_capacity_request(all_device_request(REQ1, CLASS_A), ONE),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: ONE}, None)),
+                with_allow_multiple_allocations(device(DEVICE2, {CAPACITY0: ONE}, None)),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-in-use-insufficient": Case(
+        features=Features(consumable_capacity=True),
+        allocated_capacity={DeviceID(DRIVER_A, POOL1, DEVICE1): {CAPACITY0: ONE}},
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(all_device_request(REQ0, CLASS_A), ONE))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: ONE}, None)),
+                with_allow_multiple_allocations(device(DEVICE2, {CAPACITY0: ONE}, None)),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-dedicated-device-with-consumable-capacity-request": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE))),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, False)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, {CAPACITY0: ONE}, None))
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1), device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False)
+            )
+        ],
+    ),
+    "consumable-capacity-dedicated-device-with-multiple-consumable-capacity-request": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE)),
+            with_requests(claim(CLAIM1), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE)),
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, False)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(device(DEVICE1, None, None), {CAPACITY0: TWO}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "consumable-capacity-requests-are-not-modified": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                with_capacity_request(device_request(REQ0, CLASS_A, 1), TWO),
+                with_capacity_request(device_request(REQ1, CLASS_A, 1), "1000000000000000000000"),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(
+                    device(
+                        DEVICE1,
+                        {
+                            CAPACITY0: obj(
+                                Value="1000000000000000000002",
+                                RequestPolicy=obj(Default="1000000000000000000000", ValidRange=obj(Min=TWO)),
+                            )
+                        },
+                        None,
+                    )
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE1),
+                    FIXED_SHARE_ID,
+                    {CAPACITY0: "1000000000000000000000"},
+                ),
+            )
+        ],
+    ),
+    "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE))),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, False)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_allow_multiple_allocations(device(DEVICE1, {CAPACITY0: ONE}, None))
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "allow-multiple-allocations-not-allocate-multi-allocatable-device-which-already-dedicated": Case(
+        features=Features(consumable_capacity=True),
+        allocated=[DeviceID(DRIVER_A, POOL1, DEVICE1)],
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE))),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: TWO}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "allow-multiple-allocations-not-allocate-dedicated-device-which-change-from-multi-allocatable": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE))),
+        allocated_capacity={DeviceID(DRIVER_A, POOL1, DEVICE1): {CAPACITY0: ONE}},
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(device(DEVICE1, None, None), {CAPACITY0: TWO}),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "allow-multiple-allocations-with-partitionable-device": Case(
+        features=Features(prioritized_list=True, partitionable_devices=True, consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                device_request(REQ0, CLASS_A, 1),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("6Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                    sub_request(
+                        SUB_REQ1,
+                        CLASS_A,
+                        1,
+                        obj(
+                            CEL=obj(
+                                Expression=sprintf(
+                                    'device.capacity["%s"].memory.compareTo(quantity("4Gi")) >= 0', DRIVER_A
+                                )
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_allow_multiple_allocations(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    )
+                ),
+                with_allow_multiple_allocations(
+                    with_device_counter_consumption(
+                        device(DEVICE2, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "6Gi"}),
+                    )
+                ),
+                with_allow_multiple_allocations(
+                    with_device_counter_consumption(
+                        device(DEVICE3, FROM_COUNTERS, None),
+                        device_counter_consumption(COUNTER_SET1, {"memory": "4Gi"}),
+                    )
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {"memory": "4Gi"}
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE3),
+                    FIXED_SHARE_ID,
+                    {"memory": "4Gi"},
+                ),
+            )
+        ],
+    ),
+    "allow-multiple-allocations-with-shared-device-counter-cross-cycle": Case(
+        features=Features(partitionable_devices=True, consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                with_selectors(
+                    with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE),
+                    obj(CEL=obj(Expression=sprintf('device.attributes["%s"].mode == "b"', DRIVER_A))),
+                ),
+            )
+        ),
+        allocated_shares=objects(shared_device_id(DeviceID(DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID)),
+        allocated_capacity={DeviceID(DRIVER_A, POOL1, DEVICE1): {CAPACITY0: ONE}},
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_allow_multiple_allocations(
+                    with_device_counter_consumption(
+                        device(DEVICE1, FROM_COUNTERS, {"mode": obj(StringValue="a")}),
+                        device_counter_consumption(COUNTER_SET1, {CAPACITY0: ONE}),
+                    )
+                ),
+                with_allow_multiple_allocations(
+                    with_device_counter_consumption(
+                        device(DEVICE2, FROM_COUNTERS, {"mode": obj(StringValue="b")}),
+                        device_counter_consumption(COUNTER_SET1, {CAPACITY0: ONE}),
+                    )
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {CAPACITY0: ONE})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "partitionable-consumable-capacity-shared-device-counter-not-recharged": Case(
+        features=Features(partitionable_devices=True, consumable_capacity=True),
+        allocated_shares=objects(shared_device_id(DeviceID(DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID)),
+        claims=objects(claim_with_requests(CLAIM0, None, request(REQ0, CLASS_A, 1))),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_device_counter_consumption(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)),
+                    device_counter_consumption(COUNTER_SET1, {"c": "1"}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2, NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"c": "1"})
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, None
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-with-partitionable-device-multiple-capacity-pools": Case(
+        features=Features(prioritized_list=True, partitionable_devices=True, consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                claim(CLAIM0),
+                with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE),
+                with_capacity_request(device_request(REQ2, CLASS_A, 1), TWO),
+                request_with_prioritized_list(
+                    REQ1,
+                    with_capacity_request(
+                        sub_request(
+                            SUB_REQ0,
+                            CLASS_A,
+                            1,
+                            obj(
+                                CEL=obj(
+                                    Expression=sprintf(
+                                        'device.capacity["%s"]["%s"].compareTo(quantity("4")) >= 0', DRIVER_A, CAPACITY0
+                                    )
+                                )
+                            ),
+                        ),
+                        ONE,
+                    ),
+                    with_capacity_request(
+                        sub_request(
+                            SUB_REQ1,
+                            CLASS_A,
+                            1,
+                            obj(
+                                CEL=obj(
+                                    Expression=sprintf(
+                                        'device.capacity["%s"]["%s"].compareTo(quantity("2")) >= 0', DRIVER_A, CAPACITY0
+                                    )
+                                )
+                            ),
+                        ),
+                        ONE,
+                    ),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(
+                        with_device_counter_consumption(
+                            device(DEVICE1, FROM_COUNTERS, None),
+                            device_counter_consumption(COUNTER_SET1, {CAPACITY0: TWO}),
+                            device_counter_consumption(COUNTER_SET2, {CAPACITY1: FOUR}),
+                        )
+                    ),
+                    ({CAPACITY1: FOUR}),
+                ),
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(
+                        with_device_counter_consumption(
+                            device(DEVICE2, FROM_COUNTERS, None),
+                            device_counter_consumption(COUNTER_SET1, {CAPACITY0: FOUR}),
+                            device_counter_consumption(COUNTER_SET2, {CAPACITY1: FOUR}),
+                        )
+                    ),
+                    ({CAPACITY1: FOUR}),
+                ),
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(
+                        with_device_counter_consumption(
+                            device(DEVICE3, FROM_COUNTERS, None),
+                            device_counter_consumption(COUNTER_SET1, {CAPACITY0: TWO}),
+                            device_counter_consumption(COUNTER_SET2, {CAPACITY1: FOUR}),
+                        )
+                    ),
+                    ({CAPACITY1: FOUR}),
+                ),
+            ),
+            slice_with_counter_sets(
+                SLICE2,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                counter_set(COUNTER_SET1, {CAPACITY0: FOUR}),
+                counter_set(COUNTER_SET2, {CAPACITY1: "8"}),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                    FIXED_SHARE_ID,
+                    {CAPACITY0: ONE, CAPACITY1: TWO},
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ2, DRIVER_A, POOL1, DEVICE3),
+                    FIXED_SHARE_ID,
+                    {CAPACITY0: TWO, CAPACITY1: TWO},
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE1),
+                    FIXED_SHARE_ID,
+                    {CAPACITY0: ONE, CAPACITY1: TWO},
+                ),
+            )
+        ],
+    ),
+    "with-distinct-constraints": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                with_constraints(
+                    claim(CLAIM0),
+                    obj(DistinctAttribute=BOOL_ATTRIBUTE, Requests=[REQ0, REQ1]),
+                    obj(DistinctAttribute=VERSION_ATTRIBUTE, Requests=[REQ0, REQ1, REQ2]),
+                    obj(DistinctAttribute=INT_ATTRIBUTE, Requests=[REQ0, REQ1, REQ2, REQ3]),
+                ),
+                device_request(REQ0, CLASS_A, 1),
+                device_request(REQ1, CLASS_A, 1),
+                device_request(REQ2, CLASS_A, 1),
+                device_request(REQ3, CLASS_A, 1),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(
+                    device(
+                        DEVICE1,
+                        None,
+                        {
+                            "driverVersion": obj(VersionValue="1.0.0"),
+                            "numa": obj(IntValue=0),
+                            "boolAttribute": obj(BoolValue=True),
+                        },
+                    )
+                ),
+                with_allow_multiple_allocations(
+                    device(
+                        DEVICE2,
+                        None,
+                        {
+                            "driverVersion": obj(VersionValue="1.0.1"),
+                            "numa": obj(IntValue=1),
+                            "boolAttribute": obj(BoolValue=False),
+                        },
+                    )
+                ),
+                with_allow_multiple_allocations(
+                    device(
+                        DEVICE3,
+                        None,
+                        {
+                            "driverVersion": obj(VersionValue="1.0.2"),
+                            "numa": obj(IntValue=2),
+                            "boolAttribute": obj(BoolValue=True),
+                        },
+                    )
+                ),
+                with_allow_multiple_allocations(
+                    device(
+                        DEVICE4,
+                        None,
+                        {
+                            "driverVersion": obj(VersionValue="1.0.0"),
+                            "numa": obj(IntValue=3),
+                            "boolAttribute": obj(BoolValue=True),
+                        },
+                    )
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, None
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2), FIXED_SHARE_ID, None
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ2, DRIVER_A, POOL1, DEVICE3), FIXED_SHARE_ID, None
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ3, DRIVER_A, POOL1, DEVICE4), FIXED_SHARE_ID, None
+                ),
+            )
+        ],
+    ),
     "distinct-constraint-single-request-count-3-not-distinct": Case(
         features=Features(consumable_capacity=True),
         claims=objects(
@@ -4023,6 +5521,109 @@ CASES = {
         node=node(NODE1, REGION1),
         expect=None,
     ),
+    "with-distinct-constraints-attribute-not-set": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                with_constraints(claim(CLAIM0), obj(DistinctAttribute=BOOL_ATTRIBUTE, Requests=[REQ0])),
+                device_request(REQ0, CLASS_A, 1),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1, NODE1, POOL1, DRIVER_A, with_allow_multiple_allocations(device(DEVICE1, None, None))
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "with-distinct-constraints-unknown-type-attribute": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                with_constraints(claim(CLAIM0), obj(DistinctAttribute=BOOL_ATTRIBUTE, Requests=[REQ0])),
+                device_request(REQ0, CLASS_A, 1),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(device(DEVICE1, None, {"boolAttribute": obj()})),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+        error="unsupported attribute value",
+    ),
+    "with-distinct-constraints-with-subrequests": Case(
+        features=Features(consumable_capacity=True, prioritized_list=True),
+        claims=objects(
+            with_requests(
+                with_constraints(claim(CLAIM0), obj(DistinctAttribute=BOOL_ATTRIBUTE, Requests=[REQ0, REQ1])),
+                request_with_prioritized_list(
+                    REQ0,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(CEL=obj(Expression=sprintf('device.attributes["%s"].boolAttribute', DRIVER_A))),
+                    ),
+                    sub_request(SUB_REQ1, CLASS_A, 1),
+                ),
+                request_with_prioritized_list(
+                    REQ1,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(CEL=obj(Expression=sprintf('device.attributes["%s"].boolAttribute', DRIVER_A))),
+                    ),
+                    sub_request(SUB_REQ1, CLASS_A, 1),
+                ),
+                request_with_prioritized_list(
+                    REQ2,
+                    sub_request(
+                        SUB_REQ0,
+                        CLASS_A,
+                        1,
+                        obj(CEL=obj(Expression=sprintf('device.attributes["%s"].boolAttribute', DRIVER_A))),
+                    ),
+                    sub_request(SUB_REQ1, CLASS_A, 1),
+                ),
+            )
+        ),
+        classes=objects(device_class(CLASS_A, DRIVER_A)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_allow_multiple_allocations(device(DEVICE1, None, {"boolAttribute": obj(BoolValue=True)})),
+                with_allow_multiple_allocations(device(DEVICE2, None, {"boolAttribute": obj(BoolValue=False)})),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0_SUB_REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, None
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ1_SUB_REQ1, DRIVER_A, POOL1, DEVICE2), FIXED_SHARE_ID, None
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ2_SUB_REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, None
+                ),
+            )
+        ],
+    ),
     "distinct-constraint-single-request-multiple-devices-attribute-not-set": Case(
         features=Features(consumable_capacity=True),
         claims=objects(claim_with_requests(CLAIM0, [obj(DistinctAttribute=INT_ATTRIBUTE)], request(REQ0, CLASS_A, 3))),
@@ -4083,6 +5684,140 @@ CASES = {
                 device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1, False),
                 device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE2, False),
                 device_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE4, False),
+            )
+        ],
+    ),
+    "distinct-constraint-one-multi-allocatable-device-with-distinct-constraint": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                with_constraints(claim(CLAIM0), obj(DistinctAttribute=STRING_ATTRIBUTE)),
+                with_capacity_request(device_request(REQ0, CLASS_A, 1), ONE),
+                with_capacity_request(device_request(REQ1, CLASS_A, 1), ONE),
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(
+                        device(DEVICE1, None, {"stringAttribute": obj(StringValue="stringAttributeValue")})
+                    ),
+                    {CAPACITY0: TWO},
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[],
+    ),
+    "distinct-constraint-two-multi-allocatable-devices-with-distinct-constraint": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(
+                with_constraints(claim(CLAIM0), obj(DistinctAttribute=STRING_ATTRIBUTE)),
+                with_capacity_request(device_request(REQ0, CLASS_A, 1), TWO),
+                with_capacity_request(device_request(REQ1, CLASS_A, 1), TWO),
+            )
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(
+                        device(DEVICE1, None, {"stringAttribute": obj(StringValue="stringAttributeValue1")})
+                    ),
+                    {CAPACITY0: FOUR},
+                ),
+            ),
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                with_capacity_request_policy_range(
+                    with_allow_multiple_allocations(
+                        device(DEVICE2, None, {"stringAttribute": obj(StringValue="stringAttributeValue2")})
+                    ),
+                    {CAPACITY0: FOUR},
+                ),
+            ),
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ1, DRIVER_A, POOL1, DEVICE2), FIXED_SHARE_ID, {CAPACITY0: TWO}
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-fractional-range-gate-disabled": Case(
+        features=Features(consumable_capacity=True),
+        claims=objects(
+            with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), POINT_TWO))
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_fractional_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: ONE}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                    FIXED_SHARE_ID,
+                    {CAPACITY0: new_quantity(1, "DecimalSI")},
+                ),
+            )
+        ],
+    ),
+    "consumable-capacity-fractional-range-gate-enabled-round-up": Case(
+        features=Features(consumable_capacity=True, fractional_capacity_range=True),
+        claims=objects(
+            with_requests(claim(CLAIM0), with_capacity_request(device_request(REQ0, CLASS_A, 1), POINT_TWO_FIVE))
+        ),
+        classes=objects(class_with_allow_multiple_allocations(CLASS_A, DRIVER_A, True)),
+        slices=unwrap_resource_slices(
+            slice_with_devices(
+                SLICE1,
+                NODE1,
+                POOL1,
+                DRIVER_A,
+                with_fractional_capacity_request_policy_range(
+                    with_allow_multiple_allocations(device(DEVICE1, None, None)), {CAPACITY0: ONE}
+                ),
+            )
+        ),
+        node=node(NODE1, REGION1),
+        expect=[
+            allocation_result(
+                local_node_selector(NODE1),
+                with_consumed_capacity(
+                    device_request_allocation_result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                    FIXED_SHARE_ID,
+                    {CAPACITY0: POINT_THREE},
+                ),
             )
         ],
     ),

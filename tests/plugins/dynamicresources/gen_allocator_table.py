@@ -38,6 +38,8 @@ _CASE_KEYS = {
     "expectError": "error",
     "expectNumAllocateOneInvocations": "steps",
     "expectNumAllocateOneInvocationsByChannel": "steps_by_channel",
+    "allocatedSharedDeviceIDs": "allocated_shares",
+    "allocatedCapacityDevices": "allocated_capacity",
 }
 _QUALIFIED = {
     "resourceapi.DeviceAllocationModeAll": '"All"',
@@ -50,14 +52,15 @@ _QUALIFIED = {
     "resourceapi.DeviceTaintEffectNoSchedule": '"NoSchedule"',
     "resourceapi.DeviceTaintEffectNoExecute": '"NoExecute"',
     "resourceapi.DeviceTaintEffectNone": '"None"',
+    "resource.BinarySI": '"BinarySI"',
+    "resource.DecimalSI": '"DecimalSI"',
 }
-# Builders and names only consumable capacity's cases use (shares, policies, quantities).
-_CAPACITY_ONLY = re.compile(
-    r"\b(capacity0|capacity1|fixedShareID|with_allow_multiple_allocations|class_with_allow_multiple_allocations"
-    r"|with_consumed_capacity|with_capacity_request_policy_\w+|resource\.\w+|device_request_allocation_result"
-    r"|ZERO|TWO|THREE|FOUR)\b"
-    # ...and what our API types do not hold yet (DRAOptionalNodeOperations' skipNodeOperations).
-    r"|\bwith_skip_node_operations\b|\bnode_with_draoptional_node_operations\b"
+# Named Go types that are maps (their composite literals are dicts, an elided value too).
+_MAP_TYPES = {"ConsumedCapacityCollection", "ConsumedCapacity"}
+# What our API types do not hold yet (DRAOptionalNodeOperations' skipNodeOperations, the counter
+# consumptions' compatibility groups).
+_NOT_HELD = re.compile(
+    r"\b(with_skip_node_operations|node_with_draoptional_node_operations|device_counter_consumption_with_groups)\b"
 )
 _IDENTITY_CALLS = {"ptr.To", "int64", "int", "string", "resource.MustParse", "resourceapi.DeviceAllocationMode", "new"}
 _IDENTITY_CALLS |= {"gomega.MatchError", "gomega.ContainSubstring"}
@@ -165,14 +168,23 @@ class Parser:
     def near(self) -> str:
         return " ".join(t[1] for t in self.toks[max(0, self.i - 12) : self.i + 4])
 
-    def elements(self) -> list[tuple[str | None, Node]]:
-        """Up to the closing brace: ``key: value`` or bare values (an elided ``{...}`` included)."""
-        out: list[tuple[str | None, Node]] = []
+    def elements(self) -> list[tuple[str | Node | None, Node]]:
+        """Up to the closing brace: ``key: value`` or bare values (an elided ``{...}`` included); a
+        map's key may be an expression (``MakeDeviceID(...): {...}``)."""
+        out: list[tuple[str | Node | None, Node]] = []
         while self.peek() != "}":
-            key = None
+            key: str | Node | None = None
             if self.toks[self.i][0] in ("id", "str") and self.peek(1) == ":":
                 key = self.take()[1]
                 self.take(":")
+            elif self.peek() != "{":
+                start = self.i
+                candidate = self.expr()
+                if self.peek() == ":":
+                    self.take(":")
+                    key = candidate
+                else:
+                    self.i = start
             if self.peek() == "{":
                 self.take("{")
                 value: Node = ("elided", self.elements())
@@ -209,7 +221,7 @@ class Parser:
         return left
 
     def unary(self) -> Node:
-        if self.peek() == "&":
+        if self.peek() in ("&", "*"):  # taking an address, or dereferencing: the same value here
             self.take()
             return self.unary()
         if self.peek() == "-":
@@ -348,9 +360,11 @@ class Emitter:
 
     @staticmethod
     def literal(text: str) -> str:
-        if text.startswith('"') and len(text) > 90 and "\\" not in text:
+        # Go's raw strings (CEL expressions, single-quoted here) sit deeper in the cases than messages.
+        if text[:1] in ("'", '"') and len(text) > (80 if text[0] == "'" else 90) and "\\" not in text:
             cut = text.rfind(" ", 0, 70) + 1
-            return f'({text[:cut]}" "{text[cut:]})'
+            quote = text[0]
+            return f"({text[:cut]}{quote} {quote}{text[cut:]})"
         return text
 
     def name(self, name: str, local: frozenset[str]) -> str:
@@ -373,6 +387,10 @@ class Emitter:
             "slices.Concat": "concat",
             "MakeDeviceID": "DeviceID",
             "gomega.And": "all_of",
+            "resource.NewQuantity": "new_quantity",
+            "resource.NewMilliQuantity": "new_milli_quantity",
+            "internal.MakeSharedDeviceID": "shared_device_id",
+            "sets.New": "objects",
         }
         if name in special:
             return f"{special[name]}({', '.join(args)})"
@@ -384,17 +402,35 @@ class Emitter:
             return f"{self.name(func[1], frozenset())}({', '.join(args)})"
         return f"{self.emit(func, local)}({', '.join(args)})"
 
-    def composite(self, typ: Node, elements: list[tuple[str | None, Node]], local: frozenset[str]) -> str:
+    def composite(self, typ: Node, elements: list[tuple[str | Node | None, Node]], local: frozenset[str]) -> str:
         if typ[0] == "slice":
             return "[" + ", ".join(self.emit(v, local) for _, v in elements) + "]"
         if typ[0] == "map":
-            return "{" + ", ".join(f"{self.literal(str(k))}: {self.emit(v, local)}" for k, v in elements) + "}"
+            value_type = typ[1]
+            return self.mapping(elements, local, value_type[0] == "map" or value_type[1] in _MAP_TYPES)
+        if typ[1] in _MAP_TYPES:  # ConsumedCapacityCollection: device -> ConsumedCapacity
+            return self.mapping(elements, local, typ[1] == "ConsumedCapacityCollection")
         if typ[1] == "Features":
             flags = ", ".join(f"{snake(str(k))}={self.emit(v, local)}" for k, v in elements)
             return f"Features({flags})"
         return self.struct(elements, local)
 
-    def struct(self, elements: list[tuple[str | None, Node]], local: frozenset[str]) -> str:
+    def mapping(
+        self, elements: list[tuple[str | Node | None, Node]], local: frozenset[str], of_maps: bool = False
+    ) -> str:
+        """A map literal: keys are strings, names or expressions; with ``of_maps`` an elided value is
+        a map too (the tables' maps of maps)."""
+        parts = []
+        for key, value in elements:
+            if isinstance(key, tuple):
+                k = self.emit(key, local)
+            else:
+                k = self.literal(str(key)) if str(key)[:1] in "\"'" else self.name(str(key), local)
+            v = self.mapping(value[1], local) if of_maps and value[0] == "elided" else self.emit(value, local)
+            parts.append(f"{k}: {v}")
+        return "{" + ", ".join(parts) + "}"
+
+    def struct(self, elements: list[tuple[str | Node | None, Node]], local: frozenset[str]) -> str:
         return "obj(" + ", ".join((f"{k}=" if k else "") + self.emit(v, local) for k, v in elements) + ")"
 
     def closure(self, steps: list[Node], local: frozenset[str]) -> str:
@@ -425,7 +461,8 @@ def translate(source: str, ported: set[str]) -> tuple[list[str], list[str]]:
     constants = set(re.findall(r"^\t(\w+)\s+= ", consts_block, re.M))
     constants |= set(re.findall(r"^\t(\w+)\s*:?= ", source[source.index("func TestAllocator(") : start], re.M))
     constants |= {"fieldNameKey", "regionKey", "planetKey", "planetValueEarth", "nodeSelectionAll"}
-    constants |= {"nodeSelectionPerDevice", "zero", "one", "two", "three", "four", "fromCounters"}
+    constants |= {"nodeSelectionPerDevice", "zero", "one", "two", "three", "four", "fromCounters", "fixedShareID"}
+    constants |= {"pointOne", "pointTwo", "pointTwoFive", "pointThree"}
     functions = set(re.findall(r"^func (\w+)", source, re.M))
     emitter = Emitter(constants, functions)
     lines: list[str] = []
@@ -442,13 +479,11 @@ def translate(source: str, ported: set[str]) -> tuple[list[str], list[str]]:
         try:
             fields = [f"{_CASE_KEYS[str(k)]}={emitter.emit(v)}" for k, v in parser.elements()]
         except (SyntaxError, KeyError, ValueError):
-            # Beyond this translator (capacity quantities, shared device IDs): consumable capacity's
-            # cases, which the port refuses anyway.
-            left_out.append(name)
+            left_out.append(name)  # beyond this translator
             continue
         line = f"    {name!r}: Case({', '.join(fields)}),"
-        if _CAPACITY_ONLY.search(line):
-            left_out.append(name)  # consumable capacity at work: the port refuses it
+        if _NOT_HELD.search(line):
+            left_out.append(name)
             continue
         lines.append(line)
     return lines, left_out

@@ -10,6 +10,7 @@ upstream's number of ``allocateOne`` calls.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 
 from scheduler.api.devicefields import DeviceToleration
 from scheduler.api.nodeselector import NodeSelector
+from scheduler.api.quantity import parse_quantity
 from scheduler.api.resourceclaim import AllocationResult
 from scheduler.features import features_at
 from scheduler.plugins.dynamicresources import cel
@@ -31,6 +33,7 @@ from tests.plugins.dynamicresources.allocator_builders import (
     DEVICE2,
     DRIVER_A,
     DRIVER_B,
+    FIXED_SHARE_ID,
     NODE1,
     POOL1,
     REGION1,
@@ -133,6 +136,8 @@ def _got(results: Sequence[AllocationResult] | None) -> list[Any]:
                     [_toleration(t) for t in d.tolerations],
                     list(d.binding_conditions),
                     list(d.binding_failure_conditions),
+                    d.share_id,
+                    dict(d.consumed_capacity),
                 )
                 for d in r.results
             ],
@@ -159,6 +164,8 @@ def _want(expect: Sequence[GoObj] | None) -> list[Any]:
                         [_toleration(DeviceToleration(**t)) for t in d.get("tolerations") or ()],
                         list(d.get("bindingConditions") or ()),
                         list(d.get("bindingFailureConditions") or ()),
+                        d.get("shareID"),
+                        {k: parse_quantity(v) for k, v in (d.get("consumedCapacity") or {}).items()},
                     )
                     for d in devices.get("results", [])
                 ],
@@ -178,7 +185,21 @@ def _toleration(t: DeviceToleration) -> tuple[str, str, str, str]:
 
 def _allocator(case: Case, **kwargs: Any) -> Allocator:
     cache = _cache(kwargs.get("release", V0_35))
-    return Allocator(case.features, case.allocated or (), case.parsed_classes(), case.parsed_slices(), cache, **kwargs)
+    aggregated = {
+        device_id: {k: parse_quantity(v) for k, v in consumed.items()}
+        for device_id, consumed in (case.allocated_capacity or {}).items()
+    }
+    return Allocator(
+        case.features,
+        case.allocated or (),
+        case.parsed_classes(),
+        case.parsed_slices(),
+        cache,
+        shared_devices=case.allocated_shares or (),
+        aggregated_capacity=aggregated,
+        share_id=lambda: FIXED_SHARE_ID,  # upstream's harness writes it over every share ID
+        **kwargs,
+    )
 
 
 @pytest.mark.parametrize(("implementation", "release", "name"), _RUNS)
@@ -454,37 +475,49 @@ def test_all_subrequest_continues_as_subrequest_0() -> None:
     assert _both(case) == {"stable": [], "incubating": []}
 
 
-def test_consumable_capacity_in_use_is_refused() -> None:
-    """1.36 turns consumable capacity on by default; the port runs with it on while nothing uses
-    it, and refuses a capacity request or a device allowing multiple allocations."""
-    features, release = for_scheduler(features_at("1.36"))
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_consumable_capacity_shares_with_default_features(minor: str) -> None:
+    """1.36 and 1.37 turn consumable capacity on by default: claims asking capacity of a device
+    allowing multiple allocations get shares of it (a share ID each, the capacity consumed) while
+    its capacity lasts, and the counters it consumes are taken once."""
+    features, release = for_scheduler(features_at(minor))
     request_ = request(REQ0, CLASS_A, 1)
-    request_.Exactly.Capacity = obj(Requests={"memory": "1Gi"})
-    shared = device(DEVICE1, None, None)
+    request_.Exactly.Capacity = obj(Requests={"memory": "3Gi"})
+    shared = with_device_counter_consumption(
+        device(DEVICE1, {"memory": "8Gi"}, None), device_counter_consumption(COUNTER_SET1, {"memory": "8Gi"})
+    )
     shared.AllowMultipleAllocations = True
-    for claims, slice_device in (
-        ([claim_with_requests(CLAIM0, None, request_)], device(DEVICE1, None, None)),
-        ([claim_with_request(CLAIM0, REQ0, CLASS_A)], shared),
-    ):
-        case = Case(
-            features=features,
-            claims=claims,
-            classes=[device_class(CLASS_A, DRIVER_A)],
-            slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, slice_device)],
-            node=node(NODE1, REGION1),
-        )
-        with pytest.raises(ValueError, match="consumable capacity"):
-            _allocator(case, release=release).allocate(case.node, case.parsed_claims())
-    plain = Case(
+    claims = [claim_with_requests(f"claim-{i}", None, request_) for i in range(3)]
+    case = Case(
         features=features,
-        claims=[claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        claims=claims,
         classes=[device_class(CLASS_A, DRIVER_A)],
-        slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1, None, None))],
+        slices=[
+            slice_with_counter_sets(
+                "counters", NODE1, resource_pool(POOL1, 2), DRIVER_A, counter_set(COUNTER_SET1, {"memory": "8Gi"})
+            ),
+            slice_with_devices(SLICE1, NODE1, resource_pool(POOL1, 2), DRIVER_A, shared),
+        ],
         node=node(NODE1, REGION1),
     )
-    got = _allocator(plain, release=release).allocate(plain.node, plain.parsed_claims())
+    ids = itertools.count()
+    allocator = Allocator(
+        case.features,
+        (),
+        case.parsed_classes(),
+        case.parsed_slices(),
+        _cache(release),
+        release=release,
+        share_id=lambda: f"share-{next(ids)}",
+    )
+    parsed = case.parsed_claims()
+    got = allocator.allocate(case.node, parsed[:2])
     assert got is not None
-    assert [d.device for d in got[0].results] == [DEVICE1]
+    assert [(r.device, r.share_id, dict(r.consumed_capacity)) for a in got for r in a.results] == [
+        (DEVICE1, "share-0", {"memory": 3 * 2**30}),
+        (DEVICE1, "share-1", {"memory": 3 * 2**30}),
+    ]
+    assert allocator.allocate(case.node, parsed) is None  # 9Gi of 8Gi
 
 
 def _counter_pools(driver_b_memory: str) -> Case:

@@ -12,6 +12,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -30,6 +31,7 @@ from scheduler.api.resourceclaim import (
 )
 from scheduler.api.resourceslice import Device, ResourceSlice
 from scheduler.plugins.dynamicresources.cel import Cache
+from scheduler.plugins.dynamicresources.structured.capacity import CapacityError, Consumed, consumed_for, fits
 from scheduler.plugins.dynamicresources.structured.constraints import Constraint, DistinctAttribute, MatchAttribute
 from scheduler.plugins.dynamicresources.structured.errors import AllocationError, FailedOnNodeError
 from scheduler.plugins.dynamicresources.structured.features import (
@@ -73,7 +75,9 @@ class _Variant:
         """Incubating v0.37: counters per pool ID; the size check before the search per request; a
         config naming every request names none; CEL runtime errors name the device; counter slices
         only when they reach the node (else with the pool's other slices); ``distinctAttribute``
-        keeps every value; a claim config is written once however many requests it names."""
+        keeps every value; a claim config is written once however many requests it names; a
+        capacity request the int64 arithmetic cannot hold aborts the allocation; "All" checks a
+        device's capacity alone; an allocated share holding no capacity marks its device shared."""
         return self.incubating and self.release == V0_37
 
     @property
@@ -81,20 +85,14 @@ class _Variant:
         """Incubating from v0.36: pools in ID order (binding conditions last), slices by name; within
         one request only combinations of devices are tried (``startLocation``); ``distinctAttribute``;
         CEL sees ``allowMultipleAllocations``; capacity requests refused while the feature is off; a
-        device that binds to the node pins the allocation to it."""
+        device that binds to the node pins the allocation to it. (Consumable capacity itself is
+        incubating's from v0.36, read from the features.)"""
         return self.incubating and not self.v0_35_quirks
-
-
-# Consumable capacity is on by default from 1.36; the port runs with it on as long as nothing uses
-# it (no capacity request, no device allowing multiple allocations), which upstream then decides as
-# with it off. Anything that uses it is refused with ValueError.
-_CAPACITY_NOT_PORTED = "consumable capacity (DRAConsumableCapacity) is not ported"
 
 
 # Per variant and release: the features the port runs. The stable code's own branches for admin
 # access and prioritized lists (its counters and taints are not ported: kube-scheduler never runs
-# stable with them on); incubating's whole supported set (consumable capacity and fractional ranges
-# as long as nothing uses them).
+# stable with them on); incubating's whole supported set.
 _PORTED: Mapping[tuple[str, str], frozenset[str]] = {
     ("stable", V0_35): Features(admin_access=True, prioritized_list=True).enabled(),
     **{("incubating", release): supported("incubating", release) for release in RELEASES},
@@ -184,6 +182,10 @@ class Allocator:
     ``NewAllocator`` picks for ``features`` there, unless ``implementation`` names one (as upstream's
     tests call a variant directly). Features or variants not ported raise ``ValueError``.
 
+    ``shared_devices`` and ``aggregated_capacity`` are the consumable capacity part of upstream's
+    ``AllocatedState``; ``share_id`` makes each new share's ID (``GenerateShareID``, a random UUID
+    unless given).
+
     ``stop`` is polled before each step of the search, as upstream checks its context: when it
     returns a cause (``"context deadline exceeded"``), ``allocate`` raises
     ``filter operation aborted: <cause>``. The scheduler bounds the search by time
@@ -201,10 +203,18 @@ class Allocator:
         release: str = V0_35,
         implementation: str | None = None,
         stop: Callable[[], str | None] | None = None,
+        shared_devices: Collection[DeviceID] = (),
+        aggregated_capacity: Mapping[DeviceID, Mapping[str, Fraction]] | None = None,
+        share_id: Callable[[], str] | None = None,
     ) -> None:
         self.variant = _variant(features, release, implementation)
         self.features = features
         self.allocated_devices = frozenset(allocated_devices)
+        # Consumable capacity (``AllocatedState``): the devices with allocated shares
+        # (``AllocatedSharedDeviceIDs`` less the share IDs), and what those shares hold together.
+        self.shared_devices = frozenset(shared_devices)
+        self.aggregated_capacity: Mapping[DeviceID, Mapping[str, Fraction]] = aggregated_capacity or {}
+        self.share_id = share_id or (lambda: str(uuid.uuid4()))
         self.classes = classes
         self.slices = slices
         self.cel_cache = cel_cache
@@ -237,6 +247,9 @@ class _Search:
         self.constraints: list[list[Constraint]] = []
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
+        # Per device allowing multiple allocations: what this call's shares of it hold together
+        # (``allocatingCapacity``); an entry, even empty, marks the device as shared.
+        self.allocating_capacity: dict[DeviceID, Consumed] = {}
         self.picked: list[list[Picked]] = [[] for _ in claims]
 
     def run(self) -> list[AllocationResult] | None:
@@ -251,10 +264,6 @@ class _Search:
             )
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None
-        if self.features.consumable_capacity and any(
-            device.allow_multiple_allocations for pool in self.pools for s in pool.slices for device in s.devices
-        ):
-            raise ValueError(f"{_CAPACITY_NOT_PORTED}: a device allows multiple allocations")
         for claim_index, claim in enumerate(self.claims):
             self._prepare_claim(claim_index, claim)
         answer = self._drive((0, 0, 0, 0), False)
@@ -341,16 +350,13 @@ class _Search:
         self.constraints.append(constraints)
 
     def _check_capacity(self, claim: ResourceClaim, request: DeviceRequest) -> None:
-        """v0.36: capacity requests are refused while consumable capacity is off; while it is on,
-        the port refuses them (not ported)."""
-        if not self.variant.v0_36:
+        """v0.36: capacity requests are refused while consumable capacity is off."""
+        if not self.variant.v0_36 or self.features.consumable_capacity:
             return
         exact = [request.exactly] if request.exactly is not None else []
         for spec, kind in [(s, "request") for s in exact] + [(s, "subrequest") for s in request.first_available]:
             if not spec.capacity:
                 continue
-            if self.features.consumable_capacity:
-                raise ValueError(f"{_CAPACITY_NOT_PORTED}: claim {_klog_name(claim)}, {kind} {spec.name}")
             raise AllocationError(
                 f"claim {_klog_name(claim)}, {kind} {spec.name}: has capacity requests, "
                 "but the DRAConsumableCapacity feature is disabled"
@@ -392,7 +398,9 @@ class _Search:
                     )
                 for slice_ in pool.slices:
                     for device in slice_.devices:
-                        if self._selectable(key, data, slice_, device):
+                        if self._selectable(key, data, slice_, device) and self._fits_for_all(
+                            claim, request, slice_, device
+                        ):
                             data.all_devices.append(
                                 _Candidate(
                                     DeviceID(slice_.driver, slice_.pool.name, device.name),
@@ -504,6 +512,8 @@ class _Search:
                         continue
                     if not self._selectable(key, data, slice_, device):
                         continue
+                    if self.features.consumable_capacity and not self._fits(r, request, device_id, device, "checking"):
+                        continue
                     undo = self._allocate_device(r, data, _Candidate(device_id, device, slice_, pool), must=False)
                     if undo is None:
                         continue
@@ -577,44 +587,96 @@ class _Search:
         self, r: _Indices, data: _RequestData, candidate: _Candidate, *, must: bool
     ) -> Callable[[], None] | None:
         """``allocateDevice``: marks the candidate as allocated if it is free and satisfies the
-        claim's constraints; returns how to take it back, or None."""
+        claim's constraints; returns how to take it back, or None. A device allowing multiple
+        allocations (consumable capacity) is not marked: it gets a new share instead, holding the
+        capacity the request consumes of it."""
         claim_index = r[0]
         request = data.request
+        multiple = self.features.consumable_capacity and candidate.device.allow_multiple_allocations is True
         if request.admin_access:
-            if claim_index in self.allocating.get(candidate.id, ()):
+            if not multiple and claim_index in self.allocating.get(candidate.id, ()):
                 return None
         elif self._in_use(candidate.id):
             return None
-        consumes = candidate.device.consumes_counters
+        consumes = bool(candidate.device.consumes_counters)
         if not self.features.partitionable_devices and consumes:
             return None
-        if consumes and not self._take_counters(candidate):
+        # A further share of a shared device does not take its counters again.
+        reserved = consumes and not (multiple and self._capacity_in_use(candidate.id))
+        if reserved and not self._take_counters(candidate):
             return None
         base = data.parent if data.parent is not None else request.name
         sub = request.name if data.parent is not None else ""
+        constraints = self.constraints[claim_index]
+        added = 0
+        marked = False
+        share: tuple[Consumed, bool] | None = None  # what the share holds; whether the entry existed
+        picked = self.picked[claim_index]
+        before = len(picked)
+
+        def undo() -> None:
+            del picked[before:]
+            if share is not None:
+                self._remove_share(candidate.id, *share)
+            if marked:
+                self.allocating[candidate.id].discard(claim_index)
+            for constraint in constraints[:added]:
+                constraint.remove(base, sub)
+            if reserved:
+                self._give_counters(candidate)
+
         # v0.35 returns here without giving back the counters just taken (taint or constraint): they
         # stay consumed for the rest of this call, so later candidates see fewer.
         keep = self.variant.v0_35_quirks
         if self.features.device_taints and _taint_prevents(candidate.device, request.spec):
-            if consumes and not keep:
+            if reserved and not keep:
                 self._give_counters(candidate)
             return None
-        constraints = self.constraints[claim_index]
-        for i, constraint in enumerate(constraints):
+        for constraint in constraints:
             if not constraint.add(base, sub, candidate.device, candidate.id.driver):
                 if must:
                     raise AllocationError(
                         f"claim {_klog_name(self.claims[claim_index])}, request {request.name}: cannot add device "
                         f"{candidate.id} because a claim constraint would not be satisfied"
                     )
-                for earlier in constraints[:i]:
-                    earlier.remove(base, sub)
-                if consumes and not keep:
-                    self._give_counters(candidate)
+                if keep:
+                    reserved = False
+                undo()
                 return None
-        self.allocating.setdefault(candidate.id, set()).add(claim_index)
-        picked = self.picked[claim_index]
-        before = len(picked)
+            added += 1
+        if not multiple:
+            self.allocating.setdefault(candidate.id, set()).add(claim_index)
+            marked = True
+        consumed: Consumed = {}
+        share_id: str | None = None
+        if self.features.consumable_capacity:
+            try:
+                ok = self._fits(r, request, candidate.id, candidate.device, "rechecking")
+            except AllocationError:
+                undo()
+                raise
+            if not ok:
+                undo()
+                return None
+            if multiple:
+                try:
+                    consumed = consumed_for(
+                        request.spec.capacity,
+                        candidate.device,
+                        fractional=self.features.fractional_capacity_range,
+                        strict=self.variant.v0_37,
+                    )
+                except CapacityError as err:
+                    undo()
+                    raise AllocationError(
+                        f"claim {_klog_name(self.claims[claim_index])}, request {request.name}: computing consumed "
+                        f"capacity for device {candidate.id}: {err}"
+                    ) from None
+                share_id = self.owner.share_id()
+                share = (consumed, candidate.id in self.allocating_capacity)
+                held = self.allocating_capacity.setdefault(candidate.id, {})
+                for name, amount in consumed.items():
+                    held[name] = held.get(name, Fraction(0)) + amount
         picked.append(
             Picked(
                 request=data.request_name,
@@ -623,18 +685,75 @@ class _Search:
                 device=candidate.device,
                 admin_access=True if request.admin_access else None,
                 tolerations=request.spec.tolerations,
+                share_id=share_id,
+                consumed_capacity=consumed,
             )
         )
-
-        def undo() -> None:
-            for constraint in constraints:
-                constraint.remove(base, sub)
-            self.allocating[candidate.id].discard(claim_index)
-            if consumes:
-                self._give_counters(candidate)
-            del picked[before:]
-
         return undo
+
+    # Consumable capacity: shares of devices allowing multiple allocations.
+
+    def _capacity_in_use(self, device_id: DeviceID) -> bool:
+        """``deviceCapacityInUse``: the device has shares, allocated or being allocated (an allocated
+        share that holds no capacity counts from v0.37)."""
+        return (
+            device_id in self.owner.aggregated_capacity
+            or (self.variant.v0_37 and device_id in self.owner.shared_devices)
+            or device_id in self.allocating_capacity
+        )
+
+    def _fits(self, r: _Indices, request: _Request, device_id: DeviceID, device: Device, verb: str) -> bool:
+        """``CmpRequestOverCapacity`` beside the device's allocated and allocating shares; v0.37
+        aborts the allocation for a request that cannot be computed."""
+        try:
+            return fits(
+                request.spec.capacity,
+                device,
+                self.owner.aggregated_capacity.get(device_id, {}),
+                self.allocating_capacity.get(device_id, {}),
+                fractional=self.features.fractional_capacity_range,
+                strict=self.variant.v0_37,
+            )
+        except CapacityError as err:
+            raise AllocationError(
+                f"claim {_klog_name(self.claims[r[0]])}, request {request.name}: {verb} capacity for device "
+                f"{device_id}: {err}"
+            ) from None
+
+    def _fits_for_all(self, claim: ResourceClaim, request: _Request, slice_: ResourceSlice, device: Device) -> bool:
+        """Whether an "All" request may take the device: beside its allocated shares (v0.36), or,
+        from v0.37, within its capacities alone (the rest is checked when it is allocated, so "All"
+        fails rather than skips a device that is full)."""
+        if not self.features.consumable_capacity:
+            return True
+        device_id = DeviceID(slice_.driver, slice_.pool.name, device.name)
+        in_use = {} if self.variant.v0_37 else self.owner.aggregated_capacity.get(device_id, {})
+        try:
+            return fits(
+                request.spec.capacity,
+                device,
+                in_use,
+                {},
+                fractional=self.features.fractional_capacity_range,
+                strict=self.variant.v0_37,
+            )
+        except CapacityError as err:
+            raise AllocationError(
+                f"claim {_klog_name(claim)}, request {request.name}: checking capacity for device {device.name}: {err}"
+            ) from None
+
+    def _remove_share(self, device_id: DeviceID, consumed: Consumed, existed: bool) -> None:
+        """``ConsumedCapacityCollection.Remove``: the entry goes once it holds nothing, unless an
+        earlier share of this call keeps it (as the mark that the device is shared)."""
+        held = self.allocating_capacity.get(device_id)
+        if held is not None:
+            for name, amount in consumed.items():
+                if name in held:
+                    held[name] -= amount
+            if all(v == 0 for v in held.values()):
+                del self.allocating_capacity[device_id]
+        if existed and device_id not in self.allocating_capacity:
+            self.allocating_capacity[device_id] = {}
 
     # Counters (partitionable devices, incubating): per pool name, as upstream keys them.
 
@@ -650,7 +769,7 @@ class _Search:
         available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
         for slice_ in (*pool.slices, *pool.other_slices):
             for device in slice_.devices:
-                if DeviceID(slice_.driver, slice_.pool.name, device.name) not in self.owner.allocated_devices:
+                if not self._allocated(DeviceID(slice_.driver, slice_.pool.name, device.name)):
                     continue
                 for consumption in device.consumes_counters:
                     counters = available.get(consumption.counter_set, {})
@@ -659,6 +778,14 @@ class _Search:
                             counters[name] -= value
         self.owner.available_counters[self._pool_key(pool)] = available
         return available
+
+    def _allocated(self, device_id: DeviceID) -> bool:
+        """``IsDeviceAllocated``: allocated whole, or holding allocated shares."""
+        return (
+            device_id in self.owner.allocated_devices
+            or device_id in self.owner.shared_devices
+            or device_id in self.owner.aggregated_capacity
+        )
 
     def _take_counters(self, candidate: _Candidate) -> bool:
         """``checkAvailableCounters``: takes the device's counters if every counter of the pool

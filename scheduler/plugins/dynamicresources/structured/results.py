@@ -6,8 +6,9 @@ class and claim configuration that applies to them, and the node selector the de
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import NamedTuple
 
 from scheduler.api.deviceclass import DeviceClass
@@ -43,6 +44,8 @@ class Picked:
     device: Device
     admin_access: bool | None
     tolerations: tuple[DeviceToleration, ...] = ()  # the request's (or subrequest's)
+    share_id: str | None = None  # consumable capacity: the share of a device allowing multiple allocations
+    consumed_capacity: Mapping[str, Fraction] = field(default_factory=dict)  # what that share holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,8 @@ def build_result(
                 tolerations=p.tolerations if tolerations else (),
                 binding_conditions=p.device.binding_conditions if binding else (),
                 binding_failure_conditions=p.device.binding_failure_conditions if binding else (),
+                share_id=p.share_id,
+                consumed_capacity=p.consumed_capacity,
             )
             for p in picked
         ),
