@@ -65,27 +65,23 @@ class ApiRecorder:
             if current is None or current.get("status") != "False":
                 condition["lastTransitionTime"] = _rfc3339(now)
             status["conditions"] = [condition]
-        body = {"status": status}
         try:
-            await self._writer.write(
-                f"patching status of {pod.key}",
-                "PATCH",
-                "/api/v1/namespaces/{namespace}/pods/{name}/status",
-                {"namespace": pod.namespace, "name": pod.name},
-                body,
-                STRATEGIC_MERGE_PATCH,
-            )
+            await self._patch_status(pod, status)
         except PodGoneError:
             return
 
     async def set_nominated_node_name(self, pod: Pod, node_name: str) -> None:
         """The patch of ``status.nominatedNodeName`` alone; errors go to the caller, who logs them."""
+        await self._patch_status(pod, {"nominatedNodeName": node_name or None})
+
+    async def _patch_status(self, pod: Pod, status: dict[str, Any]) -> None:
+        """A strategic-merge patch of the pod's ``status`` subresource, on the one write path."""
         await self._writer.write(
             f"patching status of {pod.key}",
             "PATCH",
             "/api/v1/namespaces/{namespace}/pods/{name}/status",
             {"namespace": pod.namespace, "name": pod.name},
-            {"status": {"nominatedNodeName": node_name or None}},
+            {"status": status},
             STRATEGIC_MERGE_PATCH,
         )
 
