@@ -191,11 +191,11 @@ class StorageObjects:
         return (c for c in self._by_kind["ResourceClaim"].values() if isinstance(c, ResourceClaim))
 
     def resource_claim_template(self, namespace: str, name: str) -> ResourceClaimTemplate | None:
-        obj = self._by_kind["ResourceClaimTemplate"].get(f"{namespace}/{name}")
+        obj = self.get("ResourceClaimTemplate", f"{namespace}/{name}")
         return obj if isinstance(obj, ResourceClaimTemplate) else None
 
     def device_class(self, name: str) -> DeviceClass | None:
-        obj = self._by_kind["DeviceClass"].get(name)
+        obj = self.get("DeviceClass", name)
         return obj if isinstance(obj, DeviceClass) else None
 
     def resource_version(self, kind: str, key: str) -> str | None:
