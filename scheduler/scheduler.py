@@ -20,6 +20,9 @@ from scheduler.eventhandlers import EventHandlers, HeldChanges
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, PreemptionSink, Recorder, VolumeBinder
 from scheduler.framework.runtime import Framework
+from scheduler.plugins.dynamicresources.plugin.claimwrites import ClaimWriter
+from scheduler.plugins.dynamicresources.plugin.plugin import StructuredDynamicResources
+from scheduler.plugins.names import DYNAMIC_RESOURCES
 from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.schedule_one import Progress, ScheduleOne, SchedulerStats, SchedulingAlgorithm
 
@@ -72,6 +75,10 @@ class Scheduler:
         # and Filter counts the nominated pods through each profile's handle.
         self.queue.nominator.pod_lister = self.handlers.pending.get
         for fwk in self.frameworks.values():
+            dra = fwk.plugins.get(DYNAMIC_RESOURCES)
+            if isinstance(dra, StructuredDynamicResources):
+                dra.use_lister(self.cache.storage)
+        for fwk in self.frameworks.values():
             fwk.handle.nominator = self.queue
         self.algorithm = SchedulingAlgorithm(rng)
         self.cycles = ScheduleOne(
@@ -99,6 +106,14 @@ class Scheduler:
         (without one it refuses such pods)."""
         for fwk in self.frameworks.values():
             fwk.handle.volume_binder = volume_binder
+
+    def use_claim_writer(self, claim_writer: ClaimWriter) -> None:
+        """DynamicResources' PreBind writes each claim's allocation and reservation through
+        ``claim_writer`` (without one it fails the binding of a pod with claims to write)."""
+        for fwk in self.frameworks.values():
+            plugin = fwk.plugins.get(DYNAMIC_RESOURCES)
+            if isinstance(plugin, StructuredDynamicResources):
+                plugin.claim_writer = claim_writer
 
     def use_preemption(self, sink: PreemptionSink, drain: Callable[[], Awaitable[None]] | None = None) -> None:
         """Where DefaultPreemption's decisions go (``scheduler.kube.preemption`` in ``run``);

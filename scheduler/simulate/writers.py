@@ -1,17 +1,20 @@
-"""The writers of a dry run: the Binder, Recorder, VolumeBinding's PreBind and the preemption sink,
-keeping in memory what the live scheduler would write to the API server."""
+"""The writers of a dry run: the Binder, Recorder, VolumeBinding's and DynamicResources' PreBind and
+the preemption sink, keeping in memory what the live scheduler would write to the API server."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.objects import Pod, PodKey
+from scheduler.api.resourceclaim import ResourceClaim
 from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.eventhandlers import EventHandlers
 from scheduler.framework.interface import PodNominator
 from scheduler.framework.status import Status
+from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimBinding
 
 
 class MemoryBinder:
@@ -85,6 +88,39 @@ class MemoryVolumeBinder:
 
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+class MemoryClaimWriter:
+    """DynamicResources' PreBind in a dry run: each claim's allocation and reservation applied to the
+    cache at once, as the watch would bring the written claim, so the next pods see its devices taken."""
+
+    def __init__(self, handlers: EventHandlers) -> None:
+        self._handlers = handlers
+        self.by_pod: dict[PodKey, list[ClaimBinding]] = {}
+
+    async def bind_claim(self, pod: Pod, binding: ClaimBinding) -> ResourceClaim:
+        storage = self._handlers.cache.storage
+        claim = storage.resource_claim(binding.namespace, binding.name)
+        if claim is None or claim.uid != binding.uid:
+            raise LookupError(f"resourceclaims.resource.k8s.io {binding.name!r} not found")
+        finalizers = claim.finalizers
+        if binding.add_finalizer and FINALIZER not in finalizers:
+            finalizers = (*finalizers, FINALIZER)
+        written = dataclasses.replace(
+            claim,
+            finalizers=finalizers,
+            allocation=binding.allocation if binding.allocation is not None else claim.allocation,
+            reserved_for=(*claim.reserved_for, binding.reserved_for),
+            resource_version=_next_version(claim.resource_version),
+        )
+        storage.upsert(written, written.resource_version)
+        self.by_pod.setdefault(pod.key, []).append(binding)
+        return written
+
+
+def _next_version(version: str) -> str:
+    """A newer integer resourceVersion (a claim of a file has none: "1")."""
+    return str(int(version) + 1) if version.isdigit() else "1"
 
 
 def _requested_storage(claim: PersistentVolumeClaim) -> str:

@@ -1,14 +1,16 @@
 """The claim writes upstream's DynamicResources makes, as data: PreBind's allocation and reservation
-(``bindClaim``) and PostFilter's deallocation. ``scheduler/kube/`` is to carry them out."""
+(``bindClaim``) and PostFilter's deallocation; and ``ClaimWriter``, the seam that carries PreBind's
+out (``scheduler/kube/`` in ``run``, memory in ``simulate``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from scheduler.api.objects import Pod
 from scheduler.api.resourceclaim import AllocationResult, ConsumerReference, ResourceClaim
 
-__all__ = ["FINALIZER", "ClaimBinding", "ClaimDeallocation", "binding_for"]
+__all__ = ["FINALIZER", "ClaimBinding", "ClaimDeallocation", "ClaimWriter", "binding_for"]
 
 FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 
@@ -53,3 +55,13 @@ def binding_for(
         reserved_for=ConsumerReference(resource="pods", name=pod.name, uid=pod.uid),
         stamp_allocation=binding_conditions and written is not None and written.allocation_timestamp is None,
     )
+
+
+class ClaimWriter(Protocol):
+    """Carries out PreBind's ``ClaimBinding`` (upstream's ``bindClaim`` with its API calls)."""
+
+    async def bind_claim(self, pod: Pod, binding: ClaimBinding) -> ResourceClaim:
+        """Write ``binding``; return the claim as written, already assumed in the scheduler's cache
+        (upstream's ``AssumeClaimAfterAPICall``), so that the next cycle sees its devices taken once
+        the plugin drops the in-flight allocation. Raises with the reason on failure."""
+        ...
