@@ -321,7 +321,7 @@ def test_gather_allocated_state_counts_consumed_capacity(minor: str, asked: str,
     consumes 8Gi of its 10Gi; the rest stays free for the pod (before, the share took the whole device)."""
     held = share_of(memory_claim("held", "held-uid", "8Gi"), "8Gi", "held-uid")
     pl = plugin(minor, Lister([memory_claim(CLAIM, "claim-uid", asked), held], [CLASS], [shared_slice()]))
-    state, status = cycle(pl, pod())
+    _, status = cycle(pl, pod())
     assert status == (None if fits else unresolvable("cannot allocate all claims"))
 
 

@@ -23,6 +23,7 @@ from scheduler.profile import build_frameworks
 from scheduler.scheduler import Scheduler
 from scheduler.simulate import Simulation
 from scheduler.simulate.json_output import attempt_to_json
+from scheduler.simulate.table import render_table
 from scheduler.simulate.writers import MemoryClaimWriter
 from scheduler.testing import make_node, make_pod
 from tests.fakes import FakeBinder, FakeClock, FakeRecorder
@@ -115,6 +116,10 @@ def test_a_template_pods_claim_is_allocated_in_its_cycle_and_written_in_its_preb
             "device": "gpu-0",
             "slice": "n1-gpus",
         }
+    ]
+    assert render_table([attempt], sim.cache).splitlines()[:2] == [
+        "pod default/p: -> n1",
+        f"  claim default/p-gpu: request gpu -> device gpu-0 (slice n1-gpus, pool n1, driver {DRIVER})",
     ]
 
 
