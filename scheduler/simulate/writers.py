@@ -14,7 +14,7 @@ from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.eventhandlers import EventHandlers
 from scheduler.framework.interface import PodNominator
 from scheduler.framework.status import Status
-from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimBinding
+from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimBinding, ClaimDeallocation
 
 
 class MemoryBinder:
@@ -91,8 +91,9 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 class MemoryClaimWriter:
-    """DynamicResources' PreBind in a dry run: each claim's allocation and reservation applied to the
-    cache at once, as the watch would bring the written claim, so the next pods see its devices taken."""
+    """DynamicResources' writes in a dry run (``ClaimWriter``): each claim's allocation and reservation
+    (or its deallocation, or a pod's reservation dropped) applied to the cache at once, as the watch
+    would bring the written claim, so the next pods see its devices taken (or free)."""
 
     def __init__(self, handlers: EventHandlers) -> None:
         self._handlers = handlers
@@ -106,15 +107,31 @@ class MemoryClaimWriter:
         finalizers = claim.finalizers
         if binding.add_finalizer and FINALIZER not in finalizers:
             finalizers = (*finalizers, FINALIZER)
-        written = dataclasses.replace(
-            claim,
-            finalizers=finalizers,
-            allocation=binding.allocation if binding.allocation is not None else claim.allocation,
-            reserved_for=(*claim.reserved_for, binding.reserved_for),
-            resource_version=_next_version(claim.resource_version),
+        written = self._store(
+            dataclasses.replace(
+                claim,
+                finalizers=finalizers,
+                allocation=binding.allocation if binding.allocation is not None else claim.allocation,
+                reserved_for=(*claim.reserved_for, binding.reserved_for),
+            )
         )
-        storage.upsert(written, written.resource_version)
         self.by_pod.setdefault(pod.key, []).append(binding)
+        return written
+
+    async def deallocate_claim(self, deallocation: ClaimDeallocation) -> None:
+        claim = self._handlers.cache.storage.resource_claim(deallocation.namespace, deallocation.name)
+        if claim is not None and claim.uid == deallocation.uid:
+            self._store(dataclasses.replace(claim, allocation=None, reserved_for=(), device_statuses=()))
+
+    async def unreserve_claim(self, pod: Pod, claim: ResourceClaim) -> None:
+        held = self._handlers.cache.storage.resource_claim(claim.namespace, claim.name)
+        if held is not None and held.uid == claim.uid:
+            self._store(dataclasses.replace(held, reserved_for=tuple(r for r in held.reserved_for if r.uid != pod.uid)))
+
+    def _store(self, claim: ResourceClaim) -> ResourceClaim:
+        """``claim`` as the watch would bring it after the write: a newer resourceVersion."""
+        written = dataclasses.replace(claim, resource_version=_next_version(claim.resource_version))
+        self._handlers.cache.storage.upsert(written, written.resource_version)
         return written
 
 

@@ -17,7 +17,7 @@ from scheduler.api.resourceclaim import ResourceClaim
 from scheduler.config import load_config, parse_config
 from scheduler.features import features_at
 from scheduler.plugins import names
-from scheduler.plugins.dynamicresources.plugin.claimwrites import ClaimBinding
+from scheduler.plugins.dynamicresources.plugin.claimwrites import ClaimBinding, ClaimDeallocation
 from scheduler.plugins.dynamicresources.plugin.plugin import NO_CLAIM_WRITER
 from scheduler.profile import build_frameworks
 from scheduler.scheduler import Scheduler
@@ -274,3 +274,24 @@ def test_a_pod_with_a_claim_and_a_class_backed_extended_resource(minor: str) -> 
         "spread-scheduler does not allocate devices"
     )
     assert [c["device"] for c in data["claims"]] == ["gpu-0"] and data["claims"][0]["pool"] == "plugin"
+
+
+def test_the_memory_writer_deallocates_and_unreserves_in_the_cache() -> None:
+    """simulate's ClaimWriter: PostFilter's deallocation and Unreserve's patch, applied at once."""
+    pod = make_pod("p0").resource_claim("gpu", claim="c0")
+    sim = simulate("1.36", [node("n1"), device_class(), node_slice("n1"), claim("c0"), pod.dict()])
+    (attempt,) = sim.run()
+    assert attempt.host == "n1"
+    storage = sim.cache.storage
+    written = storage.resource_claim("default", "c0")
+    assert written is not None and written.reserved_for
+
+    async def undo() -> None:
+        await sim.claim_writer.unreserve_claim(pod.build(), written)
+        held = storage.resource_claim("default", "c0")
+        assert held is not None and held.allocation is not None and held.reserved_for == ()
+        await sim.claim_writer.deallocate_claim(ClaimDeallocation("default", "c0", written.uid))
+
+    asyncio.run(undo())
+    gone = storage.resource_claim("default", "c0")
+    assert gone is not None and gone.allocation is None and gone.resource_version == "4"

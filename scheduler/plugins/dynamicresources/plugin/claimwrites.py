@@ -58,10 +58,19 @@ def binding_for(
 
 
 class ClaimWriter(Protocol):
-    """Carries out PreBind's ``ClaimBinding`` (upstream's ``bindClaim`` with its API calls)."""
+    """Carries the claim writes out (``scheduler/kube/`` in ``run``, memory in ``simulate``); each
+    raises with the reason on failure."""
 
     async def bind_claim(self, pod: Pod, binding: ClaimBinding) -> ResourceClaim:
-        """Write ``binding``; return the claim as written, already assumed in the scheduler's cache
-        (upstream's ``AssumeClaimAfterAPICall``), so that the next cycle sees its devices taken once
-        the plugin drops the in-flight allocation. Raises with the reason on failure."""
+        """PreBind's writes for one claim; the claim as written, already assumed in the scheduler's
+        cache (upstream's ``AssumeClaimAfterAPICall``), so that the next cycle sees its devices taken
+        once the plugin drops the in-flight allocation."""
+        ...
+
+    async def deallocate_claim(self, deallocation: ClaimDeallocation) -> None:
+        """PostFilter's ``UpdateStatus``: the claim without ``reservedFor``, ``allocation`` and ``devices``."""
+        ...
+
+    async def unreserve_claim(self, pod: Pod, claim: ResourceClaim) -> None:
+        """Unreserve's patch taking ``pod`` out of the claim's ``status.reservedFor``."""
         ...
