@@ -75,11 +75,10 @@ class Scheduler:
         # and Filter counts the nominated pods through each profile's handle.
         self.queue.nominator.pod_lister = self.handlers.pending.get
         for fwk in self.frameworks.values():
+            fwk.handle.nominator = self.queue
             dra = fwk.plugins.get(DYNAMIC_RESOURCES)
             if isinstance(dra, StructuredDynamicResources):
-                dra.use_lister(self.cache.storage)
-        for fwk in self.frameworks.values():
-            fwk.handle.nominator = self.queue
+                dra.use_lister(self.cache.storage)  # PreEnqueue and the hints run outside any cycle
         self.algorithm = SchedulingAlgorithm(rng)
         self.cycles = ScheduleOne(
             self.frameworks,
