@@ -745,15 +745,14 @@ def test_planning_a_1200_pod_workload_never_holds_the_loop_for_100_ms() -> None:
 
 
 def test_a_slow_slice_is_logged_with_where_its_time_went() -> None:
-    """A slice past 100 ms names its own CPU, the collector's pauses and the time the machine did not
-    run the process, so an operator tells planning from a starved or collecting process."""
+    """A slice past 100 ms names its own CPU, the collector's pauses, our other threads' CPU and the
+    time the machine ran something else, so an operator tells planning from a starved process."""
     sim = zone_returned(12, 6)
     metrics = SchedulerMetrics(process=False)
     rebalancer = Rebalancer(sim.cache, sim.frameworks, Evictor(), Recorder(), metrics, default=True)  # type: ignore[arg-type]
-    workload = WEB
     with structlog.testing.capture_logs() as logs:
-        rebalancer._slice_spent(workload, wall=0.25, cpu=0.06, gc_paused=0.04)
-        rebalancer._slice_spent(workload, wall=0.05, cpu=0.05, gc_paused=0.0)
+        rebalancer._slice_spent(WEB, rebalance._Clocks(wall=0.25, thread=0.06, process=0.07, gc=0.04))
+        rebalancer._slice_spent(WEB, rebalance._Clocks(wall=0.05, thread=0.05, process=0.05, gc=0.0))
     assert [entry for entry in logs if entry["event"] == "rebalance: slow planning slice"] == [
         {
             "event": "rebalance: slow planning slice",
@@ -763,7 +762,8 @@ def test_a_slow_slice_is_logged_with_where_its_time_went() -> None:
             "wall_ms": 250.0,
             "cpu_ms": 20.0,
             "gc_ms": 40.0,
-            "not_running_ms": 190.0,
+            "other_threads_ms": 10.0,
+            "not_running_ms": 180.0,
         }
     ]
     own = "spread_scheduler_rebalance_plan_slice_cpu_seconds_bucket"
