@@ -31,7 +31,7 @@ Why 26 bits and not an int32's 31: Karpenter reads the same annotation and weigh
 pods is deleted as empty, with no simulation of where they go: a zone's last node can go so
 (sigs.k8s.io/karpenter v1.14.1 pkg/utils/disruption/disruption.go:48-69,
 pkg/controllers/disruption/types.go:136-157). Every cost here is above -2^26, so a pod of priority 0
-weighs more than 1/2, and only a priority of -2^24 or lower makes it free (from -2^25 the priority
+weighs more than 1/2, and only a priority below -2^24 makes it free (from -2^25 the priority
 alone does). docs/install.md ("With an autoscaler") has the numbers.
 
 A pod that counts in no domain of a constraint (its node lacks the key or is excluded by a Honor
