@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from scheduler.api.objects import Pod
 from scheduler.api.resourceclaim import AllocationResult, ConsumerReference, ResourceClaim
 
-__all__ = ["FINALIZER", "ClaimBinding", "ClaimDeallocation", "binding_for"]
+__all__ = ["FINALIZER", "ClaimBinding", "ClaimDeallocation", "ClaimWriter", "binding_for"]
 
 FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 
@@ -29,6 +30,9 @@ class ClaimBinding:
     allocation: AllocationResult | None
     reserved_for: ConsumerReference
     stamp_allocation: bool = False
+    # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus on: whatever claim a retry re-reads
+    # must still be allocated, and its allocation gets stamped if it is not yet.
+    binding_conditions: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,4 +56,24 @@ def binding_for(
         allocation=allocation,
         reserved_for=ConsumerReference(resource="pods", name=pod.name, uid=pod.uid),
         stamp_allocation=binding_conditions and written is not None and written.allocation_timestamp is None,
+        binding_conditions=binding_conditions,
     )
+
+
+class ClaimWriter(Protocol):
+    """Carries the writes out (the API in ``run``: ``scheduler.kube.resourceclaims``). Each raises with
+    upstream's text on failure."""
+
+    async def bind_claim(self, pod: Pod, binding: ClaimBinding) -> ResourceClaim:
+        """``bindClaim``'s writes; the claim as written, already assumed in the cache
+        (``AssumeClaimAfterAPICall``) so no other pod is given its devices once it leaves the
+        in-flight set."""
+        ...
+
+    async def deallocate_claim(self, deallocation: ClaimDeallocation) -> None:
+        """PostFilter's ``UpdateStatus`` of the claim as the cache holds it, without allocation."""
+        ...
+
+    async def unreserve_claim(self, pod: Pod, claim: ResourceClaim) -> None:
+        """Unreserve's strategic-merge patch taking ``pod`` out of ``status.reservedFor``."""
+        ...
