@@ -214,10 +214,15 @@ def test_deployment_manifest_is_hardened() -> None:
         ("storage.k8s.io", "volumeattachments"),
         ("resource.k8s.io", "deviceclasses"),
         ("resource.k8s.io", "resourceslices"),
-        ("resource.k8s.io", "resourceclaims"),
         ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.k8s.io", "devicetaintrules"),
     ):
         assert verbs[(group, resource)] == {"list", "watch"}, resource
+    # DynamicResources' PreBind, PostFilter and Unreserve: a claim's finalizer (PUT), its status (PUT;
+    # Unreserve's strategic-merge patch), the synthetic binding subresource 1.36+ authorizes them against.
+    assert verbs[("resource.k8s.io", "resourceclaims")] == {"get", "list", "watch", "update"}
+    assert verbs[("resource.k8s.io", "resourceclaims/status")] == {"update", "patch"}
+    assert verbs[("resource.k8s.io", "resourceclaims/binding")] == {"update", "patch"}
     assert verbs[("", "pods/binding")] == {"create"}
     # Delegated authn/authz of /metrics: exactly create on the two reviews, nothing else in those groups.
     assert verbs[("authentication.k8s.io", "tokenreviews")] == {"create"}
