@@ -254,6 +254,16 @@ def allocated(name: str, version: str, device: str = "gpu-0") -> ResourceClaim:
     return ResourceClaim.from_dict(obj)
 
 
+def test_the_allocators_list_of_claims_shows_an_assumed_claim() -> None:
+    """The list every PreFilter takes the allocated devices from holds the assumed version of a claim,
+    not the watch's older one: a device PreBind took stays taken across the gap."""
+    storage = StorageObjects()
+    storage.upsert(ResourceClaim.from_dict(resource_claim("c", "5")), "5")
+    written = allocated("c", "6")
+    storage.assume(written, "6")
+    assert list(storage.resource_claims()) == [written]
+
+
 def test_a_written_claim_is_seen_by_every_lookup_until_the_watch_brings_it() -> None:
     """``AssumeClaimAfterAPICall``: the claim PreBind wrote (version 6) is what lookups and the list of
     allocated claims show while the watch still holds version 5; the watch's version 6 replaces it."""

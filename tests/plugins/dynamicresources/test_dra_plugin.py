@@ -19,6 +19,7 @@ from scheduler.features import features_at
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, EventResource, QueueingHint
 from scheduler.framework.interface import Handle
+from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, StatusError
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimBinding, ClaimDeallocation
@@ -845,13 +846,19 @@ def _reserved(minor: str, writer: MemoryClaimWriter | None) -> tuple[StructuredD
     return pl, state
 
 
+def _pre_bind(pl: StructuredDynamicResources, state: CycleState) -> Status | None:
+    """The framework's PreBind with the plugin in that point, as a profile would run it."""
+    fwk = Framework("p", {pl.NAME: pl}, {"preBind": [pl.NAME]}, {}, Handle())
+    return asyncio.run(fwk.run_pre_bind_plugins(state, pod(), NODE))
+
+
 @pytest.mark.parametrize("minor", MINORS)
 def test_pre_bind_writes_each_claim_and_the_cycle_then_holds_it(minor: str) -> None:
     """PreBind hands each write to the claim writer; the written claim ends its in-flight entry and is
     what Unreserve sees (its reservation is then patched away)."""
     writer = MemoryClaimWriter()
     pl, state = _reserved(minor, writer)
-    assert asyncio.run(pl.pre_bind(state, pod(), NODE)) is None
+    assert _pre_bind(pl, state) is None
     [written] = writer.bindings
     assert written.allocation is not None and written.add_finalizer
     assert not pl.in_flight.has("claim-uid")
@@ -863,8 +870,10 @@ def test_pre_bind_writes_each_claim_and_the_cycle_then_holds_it(minor: str) -> N
 @pytest.mark.parametrize("minor", MINORS)
 def test_a_failed_claim_write_fails_pre_bind_with_its_text(minor: str) -> None:
     pl, state = _reserved(minor, MemoryClaimWriter(RuntimeError(f"claim {NS}/{CLAIM} got deleted in the meantime")))
-    status = asyncio.run(pl.pre_bind(state, pod(), NODE))
-    assert status == Status.as_error(f"claim {NS}/{CLAIM} got deleted in the meantime")
+    status = _pre_bind(pl, state)
+    assert status == Status.as_error(
+        f'running PreBind plugin "DynamicResources": claim {NS}/{CLAIM} got deleted in the meantime'
+    )
     assert pl.in_flight.has("claim-uid")  # until Unreserve
     pl.unreserve(state, pod(), NODE)
     assert not pl.in_flight.has("claim-uid")
@@ -872,5 +881,6 @@ def test_a_failed_claim_write_fails_pre_bind_with_its_text(minor: str) -> None:
 
 def test_pre_bind_without_a_claim_writer_is_an_error() -> None:
     pl, state = _reserved("1.37", None)
-    status = asyncio.run(pl.pre_bind(state, pod(), NODE))
-    assert status == Status.as_error("no claim writer: ResourceClaims cannot be allocated or reserved")
+    assert _pre_bind(pl, state) == Status.as_error(
+        'running PreBind plugin "DynamicResources": no claim writer: ResourceClaims cannot be allocated or reserved'
+    )
