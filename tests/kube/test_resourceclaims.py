@@ -199,6 +199,40 @@ def test_a_conflict_reads_the_claim_again_and_tries_again() -> None:
     assert written.allocation == ALLOCATION and storage.resource_claim("default", "gpu") is written
 
 
+@pytest.mark.parametrize(
+    ("cached_finalizers", "api_finalizers", "want"),
+    [
+        # The cache's copy has the finalizer, which was removed before PreBind: the status write of
+        # that copy conflicts, and the claim read again gets the finalizer first.
+        pytest.param(
+            [FINALIZER],
+            [],
+            [("PUT", "status"), ("GET", ""), ("PUT", ""), ("PUT", "status")],
+            id="with-resources-finalizer-gets-removed",
+        ),
+        # The finalizer was added before PreBind: the Update adding it conflicts, the claim read
+        # again needs only its status written.
+        pytest.param(
+            [], [FINALIZER], [("PUT", ""), ("GET", ""), ("PUT", "status")], id="with-resources-finalizer-gets-added"
+        ),
+    ],
+)
+def test_a_finalizer_changed_before_pre_bind(
+    cached_finalizers: list[str], api_finalizers: list[str], want: list[tuple[str, str]]
+) -> None:
+    """Upstream's ``with-resources-finalizer-gets-*`` cases against an API that keeps versions."""
+    fake = FakeClaims(claim_json(10))
+    fake.obj["metadata"]["finalizers"] = cached_finalizers
+    storage = cached(fake.obj)
+    fake.obj["metadata"]["finalizers"] = api_finalizers
+    fake.bump()
+    written = run(fake, storage, lambda w: w.bind_claim(POD, binding()))
+    assert fake.requests == want
+    assert fake.obj["metadata"]["finalizers"] == [FINALIZER]
+    assert fake.obj["status"] == {"allocation": allocation_json(ALLOCATION), "reservedFor": [RESERVED]}
+    assert storage.resource_claim("default", "gpu") is written
+
+
 def test_a_claim_deleted_meanwhile_fails_with_upstreams_text_and_nothing_is_assumed() -> None:
     fake = FakeClaims(claim_json(10))
     storage = cached(fake.obj)
