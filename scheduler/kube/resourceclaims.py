@@ -7,8 +7,11 @@ The writes go through the one writer (``scheduler.kube.writes``): the rate limit
 before every request (a re-read included), transient failures retried. A claim PreBind wrote is
 assumed in the cache (``StorageObjects.assume_written``, upstream's ``AssumeClaimAfterAPICall``)
 before the caller learns of it, so its devices stay taken between the end of its in-flight entry and
-the watch bringing it. The plugin's data (``ClaimBinding``, ``ClaimDeallocation``) says what to write;
-nothing here decides an allocation.
+the watch bringing it. A failed write assumes nothing; a written claim stays assumed when a later
+write of the same PreBind fails (upstream's Unreserve restores the informer's version, which can show
+its devices free until the watch brings the write: the assumed version is what the API holds). The
+watch's deletion of the claim drops it. The plugin's data (``ClaimBinding``, ``ClaimDeallocation``)
+says what to write; nothing here decides an allocation.
 """
 
 from __future__ import annotations
@@ -84,7 +87,6 @@ class ApiClaimWriter:
         for attempt in range(CONFLICT_TRIES):
             if attempt:
                 await self._sleep(CONFLICT_WAIT * (1 + random.random() * CONFLICT_JITTER))
-            if attempt:
                 obj = await self._read(f"get updated claim {key} after conflict", params)
                 log.debug("retrying update after conflict", claim=key)
             elif obj is None:  # not held, or held without its JSON (built by a test): read it first
@@ -153,10 +155,6 @@ class ApiClaimWriter:
             patch,
             STRATEGIC_MERGE_PATCH,
         )
-
-    def forget_claim(self, claim: ResourceClaim) -> None:
-        """``AssumedClaimRestore``: lookups see the watch's version of ``claim`` again."""
-        self._storage.restore(claim)
 
     async def _read(self, what: str, params: dict[str, str]) -> Mapping[str, Any]:
         """A GET of the claim, through the writer (rate-limited and fenced, as the write it serves)."""
