@@ -7,6 +7,7 @@ from manifests/config.yaml, exactly as the Deployment would run it.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import re
@@ -28,11 +29,16 @@ from e2e.kube_helpers import (
     node_of,
     pod_body,
     scheduled_condition,
+    server_minor,
     service_account_token,
     token_kubeconfig,
     wait_for,
     watch_bindings,
 )
+from e2e.test_resourceclaim_writes import bind_with_writer, claim_body
+from scheduler.api.objects import Pod
+from scheduler.api.resourceclaim import ResourceClaim
+from scheduler.backend.cache.storage_objects import StorageObjects
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = "spread-scheduler"
@@ -170,6 +176,35 @@ def test_writes_outside_the_grant_are_forbidden(sa_kubeconfig: str, core: client
             attempt()
         assert denied.value.status == 403, what
     assert as_sa.read_namespaced_pod("victim", namespace).metadata.name == "victim"  # reads are granted
+
+
+@pytest.mark.every_release  # resourceclaims/binding is asked from 1.36
+def test_the_grant_allows_dynamic_resources_claim_writes(
+    sa_kubeconfig: str, api: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    """PreBind's claim writes as the ServiceAccount: the finalizer (update resourceclaims), then the
+    allocation and reservation (update resourceclaims/status, and from 1.36 the synthetic
+    resourceclaims/binding the API server authorizes such a change against)."""
+    minor = f"1.{server_minor(api)}"
+    made = core.create_namespaced_pod(
+        namespace, pod_body("p", scheduler="nobody", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}])
+    )
+    objects = client.CustomObjectsApi(api)
+    created = objects.create_namespaced_custom_object(
+        "resource.k8s.io", "v1", namespace, "resourceclaims", claim_body("gpu")
+    )
+    created["metadata"].pop("managedFields", None)
+    storage = StorageObjects()
+    held = ResourceClaim.from_dict(created, minor=minor)
+    storage.upsert(held, held.resource_version)
+    pod = Pod.from_dict(api.sanitize_for_serialization(made))
+    try:
+        written = asyncio.run(bind_with_writer(sa_kubeconfig, storage, pod, held, minor))
+        assert written.allocation is not None and [r.uid for r in written.reserved_for] == [made.metadata.uid]
+    finally:
+        objects.patch_namespaced_custom_object(
+            "resource.k8s.io", "v1", namespace, "resourceclaims", "gpu", {"metadata": {"finalizers": None}}
+        )
 
 
 def test_deployment_manifest_is_hardened() -> None:
