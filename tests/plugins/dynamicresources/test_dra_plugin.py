@@ -3,7 +3,6 @@ where behaviour differs, against ``StructuredDynamicResources`` (not yet in the 
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import time
 from datetime import UTC, datetime
@@ -19,10 +18,9 @@ from scheduler.features import features_at
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, EventResource, QueueingHint
 from scheduler.framework.interface import Handle
-from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, StatusError
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimBinding, ClaimDeallocation
+from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimDeallocation
 from scheduler.plugins.dynamicresources.plugin.plugin import DEALLOCATION_KEY, UNRESERVE_KEY, StructuredDynamicResources
 from scheduler.plugins.dynamicresources.plugin.score import claims_score
 
@@ -815,72 +813,3 @@ def test_filter_timeout(minor: str, name: str) -> None:
         assert status == unresolvable("timed out trying to allocate devices")
     else:
         assert status == Status.as_error("node worker: timed out trying to allocate devices")
-
-
-class MemoryClaimWriter:
-    """The plugin's ``ClaimWriter`` in memory: records each write, answers with the claim as the API
-    would return it (allocated and reserved for the pod), or raises ``fails``."""
-
-    def __init__(self, fails: Exception | None = None) -> None:
-        self.bindings: list[ClaimBinding] = []
-        self.fails = fails
-
-    async def bind_claim(self, pod: Pod, binding: ClaimBinding) -> ResourceClaim:
-        self.bindings.append(binding)
-        if self.fails is not None:
-            raise self.fails
-        return ResourceClaim.from_dict(allocated(claim(), reserved=True))
-
-    async def deallocate_claim(self, deallocation: ClaimDeallocation) -> None:
-        raise NotImplementedError
-
-    async def unreserve_claim(self, pod: Pod, claim: ResourceClaim) -> None:
-        raise NotImplementedError
-
-
-def _reserved(minor: str, writer: MemoryClaimWriter | None) -> tuple[StructuredDynamicResources, CycleState]:
-    pl = plugin(minor, Lister([claim()], [CLASS], [worker_slice()]))
-    pl.claim_writer = writer
-    state, status = cycle(pl, pod())
-    assert status is None and pl.reserve(state, pod(), NODE) is None
-    return pl, state
-
-
-def _pre_bind(pl: StructuredDynamicResources, state: CycleState) -> Status | None:
-    """The framework's PreBind with the plugin in that point, as a profile would run it."""
-    fwk = Framework("p", {pl.NAME: pl}, {"preBind": [pl.NAME]}, {}, Handle())
-    return asyncio.run(fwk.run_pre_bind_plugins(state, pod(), NODE))
-
-
-@pytest.mark.parametrize("minor", MINORS)
-def test_pre_bind_writes_each_claim_and_the_cycle_then_holds_it(minor: str) -> None:
-    """PreBind hands each write to the claim writer; the written claim ends its in-flight entry and is
-    what Unreserve sees (its reservation is then patched away)."""
-    writer = MemoryClaimWriter()
-    pl, state = _reserved(minor, writer)
-    assert _pre_bind(pl, state) is None
-    [written] = writer.bindings
-    assert written.allocation is not None and written.add_finalizer
-    assert not pl.in_flight.has("claim-uid")
-    assert pl.pre_bind_writes(state, pod(), NODE) == []  # reserved for the pod now: nothing left to write
-    pl.unreserve(state, pod(), NODE)
-    assert state.get(UNRESERVE_KEY) == (f"{NS}/{CLAIM}",)
-
-
-@pytest.mark.parametrize("minor", MINORS)
-def test_a_failed_claim_write_fails_pre_bind_with_its_text(minor: str) -> None:
-    pl, state = _reserved(minor, MemoryClaimWriter(RuntimeError(f"claim {NS}/{CLAIM} got deleted in the meantime")))
-    status = _pre_bind(pl, state)
-    assert status == Status.as_error(
-        f'running PreBind plugin "DynamicResources": claim {NS}/{CLAIM} got deleted in the meantime'
-    )
-    assert pl.in_flight.has("claim-uid")  # until Unreserve
-    pl.unreserve(state, pod(), NODE)
-    assert not pl.in_flight.has("claim-uid")
-
-
-def test_pre_bind_without_a_claim_writer_is_an_error() -> None:
-    pl, state = _reserved("1.37", None)
-    assert _pre_bind(pl, state) == Status.as_error(
-        'running PreBind plugin "DynamicResources": no claim writer: ResourceClaims cannot be allocated or reserved'
-    )

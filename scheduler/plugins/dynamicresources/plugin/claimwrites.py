@@ -1,5 +1,6 @@
 """The claim writes upstream's DynamicResources makes, as data: PreBind's allocation and reservation
-(``bindClaim``) and PostFilter's deallocation. ``scheduler/kube/`` is to carry them out."""
+(``bindClaim``) and PostFilter's deallocation; and ``ClaimWriter``, the seam that carries PreBind's
+out (``scheduler/kube/`` in ``run``, memory in ``simulate``)."""
 
 from __future__ import annotations
 
@@ -61,19 +62,19 @@ def binding_for(
 
 
 class ClaimWriter(Protocol):
-    """Carries the writes out (the API in ``run``: ``scheduler.kube.resourceclaims``). Each raises with
-    upstream's text on failure."""
+    """Carries the claim writes out (``scheduler/kube/`` in ``run``, memory in ``simulate``); each
+    raises with the reason on failure."""
 
     async def bind_claim(self, pod: Pod, binding: ClaimBinding) -> ResourceClaim:
-        """``bindClaim``'s writes; the claim as written, already assumed in the cache
-        (``AssumeClaimAfterAPICall``) so no other pod is given its devices once it leaves the
-        in-flight set."""
+        """PreBind's writes for one claim; the claim as written, already assumed in the scheduler's
+        cache (upstream's ``AssumeClaimAfterAPICall``), so that the next cycle sees its devices taken
+        once the plugin drops the in-flight allocation."""
         ...
 
     async def deallocate_claim(self, deallocation: ClaimDeallocation) -> None:
-        """PostFilter's ``UpdateStatus`` of the claim as the cache holds it, without allocation."""
+        """PostFilter's ``UpdateStatus``: the claim without ``reservedFor``, ``allocation`` and ``devices``."""
         ...
 
     async def unreserve_claim(self, pod: Pod, claim: ResourceClaim) -> None:
-        """Unreserve's strategic-merge patch taking ``pod`` out of ``status.reservedFor``."""
+        """Unreserve's patch taking ``pod`` out of the claim's ``status.reservedFor``."""
         ...

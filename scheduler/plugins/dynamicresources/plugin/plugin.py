@@ -32,7 +32,6 @@ from scheduler.plugins.dynamicresources.plugin.claimwrites import (
     FINALIZER,
     ClaimBinding,
     ClaimDeallocation,
-    ClaimWriter,
     binding_for,
 )
 from scheduler.plugins.dynamicresources.plugin.hints import ClaimHints
@@ -146,8 +145,6 @@ class StructuredDynamicResources:
         self.hints = ClaimHints(features, self._claim)
         self.binding_conditions = "device_binding_and_status" in self.allocator_features.enabled()
         self.clock: Callable[[], float] = time.time
-        # Where PreBind's writes go (``run``: the API, ``Scheduler.use_claim_writer``); None: PreBind fails.
-        self.claim_writer: ClaimWriter | None = None
         # DynamicResourcesArgs' defaults; the arguments themselves are not read yet.
         self.filter_timeout = FILTER_TIMEOUT_SECONDS if features.enabled("DRASchedulerFilterTimeout") else 0.0
 
@@ -392,24 +389,6 @@ class StructuredDynamicResources:
             if held.uid == claim.uid:
                 s.claims[i] = claim
         self.in_flight.remove(claim.uid)
-
-    async def pre_bind(self, state: CycleState, pod: Pod, node_name: NodeName) -> Status | None:
-        """``PreBind``: each claim not yet reserved for the pod written through ``claim_writer`` (the
-        writer assumes it in the cache), then held by the cycle (``claim_written``). Waiting for
-        binding conditions is not done yet."""
-        if self._state(state) is None:
-            return Status.as_error(NOT_FOUND)
-        writes = self.pre_bind_writes(state, pod, node_name)
-        if writes and self.claim_writer is None:
-            return Status.as_error("no claim writer: ResourceClaims cannot be allocated or reserved")
-        for binding in writes:
-            assert self.claim_writer is not None
-            try:
-                claim = await self.claim_writer.bind_claim(pod, binding)
-            except Exception as err:  # any failure fails PreBind (statusError); Unreserve reverts
-                return Status.as_error(str(err))
-            self.claim_written(state, claim)
-        return None
 
     def pre_bind_writes(self, state: CycleState, pod: Pod, node_name: NodeName) -> list[ClaimBinding]:
         """PreBind's writes, as data: each claim not yet reserved for the pod, in the pod's order."""
