@@ -20,6 +20,8 @@ from scheduler.eventhandlers import EventHandlers, HeldChanges
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, PreemptionSink, Recorder, VolumeBinder
 from scheduler.framework.runtime import Framework
+from scheduler.plugins import names
+from scheduler.plugins.dynamicresources.plugin.claimwrites import ClaimWriter
 from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.schedule_one import Progress, ScheduleOne, SchedulerStats, SchedulingAlgorithm
 
@@ -99,6 +101,16 @@ class Scheduler:
         (without one it refuses such pods)."""
         for fwk in self.frameworks.values():
             fwk.handle.volume_binder = volume_binder
+
+    def use_claim_writer(self, writer: ClaimWriter) -> None:
+        """DynamicResources' PreBind writes its claims through ``writer`` (``scheduler.kube.resourceclaims``
+        in ``run``), in every profile that runs the structured plugin (none does until it replaces the
+        stand-in: then this is already wired)."""
+        for fwk in self.frameworks.values():
+            plugin = fwk.plugins.get(names.DYNAMIC_RESOURCES)
+            # By its attribute, not its class: importing the plugin (and CEL) is for the profiles that run it.
+            if plugin is not None and hasattr(plugin, "claim_writer"):
+                plugin.claim_writer = writer
 
     def use_preemption(self, sink: PreemptionSink, drain: Callable[[], Awaitable[None]] | None = None) -> None:
         """Where DefaultPreemption's decisions go (``scheduler.kube.preemption`` in ``run``);

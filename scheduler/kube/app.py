@@ -37,6 +37,7 @@ from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.preemption import ApiPodWriter, AsyncPreemption
 from scheduler.kube.progress import LoopProgress
 from scheduler.kube.record import ApiRecorder
+from scheduler.kube.resourceclaims import ApiClaimWriter
 from scheduler.kube.serving.delegated_auth import (
     DEFAULT_ALWAYS_ALLOW_PATHS,
     DelegatingAuthenticator,
@@ -357,6 +358,7 @@ def _compose(
     )
     sched.use_preemption(preemption, preemption.drain)
     sched.use_volume_binder(ApiVolumeBinder(writer, sched.cache.storage))
+    sched.use_claim_writer(ApiClaimWriter(writer, sched.cache.storage, config.features.minor))
     _attach_metrics(sched, metrics)
     keepers: list[WorkloadMarker] = []
     if scale_down_spread:

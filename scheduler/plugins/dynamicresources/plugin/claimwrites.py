@@ -1,14 +1,16 @@
 """The claim writes upstream's DynamicResources makes, as data: PreBind's allocation and reservation
-(``bindClaim``) and PostFilter's deallocation. ``scheduler/kube/`` is to carry them out."""
+(``bindClaim``) and PostFilter's deallocation; and ``ClaimWriter``, the seam that carries PreBind's
+out (``scheduler/kube/`` in ``run``, memory in ``simulate``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from scheduler.api.objects import Pod
 from scheduler.api.resourceclaim import AllocationResult, ConsumerReference, ResourceClaim
 
-__all__ = ["FINALIZER", "ClaimBinding", "ClaimDeallocation", "binding_for"]
+__all__ = ["FINALIZER", "ClaimBinding", "ClaimDeallocation", "ClaimWriter", "binding_for"]
 
 FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 
@@ -29,6 +31,9 @@ class ClaimBinding:
     allocation: AllocationResult | None
     reserved_for: ConsumerReference
     stamp_allocation: bool = False
+    # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus on: whatever claim a retry re-reads
+    # must still be allocated, and its allocation gets stamped if it is not yet.
+    binding_conditions: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,4 +57,24 @@ def binding_for(
         allocation=allocation,
         reserved_for=ConsumerReference(resource="pods", name=pod.name, uid=pod.uid),
         stamp_allocation=binding_conditions and written is not None and written.allocation_timestamp is None,
+        binding_conditions=binding_conditions,
     )
+
+
+class ClaimWriter(Protocol):
+    """Carries the claim writes out (``scheduler/kube/`` in ``run``, memory in ``simulate``); each
+    raises with the reason on failure."""
+
+    async def bind_claim(self, pod: Pod, binding: ClaimBinding) -> ResourceClaim:
+        """PreBind's writes for one claim; the claim as written, already assumed in the scheduler's
+        cache (upstream's ``AssumeClaimAfterAPICall``), so that the next cycle sees its devices taken
+        once the plugin drops the in-flight allocation."""
+        ...
+
+    async def deallocate_claim(self, deallocation: ClaimDeallocation) -> None:
+        """PostFilter's ``UpdateStatus``: the claim without ``reservedFor``, ``allocation`` and ``devices``."""
+        ...
+
+    async def unreserve_claim(self, pod: Pod, claim: ResourceClaim) -> None:
+        """Unreserve's patch taking ``pod`` out of the claim's ``status.reservedFor``."""
+        ...
