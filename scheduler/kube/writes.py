@@ -34,7 +34,7 @@ from tenacity import (
 from scheduler.api.objects import Pod
 from scheduler.errors import BindConflictError, DisruptionBudgetError, NotLeadingError, PodGoneError, TransientAPIError
 from scheduler.kube.client.rest import expand, note_reply, request_headers, send
-from scheduler.kube.client.transport import WRITE_CONNECTIONS, Http1Connections
+from scheduler.kube.client.transport import WRITE_CONNECTIONS, Http1Connections, read_capped
 from scheduler.kube.fence import FENCE, NOT_SURE, always
 from scheduler.kube.flowcontrol import RateLimiter
 
@@ -197,7 +197,7 @@ async def _try(
     finally:
         FENCE.reset(token)
     try:
-        body: bytes = await response.read()
+        body = await read_capped(response)
         error = map_status(response.status, body, what, retry_after_seconds(response.headers.get("retry-after")))
     finally:
         response.release()
