@@ -29,6 +29,8 @@ from e2e.zone_loss import minimum_moves
 
 ZONES = "abc"
 PLAN_SLICE = "spread_scheduler_rebalance_plan_slice_duration_seconds"
+PLAN_SLICE_CPU = "spread_scheduler_rebalance_plan_slice_cpu_seconds"
+GC_PAUSE = "spread_scheduler_gc_pause_seconds_total"
 PROBE_TIMEOUT = 1.0  # a kubelet's probe timeoutSeconds default: a slower answer is a failure
 METRICS_LIMIT = 8 << 20  # bytes read of one /metrics answer
 WATCH_SECONDS = 5  # each watch request's timeoutSeconds: how long a stop waits for the watch thread
@@ -326,33 +328,50 @@ def scrape(port: int) -> str:
     return body.decode(errors="replace") if code == 200 else ""
 
 
-def _slice_buckets(metrics: str) -> tuple[dict[float, float], float]:
-    """The finite buckets (bound -> cumulative count) and the count of the planning-slice histogram."""
+def _slice_buckets(metrics: str, name: str = PLAN_SLICE) -> tuple[dict[float, float], float]:
+    """The finite buckets (bound -> cumulative count) and the count of a planning-slice histogram."""
     buckets: dict[float, float] = {}
     count = 0.0
-    pattern = re.compile(rf'^{PLAN_SLICE}_bucket\{{(?:.*,)?le="([^"]+)"(?:,.*)?\}} (\S+)$')
+    pattern = re.compile(rf'^{name}_bucket\{{(?:.*,)?le="([^"]+)"(?:,.*)?\}} (\S+)$')
     for line in metrics.splitlines():
         if found := pattern.match(line):
             if found.group(1) != "+Inf":
                 buckets[float(found.group(1))] = float(found.group(2))
-        elif line.startswith(f"{PLAN_SLICE}_count "):
+        elif line.startswith(f"{name}_count "):
             count = float(line.rsplit(" ", 1)[1])
     return buckets, count
+
+
+def _most_and_over(metrics: str, before: str, name: str) -> tuple[int, float | None, int | None]:
+    """Slices since ``before``, the smallest bound holding all of them, and how many went past 100 ms."""
+    buckets, count = _slice_buckets(metrics, name)
+    earlier, earlier_count = _slice_buckets(before, name)
+    count -= earlier_count
+    finite = sorted((le, n - earlier.get(le, 0.0)) for le, n in buckets.items())
+    max_le = 0.0 if count == 0 else next((le for le, n in finite if n >= count), None)
+    under = next((n for le, n in finite if le == 0.1), None)
+    return int(count), max_le, int(count - under) if under is not None else None
+
+
+def _gc_seconds(metrics: str) -> float:
+    """The collector's pauses of every generation, summed (0.0 when the scrape has none)."""
+    prefix = f"{GC_PAUSE}{{"
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith(prefix))
 
 
 def slice_histogram(metrics: str, before: str = "") -> dict[str, Any]:
     """From our /metrics text, less what ``before`` (an earlier scrape) already held: how many planning
     slices ran, the smallest bucket bound that holds every one of them (``plan_slice_max_le_s``: 0.0
     for no slice, None when some went past the largest finite bound) and how many took over 100 ms
-    (the Goals' bound on a delayed cycle)."""
-    buckets, count = _slice_buckets(metrics)
-    earlier, earlier_count = _slice_buckets(before)
-    count -= earlier_count
-    finite = sorted((le, n - earlier.get(le, 0.0)) for le, n in buckets.items())
-    max_le = 0.0 if count == 0 else next((le for le, n in finite if n >= count), None)
-    under = next((n for le, n in finite if le == 0.1), None)
+    (the Goals' bound on a delayed cycle), by the wall clock and by the slices' own CPU (the thread's,
+    the collector's pauses out); and the collector's pauses over the same stretch."""
+    count, max_le, over = _most_and_over(metrics, before, PLAN_SLICE)
+    _, cpu_max_le, cpu_over = _most_and_over(metrics, before, PLAN_SLICE_CPU)
     return {
-        "plan_slices": int(count),
+        "plan_slices": count,
         "plan_slice_max_le_s": max_le,
-        "plan_slices_over_100ms": int(count - under) if under is not None else None,
+        "plan_slices_over_100ms": over,
+        "plan_slice_cpu_max_le_s": cpu_max_le,
+        "plan_slices_cpu_over_100ms": cpu_over,
+        "gc_pause_s": round(_gc_seconds(metrics) - _gc_seconds(before), 3),
     }

@@ -3,9 +3,10 @@
 A property the API server enforces (a bound pod's nodeName never changes: a second Binding gets 409)
 proves nothing about the scheduler. What the scheduler *attempted* does: the e2e control plane runs
 kube-apiserver with ``AUDIT_POLICY``, which records every Binding, pod status write, pod deletion and
-update of a PersistentVolume or claim (metadata: who, when, the response code) and every Lease write
-with its body (the holder). Each scheduler process of the e2e tests logs in as a user of its own
-(``cluster.user_kubeconfig``), so every write is attributed to one process incarnation.
+update of a PersistentVolume, PersistentVolumeClaim or ResourceClaim (metadata: who, when, the response
+code) and every Lease write with its body (the holder). Each scheduler process of the e2e tests logs
+in as a user of its own (``cluster.user_kubeconfig``), so every write is attributed to one process
+incarnation.
 
 Times are the server's (``requestReceivedTimestamp``, microseconds): one clock for every writer, so
 "after the lease was taken" is judged as the API server saw it, whatever the processes' clocks say.
@@ -48,11 +49,17 @@ AUDIT_POLICY: dict[str, Any] = {
             "verbs": ["update", "patch"],
             "resources": [{"group": "", "resources": ["persistentvolumes", "persistentvolumeclaims"]}],
         },
+        {  # DynamicResources: PreBind's finalizer, allocation and reservation, PostFilter's deallocation,
+            # Unreserve's patch
+            "level": "Metadata",
+            "verbs": ["update", "patch"],
+            "resources": [{"group": "resource.k8s.io", "resources": ["resourceclaims", "resourceclaims/status"]}],
+        },
         {"level": "None"},
     ],
 }
 
-SCHEDULER_WRITES = frozenset({"binding", "status", "delete", "volume", "cost", "eviction"})
+SCHEDULER_WRITES = frozenset({"binding", "status", "delete", "volume", "claim", "cost", "eviction"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +78,13 @@ class Write:
 
     @property
     def kind(self) -> str:
-        """binding | status | delete | volume | cost | eviction | lease | other."""
+        """binding | status | delete | volume | claim | cost | eviction | lease | other."""
         if self.resource == "leases":
             return "lease"
         if self.resource in ("persistentvolumes", "persistentvolumeclaims") and not self.subresource:
             return "volume"
+        if self.resource == "resourceclaims":  # its status too: a ResourceClaim write of DynamicResources
+            return "claim"
         if self.resource == "bindings" or self.subresource == "binding":
             return "binding"
         if self.subresource == "status":
@@ -180,7 +189,7 @@ def holder_at(terms: Sequence[Term], at: datetime) -> str | None:
 
 
 def writes_without_lease(writes: Iterable[Write], terms: Sequence[Term], users: Iterable[str]) -> list[Write]:
-    """Scheduler writes (Bindings, pod status, pod deletions, PV and claim updates) by ``users`` sent at
+    """Scheduler writes (Bindings, pod status, pod deletions, PV, PVC and ResourceClaim updates) by ``users`` sent at
     a moment they did not hold the Lease, 2xx or not: an attempt is what a fenced leader must never make."""
     mine = set(users)
     return [w for w in writes if w.user in mine and w.kind in SCHEDULER_WRITES and holder_at(terms, w.at) != w.user]

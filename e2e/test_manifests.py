@@ -7,6 +7,7 @@ from manifests/config.yaml, exactly as the Deployment would run it.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import re
@@ -28,11 +29,16 @@ from e2e.kube_helpers import (
     node_of,
     pod_body,
     scheduled_condition,
+    server_minor,
     service_account_token,
     token_kubeconfig,
     wait_for,
     watch_bindings,
 )
+from e2e.test_resourceclaim_writes import bind_with_writer, claim_body
+from scheduler.api.objects import Pod
+from scheduler.api.resourceclaim import ResourceClaim
+from scheduler.backend.cache.storage_objects import StorageObjects
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = "spread-scheduler"
@@ -172,6 +178,35 @@ def test_writes_outside_the_grant_are_forbidden(sa_kubeconfig: str, core: client
     assert as_sa.read_namespaced_pod("victim", namespace).metadata.name == "victim"  # reads are granted
 
 
+@pytest.mark.every_release  # resourceclaims/binding is asked from 1.36
+def test_the_grant_allows_dynamic_resources_claim_writes(
+    sa_kubeconfig: str, api: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    """PreBind's claim writes as the ServiceAccount: the finalizer (update resourceclaims), then the
+    allocation and reservation (update resourceclaims/status, and from 1.36 the synthetic
+    resourceclaims/binding the API server authorizes such a change against)."""
+    minor = f"1.{server_minor(api)}"
+    made = core.create_namespaced_pod(
+        namespace, pod_body("p", scheduler="nobody", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}])
+    )
+    objects = client.CustomObjectsApi(api)
+    created = objects.create_namespaced_custom_object(
+        "resource.k8s.io", "v1", namespace, "resourceclaims", claim_body("gpu")
+    )
+    created["metadata"].pop("managedFields", None)
+    storage = StorageObjects()
+    held = ResourceClaim.from_dict(created, minor=minor)
+    storage.upsert(held, held.resource_version)
+    pod = Pod.from_dict(api.sanitize_for_serialization(made))
+    try:
+        written = asyncio.run(bind_with_writer(sa_kubeconfig, storage, pod, held, minor))
+        assert written.allocation is not None and [r.uid for r in written.reserved_for] == [made.metadata.uid]
+    finally:
+        objects.patch_namespaced_custom_object(
+            "resource.k8s.io", "v1", namespace, "resourceclaims", "gpu", {"metadata": {"finalizers": None}}
+        )
+
+
 def test_deployment_manifest_is_hardened() -> None:
     deployment = next(d for d in _manifest_docs() if d["kind"] == "Deployment")
     pod = deployment["spec"]["template"]["spec"]
@@ -214,10 +249,15 @@ def test_deployment_manifest_is_hardened() -> None:
         ("storage.k8s.io", "volumeattachments"),
         ("resource.k8s.io", "deviceclasses"),
         ("resource.k8s.io", "resourceslices"),
-        ("resource.k8s.io", "resourceclaims"),
         ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.k8s.io", "devicetaintrules"),
     ):
         assert verbs[(group, resource)] == {"list", "watch"}, resource
+    # DynamicResources' PreBind, PostFilter and Unreserve: a claim's finalizer (PUT), its status (PUT;
+    # Unreserve's strategic-merge patch), the synthetic binding subresource 1.36+ authorizes them against.
+    assert verbs[("resource.k8s.io", "resourceclaims")] == {"get", "list", "watch", "update"}
+    assert verbs[("resource.k8s.io", "resourceclaims/status")] == {"update", "patch"}
+    assert verbs[("resource.k8s.io", "resourceclaims/binding")] == {"update", "patch"}
     assert verbs[("", "pods/binding")] == {"create"}
     # Delegated authn/authz of /metrics: exactly create on the two reviews, nothing else in those groups.
     assert verbs[("authentication.k8s.io", "tokenreviews")] == {"create"}

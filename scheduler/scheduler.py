@@ -106,13 +106,13 @@ class Scheduler:
         for fwk in self.frameworks.values():
             fwk.handle.volume_binder = volume_binder
 
-    def use_claim_writer(self, claim_writer: ClaimWriter) -> None:
-        """DynamicResources' PreBind writes each claim's allocation and reservation through
-        ``claim_writer`` (without one it fails the binding of a pod with claims to write)."""
+    def use_claim_writer(self, writer: ClaimWriter) -> None:
+        """DynamicResources' PreBind writes its claims through ``writer`` (``scheduler.kube.resourceclaims``
+        in ``run``, memory in ``simulate``); without one it fails the binding of a pod with claims to write."""
         for fwk in self.frameworks.values():
             plugin = fwk.plugins.get(DYNAMIC_RESOURCES)
             if isinstance(plugin, StructuredDynamicResources):
-                plugin.claim_writer = claim_writer
+                plugin.claim_writer = writer
 
     def use_preemption(self, sink: PreemptionSink, drain: Callable[[], Awaitable[None]] | None = None) -> None:
         """Where DefaultPreemption's decisions go (``scheduler.kube.preemption`` in ``run``);

@@ -12,7 +12,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from bench.fleet import (
+    GC_PAUSE,
     PLAN_SLICE,
+    PLAN_SLICE_CPU,
     Fleet,
     allowed_unavailable,
     fewest_evictions,
@@ -194,32 +196,59 @@ class TestWithin:
         assert (fleet.within_at, fleet.settled(), fleet.within()) == (None, None, 0)
 
 
+WALL = ("plan_slices", "plan_slice_max_le_s", "plan_slices_over_100ms")
+
+
 class TestSliceHistogram:
-    def _metrics(self, *seconds: float) -> str:
+    def _metrics(
+        self, *seconds: float, cpu: tuple[float, ...] = (), gc: tuple[float, float, float] | None = None
+    ) -> str:
         registry = CollectorRegistry()
         histogram = Histogram(PLAN_SLICE, "slices", buckets=PLAN_SLICE_BUCKETS, registry=registry)
         for value in seconds:
             histogram.observe(value)
-        return generate_latest(registry).decode() + "other_metric 1.0\n"
+        own = Histogram(PLAN_SLICE_CPU, "own", buckets=PLAN_SLICE_BUCKETS, registry=registry)
+        for value in cpu:
+            own.observe(value)
+        text = generate_latest(registry).decode() + "other_metric 1.0\n"
+        if gc is not None:
+            text += "".join(f'{GC_PAUSE}{{generation="{g}"}} {v}\n' for g, v in enumerate(gc))
+        return text
+
+    def _wall(self, found: dict[str, object]) -> dict[str, object]:
+        return {k: found[k] for k in WALL}
 
     def test_the_smallest_bucket_that_holds_every_slice(self) -> None:
         found = slice_histogram(self._metrics(0.004, 0.018, 0.019, 0.15))
-        assert found == {"plan_slices": 4, "plan_slice_max_le_s": 0.25, "plan_slices_over_100ms": 1}
+        assert self._wall(found) == {"plan_slices": 4, "plan_slice_max_le_s": 0.25, "plan_slices_over_100ms": 1}
 
     def test_no_slice(self) -> None:
         found = slice_histogram(self._metrics())
-        assert found == {"plan_slices": 0, "plan_slice_max_le_s": 0.0, "plan_slices_over_100ms": 0}
+        assert self._wall(found) == {"plan_slices": 0, "plan_slice_max_le_s": 0.0, "plan_slices_over_100ms": 0}
 
     def test_only_the_slices_since_the_earlier_scrape(self) -> None:
         """A 0.3 s slice before the zone's return is not the return's: 2 slices since, within 20 ms."""
         before = self._metrics(0.3)
         after = self._metrics(0.3, 0.004, 0.015)
         found = slice_histogram(after, before)
-        assert found == {"plan_slices": 2, "plan_slice_max_le_s": 0.02, "plan_slices_over_100ms": 0}
+        assert self._wall(found) == {"plan_slices": 2, "plan_slice_max_le_s": 0.02, "plan_slices_over_100ms": 0}
 
     def test_past_the_largest_bucket(self) -> None:
         found = slice_histogram(self._metrics(0.01, 3.0))
-        assert found == {"plan_slices": 2, "plan_slice_max_le_s": None, "plan_slices_over_100ms": 1}
+        assert self._wall(found) == {"plan_slices": 2, "plan_slice_max_le_s": None, "plan_slices_over_100ms": 1}
+
+    def test_a_slice_long_by_the_wall_clock_and_short_in_its_own_cpu(self) -> None:
+        """A 150 ms slice that ran 15 ms of its own: the machine or the collector, not planning; the
+        collector's pauses since the earlier scrape beside it."""
+        before = self._metrics(gc=(0.5, 0.25, 1.0))
+        after = self._metrics(0.004, 0.15, cpu=(0.003, 0.015), gc=(0.75, 0.25, 1.125))
+        found = slice_histogram(after, before)
+        assert {k: v for k, v in found.items() if k not in WALL} == {
+            "plan_slice_cpu_max_le_s": 0.02,
+            "plan_slices_cpu_over_100ms": 0,
+            "gc_pause_s": 0.375,
+        }
+        assert found["plan_slices_over_100ms"] == 1
 
 
 @pytest.mark.parametrize(

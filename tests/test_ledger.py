@@ -80,6 +80,18 @@ def test_parse_reads_kinds_codes_and_the_lease_holder() -> None:
     assert parse('{"stage": "ResponseComplete", "requestRec') is None  # a line cut by a crash
 
 
+def test_resource_claim_writes_are_scheduler_writes_counted_without_the_lease() -> None:
+    """DynamicResources' finalizer (update) and status writes (update, Unreserve's patch) are claim
+    writes, which a process without the Lease must never send."""
+    finalizer, status, unreserve = writes(
+        event(1, "a", "update", "resourceclaims", "c", 200),
+        event(2, "a", "update", "resourceclaims", "c", 200, subresource="status"),
+        event(3, "a", "patch", "resourceclaims", "c", 200, subresource="status"),
+    )
+    assert (finalizer.kind, status.kind, unreserve.kind) == ("claim", "claim", "claim")
+    assert writes_without_lease([finalizer, status, unreserve], [], ["a"]) == [finalizer, status, unreserve]
+
+
 def test_terms_end_at_takeover_release_or_expiry() -> None:
     log = writes(
         lease(0, "a", "A"),

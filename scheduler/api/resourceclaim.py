@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
+from typing import Any
 
 from scheduler.api.devicefields import (
     DEFAULT_MINOR,
@@ -198,6 +199,9 @@ class ResourceClaim:
     reserved_for: tuple[ConsumerReference, ...] = ()
     device_statuses: tuple[AllocatedDeviceStatus, ...] = ()
     errors: tuple[FieldError, ...] = ()
+    # The object as read (the informer drops managedFields): what PreBind's and PostFilter's writes
+    # send back, changed, on their first try, as upstream updates the informer's copy.
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def key(self) -> str:
@@ -236,6 +240,7 @@ class ResourceClaim:
             reserved_for=reserved,
             device_statuses=_device_statuses(status.get("devices"), "status.devices", errors),
             errors=tuple(errors),
+            raw=root,
         )
 
 

@@ -37,6 +37,7 @@ from scheduler.kube.metrics import SchedulerMetrics
 from scheduler.kube.preemption import ApiPodWriter, AsyncPreemption
 from scheduler.kube.progress import LoopProgress
 from scheduler.kube.record import ApiRecorder
+from scheduler.kube.resourceclaims import ApiClaimWriter
 from scheduler.kube.serving.delegated_auth import (
     DEFAULT_ALWAYS_ALLOW_PATHS,
     DelegatingAuthenticator,
@@ -261,11 +262,16 @@ async def run_scheduler(
             late = await _read_version_late(api, unread, config, metrics)
             if late is not None:
                 return late
+        died: list[str] = []
         housekeeping = asyncio.create_task(gc_housekeeping(stop), name="gc-housekeeping")
         exits.push_async_callback(_cancel, housekeeping)
+        housekeeping.add_done_callback(lambda task: _keeper_died(task, stop, died))
         for keeper in keepers:
             kept = asyncio.create_task(keeper.run(stop), name=type(keeper).__name__)
             exits.push_async_callback(_cancel, kept)
+            # A keeper catches each workload's errors itself; one that dies anyway stops the process
+            # (exit 1, restarted by its Deployment) rather than leaving spread unkept without a word.
+            kept.add_done_callback(lambda task: _keeper_died(task, stop, died))
         lease = with_lease_namespace(config.leader_election, os.environ)
         identity = f"{socket.gethostname()}_{os.getpid()}_{time.time_ns():x}"
         try:
@@ -286,7 +292,7 @@ async def run_scheduler(
             log.error("Leaderelection lost", err=str(exc))
             log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)
             return 1
-        return _informer_exit(watching, sched)
+        return max(_informer_exit(watching, sched), 1 if died else 0)
 
 
 async def _read_version_late(
@@ -357,6 +363,7 @@ def _compose(
     )
     sched.use_preemption(preemption, preemption.drain)
     sched.use_volume_binder(ApiVolumeBinder(writer, sched.cache.storage))
+    sched.use_claim_writer(ApiClaimWriter(writer, sched.cache.storage, config.features.minor))
     _attach_metrics(sched, metrics)
     keepers: list[WorkloadMarker] = []
     if scale_down_spread:
@@ -383,9 +390,21 @@ def _compose(
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:
+    if task.done():  # ended on its own: what it raised was logged where it was seen
+        return
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+def _keeper_died(task: asyncio.Task[None], stop: asyncio.Event, died: list[str]) -> None:
+    """A keeper's task ended on an exception: logged with its traceback, and the process stopped."""
+    if task.cancelled() or task.exception() is None:
+        return
+    error = task.exception()
+    log.error(f"the {task.get_name()} stopped; exiting", err=repr(error), exc_info=error)
+    died.append(task.get_name())
+    stop.set()
 
 
 def _informer_exit(watching: asyncio.Task[None], sched: Scheduler) -> int:

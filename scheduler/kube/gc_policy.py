@@ -9,6 +9,8 @@ import time
 
 import structlog
 
+from scheduler.kube.gc_pauses import GC_PAUSES
+
 __all__ = ["FREEZE_EVERY", "FULL_COLLECTION_EVERY", "gc_housekeeping"]
 
 log = structlog.get_logger("spread-scheduler")
@@ -32,16 +34,22 @@ async def gc_housekeeping(stop: asyncio.Event, freeze_every: float = FREEZE_EVER
     collections rarer but did not lower the collector's time or our CPU beyond the noise, measured
     on and off end to end (docs/benchmarks.md, "Why the I/O layer is shaped as it is").
     """
-    gc.freeze()
-    last_full = time.monotonic()
-    while not stop.is_set():
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stop.wait(), freeze_every)
-        if time.monotonic() - last_full >= FULL_COLLECTION_EVERY:
-            gc.unfreeze()
-            started = time.perf_counter()
-            collected = gc.collect()
-            log.info("full garbage collection", collected=collected, ms=round((time.perf_counter() - started) * 1000))
-            last_full = time.monotonic()
-        gc.collect(1)  # what already died young is collected, not frozen (milliseconds: young objects only)
+    GC_PAUSES.install()
+    try:
         gc.freeze()
+        last_full = time.monotonic()
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), freeze_every)
+            if time.monotonic() - last_full >= FULL_COLLECTION_EVERY:
+                gc.unfreeze()
+                started = time.perf_counter()
+                collected = gc.collect()
+                log.info(
+                    "full garbage collection", collected=collected, ms=round((time.perf_counter() - started) * 1000)
+                )
+                last_full = time.monotonic()
+            gc.collect(1)  # what already died young is collected, not frozen (milliseconds: young objects only)
+            gc.freeze()
+    finally:
+        GC_PAUSES.uninstall()

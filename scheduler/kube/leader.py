@@ -36,6 +36,7 @@ import structlog
 from kubernetes.aio import client
 
 from scheduler.config import LeaderElection
+from scheduler.kube.client.transport import read_capped
 from scheduler.kube.progress import LoopProgress
 
 __all__ = [
@@ -151,7 +152,7 @@ class LeaseElector:
             s.resource_name, s.resource_namespace
         )
         try:
-            body = await response.read()
+            body = await read_capped(response)
             if response.status == 404:
                 return None
             if response.status != 200:
@@ -173,7 +174,7 @@ class LeaseElector:
             )
         response = await request
         try:
-            body = await response.read()
+            body = await read_capped(response)
             if create and response.status == 404 and not self._warned_missing_namespace:
                 # A namespace that does not exist: no round can ever succeed, say so once.
                 self._warned_missing_namespace = True

@@ -11,10 +11,12 @@ from bisect import bisect_left
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
+
+from scheduler.kube.gc_pauses import GC_PAUSES, GcPauses
 
 __all__ = ["SchedulerMetrics"]
 
@@ -70,6 +72,25 @@ class PluginDurations(Collector):
         yield family
 
 
+class GcPauseSeconds(Collector):
+    """``spread_scheduler_gc_pause_seconds_total``: the collector's pauses, read at scrape time from
+    ``GcPauses`` (whose callback may take no lock, so it cannot feed a prometheus_client metric)."""
+
+    def __init__(self, pauses: GcPauses) -> None:
+        self._pauses = pauses
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "spread_scheduler_gc_pause_seconds",
+            "Time CPython's garbage collector held the process, by generation (2: a full collection). "
+            "Every stretch of work it fell into, a scheduling cycle or a planning slice, took that much longer.",
+            labels=["generation"],
+        )
+        for generation, seconds in enumerate(self._pauses.seconds):
+            family.add_metric([str(generation)], seconds)
+        yield family
+
+
 class SchedulerMetrics:
     """All metrics of one scheduler process, in their own registry (tests can make several)."""
 
@@ -107,6 +128,7 @@ class SchedulerMetrics:
         )
         self.plugin_duration = PluginDurations()
         self.registry.register(self.plugin_duration)
+        self.registry.register(GcPauseSeconds(GC_PAUSES))
         self.leader = Gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
@@ -168,6 +190,14 @@ class SchedulerMetrics:
             "spread_scheduler_rebalance_plan_slice_duration_seconds",
             "Wall time of each slice of rebalance planning run on the scheduling loop between its cycles "
             "(planning yields to the loop when a slice passes 20 ms; a slice ends after the cycle it is in).",
+            buckets=PLAN_SLICE_BUCKETS,
+            registry=self.registry,
+        )
+        self.rebalance_plan_slice_cpu = Histogram(
+            "spread_scheduler_rebalance_plan_slice_cpu_seconds",
+            "CPU time of the scheduling loop's thread in each slice of rebalance planning, the garbage "
+            "collector's pauses taken out: the slice's own work. Beside the wall time, it tells planning "
+            "that ran long from a process the machine did not run.",
             buckets=PLAN_SLICE_BUCKETS,
             registry=self.registry,
         )

@@ -34,7 +34,7 @@ from tenacity import (
 from scheduler.api.objects import Pod
 from scheduler.errors import BindConflictError, DisruptionBudgetError, NotLeadingError, PodGoneError, TransientAPIError
 from scheduler.kube.client.rest import expand, note_reply, request_headers, send
-from scheduler.kube.client.transport import WRITE_CONNECTIONS, Http1Connections
+from scheduler.kube.client.transport import WRITE_CONNECTIONS, Http1Connections, read_capped
 from scheduler.kube.fence import FENCE, NOT_SURE, always
 from scheduler.kube.flowcontrol import RateLimiter
 
@@ -197,7 +197,7 @@ async def _try(
     finally:
         FENCE.reset(token)
     try:
-        body: bytes = await response.read()
+        body = await read_capped(response)
         error = map_status(response.status, body, what, retry_after_seconds(response.headers.get("retry-after")))
     finally:
         response.release()
@@ -225,15 +225,15 @@ def _refused() -> NotLeadingError:
 
 
 async def send_once(
-    writes: ApiWrites, method: str, path: str, params: dict[str, str], body: dict[str, Any], content_type: str
+    writes: ApiWrites, method: str, path: str, params: dict[str, str], body: dict[str, Any] | None, content_type: str
 ) -> Any:
-    """One write with a plain JSON body; its fence (``fence.FENCE``) is asked right before it is sent.
-    (Tests capture requests here.)"""
+    """One write with a plain JSON body (None: none, a write's read of the object it retries); its
+    fence (``fence.FENCE``) is asked right before it is sent. (Tests capture requests here.)"""
     connections = writes.connections
     if connections is None:
         return await send(writes.api, method, path, params, body=body, content_type=content_type)
     headers = await request_headers(writes.api, content_type)
-    payload = json.dumps(body).encode()
+    payload = json.dumps(body).encode() if body is not None else b""
     reply = await connections.request(method, expand(path, params), headers, payload, FENCE.get(), _refused)
     note_reply(writes.api, headers, reply.status)  # a 401 renews the credentials, as on the client's session
     return reply
@@ -274,12 +274,13 @@ class ApiWriter:
         method: str,
         path: str,
         params: dict[str, str],
-        body: dict[str, Any],
+        body: dict[str, Any] | None,
         content_type: str = JSON,
         limiter: RateLimiter | None = None,
     ) -> bytes:
-        """``method path`` (its ``{name}`` fields from ``params``) with ``body`` as JSON; ``what``
-        names it in errors and logs. ``limiter``: another budget than the writer's (Events)."""
+        """``method path`` (its ``{name}`` fields from ``params``) with ``body`` as JSON (None: no
+        body); ``what`` names it in errors and logs. ``limiter``: another budget than the writer's
+        (Events)."""
         return await _call(
             limiter or self.limiter,
             what,

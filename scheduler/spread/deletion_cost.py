@@ -18,13 +18,21 @@ so its cost, unchanged.
 Several constraints combine lexicographically, hard (DoNotSchedule) ones first, each group in the
 pod's order: the first constraint decides, the next breaks its ties, and so on. Inside a domain of
 constraint i the pods are ordered by their ranks under constraints i+1.. (so the top of a zone is
-the top of its most crowded host), and the ranks are packed into one int32, most significant first
-(31 bits split: 31; 16+15; 11+10+10; ...; a rank beyond its width saturates, leaving a tie to the
-controller). Guarantees, as tests/properties/test_deletion_cost.py checks them: the first
+the top of its most crowded host), and the ranks are packed into ``COST_BITS`` = 26 bits, most
+significant first (26; 13+13; 10+8+8; 8+6+6+6; ...; a rank beyond its width saturates, leaving a tie
+to the controller). Guarantees, as tests/properties/test_deletion_cost.py checks them: the first
 constraint's skew is the optimum for every number of deletions (the order sorted by the first rank
 is the one-constraint order, later ranks only choosing among its ties); when every domain of a later
 constraint lies inside one domain of the earlier (hostname inside zone), the skews are the
 lexicographic optimum for every number of deletions, and deletions in our order change no cost.
+
+Why 26 bits and not an int32's 31: Karpenter reads the same annotation and weighs a pod at
+1 + cost/2^27 + priority/2^25; at 0 or below the pod is free to disrupt, and a node holding only such
+pods is deleted as empty, with no simulation of where they go: a zone's last node can go so
+(sigs.k8s.io/karpenter v1.14.1 pkg/utils/disruption/disruption.go:48-69,
+pkg/controllers/disruption/types.go:136-157). Every cost here is above -2^26, so a pod of priority 0
+weighs more than 1/2, and only a priority below -2^24 makes it free (from -2^25 the priority
+alone does). docs/install.md ("With an autoscaler") has the numbers.
 
 A pod that counts in no domain of a constraint (its node lacks the key or is excluded by a Honor
 policy, or it does not match the constraint's selector) takes the top rank there: deleting it
@@ -39,12 +47,16 @@ another domain at its level). The keeper therefore ranks with *held* counts of o
 ``FOREIGN_SLACK`` from the count the costs were made with (and, by the keeper, once a drift has
 lasted a while). One pod of another workload coming and going patches nothing; meanwhile a
 scale-down leaves a skew at most twice the drift above the optimum (checked by the property tests).
+One exception: a domain where one of ours is the only pod counted now is taken at 0, so that pod
+(its deletion would empty the domain) ranks 1 there and goes after every pod ranked higher; under
+the first constraint no pod of the workload costs more. Its price: one patch when the last other
+pod beside it goes.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +70,7 @@ from scheduler.spread.workload import counts_of, spread_constraints_of
 
 __all__ = [
     "COST_ANNOTATION",
+    "COST_BITS",
     "FOREIGN_SLACK",
     "MARKER_ANNOTATION",
     "CostChange",
@@ -78,7 +91,9 @@ COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 # Written beside every cost we set, with the same value: a cost without it, or with another value,
 # was set by someone else and is never overwritten.
 MARKER_ANNOTATION = "spread-scheduler.io/deletion-cost"
-INT32_BITS = 31  # magnitude bits of an int32 cost: costs are -1 .. -(2**31 - 1)
+# Magnitude bits of a cost: costs are -1 .. -(2**26 - 1), above -2**27, where Karpenter (which reads
+# the same annotation) counts a pod of priority 0 free to disrupt (see the module's docstring).
+COST_BITS = 26
 # How far a domain's count of other pods may drift from the one the costs were made with before it
 # is taken again: one such pod coming or going patches nothing (see the module's docstring).
 FOREIGN_SLACK = 1
@@ -98,15 +113,15 @@ class Member:
 
 
 def widths(n: int) -> list[int]:
-    """Bits per constraint's rank in one int32, the first constraint getting the remainder."""
+    """Bits per constraint's rank in one cost (``COST_BITS``), the first constraint getting the remainder."""
     if n <= 0:
         return []
-    base = INT32_BITS // n
-    return [INT32_BITS - base * (n - 1)] + [base] * (n - 1)
+    base = COST_BITS // n
+    return [COST_BITS - base * (n - 1)] + [base] * (n - 1)
 
 
 def rank_costs(members: Sequence[Member], others: Sequence[Mapping[str, int]]) -> dict[str, int]:
-    """Costs (negative int32s) for ``members``; ``others[i][domain]`` counts the pods of constraint i's
+    """Costs (-1 .. -(2**COST_BITS - 1)) for ``members``; ``others[i][domain]`` counts the pods of constraint i's
     domain that are not members (other workloads' matching pods, pods whose cost is not ours)."""
     n = len(others)
     bits = widths(n)
@@ -130,7 +145,7 @@ def rank_costs(members: Sequence[Member], others: Sequence[Mapping[str, int]]) -
             keys[m.key] = (ranks[m.key][i], *keys[m.key])
     costs: dict[str, int] = {}
     for m in members:
-        value, shift = 0, INT32_BITS
+        value, shift = 0, COST_BITS
         for i in range(n):
             shift -= bits[i]
             value |= ranks[m.key][i] << shift
@@ -240,14 +255,26 @@ def _rank_steps(
     return Ranking(out, used, drifted)
 
 
-def held_others(now: Sequence[Mapping[str, int]], held: Others | None, slack: int = FOREIGN_SLACK) -> Others:
+def held_others(
+    now: Sequence[Mapping[str, int]],
+    held: Others | None,
+    slack: int = FOREIGN_SLACK,
+    lone: Sequence[Collection[str]] = (),
+) -> Others:
     """Per constraint and domain, the held count while it is within ``slack`` of the count ``now``,
-    else (or for a domain not held) the count now."""
+    else (or for a domain not held) the count now. A domain of ``lone[i]`` (one member counts there)
+    whose count now is 0 takes 0: its pod is the domain's last and must rank 1, deleted last."""
     if held is None or len(held) != len(now):
         return tuple(now)
     out: list[Mapping[str, int]] = []
-    for counts, before in zip(now, held, strict=True):
-        out.append({d: before[d] if d in before and abs(before[d] - n) <= slack else n for d, n in counts.items()})
+    for i, (counts, before) in enumerate(zip(now, held, strict=True)):
+        alone = lone[i] if i < len(lone) else ()
+        out.append(
+            {
+                d: before[d] if d in before and abs(before[d] - n) <= slack and not (n == 0 and d in alone) else n
+                for d, n in counts.items()
+            }
+        )
     return tuple(out)
 
 
@@ -258,6 +285,7 @@ def _group_costs(
     counts, _, domain_of = counts_of(group.rep, group.hard, group.soft, cache, require_all_keys=group.require_all_keys)
     members: list[Member] = []
     others = [dict(c) for c in counts]
+    ours: list[Counter[str]] = [Counter() for _ in constraints]
     for pod in group.pods:
         if tick():
             yield
@@ -268,8 +296,9 @@ def _group_costs(
             domains.append(domain)
             if domain is not None:
                 others[i][domain] = max(0, others[i].get(domain, 0) - 1)
+                ours[i][domain] += 1
         members.append(Member(pod.key, (pod.created, pod.name), tuple(domains)))
-    used = held_others(others, held)
+    used = held_others(others, held, lone=[{d for d, n in c.items() if n == 1} for c in ours])
     return {PodKey(k): v for k, v in rank_costs(members, used).items()}, tuple(others), used
 
 

@@ -244,3 +244,57 @@ def test_simulate_reads_dra_objects_as_its_minor() -> None:
             False,
         )
     }
+
+
+def allocated(name: str, version: str, device: str = "gpu-0") -> ResourceClaim:
+    """``name`` as PreBind's write returned it: allocated one device of node-1's slice."""
+    obj = resource_claim(name, version)
+    results = [{"request": "gpu", "driver": "gpu.example.com", "pool": "s1", "device": device}]
+    obj["status"] = {"allocation": {"devices": {"results": results}}}
+    return ResourceClaim.from_dict(obj)
+
+
+def test_the_allocators_list_of_claims_shows_an_assumed_claim() -> None:
+    """The list every PreFilter takes the allocated devices from holds the assumed version of a claim,
+    not the watch's older one: a device PreBind took stays taken across the gap."""
+    storage = StorageObjects()
+    storage.upsert(ResourceClaim.from_dict(resource_claim("c", "5")), "5")
+    written = allocated("c", "6")
+    storage.assume(written, "6")
+    assert list(storage.resource_claims()) == [written]
+
+
+def test_a_written_claim_is_seen_by_every_lookup_until_the_watch_brings_it() -> None:
+    """``AssumeClaimAfterAPICall``: the claim PreBind wrote (version 6) is what lookups and the list of
+    allocated claims show while the watch still holds version 5; the watch's version 6 replaces it."""
+    storage = StorageObjects()
+    storage.upsert(ResourceClaim.from_dict(resource_claim("c", "5")), "5")
+    storage.upsert(ResourceClaim.from_dict(resource_claim("other", "3")), "3")
+    written = allocated("c", "6")
+    assert storage.assume_written(written) is None
+    assert storage.resource_claim("team-a", "c") is written
+    assert [c.allocation is not None for c in storage.resource_claims()] == [True, False]
+    from_watch = allocated("c", "6")
+    storage.upsert(from_watch, "6")
+    assert storage.resource_claim("team-a", "c") is from_watch
+    assert next(iter(storage.resource_claims())) is from_watch
+
+
+def test_a_write_older_than_the_watch_or_of_a_gone_claim_is_not_assumed() -> None:
+    """Upstream's assume cache refuses both (the watch is ahead, or the claim was deleted meanwhile)."""
+    storage = StorageObjects()
+    storage.upsert(ResourceClaim.from_dict(resource_claim("c", "7")), "7")
+    out_of_sync = 'ResourceClaim "team-a/c" is out of sync (stored: 7, assume: 6)'
+    assert storage.assume_written(allocated("c", "6")) == out_of_sync
+    assert storage.assume_written(allocated("gone", "6")) == 'could not find ResourceClaim "team-a/gone"'
+    assert all(c.allocation is None for c in storage.resource_claims())
+
+
+def test_a_forgotten_claim_shows_the_watchs_version_again() -> None:
+    storage = StorageObjects()
+    storage.upsert(ResourceClaim.from_dict(resource_claim("c", "5")), "5")
+    written = allocated("c", "6")
+    storage.assume_written(written)
+    storage.restore(written)
+    held = storage.resource_claim("team-a", "c")
+    assert held is not None and held.allocation is None

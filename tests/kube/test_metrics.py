@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from scheduler.kube.metrics import PLUGIN_BUCKETS, SchedulerMetrics
+from scheduler.kube.gc_pauses import GcPauses
+from scheduler.kube.metrics import PLUGIN_BUCKETS, GcPauseSeconds, SchedulerMetrics
 
 
 def _lines(registry: CollectorRegistry) -> list[str]:
@@ -35,3 +38,28 @@ def test_plugin_durations_expose_the_same_series_as_a_prometheus_histogram() -> 
     expected = [line for line in _lines(reference_registry) if not line.startswith(f"{reference._name}_created")]
     assert _lines(ours.registry) == expected
     assert any('le="+Inf"' in line and line.endswith(" 2.0") for line in expected)
+
+
+def test_gc_pauses_are_summed_by_generation_and_served() -> None:
+    """A full collection while the clock is installed is counted under generation 2 and served as
+    ``spread_scheduler_gc_pause_seconds_total``; once uninstalled, collections are not counted."""
+    pauses = GcPauses()
+    registry = CollectorRegistry()
+    registry.register(GcPauseSeconds(pauses))
+    pauses.install()
+    pauses.install()  # once only
+    try:
+        gc.collect()
+    finally:
+        pauses.uninstall()
+    assert pauses.collections[2] == 1 and pauses.seconds[2] > 0
+    gc.collect()
+    assert pauses.collections[2] == 1
+    served = registry.get_sample_value("spread_scheduler_gc_pause_seconds_total", {"generation": "2"})
+    assert served == pauses.seconds[2]
+    assert (
+        SchedulerMetrics(process=False).registry.get_sample_value(
+            "spread_scheduler_gc_pause_seconds_total", {"generation": "0"}
+        )
+        is not None
+    )  # the scheduler's own registry serves the process's clock

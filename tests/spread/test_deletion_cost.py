@@ -12,12 +12,14 @@ from scheduler.spread.deletion_cost import (
     COST_ANNOTATION,
     MARKER_ANNOTATION,
     cost_changes,
+    rank_workload,
     workload_costs,
 )
 from scheduler.spread.workload import Workload, workload_of
 from scheduler.testing import PodBuilder, make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
 APP = {"app": "web"}
 
 
@@ -65,6 +67,60 @@ def test_deleting_by_cost_keeps_the_zone_skew_at_most_one() -> None:
         zones = Counter(p.node_name[0] for p in order[k:])
         counts = [zones.get(z, 0) for z in "abc"]
         assert max(counts) - min(counts) <= 1, (k, counts)
+
+
+def _zone_a_alone() -> list[dict[str, Any]]:
+    """One pod in zone a (the oldest), three each in zones b and c."""
+    return [
+        _pod("a", "a0").dict(),
+        *(_pod(f"{z}-{i}", f"{z}{i % 2}", created=i + 1).dict() for z in "bc" for i in range(3)),
+    ]
+
+
+def test_a_zones_last_pod_costs_the_most_of_its_workload() -> None:
+    """Issue #50: deleting a zone's last pod empties a domain of the hard spread (and may leave its
+    node empty for an autoscaler); rank 1 in the zone is the top cost, so it goes last."""
+    sim = _world(_zone_a_alone())
+    costs = _costs(sim, _bound(sim))
+    assert costs["default/a"] == max(costs.values()) == -1
+
+
+def test_a_zones_last_pod_costs_the_most_while_a_departed_pod_of_another_workload_is_held() -> None:
+    """The held count of other pods (FOREIGN_SLACK) would keep the pod one rank up after the pod
+    beside it left, a tie with the second pods of zones b and c that the controller may break by
+    emptying zone a. A domain's last pod is ranked on the count now: one patch."""
+    bare = make_pod("bare").labels(APP).node("a1").phase("Running").dict()
+    sim = _world(_zone_a_alone(), [bare])
+    ours = [p for p in _bound(sim) if p.name != "bare"]
+    first = rank_workload(ours, sim.cache, sim.frameworks, {})
+    assert first.costs[ours[0].key] == -2  # above the bare pod
+    sim.scheduler.on_object("DELETED", bare)
+    again = rank_workload(ours, sim.cache, sim.frameworks, first.held)
+    assert again.costs[ours[0].key] == max(again.costs.values()) == -1  # was -2: held above the departed pod
+    assert sum(again.costs[k] != v for k, v in first.costs.items()) == 1  # that pod alone changes
+
+
+def test_a_pod_alone_on_its_node_under_a_second_hard_constraint_goes_after_its_zone_mates_only() -> None:
+    """Zone, then hostname, both hard: the zone decides first (its skew is the optimum for every
+    number of deletions), so a pod alone on its node is not the workload's top cost; inside its
+    zone it goes after the pods that share a node and before the zone's bottom pod."""
+    pods = [
+        _pod(name, node, created=t).spread(HOST, 1, match=APP).dict()
+        for name, node, t in [
+            ("a-0", "a0", 0),
+            ("a-1", "a0", 1),
+            ("a-2", "a0", 2),
+            ("a-lone", "a1", 3),
+            ("b-0", "b0", 4),
+            ("b-1", "b1", 5),
+            ("c-0", "c0", 6),
+            ("c-1", "c1", 7),
+        ]
+    ]
+    sim = _world(pods)
+    costs = {k.removeprefix("default/"): v for k, v in _costs(sim, _bound(sim)).items()}
+    assert costs["a-2"] < costs["a-1"] < costs["a-lone"] < costs["a-0"] == max(costs.values())
+    assert costs["a-lone"] == costs["b-1"] == costs["c-1"]  # zone rank 2, host rank 1
 
 
 def test_a_cost_someone_else_set_is_neither_ranked_nor_rewritten_but_counts() -> None:

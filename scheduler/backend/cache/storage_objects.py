@@ -104,18 +104,33 @@ class StorageObjects:
         # allocation checks them).
         self._slices_on: dict[str, dict[str, ResourceSlice]] = {}
         self._slices_off_node: dict[str, ResourceSlice] = {}
-        # VolumeBinding's assume cache (``volumebinding/assume_cache.go``): (kind, key) -> the version
-        # a Reserve assumed (a PV bound to a claim, a claim with its selected node) and the
-        # resourceVersion it was made from; lookups see it until the watch brings that version or newer.
+        # The assume caches (``volumebinding/assume_cache.go``, and DynamicResources' for claims):
+        # (kind, key) -> the version assumed (a PV bound to a claim, a claim with its selected node, a
+        # ResourceClaim as PreBind's write returned it) and the resourceVersion it was made from;
+        # lookups see it until the watch brings that version or newer.
         self._assumed: dict[tuple[str, str], tuple[StorageObject, str]] = {}
         # Extended resource name -> the DeviceClass backing it, kept as upstream's cache keeps it.
         self._extended = ExtendedResourceNames()
 
-    def assume(self, obj: PersistentVolume | PersistentVolumeClaim, made_from: str) -> None:
-        """Let lookups see ``obj`` before the API does (``AssumeCache.Assume``)."""
+    def assume(self, obj: PersistentVolume | PersistentVolumeClaim | ResourceClaim, made_from: str) -> None:
+        """Let lookups see ``obj`` before the watch does (``AssumeCache.Assume``)."""
         self._assumed[type(obj).__name__, key_of(obj)] = (obj, made_from)
 
-    def restore(self, obj: PersistentVolume | PersistentVolumeClaim) -> None:
+    def assume_written(self, claim: ResourceClaim) -> str | None:
+        """``AssumeClaimAfterAPICall``: ``claim`` as the API returned it from a write, seen by every
+        lookup (and every allocator's list of taken devices) until the watch brings that version.
+        Why not, as upstream refuses it (then nothing is assumed): the claim is not held (deleted
+        meanwhile) or the watch already brought a newer version; None when assumed."""
+        key = key_of(claim)
+        held = self._versions.get(("ResourceClaim", key))
+        if key not in self._by_kind["ResourceClaim"] or held is None:
+            return f'could not find ResourceClaim "{key}"'
+        if _older(claim.resource_version, held):  # upstream's words
+            return f'ResourceClaim "{key}" is out of sync (stored: {held}, assume: {claim.resource_version})'
+        self.assume(claim, claim.resource_version)
+        return None
+
+    def restore(self, obj: PersistentVolume | PersistentVolumeClaim | ResourceClaim) -> None:
         """Drop an assumed version: lookups see the watch's again (``AssumeCache.Restore``)."""
         self._assumed.pop((type(obj).__name__, key_of(obj)), None)
 
@@ -187,8 +202,12 @@ class StorageObjects:
         return obj if isinstance(obj, ResourceClaim) else None
 
     def resource_claims(self) -> Iterable[ResourceClaim]:
-        """Every ResourceClaim held (the devices already allocated are theirs)."""
-        return (c for c in self._by_kind["ResourceClaim"].values() if isinstance(c, ResourceClaim))
+        """Every ResourceClaim held, an assumed version in place of the watch's (the devices already
+        allocated are theirs, and those of a claim PreBind wrote before the watch brought it)."""
+        claims = self._by_kind["ResourceClaim"]
+        if not self._assumed:
+            return (c for c in claims.values() if isinstance(c, ResourceClaim))
+        return (c for key in claims if isinstance(c := self.get("ResourceClaim", key), ResourceClaim))
 
     def resource_claim_template(self, namespace: str, name: str) -> ResourceClaimTemplate | None:
         obj = self.get("ResourceClaimTemplate", f"{namespace}/{name}")

@@ -34,6 +34,7 @@ import ssl
 from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
+import aiohttp
 import httptools
 from kubernetes.aio import client
 
@@ -49,6 +50,7 @@ __all__ = [
     "MalformedResponseError",
     "Reply",
     "parse_response",
+    "read_capped",
 ]
 
 # HTTP/1.1 carries one request per connection at a time and each new one costs a TLS handshake on
@@ -92,6 +94,24 @@ class Reply:
 
     def release(self) -> None:
         return None
+
+
+async def read_capped(response: Reply | aiohttp.ClientResponse, limit: int = MAX_BODY) -> bytes:
+    """A response's body, at most ``limit`` bytes. Ours (``Reply``) was bounded as it was parsed; one
+    of aiohttp's (the client's session: a proxy, the Lease) is read in chunks and given up past the
+    limit, so a broken or hostile server cannot make us hold an unbounded body."""
+    if not isinstance(response, aiohttp.ClientResponse):
+        return await response.read()
+    if response.content_length is not None and response.content_length > limit:
+        raise MalformedResponseError(f"response body over {limit} bytes (Content-Length {response.content_length})")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise MalformedResponseError(f"response body over {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def parse_response(buffer: bytes | bytearray, eof: bool = False) -> tuple[int, dict[str, str], bytes] | None:

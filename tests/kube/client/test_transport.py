@@ -13,7 +13,10 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable
 
+import aiohttp
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 from hypothesis import given
 from hypothesis import strategies as st
 from kubernetes.aio import client
@@ -661,3 +664,37 @@ def test_a_body_of_one_byte_chunks_costs_linear_cpu_and_no_long_loop_stall() -> 
     assert (reply.status, len(reply.body)) == (200, chunks)
     assert cpu < 0.4, f"{cpu:.3f} s of CPU"
     assert worst < 0.1, f"the loop spent {worst * 1000:.0f} ms in one step"
+
+
+@pytest.mark.parametrize(("size", "chunked"), [(4096, False), (4096, True), (1024, False), (1024, True)])
+def test_a_body_read_through_the_clients_session_is_capped(size: int, chunked: bool) -> None:
+    """The client's session (a proxy's path, the Lease) reads aiohttp responses: past the cap the read
+    gives up, whether the server announced the length or streamed chunks; at the cap it is whole."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if not chunked:
+            return web.Response(body=b"x" * size)
+        response = web.StreamResponse()
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for _ in range(size // 256):
+            await response.write(b"x" * 256)
+        await response.write_eof()
+        return response
+
+    async def read() -> bytes:
+        app = web.Application()
+        app.router.add_get("/", handler)
+        server = TestServer(app)
+        await server.start_server()
+        try:
+            async with aiohttp.ClientSession() as session, session.get(server.make_url("/")) as response:
+                return await transport.read_capped(response, limit=1024)
+        finally:
+            await server.close()
+
+    if size > 1024:
+        with pytest.raises(MalformedResponseError, match="response body over 1024 bytes"):
+            asyncio.run(read())
+    else:
+        assert asyncio.run(read()) == b"x" * 1024

@@ -228,3 +228,18 @@ def test_two_more_pods_of_another_workload_in_a_domain_are_counted_at_once() -> 
     for name in ("x1", "x2"):
         writer.add(make_pod(name).labels({"app": "web"}).node("a0").set("metadata.resourceVersion", "7").dict())
     assert _settle(keeper, writer) == 10  # beyond the slack: a's ten pods two ranks up
+
+
+def test_when_another_workloads_pod_leaves_a_zones_last_pod_is_patched_to_the_top_at_once() -> None:
+    """Issue #50: the held count would keep zone a's only pod one rank up for a minute, tied with
+    the second pods of zones b and c, so a scale-down could empty zone a. It is patched at once, alone."""
+    keeper, writer, _ = _measured(0, FakeClock())
+    writer.add(_pod("lone", "a0"))
+    for i in range(6):
+        writer.add(_pod(f"p{i:03}", "bc"[i % 2] + "0"))
+    writer.add(make_pod("bare").labels({"app": "web"}).node("a0").set("metadata.resourceVersion", "7").dict())
+    _settle(keeper, writer)
+    assert dict(writer.written)["lone"] == "-2"  # above the bare pod
+    writer.delete("bare")
+    assert _settle(keeper, writer) == 1  # was 0: held at -2
+    assert writer.written[-1] == ("lone", "-1")

@@ -31,6 +31,9 @@ class ClaimBinding:
     allocation: AllocationResult | None
     reserved_for: ConsumerReference
     stamp_allocation: bool = False
+    # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus on: whatever claim a retry re-reads
+    # must still be allocated, and its allocation gets stamped if it is not yet.
+    binding_conditions: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,7 @@ def binding_for(
         allocation=allocation,
         reserved_for=ConsumerReference(resource="pods", name=pod.name, uid=pod.uid),
         stamp_allocation=binding_conditions and written is not None and written.allocation_timestamp is None,
+        binding_conditions=binding_conditions,
     )
 
 
