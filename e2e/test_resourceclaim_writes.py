@@ -4,7 +4,8 @@ server keeps what was written, the cache holds it before any watch, and the audi
 writes as the scheduler's (``claim``). A conflict (the claim annotated behind the cache's back) is
 read again and the write goes on.
 
-The structured plugin is not in the default profile yet, so this drives the writer itself.
+This drives the writer itself (the whole path, from the default profile's plugin through ``run``, is
+``e2e/test_dra_live.py``'s).
 """
 
 from __future__ import annotations
