@@ -18,6 +18,7 @@ from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import node_of, pod_body, scheduled_condition, wait_for
+from scheduler.testing import node_resource_slice
 
 pytestmark = pytest.mark.every_release
 
@@ -34,20 +35,6 @@ def resources(api: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
         for item in objects.list_cluster_custom_object(GROUP, VERSION, plural)["items"]:
             if item["metadata"]["name"].startswith("live-"):
                 objects.delete_cluster_custom_object(GROUP, VERSION, plural, item["metadata"]["name"])
-
-
-def _slice(node: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"live-{node}"},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": "gpu-0"}],
-        },
-    }
 
 
 def _claim_of(objects: client.CustomObjectsApi, namespace: str, pod: client.V1Pod) -> dict[str, Any]:
@@ -79,7 +66,9 @@ def test_claims_from_templates_are_allocated_written_and_bound(
         },
     )
     for name in node_names:
-        resources.create_cluster_custom_object(GROUP, VERSION, "resourceslices", _slice(name))
+        resources.create_cluster_custom_object(
+            GROUP, VERSION, "resourceslices", node_resource_slice(f"live-{name}", DRIVER, name)
+        )
     template = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "ResourceClaimTemplate",

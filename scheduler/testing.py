@@ -12,7 +12,7 @@ from typing import Any, Self
 
 from scheduler.api.objects import Node, Pod
 
-__all__ = ["NodeBuilder", "PodBuilder", "make_node", "make_pod", "spread_constraint"]
+__all__ = ["NodeBuilder", "PodBuilder", "make_node", "make_pod", "node_resource_slice", "spread_constraint"]
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -344,3 +344,19 @@ def spread_constraint(match: Mapping[str, str], **fields: Any) -> dict[str, Any]
     }
     base.update(fields)
     return {k: v for k, v in base.items() if v is not None}
+
+
+def node_resource_slice(name: str, driver: str, node: str, *devices: Mapping[str, Any]) -> dict[str, Any]:
+    """A ResourceSlice a DRA driver publishes for ``node``: one pool named after the node, in one slice,
+    with ``devices`` (default: one device ``gpu-0``)."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [dict(d) for d in devices] or [{"name": "gpu-0"}],
+        },
+    }

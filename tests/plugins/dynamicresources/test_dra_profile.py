@@ -25,7 +25,7 @@ from scheduler.simulate import Simulation
 from scheduler.simulate.json_output import attempt_to_json
 from scheduler.simulate.table import render_table
 from scheduler.simulate.writers import MemoryClaimWriter
-from scheduler.testing import make_node, make_pod
+from scheduler.testing import make_node, make_pod, node_resource_slice
 from tests.fakes import FakeBinder, FakeClock, FakeRecorder
 
 MINORS = ("1.35", "1.36", "1.37")
@@ -44,17 +44,7 @@ def device_class(name: str = CLASS, extended_resource: str | None = None) -> dic
 
 
 def node_slice(node: str, *devices: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-gpus"},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": list(devices) or [{"name": "gpu-0"}],
-        },
-    }
+    return node_resource_slice(f"{node}-gpus", DRIVER, node, *devices)
 
 
 def claim(name: str, *, owner: str | None = None, request: dict[str, Any] | None = None) -> dict[str, Any]:
