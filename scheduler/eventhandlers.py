@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from scheduler.api.devicetaintrule import DeviceTaintRule
 from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.objects import SELECTING_KINDS, Namespace, Node, Pod, PodKey, parse_selecting_object
 from scheduler.backend.cache.cache import Cache
@@ -78,6 +79,8 @@ class EventHandlers:
         self.declared_features = features.enable_node_declared_features
         # How a resize counts, for an assigned pod's scale-down event.
         self.requests_rule = features.pod_requests_rule
+        # DeviceTaintRules count where the minor applies them (simulate may be handed one at any minor).
+        self.device_taint_rules = features.dra_device_taint_rules
         # Keep each Node's API object whole (an extender is sent them), not without its images.
         self.whole_nodes = whole_nodes
         self.queue = queue
@@ -262,6 +265,9 @@ class EventHandlers:
             log.warning("ignoring a storage object without a name", kind=kind)
             return
         resource = _STORAGE_RESOURCES.get(kind)
+        if isinstance(parsed, DeviceTaintRule):
+            self.on_device_taint_rule(event_type, parsed)
+            return
         if event_type == "DELETED":
             old = self.cache.storage.remove(parsed)
             if old is not None and resource is not None:
@@ -279,6 +285,28 @@ class EventHandlers:
         if resource is not None:
             action = ev.ActionType.ADD if old is None else ev.ActionType.UPDATE
             self.queue.move_all_to_active_or_backoff(ev.object_event(resource, action), old, parsed)
+
+    def on_device_taint_rule(self, event_type: str | None, rule: DeviceTaintRule) -> None:
+        """A DeviceTaintRule changes the slices' devices, not an object a plugin registers for: as the
+        tracker does, each slice whose devices' taints changed is an update of that ResourceSlice."""
+        if not self.device_taint_rules:
+            return
+        storage = self.cache.storage
+        held_version = storage.resource_version("DeviceTaintRule", rule.name)
+        if event_type != "DELETED" and rule.resource_version and rule.resource_version == held_version:
+            return  # the same version again (a relist): nothing changed
+        before = {s.name: s for s in storage.resource_slices()}
+        if event_type == "DELETED":
+            storage.remove(rule)
+        else:
+            if rule.errors:
+                log.warning("DeviceTaintRule has invalid fields", name=rule.name, errors=[str(e) for e in rule.errors])
+            storage.upsert(rule, rule.resource_version)
+        update = ev.object_event(ev.EventResource.RESOURCE_SLICE, ev.ActionType.UPDATE)
+        for after in storage.resource_slices():
+            held = before.get(after.name)
+            if held is not None and held is not after:
+                self.queue.move_all_to_active_or_backoff(update, held, after)
 
     def reconcile(self, kind: str, listed: Mapping[str, str], list_version: str) -> int:
         """Drop what a fresh LIST of ``kind`` (Pod or Node), taken at ``list_version``, no longer has.

@@ -589,6 +589,12 @@ class Features:
     # DRA's structured allocator (the block ``_DRA_ALLOCATOR_FEATURES`` below).
 
     @property
+    def dra_device_taint_rules(self) -> bool:
+        """Whether DeviceTaintRules' taints go onto the slices' devices (the ResourceSlice tracker's
+        ``EnableDeviceTaints``): at 1.37 only, where DRADeviceTaintRules is GA."""
+        return self.enabled("DRADeviceTaints") and self.enabled("DRADeviceTaintRules")
+
+    @property
     def dra_allocator_release(self) -> str:
         """The ``k8s.io/dynamic-resource-allocation`` release this minor's kube-scheduler runs."""
         return DRA_ALLOCATOR_RELEASES[self.minor]

@@ -31,6 +31,7 @@ __all__ = [
     "duplicate_errors",
     "opt_bool",
     "parse_device_configuration",
+    "parse_device_taint",
     "parse_device_taints",
     "parse_device_tolerations",
     "parse_quantity_item",
@@ -313,26 +314,28 @@ def _unsupported(path: str, value: str, supported: Sequence[str]) -> FieldError:
 
 
 def parse_device_taints(value: object, path: str, errors: list[FieldError]) -> tuple[DeviceTaint, ...]:
-    out: list[DeviceTaint] = []
-    for i, item in enumerate(bounded_items(value, path, DEVICE_TAINTS_MAX_LENGTH, errors)):
-        ipath = f"{path}[{i}]"
-        obj = as_mapping(item, ipath, errors)
-        key = required_str(obj.get("key"), f"{ipath}.key", errors)
-        effect = required_str(obj.get("effect"), f"{ipath}.effect", errors)
-        if effect and effect not in _TAINT_EFFECTS:
-            errors.append(_unsupported(f"{ipath}.effect", effect, _TAINT_EFFECTS))
-        added = obj.get("timeAdded")
-        if isinstance(added, datetime):  # a YAML file's unquoted timestamp
-            added = added.isoformat()
-        out.append(
-            DeviceTaint(
-                key=key,
-                value=opt_str(obj.get("value"), f"{ipath}.value", errors) or "",
-                effect=effect,
-                time_added=opt_str(added, f"{ipath}.timeAdded", errors) or "",
-            )
-        )
-    return tuple(out)
+    return tuple(
+        parse_device_taint(item, f"{path}[{i}]", errors)
+        for i, item in enumerate(bounded_items(value, path, DEVICE_TAINTS_MAX_LENGTH, errors))
+    )
+
+
+def parse_device_taint(value: object, path: str, errors: list[FieldError]) -> DeviceTaint:
+    """One taint: a device's in a slice, or a DeviceTaintRule's ``spec.taint``."""
+    obj = as_mapping(value, path, errors)
+    key = required_str(obj.get("key"), f"{path}.key", errors)
+    effect = required_str(obj.get("effect"), f"{path}.effect", errors)
+    if effect and effect not in _TAINT_EFFECTS:
+        errors.append(_unsupported(f"{path}.effect", effect, _TAINT_EFFECTS))
+    added = obj.get("timeAdded")
+    if isinstance(added, datetime):  # a YAML file's unquoted timestamp
+        added = added.isoformat()
+    return DeviceTaint(
+        key=key,
+        value=opt_str(obj.get("value"), f"{path}.value", errors) or "",
+        effect=effect,
+        time_added=opt_str(added, f"{path}.timeAdded", errors) or "",
+    )
 
 
 def parse_device_tolerations(value: object, path: str, errors: list[FieldError]) -> tuple[DeviceToleration, ...]:

@@ -54,6 +54,7 @@ def test_lookups_are_keyed_like_a_listers() -> None:
         "ResourceSlice",
         "ResourceClaim",
         "ResourceClaimTemplate",
+        "DeviceTaintRule",
     }
 
 

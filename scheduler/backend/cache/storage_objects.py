@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
+from scheduler.api.devicetaintrule import DeviceTaintRule, tainted
 from scheduler.api.resourceclaim import ResourceClaim, ResourceClaimTemplate
 from scheduler.api.resourceslice import ResourceSlice
 from scheduler.api.storage import (
@@ -47,6 +48,7 @@ StorageObject: TypeAlias = (
     | ResourceSlice
     | ResourceClaim
     | ResourceClaimTemplate
+    | DeviceTaintRule
 )
 
 # kind -> its parser
@@ -66,11 +68,13 @@ STORAGE_KINDS: dict[str, type[StorageObject]] = {
         ResourceSlice,
         ResourceClaim,
         ResourceClaimTemplate,
+        DeviceTaintRule,
     )
 }
 # The kinds whose parser reads as a minor (the fields and bounds of its ``k8s.io/api``).
 _READ_AS_MINOR: Mapping[str, Callable[..., StorageObject]] = {
-    kind.__name__: kind.from_dict for kind in (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate)
+    kind.__name__: kind.from_dict
+    for kind in (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate, DeviceTaintRule)
 }
 
 
@@ -101,7 +105,8 @@ class StorageObjects:
         self._attachments: dict[str, dict[str, VolumeAttachment]] = {}
         # ResourceSlices by ``spec.nodeName`` (a node's own devices, read per Filter call), and by name
         # those without one (``nodeSelector``, ``allNodes``, ``perDeviceNodeSelection``: every node's
-        # allocation checks them).
+        # allocation checks them). Both hold the slices with the DeviceTaintRules' taints applied (the
+        # tracker's ``ListPatchedResourceSlices``); the store of the kind keeps them as published.
         self._slices_on: dict[str, dict[str, ResourceSlice]] = {}
         self._slices_off_node: dict[str, ResourceSlice] = {}
         # The assume caches (``volumebinding/assume_cache.go``, and DynamicResources' for claims):
@@ -151,6 +156,8 @@ class StorageObjects:
         self._index(old, obj)
         if isinstance(obj, DeviceClass):
             self._extended.update(obj, old if isinstance(old, DeviceClass) else None)
+        elif isinstance(obj, DeviceTaintRule):
+            self._retaint()
         return old
 
     def remove(self, obj: StorageObject) -> StorageObject | None:
@@ -161,6 +168,8 @@ class StorageObjects:
         self._index(old, None)
         if isinstance(obj, DeviceClass):
             self._extended.remove(obj)
+        elif isinstance(obj, DeviceTaintRule):
+            self._retaint()
         return old
 
     def _index(self, old: StorageObject | None, new: StorageObject | None) -> None:
@@ -175,10 +184,19 @@ class StorageObjects:
             else:
                 _drop(self._slices_on, old.node_name, old.name)
         if isinstance(new, ResourceSlice):
+            rules = self._by_kind["DeviceTaintRule"]
+            if rules:
+                new = tainted(new, (r for r in rules.values() if isinstance(r, DeviceTaintRule)))
             if new.node_name is None:
                 self._slices_off_node[new.name] = new
             else:
                 self._slices_on.setdefault(new.node_name, {})[new.name] = new
+
+    def _retaint(self) -> None:
+        """A rule came, changed or went: every slice indexed again with the rules now held (rules are
+        few and rarely change; a slice no rule selects is indexed as published, the same object)."""
+        for obj in self._by_kind["ResourceSlice"].values():
+            self._index(obj, obj)
 
     def volume_attachments_on(self, node_name: str) -> Iterable[VolumeAttachment]:
         """The VolumeAttachments whose ``spec.nodeName`` is ``node_name``."""

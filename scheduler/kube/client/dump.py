@@ -67,6 +67,8 @@ _STORAGE_LISTS = (
     ("DeviceClass", "list_device_class_without_preload_content", "resource"),
     ("ResourceSlice", "list_resource_slice_without_preload_content", "resource"),
     ("ResourceClaim", "list_resource_claim_for_all_namespaces_without_preload_content", "resource"),
+    # The rules' taints on the slices' devices (1.37; resource.k8s.io/v1 does not serve them before).
+    ("DeviceTaintRule", "list_device_taint_rule_without_preload_content", "resource"),
 )
 _OPTIONAL_STATUSES = (403, 404)
 FORBIDDEN = 403

@@ -34,6 +34,7 @@ from scheduler.kube.client.rest import request_headers
 
 __all__ = [
     "DEVICE_CLASSES",
+    "DEVICE_TAINT_RULES",
     "DRA_KINDS",
     "PAGE_SIZE",
     "RESOURCE_CLAIMS",
@@ -107,11 +108,16 @@ RESOURCE_CLAIMS = Kind("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim
 # planned replacement pod's claims can be foreseen before they exist.
 RESOURCE_CLAIM_TEMPLATES = Kind("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True)
 DRA_KINDS: tuple[Kind, ...] = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
+# Their taints go onto the slices' devices (the ResourceSlice tracker), where DRADeviceTaintRules is
+# on: at 1.37 (GA, locked; served in resource.k8s.io/v1), never at 1.35 (alpha) or 1.36 (beta, off).
+DEVICE_TAINT_RULES = Kind("resource.k8s.io", "v1", "devicetaintrules", "DeviceTaintRule", False)
 
 
 def watched(features: Features) -> tuple[Kind, ...]:
     """What ``run`` lists and watches when it decides with ``features``."""
-    return WATCHED + (DRA_KINDS if features.enabled("DynamicResourceAllocation") else ())
+    if not features.enabled("DynamicResourceAllocation"):
+        return WATCHED
+    return WATCHED + DRA_KINDS + ((DEVICE_TAINT_RULES,) if features.dra_device_taint_rules else ())
 
 
 class Engine:

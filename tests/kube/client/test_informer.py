@@ -51,6 +51,7 @@ DRA = {
     "resourceslices": ("ResourceSlice", False),
     "resourceclaims": ("ResourceClaim", True),
     "resourceclaimtemplates": ("ResourceClaimTemplate", True),
+    "devicetaintrules": ("DeviceTaintRule", False),
 }
 
 
@@ -516,11 +517,13 @@ def test_dra_objects_are_listed_and_watched_into_the_cache_at_every_minor(minor:
     """DeviceClasses, ResourceSlices, ResourceClaims and ResourceClaimTemplates from
     ``/apis/resource.k8s.io/v1`` (served by default since 1.34), read as the minor decided as: a
     malformed slice is kept with a warning naming its field, one without a name is dropped, and the
-    other objects (and the watches after them) are unaffected."""
+    other objects (and the watches after them) are unaffected. DeviceTaintRules only where
+    DRADeviceTaintRules is on (1.37), their taint on the devices they select."""
     features = features_at(minor)
+    rules = minor == "1.37"
     kinds = tuple(kind for kind in watched(features) if kind.group == "resource.k8s.io")
     assert {k.plural: (k.kind, k.namespaced, k.version) for k in kinds} == {
-        plural: (*kind, "v1") for plural, kind in DRA.items()
+        plural: (*kind, "v1") for plural, kind in DRA.items() if rules or plural != "devicetaintrules"
     }
     stub = StubApiServer()
     bad = _slice("bad", 30, "n0", capacity="lots")
@@ -531,6 +534,9 @@ def test_dra_objects_are_listed_and_watched_into_the_cache_at_every_minor(minor:
         "resourceclaims": [_dra("c0", 24, "team-a", spec=_claim_spec())],
         "resourceclaimtemplates": [_dra("t0", 25, "team-a", spec={"spec": _claim_spec()})],
     }
+    taint = {"key": "example.com/broken", "effect": "NoSchedule"}
+    if rules:
+        stub.dra_listed["devicetaintrules"] = [_dra("r0", 26, spec={"deviceSelector": {"pool": "s0"}, "taint": taint})]
     stub.dra_added = {
         "deviceclasses": _dra("late", 101),
         "resourceslices": _slice("late", 102, "n1"),
@@ -557,7 +563,7 @@ def test_dra_objects_are_listed_and_watched_into_the_cache_at_every_minor(minor:
     with structlog.testing.capture_logs() as logs:
         asyncio.run(main())
     paths = {(r.path, r.query.get("watch") == "true") for r in stub.requests}
-    for plural in stub.dra_listed:
+    for plural in stub.dra_listed if rules else set(stub.dra_listed) - {"devicetaintrules"}:
         assert {(f"/apis/resource.k8s.io/v1/{plural}", False), (f"/apis/resource.k8s.io/v1/{plural}", True)} <= paths
     assert storage.device_class("gpu") is not None
     assert sorted(s.name for s in storage.resource_slices_on("n0")) == ["bad", "s0"]
@@ -568,6 +574,10 @@ def test_dra_objects_are_listed_and_watched_into_the_cache_at_every_minor(minor:
     s0 = storage.api_object("ResourceSlice", "s0")
     assert isinstance(s0, ResourceSlice)
     assert (s0.errors == ()) is features.dra_api.list_attributes
+    assert s0.devices[0].taints == ()  # as the driver published it; the allocator reads the indexes
+    seen = {s.name: [t.key for d in s.devices for t in d.taints] for s in storage.resource_slices()}
+    assert seen["s0"] == (["example.com/broken"] if rules else [])
+    assert seen["s1"] == []
     warnings = [entry for entry in logs if entry["log_level"] == "warning"]
     invalid = [w for w in warnings if w.get("name") == "bad"]
     assert invalid and invalid[0]["event"] == "ResourceSlice has invalid fields"
