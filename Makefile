@@ -100,9 +100,9 @@ RELIABILITY_LOGS = $(CURDIR)/.cluster/reliability/e2e-logs
 reliability: cluster-build
 	rm -f $(RELIABILITY_LOGS)/*.json
 	SPREAD_E2E_KILLS=20 SPREAD_E2E_KILL_PODS=1000 SPREAD_E2E_PREEMPT_KILLS=20 SPREAD_E2E_VOLUME_PODS=100 \
-		SPREAD_E2E_DIR=$(CURDIR)/.cluster/reliability \
+		SPREAD_E2E_DRA_KILLS=10 SPREAD_E2E_DRA_PODS=200 SPREAD_E2E_DIR=$(CURDIR)/.cluster/reliability \
 		$(BIN)/pytest e2e/test_faults.py e2e/test_api_faults.py e2e/test_preemption.py e2e/test_volume_faults.py \
-		e2e/test_coexistence.py e2e/test_api_throttling.py -p no:cacheprovider -s
+		e2e/test_dra_faults.py e2e/test_coexistence.py e2e/test_api_throttling.py -p no:cacheprovider -s
 	SPREAD_E2E_LOAD_PODS=10000 SPREAD_E2E_LOAD_NODES=2000 SPREAD_E2E_LEASE=shipped SPREAD_E2E_DIR=$(CURDIR)/.cluster/reliability \
 		$(BIN)/pytest e2e/test_load.py -p no:cacheprovider -s
 	SPREAD_E2E_STOP_PODS=1000 SPREAD_E2E_LEASE=shipped SPREAD_E2E_DIR=$(CURDIR)/.cluster/reliability \

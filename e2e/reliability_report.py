@@ -126,6 +126,17 @@ def _volume_kills(r: Report) -> list[str]:
     )
 
 
+def _dra_kills(r: Report) -> list[str]:
+    return _row(
+        f"{r['kills']} SIGKILLs with claim writes in flight, {r['pods']} pods with a claim each (`test_dra_faults.py`)",
+        r,
+        f"{r['claim_writes_ok']} claim writes ({r['claim_writes_409']} 409s, {r['claim_writes_cut_by_a_kill']} cut "
+        f"by a kill) for {r['devices']} devices; {r['claims_allocated_twice']} claims allocated twice; "
+        f"{r['claims_written_by_one_incarnation_bound_by_the_next']} claims written by one incarnation and "
+        f"bound by the next; {r['devices_held_twice']} devices held by two claims",
+    )
+
+
 def _load(r: Report) -> list[str]:
     also = (
         f"{r['feasible_bound']:,} bound, {r['infeasible_refused']:,} refused with "
@@ -159,6 +170,7 @@ ROWS: tuple[tuple[str, Callable[[Report], list[str]]], ...] = (
     ("throttled.json", _throttled),
     ("preemption-kills.json", _preemption),
     ("volume-kills.json", _volume_kills),
+    ("dra-kills.json", _dra_kills),
     ("load-*.json", _load),
     ("coexistence.json", _coexistence),
 )
