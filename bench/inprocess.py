@@ -243,6 +243,10 @@ def _schedule(sim: Simulation, pod: Pod) -> int:
     if attempt.host is None:
         return 0
     sim.cache.assume_pod(pod, attempt.host)
+    if pod.resource_claims:
+        # Reserve: DynamicResources keeps the allocation in flight, so the next pod finds its device
+        # taken (no PreBind here, as on upstream's side: the claim is never written).
+        fwk.run_reserve_plugins_reserve(attempt.state, pod, attempt.host)
     return 1
 
 

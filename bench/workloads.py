@@ -181,6 +181,64 @@ preferred_pod_anti_affinity = _affinity_workload(
 )
 
 
+DRA_DRIVER = "gpu.example.com"
+DRA_DEVICES_PER_NODE = 8
+DRA_MODELS = ("a100", "h100")
+
+
+def _gpu_class(model: str) -> dict[str, Any]:
+    """A DeviceClass with one CEL selector: the driver's devices of one model."""
+    expression = f'device.driver == "{DRA_DRIVER}" && device.attributes["{DRA_DRIVER}"].model == "{model}"'
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": f"gpu-{model}"},
+        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+    }
+
+
+def _gpu_slice(node: str) -> dict[str, Any]:
+    """The node's ResourceSlice: 8 devices, half of each model, with a memory capacity."""
+    devices = [
+        {
+            "name": f"gpu-{d}",
+            "attributes": {"model": {"string": DRA_MODELS[d % 2]}, "index": {"int": d}},
+            "capacity": {"memory": {"value": "80Gi"}},
+        }
+        for d in range(DRA_DEVICES_PER_NODE)
+    ]
+    pool = {"name": node, "generation": 1, "resourceSliceCount": 1}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-gpus"},
+        "spec": {"driver": DRA_DRIVER, "nodeName": node, "pool": pool, "devices": devices},
+    }
+
+
+def dynamic_resources(n: int, measured: int = 2000, existing: int | None = None) -> list[dict[str, Any]]:
+    """Issue #49's benchmark: n nodes with 8 devices each (one ResourceSlice per node), two DeviceClasses
+    with a CEL selector each, and a ResourceClaim of its own for every measured pod (one device of one
+    class, the classes alternating). ``existing`` pods without claims, as in SchedulingBasic."""
+    objs = _nodes(n) + _existing(n, n if existing is None else existing, lambda i: {"app": f"old-{i % 50}"})
+    objs += [_gpu_class(model) for model in DRA_MODELS] + [_gpu_slice(f"node-{i:05d}") for i in range(n)]
+    for i in range(measured):
+        # As the API server defaults them: upstream's side reads the objects undefaulted.
+        exactly = {"deviceClassName": f"gpu-{DRA_MODELS[i % 2]}", "allocationMode": "ExactCount", "count": 1}
+        request = {"name": "gpu", "exactly": exactly}
+        objs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"claim-{i:05d}", "namespace": "default", "uid": f"uid-claim-{i:05d}"},
+                "spec": {"devices": {"requests": [request]}},
+            }
+        )
+        pod = make_pod(f"pod-{i:05d}").label("app", "new").created(_ts(i))
+        objs.append(pod.resource_claim("gpu", claim=f"claim-{i:05d}").dict())
+    return objs
+
+
 WORKLOADS: dict[str, Callable[..., list[dict[str, Any]]]] = {
     "SchedulingBasic": basic,
     "TopologySpreading": topology_spreading,
@@ -190,4 +248,5 @@ WORKLOADS: dict[str, Callable[..., list[dict[str, Any]]]] = {
     "SchedulingPodAntiAffinity": pod_anti_affinity,
     "SchedulingPreferredPodAffinity": preferred_pod_affinity,
     "SchedulingPreferredPodAntiAffinity": preferred_pod_anti_affinity,
+    "SchedulingDynamicResources": dynamic_resources,
 }

@@ -200,7 +200,17 @@ func run(configPath, objectsPath string) error {
 		}
 		assumed := pod.DeepCopy()
 		assumed.Spec.NodeName = result.SuggestedHost
-		return true, sched.Cache.AssumePod(logger, assumed)
+		if err := sched.Cache.AssumePod(logger, assumed); err != nil {
+			return false, err
+		}
+		if len(pod.Spec.ResourceClaims) > 0 {
+			// Reserve: DynamicResources keeps the allocation in flight, so the next pod finds its
+			// device taken (no PreBind, as on our side: the claim is never written).
+			if status := fwk.RunReservePluginsReserve(ctx, state, assumed, result.SuggestedHost); !status.IsSuccess() {
+				return false, status.AsError()
+			}
+		}
+		return true, nil
 	}
 	for _, pod := range pending[:unmeasured] {
 		if _, err := scheduleOne(pod); err != nil {

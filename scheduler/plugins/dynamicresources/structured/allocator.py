@@ -46,6 +46,7 @@ from scheduler.plugins.dynamicresources.structured.pools import (
     NodeSelectionError,
     Pool,
     PoolID,
+    SliceIndex,
     gather_pools,
     node_matches,
 )
@@ -217,6 +218,7 @@ class Allocator:
         self.share_id = share_id or (lambda: str(uuid.uuid4()))
         self.classes = classes
         self.slices = slices
+        self.slice_index = SliceIndex(slices)
         self.cel_cache = cel_cache
         self.stop = stop
         # Per pool name (upstream keys them so, without the driver): the counters left once the
@@ -261,6 +263,7 @@ class _Search:
                 incubating=self.variant.incubating,
                 ordered=self.variant.v0_36,
                 counters_by_node=self.variant.v0_37,
+                candidates=self.owner.slice_index.for_node(self.node),
             )
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None

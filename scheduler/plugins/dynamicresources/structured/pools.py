@@ -13,6 +13,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,7 +22,7 @@ from scheduler.api.objects import Node
 from scheduler.api.resourceslice import CounterSet, ResourceSlice
 from scheduler.plugins.dynamicresources.structured.features import Features
 
-__all__ = ["Pool", "PoolID", "gather_pools", "node_matches"]
+__all__ = ["Pool", "PoolID", "SliceIndex", "gather_pools", "node_matches"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -69,6 +70,31 @@ def node_matches(
     return False
 
 
+class SliceIndex:
+    """The slices one node may take, in the cluster's order, without a walk over every slice: a slice
+    naming a node (and sharing no counters, which count whatever node a pool's devices reach) is
+    filed under that node; every other slice is looked at for every node. ``GatherPools`` upstream
+    ranges over all slices per node; on 1,000 nodes that walk was most of a Filter call here."""
+
+    __slots__ = ("_on", "_rest", "slices")
+
+    def __init__(self, slices: Sequence[ResourceSlice]) -> None:
+        self.slices = slices
+        self._on: dict[str, list[int]] = {}
+        self._rest: list[int] = []
+        for i, slice_ in enumerate(slices):
+            if slice_.node_name and not slice_.shared_counters:
+                self._on.setdefault(slice_.node_name, []).append(i)
+            else:
+                self._rest.append(i)
+
+    def for_node(self, node: Node | None) -> list[ResourceSlice]:
+        """The slices ``gather_pools`` could add for ``node`` (a slice of another node adds nothing)."""
+        own = self._on.get(node.name, []) if node is not None else []
+        indices = heapq.merge(own, self._rest) if own and self._rest else own or self._rest
+        return [self.slices[i] for i in indices]
+
+
 def gather_pools(
     slices: Sequence[ResourceSlice],
     node: Node | None,
@@ -77,6 +103,7 @@ def gather_pools(
     incubating: bool = False,
     ordered: bool = False,
     counters_by_node: bool = False,
+    candidates: Sequence[ResourceSlice] | None = None,
 ) -> list[Pool]:
     """``GatherPools``: every pool with a slice (or, per device, a device) for the node; the
     incubating variant's when ``incubating``, v0.36's order when ``ordered``, and with
@@ -86,9 +113,11 @@ def gather_pools(
     Upstream builds the result by ranging over a Go map, so the order of the pools it searches is
     random; we keep the order in which each pool's first slice was listed (docs/dra-allocator.md).
     Raises ``NodeSelectionError`` with upstream's wording when a selector cannot be parsed.
+    ``candidates``: the slices to look at for the node (``SliceIndex.for_node``), all by default;
+    ``slices`` stays every slice (a pool's other slices are looked up there).
     """
     pools: dict[PoolID, Pool] = {}
-    for slice_ in slices:
+    for slice_ in slices if candidates is None else candidates:
         if not features.partitionable_devices and (
             slice_.per_device_node_selection or (incubating and slice_.shared_counters)
         ):
