@@ -120,6 +120,25 @@ def test_prepared_devices_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [compiled.device_matches(d).matches for d in devices] == [False] + [True] * 9
 
 
+def test_an_answer_is_kept_with_the_device() -> None:
+    """Each node's Filter asks every device of a class again for each pod: the expression's answer for
+    a device (a match, a miss, or a runtime error's text) is run once, then read."""
+    compiler = cel.Compiler(37)
+    matching = compiler.compile('device.attributes["d"].n > 0')
+    failing = compiler.compile('device.attributes["d"].missing > 0')
+    device = Device(driver="d", attributes={"n": DeviceAttribute(int_value=1)})
+    first = [matching.device_matches(device), failing.device_matches(device)]
+    runs: list[str] = []
+    original = compiler._run
+    compiler._run = lambda compiled, data: runs.append(compiled.expression) or original(compiled, data)  # type: ignore[method-assign,func-returns-value]
+    assert [matching.device_matches(device), failing.device_matches(device)] == first
+    assert first[0] == cel.Result(True) and first[1].error is not None
+    assert runs == []
+    other = Device(driver="d", attributes={"n": DeviceAttribute(int_value=0)})
+    assert matching.device_matches(other) == cel.Result(False)
+    assert runs == ['device.attributes["d"].n > 0']
+
+
 def test_cost_limit_refused_without_running() -> None:
     """Upstream's ``expensive`` case: 10^7 loop iterations, refused with upstream's text at once."""
     ten = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"

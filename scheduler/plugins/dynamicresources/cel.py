@@ -20,7 +20,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -52,6 +52,7 @@ NO_SUCH_KEY_HINT = (  # cel.EnhanceRuntimeError, from 1.37
 )
 UNSUPPORTED_ATTRIBUTE = "unsupported attribute value"
 PREPARED_DEVICES = 65_536  # devices whose CEL input is kept: a large cluster's slices, bounded
+RESULTS_PER_DEVICE = 64  # answers kept per device (the classes' and requests' selectors it met)
 
 ErrorType = str  # apiservercel.ErrorType: "Invalid" or "Internal"
 
@@ -218,12 +219,23 @@ class Compiler:
         return None
 
     def evaluate(self, compiled: Compiled, device: Device) -> Result:
-        """``DeviceMatches``: the device's values as the program reads them, then its answer."""
+        """``DeviceMatches``: the device's values as the program reads them, then its answer. The
+        answer is a function of the expression and the device alone, so it is kept with the device's
+        values (each node's Filter asks it again of every pod of the class)."""
         if compiled.worst_case_cost > CEL_SELECTOR_EXPRESSION_MAX_COST:
             return Result(False, COST_LIMIT_EXCEEDED)
         prepared = self._prepare(device)
         if isinstance(prepared, str):
             return Result(False, prepared)
+        known = prepared.results.get(compiled.expression)
+        if known is not None:
+            return known
+        result = self._evaluate(compiled, prepared)
+        if len(prepared.results) < RESULTS_PER_DEVICE:
+            prepared.results[compiled.expression] = result
+        return result
+
+    def _evaluate(self, compiled: Compiled, prepared: _Prepared) -> Result:
         first = self._run(compiled, prepared.activation)
         if not isinstance(first, str):
             return _answer(first)
@@ -356,6 +368,7 @@ class _Prepared:
     attributes: dict[str, dict[str, Any]]
     capacity: dict[str, dict[str, Any]]
     activation: Any
+    results: dict[str, Result] = field(default_factory=dict)  # expression -> its answer for the device
 
 
 @dataclass(frozen=True, slots=True)
