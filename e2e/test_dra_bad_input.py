@@ -23,7 +23,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import events_for, node_of, pod_body, scheduled_condition, wait_for
+from e2e.kube_helpers import dra_objects, events_for, node_of, pod_body, scheduled_condition, wait_for
 from scheduler.testing import node_resource_slice
 
 GROUP, VERSION = "resource.k8s.io", "v1"
@@ -60,13 +60,7 @@ def _expensive() -> str:
 
 @pytest.fixture
 def resources(api: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    """The CustomObjectsApi; the DeviceClasses and ResourceSlices made are deleted afterwards."""
-    objects = client.CustomObjectsApi(api)
-    yield objects
-    for plural in ("resourceslices", "deviceclasses"):
-        for item in objects.list_cluster_custom_object(GROUP, VERSION, plural)["items"]:
-            if item["metadata"]["name"].startswith(PREFIX):
-                objects.delete_cluster_custom_object(GROUP, VERSION, plural, item["metadata"]["name"])
+    yield from dra_objects(api, PREFIX)
 
 
 def test_bad_dra_input_is_told_and_never_allocates_a_device_twice(
