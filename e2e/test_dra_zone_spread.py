@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -40,21 +40,10 @@ pytestmark = pytest.mark.slow
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 DRIVER = "gpu.example.com"
-CLASS = "live-zone-gpu"
+CLASS = "live-zone-gpu"  # live-...: the resources fixture deletes it
 UPSTREAM = "gpu-upstream"
 REPLICAS, SCALED = 9, 6
 DEVICES = ({"name": "gpu-0"}, {"name": "gpu-1"})
-
-
-@pytest.fixture
-def resources(api: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    """The CustomObjectsApi; the DeviceClass and ResourceSlices made are deleted afterwards."""
-    objects = client.CustomObjectsApi(api)
-    yield objects
-    for plural in ("resourceslices", "deviceclasses"):
-        for item in objects.list_cluster_custom_object(GROUP, VERSION, plural)["items"]:
-            if item["metadata"]["name"].startswith("live-zone-"):
-                objects.delete_cluster_custom_object(GROUP, VERSION, plural, item["metadata"]["name"])
 
 
 def gpu_workload(name: str, scheduler: str, node_set: str, replicas: int = REPLICAS) -> dict[str, Any]:
