@@ -379,6 +379,18 @@ def namespace(core: client.CoreV1Api) -> Iterator[str]:
 
 
 @pytest.fixture
+def resources(api: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
+    """The CustomObjectsApi, for the DRA objects a test makes as a driver would; the DeviceClasses and
+    ResourceSlices named ``live-...`` are deleted afterwards (they are cluster-wide)."""
+    objects = client.CustomObjectsApi(api)
+    yield objects
+    for plural in ("resourceslices", "deviceclasses"):
+        for item in objects.list_cluster_custom_object("resource.k8s.io", "v1", plural)["items"]:
+            if item["metadata"]["name"].startswith("live-"):
+                objects.delete_cluster_custom_object("resource.k8s.io", "v1", plural, item["metadata"]["name"])
+
+
+@pytest.fixture
 def nodes(core: client.CoreV1Api) -> Iterator[Callable[..., str]]:
     """Create fake nodes for one test; all of them are deleted afterwards (nodes are cluster-wide)."""
     created: list[str] = []

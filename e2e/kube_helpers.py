@@ -6,7 +6,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import yaml
@@ -330,14 +330,3 @@ def token_kubeconfig(admin_kubeconfig: str, token: str) -> dict[str, Any]:
         "users": [{"name": "sa", "user": {"token": token}}],
         "contexts": [{"name": "sa", "context": {"cluster": "local", "user": "sa"}}],
     }
-
-
-def dra_objects(api: client.ApiClient, prefix: str) -> Iterator[client.CustomObjectsApi]:
-    """For a fixture: the CustomObjectsApi, then the cluster-wide DRA objects the test made (the
-    DeviceClasses and ResourceSlices named ``prefix``...) deleted; its claims go with its namespace."""
-    objects = client.CustomObjectsApi(api)
-    yield objects
-    for plural in ("resourceslices", "deviceclasses"):
-        for item in objects.list_cluster_custom_object("resource.k8s.io", "v1", plural)["items"]:
-            if item["metadata"]["name"].startswith(prefix):
-                objects.delete_cluster_custom_object("resource.k8s.io", "v1", plural, item["metadata"]["name"])

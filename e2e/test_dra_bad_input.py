@@ -15,7 +15,7 @@ and a normal pod bound beside them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,12 +23,12 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import dra_objects, events_for, node_of, pod_body, scheduled_condition, wait_for
+from e2e.kube_helpers import events_for, node_of, pod_body, scheduled_condition, wait_for
 from scheduler.testing import node_resource_slice
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 DRIVER = "bad.example.com"
-PREFIX = "bad-input-"
+PREFIX = "live-bad-"  # conftest's resources fixture deletes live-... classes and slices
 TEN = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"
 
 
@@ -56,11 +56,6 @@ def _expensive() -> str:
     for var in ("z5", "z4", "z3", "z2", "z", "y", "x"):
         expression = f"{TEN}.all({var}, {expression})"
     return f"device.driver == {DRIVER!r} && {expression}"
-
-
-@pytest.fixture
-def resources(api: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    yield from dra_objects(api, PREFIX)
 
 
 def test_bad_dra_input_is_told_and_never_allocates_a_device_twice(

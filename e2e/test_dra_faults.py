@@ -22,27 +22,21 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-import pytest
 from kubernetes import client
 
 from e2e.conftest import LEASE_DURATION, LEASE_NAME, LEASE_NAMESPACE, LOGS, SchedulerProcess
-from e2e.kube_helpers import bound_pods, dra_objects, pod_body, wait_for
+from e2e.kube_helpers import bound_pods, pod_body, wait_for
 from e2e.ledger import Ledger, lease_terms, summary, writes_after_losing, writes_without_lease
 from scheduler.testing import node_resource_slice
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 DRIVER = "kill.example.com"
-PREFIX = "dra-kill-"
+PREFIX = "live-kill-"  # conftest's resources fixture deletes live-... classes and slices
 KILLS = int(os.environ.get("SPREAD_E2E_DRA_KILLS", "2"))
 PODS = int(os.environ.get("SPREAD_E2E_DRA_PODS", "24"))
 DEVICES_PER_NODE = 4
-
-
-@pytest.fixture
-def resources(api: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    yield from dra_objects(api, PREFIX)
 
 
 def test_sigkill_with_claim_writes_in_flight_allocates_no_device_twice(

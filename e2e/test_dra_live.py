@@ -10,7 +10,7 @@ left, gets upstream's ``cannot allocate all claims``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,17 +24,6 @@ pytestmark = pytest.mark.every_release
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 DRIVER = "gpu.example.com"
-
-
-@pytest.fixture
-def resources(api: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    """The CustomObjectsApi; the DeviceClass and ResourceSlices made are deleted afterwards."""
-    objects = client.CustomObjectsApi(api)
-    yield objects
-    for plural in ("resourceslices", "deviceclasses"):
-        for item in objects.list_cluster_custom_object(GROUP, VERSION, plural)["items"]:
-            if item["metadata"]["name"].startswith("live-"):
-                objects.delete_cluster_custom_object(GROUP, VERSION, plural, item["metadata"]["name"])
 
 
 def _claim_of(objects: client.CustomObjectsApi, namespace: str, pod: client.V1Pod) -> dict[str, Any]:

@@ -8,26 +8,21 @@ not watched), so the test runs at 1.37 only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import dra_objects, node_of, pod_body, scheduled_condition, server_minor, wait_for
+from e2e.kube_helpers import node_of, pod_body, scheduled_condition, server_minor, wait_for
 from scheduler.testing import node_resource_slice
 
 pytestmark = pytest.mark.every_release
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 DRIVER = "taint.example.com"
-PREFIX = "taint-rule-"
-
-
-@pytest.fixture
-def resources(api: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    yield from dra_objects(api, PREFIX)
+PREFIX = "live-taint-"  # conftest's resources fixture deletes live-... classes and slices
 
 
 def _claim_and_pod(resources: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str, name: str) -> None:

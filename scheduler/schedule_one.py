@@ -59,6 +59,9 @@ from scheduler.framework.runtime import Framework, PluginScores
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import ERR_NO_NODES_AVAILABLE, Diagnosis, FitError, NodeInfo, NodeToStatus
 from scheduler.logs import enabled, kobj
+from scheduler.plugins.dynamicresources.plugin.claimwrites import ClaimDeallocation
+from scheduler.plugins.dynamicresources.plugin.plugin import StructuredDynamicResources
+from scheduler.plugins.names import DYNAMIC_RESOURCES
 
 __all__ = [
     "Attempt",
@@ -589,6 +592,13 @@ class ScheduleOne:
         # From 1.36, the pods whose PreBind is running, for preemption to cancel instead of deleting them.
         self.pods_in_pre_bind = PodsInPreBind()
         handlers.forgotten.append(self._forget_reported)
+        # Each profile's DynamicResources, whose PostFilter and Unreserve leave claim writes in the
+        # cycle state (they run synchronously) for the cycles here to send.
+        self._dra: dict[str, StructuredDynamicResources] = {}
+        for name, fwk in frameworks.items():
+            dra = fwk.plugins.get(DYNAMIC_RESOURCES)
+            if isinstance(dra, StructuredDynamicResources):
+                self._dra[name] = dra
         for fwk in frameworks.values():
             # Consecutive cycles run here, so batching's state lives from here on (upstream creates it
             # with the framework, OpportunisticBatching being on by default in 1.35).
@@ -667,6 +677,7 @@ class ScheduleOne:
             nominating: NominatingInfo | None = CLEAR_NOMINATED_NODE
             if attempt.fit_error is not None and fwk.post_filter:
                 nominating = self._post_filter(fwk, attempt, attempt.fit_error)
+                self._deallocate(fwk, attempt)
             self._handle_failure(qpi, attempt.status, attempt.message, attempt, nominating)
             self._observe(attempt, popped.started)
             return
@@ -680,6 +691,7 @@ class ScheduleOne:
             status = fwk.run_permit_plugins(attempt.state, pod, host)
         if status is not None:
             fwk.run_reserve_plugins_unreserve(attempt.state, pod, host)
+            self._unreserve_claims(fwk, attempt)
             self.cache.forget_pod(pod)
             attempt.status, attempt.host, attempt.message = status, None, status.message()
             self._handle_failure(qpi, status, status.message(), attempt, CLEAR_NOMINATED_NODE)
@@ -708,6 +720,39 @@ class ScheduleOne:
         attempt.status = Status(Code.UNSCHEDULABLE, (attempt.message,))
         return nominating
 
+    def _deallocate(self, fwk: Framework, attempt: Attempt) -> None:
+        """Send the deallocation DynamicResources' PostFilter decided, in a task: upstream's PostFilter
+        makes the write itself, inside the scheduling cycle, which cannot wait here. A failure is
+        logged as upstream logs a PostFilter's error; the pod stays unschedulable either way, and the
+        claim's next change requeues it."""
+        dra = self._dra.get(fwk.profile_name)
+        deallocation = None if dra is None else dra.pending_deallocation(attempt.state)
+        if dra is None or deallocation is None:
+            return
+        self._spawn(self._write_deallocation(dra, attempt.pod, deallocation))
+
+    async def _write_deallocation(
+        self, dra: StructuredDynamicResources, pod: Pod, deallocation: ClaimDeallocation
+    ) -> None:
+        try:
+            await dra.write_deallocation(pod, deallocation)
+        except Exception as exc:
+            self.log.error(
+                "Status after running PostFilter plugins for pod",
+                pod=kobj(pod.key),
+                status=str(exc) or type(exc).__name__,
+            )
+
+    def _unreserve_claims(self, fwk: Framework, attempt: Attempt) -> asyncio.Task[None] | None:
+        """Send the ``reservedFor`` patches DynamicResources' Unreserve left, in a task (the binding
+        cycle awaits it before the pod goes back to the queue, as upstream's Unreserve writes before
+        returning)."""
+        dra = self._dra.get(fwk.profile_name)
+        claims = () if dra is None else dra.pending_unreserve(attempt.state)
+        if dra is None or not claims:
+            return None
+        return self._spawn(dra.write_unreserve(attempt.pod, claims))
+
     def _observe(self, attempt: Attempt, started: float) -> None:
         result = "scheduled" if attempt.host else ("unschedulable" if attempt.status.is_rejected() else "error")
         self.stats.attempts[result] = self.stats.attempts.get(result, 0) + 1
@@ -729,14 +774,14 @@ class ScheduleOne:
                 status = await self._bind(fwk, state, pod, host)
         except (PodGoneError, BindConflictError) as exc:
             # The pod is gone or someone else bound it: the watch will tell the truth, never retry.
-            self._undo_assume(fwk, attempt, host)
+            await _finished(self._undo_assume(fwk, attempt, host))
             self.stats.bind_failures += 1
             self.log.info("Failed to bind pod", v=1, pod=kobj(pod.key), node=host, err=str(exc), retry=False)
             return
         except Exception as exc:  # any other failure of the binding cycle is retried with backoff
             status = Status.as_error(f"binding rejected: {exc}")
         if status is not None:
-            self._undo_assume(fwk, attempt, host)
+            await _finished(self._undo_assume(fwk, attempt, host))
             self.stats.bind_failures += 1
             self.log.info("Failed to bind pod", v=1, pod=kobj(pod.key), node=host)
             qpi.unschedulable_plugins, qpi.pending_plugins = set(), set()
@@ -838,14 +883,21 @@ class ScheduleOne:
             return Status.as_error("no bind plugin bound the pod")
         return status
 
-    def _undo_assume(self, fwk: Framework, attempt: Attempt, host: str) -> None:
-        """Unreserve and forget a pod whose binding failed, as if the assumed pod were deleted."""
-        if self.handlers.held.hold(functools.partial(self._undo_assume, fwk, attempt, host)):
-            return
+    def _undo_assume(self, fwk: Framework, attempt: Attempt, host: str) -> asyncio.Task[None] | None:
+        """Unreserve and forget a pod whose binding failed, as if the assumed pod were deleted; the
+        task sending Unreserve's claim patches, if any."""
+        if self.handlers.held.hold(functools.partial(self._undo_assume_held, fwk, attempt, host)):
+            return None
         fwk.run_reserve_plugins_unreserve(attempt.state, attempt.pod, host)
+        unreserving = self._unreserve_claims(fwk, attempt)
         self.cache.forget_pod(attempt.pod)
         assumed = dataclasses.replace(attempt.pod, node_name=host)
         self.queue.move_all_to_active_or_backoff(ev.ASSIGNED_POD_DELETE, assumed, None)
+        return unreserving
+
+    def _undo_assume_held(self, fwk: Framework, attempt: Attempt, host: str) -> None:
+        """``_undo_assume`` once the held changes are applied (its patches' task runs on unawaited)."""
+        self._undo_assume(fwk, attempt, host)
 
     # -- failures ----------------------------------------------------------------------------
 
@@ -901,11 +953,12 @@ class ScheduleOne:
 
     # -- background writes -------------------------------------------------------------------
 
-    def _spawn(self, coro: Coroutine[Any, Any, None], *, report: bool = False) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None], *, report: bool = False) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)
         tasks = self._reports if report else self._tasks
         tasks.add(task)
         task.add_done_callback(functools.partial(self._task_done, tasks))
+        return task
 
     def _task_done(self, tasks: set[asyncio.Task[None]], task: asyncio.Task[None]) -> None:
         tasks.discard(task)
@@ -932,6 +985,12 @@ class ScheduleOne:
         await asyncio.gather(*late, return_exceptions=True)
         if late:
             self.log.info("dropped reports on stop", v=2, count=len(late))
+
+
+async def _finished(task: asyncio.Task[None] | None) -> None:
+    """Wait for ``task`` (its failure is logged where it was spawned)."""
+    if task is not None:
+        await asyncio.wait({task})
 
 
 @dataclass(slots=True)

@@ -764,3 +764,19 @@ class TestInterPodAffinity:
             "reason": "node(s) didn't match pod affinity rules",
             "code": "UnschedulableAndUnresolvable",
         }
+
+
+@pytest.mark.parametrize("minor", ["1.35", "1.36", "1.37"])
+def test_the_gpu_inference_dump_places_3_3_3_each_claim_on_its_node(
+    capsys: pytest.CaptureFixture[str], minor: str
+) -> None:
+    """``examples/gpu-inference-dump.yaml`` (README, "GPUs through DRA"): 9 pods, a template claim each,
+    six nodes of two devices in three zones: 3/3/3, each claim a device of its pod's node, none twice."""
+    assert main(["simulate", str(EXAMPLES / "gpu-inference-dump.yaml"), "--kube-version", minor, "-o", "json"]) == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    assert len(results) == 9 and all(r["node"] for r in results), results
+    zones = sorted(r["node"][len("gpu-") :][0] for r in results)
+    assert zones == ["a"] * 3 + ["b"] * 3 + ["c"] * 3
+    devices = [(c["pool"], c["device"]) for r in results for c in r["claims"]]
+    assert [pool for pool, _ in devices] == [r["node"] for r in results]
+    assert len(set(devices)) == 9

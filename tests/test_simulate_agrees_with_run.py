@@ -25,14 +25,14 @@ from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemp
 from scheduler.scheduler import Scheduler
 from scheduler.simulate.dump import load_objects
 from scheduler.simulate.simulation import Simulation
-from scheduler.simulate.writers import MemoryPreemption, MemoryVolumeBinder
+from scheduler.simulate.writers import MemoryClaimWriter, MemoryPreemption, MemoryVolumeBinder
 from tests.differential import generator
 from tests.fakes import FakeBinder, FakeClock, FakeRecorder
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EXAMPLE_CONFIGS = {"selector-spread.yaml": "selector-spread-config.yaml"}
 # Manifests to apply to a cluster, not dumps to simulate: they hold no pod to schedule.
-NOT_DUMPS = {"karpenter-nodepool.yaml"}
+NOT_DUMPS = {"karpenter-nodepool.yaml", "gpu-inference.yaml"}  # manifests to apply, not cluster dumps
 
 
 def _arrival_order(objects: list[Mapping[str, Any]], config: SchedulerConfig) -> list[Mapping[str, Any]]:
@@ -61,6 +61,8 @@ async def _live(
     sched.use_preemption(MemoryPreemption())
     # VolumeBinding's writes answered at once, as in run (whose volume binder is the API's).
     sched.use_volume_binder(MemoryVolumeBinder(sched.handlers))
+    # DynamicResources' claim writes likewise (run's writer is the API's).
+    sched.use_claim_writer(MemoryClaimWriter(sched.handlers))
     offsets = random.Random(seed)
     for fwk in sched.frameworks.values():
         plugin = fwk.plugins.get(DefaultPreemption.NAME)

@@ -34,6 +34,7 @@ from scheduler.api.resourceclaim import AllocationResult, ConsumerReference, Dev
 from scheduler.backend.cache.storage_objects import StorageObjects
 from scheduler.errors import BindConflictError
 from scheduler.kube.writes import STRATEGIC_MERGE_PATCH, ApiWriter
+from scheduler.logs import enabled, kobj
 from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimBinding, ClaimDeallocation
 
 __all__ = ["MAX_CLAIM_BYTES", "ApiClaimWriter", "ClaimChangedError", "allocation_json"]
@@ -88,7 +89,8 @@ class ApiClaimWriter:
             if attempt:
                 await self._sleep(CONFLICT_WAIT * (1 + random.random() * CONFLICT_JITTER))
                 obj = await self._read(f"get updated claim {key} after conflict", params)
-                log.debug("retrying update after conflict", claim=key)
+                if enabled(5):
+                    log.info("retrying update after conflict", v=5, claim=kobj(key))
             elif obj is None:  # not held, or held without its JSON (built by a test): read it first
                 obj = await self._read(f"get claim {key}", params)
             try:
@@ -98,9 +100,11 @@ class ApiClaimWriter:
                 continue
             claim = ResourceClaim.from_dict(written, minor=self._minor)
             refused = self._storage.assume_written(claim)
-            if refused is not None:  # upstream logs it and goes on: the watch has it or brings it
-                log.debug("Claim not stored in assume cache", claim=key, err=refused)
-            log.debug("reserved", pod=pod.key, resourceclaim=key)
+            # Upstream logs a refusal and goes on: the watch has the claim or brings it.
+            if refused is not None and enabled(5):
+                log.info("Claim not stored in assume cache", v=5, claim=kobj(key), err=refused)
+            if enabled(5):
+                log.info("reserved", v=5, pod=kobj(pod.key), resourceclaim=kobj(key))
             return claim
         assert conflict is not None
         raise conflict

@@ -41,6 +41,7 @@ from scheduler.spread.moves import (
     measure,
     replacement_name,
     replacement_of,
+    schedule_replacement,
     tied_top,
 )
 from scheduler.spread.steps import Steps, never
@@ -128,7 +129,7 @@ def place_batch(
                 yield
                 working.resume()
             replacement = replacement_of(victim, replacement_name(victim, step + 1))
-            attempt = algorithm.schedule_pod(framework, cache, replacement)
+            attempt = schedule_replacement(algorithm, framework, cache, replacement)
             if not attempt.succeeded or attempt.host is None:
                 return Placed(step, f"the replacement of {move.pod} would not be placed: {attempt.message}", ())
             top = tied_top(attempt)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.objects import Pod, PodKey
+from scheduler.api.resourceclaim import ResourceClaim
+from scheduler.api.volumes import ResourceClaimStatus
 from scheduler.backend.cache.cache import Cache
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.podtopologyspread.common import Constraint
@@ -32,6 +34,7 @@ __all__ = [
     "over",
     "replacement_name",
     "replacement_of",
+    "schedule_replacement",
     "spec_steps",
     "tied_top",
     "try_move",
@@ -164,8 +167,51 @@ def replacement_of(pod: Pod, name: str) -> Pod:
         resource_version="",
         start_time=None,
         preempted_by_scheduler=False,
+        resource_claim_statuses=(),
         raw=raw,
     )
+
+
+def schedule_replacement(
+    algorithm: SchedulingAlgorithm, framework: Framework, cache: Cache, replacement: Pod
+) -> Attempt:
+    """Our cycle for ``replacement`` with the claims kube-controller-manager would generate for it
+    first: for each ``spec.resourceClaims`` entry naming a ResourceClaimTemplate the cache holds, a claim
+    of the template's requests, not allocated, owned by the replacement and named in its status (the
+    victim's own claim stays as it is, its devices taken: the plan never counts on them). The claims
+    are in the cache's storage for the cycle only; the attempt's pod is the replacement with them."""
+    storage = cache.storage
+    claims: list[ResourceClaim] = []
+    statuses: list[ResourceClaimStatus] = []
+    for entry in replacement.resource_claims:
+        if entry.resource_claim_template_name is None:
+            continue
+        template = storage.resource_claim_template(replacement.namespace, entry.resource_claim_template_name)
+        name = f"{replacement.name}-{entry.name}"
+        # No template: the controller cannot make the claim either, and the replacement waits for it.
+        if template is None or storage.resource_claim(replacement.namespace, name) is not None:
+            continue
+        claims.append(
+            ResourceClaim(
+                namespace=replacement.namespace,
+                name=name,
+                uid=f"{replacement.uid}-{entry.name}",
+                annotations=dict(template.annotations),
+                controller_uid=replacement.uid,
+                devices=template.devices,
+            )
+        )
+        statuses.append(ResourceClaimStatus(entry.name, name))
+    if not claims:
+        return algorithm.schedule_pod(framework, cache, replacement)
+    with_claims = dataclasses.replace(replacement, resource_claim_statuses=tuple(statuses))
+    for claim in claims:
+        storage.upsert(claim)
+    try:
+        return algorithm.schedule_pod(framework, cache, with_claims)
+    finally:
+        for claim in claims:
+            storage.remove(claim)
 
 
 def replacement_name(victim: Pod, step: int) -> str:
@@ -291,7 +337,7 @@ def try_move(
     replacement = replacement_of(victim, replacement_name(victim, step))
     cache.remove_pod(victim)
     try:
-        attempt = algorithm.schedule_pod(framework, cache, replacement)
+        attempt = schedule_replacement(algorithm, framework, cache, replacement)
     finally:
         cache.add_pod(victim)
     if not attempt.succeeded or attempt.host is None:

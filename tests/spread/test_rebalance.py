@@ -36,7 +36,7 @@ from scheduler.spread.rebalance import (
 )
 from scheduler.spread.search import Steps, finish
 from scheduler.spread.workload import Workload
-from scheduler.testing import PodBuilder, make_node, make_pod
+from scheduler.testing import PodBuilder, make_node, make_pod, node_resource_slice
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -599,3 +599,93 @@ def test_the_fewest_moves_where_greedy_is_stuck_after_one() -> None:
     assert plan.reason == PLANNED and len(plan.moves) == 4, plan.message
     assert plan.moves[-1].skews_after == (1, 1)
     assert ("c0", "c1") in [(m.from_node, m.to_node) for m in plan.moves]  # the move greedy never tries
+
+
+# -- pods with devices (DynamicResources) ------------------------------------------------------
+
+DRIVER = "gpu.example.com"
+
+
+def _dra_objects(placement: list[str], *, template: bool = True, device_nodes: str = "abc") -> list[dict[str, Any]]:
+    """Two devices a node (on the nodes of zones ``device_nodes``), a class for them, the template
+    ``gpu``, and pods on ``placement`` each with a claim kube-controller-manager generated from it,
+    allocated a device of its pod's node and reserved for the pod."""
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        }
+    ]
+    objects += [
+        node_resource_slice(f"{z}{i}-gpus", DRIVER, f"{z}{i}", {"name": "gpu-0"}, {"name": "gpu-1"})
+        for z in device_nodes
+        for i in range(2)
+    ]
+    if template:
+        objects.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": "gpu", "namespace": "default"},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}},
+            }
+        )
+    used: dict[str, int] = {}
+    for i, node in enumerate(placement):
+        pod = (
+            _pod(f"p{i}", node, created=i)
+            .resource_claim("gpu", template="gpu")
+            .resource_claim_status("gpu", f"p{i}-gpu")
+        )
+        objects.append(pod.dict())
+        device = f"gpu-{used.get(node, 0)}"
+        used[node] = used.get(node, 0) + 1
+        selector = {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+        }
+        result = {"request": "gpu", "driver": DRIVER, "pool": node, "device": device}
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": f"p{i}", "uid": f"uid-default-p{i}", "controller": True}
+        request = {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}
+        objects.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {
+                    "name": f"p{i}-gpu",
+                    "namespace": "default",
+                    "uid": f"uid-p{i}-gpu",
+                    "ownerReferences": [owner],
+                },
+                "spec": {"devices": {"requests": [request]}},
+                "status": {
+                    "allocation": {"devices": {"results": [result]}, "nodeSelector": selector},
+                    "reservedFor": [{"resource": "pods", "name": f"p{i}", "uid": f"uid-default-p{i}"}],
+                },
+            }
+        )
+    return objects
+
+
+def test_pods_with_claims_from_a_template_are_moved_where_a_device_is_free() -> None:
+    """The replacement gets a claim of its own from the template, as kube-controller-manager makes it
+    (the victim's claim is the victim's: reusing it, the replacement would be refused as not its
+    owner), and our cycle allocates it a device of zone a; the cache is left as found."""
+    sim = _world(_dra_objects(["b0", "b1", "c0", "c1", "b0", "b1"]))  # 0/4/2
+    before = sorted(c.key for c in sim.cache.storage.resource_claims())
+    (plan,) = _plans(sim)
+    assert plan.reason == PLANNED, plan.message
+    assert [(m.from_domain, m.to_domain) for m in plan.moves] == [("b", "a"), ("b", "a")]
+    assert sorted(c.key for c in sim.cache.storage.resource_claims()) == before
+
+
+@pytest.mark.parametrize(
+    ("template", "device_nodes"), [(False, "abc"), (True, "bc")], ids=["no-template", "no-device-in-zone-a"]
+)
+def test_pods_with_claims_are_not_moved_where_their_replacement_gets_no_device(
+    template: bool, device_nodes: str
+) -> None:
+    sim = _world(_dra_objects(["b0", "b1", "c0", "c1", "b0", "b1"], template=template, device_nodes=device_nodes))
+    (plan,) = _plans(sim)
+    assert plan.moves == ()

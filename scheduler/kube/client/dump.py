@@ -63,10 +63,16 @@ _STORAGE_LISTS = (
     ("VolumeAttachment", "list_volume_attachment_without_preload_content", "storage"),
     # Not storage: DynamicResources' objects, as ``run`` watches them: the classes (which extended
     # resources it takes over, DRAExtendedResource, and its requests' selectors), the devices the
-    # slices publish, and the claims (the devices already allocated, in every namespace).
+    # slices publish, the claims (the devices already allocated, in every namespace), and the templates
+    # (a rebalancing replacement's claims are made from its pod's template, as kube-controller-manager makes them).
     ("DeviceClass", "list_device_class_without_preload_content", "resource"),
     ("ResourceSlice", "list_resource_slice_without_preload_content", "resource"),
     ("ResourceClaim", "list_resource_claim_for_all_namespaces_without_preload_content", "resource"),
+    (
+        "ResourceClaimTemplate",
+        "list_resource_claim_template_for_all_namespaces_without_preload_content",
+        "resource",
+    ),
     # The rules' taints on the slices' devices (1.37; resource.k8s.io/v1 does not serve them before).
     ("DeviceTaintRule", "list_device_taint_rule_without_preload_content", "resource"),
 )

@@ -826,7 +826,7 @@ def test_bind_failure(minor: str) -> None:
     assert write.reserved_for.uid == POD_UID
     pl.claim_written(state, ResourceClaim.from_dict(allocated(claim(), reserved=True)))
     pl.unreserve(state, pod(), NODE)
-    assert state.get(UNRESERVE_KEY) == (f"{NS}/{CLAIM}",)
+    assert [c.key for c in state.get(UNRESERVE_KEY)] == [f"{NS}/{CLAIM}"]
 
 
 class _Clock:

@@ -285,3 +285,93 @@ def test_the_memory_writer_deallocates_and_unreserves_in_the_cache() -> None:
     asyncio.run(undo())
     gone = storage.resource_claim("default", "c0")
     assert gone is not None and gone.allocation is None and gone.resource_version == "4"
+
+
+class _Recording(MemoryClaimWriter):
+    """simulate's writer that also records PostFilter's and Unreserve's writes; ``refuse`` makes them fail."""
+
+    def __init__(self, sched: Scheduler, *, refuse: bool = False) -> None:
+        super().__init__(sched.handlers)
+        self.refuse = refuse
+        self.deallocated: list[ClaimDeallocation] = []
+        self.unreserved: list[tuple[str, str]] = []
+
+    async def deallocate_claim(self, deallocation: ClaimDeallocation) -> None:
+        self.deallocated.append(deallocation)
+        if self.refuse:
+            raise RuntimeError(f'Operation cannot be fulfilled on resourceclaims "{deallocation.name}": conflict')
+        await super().deallocate_claim(deallocation)
+
+    async def unreserve_claim(self, pod: Any, claim: ResourceClaim) -> None:
+        self.unreserved.append((pod.key, claim.key))
+        if self.refuse:
+            raise RuntimeError(f'Operation cannot be fulfilled on resourceclaims "{claim.name}": conflict')
+        await super().unreserve_claim(pod, claim)
+
+
+def _allocated_on(claim_obj: dict[str, Any], node_name: str) -> dict[str, Any]:
+    """``claim_obj`` allocated a device of ``node_name``'s slice, reserved for nobody."""
+    selector = {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}]
+    }
+    result = {"request": "gpu", "driver": DRIVER, "pool": node_name, "device": "gpu-0"}
+    return {**claim_obj, "status": {"allocation": {"devices": {"results": [result]}, "nodeSelector": selector}}}
+
+
+@pytest.mark.parametrize("refuse", [False, True], ids=["written", "refused"])
+def test_postfilter_deallocation_is_written_through_the_claim_writer(refuse: bool) -> None:
+    """A claim allocated on a node that is gone and reserved for nobody: PostFilter deallocates it
+    (upstream's UpdateStatus), so the pod fits on the next try once the watch brings the claim back
+    free. A refused write is logged and leaves the claim as it was; the scheduler goes on."""
+
+    async def body() -> tuple[_Recording, ResourceClaim | None, list[str]]:
+        sched, _, recorder = _scheduler()
+        writer = _Recording(sched, refuse=refuse)
+        sched.use_claim_writer(writer)
+        _add(sched, [node("n2"), device_class(), node_slice("n2"), _allocated_on(claim("c0"), "gone")])
+        _add(sched, [make_pod("p0").resource_claim("gpu", claim="c0").dict()])
+        assert sched.schedule_one()
+        await sched.drain()
+        notes = [e.note for e in recorder.events_for("default/p0", "FailedScheduling")]
+        return writer, sched.cache.storage.resource_claim("default", "c0"), notes
+
+    writer, held, notes = asyncio.run(body())
+    assert writer.deallocated == [ClaimDeallocation("default", "c0", "uid-claim-c0")]
+    assert held is not None and (held.allocation is None) is not refuse
+    assert notes == [
+        "0/1 nodes are available: 1 resourceclaim not available on the node. deallocation of ResourceClaim completed"
+    ]
+
+
+@pytest.mark.parametrize("refuse", [False, True], ids=["written", "refused"])
+def test_unreserve_patch_is_written_before_the_pod_is_retried(refuse: bool) -> None:
+    """PreBind reserved the claim for the pod, then its binding failed: Unreserve's patch takes the pod
+    out of ``reservedFor`` before the pod goes back to the queue (upstream writes inside Unreserve).
+    A refused patch is logged; the binding's failure is reported all the same."""
+
+    async def body() -> tuple[_Recording, ResourceClaim | None, list[str], bool]:
+        sched, binder, recorder = _scheduler()
+        writer = _Recording(sched, refuse=refuse)
+        sched.use_claim_writer(writer)
+        binder.fail("default/p0", RuntimeError("connection reset"))
+        _add(sched, [node("n1"), device_class(), node_slice("n1"), claim("c0")])
+        _add(sched, [make_pod("p0").resource_claim("gpu", claim="c0").dict()])
+        requeued: list[bool] = []
+        queue_add = sched.queue.add_unschedulable_if_not_present
+
+        def add(*args: Any, **kwargs: Any) -> None:  # when the pod goes back: was the patch sent yet?
+            requeued.append(bool(writer.unreserved))
+            queue_add(*args, **kwargs)
+
+        sched.queue.add_unschedulable_if_not_present = add  # type: ignore[method-assign]
+        assert sched.schedule_one()
+        await sched.drain()
+        notes = [e.note for e in recorder.events_for("default/p0", "FailedScheduling")]
+        return writer, sched.cache.storage.resource_claim("default", "c0"), notes, requeued == [True]
+
+    writer, held, notes, patched_first = asyncio.run(body())
+    assert writer.unreserved == [("default/p0", "default/c0")]
+    assert patched_first
+    assert held is not None and held.allocation is not None
+    assert [ref.uid for ref in held.reserved_for] == (["uid-default-p0"] if refuse else [])
+    assert notes == ["binding rejected: connection reset"]

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import structlog
+
 from scheduler.api.deviceclass import DeviceClass
 from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.objects import NodeName, Pod
@@ -25,6 +27,7 @@ from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import Handle, NominatingInfo
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.logs import enabled, kobj
 from scheduler.plugins import names
 from scheduler.plugins.dynamicresources import cel
 from scheduler.plugins.dynamicresources.extended import (
@@ -51,6 +54,8 @@ from scheduler.plugins.dynamicresources.structured.features import for_scheduler
 from scheduler.plugins.helper.normalize_score import default_normalize_score
 
 __all__ = ["DRALister", "StructuredDynamicResources"]
+
+log = structlog.get_logger("spread-scheduler")
 
 STATE_KEY = names.DYNAMIC_RESOURCES
 DEALLOCATION_KEY = names.DYNAMIC_RESOURCES + "/deallocation"
@@ -331,7 +336,7 @@ class StructuredDynamicResources:
     ) -> tuple[NominatingInfo | None, Status]:
         """Deallocate an allocated claim that was not available on some node and that nobody else uses
         (upstream picks one at random among them; here the first): the write is left in the cycle
-        state as a ``ClaimDeallocation`` for ``scheduler/kube/``."""
+        state as a ``ClaimDeallocation`` for ``write_deallocation``, which ``ScheduleOne`` awaits."""
         s = self._state(state)
         if s is None:
             return None, Status(Code.ERROR, (), "", "")
@@ -396,7 +401,8 @@ class StructuredDynamicResources:
     def unreserve(self, state: CycleState, pod: Pod, node_name: NodeName) -> None:
         """Drop this pod's in-flight allocations. The claims whose ``reservedFor`` entry for the pod
         upstream then removes with a strategic-merge patch are left in the cycle state
-        (``UNRESERVE_KEY``, ``namespace/name``) for ``scheduler/kube/``."""
+        (``UNRESERVE_KEY``, the claims as the cycle holds them) for ``write_unreserve``: Unreserve runs
+        synchronously, the patch is awaited by whoever ran it (``ScheduleOne``)."""
         s = self._state(state)
         if s is None:
             return
@@ -404,8 +410,47 @@ class StructuredDynamicResources:
         for claim in s.claims:
             self.in_flight.remove(claim.uid)
             if claim.allocation is not None and is_reserved_for(pod, claim):
-                patches.append(_klog(claim))
+                patches.append(claim)
         state.write(UNRESERVE_KEY, tuple(patches))
+
+    @staticmethod
+    def pending_deallocation(state: CycleState) -> ClaimDeallocation | None:
+        """The deallocation PostFilter decided in this cycle, for ``write_deallocation``."""
+        found = state.get(DEALLOCATION_KEY)
+        return found if isinstance(found, ClaimDeallocation) else None
+
+    @staticmethod
+    def pending_unreserve(state: CycleState) -> tuple[ResourceClaim, ...]:
+        """The claims Unreserve left for ``write_unreserve`` (each taken once: a second Unreserve
+        of the same cycle writes the key again)."""
+        found = state.get(UNRESERVE_KEY)
+        if not isinstance(found, tuple):
+            return ()
+        state.write(UNRESERVE_KEY, ())
+        return tuple(c for c in found if isinstance(c, ResourceClaim))
+
+    async def write_deallocation(self, pod: Pod, deallocation: ClaimDeallocation) -> None:
+        """PostFilter's ``UpdateStatus`` through ``claim_writer``; raises on failure (upstream's
+        PostFilter then answers with the error). Without a writer nothing is written."""
+        if self.claim_writer is None:
+            return
+        if enabled(5):
+            claim = kobj(f"{deallocation.namespace}/{deallocation.name}")
+            log.info("Deallocation of ResourceClaim", v=5, pod=kobj(pod.key), resourceclaim=claim)
+        await self.claim_writer.deallocate_claim(deallocation)
+
+    async def write_unreserve(self, pod: Pod, claims: Sequence[ResourceClaim]) -> None:
+        """Unreserve's patches through ``claim_writer``, one claim after the other; a failure is logged
+        and the next claim patched, as upstream ("We will get here again when pod scheduling is retried")."""
+        if self.claim_writer is None:
+            return
+        for claim in claims:
+            if enabled(5):
+                log.info("unreserve", v=5, resourceclaim=kobj(_klog(claim)), pod=kobj(pod.key))
+            try:
+                await self.claim_writer.unreserve_claim(pod, claim)
+            except Exception as err:
+                log.error("unreserve", resourceclaim=kobj(_klog(claim)), err=str(err) or type(err).__name__)
 
     def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: NodeName) -> Status | None:
         """PreBind has work for a pod with claims only."""
