@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster.up()
     procs = []
     runs: list[dict[str, Any]] = []
+    karpenter = Karpenter(cluster)
     try:
         for which in args.scheduler:
             cfg = scheduler_config(cluster.user_kubeconfig(which), 50, 100)
@@ -170,7 +171,6 @@ def main(argv: list[str] | None = None) -> int:
             cfg_path = cluster.dir / f"{which}-config.yaml"
             cfg_path.write_text(yaml.safe_dump(cfg))
             procs.append(start_contestant(which, cluster, cfg_path, 50, 100))
-        karpenter = Karpenter(cluster)
         karpenter.install()
         karpenter.start()
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
@@ -181,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(row), flush=True)
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(runs, indent=1) + "\n")
-        karpenter.stop()
     finally:
+        karpenter.stop()
         for proc in procs:
             stop_contestant(proc)
         cluster.down(quiet=True)

@@ -177,7 +177,12 @@ class Karpenter:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [str(binary)], env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                [str(binary)],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group, as the cluster's: down() signals the group
             )
         self.cluster.pids.mkdir(parents=True, exist_ok=True)
         (self.cluster.pids / f"karpenter@{self.proc.pid}.pid").write_text(str(self.proc.pid))
