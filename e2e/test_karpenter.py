@@ -4,10 +4,10 @@ nodes, spread-scheduler places the pods. examples/karpenter-nodepool.yaml's Node
 minDomains 3; 500m CPU a pod, so Karpenter's 2-CPU type holds three and its 1-CPU type one).
 
 A watch records every placement state of the workload (e2e/karpenter.py ``SpreadWatch``); a test fails
-on the worst of them, not on a sample. States while the ReplicaSet deletes its surplus (more pods than
-its replicas) are not judged: those deletions run in parallel, in an order of the controller's own.
-Run on their own control plane beside the other releases by ``make e2e`` (e2e/releases.py ``karpenter``);
-the same steps under kube-scheduler, repeated: bench/karpenter_contrast.py.
+on the worst judged one, not on a sample: judged is a state in which the workload is whole, or one that
+lasted a second (not the milliseconds between the commits of one burst of Bindings or deletions).
+Run on their own control plane beside the v1.35.4 suite by ``make e2e`` (e2e/releases.py ``--suite``);
+the same steps under kube-scheduler, repeated: bench/karpenter_contrast.py (docs/testing.md, "Karpenter").
 """
 
 from __future__ import annotations
