@@ -61,6 +61,7 @@ ETCD_MODULE = HERE / "etcd"
 HELM_MODULE = HERE / "tools" / "helm"  # its own module: helm's k8s.io/* versions never touch the control plane's
 KWOK_MODULE = HERE / "tools" / "kwok"  # the same for kwok (client-go v0.36)
 DESCHEDULER_MODULE = HERE / "tools" / "descheduler"  # the same for the descheduler (bench/rebalance_compare.py)
+KARPENTER_MODULE = HERE / "tools" / "karpenter"  # the same for Karpenter's kwok provider (e2e/karpenter.py)
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 COMPONENTS = ("etcd", *K8S_COMMANDS)
 BUILD_FREE_BYTES = 6 * 2**30  # measured cold: 0.8 GiB of modules, 2.9 GiB of GOCACHE, 0.4 GiB of binaries
@@ -405,6 +406,19 @@ def ensure_descheduler(force: bool = False) -> Path:
         "sigs.k8s.io/descheduler/cmd/descheduler",
         "-s -w",
         force=force,
+    )
+
+
+def karpenter_version() -> str:
+    """The Karpenter release e2e/tools/karpenter/go.mod pins."""
+    return _required_version(KARPENTER_MODULE / "go.mod", "sigs.k8s.io/karpenter")
+
+
+def ensure_karpenter(force: bool = False) -> Path:
+    """Karpenter's kwok provider built from e2e/tools/karpenter's go.mod; cached in
+    ``$SPREAD_CACHE_DIR/karpenter-VERSION/bin`` (see ``_ensure_module_tool``)."""
+    return _ensure_module_tool(
+        "karpenter", karpenter_version(), KARPENTER_MODULE, "sigs.k8s.io/karpenter/kwok", "-s -w", force=force
     )
 
 

@@ -9,6 +9,7 @@ as the kubelet of the nodes ``add-node`` creates (heartbeats through Leases, pod
     python -m e2e.cluster helm                    # build (or reuse) helm from e2e/tools/helm; print its path
     python -m e2e.cluster kwok                    # build (or reuse) kwok from e2e/tools/kwok; print its path
     python -m e2e.cluster descheduler             # the same for the descheduler (bench/rebalance_compare.py)
+    python -m e2e.cluster karpenter               # the same for Karpenter's kwok provider (e2e/karpenter.py)
     python -m e2e.cluster modfile --version 1.37.2  # maintainers: regenerate e2e/controlplane/go.1.37.mod/.sum
 
 Run from the repository root (``e2e`` is a package there, not installed with spread-scheduler).
@@ -34,6 +35,7 @@ from e2e.build import (
     ensure_built,
     ensure_descheduler,
     ensure_helm,
+    ensure_karpenter,
     ensure_kwok,
     ensure_oracle,
     log,
@@ -99,6 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "descheduler", help="build the descheduler (e2e/tools/descheduler) unless cached; its path", parents=[common]
     )
     desched.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
+    karpenter = sub.add_parser(
+        "karpenter",
+        help="build Karpenter's kwok provider (e2e/tools/karpenter) unless cached; its path",
+        parents=[common],
+    )
+    karpenter.add_argument("--force", action="store_true", help="rebuild even if the stamp matches")
     sub.add_parser(
         "modfile", help="regenerate e2e/controlplane/go.1.N.mod and .sum (reaches the Go proxy)", parents=[versioned]
     )
@@ -133,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(ensure_kwok(force=args.force))
     elif args.command == "descheduler":
         print(ensure_descheduler(force=args.force))
+    elif args.command == "karpenter":
+        print(ensure_karpenter(force=args.force))
     elif args.command == "up":
         cluster.up()
         print(f"export KUBECONFIG={cluster.kubeconfig}")
