@@ -31,6 +31,7 @@ from scheduler.config.extenders import ExtenderConfig, ssl_context
 from scheduler.errors import NotLeadingError
 from scheduler.framework.extender import ExtenderError, ExtenderFilterResult, HostPriority
 from scheduler.framework.types import NodeInfo
+from scheduler.kube.client.transport import MalformedResponseError, read_capped
 from scheduler.kube.fence import NOT_SURE, FencedRequest, always, fenced
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation
@@ -245,19 +246,12 @@ MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
 async def _read_limited(response: aiohttp.ClientResponse, url: str, limit: int | None = None) -> bytes:
-    """The body, read in chunks and given up past ``limit`` bytes, so a runaway extender cannot take
-    the scheduler's memory."""
+    """The body, given up past ``limit`` bytes, so a runaway extender cannot take the scheduler's memory."""
     limit = MAX_RESPONSE_BYTES if limit is None else limit
-    if response.content_length is not None and response.content_length > limit:
-        raise ExtenderError(f'Post "{url}": answer of {response.content_length} bytes, over the limit of {limit}')
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_chunked(64 * 1024):
-        size += len(chunk)
-        if size > limit:
-            raise ExtenderError(f'Post "{url}": answer over the limit of {limit} bytes')
-        chunks.append(chunk)
-    return b"".join(chunks)
+    try:
+        return await read_capped(response, limit)
+    except MalformedResponseError as exc:
+        raise ExtenderError(f'Post "{url}": answer over the limit of {limit} bytes ({exc})') from None
 
 
 def http_extenders(configs: Iterable[ExtenderConfig], fence: Callable[[], bool] = always) -> list[HTTPExtender]:
