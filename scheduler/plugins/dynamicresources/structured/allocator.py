@@ -420,41 +420,62 @@ class _Search:
     # The search.
 
     def _drive(self, start: _Indices, sub_request: bool) -> _Answer:
-        """Runs ``allocateOne`` without Python's recursion limit: each step is a generator that
-        yields the step it needs the answer of."""
-        stack: list[_Step] = [self._one(start, sub_request, _START)]
-        answer: _Answer | None = None
+        """Runs ``allocateOne`` without Python's recursion limit: a step that needs the answer of
+        another is a generator that yields that step; the steps that only hand on to the next one
+        (``_enter``) make none. ``None`` on the stack: the answer below is a claim's, made a bool."""
+        stack: list[_Step | None] = []
+        answer = self._enter(stack, start, sub_request, _START)
         while True:
+            if answer is not None:
+                while stack and stack[-1] is None:
+                    stack.pop()
+                    answer = answer is True  # another claim's limit says nothing about this one's choices
+                if not stack:
+                    return answer
+            step = stack[-1]
+            assert step is not None
             try:
-                call = stack[-1].send(answer) if answer is not None else next(stack[-1])
+                call = step.send(answer) if answer is not None else next(step)
             except StopIteration as done:
                 stack.pop()
-                result: _Answer = done.value
-                if not stack:
-                    return result
-                answer = result
+                answer = done.value
                 continue
-            stack.append(self._one(*call))
-            answer = None
+            answer = self._enter(stack, *call)
 
-    def _one(self, r: _Indices, sub_request: bool, start: _Location) -> _Step:
-        """``allocateOne``: whether every device from ``r`` on can be allocated (``_EXCEEDED``: not
-        within the result size limit, whatever the devices)."""
-        self.owner.steps += 1
-        if self.owner.stop is not None:
-            cause = self.owner.stop()
-            if cause is not None:
-                raise AllocationError(f"filter operation aborted: {cause}")
+    def _enter(self, stack: list[_Step | None], r: _Indices, sub_request: bool, start: _Location) -> _Answer | None:
+        """``allocateOne``'s start: whether every device from ``r`` on can be allocated (``_EXCEEDED``:
+        not within the result size limit, whatever the devices); None when the step that needs to
+        search was pushed on ``stack``. Each ``allocateOne`` call counts as a step."""
+        while True:
+            self.owner.steps += 1
+            if self.owner.stop is not None:
+                cause = self.owner.stop()
+                if cause is not None:
+                    raise AllocationError(f"filter operation aborted: {cause}")
+            claim_index, request_index, sub_index, device_index = r
+            if claim_index >= len(self.claims):
+                return True
+            if request_index >= len(self.claims[claim_index].devices.requests):
+                stack.append(None)
+                r, sub_request, start = (claim_index + 1, 0, 0, 0), False, _START
+                continue
+            data = self.request_data[(claim_index, request_index, sub_index)]
+            if sub_request or data.parent is None:
+                if data.request.spec.allocation_mode == ALLOCATION_MODE_ALL and not data.all_devices:
+                    return False
+                if device_index >= data.num_devices:
+                    r, sub_request, start = (claim_index, request_index + 1, 0, 0), False, _START
+                    continue
+                if len(self.picked[claim_index]) + data.num_devices - device_index > ALLOCATION_RESULTS_MAX_SIZE:
+                    # Stable keeps searching; incubating backtracks to where fewer devices may be asked.
+                    return _EXCEEDED if self.variant.incubating else False
+            stack.append(self._one(r, sub_request, start, data))
+            return None
+
+    def _one(self, r: _Indices, sub_request: bool, start: _Location, data: _RequestData) -> _Step:
+        """``allocateOne`` past ``_enter``'s checks: a request's subrequests, or its next device."""
         claim_index, request_index, sub_index, device_index = r
-        if claim_index >= len(self.claims):
-            return True
-        claim = self.claims[claim_index]
-        if request_index >= len(claim.devices.requests):
-            answer = yield ((claim_index + 1, 0, 0, 0), False, _START)
-            return answer is True  # another claim's limit says nothing about this one's choices
-
         key = (claim_index, request_index, sub_index)
-        data = self.request_data[key]
         if not sub_request and data.parent is not None:
             # Try each subrequest in turn; the first that allocates wins. If every one exceeds the
             # limit, so would any other choice of the devices before them.
@@ -472,14 +493,6 @@ class _Search:
 
         request = data.request
         all_mode = request.spec.allocation_mode == ALLOCATION_MODE_ALL
-        if all_mode and not data.all_devices:
-            return False
-        if device_index >= data.num_devices:
-            return (yield ((claim_index, request_index + 1, 0, 0), False, _START))
-        if len(self.picked[claim_index]) + data.num_devices - device_index > ALLOCATION_RESULTS_MAX_SIZE:
-            # Stable keeps searching; incubating backtracks to where fewer devices may be asked.
-            return _EXCEEDED if self.variant.incubating else False
-
         next_r = (claim_index, request_index, sub_index, device_index + 1)
         if all_mode:
             if self.variant.v0_35_quirks:
