@@ -12,6 +12,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -225,6 +226,26 @@ class Allocator:
         # allocated devices took theirs. Computed on first use, as upstream caches them.
         self.available_counters: dict[str | PoolID, _Counters] = {}
         self.steps = 0  # allocateOne calls, all searches together (upstream's GetStats)
+        # The claims last prepared, and what preparing them gave: the same for every node unless a
+        # request asks for "All" devices (the scheduler's Filter asks again per node, claims alike).
+        self._prepared_claims: tuple[ResourceClaim, ...] = ()
+        self._prepared: _Prepared | None = None
+
+    def prepared(self, claims: Sequence[ResourceClaim]) -> _Prepared | None:
+        """What preparing ``claims`` gave the last time, when it holds for any node."""
+        known = self._prepared_claims
+        if (
+            self._prepared is None
+            or len(known) != len(claims)
+            or any(a is not b for a, b in zip(known, claims, strict=True))
+        ):
+            return None
+        return self._prepared
+
+    def keep_prepared(self, claims: Sequence[ResourceClaim], prepared: _Prepared) -> None:
+        if not any(_asks_for_all(claim) for claim in claims):
+            self._prepared_claims = tuple(claims)
+            self._prepared = prepared
 
     def allocate(self, node: Node | None, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
         """One result per claim, in the claims' order; None when the claims do not fit the node.
@@ -232,6 +253,26 @@ class Allocator:
         Raises ``AllocationError`` (``FailedOnNodeError`` for this node only) with upstream's text.
         """
         return _Search(self, node, claims).run()
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """Checking the claims before the search: per request its data, per claim how to make its
+    constraints (each search takes devices into fresh ones), or the error it ended with."""
+
+    request_data: dict[tuple[int, int, int], _RequestData]
+    constraints: list[list[Callable[[], Constraint]]]
+    error: str | None
+
+
+def _asks_for_all(claim: ResourceClaim) -> bool:
+    """A request (or subrequest) of ``claim`` takes all matching devices: what it takes depends on
+    the node's pools."""
+    return any(
+        (request.exactly is not None and request.exactly.allocation_mode == ALLOCATION_MODE_ALL)
+        or any(sub.allocation_mode == ALLOCATION_MODE_ALL for sub in request.first_available)
+        for request in claim.devices.requests
+    )
 
 
 class _Search:
@@ -247,6 +288,7 @@ class _Search:
         self.pools: list[Pool] = []
         self.request_data: dict[tuple[int, int, int], _RequestData] = {}
         self.constraints: list[list[Constraint]] = []
+        self.constraint_makers: list[list[Callable[[], Constraint]]] = []
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         # Per device allowing multiple allocations: what this call's shares of it hold together
@@ -267,8 +309,7 @@ class _Search:
             )
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None
-        for claim_index, claim in enumerate(self.claims):
-            self._prepare_claim(claim_index, claim)
+        self._prepare_claims()
         answer = self._drive((0, 0, 0, 0), False)
         if answer is _EXCEEDED:
             raise AllocationError("allocation max size exceeded")  # upstream returns its sentinel as is
@@ -302,6 +343,23 @@ class _Search:
         return out
 
     # Checks before the search.
+
+    def _prepare_claims(self) -> None:
+        """``_prepare_claim`` for each claim, or what it gave for another node."""
+        prepared = self.owner.prepared(self.claims)
+        if prepared is None:
+            error: str | None = None
+            try:
+                for claim_index, claim in enumerate(self.claims):
+                    self._prepare_claim(claim_index, claim)
+            except AllocationError as err:
+                error = str(err)
+            prepared = _Prepared(self.request_data, self.constraint_makers, error)
+            self.owner.keep_prepared(self.claims, prepared)
+        if prepared.error is not None:
+            raise AllocationError(prepared.error)
+        self.request_data = prepared.request_data
+        self.constraints = [[make() for make in makers] for makers in prepared.constraints]
 
     def _prepare_claim(self, claim_index: int, claim: ResourceClaim) -> None:
         min_devices = 0
@@ -339,18 +397,20 @@ class _Search:
                 f"claim {_klog_name(claim)}: number of requested devices {min_devices} "
                 f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
             )
-        constraints: list[Constraint] = []
+        constraints: list[Callable[[], Constraint]] = []
         for i, constraint in enumerate(claim.devices.constraints):
             names = frozenset(constraint.requests)
             if constraint.match_attribute is not None:
-                constraints.append(MatchAttribute(names, constraint.match_attribute))
+                constraints.append(functools.partial(MatchAttribute, names, constraint.match_attribute))
             elif constraint.distinct_attribute is not None and self.variant.v0_36:
-                constraints.append(DistinctAttribute(names, constraint.distinct_attribute, every=self.variant.v0_37))
+                constraints.append(
+                    functools.partial(DistinctAttribute, names, constraint.distinct_attribute, every=self.variant.v0_37)
+                )
             else:
                 raise AllocationError(
                     f"claim {_klog_name(claim)}, constraint #{i}: empty constraint (unsupported constraint type?)"
                 )
-        self.constraints.append(constraints)
+        self.constraint_makers.append(constraints)
 
     def _check_capacity(self, claim: ResourceClaim, request: DeviceRequest) -> None:
         """v0.36: capacity requests are refused while consumable capacity is off."""
