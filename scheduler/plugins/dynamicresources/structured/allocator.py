@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import overload
 
 from scheduler.api.deviceclass import DeviceClass
 from scheduler.api.devicefields import DeviceTaint, DeviceToleration
@@ -53,7 +54,7 @@ from scheduler.plugins.dynamicresources.structured.pools import (
 )
 from scheduler.plugins.dynamicresources.structured.results import DeviceID, Picked, Selection, build_result
 
-__all__ = ["AllocationError", "Allocator", "DeviceID", "FailedOnNodeError"]
+__all__ = ["Allocation", "AllocationError", "Allocator", "DeviceID", "FailedOnNodeError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +253,46 @@ class Allocator:
 
         Raises ``AllocationError`` (``FailedOnNodeError`` for this node only) with upstream's text.
         """
+        found = self.search(node, claims)
+        return None if found is None else list(found)
+
+    def search(self, node: Node | None, claims: Sequence[ResourceClaim]) -> Allocation | None:
+        """``allocate``'s answer, each result built when it is first read: the scheduler filters
+        many nodes with a solution and reads the results of few."""
         return _Search(self, node, claims).run()
+
+
+class Allocation(Sequence[AllocationResult]):
+    """The results of one search, one per claim: the devices picked are fixed, each claim's
+    ``AllocationResult`` is made on first reading."""
+
+    __slots__ = ("_build", "_built", "_count")
+
+    def __init__(self, count: int, build: Callable[[int], AllocationResult]) -> None:
+        self._count = count
+        self._build = build
+        self._built: dict[int, AllocationResult] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> AllocationResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AllocationResult]: ...
+
+    def __getitem__(self, index: int | slice) -> AllocationResult | list[AllocationResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError(index)
+        found = self._built.get(index)
+        if found is None:
+            found = self._built[index] = self._build(index)
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +336,7 @@ class _Search:
         self.allocating_capacity: dict[DeviceID, Consumed] = {}
         self.picked: list[list[Picked]] = [[] for _ in claims]
 
-    def run(self) -> list[AllocationResult] | None:
+    def run(self) -> Allocation | None:
         try:
             self.pools = gather_pools(
                 self.owner.slices,
@@ -317,18 +357,22 @@ class _Search:
             if any(pool.is_invalid for pool in self.pools):
                 raise FailedOnNodeError("invalid resource pools were encountered")
             return None
-        return [
-            build_result(
-                claim,
+        # The subrequests chosen are read now: the request data serves the next search too.
+        selections = [self._selected_classes(i, claim) for i, claim in enumerate(self.claims)]
+        node_name = self.node.name if self.node is not None and self.variant.v0_36 else None
+
+        def build(i: int) -> AllocationResult:
+            return build_result(
+                self.claims[i],
                 self.picked[i],
-                self._selected_classes(i, claim),
+                selections[i],
                 tolerations=self.variant.incubating,
                 binding=self.features.device_binding_and_status,
-                node_name=self.node.name if self.node is not None and self.variant.v0_36 else None,
+                node_name=node_name,
                 configs_once=self.variant.v0_37,
             )
-            for i, claim in enumerate(self.claims)
-        ]
+
+        return Allocation(len(self.claims), build)
 
     def _selected_classes(self, claim_index: int, claim: ResourceClaim) -> list[Selection]:
         """Per request: what was allocated (the request or its chosen subrequest) and its class."""
