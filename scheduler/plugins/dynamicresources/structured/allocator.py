@@ -677,11 +677,6 @@ class _Search:
         device_class: DeviceClass | None,
         selectors: Sequence[str],
     ) -> bool:
-        owner = (
-            f"class {device_class.name}"
-            if device_class is not None
-            else f"claim {_klog_name(self.claims[claim_index])}"
-        )
         # Until v0.36 upstream hands CEL the driver, attributes and capacity only.
         view = (
             device
@@ -691,9 +686,11 @@ class _Search:
         for i, expression in enumerate(selectors):
             compiled = self.owner.cel_cache.get_or_compile(expression)
             if compiled.error is not None:
+                owner = self._selector_owner(claim_index, device_class)
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
             result = compiled.device_matches(view)
             if result.error is not None:
+                owner = self._selector_owner(claim_index, device_class)
                 if not self.variant.v0_37:
                     raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {result.error}")
                 raise AllocationError(
@@ -702,6 +699,12 @@ class _Search:
             if not result.matches:
                 return False
         return True
+
+    def _selector_owner(self, claim_index: int, device_class: DeviceClass | None) -> str:
+        """Whose selector failed, as an error names it."""
+        if device_class is not None:
+            return f"class {device_class.name}"
+        return f"claim {_klog_name(self.claims[claim_index])}"
 
     def _allocate_device(
         self, r: _Indices, data: _RequestData, candidate: _Candidate, *, must: bool
