@@ -357,19 +357,23 @@ class _Search:
             if any(pool.is_invalid for pool in self.pools):
                 raise FailedOnNodeError("invalid resource pools were encountered")
             return None
-        # The subrequests chosen are read now: the request data serves the next search too.
+        # The subrequests chosen are read now: the request data serves the next search too. The
+        # results keep what they are built of, not the search (its pools and caches go with it).
         selections = [self._selected_classes(i, claim) for i, claim in enumerate(self.claims)]
         node_name = self.node.name if self.node is not None and self.variant.v0_36 else None
+        claims, picked = self.claims, self.picked
+        tolerations, binding = self.variant.incubating, self.features.device_binding_and_status
+        configs_once = self.variant.v0_37
 
         def build(i: int) -> AllocationResult:
             return build_result(
-                self.claims[i],
-                self.picked[i],
+                claims[i],
+                picked[i],
                 selections[i],
-                tolerations=self.variant.incubating,
-                binding=self.features.device_binding_and_status,
+                tolerations=tolerations,
+                binding=binding,
                 node_name=node_name,
-                configs_once=self.variant.v0_37,
+                configs_once=configs_once,
             )
 
         return Allocation(len(self.claims), build)
