@@ -185,7 +185,8 @@ def node_update_cost(nodes: int, pods: int = 1000, rounds: int = 6) -> dict[str,
 
 def allocation_share(nodes: int, pods: int) -> dict[str, float]:
     """Our side's SchedulingDynamicResources cycle, and the part of it the structured allocator's
-    ``search`` calls take (its Filter's allocation; upstream's Filter spends its time in ``Allocate`` too): per pod, ms."""
+    ``search`` calls take (what Filter calls; upstream's Filter spends its time in ``Allocate``
+    too): per pod, ms."""
     from scheduler.plugins.dynamicresources.structured import allocator  # noqa: PLC0415 - timed here only
 
     objects = WORKLOADS["SchedulingDynamicResources"](nodes, measured=pods)
