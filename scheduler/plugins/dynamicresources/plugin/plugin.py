@@ -109,6 +109,7 @@ class _State:
     node_allocations: dict[str, Allocation] = field(default_factory=dict)  # results built when read
     allocations: dict[int, AllocationResult] = field(default_factory=dict)  # set by Reserve
     extended: bool = False  # the pod requests extended resources a DeviceClass backs
+    pending: list[ResourceClaim] = field(default_factory=list)  # the claims to allocate, for every Filter
 
     def to_allocate(self) -> list[int]:
         return [i for i, claim in enumerate(self.claims) if claim.allocation is None]
@@ -246,6 +247,7 @@ class StructuredDynamicResources:
                 aggregated_capacity=allocated.aggregated_capacity,
             )
         s.claims = claims
+        s.pending = [claims[i] for i in s.to_allocate()]
         return None, None
 
     def _check_requests(self, claim: ResourceClaim) -> Status | None:
@@ -298,7 +300,7 @@ class StructuredDynamicResources:
         ]
         allocations: Allocation | None = None
         if s.allocator is not None:
-            to_allocate = [s.claims[i] for i in s.to_allocate()]
+            to_allocate = s.pending
             deadline = _Deadline(self.clock, self.filter_timeout)
             # The cycle's allocator serves one Filter at a time (the framework filters nodes in turn).
             s.allocator.stop = deadline.cause if self.filter_timeout else None
