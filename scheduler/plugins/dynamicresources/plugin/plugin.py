@@ -49,7 +49,7 @@ from scheduler.plugins.dynamicresources.plugin.hints import ClaimHints
 from scheduler.plugins.dynamicresources.plugin.inflight import InFlightAllocations, gather_allocated_state
 from scheduler.plugins.dynamicresources.plugin.podclaims import ClaimNotUsableError, is_reserved_for, pod_claims
 from scheduler.plugins.dynamicresources.plugin.score import claims_score
-from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, FailedOnNodeError
+from scheduler.plugins.dynamicresources.structured import Allocation, AllocationError, Allocator, FailedOnNodeError
 from scheduler.plugins.dynamicresources.structured.features import for_scheduler
 from scheduler.plugins.helper.normalize_score import default_normalize_score
 
@@ -106,9 +106,10 @@ class _State:
     available_on: list[NodeSelector | None] = field(default_factory=list)
     allocator: Allocator | None = None
     unavailable: set[int] = field(default_factory=set)
-    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
+    node_allocations: dict[str, Allocation] = field(default_factory=dict)  # results built when read
     allocations: dict[int, AllocationResult] = field(default_factory=dict)  # set by Reserve
     extended: bool = False  # the pod requests extended resources a DeviceClass backs
+    pending: list[ResourceClaim] = field(default_factory=list)  # the claims to allocate, for every Filter
 
     def to_allocate(self) -> list[int]:
         return [i for i, claim in enumerate(self.claims) if claim.allocation is None]
@@ -246,6 +247,7 @@ class StructuredDynamicResources:
                 aggregated_capacity=allocated.aggregated_capacity,
             )
         s.claims = claims
+        s.pending = [claims[i] for i in s.to_allocate()]
         return None, None
 
     def _check_requests(self, claim: ResourceClaim) -> Status | None:
@@ -296,14 +298,14 @@ class StructuredDynamicResources:
             if (selector is not None and not selector.matches(node.name, node.labels))
             or (self.binding_conditions and self._binding_blocked(s.claims[i]))
         ]
-        allocations: list[AllocationResult] | None = None
+        allocations: Allocation | None = None
         if s.allocator is not None:
-            to_allocate = [s.claims[i] for i in s.to_allocate()]
+            to_allocate = s.pending
             deadline = _Deadline(self.clock, self.filter_timeout)
             # The cycle's allocator serves one Filter at a time (the framework filters nodes in turn).
             s.allocator.stop = deadline.cause if self.filter_timeout else None
             try:
-                allocations = s.allocator.allocate(node, to_allocate)
+                allocations = s.allocator.search(node, to_allocate)
             except FailedOnNodeError as err:
                 return _unresolvable(str(err))
             except (AllocationError, ValueError) as err:

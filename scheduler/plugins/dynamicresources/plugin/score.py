@@ -35,13 +35,17 @@ def claims_score(
                             "needing allocation"
                         )
                     )
-                allocation = node_results[unallocated]
                 unallocated += 1
+                if not _has_subrequests(claim):
+                    continue  # nothing to score: its result is not read (not built)
+                allocation = node_results[unallocated - 1]
         else:
             if i >= len(node_results):
                 raise StatusError(
                     Status.as_error(f"number of allocations {len(node_results)} is smaller than number of claims")
                 )
+            if not _has_subrequests(claim):
+                continue
             allocation = node_results[i]
         chosen = {r.request for r in allocation.results if r.request.count("/") == 1}
         for request in claim.devices.requests:
@@ -51,3 +55,7 @@ def claims_score(
                 if f"{request.name}/{sub.name}" in chosen:
                     score += FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE - j
     return score
+
+
+def _has_subrequests(claim: ResourceClaim) -> bool:
+    return any(request.first_available for request in claim.devices.requests)

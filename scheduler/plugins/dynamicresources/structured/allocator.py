@@ -12,10 +12,12 @@ Pure: no I/O.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import overload
 
 from scheduler.api.deviceclass import DeviceClass
 from scheduler.api.devicefields import DeviceTaint, DeviceToleration
@@ -52,7 +54,7 @@ from scheduler.plugins.dynamicresources.structured.pools import (
 )
 from scheduler.plugins.dynamicresources.structured.results import DeviceID, Picked, Selection, build_result
 
-__all__ = ["AllocationError", "Allocator", "DeviceID", "FailedOnNodeError"]
+__all__ = ["Allocation", "AllocationError", "Allocator", "DeviceID", "FailedOnNodeError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,13 +227,92 @@ class Allocator:
         # allocated devices took theirs. Computed on first use, as upstream caches them.
         self.available_counters: dict[str | PoolID, _Counters] = {}
         self.steps = 0  # allocateOne calls, all searches together (upstream's GetStats)
+        # The claims last prepared, and what preparing them gave: the same for every node unless a
+        # request asks for "All" devices (the scheduler's Filter asks again per node, claims alike).
+        self._prepared_claims: tuple[ResourceClaim, ...] = ()
+        self._prepared: _Prepared | None = None
+
+    def prepared(self, claims: Sequence[ResourceClaim]) -> _Prepared | None:
+        """What preparing ``claims`` gave the last time, when it holds for any node."""
+        known = self._prepared_claims
+        if (
+            self._prepared is None
+            or len(known) != len(claims)
+            or any(a is not b for a, b in zip(known, claims, strict=True))
+        ):
+            return None
+        return self._prepared
+
+    def keep_prepared(self, claims: Sequence[ResourceClaim], prepared: _Prepared) -> None:
+        if not any(_asks_for_all(claim) for claim in claims):
+            self._prepared_claims = tuple(claims)
+            self._prepared = prepared
 
     def allocate(self, node: Node | None, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
         """One result per claim, in the claims' order; None when the claims do not fit the node.
 
         Raises ``AllocationError`` (``FailedOnNodeError`` for this node only) with upstream's text.
         """
+        found = self.search(node, claims)
+        return None if found is None else list(found)
+
+    def search(self, node: Node | None, claims: Sequence[ResourceClaim]) -> Allocation | None:
+        """``allocate``'s answer, each result built when it is first read: the scheduler filters
+        many nodes with a solution and reads the results of few."""
         return _Search(self, node, claims).run()
+
+
+class Allocation(Sequence[AllocationResult]):
+    """The results of one search, one per claim: the devices picked are fixed, each claim's
+    ``AllocationResult`` is made on first reading."""
+
+    __slots__ = ("_build", "_built", "_count")
+
+    def __init__(self, count: int, build: Callable[[int], AllocationResult]) -> None:
+        self._count = count
+        self._build = build
+        self._built: dict[int, AllocationResult] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> AllocationResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AllocationResult]: ...
+
+    def __getitem__(self, index: int | slice) -> AllocationResult | list[AllocationResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError(index)
+        found = self._built.get(index)
+        if found is None:
+            found = self._built[index] = self._build(index)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """Checking the claims before the search: per request its data, per claim how to make its
+    constraints (each search takes devices into fresh ones), or the error it ended with."""
+
+    request_data: dict[tuple[int, int, int], _RequestData]
+    constraints: list[list[Callable[[], Constraint]]]
+    error: str | None
+
+
+def _asks_for_all(claim: ResourceClaim) -> bool:
+    """A request (or subrequest) of ``claim`` takes all matching devices: what it takes depends on
+    the node's pools."""
+    return any(
+        (request.exactly is not None and request.exactly.allocation_mode == ALLOCATION_MODE_ALL)
+        or any(sub.allocation_mode == ALLOCATION_MODE_ALL for sub in request.first_available)
+        for request in claim.devices.requests
+    )
 
 
 class _Search:
@@ -247,6 +328,7 @@ class _Search:
         self.pools: list[Pool] = []
         self.request_data: dict[tuple[int, int, int], _RequestData] = {}
         self.constraints: list[list[Constraint]] = []
+        self.constraint_makers: list[list[Callable[[], Constraint]]] = []
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         # Per device allowing multiple allocations: what this call's shares of it hold together
@@ -254,7 +336,7 @@ class _Search:
         self.allocating_capacity: dict[DeviceID, Consumed] = {}
         self.picked: list[list[Picked]] = [[] for _ in claims]
 
-    def run(self) -> list[AllocationResult] | None:
+    def run(self) -> Allocation | None:
         try:
             self.pools = gather_pools(
                 self.owner.slices,
@@ -267,8 +349,7 @@ class _Search:
             )
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None
-        for claim_index, claim in enumerate(self.claims):
-            self._prepare_claim(claim_index, claim)
+        self._prepare_claims()
         answer = self._drive((0, 0, 0, 0), False)
         if answer is _EXCEEDED:
             raise AllocationError("allocation max size exceeded")  # upstream returns its sentinel as is
@@ -276,18 +357,26 @@ class _Search:
             if any(pool.is_invalid for pool in self.pools):
                 raise FailedOnNodeError("invalid resource pools were encountered")
             return None
-        return [
-            build_result(
-                claim,
-                self.picked[i],
-                self._selected_classes(i, claim),
-                tolerations=self.variant.incubating,
-                binding=self.features.device_binding_and_status,
-                node_name=self.node.name if self.node is not None and self.variant.v0_36 else None,
-                configs_once=self.variant.v0_37,
+        # The subrequests chosen are read now: the request data serves the next search too. The
+        # results keep what they are built of, not the search (its pools and caches go with it).
+        selections = [self._selected_classes(i, claim) for i, claim in enumerate(self.claims)]
+        node_name = self.node.name if self.node is not None and self.variant.v0_36 else None
+        claims, picked = self.claims, self.picked
+        tolerations, binding = self.variant.incubating, self.features.device_binding_and_status
+        configs_once = self.variant.v0_37
+
+        def build(i: int) -> AllocationResult:
+            return build_result(
+                claims[i],
+                picked[i],
+                selections[i],
+                tolerations=tolerations,
+                binding=binding,
+                node_name=node_name,
+                configs_once=configs_once,
             )
-            for i, claim in enumerate(self.claims)
-        ]
+
+        return Allocation(len(self.claims), build)
 
     def _selected_classes(self, claim_index: int, claim: ResourceClaim) -> list[Selection]:
         """Per request: what was allocated (the request or its chosen subrequest) and its class."""
@@ -302,6 +391,23 @@ class _Search:
         return out
 
     # Checks before the search.
+
+    def _prepare_claims(self) -> None:
+        """``_prepare_claim`` for each claim, or what it gave for another node."""
+        prepared = self.owner.prepared(self.claims)
+        if prepared is None:
+            error: str | None = None
+            try:
+                for claim_index, claim in enumerate(self.claims):
+                    self._prepare_claim(claim_index, claim)
+            except AllocationError as err:
+                error = str(err)
+            prepared = _Prepared(self.request_data, self.constraint_makers, error)
+            self.owner.keep_prepared(self.claims, prepared)
+        if prepared.error is not None:
+            raise AllocationError(prepared.error)
+        self.request_data = prepared.request_data
+        self.constraints = [[make() for make in makers] for makers in prepared.constraints]
 
     def _prepare_claim(self, claim_index: int, claim: ResourceClaim) -> None:
         min_devices = 0
@@ -339,18 +445,20 @@ class _Search:
                 f"claim {_klog_name(claim)}: number of requested devices {min_devices} "
                 f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
             )
-        constraints: list[Constraint] = []
+        constraints: list[Callable[[], Constraint]] = []
         for i, constraint in enumerate(claim.devices.constraints):
             names = frozenset(constraint.requests)
             if constraint.match_attribute is not None:
-                constraints.append(MatchAttribute(names, constraint.match_attribute))
+                constraints.append(functools.partial(MatchAttribute, names, constraint.match_attribute))
             elif constraint.distinct_attribute is not None and self.variant.v0_36:
-                constraints.append(DistinctAttribute(names, constraint.distinct_attribute, every=self.variant.v0_37))
+                constraints.append(
+                    functools.partial(DistinctAttribute, names, constraint.distinct_attribute, every=self.variant.v0_37)
+                )
             else:
                 raise AllocationError(
                     f"claim {_klog_name(claim)}, constraint #{i}: empty constraint (unsupported constraint type?)"
                 )
-        self.constraints.append(constraints)
+        self.constraint_makers.append(constraints)
 
     def _check_capacity(self, claim: ResourceClaim, request: DeviceRequest) -> None:
         """v0.36: capacity requests are refused while consumable capacity is off."""
@@ -420,41 +528,62 @@ class _Search:
     # The search.
 
     def _drive(self, start: _Indices, sub_request: bool) -> _Answer:
-        """Runs ``allocateOne`` without Python's recursion limit: each step is a generator that
-        yields the step it needs the answer of."""
-        stack: list[_Step] = [self._one(start, sub_request, _START)]
-        answer: _Answer | None = None
+        """Runs ``allocateOne`` without Python's recursion limit: a step that needs the answer of
+        another is a generator that yields that step; the steps that only hand on to the next one
+        (``_enter``) make none. ``None`` on the stack: the answer below is a claim's, made a bool."""
+        stack: list[_Step | None] = []
+        answer = self._enter(stack, start, sub_request, _START)
         while True:
+            if answer is not None:
+                while stack and stack[-1] is None:
+                    stack.pop()
+                    answer = answer is True  # another claim's limit says nothing about this one's choices
+                if not stack:
+                    return answer
+            step = stack[-1]
+            assert step is not None
             try:
-                call = stack[-1].send(answer) if answer is not None else next(stack[-1])
+                call = step.send(answer) if answer is not None else next(step)
             except StopIteration as done:
                 stack.pop()
-                result: _Answer = done.value
-                if not stack:
-                    return result
-                answer = result
+                answer = done.value
                 continue
-            stack.append(self._one(*call))
-            answer = None
+            answer = self._enter(stack, *call)
 
-    def _one(self, r: _Indices, sub_request: bool, start: _Location) -> _Step:
-        """``allocateOne``: whether every device from ``r`` on can be allocated (``_EXCEEDED``: not
-        within the result size limit, whatever the devices)."""
-        self.owner.steps += 1
-        if self.owner.stop is not None:
-            cause = self.owner.stop()
-            if cause is not None:
-                raise AllocationError(f"filter operation aborted: {cause}")
+    def _enter(self, stack: list[_Step | None], r: _Indices, sub_request: bool, start: _Location) -> _Answer | None:
+        """``allocateOne``'s start: whether every device from ``r`` on can be allocated (``_EXCEEDED``:
+        not within the result size limit, whatever the devices); None when the step that needs to
+        search was pushed on ``stack``. Each ``allocateOne`` call counts as a step."""
+        while True:
+            self.owner.steps += 1
+            if self.owner.stop is not None:
+                cause = self.owner.stop()
+                if cause is not None:
+                    raise AllocationError(f"filter operation aborted: {cause}")
+            claim_index, request_index, sub_index, device_index = r
+            if claim_index >= len(self.claims):
+                return True
+            if request_index >= len(self.claims[claim_index].devices.requests):
+                stack.append(None)
+                r, sub_request, start = (claim_index + 1, 0, 0, 0), False, _START
+                continue
+            data = self.request_data[(claim_index, request_index, sub_index)]
+            if sub_request or data.parent is None:
+                if data.request.spec.allocation_mode == ALLOCATION_MODE_ALL and not data.all_devices:
+                    return False
+                if device_index >= data.num_devices:
+                    r, sub_request, start = (claim_index, request_index + 1, 0, 0), False, _START
+                    continue
+                if len(self.picked[claim_index]) + data.num_devices - device_index > ALLOCATION_RESULTS_MAX_SIZE:
+                    # Stable keeps searching; incubating backtracks to where fewer devices may be asked.
+                    return _EXCEEDED if self.variant.incubating else False
+            stack.append(self._one(r, sub_request, start, data))
+            return None
+
+    def _one(self, r: _Indices, sub_request: bool, start: _Location, data: _RequestData) -> _Step:
+        """``allocateOne`` past ``_enter``'s checks: a request's subrequests, or its next device."""
         claim_index, request_index, sub_index, device_index = r
-        if claim_index >= len(self.claims):
-            return True
-        claim = self.claims[claim_index]
-        if request_index >= len(claim.devices.requests):
-            answer = yield ((claim_index + 1, 0, 0, 0), False, _START)
-            return answer is True  # another claim's limit says nothing about this one's choices
-
         key = (claim_index, request_index, sub_index)
-        data = self.request_data[key]
         if not sub_request and data.parent is not None:
             # Try each subrequest in turn; the first that allocates wins. If every one exceeds the
             # limit, so would any other choice of the devices before them.
@@ -472,14 +601,6 @@ class _Search:
 
         request = data.request
         all_mode = request.spec.allocation_mode == ALLOCATION_MODE_ALL
-        if all_mode and not data.all_devices:
-            return False
-        if device_index >= data.num_devices:
-            return (yield ((claim_index, request_index + 1, 0, 0), False, _START))
-        if len(self.picked[claim_index]) + data.num_devices - device_index > ALLOCATION_RESULTS_MAX_SIZE:
-            # Stable keeps searching; incubating backtracks to where fewer devices may be asked.
-            return _EXCEEDED if self.variant.incubating else False
-
         next_r = (claim_index, request_index, sub_index, device_index + 1)
         if all_mode:
             if self.variant.v0_35_quirks:
@@ -560,11 +681,6 @@ class _Search:
         device_class: DeviceClass | None,
         selectors: Sequence[str],
     ) -> bool:
-        owner = (
-            f"class {device_class.name}"
-            if device_class is not None
-            else f"claim {_klog_name(self.claims[claim_index])}"
-        )
         # Until v0.36 upstream hands CEL the driver, attributes and capacity only.
         view = (
             device
@@ -574,9 +690,11 @@ class _Search:
         for i, expression in enumerate(selectors):
             compiled = self.owner.cel_cache.get_or_compile(expression)
             if compiled.error is not None:
+                owner = self._selector_owner(claim_index, device_class)
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
             result = compiled.device_matches(view)
             if result.error is not None:
+                owner = self._selector_owner(claim_index, device_class)
                 if not self.variant.v0_37:
                     raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {result.error}")
                 raise AllocationError(
@@ -585,6 +703,12 @@ class _Search:
             if not result.matches:
                 return False
         return True
+
+    def _selector_owner(self, claim_index: int, device_class: DeviceClass | None) -> str:
+        """Whose selector failed, as an error names it."""
+        if device_class is not None:
+            return f"class {device_class.name}"
+        return f"claim {_klog_name(self.claims[claim_index])}"
 
     def _allocate_device(
         self, r: _Indices, data: _RequestData, candidate: _Candidate, *, must: bool
