@@ -43,6 +43,8 @@ log = structlog.get_logger("spread-scheduler")
 
 CLAIM = "/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
 CLAIM_STATUS = CLAIM + "/status"
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+POD_STATUS = "/api/v1/namespaces/{namespace}/pods/{name}/status"
 # A claim as the API returns it: etcd keeps an object of at most 1.5 MiB (--max-request-bytes), and
 # its JSON is a few times its stored protobuf at most; a reply past this is not a claim.
 MAX_CLAIM_BYTES = 8 * 1024 * 1024
@@ -156,6 +158,28 @@ class ApiClaimWriter:
             "PATCH",
             CLAIM_STATUS,
             {"namespace": claim.namespace, "name": claim.name},
+            patch,
+            STRATEGIC_MERGE_PATCH,
+        )
+
+    async def create_claim(self, namespace: str, body: dict[str, Any]) -> ResourceClaim:
+        """PreBind's create of the claim for a pod's extended resources (``generateName``), assumed
+        in the cache as a claim PreBind wrote."""
+        what = f"create claim for extended resources in {namespace}"
+        created = await self._write(what, "POST", CLAIMS, {"namespace": namespace}, body)
+        claim = ResourceClaim.from_dict(created, minor=self._minor)
+        refused = self._storage.assume_written(claim)
+        if refused is not None and enabled(5):
+            log.info("Claim not stored in assume cache", v=5, claim=kobj(claim.key), err=refused)
+        return claim
+
+    async def patch_pod_status(self, pod: Pod, patch: dict[str, Any]) -> None:
+        """PreBind's patch of ``status.extendedResourceClaimStatus`` (upstream's ``PatchPodStatus``)."""
+        await self._writer.write(
+            f"update pod {pod.key} ExtendedResourceClaimStatus",
+            "PATCH",
+            POD_STATUS,
+            {"namespace": pod.namespace, "name": pod.name},
             patch,
             STRATEGIC_MERGE_PATCH,
         )

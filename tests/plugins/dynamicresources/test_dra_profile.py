@@ -243,27 +243,62 @@ def test_capacity_a_share_consumes_is_not_free_and_the_rest_is(minor: str) -> No
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_a_pod_with_a_claim_and_a_class_backed_extended_resource(minor: str) -> None:
-    """Its claim is allocated; its extended resource keeps to a node that offers it itself (nothing
-    allocates the devices behind it yet: the other node is refused naming the resource and class)."""
+    """Its claim is allocated; on a node that does not offer its extended resource itself the devices
+    behind it are allocated too, in a claim of their own (DRAExtendedResource, on from 1.36)."""
     objects = [
         node("plain"),
-        node("plugin", **{"example.com/fpga": "1"}),
         device_class(),
         device_class("fpga", extended_resource="example.com/fpga"),
-        node_slice("plain"),
-        {**node_slice("plugin"), "metadata": {"name": "plugin-gpus"}},
+        node_slice("plain", {"name": "gpu-0"}, {"name": "gpu-1"}),
         claim("c0"),
         make_pod("p0").resource_claim("gpu", claim="c0").requests(**{"example.com/fpga": "1"}).dict(),
     ]
     sim = simulate(minor, objects)
     (attempt,) = sim.run()
-    assert attempt.host == "plugin", attempt.message
+    assert attempt.host == "plain", attempt.message
+    created = sim.cache.storage.resource_claim("default", "p0-extended-resources-00001")
+    assert created is not None and created.allocation is not None
+    user = sim.cache.storage.resource_claim("default", "c0")
+    assert user is not None and user.allocation is not None
+    devices = {r.device for c in (created, user) if c.allocation for r in c.allocation.results}
+    assert devices == {"gpu-0", "gpu-1"}  # never the same device twice
+
+
+def _extended_only(minor: str, *, count: str = "1", devices: int = 2) -> Simulation:
+    objects = [
+        node("plain"),
+        node("plugin", **{"example.com/fpga": "1"}),
+        device_class("fpga", extended_resource="example.com/fpga"),
+        node_slice("plain", *({"name": f"gpu-{i}"} for i in range(devices))),
+    ]
+    pod = make_pod("p0").requests(**{"example.com/fpga": count})
+    return simulate(minor, [*objects, pod.dict()])
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_a_class_backed_extended_resource_alone_is_allocated_devices(minor: str) -> None:
+    """A pod without ``resourceClaims``: where the node's device plugin has too few, the devices of the
+    class are allocated in a claim created for the pod (upstream's ``generateName``), owned by it,
+    reserved for it, named in the requests its containers map to."""
+    sim = _extended_only(minor, count="2")
+    (attempt,) = sim.run()
+    assert attempt.host == "plain", attempt.message
     data = attempt_to_json(attempt, sim.cache)
-    assert data["nodes"]["plain"]["filter"]["reason"] == (
-        'extended resource "example.com/fpga" (DeviceClass "fpga") needs the DynamicResources plugin: '
-        "spread-scheduler does not allocate devices"
-    )
-    assert [c["device"] for c in data["claims"]] == ["gpu-0"] and data["claims"][0]["pool"] == "plugin"
+    assert data["nodes"]["plugin"]["filter"]["reason"] == "Insufficient example.com/fpga"
+    created = sim.cache.storage.resource_claim("default", "p0-extended-resources-00001")
+    assert created is not None and created.allocation is not None
+    assert created.controller_uid == "uid-default-p0"
+    assert created.annotations == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert sorted(r.device for r in created.allocation.results) == ["gpu-0", "gpu-1"]
+    assert {r.request for r in created.allocation.results} == {"container-0-request-0"}
+    assert [c.name for c in created.reserved_for] == ["p0"]
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_too_few_devices_for_a_class_backed_extended_resource(minor: str) -> None:
+    """Three devices asked, two published, the device plugin's one: no node fits."""
+    (attempt,) = _extended_only(minor, count="3").run()
+    assert attempt.host is None
 
 
 def test_the_memory_writer_deallocates_and_unreserves_in_the_cache() -> None:

@@ -31,7 +31,6 @@ __all__ = [
 SPECIAL_CLAIM_NAME = "<extended-resources>"  # specialClaimInMemName: the claim before PreBind creates it
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 CANNOT_SCHEDULE = "cannot schedule extended resource claim"
-CANNOT_FIT = "cannot fit resource"
 ClassFor = Callable[[str], str | None]  # resource -> the name of the DeviceClass backing it
 
 
