@@ -139,6 +139,11 @@ class MemoryClaimWriter:
         claim = ResourceClaim.from_dict({**body, "metadata": meta})
         return self._store(claim)
 
+    async def delete_claim(self, claim: ResourceClaim) -> None:
+        held = self._handlers.cache.storage.resource_claim(claim.namespace, claim.name)
+        if held is not None and held.uid == claim.uid:
+            self._handlers.cache.storage.remove(held)
+
     async def patch_pod_status(self, pod: Pod, patch: dict[str, Any]) -> None:
         """Nothing the dry run's cache reads: the claim's own reservation names the pod."""
 

@@ -294,6 +294,45 @@ def test_a_class_backed_extended_resource_alone_is_allocated_devices(minor: str)
     assert [c.name for c in created.reserved_for] == ["p0"]
 
 
+class _PatchRefused(MemoryClaimWriter):
+    """The dry run's writer whose patch of the pod's status is refused, after the claim was created."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        super().__init__(sched.handlers)
+        self.deleted: list[str] = []
+
+    async def patch_pod_status(self, pod: Any, patch: dict[str, Any]) -> None:
+        raise RuntimeError(f'pods "{pod.name}" is forbidden')
+
+    async def delete_claim(self, claim: ResourceClaim) -> None:
+        self.deleted.append(claim.name)
+        await super().delete_claim(claim)
+
+
+def test_a_failed_prebind_deletes_the_claim_it_created_for_extended_resources() -> None:
+    """Upstream's Unreserve deletes the created claim (else the next cycle finds it and cannot schedule
+    the pod: "cannot schedule extended resource claim"), and no in-flight allocation is left."""
+
+    async def body() -> tuple[Scheduler, _PatchRefused, list[str]]:
+        recorder = FakeRecorder()
+        config = load_config(None, features=features_at("1.37"))
+        sched = Scheduler(config, FakeBinder(), recorder, clock=FakeClock(), rng=random.Random(0))
+        writer = _PatchRefused(sched)
+        sched.use_claim_writer(writer)
+        _add(sched, [node("n1"), device_class("fpga", extended_resource="example.com/fpga"), node_slice("n1")])
+        _add(sched, [make_pod("p0").requests(**{"example.com/fpga": "1"}).dict()])
+        assert sched.schedule_one()
+        await sched.drain()
+        return sched, writer, [e.note for e in recorder.events_for("default/p0", "FailedScheduling")]
+
+    sched, writer, failures = asyncio.run(body())
+    assert failures == ['running PreBind plugin "DynamicResources": pods "p0" is forbidden']
+    assert writer.deleted == ["p0-extended-resources-00001"]
+    assert list(sched.cache.storage.resource_claims()) == []
+    plugin = sched.frameworks["spread-scheduler"].plugins[DRA]
+    assert list(plugin.in_flight.claims()) == []  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_too_few_devices_for_a_class_backed_extended_resource(minor: str) -> None:
     """Three devices asked, two published, the device plugin's one: no node fits."""

@@ -87,3 +87,8 @@ class ClaimWriter(Protocol):
     async def patch_pod_status(self, pod: Pod, patch: dict[str, Any]) -> None:
         """PreBind's patch of the pod's ``status.extendedResourceClaimStatus``."""
         ...
+
+    async def delete_claim(self, claim: ResourceClaim) -> None:
+        """Unreserve's removal of the claim created for a pod's extended resources (``deleteClaim``:
+        its finalizer dropped, then deleted; gone already is done)."""
+        ...

@@ -485,9 +485,14 @@ class StructuredDynamicResources:
         if s is None:
             return
         patches = []
-        for claim in s.claims:
+        for i, claim in enumerate(s.claims):
             self.in_flight.remove(claim.uid)
-            if claim.allocation is not None and is_reserved_for(pod, claim):
+            if i == s.extended_index:
+                # ``unreserveExtendedResourceClaim``: a claim created for the pod's extended resources
+                # is deleted (``write_unreserve`` tells it by its annotation and owner), not patched.
+                if claim.name != SPECIAL_CLAIM_NAME:
+                    patches.append(claim)
+            elif claim.allocation is not None and is_reserved_for(pod, claim):
                 patches.append(claim)
         state.write(UNRESERVE_KEY, tuple(patches))
 
@@ -526,7 +531,10 @@ class StructuredDynamicResources:
             if enabled(5):
                 log.info("unreserve", v=5, resourceclaim=kobj(_klog(claim)), pod=kobj(pod.key))
             try:
-                await self.claim_writer.unreserve_claim(pod, claim)
+                if find_extended_resource_claim(pod, (claim,)) is not None:
+                    await self.claim_writer.delete_claim(claim)
+                else:
+                    await self.claim_writer.unreserve_claim(pod, claim)
             except Exception as err:
                 log.error("unreserve", resourceclaim=kobj(_klog(claim)), err=str(err) or type(err).__name__)
 
