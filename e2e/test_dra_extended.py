@@ -22,7 +22,8 @@ import pytest
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import pod_body, scheduled_condition, server_minor, wait_for
+from e2e.kube_helpers import node_of, pod_body, scheduled_condition, server_minor, wait_for
+from scheduler.testing import node_resource_slice
 
 pytestmark = pytest.mark.every_release  # skipped on 1.35 (no DRAExtendedResource); make e2e runs 1.36 and 1.37
 
@@ -128,3 +129,45 @@ def test_a_class_that_comes_to_back_the_resource_moves_the_pending_pod(
     # Well within the 5-minute flush of unschedulable pods: only the event can have moved them.
     after = _both(core, namespace, fpga, lambda _who: UPSTREAM_REASON)
     assert after[OURS] == after[UPSTREAM]
+
+
+def test_the_devices_behind_a_class_backed_resource_are_allocated_in_a_claim_created_for_the_pod(
+    device_classes: client.CustomObjectsApi,
+    resources: client.CustomObjectsApi,
+    scheduler: SchedulerProcess,
+    nodes: Callable[..., str],
+    core: client.CoreV1Api,
+    namespace: str,
+) -> None:
+    """Issue #49: a node publishing two devices of the class and offering no ``example.com/tpu``
+    itself. A pod asking for two is bound there: PreBind created its claim (``generateName``, owned by
+    the pod), allocated both devices and reserved them for it, and patched the pod's
+    ``status.extendedResourceClaimStatus``; a second pod finds no device left."""
+    tpu, driver = "example.com/tpu", "tpu.example.com"
+    node = nodes("devices")
+    selector = {"cel": {"expression": f'device.driver == "{driver}"'}}
+    backing = _device_class("live-tpu", tpu)
+    backing["spec"]["selectors"] = [selector]
+    device_classes.create_cluster_custom_object(GROUP, VERSION, PLURAL, backing)
+    devices = ({"name": "tpu-0"}, {"name": "tpu-1"})
+    resources.create_cluster_custom_object(
+        GROUP, VERSION, "resourceslices", node_resource_slice(f"live-{node}", driver, node, *devices)
+    )
+    first = _pod("first", OURS, tpu)
+    first["spec"]["containers"][0]["resources"] = {"requests": {tpu: "2"}, "limits": {tpu: "2"}}
+    core.create_namespaced_pod(namespace, first)
+    assert wait_for(lambda: node_of(core, namespace, "first"), 60, "the first pod bound") == node
+    pod = core.read_namespaced_pod("first", namespace)
+    status = pod.status.extended_resource_claim_status
+    assert status is not None and status.resource_claim_name.startswith("first-extended-resources-")
+    assert [(m.container_name, m.resource_name, m.request_name) for m in status.request_mappings] == [
+        ("c", tpu, "container-0-request-0")
+    ]
+    claim = device_classes.get_namespaced_custom_object(
+        GROUP, VERSION, namespace, "resourceclaims", status.resource_claim_name
+    )
+    assert claim["metadata"]["ownerReferences"][0]["uid"] == pod.metadata.uid
+    assert sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"]) == ["tpu-0", "tpu-1"]
+    assert [r["uid"] for r in claim["status"]["reservedFor"]] == [pod.metadata.uid]
+    core.create_namespaced_pod(namespace, _pod("second", OURS, tpu))
+    wait_for(lambda: _refused(core, namespace, "second", UPSTREAM_REASON), 60, "the second pod refused")
