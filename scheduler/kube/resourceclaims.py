@@ -154,13 +154,8 @@ class ApiClaimWriter:
     async def unreserve_claim(self, pod: Pod, claim: ResourceClaim) -> None:
         """Unreserve's strategic-merge patch of ``status.reservedFor``, guarded by the claim's UID."""
         patch = {"metadata": {"uid": claim.uid}, "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]}}
-        await self._writer.write(
-            f"unreserve claim {claim.key} for {pod.key}",
-            "PATCH",
-            CLAIM_STATUS,
-            {"namespace": claim.namespace, "name": claim.name},
-            patch,
-            STRATEGIC_MERGE_PATCH,
+        await self._patch(
+            f"unreserve claim {claim.key} for {pod.key}", CLAIM_STATUS, claim.namespace, claim.name, patch
         )
 
     async def create_claim(self, namespace: str, body: dict[str, Any]) -> ResourceClaim:
@@ -184,14 +179,14 @@ class ApiClaimWriter:
 
     async def patch_pod_status(self, pod: Pod, patch: dict[str, Any]) -> None:
         """PreBind's patch of ``status.extendedResourceClaimStatus`` (upstream's ``PatchPodStatus``)."""
-        await self._writer.write(
-            f"update pod {pod.key} ExtendedResourceClaimStatus",
-            "PATCH",
-            POD_STATUS,
-            {"namespace": pod.namespace, "name": pod.name},
-            patch,
-            STRATEGIC_MERGE_PATCH,
+        await self._patch(
+            f"update pod {pod.key} ExtendedResourceClaimStatus", POD_STATUS, pod.namespace, pod.name, patch
         )
+
+    async def _patch(self, what: str, path: str, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        """A strategic-merge patch of a status subresource, through the writer."""
+        params = {"namespace": namespace, "name": name}
+        await self._writer.write(what, "PATCH", path, params, patch, STRATEGIC_MERGE_PATCH)
 
     async def delete_claim(self, claim: ResourceClaim) -> None:
         """``deleteClaim``: the built-in finalizer dropped by an Update (retried on conflicts with the

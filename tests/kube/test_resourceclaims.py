@@ -109,7 +109,9 @@ class FakeClaims:
 
 
 @contextlib.asynccontextmanager
-async def api(fake: FakeClaims, fence: Callable[[], bool] = lambda: True) -> AsyncIterator[writes.ApiWriter]:
+async def api(
+    fake: FakeClaims | FakeCreates | FakeDelete, fence: Callable[[], bool] = lambda: True
+) -> AsyncIterator[writes.ApiWriter]:
     """The one writer, over its own connections, to the stub."""
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", fake.handle)
@@ -378,19 +380,8 @@ def _run_creates(
     sleep: Callable[[float], Awaitable[None]] = _no_wait,
 ) -> Any:
     async def body() -> Any:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", fake.handle)
-        server = TestServer(app)
-        await server.start_server()
-        api_client = client.ApiClient(client.Configuration(host=str(server.make_url("")).rstrip("/")))
-        sender = writes.ApiWrites(api_client)
-        try:
-            writer = writes.ApiWriter(sender, RateLimiter(qps=0, burst=1))
+        async with api(fake) as writer:
             return await call(ApiClaimWriter(writer, storage, "1.37", clock=lambda: NOW, sleep=sleep))
-        finally:
-            await sender.close()
-            await api_client.close()  # type: ignore[no-untyped-call]
-            await server.close()
 
     return asyncio.run(body())
 
