@@ -333,6 +333,33 @@ def test_a_failed_prebind_deletes_the_claim_it_created_for_extended_resources() 
     assert list(plugin.in_flight.claims()) == []  # type: ignore[attr-defined]
 
 
+def test_the_devices_stay_in_flight_until_the_created_claims_allocation_is_written() -> None:
+    """Between PreBind's create (a claim without allocation) and its allocation's write, the next
+    cycle must still see the devices taken: the in-memory claim's in-flight entry holds them."""
+    seen: list[list[str]] = []
+
+    class _Watching(MemoryClaimWriter):
+        async def bind_claim(self, pod: Any, binding: ClaimBinding) -> ResourceClaim:
+            seen.append([r.device for c in plugin.in_flight.claims() if c.allocation for r in c.allocation.results])
+            return await super().bind_claim(pod, binding)
+
+    async def body() -> None:
+        config = load_config(None, features=features_at("1.37"))
+        sched = Scheduler(config, FakeBinder(), FakeRecorder(), clock=FakeClock(), rng=random.Random(0))
+        nonlocal plugin
+        plugin = sched.frameworks["spread-scheduler"].plugins[DRA]
+        sched.use_claim_writer(_Watching(sched.handlers))
+        _add(sched, [node("n1"), device_class("fpga", extended_resource="example.com/fpga"), node_slice("n1")])
+        _add(sched, [make_pod("p0").requests(**{"example.com/fpga": "1"}).dict()])
+        assert sched.schedule_one()
+        await sched.drain()
+
+    plugin: Any = None
+    asyncio.run(body())
+    assert seen == [["gpu-0"]]
+    assert list(plugin.in_flight.claims()) == []
+
+
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_too_few_devices_for_a_class_backed_extended_resource(minor: str) -> None:
     """Three devices asked, two published, the device plugin's one: no node fits."""

@@ -613,15 +613,20 @@ class StructuredDynamicResources:
             created = await writer.create_claim(pod.namespace, creation.body())
         except Exception as err:
             return Status.as_error(f"create claim for extended resources {pod.namespace}/<generated>: {err}")
-        # Unreserve now deletes the created claim; the in-memory one's in-flight entry is dropped.
+        # Unreserve now deletes the created claim. The in-memory claim's in-flight entry keeps its
+        # devices taken until the allocation is written (and assumed), or the write failed.
         s.claims[s.extended_index] = created
-        self.in_flight.remove(claim.uid)
         binding = binding_for(
             pod, created, s.allocations.get(s.extended_index), binding_conditions=self.binding_conditions
         )
         try:
             written = await writer.bind_claim(pod, binding)
-            s.claims[s.extended_index] = written
+        except Exception as err:
+            return Status.as_error(str(err))
+        finally:
+            self.in_flight.remove(claim.uid)
+        s.claims[s.extended_index] = written
+        try:
             await writer.patch_pod_status(pod, pod_status_patch(pod, written.name, mappings))
         except Exception as err:
             return Status.as_error(str(err))
