@@ -50,9 +50,10 @@ AUDIT_POLICY: dict[str, Any] = {
             "resources": [{"group": "", "resources": ["persistentvolumes", "persistentvolumeclaims"]}],
         },
         {  # DynamicResources: PreBind's finalizer, allocation and reservation, PostFilter's deallocation,
-            # Unreserve's patch
+            # Unreserve's patch; from 1.36 the claim for a pod's extended resources (PreBind's create,
+            # Unreserve's delete)
             "level": "Metadata",
-            "verbs": ["update", "patch"],
+            "verbs": ["update", "patch", "create", "delete"],
             "resources": [{"group": "resource.k8s.io", "resources": ["resourceclaims", "resourceclaims/status"]}],
         },
         {"level": "None"},

@@ -1,11 +1,9 @@
-"""Issue #47, live: DRAExtendedResource (beta on in 1.36, GA in 1.37) on a real control plane.
+"""Issues #47 and #49, live: DRAExtendedResource (beta on in 1.36, GA in 1.37) on a real control plane.
 
 An extended resource that a DeviceClass backs (``spec.extendedResourceName``) is DynamicResources'
-on a node that does not offer it. kube-scheduler then tries to allocate devices; with no
-ResourceSlices its Filter fails with ``cannot allocate all claims``. We do not allocate devices yet:
-our DynamicResources refuses the same node, with the same plugin and code, in words naming the resource and
-the class (docs/differences.md). That is the one difference, checked here message for message
-against kube-scheduler of the control plane's own release, beside us.
+on a node that does not offer it: both schedulers try to allocate devices for it; with no
+ResourceSlices the Filter fails with ``cannot allocate all claims``, message for message the same as
+kube-scheduler of the control plane's own release, beside us.
 
 For that, ``run`` watches DeviceClasses (``scheduler.kube.client.watch.watched``), and a class
 created, or changed to back a resource, after a pod was refused "Insufficient <resource>" moves
@@ -24,7 +22,8 @@ import pytest
 from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
-from e2e.kube_helpers import pod_body, scheduled_condition, server_minor, wait_for
+from e2e.kube_helpers import node_of, pod_body, scheduled_condition, server_minor, wait_for
+from scheduler.testing import node_resource_slice
 
 pytestmark = pytest.mark.every_release  # skipped on 1.35 (no DRAExtendedResource); make e2e runs 1.36 and 1.37
 
@@ -33,13 +32,6 @@ OURS = "spread-scheduler"
 GROUP, VERSION, PLURAL = "resource.k8s.io", "v1", "deviceclasses"
 UPSTREAM_REASON = "cannot allocate all claims"
 GPU = "example.com/gpu"
-
-
-def _refusal(resource: str, device_class: str) -> str:
-    return (
-        f'extended resource "{resource}" (DeviceClass "{device_class}") needs the DynamicResources plugin: '
-        "spread-scheduler does not allocate devices"
-    )
 
 
 @pytest.fixture
@@ -98,19 +90,18 @@ def beside_upstream(
     return device_classes
 
 
-def test_a_class_backed_resource_is_refused_as_upstream_fails_to_allocate_it(
+def test_a_class_backed_resource_fails_to_allocate_as_upstream(
     beside_upstream: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
 ) -> None:
-    """A class backing ``example.com/gpu``, a node without it: our refusal names the resource and the
-    class where upstream's allocator fails; the rest of the message (preemption's part too) is upstream's."""
+    """A class backing ``example.com/gpu``, a node without it and no devices: both allocators fail,
+    in the same words (preemption's part too)."""
     device_classes = beside_upstream
     device_classes.create_cluster_custom_object(GROUP, VERSION, PLURAL, _device_class("gpu.example.com", GPU))
     for who in (OURS, UPSTREAM):
         core.create_namespaced_pod(namespace, _pod(f"{who}-gpu", who, GPU))
-    ours_reason = _refusal(GPU, "gpu.example.com")
-    messages = _both(core, namespace, GPU, lambda who: ours_reason if who == OURS else UPSTREAM_REASON)
-    assert messages[OURS].startswith(f"0/1 nodes are available: 1 {ours_reason}.")
-    assert messages[OURS].replace(ours_reason, UPSTREAM_REASON) == messages[UPSTREAM]
+    messages = _both(core, namespace, GPU, lambda _who: UPSTREAM_REASON)
+    assert messages[OURS].startswith(f"0/1 nodes are available: 1 {UPSTREAM_REASON}.")
+    assert messages[OURS] == messages[UPSTREAM]
 
 
 @pytest.mark.parametrize("change", ["created", "updated"])
@@ -136,6 +127,47 @@ def test_a_class_that_comes_to_back_the_resource_moves_the_pending_pod(
             GROUP, VERSION, PLURAL, "fpga.example.com", {"spec": backing["spec"]}
         )
     # Well within the 5-minute flush of unschedulable pods: only the event can have moved them.
-    ours_reason = _refusal(fpga, "fpga.example.com")
-    after = _both(core, namespace, fpga, lambda who: ours_reason if who == OURS else UPSTREAM_REASON)
-    assert after[OURS].replace(ours_reason, UPSTREAM_REASON) == after[UPSTREAM]
+    after = _both(core, namespace, fpga, lambda _who: UPSTREAM_REASON)
+    assert after[OURS] == after[UPSTREAM]
+
+
+def test_the_devices_behind_a_class_backed_resource_are_allocated_in_a_claim_created_for_the_pod(
+    device_classes: client.CustomObjectsApi,
+    resources: client.CustomObjectsApi,
+    scheduler: SchedulerProcess,
+    nodes: Callable[..., str],
+    core: client.CoreV1Api,
+    namespace: str,
+) -> None:
+    """Issue #49: a node publishing two devices of the class and offering no ``example.com/tpu``
+    itself. A pod asking for two is bound there: PreBind created its claim (``generateName``, owned by
+    the pod), allocated both devices and reserved them for it, and patched the pod's
+    ``status.extendedResourceClaimStatus``; a second pod finds no device left."""
+    tpu, driver = "example.com/tpu", "tpu.example.com"
+    node = nodes("devices")
+    selector = {"cel": {"expression": f'device.driver == "{driver}"'}}
+    backing = _device_class("live-tpu", tpu)
+    backing["spec"]["selectors"] = [selector]
+    device_classes.create_cluster_custom_object(GROUP, VERSION, PLURAL, backing)
+    devices = ({"name": "tpu-0"}, {"name": "tpu-1"})
+    resources.create_cluster_custom_object(
+        GROUP, VERSION, "resourceslices", node_resource_slice(f"live-{node}", driver, node, *devices)
+    )
+    first = _pod("first", OURS, tpu)
+    first["spec"]["containers"][0]["resources"] = {"requests": {tpu: "2"}, "limits": {tpu: "2"}}
+    core.create_namespaced_pod(namespace, first)
+    assert wait_for(lambda: node_of(core, namespace, "first"), 60, "the first pod bound") == node
+    pod = core.read_namespaced_pod("first", namespace)
+    status = pod.status.extended_resource_claim_status
+    assert status is not None and status.resource_claim_name.startswith("first-extended-resources-")
+    assert [(m.container_name, m.resource_name, m.request_name) for m in status.request_mappings] == [
+        ("c", tpu, "container-0-request-0")
+    ]
+    claim = device_classes.get_namespaced_custom_object(
+        GROUP, VERSION, namespace, "resourceclaims", status.resource_claim_name
+    )
+    assert claim["metadata"]["ownerReferences"][0]["uid"] == pod.metadata.uid
+    assert sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"]) == ["tpu-0", "tpu-1"]
+    assert [r["uid"] for r in claim["status"]["reservedFor"]] == [pod.metadata.uid]
+    core.create_namespaced_pod(namespace, _pod("second", OURS, tpu))
+    wait_for(lambda: _refused(core, namespace, "second", UPSTREAM_REASON), 60, "the second pod refused")

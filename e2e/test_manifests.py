@@ -38,7 +38,17 @@ from e2e.kube_helpers import (
 from e2e.test_resourceclaim_writes import bind_with_writer, claim_body
 from scheduler.api.objects import Pod
 from scheduler.api.resourceclaim import ResourceClaim
+from scheduler.api.resources import container_requests
 from scheduler.backend.cache.storage_objects import StorageObjects
+from scheduler.kube.client.apiclient import api_client
+from scheduler.kube.flowcontrol import RateLimiter
+from scheduler.kube.resourceclaims import ApiClaimWriter
+from scheduler.kube.writes import ApiWriter, ApiWrites
+from scheduler.plugins.dynamicresources.plugin.extendedclaim import (
+    ExtendedClaimCreation,
+    pod_status_patch,
+    requests_and_mappings,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = "spread-scheduler"
@@ -205,6 +215,58 @@ def test_the_grant_allows_dynamic_resources_claim_writes(
         objects.patch_namespaced_custom_object(
             "resource.k8s.io", "v1", namespace, "resourceclaims", "gpu", {"metadata": {"finalizers": None}}
         )
+
+
+async def _extended_writes(kubeconfig: str, pod: Pod, minor: str) -> tuple[ResourceClaim, bool]:
+    """As ``kubeconfig``: PreBind's create of the claim for ``pod``'s extended resources, its patch of the
+    pod's status, and Unreserve's delete; the created claim, and whether the watchless cache assumed it."""
+    api = await api_client(kubeconfig)
+    sender = ApiWrites(api)
+    try:
+        storage = StorageObjects()
+        writer = ApiClaimWriter(ApiWriter(sender, RateLimiter(qps=50, burst=100)), storage, minor, sleep=_no_wait)
+        requests, mappings = requests_and_mappings(
+            container_requests({"containers": [{"name": "c", "resources": {"requests": {"example.com/tpu": "1"}}}]}),
+            ["example.com/tpu"],
+            {"example.com/tpu": "live-tpu"}.get,
+        )
+        created = await writer.create_claim(pod.namespace, ExtendedClaimCreation(pod, requests, mappings).body())
+        await writer.patch_pod_status(pod, pod_status_patch(pod, created.name, mappings))
+        await writer.delete_claim(created)
+        return created, storage.resource_claim(pod.namespace, created.name) is not None
+    finally:
+        await sender.close()
+        await api.close()
+
+
+async def _no_wait(_seconds: float) -> None:
+    return None
+
+
+def test_the_grant_allows_the_extended_resource_claim_writes(
+    sa_kubeconfig: str, api: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    """DRAExtendedResource (1.36+) as the ServiceAccount: create a claim owned by the pod, patch the
+    pod's ``status.extendedResourceClaimStatus``, delete the claim (upstream's create and delete)."""
+    if server_minor(api) < 36:
+        pytest.skip("no DRAExtendedResource before 1.36")
+    minor = f"1.{server_minor(api)}"
+    body = pod_body("p", scheduler="nobody")
+    body["spec"]["containers"][0]["resources"] = {
+        "requests": {"example.com/tpu": "1"},
+        "limits": {"example.com/tpu": "1"},
+    }
+    made = core.create_namespaced_pod(namespace, body)
+    pod = Pod.from_dict(api.sanitize_for_serialization(made))
+    created, assumed = asyncio.run(_extended_writes(sa_kubeconfig, pod, minor))
+    assert created.name.startswith("p-extended-resources-") and created.controller_uid == made.metadata.uid
+    assert not assumed  # no watch here: never brought, never assumed
+    status = core.read_namespaced_pod("p", namespace).status.extended_resource_claim_status
+    assert status is not None and status.resource_claim_name == created.name
+    gone = client.CustomObjectsApi(api).list_namespaced_custom_object(
+        "resource.k8s.io", "v1", namespace, "resourceclaims"
+    )
+    assert gone["items"] == []
 
 
 def test_deployment_manifest_is_hardened() -> None:

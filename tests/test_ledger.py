@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.ledger import (
+    AUDIT_POLICY,
     Ledger,
     binding_attempts,
     holder_at,
@@ -90,6 +91,19 @@ def test_resource_claim_writes_are_scheduler_writes_counted_without_the_lease() 
     )
     assert (finalizer.kind, status.kind, unreserve.kind) == ("claim", "claim", "claim")
     assert writes_without_lease([finalizer, status, unreserve], [], ["a"]) == [finalizer, status, unreserve]
+
+
+def test_the_extended_resources_claims_create_and_delete_are_claim_writes() -> None:
+    """DRAExtendedResource: PreBind's create of the pod's claim and Unreserve's delete are audited and
+    counted as claim writes, fenced as the others."""
+    create, delete = writes(
+        event(1, "a", "create", "resourceclaims", "p-extended-resources-x", 201),
+        event(2, "a", "delete", "resourceclaims", "p-extended-resources-x", 200),
+    )
+    assert (create.kind, delete.kind) == ("claim", "claim")
+    assert writes_without_lease([create, delete], [], ["a"]) == [create, delete]
+    rule = next(r for r in AUDIT_POLICY["rules"] if "resource.k8s.io" in str(r.get("resources")))
+    assert {"create", "delete"} <= set(rule["verbs"])
 
 
 def test_terms_end_at_takeover_release_or_expiry() -> None:

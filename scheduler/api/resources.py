@@ -28,10 +28,12 @@ __all__ = [
     "EPHEMERAL_STORAGE",
     "MEMORY",
     "PODS",
+    "ContainerRequests",
     "HostPort",
     "PodResources",
     "Resource",
     "ResourceList",
+    "container_requests",
     "is_extended_resource_name",
     "is_scalar_resource_name",
     "parse_node_allocatable",
@@ -218,6 +220,16 @@ def _containers(spec: Mapping[str, Any], key: str, errors: list[FieldError]) -> 
         init = key == "initContainers"
         out.append(_Container(str(c.get("name") or ""), requests, init, init and restart == "Always"))
     return out
+
+
+ContainerRequests = _Container
+
+
+def container_requests(spec: Mapping[str, Any]) -> tuple[_Container, ...]:
+    """The pod's init containers, then its app containers, each with its own requests (what
+    DynamicResources maps a DeviceClass-backed extended resource to, container by container)."""
+    errors: list[FieldError] = []
+    return (*_containers(spec, "initContainers", errors), *_containers(spec, "containers", errors))
 
 
 def _statuses(status: Mapping[str, Any], errors: list[FieldError]) -> dict[str, _Status]:

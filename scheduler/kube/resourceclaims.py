@@ -32,7 +32,7 @@ from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.objects import Pod
 from scheduler.api.resourceclaim import AllocationResult, ConsumerReference, DeviceAllocationResult, ResourceClaim
 from scheduler.backend.cache.storage_objects import StorageObjects
-from scheduler.errors import BindConflictError
+from scheduler.errors import BindConflictError, PodGoneError
 from scheduler.kube.writes import STRATEGIC_MERGE_PATCH, ApiWriter
 from scheduler.logs import enabled, kobj
 from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimBinding, ClaimDeallocation
@@ -43,11 +43,14 @@ log = structlog.get_logger("spread-scheduler")
 
 CLAIM = "/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
 CLAIM_STATUS = CLAIM + "/status"
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+POD_STATUS = "/api/v1/namespaces/{namespace}/pods/{name}/status"
 # A claim as the API returns it: etcd keeps an object of at most 1.5 MiB (--max-request-bytes), and
 # its JSON is a few times its stored protobuf at most; a reply past this is not a claim.
 MAX_CLAIM_BYTES = 8 * 1024 * 1024
 # client-go's retry.DefaultRetry, which bindClaim's RetryOnConflict uses: 5 tries, 10 ms apart (+10 %).
 CONFLICT_TRIES = 5
+ASSUME_EXTENDED_TRIES = 121  # AssumeExtendedResourceTimeoutDefaultSeconds (120) polled every second, immediately first
 CONFLICT_WAIT = 0.010
 CONFLICT_JITTER = 0.1
 
@@ -151,14 +154,70 @@ class ApiClaimWriter:
     async def unreserve_claim(self, pod: Pod, claim: ResourceClaim) -> None:
         """Unreserve's strategic-merge patch of ``status.reservedFor``, guarded by the claim's UID."""
         patch = {"metadata": {"uid": claim.uid}, "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]}}
-        await self._writer.write(
-            f"unreserve claim {claim.key} for {pod.key}",
-            "PATCH",
-            CLAIM_STATUS,
-            {"namespace": claim.namespace, "name": claim.name},
-            patch,
-            STRATEGIC_MERGE_PATCH,
+        await self._patch(
+            f"unreserve claim {claim.key} for {pod.key}", CLAIM_STATUS, claim.namespace, claim.name, patch
         )
+
+    async def create_claim(self, namespace: str, body: dict[str, Any]) -> ResourceClaim:
+        """PreBind's create of the claim for a pod's extended resources (``generateName``), assumed
+        in the cache as a claim PreBind wrote."""
+        what = f"create claim for extended resources in {namespace}"
+        created = await self._write(what, "POST", CLAIMS, {"namespace": namespace}, body)
+        claim = ResourceClaim.from_dict(created, minor=self._minor)
+        # ``waitForExtendedClaimInAssumeCache``: the new claim can only be assumed once the watch has
+        # brought it; polled each second for at most AssumeExtendedResourceTimeoutDefaultSeconds.
+        for attempt in range(ASSUME_EXTENDED_TRIES):
+            if attempt:
+                await self._sleep(1.0)
+            refused = self._storage.assume_written(claim)
+            if refused is None:
+                break
+        else:
+            if enabled(5):
+                log.info("Claim not stored in assume cache after retries", v=5, claim=kobj(claim.key), err=refused)
+        return claim
+
+    async def patch_pod_status(self, pod: Pod, patch: dict[str, Any]) -> None:
+        """PreBind's patch of ``status.extendedResourceClaimStatus`` (upstream's ``PatchPodStatus``)."""
+        await self._patch(
+            f"update pod {pod.key} ExtendedResourceClaimStatus", POD_STATUS, pod.namespace, pod.name, patch
+        )
+
+    async def _patch(self, what: str, path: str, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        """A strategic-merge patch of a status subresource, through the writer."""
+        params = {"namespace": namespace, "name": name}
+        await self._writer.write(what, "PATCH", path, params, patch, STRATEGIC_MERGE_PATCH)
+
+    async def delete_claim(self, claim: ResourceClaim) -> None:
+        """``deleteClaim``: the built-in finalizer dropped by an Update (retried on conflicts with the
+        claim read again), then a Delete; a claim already gone is done."""
+        key = f"{claim.namespace}/{claim.name}"
+        params = {"namespace": claim.namespace, "name": claim.name}
+        held = self._storage.resource_claim(claim.namespace, claim.name)
+        obj: Mapping[str, Any] | None = held.raw if held is not None and held.raw else None
+        try:
+            for attempt in range(CONFLICT_TRIES):
+                if attempt:
+                    await self._sleep(CONFLICT_WAIT * (1 + random.random() * CONFLICT_JITTER))
+                if attempt or obj is None:
+                    obj = await self._read(f"get resourceclaim {key}", params)
+                meta = _mapping(obj.get("metadata"))
+                finalizers = [f for f in _list(meta.get("finalizers")) if isinstance(f, str)]
+                if FINALIZER in finalizers:
+                    finalizers.remove(FINALIZER)
+                body = _body(obj, metadata={**meta, "finalizers": finalizers})
+                try:
+                    await self._write(f"update resourceclaim {key}", "PUT", CLAIM, params, body)
+                except BindConflictError:
+                    if attempt == CONFLICT_TRIES - 1:
+                        raise
+                    continue
+                break
+            if enabled(5):
+                log.info("Delete", v=5, resourceclaim=kobj(key))
+            await self._writer.write(f"delete resourceclaim {key}", "DELETE", CLAIM, params, None)
+        except PodGoneError:  # the writer's NotFound: the claim is gone already
+            return
 
     async def _read(self, what: str, params: dict[str, str]) -> Mapping[str, Any]:
         """A GET of the claim, through the writer (rate-limited and fenced, as the write it serves)."""

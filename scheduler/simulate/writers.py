@@ -4,6 +4,7 @@ the preemption sink, keeping in memory what the live scheduler would write to th
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,6 +99,7 @@ class MemoryClaimWriter:
     def __init__(self, handlers: EventHandlers) -> None:
         self._handlers = handlers
         self.by_pod: dict[PodKey, list[ClaimBinding]] = {}
+        self._created = 0
 
     async def bind_claim(self, pod: Pod, binding: ClaimBinding) -> ResourceClaim:
         storage = self._handlers.cache.storage
@@ -127,6 +129,23 @@ class MemoryClaimWriter:
         held = self._handlers.cache.storage.resource_claim(claim.namespace, claim.name)
         if held is not None and held.uid == claim.uid:
             self._store(dataclasses.replace(held, reserved_for=tuple(r for r in held.reserved_for if r.uid != pod.uid)))
+
+    async def create_claim(self, namespace: str, body: dict[str, Any]) -> ResourceClaim:
+        """The claim for a pod's extended resources, named as the API names a ``generateName`` one."""
+        meta = dict(body.get("metadata") or {})
+        self._created += 1
+        meta["name"] = f"{meta.pop('generateName', '')}{self._created:05d}"
+        meta["uid"] = str(uuid.uuid4())
+        claim = ResourceClaim.from_dict({**body, "metadata": meta})
+        return self._store(claim)
+
+    async def delete_claim(self, claim: ResourceClaim) -> None:
+        held = self._handlers.cache.storage.resource_claim(claim.namespace, claim.name)
+        if held is not None and held.uid == claim.uid:
+            self._handlers.cache.storage.remove(held)
+
+    async def patch_pod_status(self, pod: Pod, patch: dict[str, Any]) -> None:
+        """Nothing the dry run's cache reads: the claim's own reservation names the pod."""
 
     def _store(self, claim: ResourceClaim) -> ResourceClaim:
         """``claim`` as the watch would bring it after the write: a newer resourceVersion."""

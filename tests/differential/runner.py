@@ -249,23 +249,7 @@ def _feasible(result: dict[str, Any]) -> list[str]:
     return scored or ([result["node"]] if result["node"] else [])
 
 
-# docs/differences.md, "a DeviceClass-backed extended resource": where upstream's DynamicResources
-# would allocate devices (none exist in these clusters: no ResourceSlices) and fails with its
-# allocator's reason, our stand-in refuses the same node with the same plugin and code, naming the
-# resource and the class. Only that reason's text may differ; counts, nodes and codes may not.
-_EXTENDED_REFUSAL = re.compile(
-    r'extended resource "[^"]+" \(DeviceClass "[^"]+"\) needs the DynamicResources plugin: '
-    r"spread-scheduler does not allocate devices"
-)
 UPSTREAM_ALLOCATION_FAILED = "cannot allocate all claims"
-_AVAILABLE = re.compile(r"(\d+/\d+ nodes are available: )(.*?)(\.(?: |$))")
-
-
-def _as_upstream_words(filter_: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A node's verdict with our DRA-backed extended resource refusal in upstream's words."""
-    if filter_ is None or not _EXTENDED_REFUSAL.fullmatch(str(filter_.get("reason"))):
-        return filter_
-    return {**filter_, "reason": UPSTREAM_ALLOCATION_FAILED}
 
 
 def _extended_reasons_in_any_order(ours: dict[str, Any], upstream: dict[str, Any]) -> bool:
@@ -305,27 +289,9 @@ def _same_verdict(ours: dict[str, Any] | None, upstream: dict[str, Any] | None) 
         return True
     if ours is None or upstream is None:
         return False
-    if upstream.get("reason") == UPSTREAM_ALLOCATION_FAILED:
-        return _as_upstream_words(ours) == upstream
     return ours.get("plugin") == upstream.get("plugin") == "NodeResourcesFit" and _extended_reasons_in_any_order(
         ours, upstream
     )
-
-
-def _histogram_in_upstream_words(message: str) -> str:
-    """``message`` with each ``N/M nodes are available: ...`` histogram's extended resource refusals
-    counted as upstream's allocation failure (one reason, whatever the resource), sorted again as
-    upstream's FitError sorts its ``"<count> <reason>"`` strings."""
-
-    def merge(match: re.Match[str]) -> str:
-        counts: Counter[str] = Counter()
-        for entry in re.split(r", (?=\d+ )", match.group(2)):
-            count, _, reason = entry.partition(" ")
-            counts[UPSTREAM_ALLOCATION_FAILED if _EXTENDED_REFUSAL.fullmatch(reason) else reason] += int(count)
-        entries = sorted(f"{count} {reason}" for reason, count in counts.items())
-        return match.group(1) + ", ".join(entries) + match.group(3)
-
-    return _AVAILABLE.sub(merge, message) if _EXTENDED_REFUSAL.search(message) else message
 
 
 def _compare_nodes(pod: str, ours: dict[str, Any], theirs: dict[str, Any], *, scores: bool = True) -> list[str]:
@@ -429,7 +395,7 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
     if p["code"] != g["code"]:
         return [*problems, f"{pod}: outcome {p['code']} ({p['message']}) vs upstream {g['code']} ({g['message']})"]
     if p["code"] != "Success":
-        ours_message = _histogram_in_upstream_words(p["message"])
+        ours_message = p["message"]
         if (
             ours_message != g["message"]
             and not _prefilter_ended_cycle(ours_message, g["message"])

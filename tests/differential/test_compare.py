@@ -3,7 +3,7 @@ both sides, no oracle."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from scheduler.config import upstream_config
 from scheduler.features import features_at
@@ -322,69 +322,23 @@ class TestPlacementMessage:
         assert problem.startswith("default/p: message")
 
 
-class TestDRABackedExtendedResources:
-    """docs/differences.md: where upstream's DynamicResources would allocate devices for a
-    DeviceClass-backed extended resource and fails ("cannot allocate all claims"), our stand-in
-    refuses the same nodes, same plugin and code, in its own words; nothing else may differ."""
-
-    OURS: ClassVar[dict[str, str]] = {
-        "plugin": "DynamicResources",
-        "reason": 'extended resource "example.com/gpu" (DeviceClass "gpu") needs the DynamicResources plugin: '
-        "spread-scheduler does not allocate devices",
-        "code": UNRESOLVABLE,
-    }
-    FPGA: ClassVar[dict[str, str]] = {**OURS, "reason": OURS["reason"].replace("example.com/gpu", "example.com/fpga")}
-    THEIRS: ClassVar[dict[str, str]] = {
-        "plugin": "DynamicResources",
-        "reason": "cannot allocate all claims",
-        "code": UNRESOLVABLE,
-    }
-
-    def pair(self, our_message: str, their_message: str, nodes: dict[str, Any]) -> list[str]:
-        theirs = {
-            n: {**e, "filter": self.THEIRS if e["filter"] in (self.OURS, self.FPGA) else e["filter"]}
-            for n, e in nodes.items()
-        }
-        return compare([ours(None, nodes, message=our_message)], [upstream(None, theirs, message=their_message)])
-
-    def test_only_the_reason_text_differs(self) -> None:
-        """Two resources refused on two nodes are one reason upstream: counts merged, sorted again."""
-        nodes = {
-            "a": {**FEASIBLE, "filter": self.OURS},
-            "b": {**FEASIBLE, "filter": self.FPGA},
-            "c": {**FEASIBLE, "filter": TAINT},
-        }
-        our_message = (
-            f"0/3 nodes are available: 1 {self.OURS['reason']}, 1 {self.FPGA['reason']}, "
-            "1 node(s) had untolerated taint(s). still not schedulable, preemption: 0/3 nodes are available: "
-            f"1 {self.OURS['reason']}, 2 Preemption is not helpful for scheduling."
-        )
-        their_message = (
-            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 cannot allocate all claims. still not "
-            "schedulable, preemption: 0/3 nodes are available: 1 cannot allocate all claims, 2 Preemption is not "
-            "helpful for scheduling."
-        )
-        assert self.pair(our_message, their_message, nodes) == []
-
-    def test_a_count_or_a_code_that_differs_is_still_a_mismatch(self) -> None:
-        nodes = {"a": {**FEASIBLE, "filter": self.OURS}, "b": {**FEASIBLE, "filter": TAINT}}
-        our_message = f"0/2 nodes are available: 1 {self.OURS['reason']}, 1 node(s) had untolerated taint(s)."
-        their_message = "0/2 nodes are available: 2 cannot allocate all claims."
-        assert len(self.pair(our_message, their_message, nodes)) == 1
-        mine = {**nodes, "a": {**FEASIBLE, "filter": {**self.OURS, "code": "Unschedulable"}}}
-        theirs = {**nodes, "a": {**FEASIBLE, "filter": self.THEIRS}}
-        message = "0/2 nodes are available: 1 cannot allocate all claims, 1 node(s) had untolerated taint(s)."
-        problems = compare([ours(None, mine, message=our_message)], [upstream(None, theirs, message=message)])
-        assert [p for p in problems if "/a: filter" in p], problems
-
-    def test_another_upstream_reason_is_not_excused(self) -> None:
-        nodes = {"a": {**FEASIBLE, "filter": self.OURS}}
-        theirs = {"a": {**FEASIBLE, "filter": {**self.THEIRS, "reason": "some other failure"}}}
-        problems = compare(
-            [ours(None, nodes, message=f"0/1 nodes are available: 1 {self.OURS['reason']}.")],
-            [upstream(None, theirs, message="0/1 nodes are available: 1 some other failure.")],
-        )
-        assert len(problems) == 2, problems
+def test_a_dra_backed_extended_resource_refusal_in_other_words_is_a_mismatch() -> None:
+    """DynamicResources allocates DeviceClass-backed extended resources as upstream (1.36+): the words
+    the old stand-in refused with are no longer excused (docs/differences.md has no entry left)."""
+    refusal = 'extended resource "example.com/gpu" (DeviceClass "gpu") needs the DynamicResources plugin'
+    mine = {"plugin": "DynamicResources", "reason": refusal, "code": UNRESOLVABLE}
+    theirs = {**mine, "reason": "cannot allocate all claims"}
+    problems = compare(
+        [ours(None, {"a": {**FEASIBLE, "filter": mine}}, message=f"0/1 nodes are available: 1 {refusal}.")],
+        [
+            upstream(
+                None,
+                {"a": {**FEASIBLE, "filter": theirs}},
+                message="0/1 nodes are available: 1 cannot allocate all claims.",
+            )
+        ],
+    )
+    assert len(problems) == 2, problems
 
 
 def test_several_extended_resources_short_on_one_node_compare_in_any_order() -> None:

@@ -109,7 +109,9 @@ class FakeClaims:
 
 
 @contextlib.asynccontextmanager
-async def api(fake: FakeClaims, fence: Callable[[], bool] = lambda: True) -> AsyncIterator[writes.ApiWriter]:
+async def api(
+    fake: FakeClaims | FakeCreates | FakeDelete, fence: Callable[[], bool] = lambda: True
+) -> AsyncIterator[writes.ApiWriter]:
     """The one writer, over its own connections, to the stub."""
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", fake.handle)
@@ -354,3 +356,102 @@ def test_an_allocation_reads_back_as_written() -> None:
 )
 def test_quantity_text(value: Fraction, text: str) -> None:
     assert quantity_text(value) == text
+
+
+@dataclass
+class FakeCreates:
+    """The ResourceClaim collection and the pods' status subresource: a create gets a generated name."""
+
+    requests: list[tuple[str, str, str, Any]] = field(default_factory=list)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append((request.method, request.path, request.content_type, body))
+        if request.method == "POST":
+            meta = {**body["metadata"], "name": body["metadata"]["generateName"] + "x7k2p", "uid": "new-uid"}
+            return web.json_response({**body, "metadata": {**meta, "resourceVersion": "5"}}, status=201)
+        return web.json_response({"kind": "Pod", "metadata": {"name": "p", "namespace": "default"}})
+
+
+def _run_creates(
+    fake: FakeCreates | FakeDelete,
+    storage: StorageObjects,
+    call: Callable[[ApiClaimWriter], Awaitable[Any]],
+    sleep: Callable[[float], Awaitable[None]] = _no_wait,
+) -> Any:
+    async def body() -> Any:
+        async with api(fake) as writer:
+            return await call(ApiClaimWriter(writer, storage, "1.37", clock=lambda: NOW, sleep=sleep))
+
+    return asyncio.run(body())
+
+
+def test_the_extended_resources_claim_is_created_and_assumed_and_the_pod_status_patched() -> None:
+    """PreBind's create (POST to the collection, ``generateName``) and the pod's
+    ``status.extendedResourceClaimStatus`` (a strategic-merge PATCH of the status subresource)."""
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"namespace": "default", "generateName": "p-extended-resources-"},
+        "spec": {"devices": {"requests": [{"name": "container-0-request-0", "exactly": {"deviceClassName": "gpu"}}]}},
+    }
+    patch = {"status": {"extendedResourceClaimStatus": {"resourceClaimName": "p-extended-resources-x7k2p"}}}
+    fake, storage = FakeCreates(), StorageObjects()
+
+    async def both(w: ApiClaimWriter) -> ResourceClaim:
+        created = await w.create_claim("default", body)
+        await w.patch_pod_status(POD, patch)
+        return created
+
+    slept: list[float] = []
+
+    async def watch_brings_it(seconds: float) -> None:
+        """The watch brings the created claim during the first wait."""
+        slept.append(seconds)
+        if fake.requests and storage.resource_claim("default", "p-extended-resources-x7k2p") is None:
+            _, _, _, sent = fake.requests[0]
+            meta = {**sent["metadata"], "name": "p-extended-resources-x7k2p", "uid": "new-uid"}
+            storage.upsert(ResourceClaim.from_dict({**sent, "metadata": meta}), "5")
+
+    created = _run_creates(fake, storage, both, watch_brings_it)
+    assert slept == [1.0]  # upstream's poll: the claim assumed once the watch has it
+    assert [(m, p, t) for m, p, t, _ in fake.requests] == [
+        ("POST", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", "application/json"),
+        ("PATCH", "/api/v1/namespaces/default/pods/p/status", "application/strategic-merge-patch+json"),
+    ]
+    assert fake.requests[0][3] == body and fake.requests[1][3] == patch
+    assert created.name == "p-extended-resources-x7k2p" and created.uid == "new-uid"
+    assert storage.resource_claim("default", "p-extended-resources-x7k2p") is created
+
+
+@dataclass
+class FakeDelete:
+    """One claim created for a pod's extended resources; ``gone`` answers every request with 404."""
+
+    obj: dict[str, Any]
+    gone: bool = False
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    bodies: list[Any] = field(default_factory=list)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.requests.append((request.method, request.path))
+        if self.gone:
+            return web.json_response({"reason": "NotFound", "message": "not found"}, status=404)
+        if request.method == "PUT":
+            self.bodies.append(await request.json())
+        return web.json_response(self.obj)
+
+
+def test_unreserve_deletes_the_created_claim_its_finalizer_dropped_first() -> None:
+    obj = claim_json(10, allocation=allocation_json(ALLOCATION))
+    obj["metadata"]["finalizers"] = [FINALIZER, "other.example.com/keep"]
+    fake = FakeDelete(obj)
+    _run_creates(fake, cached(obj), lambda w: w.delete_claim(ResourceClaim.from_dict(copy.deepcopy(obj))))
+    assert fake.requests == [("PUT", PATH), ("DELETE", PATH)]
+    assert fake.bodies[0]["metadata"]["finalizers"] == ["other.example.com/keep"]
+
+
+def test_deleting_a_claim_already_gone_is_done() -> None:
+    fake = FakeDelete(claim_json(10), gone=True)
+    _run_creates(fake, StorageObjects(), lambda w: w.delete_claim(ResourceClaim.from_dict(claim_json(10))))
+    assert fake.requests == [("GET", PATH)]

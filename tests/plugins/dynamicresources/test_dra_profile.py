@@ -243,27 +243,128 @@ def test_capacity_a_share_consumes_is_not_free_and_the_rest_is(minor: str) -> No
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
 def test_a_pod_with_a_claim_and_a_class_backed_extended_resource(minor: str) -> None:
-    """Its claim is allocated; its extended resource keeps to a node that offers it itself (nothing
-    allocates the devices behind it yet: the other node is refused naming the resource and class)."""
+    """Its claim is allocated; on a node that does not offer its extended resource itself the devices
+    behind it are allocated too, in a claim of their own (DRAExtendedResource, on from 1.36)."""
     objects = [
         node("plain"),
-        node("plugin", **{"example.com/fpga": "1"}),
         device_class(),
         device_class("fpga", extended_resource="example.com/fpga"),
-        node_slice("plain"),
-        {**node_slice("plugin"), "metadata": {"name": "plugin-gpus"}},
+        node_slice("plain", {"name": "gpu-0"}, {"name": "gpu-1"}),
         claim("c0"),
         make_pod("p0").resource_claim("gpu", claim="c0").requests(**{"example.com/fpga": "1"}).dict(),
     ]
     sim = simulate(minor, objects)
     (attempt,) = sim.run()
-    assert attempt.host == "plugin", attempt.message
+    assert attempt.host == "plain", attempt.message
+    created = sim.cache.storage.resource_claim("default", "p0-extended-resources-00001")
+    assert created is not None and created.allocation is not None
+    user = sim.cache.storage.resource_claim("default", "c0")
+    assert user is not None and user.allocation is not None
+    devices = {r.device for c in (created, user) if c.allocation for r in c.allocation.results}
+    assert devices == {"gpu-0", "gpu-1"}  # never the same device twice
+
+
+def _extended_only(minor: str, *, count: str = "1", devices: int = 2) -> Simulation:
+    objects = [
+        node("plain"),
+        node("plugin", **{"example.com/fpga": "1"}),
+        device_class("fpga", extended_resource="example.com/fpga"),
+        node_slice("plain", *({"name": f"gpu-{i}"} for i in range(devices))),
+    ]
+    pod = make_pod("p0").requests(**{"example.com/fpga": count})
+    return simulate(minor, [*objects, pod.dict()])
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_a_class_backed_extended_resource_alone_is_allocated_devices(minor: str) -> None:
+    """A pod without ``resourceClaims``: where the node's device plugin has too few, the devices of the
+    class are allocated in a claim created for the pod (upstream's ``generateName``), owned by it,
+    reserved for it, named in the requests its containers map to."""
+    sim = _extended_only(minor, count="2")
+    (attempt,) = sim.run()
+    assert attempt.host == "plain", attempt.message
     data = attempt_to_json(attempt, sim.cache)
-    assert data["nodes"]["plain"]["filter"]["reason"] == (
-        'extended resource "example.com/fpga" (DeviceClass "fpga") needs the DynamicResources plugin: '
-        "spread-scheduler does not allocate devices"
-    )
-    assert [c["device"] for c in data["claims"]] == ["gpu-0"] and data["claims"][0]["pool"] == "plugin"
+    assert data["nodes"]["plugin"]["filter"]["reason"] == "Insufficient example.com/fpga"
+    created = sim.cache.storage.resource_claim("default", "p0-extended-resources-00001")
+    assert created is not None and created.allocation is not None
+    assert created.controller_uid == "uid-default-p0"
+    assert created.annotations == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert sorted(r.device for r in created.allocation.results) == ["gpu-0", "gpu-1"]
+    assert {r.request for r in created.allocation.results} == {"container-0-request-0"}
+    assert [c.name for c in created.reserved_for] == ["p0"]
+
+
+class _PatchRefused(MemoryClaimWriter):
+    """The dry run's writer whose patch of the pod's status is refused, after the claim was created."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        super().__init__(sched.handlers)
+        self.deleted: list[str] = []
+
+    async def patch_pod_status(self, pod: Any, patch: dict[str, Any]) -> None:
+        raise RuntimeError(f'pods "{pod.name}" is forbidden')
+
+    async def delete_claim(self, claim: ResourceClaim) -> None:
+        self.deleted.append(claim.name)
+        await super().delete_claim(claim)
+
+
+def test_a_failed_prebind_deletes_the_claim_it_created_for_extended_resources() -> None:
+    """Upstream's Unreserve deletes the created claim (else the next cycle finds it and cannot schedule
+    the pod: "cannot schedule extended resource claim"), and no in-flight allocation is left."""
+
+    async def body() -> tuple[Scheduler, _PatchRefused, list[str]]:
+        recorder = FakeRecorder()
+        config = load_config(None, features=features_at("1.37"))
+        sched = Scheduler(config, FakeBinder(), recorder, clock=FakeClock(), rng=random.Random(0))
+        writer = _PatchRefused(sched)
+        sched.use_claim_writer(writer)
+        _add(sched, [node("n1"), device_class("fpga", extended_resource="example.com/fpga"), node_slice("n1")])
+        _add(sched, [make_pod("p0").requests(**{"example.com/fpga": "1"}).dict()])
+        assert sched.schedule_one()
+        await sched.drain()
+        return sched, writer, [e.note for e in recorder.events_for("default/p0", "FailedScheduling")]
+
+    sched, writer, failures = asyncio.run(body())
+    assert failures == ['running PreBind plugin "DynamicResources": pods "p0" is forbidden']
+    assert writer.deleted == ["p0-extended-resources-00001"]
+    assert list(sched.cache.storage.resource_claims()) == []
+    plugin = sched.frameworks["spread-scheduler"].plugins[DRA]
+    assert list(plugin.in_flight.claims()) == []  # type: ignore[attr-defined]
+
+
+def test_the_devices_stay_in_flight_until_the_created_claims_allocation_is_written() -> None:
+    """Between PreBind's create (a claim without allocation) and its allocation's write, the next
+    cycle must still see the devices taken: the in-memory claim's in-flight entry holds them."""
+    seen: list[list[str]] = []
+
+    class _Watching(MemoryClaimWriter):
+        async def bind_claim(self, pod: Any, binding: ClaimBinding) -> ResourceClaim:
+            seen.append([r.device for c in plugin.in_flight.claims() if c.allocation for r in c.allocation.results])
+            return await super().bind_claim(pod, binding)
+
+    async def body() -> None:
+        config = load_config(None, features=features_at("1.37"))
+        sched = Scheduler(config, FakeBinder(), FakeRecorder(), clock=FakeClock(), rng=random.Random(0))
+        nonlocal plugin
+        plugin = sched.frameworks["spread-scheduler"].plugins[DRA]
+        sched.use_claim_writer(_Watching(sched.handlers))
+        _add(sched, [node("n1"), device_class("fpga", extended_resource="example.com/fpga"), node_slice("n1")])
+        _add(sched, [make_pod("p0").requests(**{"example.com/fpga": "1"}).dict()])
+        assert sched.schedule_one()
+        await sched.drain()
+
+    plugin: Any = None
+    asyncio.run(body())
+    assert seen == [["gpu-0"]]
+    assert list(plugin.in_flight.claims()) == []
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_too_few_devices_for_a_class_backed_extended_resource(minor: str) -> None:
+    """Three devices asked, two published, the device plugin's one: no node fits."""
+    (attempt,) = _extended_only(minor, count="3").run()
+    assert attempt.host is None
 
 
 def test_the_memory_writer_deallocates_and_unreserves_in_the_cache() -> None:

@@ -5,7 +5,7 @@ out (``scheduler/kube/`` in ``run``, memory in ``simulate``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from scheduler.api.objects import Pod
 from scheduler.api.resourceclaim import AllocationResult, ConsumerReference, ResourceClaim
@@ -77,4 +77,18 @@ class ClaimWriter(Protocol):
 
     async def unreserve_claim(self, pod: Pod, claim: ResourceClaim) -> None:
         """Unreserve's patch taking ``pod`` out of the claim's ``status.reservedFor``."""
+        ...
+
+    async def create_claim(self, namespace: str, body: dict[str, Any]) -> ResourceClaim:
+        """PreBind's create of the claim for a pod's extended resources (``body`` has ``generateName``);
+        the claim as created."""
+        ...
+
+    async def patch_pod_status(self, pod: Pod, patch: dict[str, Any]) -> None:
+        """PreBind's patch of the pod's ``status.extendedResourceClaimStatus``."""
+        ...
+
+    async def delete_claim(self, claim: ResourceClaim) -> None:
+        """Unreserve's removal of the claim created for a pod's extended resources (``deleteClaim``:
+        its finalizer dropped, then deleted; gone already is done)."""
         ...

@@ -1,14 +1,15 @@
 """DynamicResources for claims with structured parameters: PreEnqueue, PreFilter, Filter, PostFilter,
 Score, Reserve, Unreserve and PreBind (upstream's ``dynamicresources.go``), in the default profile of
 every minor. PreBind's writes go through a ``ClaimWriter``; without one a pod with claims to write is
-not bound. Extended resources a DeviceClass backs are refused on a node that would need devices
-for them (docs/dra-plugin.md says what else is missing).
+not bound. Extended resources a DeviceClass backs (DRAExtendedResource) are allocated in a claim of
+their own, which PreBind creates (``extendedclaim``; docs/dra-plugin.md says what else is missing).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -18,7 +19,8 @@ import structlog
 from scheduler.api.deviceclass import DeviceClass
 from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.objects import NodeName, Pod
-from scheduler.api.resourceclaim import AllocationResult, ResourceClaim
+from scheduler.api.resourceclaim import AllocationResult, DeviceClaim, ResourceClaim
+from scheduler.api.resources import container_requests
 from scheduler.api.resourceslice import ResourceSlice
 from scheduler.features import DEFAULT_FEATURES, Features
 from scheduler.framework import signers
@@ -31,11 +33,10 @@ from scheduler.logs import enabled, kobj
 from scheduler.plugins import names
 from scheduler.plugins.dynamicresources import cel
 from scheduler.plugins.dynamicresources.extended import (
+    CANNOT_FIT_RESOURCE,
     NO_CLAIMS_TO_DEALLOCATE,
-    STILL_NOT_SCHEDULABLE,
     backed_extended_resources,
-    filter_extended_resources,
-    write_extended_state,
+    is_dra_extended_resource_name,
 )
 from scheduler.plugins.dynamicresources.plugin.binding import BindingFailedError, binding_timed_out, ready_for_binding
 from scheduler.plugins.dynamicresources.plugin.claimwrites import (
@@ -44,6 +45,17 @@ from scheduler.plugins.dynamicresources.plugin.claimwrites import (
     ClaimDeallocation,
     ClaimWriter,
     binding_for,
+)
+from scheduler.plugins.dynamicresources.plugin.extendedclaim import (
+    CANNOT_SCHEDULE,
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
+    SPECIAL_CLAIM_NAME,
+    ContainerRequestMapping,
+    ExtendedClaimCreation,
+    find_extended_resource_claim,
+    node_extended_resources,
+    pod_status_patch,
+    requests_and_mappings,
 )
 from scheduler.plugins.dynamicresources.plugin.hints import ClaimHints
 from scheduler.plugins.dynamicresources.plugin.inflight import InFlightAllocations, gather_allocated_state
@@ -108,8 +120,25 @@ class _State:
     unavailable: set[int] = field(default_factory=set)
     node_allocations: dict[str, Allocation] = field(default_factory=dict)  # results built when read
     allocations: dict[int, AllocationResult] = field(default_factory=dict)  # set by Reserve
-    extended: bool = False  # the pod requests extended resources a DeviceClass backs
     pending: list[ResourceClaim] = field(default_factory=list)  # the claims to allocate, for every Filter
+    # DRAExtendedResource: the index in ``claims`` of the claim for the pod's class-backed extended
+    # resources (the in-memory one, or the one an earlier cycle created), the pod's DRA extended
+    # resource requests, the classes backing them, and per node the claim with that node's requests
+    # and the container mappings (None: the node needs no devices for them).
+    extended_index: int | None = None
+    extended_requested: dict[str, int] = field(default_factory=dict)
+    extended_classes: dict[str, str] = field(default_factory=dict)
+    node_extended: dict[str, tuple[ResourceClaim, tuple[ContainerRequestMapping, ...]] | None] = field(
+        default_factory=dict
+    )
+    reserved_extended: tuple[ResourceClaim, tuple[ContainerRequestMapping, ...]] | None = None  # set by Reserve
+
+    @property
+    def extended(self) -> bool:
+        return self.extended_index is not None
+
+    def user_claims(self) -> bool:
+        return len(self.claims) > (1 if self.extended else 0)
 
     def to_allocate(self) -> list[int]:
         return [i for i, claim in enumerate(self.claims) if claim.allocation is None]
@@ -207,12 +236,10 @@ class StructuredDynamicResources:
         if self.features.enable_dra_extended_resource and self.handle.snapshot is not None:
             extended = backed_extended_resources(pod, self.handle.snapshot.storage)
             if extended:
-                # Upstream allocates these in a claim of their own; nothing writes that claim yet, so
-                # Filter refuses a node that would need it (``filter_extended_resources``).
-                write_extended_state(state, pod, extended)
-                s.extended = True
+                claims.append(self._extended_claim(pod, s, extended))
+                s.extended_index = len(claims) - 1
         if not claims:
-            return None, None if s.extended else Status(Code.SKIP)
+            return None, Status(Code.SKIP)
         available_on: list[NodeSelector | None] = []
         to_allocate = 0
         for claim in claims:
@@ -250,6 +277,47 @@ class StructuredDynamicResources:
         s.pending = [claims[i] for i in s.to_allocate()]
         return None, None
 
+    def _extended_claim(self, pod: Pod, s: _State, extended: tuple[tuple[str, str], ...]) -> ResourceClaim:
+        """``preFilterExtendedResources``: the claim an earlier cycle created for the pod's extended
+        resources, else one in memory (no requests: Filter gives it each node's)."""
+        requests = pod.resources.requests.scalar
+        s.extended_requested = {
+            name: int(q) for name, q in requests.items() if q and is_dra_extended_resource_name(name)
+        }
+        s.extended_classes = dict(extended)
+        found = find_extended_resource_claim(pod, self.lister().resource_claims())
+        if found is not None:
+            return found
+        return ResourceClaim(
+            pod.namespace,
+            SPECIAL_CLAIM_NAME,
+            uid=str(uuid.uuid4()),
+            annotations={EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
+            controller_uid=pod.uid,
+        )
+
+    def _filter_extended(
+        self, s: _State, pod: Pod, node_info: NodeInfo
+    ) -> tuple[tuple[ResourceClaim, tuple[ContainerRequestMapping, ...]] | None, Status | None]:
+        """``filterExtendedResources``: the claim with the requests this node needs devices for (the
+        class-backed resources it does not offer itself), with the container mappings."""
+        if s.extended_index is None:
+            return None, None
+        claim = s.claims[s.extended_index]
+        if claim.devices.requests:
+            return None, _unresolvable(CANNOT_SCHEDULE)
+        node = node_info.node
+        needed = node_extended_resources(
+            s.extended_requested, node.allocatable.scalar, lambda name: name in s.extended_classes
+        )
+        if needed is None:
+            return None, _unresolvable(CANNOT_FIT_RESOURCE)
+        if (not s.user_claims() and not needed) or claim.allocation is not None:
+            return None, None
+        containers = container_requests(pod.raw.get("spec") or {})
+        requests, mappings = requests_and_mappings(containers, needed, s.extended_classes.get)
+        return (_with(claim, devices=DeviceClaim(requests=requests)), mappings), None
+
     def _check_requests(self, claim: ResourceClaim) -> Status | None:
         """Each request's class must exist (``validateDeviceClass``), subrequests only with the feature."""
         for request in claim.devices.requests:
@@ -285,11 +353,10 @@ class StructuredDynamicResources:
         s = self._state(state)
         if s is None:
             return Status.as_error(NOT_FOUND)
-        if s.extended:
-            refused = filter_extended_resources(state, node_info)
-            if refused is not None:
-                return refused
-        if not s.claims:
+        node_extended, refused = self._filter_extended(s, pod, node_info)
+        if refused is not None:
+            return refused
+        if node_extended is None and not s.user_claims():
             return None
         node = node_info.node
         unavailable = [
@@ -300,7 +367,11 @@ class StructuredDynamicResources:
         ]
         allocations: Allocation | None = None
         if s.allocator is not None:
+            # The same claims for every node (so prepared once) unless this node's extended claim
+            # stands in for the pod's in-memory one.
             to_allocate = s.pending
+            if node_extended is not None and s.extended_index is not None:
+                to_allocate = [node_extended[0] if i == s.extended_index else s.claims[i] for i in s.to_allocate()]
             deadline = _Deadline(self.clock, self.filter_timeout)
             # The cycle's allocator serves one Filter at a time (the framework filters nodes in turn).
             s.allocator.stop = deadline.cause if self.filter_timeout else None
@@ -321,6 +392,8 @@ class StructuredDynamicResources:
             return _unresolvable("resourceclaim not available on the node")
         if allocations is not None:
             s.node_allocations[node.name] = allocations
+        if s.extended:
+            s.node_extended[node.name] = node_extended
         return None
 
     def _binding_blocked(self, claim: ResourceClaim) -> bool:
@@ -344,10 +417,9 @@ class StructuredDynamicResources:
             return None, Status(Code.ERROR, (), "", "")
         silent = self.features.dra_post_filter_silent
         if not s.claims:
-            # Upstream counts the claim of the pod's DRA-backed extended resources, which this cycle
-            # made and never allocated: nothing to deallocate, "still not schedulable".
-            text = STILL_NOT_SCHEDULABLE if s.extended else NO_CLAIMS_TO_DEALLOCATE
-            return None, Status(Code.UNSCHEDULABLE) if silent else Status(Code.UNSCHEDULABLE, (text,))
+            return None, Status(Code.UNSCHEDULABLE) if silent else Status(
+                Code.UNSCHEDULABLE, (NO_CLAIMS_TO_DEALLOCATE,)
+            )
         for index in sorted(s.unavailable):
             claim = s.claims[index]
             users = claim.reserved_for
@@ -387,15 +459,22 @@ class StructuredDynamicResources:
             return None
         found = s.node_allocations.get(node_name)
         if not found:
+            # Only the extended resources' claim, which this node's device plugin serves: nothing to allocate.
+            if not any(i != s.extended_index for i in indices):
+                return None
             return Status.as_error("claim allocation not found for node")
         if len(found) != len(indices):
             return Status.as_error(
                 f"internal error, have {len(found)} allocations, {len(indices)} claims to allocate, "
                 f"want {len(indices)} claims"
             )
+        node_extended = s.node_extended.get(node_name)
         for index, allocation in zip(indices, found, strict=True):
             s.allocations[index] = allocation
             claim = s.claims[index]
+            if index == s.extended_index and node_extended is not None:
+                claim = node_extended[0]
+                s.reserved_extended = node_extended
             finalizers = claim.finalizers if FINALIZER in claim.finalizers else (*claim.finalizers, FINALIZER)
             self.in_flight.signal(_with(claim, allocation=allocation, finalizers=finalizers))
         return None
@@ -409,9 +488,14 @@ class StructuredDynamicResources:
         if s is None:
             return
         patches = []
-        for claim in s.claims:
+        for i, claim in enumerate(s.claims):
             self.in_flight.remove(claim.uid)
-            if claim.allocation is not None and is_reserved_for(pod, claim):
+            if i == s.extended_index:
+                # ``unreserveExtendedResourceClaim``: a claim created for the pod's extended resources
+                # is deleted (``write_unreserve`` tells it by its annotation and owner), not patched.
+                if claim.name != SPECIAL_CLAIM_NAME:
+                    patches.append(claim)
+            elif claim.allocation is not None and is_reserved_for(pod, claim):
                 patches.append(claim)
         state.write(UNRESERVE_KEY, tuple(patches))
 
@@ -450,7 +534,10 @@ class StructuredDynamicResources:
             if enabled(5):
                 log.info("unreserve", v=5, resourceclaim=kobj(_klog(claim)), pod=kobj(pod.key))
             try:
-                await self.claim_writer.unreserve_claim(pod, claim)
+                if find_extended_resource_claim(pod, (claim,)) is not None:
+                    await self.claim_writer.delete_claim(claim)
+                else:
+                    await self.claim_writer.unreserve_claim(pod, claim)
             except Exception as err:
                 log.error("unreserve", resourceclaim=kobj(_klog(claim)), err=str(err) or type(err).__name__)
 
@@ -493,7 +580,7 @@ class StructuredDynamicResources:
             return Status.as_error(NOT_FOUND)
         writes = self.pre_bind_writes(state, pod, node_name)
         if not writes:
-            return None
+            return await self._pre_bind_extended(state, s, pod)
         if self.claim_writer is None:
             return Status.as_error(f"resource claim {writes[0].namespace}/{writes[0].name}: {NO_CLAIM_WRITER}")
         for binding in writes:
@@ -502,6 +589,50 @@ class StructuredDynamicResources:
             except Exception as err:  # any failure fails PreBind; Unreserve drops the in-flight allocations
                 return Status.as_error(str(err))
             self.claim_written(state, written)
+        return await self._pre_bind_extended(state, s, pod)
+
+    def pre_bind_extended(self, state: CycleState, pod: Pod) -> ExtendedClaimCreation | None:
+        """PreBind's create of the claim for the pod's extended resources, as data: None when Reserve
+        allocated none (the node's device plugin serves them, or an earlier cycle created it)."""
+        s = self._state(state)
+        if s is None or s.reserved_extended is None or s.extended_index is None:
+            return None
+        claim, mappings = s.reserved_extended
+        if claim.name != SPECIAL_CLAIM_NAME:
+            return None
+        return ExtendedClaimCreation(pod, claim.devices.requests, mappings)
+
+    async def _pre_bind_extended(self, state: CycleState, s: _State, pod: Pod) -> Status | None:
+        """``bindClaim`` of the extended resources' claim: created (``generateName``), allocated and
+        reserved as any claim, then the pod's ``status.extendedResourceClaimStatus`` patched."""
+        creation = self.pre_bind_extended(state, pod)
+        if creation is None or s.reserved_extended is None or s.extended_index is None:
+            return None
+        claim, mappings = s.reserved_extended
+        writer = self.claim_writer
+        if writer is None:
+            return Status.as_error(f"resource claim {claim.namespace}/{claim.name}: {NO_CLAIM_WRITER}")
+        try:
+            created = await writer.create_claim(pod.namespace, creation.body())
+        except Exception as err:
+            return Status.as_error(f"create claim for extended resources {pod.namespace}/<generated>: {err}")
+        # Unreserve now deletes the created claim. The in-memory claim's in-flight entry keeps its
+        # devices taken until the allocation is written (and assumed), or the write failed.
+        s.claims[s.extended_index] = created
+        binding = binding_for(
+            pod, created, s.allocations.get(s.extended_index), binding_conditions=self.binding_conditions
+        )
+        try:
+            written = await writer.bind_claim(pod, binding)
+        except Exception as err:
+            return Status.as_error(str(err))
+        finally:
+            self.in_flight.remove(claim.uid)
+        s.claims[s.extended_index] = written
+        try:
+            await writer.patch_pod_status(pod, pod_status_patch(pod, written.name, mappings))
+        except Exception as err:
+            return Status.as_error(str(err))
         return None
 
     def pre_bind_writes(self, state: CycleState, pod: Pod, node_name: NodeName) -> list[ClaimBinding]:
@@ -512,7 +643,7 @@ class StructuredDynamicResources:
         return [
             binding_for(pod, claim, s.allocations.get(i), binding_conditions=self.binding_conditions)
             for i, claim in enumerate(s.claims)
-            if not is_reserved_for(pod, claim)
+            if not is_reserved_for(pod, claim) and claim.name != SPECIAL_CLAIM_NAME
         ]
 
 
