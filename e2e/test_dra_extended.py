@@ -3,7 +3,7 @@
 An extended resource that a DeviceClass backs (``spec.extendedResourceName``) is DynamicResources'
 on a node that does not offer it. kube-scheduler then tries to allocate devices; with no
 ResourceSlices its Filter fails with ``cannot allocate all claims``. We do not allocate devices yet:
-our stand-in refuses the same node, with the same plugin and code, in words naming the resource and
+our DynamicResources refuses the same node, with the same plugin and code, in words naming the resource and
 the class (docs/differences.md). That is the one difference, checked here message for message
 against kube-scheduler of the control plane's own release, beside us.
 

@@ -1,8 +1,9 @@
 """Issue #17 on a real control plane: a pod that needs a plugin we do not run is refused, visibly.
 
 A pod with a PersistentVolumeClaim and a pod with ``spec.resourceClaims`` (the ResourceClaim created
-through ``resource.k8s.io/v1``, which 1.35 serves by default) get PodScheduled=False with the
-stand-in's message and one FailedScheduling event from spread-scheduler per verdict; the scheduler's
+through ``resource.k8s.io/v1``, which 1.35 serves by default, asking for a DeviceClass that does not
+exist) get PodScheduled=False with the refusing plugin's message and one FailedScheduling event from
+spread-scheduler per verdict; the scheduler's
 own log shows that it never decided to bind them (what we attempted, not what the API shows),
 while a plain pod next to them binds. The PVC pod comes before its claim: VolumeRestrictions (ported,
 issue #18) refuses it with the lister's NotFound text, as upstream does, and the claim's creation
@@ -41,12 +42,18 @@ MISSING_CLAIM_MESSAGE = '0/1 nodes are available: persistentvolumeclaim "data-0"
 # The claim names no class and the control plane has no default one: Immediate binding, which only
 # the PV controller does (upstream's VolumeBinding text).
 PVC_MESSAGE = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
-# DynamicResources' own refusal: its PostFilter adds nothing, DefaultPreemption finds every node
-# UnschedulableAndUnresolvable.
-CLAIM_MESSAGE = (
-    '0/1 nodes are available: spec.resourceClaims[0] (claim "gpu") needs the DynamicResources plugin: '
-    "spread-scheduler does not allocate resource claims. " + preemption_not_helpful(1)
-)
+
+
+def claim_message(minor: int) -> str:
+    """DynamicResources' refusal of a claim whose DeviceClass does not exist (upstream's PreFilter text),
+    its PostFilter's "no new claims to deallocate" through 1.36, then DefaultPreemption finding every
+    node UnschedulableAndUnresolvable."""
+    post_filter = "no new claims to deallocate, " if minor < 37 else ""
+    return (
+        "0/1 nodes are available: request gpu: device class gpu.example.com does not exist. "
+        + post_filter
+        + preemption_not_helpful(1)
+    )
 
 
 RESULTS = {
@@ -122,7 +129,8 @@ def test_pvc_and_resource_claim_pods_are_refused_with_one_event_and_no_binding(
         5,
         "the pvc pod retried within 5 s of its claim's creation (VolumeRestrictions' hint)",
     )
-    for name, messages in (("pvc", [MISSING_CLAIM_MESSAGE, PVC_MESSAGE]), ("claim", [CLAIM_MESSAGE])):
+    claim_refusal = claim_message(server_minor(api))
+    for name, messages in (("pvc", [MISSING_CLAIM_MESSAGE, PVC_MESSAGE]), ("claim", [claim_refusal])):
         cond = wait_unschedulable(core, namespace, name)
         assert (cond.reason, cond.message) == ("Unschedulable", messages[-1])
         failed_scheduling(name, len(messages))

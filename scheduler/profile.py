@@ -9,6 +9,8 @@ from scheduler.config.types import ConfigError, SchedulerConfig
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, Handle, Plugin
 from scheduler.framework.runtime import Framework
+from scheduler.plugins.dynamicresources.plugin.inflight import InFlightAllocations
+from scheduler.plugins.dynamicresources.plugin.plugin import StructuredDynamicResources
 from scheduler.plugins.names import NODE_RESOURCES_FIT
 from scheduler.plugins.registry import registry
 
@@ -29,6 +31,8 @@ def build_frameworks(
     ignored = [r.name for ext in config.extenders for r in ext.managed_resources if r.ignored_by_scheduler]
     out: dict[str, Framework] = {}
     plugin_classes = registry(config.features)
+    # Upstream's SharedDRAManager: the claims in flight are one scheduler's, whichever profile placed them.
+    claims_in_flight = InFlightAllocations()
     for i, prof in enumerate(config.profiles):
         handle = Handle(binder=binder)
         used = {name for names in prof.points.values() for name in names}
@@ -41,6 +45,9 @@ def build_frameworks(
                 plugins[name] = plugin_classes[name](args, handle, config.features)
             except ValueError as exc:
                 raise ConfigError(f"profiles[{i}].pluginConfig[{name}].args: {exc}") from exc
+            plugin = plugins[name]
+            if isinstance(plugin, StructuredDynamicResources):
+                plugin.in_flight = claims_in_flight
         pct = prof.percentage_of_nodes_to_score
         if pct is None:
             pct = config.percentage_of_nodes_to_score

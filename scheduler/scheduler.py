@@ -20,8 +20,9 @@ from scheduler.eventhandlers import EventHandlers, HeldChanges
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, PreemptionSink, Recorder, VolumeBinder
 from scheduler.framework.runtime import Framework
-from scheduler.plugins import names
 from scheduler.plugins.dynamicresources.plugin.claimwrites import ClaimWriter
+from scheduler.plugins.dynamicresources.plugin.plugin import StructuredDynamicResources
+from scheduler.plugins.names import DYNAMIC_RESOURCES
 from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.schedule_one import Progress, ScheduleOne, SchedulerStats, SchedulingAlgorithm
 
@@ -75,6 +76,9 @@ class Scheduler:
         self.queue.nominator.pod_lister = self.handlers.pending.get
         for fwk in self.frameworks.values():
             fwk.handle.nominator = self.queue
+            dra = fwk.plugins.get(DYNAMIC_RESOURCES)
+            if isinstance(dra, StructuredDynamicResources):
+                dra.use_lister(self.cache.storage)  # PreEnqueue and the hints run outside any cycle
         self.algorithm = SchedulingAlgorithm(rng)
         self.cycles = ScheduleOne(
             self.frameworks,
@@ -102,15 +106,13 @@ class Scheduler:
         for fwk in self.frameworks.values():
             fwk.handle.volume_binder = volume_binder
 
-    def use_claim_writer(self, writer: ClaimWriter) -> None:
-        """DynamicResources' PreBind writes its claims through ``writer`` (``scheduler.kube.resourceclaims``
-        in ``run``), in every profile that runs the structured plugin (none does until it replaces the
-        stand-in: then this is already wired)."""
+    def use_claim_writer(self, claim_writer: ClaimWriter) -> None:
+        """DynamicResources' PreBind writes each claim's allocation and reservation through
+        ``claim_writer`` (without one it fails the binding of a pod with claims to write)."""
         for fwk in self.frameworks.values():
-            plugin = fwk.plugins.get(names.DYNAMIC_RESOURCES)
-            # By its attribute, not its class: importing the plugin (and CEL) is for the profiles that run it.
-            if plugin is not None and hasattr(plugin, "claim_writer"):
-                plugin.claim_writer = writer
+            plugin = fwk.plugins.get(DYNAMIC_RESOURCES)
+            if isinstance(plugin, StructuredDynamicResources):
+                plugin.claim_writer = claim_writer
 
     def use_preemption(self, sink: PreemptionSink, drain: Callable[[], Awaitable[None]] | None = None) -> None:
         """Where DefaultPreemption's decisions go (``scheduler.kube.preemption`` in ``run``);

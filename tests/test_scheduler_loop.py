@@ -936,20 +936,19 @@ def test_two_hundred_pods_bind_exactly_once_and_the_spread_holds() -> None:
     run(body)
 
 
-# -- issue #17: pods that need a plugin we do not run are refused, visibly and once ----------------
+# -- issue #17: pods that need a plugin we do not run are refused, visibly and once; issue #49: a pod
+# whose claim is not generated yet waits in DynamicResources' PreEnqueue --------------------------------
 
 PVC_MESSAGE = '0/2 nodes are available: persistentvolumeclaim "data-0" not found.'  # VolumeRestrictions' (ported)
 # Then VolumeBinding's: the claim names no StorageClass, so it is bound at once or never by us.
 NEXT_MESSAGE = "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."
-CLAIM_MESSAGE = (
-    '0/2 nodes are available: spec.resourceClaims[0] (claim "gpu") needs the DynamicResources plugin: '
-    "spread-scheduler does not allocate resource claims."
-)
 
 
-def test_pvc_and_resource_claim_pods_are_refused_once_while_a_plain_pod_binds() -> None:
-    """One PodScheduled=False and one FailedScheduling each, no Binding; the 5-minute flush retries
-    them with the same verdict and writes nothing new; an unrelated update of the pod changes nothing."""
+def test_pvc_pods_are_refused_once_and_claim_pods_held_while_a_plain_pod_binds() -> None:
+    """The PVC pod: one PodScheduled=False and one FailedScheduling, no Binding; the 5-minute flush
+    retries it with the same verdict and writes nothing new. The pod whose claim is not generated yet:
+    DynamicResources' PreEnqueue holds it back, unattempted and unwritten, as upstream's (the flush
+    leaves a gated pod where it is). An unrelated update of either pod changes nothing."""
 
     async def body() -> None:
         c = Cluster()
@@ -958,24 +957,24 @@ def test_pvc_and_resource_claim_pods_are_refused_once_while_a_plain_pod_binds() 
         c.add(make_node("n1"), make_node("n2"), pvc, claim, make_pod("plain"))
         await c.settle()
         assert [key for key, _ in c.binder.calls] == ["default/plain"]
-        for key, message, rejector in (
-            ("default/pvc", PVC_MESSAGE, names.VOLUME_RESTRICTIONS),
-            ("default/claim", CLAIM_MESSAGE, names.DYNAMIC_RESOURCES),
-        ):
-            assert c.recorder.conditions_for(key) == [Condition(key, "Unschedulable", message)]
-            assert c.recorder.events_for(key) == [Event(key, "Warning", "FailedScheduling", "Scheduling", message)]
-            assert c.sched.queue.location(key) == "unschedulable"
-            info = c.sched.queue.info(key)
-            assert info is not None and info.rejectors == {rejector}
+        key = "default/pvc"
+        assert c.recorder.conditions_for(key) == [Condition(key, "Unschedulable", PVC_MESSAGE)]
+        assert c.recorder.events_for(key) == [Event(key, "Warning", "FailedScheduling", "Scheduling", PVC_MESSAGE)]
+        info = c.sched.queue.info(key)
+        assert info is not None and info.rejectors == {names.VOLUME_RESTRICTIONS}
+        held = c.sched.queue.info("default/claim")
+        assert held is not None and held.gating_plugin == names.DYNAMIC_RESOURCES and held.attempts == 0
+        assert c.recorder.conditions_for("default/claim") == c.recorder.events_for("default/claim") == []
 
         c.modify(pvc.label("touched", "yes"), claim.label("touched", "yes"))  # no registered event matches
         assert c.sched.queue.location("default/pvc") == c.sched.queue.location("default/claim") == "unschedulable"
 
         c.clock.advance(300.5)
-        assert c.sched.queue.flush_unschedulable_leftover() == 2
+        assert c.sched.queue.flush_unschedulable_leftover() == 1
         await c.settle()
-        assert c.attempts("unschedulable") == 4
-        assert c.recorder.writes_for("default/pvc") == c.recorder.writes_for("default/claim") == 2
+        assert c.attempts("unschedulable") == 2
+        assert c.recorder.writes_for("default/pvc") == 2
+        assert c.recorder.writes_for("default/claim") == 0
         assert [key for key, _ in c.binder.calls] == ["default/plain"]
 
     run(body)

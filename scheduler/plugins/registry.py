@@ -10,7 +10,7 @@ from scheduler.framework.interface import Handle, Plugin
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder.default_binder import DefaultBinder
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
-from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources, DynamicResourcesWithExtendedResources
+from scheduler.plugins.dynamicresources.plugin.plugin import StructuredDynamicResources
 from scheduler.plugins.imagelocality.image_locality import ImageLocality
 from scheduler.plugins.interpodaffinity.plugin import InterPodAffinity
 from scheduler.plugins.nodeaffinity.node_affinity import NodeAffinity
@@ -50,7 +50,7 @@ REGISTRY: dict[str, PluginFactory] = {
     names.VOLUME_ZONE: VolumeZone,
     names.POD_TOPOLOGY_SPREAD: PodTopologySpread,
     names.INTER_POD_AFFINITY: InterPodAffinity,
-    names.DYNAMIC_RESOURCES: DynamicResources,
+    names.DYNAMIC_RESOURCES: StructuredDynamicResources,
     names.NODE_RESOURCES_BALANCED_ALLOCATION: BalancedAllocation,
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
@@ -67,8 +67,6 @@ def registry(features: Features) -> Mapping[str, PluginFactory]:
     out: dict[str, PluginFactory] = dict(REGISTRY)
     if features.node_name_first:
         out[names.NODE_NAME] = NodeNameWithPreFilter
-    if features.enable_dra_extended_resource:
-        out[names.DYNAMIC_RESOURCES] = DynamicResourcesWithExtendedResources
     if features.enabled("StorageCapacityScoring"):
         out[names.VOLUME_BINDING] = VolumeBindingWithCapacityScoring
     return out

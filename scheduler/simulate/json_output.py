@@ -7,9 +7,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scheduler.api.objects import Pod
 from scheduler.backend.cache.cache import Cache
+from scheduler.backend.cache.storage_objects import StorageObjects
 from scheduler.framework.preemption import PreemptionOutcome
 from scheduler.framework.status import Code, Status
+from scheduler.plugins.dynamicresources.plugin.podclaims import ClaimNotUsableError, claim_name, is_reserved_for
 from scheduler.schedule_one import Attempt
 from scheduler.simulate.simulation import History
 
@@ -69,6 +72,9 @@ def attempt_to_json(
     }
     if omitted is not None:
         data["omittedNodes"] = omitted
+    if attempt.pod.resource_claims and attempt.host is not None:
+        # DynamicResources: which device of which slice serves each request of the pod's claims.
+        data["claims"] = claim_allocations(attempt.pod, cache.storage)
     earlier = history.earlier.get(attempt.pod.key, []) if history is not None else []
     preemption = latest_preemption([*earlier, attempt])
     if preemption is not None:
@@ -83,6 +89,40 @@ def attempt_to_json(
     if history is not None and attempt.pod.key in history.preempted_by:
         data["preemptedBy"] = history.preempted_by[attempt.pod.key]
     return data
+
+
+def claim_allocations(pod: Pod, storage: StorageObjects) -> list[dict[str, Any]]:
+    """Per device allocated to a claim reserved for ``pod``, in the pod's claim order: the claim, the
+    request (``<request>/<subrequest>`` for a ``firstAvailable`` alternative), the driver, pool and
+    device, and the slice that lists the device (None once the slice is gone)."""
+    out: list[dict[str, Any]] = []
+    for entry in pod.resource_claims:
+        try:
+            name, _ = claim_name(pod, entry)
+        except ClaimNotUsableError:
+            continue
+        claim = storage.resource_claim(pod.namespace, name) if name is not None else None
+        if claim is None or claim.allocation is None or not is_reserved_for(pod, claim):
+            continue
+        for result in claim.allocation.results:
+            out.append(
+                {
+                    "claim": claim.key,
+                    "request": result.request,
+                    "driver": result.driver,
+                    "pool": result.pool,
+                    "device": result.device,
+                    "slice": _slice_of(storage, result.driver, result.pool, result.device),
+                }
+            )
+    return out
+
+
+def _slice_of(storage: StorageObjects, driver: str, pool: str, device: str) -> str | None:
+    for found in storage.resource_slices():
+        if found.driver == driver and found.pool.name == pool and any(d.name == device for d in found.devices):
+            return found.name
+    return None
 
 
 def latest_preemption(attempts: Sequence[Attempt]) -> PreemptionOutcome | None:

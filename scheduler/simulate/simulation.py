@@ -32,6 +32,7 @@ from scheduler.schedule_one import Attempt
 from scheduler.scheduler import Scheduler
 from scheduler.simulate.writers import (
     MemoryBinder,
+    MemoryClaimWriter,
     MemoryPreemption,
     MemoryRecorder,
     MemoryVolumeBinder,
@@ -128,6 +129,8 @@ class Simulation:
         self.frameworks = self.scheduler.frameworks
         self.volume_binder = MemoryVolumeBinder(self.scheduler.handlers)
         self.scheduler.use_volume_binder(self.volume_binder)
+        self.claim_writer = MemoryClaimWriter(self.scheduler.handlers)
+        self.scheduler.use_claim_writer(self.claim_writer)
         # DefaultPreemption decides where its decision has somewhere to go; its random offset is seeded.
         self.preemption = MemoryPreemption(self.scheduler.queue)
         offsets = random.Random(seed)
@@ -255,14 +258,16 @@ class Simulation:
         order = self.queue_order()
         results: dict[PodKey, list[Attempt]] = {}
 
-        # A pod placed with claims: its binding cycle (VolumeBinding's PreBind writes, answered at once
-        # by MemoryVolumeBinder) ends before the next pod's cycle, so that pod sees the claims bound,
-        # as each pod's binding completing in turn would show them (the oracle's world too).
+        # A pod placed with claims: its binding cycle (VolumeBinding's and DynamicResources' PreBind
+        # writes, answered at once by the memory writers) ends before the next pod's cycle, so that pod
+        # sees the claims bound and allocated, as each pod's binding completing in turn would show
+        # them (the oracle's world too).
         bind_now = [False]
 
         def attempted(attempt: Attempt, _seconds: float) -> None:
             results.setdefault(attempt.pod.key, []).append(attempt)
-            if attempt.host is not None and any(claim_name_of(attempt.pod, v) for v in attempt.pod.volumes):
+            pod = attempt.pod
+            if attempt.host is not None and (pod.resource_claims or any(claim_name_of(pod, v) for v in pod.volumes)):
                 bind_now[0] = True
 
         def skipped(pod: Pod, message: str) -> None:

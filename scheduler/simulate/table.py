@@ -18,6 +18,15 @@ def preemption_line(node: str | None, victims: Sequence[str]) -> str:
     return f"preemption: nominated to {node}, evicting {', '.join(victims)}"
 
 
+def claim_line(served: Mapping[str, Any]) -> str:
+    """The table's line for one device a claim of the pod got (``claim_allocations``)."""
+    where = f"slice {served['slice']}, " if served["slice"] else ""
+    return (
+        f"claim {served['claim']}: request {served['request']} -> device {served['device']} "
+        f"({where}pool {served['pool']}, driver {served['driver']})"
+    )
+
+
 def _outcome(data: Mapping[str, Any]) -> str:
     return f"-> {data['node']}" if data["node"] else f"UNSCHEDULABLE: {data['message']}"
 
@@ -39,6 +48,8 @@ def render_table(attempts: list[Attempt], cache: Cache, top: int | None = None, 
             lines.append(f"  cycle {len(earlier) + 1}: {_outcome(data)}")
         if attempt.preemption is not None:
             lines.append("  " + preemption_line(attempt.preemption.nominated_node, data["victims"]))
+        for served in data.get("claims", []):
+            lines.append("  " + claim_line(served))
         if "preemptedBy" in data:
             lines.append(f"  preempted by {data['preemptedBy']}: deleted from {data['node']}")
         plugins = [s.plugin for s in attempt.scores]

@@ -1,17 +1,20 @@
-"""The writers of a dry run: the Binder, Recorder, VolumeBinding's PreBind and the preemption sink,
-keeping in memory what the live scheduler would write to the API server."""
+"""The writers of a dry run: the Binder, Recorder, VolumeBinding's and DynamicResources' PreBind and
+the preemption sink, keeping in memory what the live scheduler would write to the API server."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.objects import Pod, PodKey
+from scheduler.api.resourceclaim import ResourceClaim
 from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.eventhandlers import EventHandlers
 from scheduler.framework.interface import PodNominator
 from scheduler.framework.status import Status
+from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimBinding, ClaimDeallocation
 
 
 class MemoryBinder:
@@ -85,6 +88,56 @@ class MemoryVolumeBinder:
 
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+class MemoryClaimWriter:
+    """DynamicResources' writes in a dry run (``ClaimWriter``): each claim's allocation and reservation
+    (or its deallocation, or a pod's reservation dropped) applied to the cache at once, as the watch
+    would bring the written claim, so the next pods see its devices taken (or free)."""
+
+    def __init__(self, handlers: EventHandlers) -> None:
+        self._handlers = handlers
+        self.by_pod: dict[PodKey, list[ClaimBinding]] = {}
+
+    async def bind_claim(self, pod: Pod, binding: ClaimBinding) -> ResourceClaim:
+        storage = self._handlers.cache.storage
+        claim = storage.resource_claim(binding.namespace, binding.name)
+        if claim is None or claim.uid != binding.uid:
+            raise LookupError(f"resourceclaims.resource.k8s.io {binding.name!r} not found")
+        finalizers = claim.finalizers
+        if binding.add_finalizer and FINALIZER not in finalizers:
+            finalizers = (*finalizers, FINALIZER)
+        written = self._store(
+            dataclasses.replace(
+                claim,
+                finalizers=finalizers,
+                allocation=binding.allocation if binding.allocation is not None else claim.allocation,
+                reserved_for=(*claim.reserved_for, binding.reserved_for),
+            )
+        )
+        self.by_pod.setdefault(pod.key, []).append(binding)
+        return written
+
+    async def deallocate_claim(self, deallocation: ClaimDeallocation) -> None:
+        claim = self._handlers.cache.storage.resource_claim(deallocation.namespace, deallocation.name)
+        if claim is not None and claim.uid == deallocation.uid:
+            self._store(dataclasses.replace(claim, allocation=None, reserved_for=(), device_statuses=()))
+
+    async def unreserve_claim(self, pod: Pod, claim: ResourceClaim) -> None:
+        held = self._handlers.cache.storage.resource_claim(claim.namespace, claim.name)
+        if held is not None and held.uid == claim.uid:
+            self._store(dataclasses.replace(held, reserved_for=tuple(r for r in held.reserved_for if r.uid != pod.uid)))
+
+    def _store(self, claim: ResourceClaim) -> ResourceClaim:
+        """``claim`` as the watch would bring it after the write: a newer resourceVersion."""
+        written = dataclasses.replace(claim, resource_version=_next_version(claim.resource_version))
+        self._handlers.cache.storage.upsert(written, written.resource_version)
+        return written
+
+
+def _next_version(version: str) -> str:
+    """A newer integer resourceVersion (a claim of a file has none: "1")."""
+    return str(int(version) + 1) if version.isdigit() else "1"
 
 
 def _requested_storage(claim: PersistentVolumeClaim) -> str:

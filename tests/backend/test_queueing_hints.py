@@ -148,6 +148,7 @@ class TestRegistrations:
             if reg.event.resource is EventResource.NODE and reg.event.action == A.UPDATE_NODE_TAINT
         ]
         assert sorted(taint_only) == [
+            "DynamicResources",  # registers Node/Add (upstream's plugin; the stand-in did not)
             "InterPodAffinity",
             "NodeAffinity",
             "NodeName",

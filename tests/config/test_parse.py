@@ -67,6 +67,7 @@ DEFAULT_FILTER = [
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
 ]
 DEFAULT_PRE_FILTER = [
     "NodeAffinity",
@@ -147,15 +148,15 @@ class TestDefaultProfile:
         assert fwk.profile_name == NAME
         expected = {
             "queueSort": ["PrioritySort"],
-            "preEnqueue": ["SchedulingGates", "DefaultPreemption"],
+            "preEnqueue": ["SchedulingGates", "DynamicResources", "DefaultPreemption"],
             "preFilter": DEFAULT_PRE_FILTER,
             "filter": DEFAULT_FILTER,
             "postFilter": ["DynamicResources", "DefaultPreemption"],
             "preScore": DEFAULT_PRE_SCORE,
             "score": DEFAULT_SCORE,
-            "reserve": ["VolumeBinding"],
+            "reserve": ["VolumeBinding", "DynamicResources"],
             "permit": [],
-            "preBind": ["VolumeBinding"],
+            "preBind": ["VolumeBinding", "DynamicResources"],
             "bind": ["DefaultBinder"],
             "postBind": [],
         }

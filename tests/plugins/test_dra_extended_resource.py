@@ -1,7 +1,7 @@
 """DRAExtendedResource (beta on from 1.36, GA in 1.37): an extended resource a DeviceClass backs is
 DynamicResources' on a node that does not offer it itself; NodeResourcesFit leaves it out there, and
-our DynamicResources stand-in refuses such a node naming the resource and the class, never
-"Insufficient X".
+our DynamicResources refuses such a node naming the resource and the class (it does not allocate
+devices for them yet), never "Insufficient X".
 
 Scenarios from upstream v1.36.3 ``noderesources/fit_test.go`` (the DRA cases of TestEnoughRequests,
 same ids) and ``dynamic-resource-allocation/deviceclass/extendedresourcecache`` (which class a name
@@ -26,7 +26,7 @@ from scheduler.framework.events import ActionType, EventResource, QueueingHint
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code
 from scheduler.plugins import names
-from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
+from scheduler.plugins.dynamicresources.plugin.plugin import StructuredDynamicResources
 from scheduler.plugins.noderesources.fit import Fit
 from scheduler.plugins.registry import registry
 from scheduler.testing import make_node, make_pod
@@ -180,7 +180,7 @@ class TestPostFilter:
     def test_a_pod_without_one_still_has_no_claims_to_deallocate(self) -> None:
         cache = make_cache([make_node("n")])
         cache.storage.upsert(DeviceClass.from_dict(device_class("gpu", DRA_RESOURCE)))
-        plugin = DynamicResources({}, Handle(cache), features_at("1.36"))
+        plugin = StructuredDynamicResources({}, Handle(cache), features_at("1.36"))
         state = CycleState()
         plugin.pre_filter(state, make_pod("p").requests(**{PLAIN_RESOURCE: "1"}).build(), [])
         assert plugin.post_filter(state, make_pod("p").build(), {})[1].reasons == ("no new claims to deallocate",)
@@ -196,7 +196,10 @@ class TestDeviceClassEvents:
 
     def test_registered_add_and_update_where_the_gate_is_on(self) -> None:
         for minor in ("1.36", "1.37"):
-            for plugin in (DynamicResources({}, Handle(), features_at(minor)), Fit({}, Handle(), features_at(minor))):
+            for plugin in (
+                StructuredDynamicResources({}, Handle(), features_at(minor)),
+                Fit({}, Handle(), features_at(minor)),
+            ):
                 assert [e.event.action for e in self.events(plugin)] == [ActionType.ADD | ActionType.UPDATE]
         assert self.events(Fit({}, Handle(), features_at("1.35"))) == []
 

@@ -1,8 +1,8 @@
-"""The refusing stand-in for DynamicResources (the four volume plugins are ported:
-tests/plugins/test_{volume_restrictions,node_volume_limits,volume_binding,volume_zone}.py):
-which pod fields make it refuse (those its upstream PreFilter acts on), which leave the pod alone (Skip, the decision
-made without it), the exact messages, and how a profile that disables them behaves. Plus
-DefaultPreemption, accepted in configurations and never run.
+"""What was the refusing stand-ins' (the four volume plugins and DynamicResources are ported:
+tests/plugins/test_{volume_restrictions,node_volume_limits,volume_binding,volume_zone}.py,
+tests/plugins/dynamicresources/): volume sources leave DynamicResources alone (Skip), the messages
+through the pipeline, and how a profile that disables them behaves. Plus DefaultPreemption,
+accepted in configurations.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ from scheduler.api.storage import PersistentVolumeClaim
 from scheduler.config import load_config, parse_config
 from scheduler.features import features_at
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ActionType, EventResource, QueueingHint
 from scheduler.framework.interface import Handle
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
-from scheduler.plugins.dynamicresources.dynamicresources import DynamicResources
+from scheduler.plugins.dynamicresources.plugin.plugin import StructuredDynamicResources
 from scheduler.plugins.helper import not_run
 from scheduler.profile import build_frameworks
 from scheduler.schedule_one import Attempt, SchedulingAlgorithm
@@ -34,9 +33,9 @@ from tests.helpers import make_cache
 
 # The four volume plugins, ported, in upstream's order.
 VR, NVL, VB, VZ = names.VOLUME_RESTRICTIONS, names.NODE_VOLUME_LIMITS, names.VOLUME_BINDING, names.VOLUME_ZONE
-StandIn = DynamicResources
+StandIn = StructuredDynamicResources
 DRA = names.DYNAMIC_RESOURCES
-STAND_INS: dict[str, type[StandIn]] = {DRA: DynamicResources}
+STAND_INS: dict[str, type[StandIn]] = {DRA: StructuredDynamicResources}
 ALL = frozenset(STAND_INS)
 
 
@@ -98,87 +97,9 @@ def test_a_pod_without_volumes_or_claims_is_skipped_by_all(plugin: str) -> None:
     assert pre_filter(plugin, make_pod("p"))[1] == Status(Code.SKIP)
 
 
-DRA_MESSAGE = 'spec.resourceClaims[{}] (claim "{}") needs the DynamicResources plugin: {}'.format(
-    0, "gpu", "spread-scheduler does not allocate resource claims"
-)
-
-
-@pytest.mark.parametrize(
-    ("pod", "message"),
-    [
-        pytest.param(make_pod("p").resource_claim("gpu", claim="gpu-0"), DRA_MESSAGE, id="claim-by-name"),
-        pytest.param(make_pod("p").resource_claim("gpu", template="t"), DRA_MESSAGE, id="template-without-status-yet"),
-        pytest.param(
-            make_pod("p").resource_claim("gpu", template="t").resource_claim_status("gpu", "p-gpu-1"),
-            DRA_MESSAGE,
-            id="template-with-generated-claim",
-        ),
-        pytest.param(make_pod("p").resource_claim("gpu"), DRA_MESSAGE, id="entry-naming-neither"),
-        pytest.param(
-            make_pod("p").resource_claim("gpu", template="t").resource_claim_status("gpu", None),
-            None,
-            id="template-deliberately-not-generated-skip",
-        ),
-        pytest.param(
-            make_pod("p")
-            .resource_claim("nic", template="t")
-            .resource_claim_status("nic", None)
-            .resource_claim("gpu", claim="gpu-0"),
-            DRA_MESSAGE.replace("[0]", "[1]"),
-            id="second-entry-named",
-        ),
-        pytest.param(make_pod("p").pvc("data", "d"), None, id="volumes-are-not-its-business"),
-        pytest.param(make_pod("p").requests(**{"example.com/gpu": "1"}), None, id="extended-resource-skip"),
-    ],
-)
-def test_dynamic_resources(pod: PodBuilder, message: str | None) -> None:
-    """resourceclaim.Name decides: only an entry whose template got no claim on purpose is ignored.
-    DRA-backed extended resources are off in 1.35 (DRAExtendedResource alpha), so requests never act."""
-    status = pre_filter(DRA, pod)[1]
-    expected = Status(Code.SKIP) if message is None else Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,))
-    assert status == expected
-
-
-class TestDynamicResourcesHint:
-    """Only the pod's own generated-claim update can lift the refusal (upstream registers it too)."""
-
-    plugin = DynamicResources({}, Handle())
-    waiting = make_pod("p").resource_claim("gpu", template="t")
-
-    def test_registration(self) -> None:
-        (reg,) = self.plugin.events_to_register()
-        assert (reg.event.resource, reg.event.action) == (
-            EventResource.POD,
-            ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM,
-        )
-
-    @pytest.mark.parametrize(
-        ("new", "hint"),
-        [
-            pytest.param(
-                make_pod("p").resource_claim("gpu", template="t").resource_claim_status("gpu", None),
-                QueueingHint.QUEUE,
-                id="queue-when-no-claim-was-generated",
-            ),
-            pytest.param(
-                make_pod("p").resource_claim("gpu", template="t").resource_claim_status("gpu", "p-gpu-1"),
-                QueueingHint.QUEUE_SKIP,
-                id="skip-when-a-claim-was-generated",
-            ),
-            pytest.param(
-                make_pod("other").resource_claim("gpu", template="t").resource_claim_status("gpu", None),
-                QueueingHint.QUEUE_SKIP,
-                id="skip-another-pod",
-            ),
-        ],
-    )
-    def test_hint(self, new: PodBuilder, hint: QueueingHint) -> None:
-        pod = self.waiting.build()
-        assert self.plugin.is_schedulable_after_pod_change(pod, pod, new.build()) is hint
-
-    def test_not_a_pod_means_queue(self) -> None:
-        pod = self.waiting.build()
-        assert self.plugin.is_schedulable_after_pod_change(pod, None, make_node("n").build()) is QueueingHint.QUEUE
+# DynamicResources is no stand-in any more (``plugins/dynamicresources/plugin``): which claims a pod
+# uses, their messages and hints are tests/plugins/dynamicresources/test_dra_plugin.py's.
+DRA_MESSAGE = 'could not find ResourceClaim "default/gpu-0"'
 
 
 # -- through the pipeline --------------------------------------------------------------------------
@@ -219,6 +140,8 @@ def test_fit_error_is_upstreams_prefilter_format() -> None:
 
 
 def test_resource_claims_fit_error() -> None:
+    """A missing claim: DynamicResources' PreFilter refusal with the lister's text, as upstream's (its
+    PreEnqueue holds such a pod back in the queue; ``schedule_pod`` runs the cycle alone)."""
     a = attempt(make_pod("p").resource_claim("gpu", claim="gpu-0"))
     assert a.message == f"0/3 nodes are available: {DRA_MESSAGE}."
     assert a.diagnosis.unschedulable_plugins == {DRA}
@@ -293,7 +216,7 @@ class TestDefaultPreemption:
         """As upstream's default profile: applyDynamicResources puts DynamicResources right before it."""
         fwk = default_framework()
         assert fwk.points["postFilter"] == [names.DYNAMIC_RESOURCES, names.DEFAULT_PREEMPTION]
-        assert fwk.points["preEnqueue"] == [names.SCHEDULING_GATES, names.DEFAULT_PREEMPTION]
+        assert fwk.points["preEnqueue"] == [names.SCHEDULING_GATES, names.DYNAMIC_RESOURCES, names.DEFAULT_PREEMPTION]
 
     def test_answers_no_victims(self) -> None:
         plugin = DefaultPreemption({}, Handle())
@@ -306,6 +229,7 @@ class TestPostFilter:
     @staticmethod
     def post_filter(pod: PodBuilder, pre_filter_ran: bool = True) -> Status:
         fwk = default_framework()
+        fwk.handle.snapshot = make_cache([])  # the claims' lister
         state = CycleState()
         if pre_filter_ran:
             fwk.plugins[names.DYNAMIC_RESOURCES].pre_filter(state, pod.build(), [])  # type: ignore[attr-defined]
@@ -337,10 +261,10 @@ class TestPostFilter:
             "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
         )
 
-    def test_a_pod_with_claims_adds_nothing(self) -> None:
-        """It was refused in PreFilter; there is no allocation to undo."""
+    def test_a_pod_whose_claim_is_missing_has_none_to_deallocate(self) -> None:
+        """Its PreFilter refused it before finding a claim: upstream's "no new claims to deallocate"."""
         status = self.post_filter(make_pod("p").resource_claim("gpu", claim="gpu-claim"))
-        assert status == Status(Code.UNSCHEDULABLE, (), names.DYNAMIC_RESOURCES)
+        assert status == Status(Code.UNSCHEDULABLE, ("no new claims to deallocate",), names.DYNAMIC_RESOURCES)
 
     def test_without_its_prefilter_state_it_fails_and_stops_the_postfilters(self) -> None:
         """As upstream's: an Error ends the PostFilter run, so DefaultPreemption does not clear the

@@ -61,9 +61,12 @@ _STORAGE_LISTS = (
     ("CSIDriver", "list_csi_driver_without_preload_content", "storage"),
     ("CSIStorageCapacity", "list_csi_storage_capacity_for_all_namespaces_without_preload_content", "storage"),
     ("VolumeAttachment", "list_volume_attachment_without_preload_content", "storage"),
-    # Not storage: which extended resources DynamicResources takes over (DRAExtendedResource), as
-    # ``run`` watches them.
+    # Not storage: DynamicResources' objects, as ``run`` watches them: the classes (which extended
+    # resources it takes over, DRAExtendedResource, and its requests' selectors), the devices the
+    # slices publish, and the claims (the devices already allocated, in every namespace).
     ("DeviceClass", "list_device_class_without_preload_content", "resource"),
+    ("ResourceSlice", "list_resource_slice_without_preload_content", "resource"),
+    ("ResourceClaim", "list_resource_claim_for_all_namespaces_without_preload_content", "resource"),
 )
 _OPTIONAL_STATUSES = (403, 404)
 FORBIDDEN = 403
@@ -91,6 +94,7 @@ REPLAY_KINDS = (
     "PodDisruptionBudget",
     "PersistentVolumeClaim",
     "CSIStorageCapacity",
+    "ResourceClaim",
 )
 
 

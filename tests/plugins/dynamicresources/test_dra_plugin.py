@@ -1,5 +1,5 @@
 """Upstream's ``dynamicresources_test.go`` cases of the pure path (names kept as ids), per release
-where behaviour differs, against ``StructuredDynamicResources`` (not yet in the default profile)."""
+where behaviour differs, against ``StructuredDynamicResources`` (the default profile's DynamicResources)."""
 
 from __future__ import annotations
 
@@ -284,6 +284,53 @@ def test_allocated_claims(minor: str, name: str) -> None:
     else:
         [write] = writes
         assert write.allocation is None and not write.add_finalizer and write.reserved_for.uid == POD_UID
+
+
+SHARE_ID = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+
+
+def shared_slice() -> dict[str, Any]:
+    """One device of 10Gi that allows many allocations (DRAConsumableCapacity)."""
+    out = worker_slice()
+    out["spec"]["devices"] = [
+        {"name": "instance-1", "allowMultipleAllocations": True, "capacity": {"memory": {"value": "10Gi"}}}
+    ]
+    return out
+
+
+def memory_claim(name: str, uid: str, memory: str) -> dict[str, Any]:
+    out = claim({"name": "req-1", "exactly": {"deviceClassName": CLASS, "capacity": {"requests": {"memory": memory}}}})
+    out["metadata"] = {**out["metadata"], "name": name, "uid": uid}
+    return out
+
+
+def share_of(base: dict[str, Any], memory: str, uid: str) -> dict[str, Any]:
+    """``base`` allocated as a share of the device, consuming ``memory``."""
+    out = copy.deepcopy(base)
+    out["metadata"]["uid"] = uid
+    result = {"request": "req-1", "driver": DRIVER, "pool": NODE, "device": "instance-1"}
+    result |= {"shareID": SHARE_ID, "consumedCapacity": {"memory": memory}}
+    out["status"] = {"allocation": {"devices": {"results": [result]}}}
+    return out
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+@pytest.mark.parametrize(("asked", "fits"), [pytest.param("2Gi", True, id="fits-beside-the-share"), ("4Gi", False)])
+def test_gather_allocated_state_counts_consumed_capacity(minor: str, asked: str, fits: bool) -> None:
+    """``GatherAllocatedState`` (DRAConsumableCapacity on from 1.36): another claim's share of the device
+    consumes 8Gi of its 10Gi; the rest stays free for the pod (before, the share took the whole device)."""
+    held = share_of(memory_claim("held", "held-uid", "8Gi"), "8Gi", "held-uid")
+    pl = plugin(minor, Lister([memory_claim(CLAIM, "claim-uid", asked), held], [CLASS], [shared_slice()]))
+    _, status = cycle(pl, pod())
+    assert status == (None if fits else unresolvable("cannot allocate all claims"))
+
+
+def test_with_consumable_capacity_off_a_share_takes_its_device() -> None:
+    """1.35 (DRAConsumableCapacity alpha, off): ``ListAllAllocatedDevices`` counts a share as its device."""
+    held = share_of(memory_claim("held", "held-uid", "8Gi"), "8Gi", "held-uid")
+    pl = plugin("1.35", Lister([memory_claim(CLAIM, "claim-uid", "2Gi"), held], [CLASS], [shared_slice()]))
+    _, status = cycle(pl, pod())
+    assert status is not None and not status.is_success()
 
 
 # ---- queueing hints: upstream's Test_isSchedulableAfterClaimChange and Test_isSchedulableAfterPodChange

@@ -1,2 +1,2 @@
-"""DynamicResources with structured parameters, its pure decision path (docs/dra-plugin.md): not yet
-in the default profile, which runs the refusing stand-in (``..dynamicresources``)."""
+"""DynamicResources with structured parameters (docs/dra-plugin.md): the plugin of every minor's
+default profile; its claim writes go through a ``ClaimWriter``."""

@@ -1,6 +1,6 @@
 """The claims being allocated between Reserve and the end of PreBind, and the devices taken: upstream's
-claim tracker (``dra_manager.go``: ``inFlightAllocations``, ``ListAllAllocatedDevices``) and
-``allocateddevices.go``'s ``foreachAllocatedDevice``.
+claim tracker (``dra_manager.go``: ``inFlightAllocations``, ``ListAllAllocatedDevices``,
+``GatherAllocatedState``) and ``allocateddevices.go``'s ``foreachAllocatedDevice``.
 
 The next cycle's allocator sees an in-flight claim's devices as taken, and a pod whose claim is in
 flight waits, so two pods never get one device while the first one's PreBind has not written yet.
@@ -9,11 +9,13 @@ flight waits, so two pods never get one device while the first one's PreBind has
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
 
 from scheduler.api.resourceclaim import ResourceClaim
 from scheduler.plugins.dynamicresources.structured import DeviceID
 
-__all__ = ["InFlightAllocations", "allocated_devices"]
+__all__ = ["AllocatedState", "InFlightAllocations", "gather_allocated_state"]
 
 
 class InFlightAllocations:
@@ -41,14 +43,38 @@ class InFlightAllocations:
         return tuple(self._claims.values())
 
 
-def allocated_devices(claims: Iterable[ResourceClaim], in_flight: InFlightAllocations) -> set[DeviceID]:
-    """The devices of every allocated claim and every claim in flight; admin access does not take one."""
-    out: set[DeviceID] = set()
+@dataclass(slots=True)
+class AllocatedState:
+    """``structured.AllocatedState``: the devices taken whole, and (DRAConsumableCapacity) the devices
+    with allocated shares and the capacity those shares consume together, per device."""
+
+    devices: set[DeviceID] = field(default_factory=set)
+    shared_devices: set[DeviceID] = field(default_factory=set)
+    aggregated_capacity: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
+
+
+def gather_allocated_state(
+    claims: Iterable[ResourceClaim], in_flight: InFlightAllocations, *, consumable_capacity: bool
+) -> AllocatedState:
+    """What every allocated claim of the cache and every claim in flight takes (``GatherAllocatedState``,
+    or ``ListAllAllocatedDevices`` with DRAConsumableCapacity off: then a share takes its whole device,
+    as upstream's fallback to dedicated devices). Admin access takes nothing."""
+    state = AllocatedState()
     for claim in (*claims, *in_flight.claims()):
         if claim.allocation is None:
             continue
         for result in claim.allocation.results:
             if result.admin_access:
                 continue
-            out.add(DeviceID(result.driver, result.pool, result.device))
-    return out
+            device = DeviceID(result.driver, result.pool, result.device)
+            if consumable_capacity and result.share_id is not None:
+                state.shared_devices.add(device)
+                # ``ConsumedCapacityCollection.Insert``: summed per device and capacity name. Our
+                # parse cannot tell an empty ``consumedCapacity`` from none: either adds nothing.
+                if result.consumed_capacity:
+                    held = state.aggregated_capacity.setdefault(device, {})
+                    for name, amount in result.consumed_capacity.items():
+                        held[name] = held.get(name, Fraction(0)) + amount
+                continue
+            state.devices.add(device)
+    return state

@@ -1,8 +1,8 @@
 """DynamicResources for claims with structured parameters: PreEnqueue, PreFilter, Filter, PostFilter,
-Score, Reserve, Unreserve and PreBind's claim writes as data (upstream's ``dynamicresources.go``).
-
-Not yet in the default profile (docs/dra-plugin.md says what is missing: extended resources backed by
-a DeviceClass, waiting for binding conditions, the plugin arguments, pod groups, and the writes themselves).
+Score, Reserve, Unreserve and PreBind (upstream's ``dynamicresources.go``), in the default profile of
+every minor. PreBind's writes go through a ``ClaimWriter``; without one a pod with claims to write is
+not bound. Extended resources a DeviceClass backs are refused on a node that would need devices
+for them (docs/dra-plugin.md says what else is missing).
 """
 
 from __future__ import annotations
@@ -27,15 +27,23 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.dynamicresources import cel
+from scheduler.plugins.dynamicresources.extended import (
+    NO_CLAIMS_TO_DEALLOCATE,
+    STILL_NOT_SCHEDULABLE,
+    backed_extended_resources,
+    filter_extended_resources,
+    write_extended_state,
+)
 from scheduler.plugins.dynamicresources.plugin.binding import BindingFailedError, binding_timed_out, ready_for_binding
 from scheduler.plugins.dynamicresources.plugin.claimwrites import (
     FINALIZER,
     ClaimBinding,
     ClaimDeallocation,
+    ClaimWriter,
     binding_for,
 )
 from scheduler.plugins.dynamicresources.plugin.hints import ClaimHints
-from scheduler.plugins.dynamicresources.plugin.inflight import InFlightAllocations, allocated_devices
+from scheduler.plugins.dynamicresources.plugin.inflight import InFlightAllocations, gather_allocated_state
 from scheduler.plugins.dynamicresources.plugin.podclaims import ClaimNotUsableError, is_reserved_for, pod_claims
 from scheduler.plugins.dynamicresources.plugin.score import claims_score
 from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, FailedOnNodeError
@@ -50,6 +58,7 @@ UNRESERVE_KEY = names.DYNAMIC_RESOURCES + "/unreserve"
 NOT_FOUND = "not found"  # getStateData returns CycleState.Read's fwk.ErrNotFound as it is
 FILTER_TIMEOUT_SECONDS = 10.0  # DynamicResourcesFilterTimeoutDefault
 CEL_CACHE_SIZE = 10  # the scheduler's cel.NewCache(10, ...)
+NO_CLAIM_WRITER = "no claim writer is configured to write its allocation and reservation, so the pod is not bound"
 
 
 @runtime_checkable
@@ -94,6 +103,7 @@ class _State:
     unavailable: set[int] = field(default_factory=set)
     node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
     allocations: dict[int, AllocationResult] = field(default_factory=dict)  # set by Reserve
+    extended: bool = False  # the pod requests extended resources a DeviceClass backs
 
     def to_allocate(self) -> list[int]:
         return [i for i, claim in enumerate(self.claims) if claim.allocation is None]
@@ -144,9 +154,18 @@ class StructuredDynamicResources:
         self.cel_cache = cel.Cache(CEL_CACHE_SIZE, cel.compiler_for(int(features.minor.split(".")[1])))
         self.hints = ClaimHints(features, self._claim)
         self.binding_conditions = "device_binding_and_status" in self.allocator_features.enabled()
+        self.consumable_capacity = self.allocator_features.consumable_capacity
+        # PreBind's writes (``Scheduler.use_claim_writer``); None: a pod with claims to write is not bound.
+        self.claim_writer: ClaimWriter | None = None
         self.clock: Callable[[], float] = time.time
         # DynamicResourcesArgs' defaults; the arguments themselves are not read yet.
         self.filter_timeout = FILTER_TIMEOUT_SECONDS if features.enabled("DRASchedulerFilterTimeout") else 0.0
+
+    def use_lister(self, lister: DRALister) -> None:
+        """Read the DRA objects from ``lister`` (the scheduler's cache) at every extension point:
+        PreEnqueue and the queueing hints run outside any cycle, where no snapshot is set (upstream's
+        informer-backed DRA manager)."""
+        self._lister = lister
 
     def lister(self) -> DRALister:
         if self._lister is not None:
@@ -179,8 +198,15 @@ class StructuredDynamicResources:
             claims = pod_claims(pod, self._claim)
         except ClaimNotUsableError as err:
             return None, _unresolvable(str(err))
+        if self.features.enable_dra_extended_resource and self.handle.snapshot is not None:
+            extended = backed_extended_resources(pod, self.handle.snapshot.storage)
+            if extended:
+                # Upstream allocates these in a claim of their own; nothing writes that claim yet, so
+                # Filter refuses a node that would need it (``filter_extended_resources``).
+                write_extended_state(state, pod, extended)
+                s.extended = True
         if not claims:
-            return None, Status(Code.SKIP)
+            return None, None if s.extended else Status(Code.SKIP)
         available_on: list[NodeSelector | None] = []
         to_allocate = 0
         for claim in claims:
@@ -201,13 +227,18 @@ class StructuredDynamicResources:
         s.available_on = available_on
         if to_allocate:
             lister = self.lister()
+            allocated = gather_allocated_state(
+                lister.resource_claims(), self.in_flight, consumable_capacity=self.consumable_capacity
+            )
             s.allocator = Allocator(
                 self.allocator_features,
-                allocated_devices(lister.resource_claims(), self.in_flight),
+                allocated.devices,
                 _Classes(lister),
                 lister.resource_slices(),
                 self.cel_cache,
                 release=self.release,
+                shared_devices=allocated.shared_devices,
+                aggregated_capacity=allocated.aggregated_capacity,
             )
         s.claims = claims
         return None, None
@@ -247,6 +278,10 @@ class StructuredDynamicResources:
         s = self._state(state)
         if s is None:
             return Status.as_error(NOT_FOUND)
+        if s.extended:
+            refused = filter_extended_resources(state, node_info)
+            if refused is not None:
+                return refused
         if not s.claims:
             return None
         node = node_info.node
@@ -302,9 +337,10 @@ class StructuredDynamicResources:
             return None, Status(Code.ERROR, (), "", "")
         silent = self.features.dra_post_filter_silent
         if not s.claims:
-            return None, Status(Code.UNSCHEDULABLE) if silent else Status(
-                Code.UNSCHEDULABLE, ("no new claims to deallocate",)
-            )
+            # Upstream counts the claim of the pod's DRA-backed extended resources, which this cycle
+            # made and never allocated: nothing to deallocate, "still not schedulable".
+            text = STILL_NOT_SCHEDULABLE if s.extended else NO_CLAIMS_TO_DEALLOCATE
+            return None, Status(Code.UNSCHEDULABLE) if silent else Status(Code.UNSCHEDULABLE, (text,))
         for index in sorted(s.unavailable):
             claim = s.claims[index]
             users = claim.reserved_for
@@ -321,6 +357,13 @@ class StructuredDynamicResources:
         if found is None:
             return 0
         return claims_score(s.claims, found, allocated_claims_read=self.features.dra_score_allocated_claims)
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> list[int]:
+        """``score`` of every node, the state read once: a pod without claims (most) costs no call per node."""
+        s = self._state(state)
+        if s is None or not s.claims:
+            return [0] * len(nodes)
+        return [self.score(state, pod, node) for node in nodes]
 
     def normalize_score(
         self, state: CycleState, pod: Pod, scores: list[int], nodes: Sequence[NodeInfo]
@@ -389,6 +432,30 @@ class StructuredDynamicResources:
             if held.uid == claim.uid:
                 s.claims[i] = claim
         self.in_flight.remove(claim.uid)
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: NodeName) -> Status | None:
+        """Upstream's PreBind: each claim not yet reserved for the pod is written (``bindClaim``) through
+        ``claim_writer``, in the pod's order, and the written claim kept for Unreserve. Without a writer
+        a pod with writes to make fails here: binding it would leave its devices allocated to nobody
+        in the API, free for the next pod once the in-flight allocation is dropped.
+
+        Not yet: waiting for binding conditions (DRADeviceBindingConditions, on from 1.36).
+        """
+        s = self._state(state)
+        if s is None:
+            return Status.as_error(NOT_FOUND)
+        writes = self.pre_bind_writes(state, pod, node_name)
+        if not writes:
+            return None
+        if self.claim_writer is None:
+            return Status.as_error(f"resource claim {writes[0].namespace}/{writes[0].name}: {NO_CLAIM_WRITER}")
+        for binding in writes:
+            try:
+                written = await self.claim_writer.bind_claim(pod, binding)
+            except Exception as err:  # any failure fails PreBind; Unreserve drops the in-flight allocations
+                return Status.as_error(str(err))
+            self.claim_written(state, written)
+        return None
 
     def pre_bind_writes(self, state: CycleState, pod: Pod, node_name: NodeName) -> list[ClaimBinding]:
         """PreBind's writes, as data: each claim not yet reserved for the pod, in the pod's order."""
