@@ -266,6 +266,9 @@ class _Search:
             raise AllocationError(f"gather pool information: {err}") from None
         for claim_index, claim in enumerate(self.claims):
             self._prepare_claim(claim_index, claim)
+        # Upstream starts the search with an empty device-match cache: what the checks above cached
+        # (v0.35: an "All" subrequest's matches under the previous subrequest's key) is dropped.
+        self.matches = {}
         answer = self._drive((0, 0, 0, 0), False)
         if answer is _EXCEEDED:
             raise AllocationError("allocation max size exceeded")  # upstream returns its sentinel as is
