@@ -328,6 +328,12 @@ def _histogram_in_upstream_words(message: str) -> str:
     return _AVAILABLE.sub(merge, message) if _EXTENDED_REFUSAL.search(message) else message
 
 
+def claim_devices(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Our placed pod's allocation, device per request, in the oracle's form (simulate's "claims"
+    entries without the slice)."""
+    return [{k: v for k, v in entry.items() if k != "slice"} for entry in result.get("claims") or ()]
+
+
 def _compare_nodes(pod: str, ours: dict[str, Any], theirs: dict[str, Any], *, scores: bool = True) -> list[str]:
     problems = []
     for node, gn in theirs.items():
@@ -445,6 +451,8 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
         return problems
     if p["node"] == g["node"] and p.get("volumeWrites", []) != g.get("volumeWrites", []):
         problems.append(f"{pod}: volume writes {p.get('volumeWrites')} vs upstream's {g.get('volumeWrites')}")
+    if p["node"] == g["node"] and claim_devices(p) != (g.get("claims") or []):
+        problems.append(f"{pod}: allocated {claim_devices(p)} vs upstream's {g.get('claims')}")
     full = g["full"]
     if p.get("batched", False) != g["batched"]:
         side = "we" if p.get("batched") else "upstream"
