@@ -366,6 +366,8 @@ def compare_preemption(pod: str, p: dict[str, Any], g: dict[str, Any]) -> list[s
     if "nominatedNode" not in p:
         if g["message"].endswith(" not found") and _prefilter_ended_cycle(p["message"], g["message"]):
             return []  # DynamicResources' PostFilter stopped both before DefaultPreemption (the view is the oracle's)
+        if not view["candidates"] and p["message"] == g["message"] and _PREEMPTION_ERROR.search(g["message"]):
+            return []  # the dry run failed alike on both sides (a Filter error on some node): nothing nominated
         return [f"{pod}: our DefaultPreemption decided nothing, upstream's view: {view['best']}"]
     if not view["candidates"]:
         return [f"{pod}: nominated to {ours}, upstream found no candidate"] if ours else []
@@ -383,14 +385,35 @@ def compare_preemption(pod: str, p: dict[str, Any], g: dict[str, Any]) -> list[s
 
 def _verdicts(pod: str, p: dict[str, Any], full: dict[str, Any]) -> list[str]:
     """A partial search's nodes against upstream's every-node view: what we found feasible passes
-    upstream's filters, and every node we rejected has upstream's verdict."""
+    upstream's filters, and every node we rejected has upstream's verdict. An every-node view that
+    ended at a Filter error (DynamicResources' on a node the partial search never reached) has no
+    verdict past it: our nodes are then held to the verdicts the view has."""
     problems = []
+    if full["code"] == "Error":
+        for node, entry in p["nodes"].items():
+            theirs = full["nodes"].get(node)
+            if (
+                entry.get("evaluated") is not False
+                and theirs is not None
+                and not _same_verdict(entry["filter"], theirs["filter"])
+            ):
+                problems.append(f"{pod}/{node}: filter {entry['filter']} vs {theirs['filter']}")
+        return problems
     if wrong := sorted(set(_feasible(p)) - set(full["feasible"])):
         problems.append(f"{pod}: {wrong} feasible for us, not for upstream's filters")
     for node, entry in p["nodes"].items():
         if entry["filter"] is not None and not _same_verdict(entry["filter"], full["nodes"][node]["filter"]):
             problems.append(f"{pod}/{node}: filter {entry['filter']} vs {full['nodes'][node]['filter']}")
     return problems
+
+
+def _first_error_of_parallel_filter(p: dict[str, Any], g: dict[str, Any]) -> bool:
+    """Several nodes' Filter failed with an error (DynamicResources: a selector's runtime error on a
+    device, a constraint an "All" request cannot keep): upstream's parallel Filter reports the one
+    that finished first. Ours walks the nodes in the snapshot's order, as the oracle's every-node
+    view does: its error must be ours."""
+    full = g.get("full") or {}
+    return p["code"] == g["code"] == full.get("code") == "Error" and p["message"] == full.get("message")
 
 
 def _prefilter_ended_cycle(ours: str, upstream: str) -> bool:
@@ -401,6 +424,7 @@ def _prefilter_ended_cycle(ours: str, upstream: str) -> bool:
     return upstream == ours + " not found"
 
 
+_PREEMPTION_ERROR = re.compile(r"preemption: running \"[^\"]+\" filter plugin: ")
 _PLACEMENT = re.compile(r"preemption: found a potential placement for pod on node \S+, preempting \d+ victims$")
 
 
@@ -438,6 +462,7 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
         ours_message = _histogram_in_upstream_words(p["message"])
         if (
             ours_message != g["message"]
+            and not _first_error_of_parallel_filter(p, g)
             and not _prefilter_ended_cycle(ours_message, g["message"])
             and not _placement_differs_only(ours_message, g["message"], g)
         ):
