@@ -611,6 +611,27 @@ def tally_dra_backed(objects: list[dict[str, Any]], results: list[dict[str, Any]
             stats["DRA-backed: of those, placed (a device plugin's allocatable)"] += g["code"] == "Success"
 
 
+def tally_dra(objects: list[dict[str, Any]], results: list[dict[str, Any]], stats: Counter[str]) -> None:
+    """Feature "dra" (claims, slices, templates): clusters, pods with claims, and what upstream did with them."""
+    kinds = Counter(str(o.get("kind")) for o in objects)
+    if not kinds["ResourceSlice"] and not kinds["ResourceClaim"]:
+        return
+    stats["dra: clusters"] += 1
+    with_claims = {
+        f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}"
+        for o in objects
+        if o.get("kind") == "Pod" and not o["spec"].get("nodeName") and o["spec"].get("resourceClaims")
+    }
+    for g in results:
+        if g["pod"] not in with_claims:
+            continue
+        stats["dra: pending pods with claims"] += 1
+        stats["dra: ... held back by PreEnqueue"] += bool(g.get("gated"))
+        stats["dra: ... placed"] += g["code"] == "Success"
+        stats["dra: ... devices allocated"] += len(g.get("claims") or ())
+        stats["dra: ... Error"] += g["code"] == "Error"
+
+
 def _image_name(name: str) -> str:
     """ImageLocality's ``normalizedImageName``: ``:latest`` when the name has no tag."""
     return name if name.rfind(":") > name.rfind("/") else name + ":latest"
@@ -721,6 +742,7 @@ def run_batch(
         if stats is not None:
             tally(result["results"] or [], stats)
             tally_dra_backed(objects_of[seed], result["results"] or [], stats)
+            tally_dra(objects_of[seed], result["results"] or [], stats)
             stats["nominated pod counted in Filter (ours)"] += sum(bool(p.get("nominatedCounted")) for p in ours[seed])
             tally_node_pod_changes(objects_of[seed], result["results"] or [], stats, features)
         found = compare(ours[seed], result["results"] or [])
