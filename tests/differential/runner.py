@@ -410,10 +410,14 @@ def _verdicts(pod: str, p: dict[str, Any], full: dict[str, Any]) -> list[str]:
 def _first_error_of_parallel_filter(p: dict[str, Any], g: dict[str, Any]) -> bool:
     """Several nodes' Filter failed with an error (DynamicResources: a selector's runtime error on a
     device, a constraint an "All" request cannot keep): upstream's parallel Filter reports the one
-    that finished first. Ours walks the nodes in the snapshot's order, as the oracle's every-node
-    view does: its error must be ours."""
+    that finished first, ours the first in its walk from the rotating start node. The oracle's
+    every-node view keeps each node's error: ours must be one of them (from 1.36 the text names the
+    device, so its pool: the node)."""
     full = g.get("full") or {}
-    return p["code"] == g["code"] == full.get("code") == "Error" and p["message"] == full.get("message")
+    if not p["code"] == g["code"] == full.get("code") == "Error":
+        return False
+    filters = [entry.get("filter") or {} for entry in (full.get("nodes") or {}).values()]
+    return any(f.get("code") == "Error" and f.get("reason") == p["message"] for f in filters)
 
 
 def _prefilter_ended_cycle(ours: str, upstream: str) -> bool:
