@@ -119,7 +119,26 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   so NodeResourcesFit counts the resource on nodes offering it and leaves it to DynamicResources on
   the others (the GPU requests of every cluster meet the class backing them too).
 
-Not generated: other volume sources and resourceClaims.
+- ``dra`` (DynamicResources with structured parameters, issue #49; 30% of clusters from its own
+  stream, not in a cluster with ``draextended``, whose classes would hand extended resources to
+  DynamicResources): 2-5 DeviceClasses, with and without a CEL selector on the driver, an attribute
+  or a capacity; GPU slices (model, index, health, a version; memory capacity) on 60% of the nodes,
+  NIC slices on 30%, from 1.36 (DRAPartitionableDevices on) now and then a GPU offered whole or as two
+  halves through a counter set in a slice of its own, and a pool of NICs for all nodes in 20% of the
+  clusters. At 1.35 a node has one pool at most and no pool is for all nodes: v0.35's allocator
+  searches a node's pools in Go map order, so with two it may take another device, or meet another
+  selector's runtime error, from one run to the next. 0-3 claims allocated to a device of an assigned
+  pod's node and reserved for it (some then used by pending pods as well), 0-2 claims per namespace
+  that pods share by name, now and then one never created; 40% of the pending pods with 1-2
+  ``spec.resourceClaims``, by name or through a ResourceClaimTemplate whose claim the generator makes
+  as kube-controller-manager would (owned by the pod, named in ``status.resourceClaimStatuses``; 5%
+  not made yet). Requests by count (1, 2) or All, with request selectors, ``firstAvailable`` lists of
+  2-3, ``matchAttribute`` constraints, and now and then a class that does not exist; the API server's
+  defaults (``allocationMode``, ``count``) are spelled out, as the oracle's fake API does not default.
+  Not generated: admin access (the API server wants the namespace labelled for it), device taints,
+  consumable capacity, binding conditions, per-device node selection.
+
+Not generated: other volume sources.
 """
 
 from __future__ import annotations

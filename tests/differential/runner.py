@@ -60,7 +60,13 @@ What is compared, pod by pod (the oracle's output is described at the top of its
     provisioner complete them, as simulate does, so later pods meet the claims bound). The
     generator makes no two static PVs the same size: of equal ones upstream takes whichever its PV
     cache lists first, in map order, which can even decide whether a pod with two claims fits.
+  - DynamicResources' allocation of a pod placed on the same node: per device, the claim, the request
+    (``<request>/<subrequest>`` for a ``firstAvailable`` alternative), driver, pool and device, in the
+    pod's claim order, as upstream's PreBind wrote the claims into the oracle's fake API ("claims").
 Documented exceptions (docs/differences.md), each accepted exactly and nowhere else:
+  - a cycle that ended at a Filter error on several nodes (a selector's runtime error on some
+    device): upstream's parallel Filter reports whichever node failed first; ours must be the error
+    of some node in the oracle's every-node view (which keeps each node's error);
   - DynamicResources' internal " not found" ending the message after a PreFilter ended the cycle;
   - 1.37's preemption placement tail when only the node differs (judged by the deterministic view);
   - a DeviceClass-backed extended resource on a node that does not offer it (1.36+): where upstream's

@@ -61,7 +61,8 @@
 //	                         numCandidates, potentialNodes, candidates [{node, victims, pdbViolations,
 //	                         criteria}], best (equal top), victims (of the real nominatedNode),
 //	+full                    a second, unbatched every-node view on the same snapshot: {code, message,
-//	                         best, feasible, nodes, unschedulablePlugins},
+//	                         best, feasible, nodes, unschedulablePlugins}; a node's Filter error ends
+//	                         nothing there: every node's is kept, and the view is the first one's,
 //	+problems                the oracle's self-checks that failed (real vs second view, raw vs real scores),
 //	+volumeWrites            VolumeBinding's PreBind writes, in order: "bind PV <pv> -> <ns>/<claim>" (a
 //	                         static PV's claimRef), "select node <ns>/<claim> -> <node>" (provisioning);
