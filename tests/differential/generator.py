@@ -1371,6 +1371,8 @@ def replicated(
         copy = json.loads(json.dumps(template))
         copy["metadata"]["name"] = f"replica-{j}"
         copy["metadata"]["creationTimestamp"] = f"2026-01-01T00:01:{j:02d}Z"  # after every pending-* pod
+        if "uid" in copy["metadata"]:  # feature "dra" names its pods' UIDs: each replica its own
+            copy["metadata"]["uid"] += f"-replica-{j}"
         objects.append(copy)
     return objects, config
 
