@@ -372,7 +372,11 @@ def compare_preemption(pod: str, p: dict[str, Any], g: dict[str, Any]) -> list[s
     if "nominatedNode" not in p:
         if g["message"].endswith(" not found") and _prefilter_ended_cycle(p["message"], g["message"]):
             return []  # DynamicResources' PostFilter stopped both before DefaultPreemption (the view is the oracle's)
-        if not view["candidates"] and p["message"] == g["message"] and _PREEMPTION_ERROR.search(g["message"]):
+        if (
+            not view["candidates"]
+            and _PREEMPTION_ERROR.search(g["message"])
+            and _dry_run_errors_in_any_order(p["message"], g["message"])
+        ):
             return []  # the dry run failed alike on both sides (a Filter error on some node): nothing nominated
         return [f"{pod}: our DefaultPreemption decided nothing, upstream's view: {view['best']}"]
     if not view["candidates"]:
@@ -426,6 +430,20 @@ def _first_error_of_parallel_filter(p: dict[str, Any], g: dict[str, Any]) -> boo
     return any(f.get("code") == "Error" and f.get("reason") == p["message"] for f in filters)
 
 
+def _dry_run_errors_in_any_order(ours: str, upstream: str) -> bool:
+    """DefaultPreemption's dry run failed with Filter errors on several nodes (from 1.37
+    DynamicResources names the device, so each node's text differs): upstream's parallel dry run
+    aggregates them in the order they finished, ours in node order. The same texts, in any order."""
+    if ours == upstream:
+        return True
+    head, sep, mine = ours.partition("preemption: [")
+    head2, sep2, theirs = upstream.partition("preemption: [")
+    if not (sep and sep2 and head == head2 and mine.endswith("]") and theirs.endswith("]")):
+        return False
+    split = re.compile(r', (?=running ")')
+    return sorted(split.split(mine[:-1])) == sorted(split.split(theirs[:-1]))
+
+
 def _prefilter_ended_cycle(ours: str, upstream: str) -> bool:
     """docs/differences.md, "a PreFilter before DynamicResources' ends the cycle": upstream's
     DynamicResources PostFilter fails on the state its PreFilter never wrote, so the message ends with
@@ -473,6 +491,7 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
         if (
             ours_message != g["message"]
             and not _first_error_of_parallel_filter(p, g)
+            and not _dry_run_errors_in_any_order(ours_message, g["message"])
             and not _prefilter_ended_cycle(ours_message, g["message"])
             and not _placement_differs_only(ours_message, g["message"], g)
         ):
