@@ -452,7 +452,7 @@ def _prefilter_ended_cycle(ours: str, upstream: str) -> bool:
     return upstream == ours + " not found"
 
 
-_PREEMPTION_ERROR = re.compile(r"preemption: running \"[^\"]+\" filter plugin: ")
+_PREEMPTION_ERROR = re.compile(r'preemption: \[?running "[^"]+" filter plugin: ')
 _PLACEMENT = re.compile(r"preemption: found a potential placement for pod on node \S+, preempting \d+ victims$")
 
 
