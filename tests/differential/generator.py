@@ -2029,8 +2029,12 @@ def dra_inputs(
         for i in range(1 if rng.random() < 0.7 else 2):
             ref = f"c{i}"
             if shared.get(ns) and rng.random() < 0.35:
-                refs.append({"name": ref, "resourceClaimName": rng.choice(shared[ns])})
-                continue
+                name = rng.choice(shared[ns])
+                # A claim named twice by one pod fails upstream's PreBind on a real API server (the
+                # second write conflicts, and the claim read again is "allocated elsewhere"): not made.
+                if name not in [r.get("resourceClaimName") for r in refs]:
+                    refs.append({"name": ref, "resourceClaimName": name})
+                    continue
             template = f"tmpl-{meta['name']}-{i}"
             claim_spec = _claim_spec(rng, class_names)
             templates.add((ns, template))

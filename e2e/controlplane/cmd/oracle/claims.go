@@ -4,7 +4,7 @@ package main
 // finalizer by Update, then status.allocation and status.reservedFor by UpdateStatus) and assumes
 // what the API returned into its claim assume cache, which orders versions by resourceVersion: the
 // fake tracker never sets one, so claims are loaded at "1" and every claim write takes the next
-// number (as volumes.go does for PVs). After a pod is bound, its claims as the fake API holds them
+// number (as volumes.go does for PVs), refusing a write from a stale copy as the API server does. After a pod is bound, its claims as the fake API holds them
 // say which device serves which request ("claims" in the result, compared device by device).
 
 import (
@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -43,6 +44,17 @@ func (w *world) writeClaim(action clienttesting.Action) (bool, runtime.Object, e
 	claim, ok := update.GetObject().(*resourceapi.ResourceClaim)
 	if !ok {
 		return false, nil, nil
+	}
+	// Optimistic concurrency, as the API server has it: a write from a stale copy (PreBind writing a
+	// claim the pod names twice from the copy it read before the first write) is a conflict, which
+	// upstream's bindClaim answers by reading the claim again.
+	stored, err := w.client.Tracker().Get(resourceClaimsGVR, claim.Namespace, claim.Name)
+	if err != nil {
+		return true, nil, err
+	}
+	if current := stored.(*resourceapi.ResourceClaim).ResourceVersion; claim.ResourceVersion != "" && claim.ResourceVersion != current {
+		return true, nil, apierrors.NewConflict(resourceClaimsGVR.GroupResource(), claim.Name,
+			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	claim = claim.DeepCopy()
 	claim.ResourceVersion = w.versions.next()
