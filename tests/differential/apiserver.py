@@ -61,6 +61,9 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "CSIDriver": ("/apis/storage.k8s.io/v1", "csidrivers", False),
     "CSIStorageCapacity": ("/apis/storage.k8s.io/v1", "csistoragecapacities", True),
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
 }
 CREATED_FOR_REAL = ("Namespace", "PriorityClass", "RuntimeClass")
 # Set by the server on create, at random or from the clock: dropped so a seed stays one cluster.

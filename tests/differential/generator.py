@@ -119,7 +119,26 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   so NodeResourcesFit counts the resource on nodes offering it and leaves it to DynamicResources on
   the others (the GPU requests of every cluster meet the class backing them too).
 
-Not generated: other volume sources and resourceClaims.
+- ``dra`` (DynamicResources with structured parameters, issue #49; 30% of clusters from its own
+  stream, not in a cluster with ``draextended``, whose classes would hand extended resources to
+  DynamicResources): 2-5 DeviceClasses, with and without a CEL selector on the driver, an attribute
+  or a capacity; GPU slices (model, index, health, a version; memory capacity) on 60% of the nodes,
+  NIC slices on 30%, from 1.36 (DRAPartitionableDevices on) now and then a GPU offered whole or as two
+  halves through a counter set in a slice of its own, and a pool of NICs for all nodes in 20% of the
+  clusters. At 1.35 a node has one pool at most and no pool is for all nodes: v0.35's allocator
+  searches a node's pools in Go map order, so with two it may take another device, or meet another
+  selector's runtime error, from one run to the next. 0-3 claims allocated to a device of an assigned
+  pod's node and reserved for it (some then used by pending pods as well), 0-2 claims per namespace
+  that pods share by name, now and then one never created; 40% of the pending pods with 1-2
+  ``spec.resourceClaims``, by name or through a ResourceClaimTemplate whose claim the generator makes
+  as kube-controller-manager would (owned by the pod, named in ``status.resourceClaimStatuses``; 5%
+  not made yet). Requests by count (1, 2) or All, with request selectors, ``firstAvailable`` lists of
+  2-3, ``matchAttribute`` constraints, and now and then a class that does not exist; the API server's
+  defaults (``allocationMode``, ``count``) are spelled out, as the oracle's fake API does not default.
+  Not generated: admin access (the API server wants the namespace labelled for it), device taints,
+  consumable capacity, binding conditions, per-device node selection.
+
+Not generated: other volume sources.
 """
 
 from __future__ import annotations
@@ -137,7 +156,7 @@ from scheduler.features import SUPPORTED, features_at
 # Fields of plugins spread-scheduler does not run yet (InterPodAffinity, ImageLocality,
 # NodeResourcesBalancedAllocation): until each lands, our side ignores or refuses them.
 PLUGIN_FEATURES = frozenset(
-    {"interpodaffinity", "imagelocality", "balancedallocation", "disks", "claims", "wffc", "draextended"}
+    {"interpodaffinity", "imagelocality", "balancedallocation", "disks", "claims", "wffc", "draextended", "dra"}
 )
 # Shapes upstream decides in its queue or node sampling, which once waited for the oracle or for our
 # side: gated pods (PreEnqueue), pending pods being deleted (skipPodSchedule), a nominated node that
@@ -1352,6 +1371,8 @@ def replicated(
         copy = json.loads(json.dumps(template))
         copy["metadata"]["name"] = f"replica-{j}"
         copy["metadata"]["creationTimestamp"] = f"2026-01-01T00:01:{j:02d}Z"  # after every pending-* pod
+        if "uid" in copy["metadata"]:  # feature "dra" names its pods' UIDs: each replica its own
+            copy["metadata"]["uid"] += f"-replica-{j}"
         objects.append(copy)
     return objects, config
 
@@ -1538,6 +1559,7 @@ DRAWN_FEATURES = {
     "claims": (4, 0.3),
     "wffc": (5, 0.3),
     "draextended": (6, 0.35),
+    "dra": (7, 0.3),
     # Issue #47's node and pod changes (``node_pod_changes``).
     "declaredfeatures": (11, 0.6),
     "imagevolumes": (12, 0.6),
@@ -1687,6 +1709,8 @@ def scenario(
         objects += dra_extended_inputs(
             random.Random(seed * 1_000_003 + DRAWN_FEATURES["draextended"][0]), pods, node_objs
         )
+    if _dra(seed, features, kube_version):
+        objects += dra_inputs(random.Random(seed * 1_000_003 + DRAWN_FEATURES["dra"][0]), kube_version, pods, node_objs)
     objects += _classes(pods)
     overheads = sorted({tuple(p["spec"]["overhead"].values()) for p in pods if "overhead" in p["spec"]})
     objects += [_runtime_class(cpu, memory) for cpu, memory in overheads]
@@ -1777,3 +1801,270 @@ def dra_extended_inputs(
             continue  # the replicas stay identical
         _ask_for(pod["spec"], rng.choice(names), str(rng.randint(1, 2)))
     return classes
+
+
+# -- feature "dra": DynamicResources with slices, classes, claims and templates (issue #49) ---------
+
+DRA_GPU = "gpu.example.com"
+DRA_NIC = "nic.example.com"
+GPU_MODELS = ("a100", "h100", "l4")
+GPU_MEMORIES = ("8Gi", "16Gi", "40Gi")
+# (name, driver, CEL selector or None): classes with and without selectors on driver, attributes, capacity.
+DRA_CLASSES = (
+    ("dra-gpu", DRA_GPU, f'device.driver == "{DRA_GPU}"'),
+    ("dra-any", DRA_GPU, None),
+    ("dra-big", DRA_GPU, f'device.capacity["{DRA_GPU}"].memory.compareTo(quantity("16Gi")) >= 0'),
+    ("dra-h100", DRA_GPU, f'device.attributes["{DRA_GPU}"].model == "h100"'),
+    ("dra-nic", DRA_NIC, f'device.driver == "{DRA_NIC}" && device.attributes["{DRA_NIC}"].speed >= 10'),
+)
+# Request selectors (CEL) on the devices of either driver.
+DRA_REQUEST_SELECTORS = (
+    f'device.attributes["{DRA_GPU}"].index < 2',
+    f'device.attributes["{DRA_GPU}"].model != "l4"',
+    f'device.capacity["{DRA_GPU}"].memory.compareTo(quantity("40Gi")) < 0',
+    f'"{DRA_GPU}" in device.attributes && device.attributes["{DRA_GPU}"].healthy',
+)
+DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
+
+
+def _dra(seed: int, features: frozenset[str], kube_version: str) -> bool:
+    """Whether the cluster has feature "dra": drawn, and not "draextended" (a class backing an
+    extended resource would make DynamicResources allocate devices for it, which our side refuses)."""
+    return "dra" in features and drawn(seed, "dra") and not _dra_extended(seed, features, kube_version)
+
+
+def _gpu_device(rng: random.Random, name: str, index: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "attributes": {
+            "model": {"string": rng.choice(GPU_MODELS)},
+            "index": {"int": index},
+            "healthy": {"bool": rng.random() < 0.85},
+            "driverVersion": {"version": rng.choice(("1.0.0", "1.2.3", "2.0.0-rc1"))},
+        },
+        "capacity": {"memory": {"value": rng.choice(GPU_MEMORIES)}},
+    }
+
+
+def _slice(
+    name: str, driver: str, pool: str, count: int, where: dict[str, Any], spec: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": {
+            "driver": driver,
+            "pool": {"name": pool, "generation": 1, "resourceSliceCount": count},
+            **where,
+            **spec,
+        },
+    }
+
+
+def _dra_slices(rng: random.Random, node_names: list[str], counters: bool, one_pool: bool) -> list[dict[str, Any]]:
+    """GPUs on 60% of the nodes (with partitions drawing from shared counters where the minor has
+    them on), NICs on 30%, and now and then a pool of NICs every node reaches. ``one_pool``: at most
+    one pool per node (v0.35's allocator searches a node's pools in Go map order, so with two it may
+    pick another device, or meet a selector's runtime error, from one run to the next)."""
+    slices = []
+    for node in node_names:
+        gpus = rng.random() < 0.6
+        if gpus:
+            devices = [_gpu_device(rng, f"gpu-{i}", i) for i in range(rng.randint(1, 4))]
+            if counters and rng.random() < 0.3:
+                # One physical GPU as a whole or as two halves, through a counter set of its memory.
+                memory, half = rng.choice((("8Gi", "4Gi"), ("16Gi", "8Gi"), ("40Gi", "20Gi")))
+                for part, value in (("whole", memory), ("half-a", half), ("half-b", half)):
+                    device = _gpu_device(rng, f"gpu-p-{part}", 9)
+                    device["consumesCounters"] = [{"counterSet": "gpu-p", "counters": {"memory": {"value": value}}}]
+                    devices.append(device)
+                shared = {"sharedCounters": [{"name": "gpu-p", "counters": {"memory": {"value": memory}}}]}
+                slices.append(_slice(f"{node}-gpu-counters", DRA_GPU, node, 2, {"nodeName": node}, shared))
+                slices.append(_slice(f"{node}-gpu", DRA_GPU, node, 2, {"nodeName": node}, {"devices": devices}))
+            else:
+                slices.append(_slice(f"{node}-gpu", DRA_GPU, node, 1, {"nodeName": node}, {"devices": devices}))
+        if rng.random() < 0.3 and not (one_pool and gpus):
+            nics = [
+                {"name": f"nic-{i}", "attributes": {"speed": {"int": rng.choice((1, 10, 100))}}}
+                for i in range(rng.randint(1, 2))
+            ]
+            slices.append(_slice(f"{node}-nic", DRA_NIC, node, 1, {"nodeName": node}, {"devices": nics}))
+    if rng.random() < 0.2 and not one_pool:
+        nics = [{"name": f"shared-{i}", "attributes": {"speed": {"int": 10}}} for i in range(rng.randint(1, 2))]
+        slices.append(_slice("shared-nics", DRA_NIC, "shared-nics", 1, {"allNodes": True}, {"devices": nics}))
+    return slices
+
+
+def _exact(rng: random.Random, class_name: str) -> dict[str, Any]:
+    """A request's ``exactly`` (or one alternative), with the API server's defaults spelled out (the
+    oracle's fake API does not default)."""
+    exact: dict[str, Any] = {"deviceClassName": class_name}
+    roll = rng.random()
+    if roll < 0.1:
+        exact["allocationMode"] = "All"
+    else:
+        exact["allocationMode"] = "ExactCount"
+        exact["count"] = 2 if roll < 0.35 else 1
+    if rng.random() < 0.25:
+        exact["selectors"] = [{"cel": {"expression": rng.choice(DRA_REQUEST_SELECTORS)}}]
+    return exact
+
+
+def _claim_spec(rng: random.Random, class_names: list[str]) -> dict[str, Any]:
+    """1-2 requests (by count, All, or a ``firstAvailable`` list), sometimes a ``matchAttribute``."""
+    requests = []
+    for i in range(1 if rng.random() < 0.75 else 2):
+        if rng.random() < 0.2:
+            alternatives = [
+                {"name": f"alt{j}", **_exact(rng, rng.choice(class_names))} for j in range(rng.randint(2, 3))
+            ]
+            requests.append({"name": f"req{i}", "firstAvailable": alternatives})
+        else:
+            requests.append({"name": f"req{i}", "exactly": _exact(rng, rng.choice(class_names))})
+    devices: dict[str, Any] = {"requests": requests}
+    if rng.random() < 0.2:
+        constraint: dict[str, Any] = {"matchAttribute": f"{DRA_GPU}/{rng.choice(('model', 'driverVersion'))}"}
+        if len(requests) > 1 and rng.random() < 0.5:
+            constraint["requests"] = [requests[0]["name"]]
+        devices["constraints"] = [constraint]
+    return {"devices": devices}
+
+
+def _claim(name: str, ns: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }
+
+
+def _allocated_elsewhere(
+    rng: random.Random, name: str, ns: str, slices: list[dict[str, Any]], holder: dict[str, Any]
+) -> dict[str, Any] | None:
+    """A claim allocated to one device of a node's GPU slice and reserved for an assigned pod there."""
+    node = holder["spec"]["nodeName"]
+    on_node = [s for s in slices if s["spec"].get("nodeName") == node and "devices" in s["spec"]]
+    gpus = [s for s in on_node if s["spec"]["driver"] == DRA_GPU]
+    if not gpus:
+        return None
+    device = rng.choice(gpus[0]["spec"]["devices"])
+    claim = _claim(
+        name,
+        ns,
+        {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "req0",
+                        "exactly": {"deviceClassName": "dra-any", "allocationMode": "ExactCount", "count": 1},
+                    }
+                ]
+            }
+        },
+    )
+    claim["metadata"]["finalizers"] = [DELETE_PROTECTION]
+    claim["status"] = {
+        "allocation": {
+            "devices": {"results": [{"request": "req0", "driver": DRA_GPU, "pool": node, "device": device["name"]}]},
+            "nodeSelector": {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+            },
+        },
+        "reservedFor": [{"resource": "pods", "name": holder["metadata"]["name"], "uid": holder["metadata"]["uid"]}],
+    }
+    return claim
+
+
+def dra_inputs(
+    rng: random.Random, kube_version: str, pods: list[dict[str, Any]], node_objs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Feature "dra": DeviceClasses, ResourceSlices, claims (some allocated to assigned pods),
+    templates, and 40% of the pending pods with 1-2 ``spec.resourceClaims`` (see the module docstring)."""
+    rng.random()  # the draw (``drawn``) is this stream's first roll
+    counters = features_at(kube_version).enabled("DRAPartitionableDevices")
+    node_names = [n["metadata"]["name"] for n in node_objs]
+    chosen = rng.sample(DRA_CLASSES, rng.randint(2, len(DRA_CLASSES)))
+    classes = []
+    for name, _driver, selector in chosen:
+        spec = {"selectors": [{"cel": {"expression": selector}}]} if selector else {}
+        classes.append(
+            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+        )
+    class_names = [c[0] for c in chosen] + (["dra-gone"] if rng.random() < 0.05 else [])
+    slices = _dra_slices(rng, node_names, counters, one_pool=kube_version == "1.35")
+    objects: list[dict[str, Any]] = [*classes, *slices]
+    assigned = [
+        p
+        for p in pods
+        if p["spec"].get("nodeName")
+        and p["status"]["phase"] in ("Running", "Pending")
+        and "deletionTimestamp" not in p["metadata"]
+    ]
+    shared: dict[str, list[str]] = {}  # per namespace, the claims pods use by name
+    for i, holder in enumerate(rng.sample(assigned, min(len(assigned), rng.randint(0, 3)))):
+        ns = holder["metadata"]["namespace"]
+        holder["metadata"]["uid"] = f"uid-{ns}-{holder['metadata']['name']}"
+        claim = _allocated_elsewhere(rng, f"taken-{i}", ns, slices, holder)
+        if claim is not None:
+            objects.append(claim)
+            holder["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}]
+            if rng.random() < 0.5:
+                shared.setdefault(ns, []).append(claim["metadata"]["name"])
+    for ns in sorted({p["metadata"]["namespace"] for p in pods}):
+        for i in range(rng.randint(0, 2)):
+            objects.append(_claim(f"shared-{i}", ns, _claim_spec(rng, class_names)))
+            shared.setdefault(ns, []).append(f"shared-{i}")
+        if rng.random() < 0.2:
+            shared.setdefault(ns, []).append("missing")  # never created: PreEnqueue holds the pod back
+    templates: set[tuple[str, str]] = set()
+    for pod in pods:
+        meta, spec = pod["metadata"], pod["spec"]
+        if spec.get("nodeName") or meta["name"].startswith("batch-") or rng.random() >= 0.4:
+            continue
+        ns = meta["namespace"]
+        meta["uid"] = f"uid-{ns}-{meta['name']}"
+        refs, statuses = [], []
+        for i in range(1 if rng.random() < 0.7 else 2):
+            ref = f"c{i}"
+            if shared.get(ns) and rng.random() < 0.35:
+                name = rng.choice(shared[ns])
+                # A claim named twice by one pod fails upstream's PreBind on a real API server (the
+                # second write conflicts, and the claim read again is "allocated elsewhere"): not made.
+                if name not in [r.get("resourceClaimName") for r in refs]:
+                    refs.append({"name": ref, "resourceClaimName": name})
+                    continue
+            template = f"tmpl-{meta['name']}-{i}"
+            claim_spec = _claim_spec(rng, class_names)
+            templates.add((ns, template))
+            objects.append(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": template, "namespace": ns},
+                    "spec": {"spec": claim_spec},
+                }
+            )
+            refs.append({"name": ref, "resourceClaimTemplateName": template})
+            if rng.random() < 0.05:
+                continue  # the controller has not made the claim yet: PreEnqueue holds the pod back
+            # What kube-controller-manager's resourceclaim controller makes from the template.
+            generated = _claim(f"{meta['name']}-{ref}-{rng.randrange(36**5):05x}", ns, claim_spec)
+            generated["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": ref}
+            generated["metadata"]["ownerReferences"] = [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ]
+            objects.append(generated)
+            statuses.append({"name": ref, "resourceClaimName": generated["metadata"]["name"]})
+        spec["resourceClaims"] = refs
+        if statuses:
+            pod["status"]["resourceClaimStatuses"] = statuses
+    return objects

@@ -60,7 +60,13 @@ What is compared, pod by pod (the oracle's output is described at the top of its
     provisioner complete them, as simulate does, so later pods meet the claims bound). The
     generator makes no two static PVs the same size: of equal ones upstream takes whichever its PV
     cache lists first, in map order, which can even decide whether a pod with two claims fits.
+  - DynamicResources' allocation of a pod placed on the same node: per device, the claim, the request
+    (``<request>/<subrequest>`` for a ``firstAvailable`` alternative), driver, pool and device, in the
+    pod's claim order, as upstream's PreBind wrote the claims into the oracle's fake API ("claims").
 Documented exceptions (docs/differences.md), each accepted exactly and nowhere else:
+  - a cycle that ended at a Filter error on several nodes (a selector's runtime error on some
+    device): upstream's parallel Filter reports whichever node failed first; ours must be the error
+    of some node in the oracle's every-node view (which keeps each node's error);
   - DynamicResources' internal " not found" ending the message after a PreFilter ended the cycle;
   - 1.37's preemption placement tail when only the node differs (judged by the deterministic view);
   - a DeviceClass-backed extended resource on a node that does not offer it (1.36+): where upstream's
@@ -294,6 +300,12 @@ def _same_verdict(ours: dict[str, Any] | None, upstream: dict[str, Any] | None) 
     )
 
 
+def claim_devices(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Our placed pod's allocation, device per request, in the oracle's form (simulate's "claims"
+    entries without the slice)."""
+    return [{k: v for k, v in entry.items() if k != "slice"} for entry in result.get("claims") or ()]
+
+
 def _compare_nodes(pod: str, ours: dict[str, Any], theirs: dict[str, Any], *, scores: bool = True) -> list[str]:
     problems = []
     for node, gn in theirs.items():
@@ -326,6 +338,12 @@ def compare_preemption(pod: str, p: dict[str, Any], g: dict[str, Any]) -> list[s
     if "nominatedNode" not in p:
         if g["message"].endswith(" not found") and _prefilter_ended_cycle(p["message"], g["message"]):
             return []  # DynamicResources' PostFilter stopped both before DefaultPreemption (the view is the oracle's)
+        if (
+            not view["candidates"]
+            and _PREEMPTION_ERROR.search(g["message"])
+            and _dry_run_errors_in_any_order(p["message"], g["message"])
+        ):
+            return []  # the dry run failed alike on both sides (a Filter error on some node): nothing nominated
         return [f"{pod}: our DefaultPreemption decided nothing, upstream's view: {view['best']}"]
     if not view["candidates"]:
         return [f"{pod}: nominated to {ours}, upstream found no candidate"] if ours else []
@@ -343,14 +361,53 @@ def compare_preemption(pod: str, p: dict[str, Any], g: dict[str, Any]) -> list[s
 
 def _verdicts(pod: str, p: dict[str, Any], full: dict[str, Any]) -> list[str]:
     """A partial search's nodes against upstream's every-node view: what we found feasible passes
-    upstream's filters, and every node we rejected has upstream's verdict."""
+    upstream's filters, and every node we rejected has upstream's verdict. An every-node view that
+    ended at a Filter error (DynamicResources' on a node the partial search never reached) has no
+    verdict past it: our nodes are then held to the verdicts the view has."""
     problems = []
+    if full["code"] == "Error":
+        for node, entry in p["nodes"].items():
+            theirs = full["nodes"].get(node)
+            if (
+                entry.get("evaluated") is not False
+                and theirs is not None
+                and not _same_verdict(entry["filter"], theirs["filter"])
+            ):
+                problems.append(f"{pod}/{node}: filter {entry['filter']} vs {theirs['filter']}")
+        return problems
     if wrong := sorted(set(_feasible(p)) - set(full["feasible"])):
         problems.append(f"{pod}: {wrong} feasible for us, not for upstream's filters")
     for node, entry in p["nodes"].items():
         if entry["filter"] is not None and not _same_verdict(entry["filter"], full["nodes"][node]["filter"]):
             problems.append(f"{pod}/{node}: filter {entry['filter']} vs {full['nodes'][node]['filter']}")
     return problems
+
+
+def _first_error_of_parallel_filter(p: dict[str, Any], g: dict[str, Any]) -> bool:
+    """Several nodes' Filter failed with an error (DynamicResources: a selector's runtime error on a
+    device, a constraint an "All" request cannot keep): upstream's parallel Filter reports the one
+    that finished first, ours the first in its walk from the rotating start node. The oracle's
+    every-node view keeps each node's error: ours must be one of them (from 1.36 the text names the
+    device, so its pool: the node)."""
+    full = g.get("full") or {}
+    if not p["code"] == g["code"] == full.get("code") == "Error":
+        return False
+    filters = [entry.get("filter") or {} for entry in (full.get("nodes") or {}).values()]
+    return any(f.get("code") == "Error" and f.get("reason") == p["message"] for f in filters)
+
+
+def _dry_run_errors_in_any_order(ours: str, upstream: str) -> bool:
+    """DefaultPreemption's dry run failed with Filter errors on several nodes (from 1.37
+    DynamicResources names the device, so each node's text differs): upstream's parallel dry run
+    aggregates them in the order they finished, ours in node order. The same texts, in any order."""
+    if ours == upstream:
+        return True
+    head, sep, mine = ours.partition("preemption: [")
+    head2, sep2, theirs = upstream.partition("preemption: [")
+    if not (sep and sep2 and head == head2 and mine.endswith("]") and theirs.endswith("]")):
+        return False
+    split = re.compile(r', (?=running ")')
+    return sorted(split.split(mine[:-1])) == sorted(split.split(theirs[:-1]))
 
 
 def _prefilter_ended_cycle(ours: str, upstream: str) -> bool:
@@ -361,6 +418,7 @@ def _prefilter_ended_cycle(ours: str, upstream: str) -> bool:
     return upstream == ours + " not found"
 
 
+_PREEMPTION_ERROR = re.compile(r'preemption: \[?running "[^"]+" filter plugin: ')
 _PLACEMENT = re.compile(r"preemption: found a potential placement for pod on node \S+, preempting \d+ victims$")
 
 
@@ -398,6 +456,8 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
         ours_message = p["message"]
         if (
             ours_message != g["message"]
+            and not _first_error_of_parallel_filter(p, g)
+            and not _dry_run_errors_in_any_order(ours_message, g["message"])
             and not _prefilter_ended_cycle(ours_message, g["message"])
             and not _placement_differs_only(ours_message, g["message"], g)
         ):
@@ -411,6 +471,8 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
         return problems
     if p["node"] == g["node"] and p.get("volumeWrites", []) != g.get("volumeWrites", []):
         problems.append(f"{pod}: volume writes {p.get('volumeWrites')} vs upstream's {g.get('volumeWrites')}")
+    if p["node"] == g["node"] and claim_devices(p) != (g.get("claims") or []):
+        problems.append(f"{pod}: allocated {claim_devices(p)} vs upstream's {g.get('claims')}")
     full = g["full"]
     if p.get("batched", False) != g["batched"]:
         side = "we" if p.get("batched") else "upstream"
@@ -544,6 +606,27 @@ def tally_dra_backed(objects: list[dict[str, Any]], results: list[dict[str, Any]
             stats["DRA-backed: of those, placed (a device plugin's allocatable)"] += g["code"] == "Success"
 
 
+def tally_dra(objects: list[dict[str, Any]], results: list[dict[str, Any]], stats: Counter[str]) -> None:
+    """Feature "dra" (claims, slices, templates): clusters, pods with claims, and what upstream did with them."""
+    kinds = Counter(str(o.get("kind")) for o in objects)
+    if not kinds["ResourceSlice"] and not kinds["ResourceClaim"]:
+        return
+    stats["dra: clusters"] += 1
+    with_claims = {
+        f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}"
+        for o in objects
+        if o.get("kind") == "Pod" and not o["spec"].get("nodeName") and o["spec"].get("resourceClaims")
+    }
+    for g in results:
+        if g["pod"] not in with_claims:
+            continue
+        stats["dra: pending pods with claims"] += 1
+        stats["dra: ... held back by PreEnqueue"] += bool(g.get("gated"))
+        stats["dra: ... placed"] += g["code"] == "Success"
+        stats["dra: ... devices allocated"] += len(g.get("claims") or ())
+        stats["dra: ... Error"] += g["code"] == "Error"
+
+
 def _image_name(name: str) -> str:
     """ImageLocality's ``normalizedImageName``: ``:latest`` when the name has no tag."""
     return name if name.rfind(":") > name.rfind("/") else name + ":latest"
@@ -654,6 +737,7 @@ def run_batch(
         if stats is not None:
             tally(result["results"] or [], stats)
             tally_dra_backed(objects_of[seed], result["results"] or [], stats)
+            tally_dra(objects_of[seed], result["results"] or [], stats)
             stats["nominated pod counted in Filter (ours)"] += sum(bool(p.get("nominatedCounted")) for p in ours[seed])
             tally_node_pod_changes(objects_of[seed], result["results"] or [], stats, features)
         found = compare(ours[seed], result["results"] or [])

@@ -228,17 +228,21 @@ def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [*spec.get("containers", []), *spec.get("initContainers", [])]
 
 
+DRA_KINDS = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
+
+
 def test_node_pod_changes_follow_the_campaigns_minor() -> None:
     """Issue #47's features: node ``declaredFeatures`` (sorted, unique, valid names) and the
     RestartAllContainers rule only from 1.36, whose API has them; image volumes with unique names at
     every minor; resize status only on assigned pods. A minor changes no object's name or order
-    (DeviceClasses of feature "draextended" aside)."""
+    (the DRA objects of features "draextended" and "dra" aside: which of the two a cluster has, and
+    its pools, follow the minor)."""
     seen: Counter[str] = Counter()
     name_pattern = re.compile(r"^[A-Z][A-Za-z0-9]*(/[A-Za-z0-9]+)*$")
     for seed in SEEDS[:80]:
         by_minor = {minor: generator.scenario(seed, kube_version=minor)[0] for minor in ("1.35", "1.36", "1.37")}
         names = {
-            m: [(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] != "DeviceClass"]  # "draextended"
+            m: [(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] not in DRA_KINDS]
             for m, objects in by_minor.items()
         }
         assert names["1.35"] == names["1.36"] == names["1.37"]
@@ -271,16 +275,20 @@ def test_node_pod_changes_follow_the_campaigns_minor() -> None:
     assert {"declared", "RestartAllContainers", "Restart", "image volume", "resized"} <= set(seen)
 
 
+NO_DRA = generator.FEATURES - {"dra"}
+
+
 def test_device_classes_only_where_the_api_server_keeps_their_extended_resource_name() -> None:
     """Feature "draextended": DeviceClasses with and without ``extendedResourceName`` at 1.36 and
     1.37, nodes offering the FPGA or not, pods asking for a backed name; none at 1.35, whose API
-    server drops the field (DRAExtendedResource alpha, off), and the rest of the cluster unchanged."""
+    server drops the field (DRAExtendedResource alpha, off), and the rest of the cluster unchanged
+    (without feature "dra", whose classes are at every minor)."""
     seen: Counter[str] = Counter()
     for seed in SEEDS:
-        at_35, _ = generator.scenario(seed, kube_version="1.35")
+        at_35, _ = generator.scenario(seed, NO_DRA, kube_version="1.35")
         assert not [o for o in at_35 if o["kind"] == "DeviceClass"]
         for minor in ("1.36", "1.37"):
-            objects, _ = generator.scenario(seed, kube_version=minor)
+            objects, _ = generator.scenario(seed, NO_DRA, kube_version=minor)
             classes = [o for o in objects if o["kind"] == "DeviceClass"]
             assert bool(classes) == generator.drawn(seed, "draextended")
             assert [(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] != "DeviceClass"] == [
@@ -304,3 +312,48 @@ def test_device_classes_only_where_the_api_server_keeps_their_extended_resource_
         "asks example.com",
         "asks deviceclass.resource.kubernetes.io",
     }, seen
+
+
+def test_dra_objects_per_minor() -> None:
+    """Feature "dra": classes, slices, claims and templates in the drawn clusters (not with
+    "draextended"); at 1.35 one pool per node and no pool for all nodes (v0.35 searches a node's
+    pools in map order), counters only from 1.36; requests with the API server's defaults spelled
+    out; a template's claim owned by its pod and named in the pod's status, as the controller does."""
+    seen: Counter[str] = Counter()
+    for seed in SEEDS:
+        for minor in ("1.35", "1.36", "1.37"):
+            objects, _ = generator.scenario(seed, kube_version=minor)
+            slices = [o for o in objects if o["kind"] == "ResourceSlice"]
+            has_dra = bool(slices) or any(o["kind"] == "ResourceClaim" for o in objects)
+            expected = generator.drawn(seed, "dra") and (minor == "1.35" or not generator.drawn(seed, "draextended"))
+            assert not has_dra or expected
+            pools: Counter[str] = Counter()
+            for s in slices:
+                spec = s["spec"]
+                seen["allNodes"] += bool(spec.get("allNodes"))
+                seen["counters"] += "sharedCounters" in spec
+                assert minor != "1.35" or not ("sharedCounters" in spec or spec.get("allNodes"))
+                if minor == "1.35" and spec.get("nodeName"):
+                    pools[spec["nodeName"]] += 1
+            assert all(count == 1 for count in pools.values())
+            claims = {
+                (o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects if o["kind"] == "ResourceClaim"
+            }
+            for claim in claims.values():
+                for request in claim["spec"]["devices"]["requests"]:
+                    for exact in [request.get("exactly"), *request.get("firstAvailable", [])]:
+                        if exact is not None:
+                            assert exact["allocationMode"] in ("ExactCount", "All")
+                            seen[exact["allocationMode"]] += 1
+                    seen["firstAvailable"] += "firstAvailable" in request
+                seen["allocated"] += "status" in claim
+            for pod in (o for o in objects if o["kind"] == "Pod" and o["spec"].get("resourceClaims")):
+                ns, uid = pod["metadata"]["namespace"], pod["metadata"]["uid"]
+                for status in pod["status"].get("resourceClaimStatuses", []):
+                    owner = claims[(ns, status["resourceClaimName"])]["metadata"]["ownerReferences"][0]
+                    assert owner["uid"] == uid and owner["controller"] is True
+                    seen["template"] += 1
+    assert (
+        min(seen[k] for k in ("allNodes", "counters", "ExactCount", "All", "firstAvailable", "allocated", "template"))
+        > 0
+    )

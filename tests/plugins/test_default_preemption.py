@@ -20,6 +20,7 @@ from scheduler.features import DEFAULT_FEATURES, Features, features_at
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import CLEAR_NOMINATED_NODE, Handle, NominatingInfo, NominatingMode, Plugin
 from scheduler.framework.preemption import Candidate, Victims, more_important_order
+from scheduler.framework.preemption import preemption as preemption_module
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeToStatus, PreFilterResult
@@ -832,3 +833,12 @@ def test_args_defaults() -> None:
 def test_candidates_types_are_plain_values() -> None:
     c = Candidate(NodeName("n"), Victims(()))
     assert c == Candidate(NodeName("n"), Victims(()))
+
+
+def test_dry_run_errors_aggregated_once_each() -> None:
+    """``utilerrors.NewAggregate(errs).Error()`` prints each text once: the same Filter error on three
+    nodes (DynamicResources' selector error before 1.37 names no device) is one error, unbracketed
+    (the differential oracle at 1.36, seed 3908)."""
+    same = 'running "DynamicResources" filter plugin: class c: selector #0: CEL runtime error: no such key: model'
+    assert preemption_module._aggregate([same, same, same]) == same
+    assert preemption_module._aggregate(["a", "b", "a"]) == "[a, b]"

@@ -193,8 +193,10 @@ class _CandidateList:
 
 
 def _aggregate(errors: Sequence[str]) -> str:
-    """``utilerrors.NewAggregate(errs).Error()``: one error as it is, several as ``[a, b]``."""
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    """``utilerrors.NewAggregate(errs).Error()``: each text once, in order; one alone as it is,
+    several as ``[a, b]``."""
+    unique = list(dict.fromkeys(errors))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 class Evaluator:

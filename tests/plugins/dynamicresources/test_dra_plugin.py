@@ -183,6 +183,23 @@ PRE_FILTER = [
         [CLASS],
         "request req-1/subreq-1: device class does-not-exist does not exist",
     ),
+    (
+        # Not upstream's table: the first missing class of several subrequests (a differential cluster).
+        "claim-with-prioritized-list-unknown-device-class-then-more",
+        [
+            claim(
+                {
+                    "name": "req-1",
+                    "firstAvailable": [
+                        {"name": "subreq-1", "deviceClassName": "does-not-exist"},
+                        {"name": "subreq-2", "deviceClassName": "gone-too"},
+                    ],
+                }
+            )
+        ],
+        [CLASS],
+        "request req-1/subreq-1: device class does-not-exist does not exist",
+    ),
 ]
 
 

@@ -253,10 +253,12 @@ def _kind(value: str) -> GoObj:
     return obj(CEL=obj(Expression=f'device.attributes["{DRIVER_A}"].kind == "{value}"'))
 
 
-def test_subrequest_validated_under_the_previous_key() -> None:
+def test_match_cache_dropped_before_the_search() -> None:
     """v0.35.4 (stable and incubating, so 1.35) checks subrequest i's devices under the cache key of
-    subrequest i-1: here the "All" subrequest's answers (kind y) stand in for subrequest 0's own
-    selector (kind x), which then takes the y device. 0.36 fixed the order; 1.35 decides so."""
+    subrequest i-1, but ``Allocate`` empties the device-match cache once the checks are done: the
+    "All" subrequest's answers (kind y) never stand in for subrequest 0's own selector (kind x),
+    which takes the x device (the differential oracle at 1.35, seed 96: upstream allocated a
+    firstAvailable's GPUs where a NIC-only "All" alternative's answers had made ours refuse them)."""
     case = Case(
         features=Features(prioritized_list=True),
         claims=[
@@ -284,7 +286,7 @@ def test_subrequest_validated_under_the_previous_key() -> None:
     )
     got = _allocator(case).allocate(case.node, case.parsed_claims())
     assert got is not None
-    assert [(d.request, d.device) for d in got[0].results] == [(REQ0_SUB_REQ0, DEVICE1)]
+    assert [(d.request, d.device) for d in got[0].results] == [(REQ0_SUB_REQ0, DEVICE2)]
 
 
 def test_deep_search_has_no_recursion_limit() -> None:

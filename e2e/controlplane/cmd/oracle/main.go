@@ -5,7 +5,8 @@
 //
 // Input: JSON lines on stdin, one scenario each (unchanged):
 //
-//	{"id": "...", "objects": [<Node|Pod|Service|ReplicaSet|StatefulSet|ReplicationController>...],
+//	{"id": "...", "objects": [<Node|Pod|Service|ReplicaSet|StatefulSet|ReplicationController|
+//	             DeviceClass|ResourceSlice|ResourceClaim|ResourceClaimTemplate|...>...],
 //	 "config": <KubeSchedulerConfiguration v1>, "placements": {"ns/name": "node" | null},
 //	 "rankings": {"ns/name": ["node", ...]},   (optional)
 //	 "offsets": {"ns/name": 3}, "nominations": {"ns/name": "node"}}   (optional, preemption.go)
@@ -60,11 +61,14 @@
 //	                         numCandidates, potentialNodes, candidates [{node, victims, pdbViolations,
 //	                         criteria}], best (equal top), victims (of the real nominatedNode),
 //	+full                    a second, unbatched every-node view on the same snapshot: {code, message,
-//	                         best, feasible, nodes, unschedulablePlugins},
+//	                         best, feasible, nodes, unschedulablePlugins}; a node's Filter error ends
+//	                         nothing there: every node's is kept, and the view is the first one's,
 //	+problems                the oracle's self-checks that failed (real vs second view, raw vs real scores),
 //	+volumeWrites            VolumeBinding's PreBind writes, in order: "bind PV <pv> -> <ns>/<claim>" (a
 //	                         static PV's claimRef), "select node <ns>/<claim> -> <node>" (provisioning);
-//	                         a stand-in PV controller and provisioner answer them at once (volumes.go).
+//	                         a stand-in PV controller and provisioner answer them at once (volumes.go),
+//	+claims                  a placed pod's claims as DynamicResources' PreBind wrote them: per device
+//	                         {claim, request, driver, pool, device} (claims.go).
 package main
 
 import (
@@ -145,6 +149,7 @@ type resultJSON struct {
 	Preemption              *preemptionJSON     `json:"preemption,omitempty"`
 	Problems                []string            `json:"problems,omitempty"`
 	VolumeWrites            []string            `json:"volumeWrites,omitempty"`
+	Claims                  []claimJSON         `json:"claims,omitempty"` // + (claims.go)
 }
 
 type outputJSON struct {

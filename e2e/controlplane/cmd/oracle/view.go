@@ -182,8 +182,13 @@ func (w *world) fullView(ctx context.Context, profile string, pod *v1.Pod) *view
 			continue
 		}
 		if !st.IsRejected() {
-			v.Code, v.Message = "Error", st.AsError().Error()
-			return v
+			// Every node's error is kept (the real cycle's parallel Filter reports whichever failed
+			// first): the view is the first one's, in the snapshot's order.
+			if v.Code != "Error" {
+				v.Code, v.Message = "Error", st.AsError().Error()
+			}
+			v.Nodes[name] = nodeJSON{Filter: status(st), Scores: map[string]scoreJSON{}}
+			continue
 		}
 		diagnosis.NodeToStatus.Set(name, st)
 		diagnosis.AddPluginStatus(st)
@@ -191,6 +196,9 @@ func (w *world) fullView(ctx context.Context, profile string, pod *v1.Pod) *view
 	}
 	sort.Strings(v.Feasible)
 	v.UnschedulablePlugins = sortedSet(diagnosis.UnschedulablePlugins)
+	if v.Code == "Error" {
+		return v
+	}
 	switch len(feasible) {
 	case 0:
 		return unschedulable()

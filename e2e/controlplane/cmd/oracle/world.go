@@ -235,6 +235,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 			return nil, fmt.Errorf("decoding object: %w", err)
 		}
 		versionStorage(obj)
+		versionClaim(obj)
 		if pod, ok := obj.(*v1.Pod); ok {
 			// The scheduler's pod informer drops terminal pods with a field selector; the fake API ignores it.
 			if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
@@ -266,6 +267,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 	w.versions.last.Store(1)
 	client.PrependReactor("update", "persistentvolumes", w.bindVolume)
 	client.PrependReactor("update", "persistentvolumeclaims", w.provision)
+	client.PrependReactor("update", "resourceclaims", w.writeClaim)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clock := testingclock.NewFakeClock(time.Now())
 	sched, err := scheduler.New(ctx, client, factory, nil,
@@ -496,6 +498,11 @@ func (w *world) finish(ctx context.Context, c *cycle) (resultJSON, error) {
 		placed = node
 		res.Message = fmt.Sprintf("Successfully assigned %s to %s", podKey(pod), node)
 		res.VolumeWrites = w.takeWrites()
+		claims, err := w.podClaims(pod)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", podKey(pod), err)
+		}
+		res.Claims = claims
 	default:
 		return res, fmt.Errorf("%s: the cycle neither failed nor scheduled", podKey(pod))
 	}

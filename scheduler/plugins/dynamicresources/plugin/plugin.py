@@ -331,7 +331,9 @@ class StructuredDynamicResources:
                     )
                 refused = None
                 for sub in request.first_available:
-                    refused = refused or self._check_class(sub.device_class_name, f"{request.name}/{sub.name}")
+                    refused = self._check_class(sub.device_class_name, f"{request.name}/{sub.name}")
+                    if refused is not None:
+                        break  # the first subrequest whose class is missing
             else:
                 return _unresolvable(f"resource claim {_klog(claim)}, request {request.name}: unknown request type")
             if refused is not None:

@@ -350,6 +350,9 @@ class _Search:
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None
         self._prepare_claims()
+        # Upstream starts the search with an empty device-match cache: what the checks above cached
+        # (v0.35: an "All" subrequest's matches under the previous subrequest's key) is dropped.
+        self.matches = {}
         answer = self._drive((0, 0, 0, 0), False)
         if answer is _EXCEEDED:
             raise AllocationError("allocation max size exceeded")  # upstream returns its sentinel as is

@@ -1,0 +1,108 @@
+package main
+
+// DynamicResources' claims in the fake API. Upstream's PreBind writes each claim it allocated (the
+// finalizer by Update, then status.allocation and status.reservedFor by UpdateStatus) and assumes
+// what the API returned into its claim assume cache, which orders versions by resourceVersion: the
+// fake tracker never sets one, so claims are loaded at "1" and every claim write takes the next
+// number (as volumes.go does for PVs), refusing a write from a stale copy as the API server does. After a pod is bound, its claims as the fake API holds them
+// say which device serves which request ("claims" in the result, compared device by device).
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+var resourceClaimsGVR = resourceapi.SchemeGroupVersion.WithResource("resourceclaims")
+
+// claimJSON is one device allocated to one of a placed pod's claims (simulate's "claims" entries).
+type claimJSON struct {
+	Claim   string `json:"claim"`
+	Request string `json:"request"`
+	Driver  string `json:"driver"`
+	Pool    string `json:"pool"`
+	Device  string `json:"device"`
+}
+
+// versionClaim gives a ResourceClaim without a resourceVersion the first one.
+func versionClaim(obj runtime.Object) {
+	if claim, ok := obj.(*resourceapi.ResourceClaim); ok && claim.ResourceVersion == "" {
+		claim.ResourceVersion = "1"
+	}
+}
+
+// writeClaim is the fake API's claim update (spec or status): stored with the next resourceVersion.
+func (w *world) writeClaim(action clienttesting.Action) (bool, runtime.Object, error) {
+	update, ok := action.(clienttesting.UpdateAction)
+	if !ok {
+		return false, nil, nil
+	}
+	claim, ok := update.GetObject().(*resourceapi.ResourceClaim)
+	if !ok {
+		return false, nil, nil
+	}
+	// Optimistic concurrency, as the API server has it: a write from a stale copy (PreBind writing a
+	// claim the pod names twice from the copy it read before the first write) is a conflict, which
+	// upstream's bindClaim answers by reading the claim again.
+	stored, err := w.client.Tracker().Get(resourceClaimsGVR, claim.Namespace, claim.Name)
+	if err != nil {
+		return true, nil, err
+	}
+	if current := stored.(*resourceapi.ResourceClaim).ResourceVersion; claim.ResourceVersion != "" && claim.ResourceVersion != current {
+		return true, nil, apierrors.NewConflict(resourceClaimsGVR.GroupResource(), claim.Name,
+			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	claim = claim.DeepCopy()
+	claim.ResourceVersion = w.versions.next()
+	if err := w.client.Tracker().Update(resourceClaimsGVR, claim, claim.Namespace); err != nil {
+		return true, nil, err
+	}
+	return true, claim, nil
+}
+
+// podClaims is each device allocated to a claim of pod (in spec.resourceClaims order) that is
+// reserved for it, as the fake API holds them now.
+func (w *world) podClaims(pod *v1.Pod) ([]claimJSON, error) {
+	obj, err := w.client.Tracker().Get(podsGVR, pod.Namespace, pod.Name)
+	if err != nil {
+		return nil, err
+	}
+	stored := obj.(*v1.Pod)
+	var out []claimJSON
+	for _, ref := range stored.Spec.ResourceClaims {
+		name := ""
+		if ref.ResourceClaimName != nil {
+			name = *ref.ResourceClaimName
+		} else {
+			for _, st := range stored.Status.ResourceClaimStatuses {
+				if st.Name == ref.Name && st.ResourceClaimName != nil {
+					name = *st.ResourceClaimName
+				}
+			}
+		}
+		if name == "" {
+			continue
+		}
+		got, err := w.client.Tracker().Get(resourceClaimsGVR, pod.Namespace, name)
+		if err != nil {
+			return nil, fmt.Errorf("claim %s/%s: %w", pod.Namespace, name, err)
+		}
+		claim := got.(*resourceapi.ResourceClaim)
+		reserved := false
+		for _, r := range claim.Status.ReservedFor {
+			reserved = reserved || r.UID == stored.UID
+		}
+		if claim.Status.Allocation == nil || !reserved {
+			continue
+		}
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			out = append(out, claimJSON{Claim: claim.Namespace + "/" + claim.Name, Request: r.Request,
+				Driver: r.Driver, Pool: r.Pool, Device: r.Device})
+		}
+	}
+	return out, nil
+}
