@@ -549,11 +549,15 @@ def test_dra_objects_are_listed_and_watched_into_the_cache_at_every_minor(minor:
     storage = sched.cache.storage
 
     def all_in() -> bool:
+        # Every kind's watch started too: no late DeviceTaintRule arrives to wait for, and its watch
+        # may start after the other kinds' late objects are in.
+        watching = {r.path for r in stub.requests if r.query.get("watch") == "true"}
         return (
             storage.device_class("late") is not None
             and "late" in {s.name for s in storage.resource_slices_on("n1")}
             and storage.resource_claim("team-b", "late") is not None
             and storage.resource_claim_template("team-b", "late") is not None
+            and all(f"/apis/resource.k8s.io/v1/{plural}" in watching for plural in stub.dra_listed)
         )
 
     async def main() -> None:
