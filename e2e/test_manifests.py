@@ -317,7 +317,10 @@ def test_deployment_manifest_is_hardened() -> None:
         assert verbs[(group, resource)] == {"list", "watch"}, resource
     # DynamicResources' PreBind, PostFilter and Unreserve: a claim's finalizer (PUT), its status (PUT;
     # Unreserve's strategic-merge patch), the synthetic binding subresource 1.36+ authorizes them against.
-    assert verbs[("resource.k8s.io", "resourceclaims")] == {"get", "list", "watch", "update"}
+    # create/delete: the claim for a pod's DeviceClass-backed extended resources (PreBind; Unreserve
+    # deletes one it created), owned by the pod, hence update on pods/finalizers, as upstream grants them.
+    assert verbs[("resource.k8s.io", "resourceclaims")] == {"get", "list", "watch", "update", "create", "delete"}
+    assert verbs[("", "pods/finalizers")] == {"update"}
     assert verbs[("resource.k8s.io", "resourceclaims/status")] == {"update", "patch"}
     assert verbs[("resource.k8s.io", "resourceclaims/binding")] == {"update", "patch"}
     assert verbs[("", "pods/binding")] == {"create"}
@@ -332,5 +335,8 @@ def test_deployment_manifest_is_hardened() -> None:
     reader = next(d for d in _manifest_docs() if d["metadata"]["name"] == "spread-scheduler-metrics-reader")
     assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     assert all("*" not in v for v in verbs.values())
-    assert [key for key, v in verbs.items() if "delete" in v] == [("", "pods")]
+    assert sorted(key for key, v in verbs.items() if "delete" in v) == [
+        ("", "pods"),
+        ("resource.k8s.io", "resourceclaims"),
+    ]
     assert all(d.get("roleRef", {}).get("name") != "system:kube-scheduler" for d in _manifest_docs())
