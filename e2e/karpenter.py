@@ -135,8 +135,11 @@ class Karpenter:
         def established() -> bool:
             for name in names:
                 status, data = self.cluster.get(f"{base}/{name}")
-                conditions = (data or {}).get("status", {}).get("conditions", []) if status == 200 else []
-                if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                # A CRD just created can answer with ``status.conditions: null`` until the
+                # API server's controller has looked at it.
+                crd_status = ((data or {}).get("status") or {}) if status == 200 else {}
+                conditions = crd_status.get("conditions") or []
+                if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
                     return False
             return True
 
