@@ -60,7 +60,10 @@ def main(argv: list[str]) -> int:
             runs += [(v, time.monotonic(), *_start(v)) for v in versions if v == KARPENTER]
             started = time.monotonic()
             status = subprocess.run(
-                [sys.executable, "-m", "pytest", "e2e", "-m", f"not {KARPENTER}"], cwd=ROOT, check=False
+                # The slowest tests printed, so a run's log says where its time went.
+                [sys.executable, "-m", "pytest", "e2e", "-m", f"not {KARPENTER}", "--durations=30"],
+                cwd=ROOT,
+                check=False,
             ).returncode
             print(f"==== the suite (exit {status}, {time.monotonic() - started:.0f} s) ====", flush=True)
         runs += [(v, time.monotonic(), *_start(v)) for v in versions if not (suite and v == KARPENTER)]
