@@ -114,3 +114,57 @@ def test_node_pod_changes_are_accepted_by_the_api_server_of_their_minor(
     finally:
         trip.close()
         plane.down()
+
+
+# What feature "dra" emits at each minor (its gates on by default there), as a path through the
+# objects the API server hands back: a gate left off would drop the field, not refuse it.
+DRA_FIELDS = {
+    "adminAccess": ("1.35", "1.36", "1.37"),
+    "firstAvailable": ("1.35", "1.36", "1.37"),
+    "tolerations": ("1.36", "1.37"),
+    "taints": ("1.36", "1.37"),
+    "allowMultipleAllocations": ("1.36", "1.37"),
+    "consumesCounters": ("1.36", "1.37"),
+    "capacity.requests": ("1.36", "1.37"),
+    "extendedResourceName": ("1.36", "1.37"),
+    "DeviceTaintRule": ("1.37",),
+}
+
+
+def _dra_fields(obj: object, found: set[str]) -> None:
+    if isinstance(obj, dict):
+        if obj.get("kind") == "DeviceTaintRule":
+            found.add("DeviceTaintRule")
+        if isinstance(obj.get("capacity"), dict) and "requests" in obj["capacity"]:
+            found.add("capacity.requests")
+        if obj.get("adminAccess") is True:
+            found.add("adminAccess")
+        found.update(k for k in DRA_FIELDS if obj.get(k))
+        for value in obj.values():
+            _dra_fields(value, found)
+    elif isinstance(obj, list):
+        for value in obj:
+            _dra_fields(value, found)
+
+
+@pytest.mark.every_release
+def test_dra_clusters_are_accepted_by_the_api_server_of_their_minor(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Feature "dra" in every cluster (``always``), at the run's release (``SPREAD_E2E_KUBE_VERSION``):
+    nothing refused, and each field of a gate on by default at that minor kept (``DRA_FIELDS``)."""
+    version = release(os.environ.get("SPREAD_E2E_KUBE_VERSION") or K8S_VERSION).version
+    minor = supported_minor(version)
+    plane = ControlPlane(tmp_path_factory.mktemp(f"apiserver-dra-{minor}"), version=version)
+    trip = plane.up()
+    try:
+        found: set[str] = set()
+        for seed in range(START, START + max(COUNT // 2, 1)):
+            objects, _ = generator.scenario(
+                seed, generator.FEATURES, kube_version=minor, always=frozenset({"dra", "draextended"})
+            )
+            returned = trip.send(seed, objects)
+            _dra_fields([o for o in returned if o["apiVersion"].startswith("resource.k8s.io/")], found)
+        assert not trip.refusals, trip.report()
+        assert found == {field for field, minors in DRA_FIELDS.items() if minor in minors}
+    finally:
+        trip.close()
+        plane.down()

@@ -64,8 +64,10 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
+    "DeviceTaintRule": ("/apis/resource.k8s.io/v1", "devicetaintrules", False),
 }
 CREATED_FOR_REAL = ("Namespace", "PriorityClass", "RuntimeClass")
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 # Set by the server on create, at random or from the clock: dropped so a seed stays one cluster.
 SERVER_INVENTED_METADATA = ("uid", "resourceVersion", "generation", "managedFields", "creationTimestamp")
 KEPT_FROM_GENERATOR_METADATA = ("creationTimestamp", "deletionTimestamp", "uid")
@@ -108,7 +110,8 @@ class Connection:
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         payload = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        kind = "application/merge-patch+json" if method == "PATCH" else "application/json"
+        headers = {"Content-Type": kind, "Accept": "application/json"}
         for retry in (False, True):
             if self._conn is None:
                 self._conn = http.client.HTTPSConnection(self._host, self._port, context=self._ctx, timeout=30)
@@ -170,16 +173,24 @@ class RoundTrip:
     def _ensure(self, seed: int, obj: Mapping[str, Any]) -> None:
         """Create a cluster-scoped prerequisite for real, once (409: it already exists)."""
         kind, name = obj["kind"], obj["metadata"]["name"]
-        if (kind, name) in self._created:
+        # A namespace's admin-access label is kept: the API server admits a claim asking for admin
+        # access only in a namespace that has it (once there, it stays for every later seed).
+        admin = kind == "Namespace" and obj["metadata"].get("labels", {}).get(ADMIN_ACCESS_LABEL) == "true"
+        key = (kind, name + ("+admin" if admin else ""))
+        if key in self._created:
             return
         body = {"apiVersion": obj["apiVersion"], "kind": kind, "metadata": {"name": name}}
+        if admin:
+            body["metadata"]["labels"] = {ADMIN_ACCESS_LABEL: "true"}
         if kind != "Namespace":
             body = {key: value for key, value in obj.items() if key != "status"}
         code, data = self._conn.request("POST", _path(kind, None), body)
+        if code == 409 and admin:
+            code, data = self._conn.request("PATCH", _path(kind, None, name), {"metadata": body["metadata"]})
         if code not in (200, 201, 409):
             self.refusals.append(Refusal(seed, kind, name, code, _message(data)))
             return
-        self._created.add((kind, name))
+        self._created.add(key)
 
     def send(self, seed: int, objects: Objects) -> Objects:
         """Each object as the API server returns it; refused objects are left out (and recorded)."""

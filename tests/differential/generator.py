@@ -120,8 +120,9 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   the others (the GPU requests of every cluster meet the class backing them too).
 
 - ``dra`` (DynamicResources with structured parameters, issue #49; 30% of clusters from its own
-  stream, not in a cluster with ``draextended``, whose classes would hand extended resources to
-  DynamicResources): 2-5 DeviceClasses, with and without a CEL selector on the driver, an attribute
+  stream, or every one with ``scenario(..., always={"dra"})``; with ``draextended`` too, whose
+  classes select these slices' devices for the extended resources): 2-5 DeviceClasses, with and
+  without a CEL selector on the driver, an attribute
   or a capacity; GPU slices (model, index, health, a version; memory capacity) on 60% of the nodes,
   NIC slices on 30%, from 1.36 (DRAPartitionableDevices on) now and then a GPU offered whole or as two
   halves through a counter set in a slice of its own, and a pool of NICs for all nodes in 20% of the
@@ -135,8 +136,21 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   not made yet). Requests by count (1, 2) or All, with request selectors, ``firstAvailable`` lists of
   2-3, ``matchAttribute`` constraints, and now and then a class that does not exist; the API server's
   defaults (``allocationMode``, ``count``) are spelled out, as the oracle's fake API does not default.
-  Not generated: admin access (the API server wants the namespace labelled for it), device taints,
-  consumable capacity, binding conditions, per-device node selection.
+  Then the allocator's gated parts, each only at a minor whose gate is on by default (a second
+  pass from a stream of its own, so the objects above stay the seed's): admin access on 40% of the
+  ``exactly`` requests of one namespace in 40% of the clusters (every minor; the namespace carries
+  ``resource.kubernetes.io/admin-access=true``, without which the API server refuses the claim);
+  from 1.36, device taints (NoSchedule, NoExecute; None too at 1.37) on 20% of the devices and
+  1-2 tolerations on 30% of the requests in 60% of the clusters, a GPU several claims may share
+  (``allowMultipleAllocations``, memory by a range with a step, a list of sizes or as asked) in
+  half the GPU slices and memory ``capacity`` requests on 30% of the requests in 60% of the
+  clusters, and in half the clusters binding conditions on 70% of the allocated claims (ready,
+  failed, pending or without a device status; a pending one allocated long ago, so timed out),
+  each then named by a pending pod of its namespace too; at 1.37 (DRADeviceTaintRules GA) 1-2
+  DeviceTaintRules in 30% of the clusters, by driver, pool and/or device.
+  Not generated: binding conditions on a slice's devices (a fresh allocation of one makes
+  upstream's PreBind wait for them, up to the 10-minute binding timeout, which ours does not yet),
+  per-device node selection.
 
 Not generated: other volume sources.
 """
@@ -1567,6 +1581,10 @@ DRAWN_FEATURES = {
 }
 
 
+# Drawn features ``scenario`` can force on (``always``): each one's draw decides nothing else.
+ALWAYS_FEATURES = frozenset({"dra", "draextended"})
+
+
 def drawn(seed: int, feature: str) -> bool:
     """Whether ``scenario(seed)`` has ``feature`` (one of ``DRAWN_FEATURES``), without building it."""
     offset, share = DRAWN_FEATURES[feature]
@@ -1579,14 +1597,19 @@ def scenario(
     *,
     full: bool | None = None,
     kube_version: str = DEFAULT_KUBE_FEATURES.minor,
+    always: frozenset[str] = frozenset(),
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Objects (namespaces, classes, nodes, workloads, services, existing and pending pods) and the
     config, from one seed; ``features`` adds fields of plugins that are optional (``FEATURES``);
     ``full`` forces (or forbids) the filled nodes and late preemptors of feature "preemption";
-    ``kube_version``: the minor the cluster is decided as (its API server accepts what that minor's does)."""
+    ``kube_version``: the minor the cluster is decided as (its API server accepts what that minor's does);
+    ``always``: drawn features (of ``ALWAYS_FEATURES``) each cluster has whatever its draw, for a
+    campaign on one feature (the draw is still made, so the rest of the cluster is the seed's own)."""
     unknown = set(features) - FEATURES
     if unknown:
         raise ValueError(f"unknown generator features {sorted(unknown)}; known: {sorted(FEATURES)}")
+    if not always <= ALWAYS_FEATURES:
+        raise ValueError(f"features that cannot be forced: {sorted(always - ALWAYS_FEATURES)}")
     if kube_version not in SUPPORTED:
         raise ValueError(f"unknown Kubernetes minor {kube_version!r}; known: {', '.join(SUPPORTED)}")
     rng = random.Random(seed)
@@ -1705,12 +1728,17 @@ def scenario(
         objects += _waiting_claims(wrng, pods, node_objs, namespaces)
     if "preemption" in features:
         objects += preemption_inputs(prng, pods, node_objs, owners, full=full)
-    if _dra_extended(seed, features, kube_version):
+    if _dra_extended(seed, features, kube_version, always):
         objects += dra_extended_inputs(
             random.Random(seed * 1_000_003 + DRAWN_FEATURES["draextended"][0]), pods, node_objs
         )
-    if _dra(seed, features, kube_version):
-        objects += dra_inputs(random.Random(seed * 1_000_003 + DRAWN_FEATURES["dra"][0]), kube_version, pods, node_objs)
+    if _dra(seed, features, always):
+        dra = dra_inputs(random.Random(seed * 1_000_003 + DRAWN_FEATURES["dra"][0]), kube_version, pods, node_objs)
+        objects += dra
+        namespace_objs = [o for o in objects if o["kind"] == "Namespace"]
+        objects += dra_extras(
+            random.Random(seed * 1_000_003 + DRA_EXTRAS_STREAM), kube_version, dra, pods, namespace_objs
+        )
     objects += _classes(pods)
     overheads = sorted({tuple(p["spec"]["overhead"].values()) for p in pods if "overhead" in p["spec"]})
     objects += [_runtime_class(cpu, memory) for cpu, memory in overheads]
@@ -1747,13 +1775,13 @@ DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 DEVICE_CLASSES = ("gpu.example.com", "fpga.example.com", "nic")
 
 
-def _dra_extended(seed: int, features: frozenset[str], kube_version: str) -> bool:
+def _dra_extended(seed: int, features: frozenset[str], kube_version: str, always: frozenset[str] = frozenset()) -> bool:
     """Whether the cluster has feature "draextended": drawn, and decided as a minor whose API server
     keeps ``spec.extendedResourceName`` (it drops the field while DRAExtendedResource is off, 1.35)."""
     return (
         "draextended" in features
         and features_at(kube_version).enable_dra_extended_resource
-        and drawn(seed, "draextended")
+        and (drawn(seed, "draextended") or "draextended" in always)
     )
 
 
@@ -1827,10 +1855,10 @@ DRA_REQUEST_SELECTORS = (
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 
 
-def _dra(seed: int, features: frozenset[str], kube_version: str) -> bool:
-    """Whether the cluster has feature "dra": drawn, and not "draextended" (a class backing an
-    extended resource would make DynamicResources allocate devices for it, which our side refuses)."""
-    return "dra" in features and drawn(seed, "dra") and not _dra_extended(seed, features, kube_version)
+def _dra(seed: int, features: frozenset[str], always: frozenset[str] = frozenset()) -> bool:
+    """Whether the cluster has feature "dra": drawn (or always on, ``scenario``'s ``always``). With
+    "draextended" as well, the classes backing extended resources select these slices' devices too."""
+    return "dra" in features and (drawn(seed, "dra") or "dra" in always)
 
 
 def _gpu_device(rng: random.Random, name: str, index: int) -> dict[str, Any]:
@@ -2068,3 +2096,186 @@ def dra_inputs(
         if statuses:
             pod["status"]["resourceClaimStatuses"] = statuses
     return objects
+
+
+# -- feature "dra", the allocator's gated parts: a second pass from a stream of its own -------------
+
+DRA_EXTRAS_STREAM = 17
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+BINDING_CONDITION = "example.com/attached"
+BINDING_FAILURE = "example.com/failed"
+DEVICE_TAINT_KEYS = ("example.com/maintenance", "example.com/degraded")
+# A binding condition pending (or absent) from long before now: timed out on both sides' wall clocks.
+LONG_AGO = "2026-01-01T00:00:00Z"
+
+
+def _device_taint(rng: random.Random, effects: tuple[str, ...]) -> dict[str, Any]:
+    taint = {"key": rng.choice(DEVICE_TAINT_KEYS), "effect": rng.choice(effects)}
+    if rng.random() < 0.5:
+        taint["value"] = rng.choice(("a", "b"))
+    return taint
+
+
+def _device_toleration(rng: random.Random, effects: tuple[str, ...]) -> dict[str, Any]:
+    toleration: dict[str, Any] = {"operator": "Exists"}
+    roll = rng.random()
+    if roll < 0.7:
+        toleration["key"] = rng.choice(DEVICE_TAINT_KEYS)
+        if roll < 0.4:
+            toleration = {"key": toleration["key"], "operator": "Equal", "value": rng.choice(("a", "b"))}
+    if rng.random() < 0.4:
+        toleration["effect"] = rng.choice(effects)
+    return toleration
+
+
+def _shared_gpu(rng: random.Random) -> dict[str, Any]:
+    """A GPU that several claims may share (DRAConsumableCapacity), its memory handed out by a
+    request policy: a range with a step, a list of sizes, or whatever is asked."""
+    device = _gpu_device(rng, "gpu-shared", 7)
+    device["allowMultipleAllocations"] = True
+    memory: dict[str, Any] = {"value": "40Gi"}
+    roll = rng.random()
+    if roll < 0.4:
+        memory["requestPolicy"] = {"default": "8Gi", "validRange": {"min": "4Gi", "step": "4Gi"}}
+    elif roll < 0.8:
+        memory["requestPolicy"] = {"default": "8Gi", "validValues": ["8Gi", "16Gi", "40Gi"]}
+    device["capacity"] = {"memory": memory}
+    return device
+
+
+def _requests_of(spec: dict[str, Any]) -> Iterable[tuple[dict[str, Any], bool]]:
+    """Each exact request of a claim spec and its alternatives, with whether it is an ``exactly``."""
+    for request in spec["devices"]["requests"]:
+        if "exactly" in request:
+            yield request["exactly"], True
+        for sub in request.get("firstAvailable", ()):
+            yield sub, False
+
+
+def _with_binding_conditions(rng: random.Random, claim: dict[str, Any], kube_version: str) -> None:
+    """An allocated claim whose devices wait for binding conditions (DRADeviceBindingConditions):
+    ready, failed, pending or without a device status; pending ones allocated long ago (timed out:
+    one still waiting would hold upstream's PreBind for the binding timeout, 10 minutes)."""
+    allocation = claim["status"]["allocation"]
+    state = rng.choice(("ready", "failed", "pending", "absent"))
+    if state != "ready" or rng.random() < 0.5:
+        allocation["allocationTimestamp"] = LONG_AGO
+    statuses = []
+    for result in allocation["devices"]["results"]:
+        result["bindingConditions"] = [BINDING_CONDITION]
+        result["bindingFailureConditions"] = [BINDING_FAILURE]
+        if state == "absent":
+            continue
+        conditions = [
+            {
+                "type": BINDING_CONDITION,
+                "status": "True" if state == "ready" else "False",
+                "reason": "Attached" if state == "ready" else "Attaching",
+                "message": "",
+                "lastTransitionTime": LONG_AGO,
+            }
+        ]
+        if state == "failed":
+            conditions.append(
+                {
+                    "type": BINDING_FAILURE,
+                    "status": "True",
+                    "reason": "AttachFailed",
+                    "message": "the fabric refused",
+                    "lastTransitionTime": LONG_AGO,
+                }
+            )
+        statuses.append(
+            {"driver": result["driver"], "pool": result["pool"], "device": result["device"], "conditions": conditions}
+        )
+    if statuses:
+        claim["status"]["devices"] = statuses
+
+
+def dra_extras(
+    rng: random.Random,
+    kube_version: str,
+    dra: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    namespace_objs: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Feature "dra", the allocator's gated parts where the minor has them on by default (see the
+    module docstring), over what ``dra_inputs`` made (``dra``, changed in place); the DeviceTaintRules
+    it adds are returned."""
+    on = features_at(kube_version)
+    taints, capacity = on.enabled("DRADeviceTaints"), on.enabled("DRAConsumableCapacity")
+    binding = on.enabled("DRADeviceBindingConditions") and on.enabled("DRAResourceClaimDeviceStatus")
+    effects = ("NoSchedule", "NoExecute") if kube_version == "1.36" else ("NoSchedule", "NoExecute", "None")
+    slices = [o for o in dra if o["kind"] == "ResourceSlice" and "devices" in o["spec"]]
+    # Claim specs to change: the unallocated claims' and the templates' (a claim made from a
+    # template shares the template's spec), each once.
+    specs: dict[int, tuple[str, dict[str, Any]]] = {}
+    for obj in dra:
+        if obj["kind"] == "ResourceClaim" and "status" not in obj:
+            specs.setdefault(id(obj["spec"]), (obj["metadata"]["namespace"], obj["spec"]))
+        elif obj["kind"] == "ResourceClaimTemplate":
+            specs.setdefault(id(obj["spec"]["spec"]), (obj["metadata"]["namespace"], obj["spec"]["spec"]))
+    rolls = [rng.random() for _ in range(4)]  # per cluster: admin access, taints, capacity, binding
+    if capacity and rolls[2] < 0.6:
+        for slice_ in slices:
+            if slice_["spec"]["driver"] == DRA_GPU and rng.random() < 0.5:
+                slice_["spec"]["devices"].append(_shared_gpu(rng))
+    if taints and rolls[1] < 0.6:
+        for slice_ in slices:
+            for device in slice_["spec"]["devices"]:
+                if rng.random() < 0.2:
+                    device["taints"] = [_device_taint(rng, effects)]
+    admin_ns = None
+    namespaces = sorted({ns for ns, _ in specs.values()})
+    if namespaces and rolls[0] < 0.4:
+        admin_ns = rng.choice(namespaces)
+        for ns_obj in namespace_objs:
+            if ns_obj["metadata"]["name"] == admin_ns:
+                ns_obj["metadata"]["labels"][ADMIN_ACCESS_LABEL] = "true"
+    for ns, spec in specs.values():
+        for request, exactly in _requests_of(spec):
+            if exactly and ns == admin_ns and rng.random() < 0.4:
+                request["adminAccess"] = True
+            if taints and rolls[1] < 0.6 and rng.random() < 0.3:
+                request["tolerations"] = [_device_toleration(rng, effects) for _ in range(rng.randint(1, 2))]
+            if capacity and rolls[2] < 0.6 and rng.random() < 0.3:
+                request["capacity"] = {"requests": {"memory": rng.choice(("4Gi", "6Gi", "8Gi", "16Gi", "48Gi"))}}
+    if binding and rolls[3] < 0.5:
+        pending = [p for p in pods if not p["spec"].get("nodeName") and not p["metadata"]["name"].startswith("batch-")]
+        for claim in (o for o in dra if o["kind"] == "ResourceClaim" and "status" in o):
+            if rng.random() < 0.7:
+                _with_binding_conditions(rng, claim, kube_version)
+                ns, name = claim["metadata"]["namespace"], claim["metadata"]["name"]
+                users = [p for p in pending if p["metadata"]["namespace"] == ns]
+                if users:
+                    _use_claim(rng.choice(users), name)
+    rules: list[dict[str, Any]] = []
+    if on.enabled("DRADeviceTaintRules") and slices and rng.random() < 0.3:
+        for i in range(rng.randint(1, 2)):
+            target = rng.choice(slices)
+            selector: dict[str, Any] = {}
+            if rng.random() < 0.8:
+                selector["driver"] = target["spec"]["driver"]
+            if rng.random() < 0.7:
+                selector["pool"] = target["spec"]["pool"]["name"]
+            if rng.random() < 0.5:
+                selector["device"] = rng.choice(target["spec"]["devices"])["name"]
+            rules.append(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "DeviceTaintRule",
+                    "metadata": {"name": f"rule-{i}"},
+                    "spec": {"deviceSelector": selector, "taint": _device_taint(rng, effects)},
+                }
+            )
+    return rules
+
+
+def _use_claim(pod: dict[str, Any], name: str) -> None:
+    """``pod`` names the claim ``name`` too (unless it does already)."""
+    meta, spec = pod["metadata"], pod["spec"]
+    refs = spec.setdefault("resourceClaims", [])
+    if any(r.get("resourceClaimName") == name for r in refs):
+        return
+    meta["uid"] = f"uid-{meta['namespace']}-{meta['name']}"
+    refs.append({"name": "bound", "resourceClaimName": name})

@@ -78,6 +78,14 @@ Documented exceptions (docs/differences.md), each accepted exactly and nowhere e
 After a pod whose placement differed (the oracle then moves it to ours: "worldFixed"), later
 mismatches of the scenario are marked as such: they may follow from the first.
 
+``--only-with FEATURE`` compares only the seeds that draw it; ``--all-with dra`` gives every seed's
+cluster feature "dra" (``scenario``'s ``always``), so a DRA campaign of N clusters takes N seeds
+(reproduce a seed with the same flag). The summary's "dra part: ..." lines count, per part of the
+allocator (admin access, tolerations, tainted devices, capacity requests, shared devices, binding
+conditions, counters, firstAvailable, matchAttribute, All, claims with a DRA-backed extended
+resource), the clusters and evaluated pending pods that exercised it and the devices of the part
+upstream allocated.
+
 The generator builds each cluster at the campaign's minor (``scenario(seed, kube_version=...)``: node
 ``declaredFeatures`` from 1.36). The summary counts what upstream did, and whether issue #47's node
 and pod changes decided something (``tally_node_pod_changes``): NodeDeclaredFeatures' rejections,
@@ -109,7 +117,14 @@ from scheduler.plugins.names import DEFAULT_PREEMPTION
 from scheduler.schedule_one import Attempt
 from scheduler.simulate import Simulation, attempt_to_json
 from tests.differential import apiserver
-from tests.differential.generator import DEVICE_CLASS_PREFIX, DRAWN_FEATURES, crowded, drawn, scenario
+from tests.differential.generator import (
+    ALWAYS_FEATURES,
+    DEVICE_CLASS_PREFIX,
+    DRAWN_FEATURES,
+    crowded,
+    drawn,
+    scenario,
+)
 
 # Upstream's default multiPoint plugins (default_plugins.go, DynamicResources by its GA gate) that
 # spread-scheduler does not run yet: remove a name when its plugin lands on our side.
@@ -627,6 +642,108 @@ def tally_dra(objects: list[dict[str, Any]], results: list[dict[str, Any]], stat
         stats["dra: ... Error"] += g["code"] == "Error"
 
 
+def _pod_claim_objects(pod: dict[str, Any], claims: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ResourceClaims ``pod`` names (directly or through its template's claim) that exist."""
+    ns = pod["metadata"].get("namespace", "default")
+    made = {s["name"]: s.get("resourceClaimName") for s in pod.get("status", {}).get("resourceClaimStatuses", ())}
+    out = []
+    for ref in pod["spec"].get("resourceClaims", ()):
+        name = ref.get("resourceClaimName") or made.get(ref["name"])
+        if name and (ns, name) in claims:
+            out.append(claims[ns, name])
+    return out
+
+
+def _claim_features(claim: dict[str, Any]) -> set[str]:
+    """Which of the allocator's gated parts a claim asks for (``tally_dra``'s names)."""
+    found = set()
+    devices = claim["spec"]["devices"]
+    found |= {"matchAttribute"} if any("matchAttribute" in c for c in devices.get("constraints", ())) else set()
+    for request in devices["requests"]:
+        found |= {"firstAvailable"} if "firstAvailable" in request else set()
+        for exact in [request.get("exactly") or {}, *request.get("firstAvailable", ())]:
+            found |= {"All"} if exact.get("allocationMode") == "All" else set()
+            found |= {"admin access"} if exact.get("adminAccess") else set()
+            found |= {"tolerations"} if exact.get("tolerations") else set()
+            found |= {"capacity requests"} if exact.get("capacity") else set()
+    results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", ())
+    found |= {"binding conditions"} if any(r.get("bindingConditions") for r in results) else set()
+    return found
+
+
+def _devices(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], set[str]]:
+    """Per device (driver, pool, name), its gated parts: taints (its own or a DeviceTaintRule's),
+    shared (allowMultipleAllocations), counters (consumesCounters)."""
+    rules = [o["spec"]["deviceSelector"] for o in objects if o.get("kind") == "DeviceTaintRule"]
+    out: dict[tuple[str, str, str], set[str]] = {}
+    for sl in (o for o in objects if o.get("kind") == "ResourceSlice"):
+        driver, pool = sl["spec"]["driver"], sl["spec"]["pool"]["name"]
+        for device in sl["spec"].get("devices", ()):
+            parts = set()
+            where = {"driver": driver, "pool": pool, "device": device["name"]}
+            if device.get("taints") or any(all(where[k] == v for k, v in rule.items()) for rule in rules):
+                parts.add("tainted devices")
+            parts |= {"shared devices"} if device.get("allowMultipleAllocations") else set()
+            parts |= {"counters"} if device.get("consumesCounters") else set()
+            out[driver, pool, device["name"]] = parts
+    return out
+
+
+# The allocator's parts whose coverage the summary counts, each as clusters and pods exercising it.
+DRA_PARTS = (
+    "admin access",
+    "tolerations",
+    "tainted devices",
+    "capacity requests",
+    "shared devices",
+    "binding conditions",
+    "counters",
+    "firstAvailable",
+    "matchAttribute",
+    "All",
+    "claims + DRA-backed extended resource",
+)
+
+
+def tally_dra_parts(objects: list[dict[str, Any]], results: list[dict[str, Any]], stats: Counter[str]) -> None:
+    """Per part of the allocator (``DRA_PARTS``): the pending pods whose claims ask for it and that a
+    cycle evaluated ("pods"), the clusters with one such pod; for device parts (taints, shared
+    devices, counters) the pods evaluated while such devices were offered, and the devices of the
+    part that upstream allocated."""
+    claims = {
+        (o["metadata"].get("namespace", "default"), o["metadata"]["name"]): o
+        for o in objects
+        if o.get("kind") == "ResourceClaim"
+    }
+    pods = {
+        f"{o['metadata'].get('namespace', 'default')}/{o['metadata']['name']}": o for o in objects if o["kind"] == "Pod"
+    }
+    devices = _devices(objects)
+    offered = set().union(*devices.values()) if devices else set()
+    backed = _dra_backed_requests(objects)
+    seen: set[str] = set()
+    for g in results:
+        pod = pods.get(g["pod"])
+        if pod is None or g.get("gated") or pod["spec"].get("nodeName"):
+            continue
+        parts: set[str] = set()
+        has_claims = bool(pod["spec"].get("resourceClaims"))
+        for claim in _pod_claim_objects(pod, claims):
+            parts |= _claim_features(claim)
+        if has_claims:
+            parts |= offered
+        if has_claims and g["pod"] in backed:
+            parts.add("claims + DRA-backed extended resource")
+        for part in parts:
+            stats[f"dra part: {part}: pods"] += 1
+        seen |= parts
+        for entry in g.get("claims") or ():
+            for part in devices.get((entry["driver"], entry["pool"], entry["device"]), ()):
+                stats[f"dra part: {part}: devices allocated"] += 1
+    for part in seen:
+        stats[f"dra part: {part}: clusters"] += 1
+
+
 def _image_name(name: str) -> str:
     """ImageLocality's ``normalizedImageName``: ``:latest`` when the name has no tag."""
     return name if name.rfind(":") > name.rfind("/") else name + ":latest"
@@ -738,6 +855,7 @@ def run_batch(
             tally(result["results"] or [], stats)
             tally_dra_backed(objects_of[seed], result["results"] or [], stats)
             tally_dra(objects_of[seed], result["results"] or [], stats)
+            tally_dra_parts(objects_of[seed], result["results"] or [], stats)
             stats["nominated pod counted in Filter (ours)"] += sum(bool(p.get("nominatedCounted")) for p in ours[seed])
             tally_node_pod_changes(objects_of[seed], result["results"] or [], stats, features)
         found = compare(ours[seed], result["results"] or [])
@@ -790,6 +908,14 @@ def main() -> int:
         help="compare only the seeds whose cluster has this feature (the others are skipped, not counted)",
     )
     parser.add_argument(
+        "--all-with",
+        choices=sorted(ALWAYS_FEATURES),
+        action="append",
+        default=[],
+        help="give every cluster this feature whatever its seed's draw (repeatable): a campaign on it compares"
+        " every seed; a seed's cluster is then reproduced only with the same flag",
+    )
+    parser.add_argument(
         "--kube-version",
         default=os.environ.get("SPREAD_DIFF_KUBE_VERSION") or DEFAULT_FEATURES.minor,
         help="decide as this minor's kube-scheduler on both sides (1.35, 1.36, 1.37; default 1.35)",
@@ -802,10 +928,17 @@ def main() -> int:
         parser.error(str(exc))
     oracle = oracle_binary(features)
     trip = apiserver.start(args.through_apiserver, features.release)
-    base = functools.partial(crowded if args.crowded else scenario, kube_version=features.minor)
+    always = frozenset(args.all_with)
+    if always and args.crowded:
+        parser.error("--all-with makes scenario()'s clusters, not crowded()'s")
+    if always:
+        base = functools.partial(scenario, kube_version=features.minor, always=always)
+    else:
+        base = functools.partial(crowded if args.crowded else scenario, kube_version=features.minor)
     make = trip.wrap(base, args.through_apiserver) if trip else base
     last = args.start + args.count - 1
     only = f", only those with {args.only_with}" if args.only_with else ""
+    only += f", every one with {', '.join(sorted(always))}" if always else ""
     header = (
         f"seeds {args.start}..{last} ({args.count} clusters{only}) as {features.release} at revision {revision()},"
         f" oracle {oracle}"
@@ -816,7 +949,7 @@ def main() -> int:
     for first in range(args.start, args.start + args.count, args.batch):
         seeds: Sequence[int] = range(first, min(first + args.batch, args.start + args.count))
         if args.only_with:
-            seeds = [seed for seed in seeds if drawn(seed, args.only_with)]
+            seeds = [seed for seed in seeds if args.only_with in always or drawn(seed, args.only_with)]
         mismatches = run_batch(seeds, oracle, make, stats=stats, features=features)
         total += len(seeds)
         bad += len(mismatches)

@@ -228,7 +228,7 @@ def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [*spec.get("containers", []), *spec.get("initContainers", [])]
 
 
-DRA_KINDS = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
+DRA_KINDS = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule"})
 
 
 def test_node_pod_changes_follow_the_campaigns_minor() -> None:
@@ -315,18 +315,35 @@ def test_device_classes_only_where_the_api_server_keeps_their_extended_resource_
 
 
 def test_dra_objects_per_minor() -> None:
-    """Feature "dra": classes, slices, claims and templates in the drawn clusters (not with
-    "draextended"); at 1.35 one pool per node and no pool for all nodes (v0.35 searches a node's
+    """Feature "dra": classes, slices, claims and templates in the drawn clusters (with
+    "draextended" too); at 1.35 one pool per node and no pool for all nodes (v0.35 searches a node's
     pools in map order), counters only from 1.36; requests with the API server's defaults spelled
-    out; a template's claim owned by its pod and named in the pod's status, as the controller does."""
+    out; a template's claim owned by its pod and named in the pod's status, as the controller does.
+    The allocator's gated parts only at a minor whose gate is on by default: admin access (in a
+    namespace labelled for it) at every minor, device taints and tolerations, shared devices and
+    capacity requests, binding conditions from 1.36, DeviceTaintRules at 1.37."""
     seen: Counter[str] = Counter()
     for seed in SEEDS:
         for minor in ("1.35", "1.36", "1.37"):
             objects, _ = generator.scenario(seed, kube_version=minor)
             slices = [o for o in objects if o["kind"] == "ResourceSlice"]
             has_dra = bool(slices) or any(o["kind"] == "ResourceClaim" for o in objects)
-            expected = generator.drawn(seed, "dra") and (minor == "1.35" or not generator.drawn(seed, "draextended"))
-            assert not has_dra or expected
+            assert not has_dra or generator.drawn(seed, "dra")
+            parts = _dra_parts(objects)
+            assert minor != "1.35" or not parts & {"taints", "tolerations", "allowMultipleAllocations", "capacity"}
+            assert minor != "1.35" or not parts & {"bindingConditions"}
+            assert minor == "1.37" or "DeviceTaintRule" not in parts
+            if "adminAccess" in parts:
+                labelled = {
+                    o["metadata"]["name"]
+                    for o in objects
+                    if o["kind"] == "Namespace" and o["metadata"]["labels"].get(generator.ADMIN_ACCESS_LABEL) == "true"
+                }
+                assert labelled
+                for o in objects:
+                    if o["kind"] in ("ResourceClaim", "ResourceClaimTemplate") and "adminAccess" in _dra_parts([o]):
+                        assert o["metadata"]["namespace"] in labelled
+            seen.update(f"{part} at {minor}" for part in parts)
             pools: Counter[str] = Counter()
             for s in slices:
                 spec = s["spec"]
@@ -357,3 +374,44 @@ def test_dra_objects_per_minor() -> None:
         min(seen[k] for k in ("allNodes", "counters", "ExactCount", "All", "firstAvailable", "allocated", "template"))
         > 0
     )
+    expected = {"adminAccess": ("1.35", "1.36", "1.37"), "DeviceTaintRule": ("1.37",)}
+    for part in ("taints", "tolerations", "allowMultipleAllocations", "capacity", "bindingConditions"):
+        expected[part] = ("1.36", "1.37")
+    assert {f"{part} at {minor}" for part, minors in expected.items() for minor in minors} <= set(seen), seen
+
+
+def _dra_parts(obj: object) -> set[str]:
+    """The allocator's gated fields anywhere in ``obj`` (DeviceTaintRule for one of those)."""
+    found: set[str] = set()
+    if isinstance(obj, dict):
+        if obj.get("kind") == "DeviceTaintRule":
+            found.add("DeviceTaintRule")
+        if obj.get("kind") in ("Pod", "Node"):
+            return found  # their tolerations and taints are the core API's
+        found.update(
+            k
+            for k in ("adminAccess", "taints", "tolerations", "allowMultipleAllocations", "bindingConditions")
+            if obj.get(k)
+        )
+        if isinstance(obj.get("capacity"), dict) and "requests" in obj["capacity"]:
+            found.add("capacity")
+        for value in obj.values():
+            found |= _dra_parts(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            found |= _dra_parts(value)
+    return found
+
+
+def test_always_gives_every_cluster_dra_and_leaves_the_rest_as_drawn() -> None:
+    """``always={"dra"}`` (a campaign on DRA): every cluster has it; a cluster that drew it is the
+    same cluster, and one that did not differs only by what feature "dra" adds or labels."""
+    for seed in SEEDS[:40]:
+        forced, _ = generator.scenario(seed, kube_version="1.37", always=frozenset({"dra"}))
+        plain, _ = generator.scenario(seed, kube_version="1.37")
+        assert any(o["kind"] == "ResourceSlice" for o in forced)
+        if generator.drawn(seed, "dra"):
+            assert forced == plain
+        else:
+            names = [(o["kind"], o["metadata"]["name"]) for o in forced if o["kind"] not in DRA_KINDS]
+            assert names == [(o["kind"], o["metadata"]["name"]) for o in plain if o["kind"] not in DRA_KINDS]
