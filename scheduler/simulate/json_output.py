@@ -12,6 +12,7 @@ from scheduler.backend.cache.cache import Cache
 from scheduler.backend.cache.storage_objects import StorageObjects
 from scheduler.framework.preemption import PreemptionOutcome
 from scheduler.framework.status import Code, Status
+from scheduler.plugins.dynamicresources.plugin.extendedclaim import EXTENDED_RESOURCE_CLAIM_ANNOTATION
 from scheduler.plugins.dynamicresources.plugin.podclaims import ClaimNotUsableError, claim_name, is_reserved_for
 from scheduler.schedule_one import Attempt
 from scheduler.simulate.simulation import History
@@ -72,9 +73,10 @@ def attempt_to_json(
     }
     if omitted is not None:
         data["omittedNodes"] = omitted
-    if attempt.pod.resource_claims and attempt.host is not None:
+    claims = claim_allocations(attempt.pod, cache.storage) if attempt.host is not None else []
+    if claims or (attempt.pod.resource_claims and attempt.host is not None):
         # DynamicResources: which device of which slice serves each request of the pod's claims.
-        data["claims"] = claim_allocations(attempt.pod, cache.storage)
+        data["claims"] = claims
     earlier = history.earlier.get(attempt.pod.key, []) if history is not None else []
     preemption = latest_preemption([*earlier, attempt])
     if preemption is not None:
@@ -96,12 +98,23 @@ def claim_allocations(pod: Pod, storage: StorageObjects) -> list[dict[str, Any]]
     request (``<request>/<subrequest>`` for a ``firstAvailable`` alternative), the driver, pool and
     device, and the slice that lists the device (None once the slice is gone)."""
     out: list[dict[str, Any]] = []
+    claims = []
     for entry in pod.resource_claims:
         try:
             name, _ = claim_name(pod, entry)
         except ClaimNotUsableError:
             continue
-        claim = storage.resource_claim(pod.namespace, name) if name is not None else None
+        claims.append(storage.resource_claim(pod.namespace, name) if name is not None else None)
+    # Then the claim PreBind created for the pod's DeviceClass-backed extended resources (the pod's
+    # status.extendedResourceClaimStatus names it upstream; the dry run does not patch the pod).
+    claims += [
+        c
+        for c in storage.resource_claims()
+        if c.namespace == pod.namespace
+        and c.name.startswith(f"{pod.name}-extended-resources-")
+        and c.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
+    ]
+    for claim in claims:
         if claim is None or claim.allocation is None or not is_reserved_for(pod, claim):
             continue
         for result in claim.allocation.results:

@@ -62,7 +62,9 @@ What is compared, pod by pod (the oracle's output is described at the top of its
     cache lists first, in map order, which can even decide whether a pod with two claims fits.
   - DynamicResources' allocation of a pod placed on the same node: per device, the claim, the request
     (``<request>/<subrequest>`` for a ``firstAvailable`` alternative), driver, pool and device, in the
-    pod's claim order, as upstream's PreBind wrote the claims into the oracle's fake API ("claims").
+    pod's claim order, as upstream's PreBind wrote the claims into the oracle's fake API ("claims"),
+    then the claim PreBind created for the pod's DeviceClass-backed extended resources (named as
+    simulate's writer names it: the ``generateName`` and a five-digit count of such creates).
 Documented exceptions (docs/differences.md), each accepted exactly and nowhere else:
   - a cycle that ended at a Filter error on several nodes (a selector's runtime error on some
     device): upstream's parallel Filter reports whichever node failed first; ours must be the error

@@ -262,6 +262,9 @@ def test_a_pod_with_a_claim_and_a_class_backed_extended_resource(minor: str) -> 
     assert user is not None and user.allocation is not None
     devices = {r.device for c in (created, user) if c.allocation for r in c.allocation.results}
     assert devices == {"gpu-0", "gpu-1"}  # never the same device twice
+    # The JSON lists the created claim's devices after the pod's own claims' (the oracle's order).
+    listed = [(e["claim"], e["device"]) for e in attempt_to_json(attempt, sim.cache)["claims"]]
+    assert [c for c, _ in listed] == ["default/c0", "default/p0-extended-resources-00001"]
 
 
 def _extended_only(minor: str, *, count: str = "1", devices: int = 2) -> Simulation:
@@ -292,6 +295,10 @@ def test_a_class_backed_extended_resource_alone_is_allocated_devices(minor: str)
     assert sorted(r.device for r in created.allocation.results) == ["gpu-0", "gpu-1"]
     assert {r.request for r in created.allocation.results} == {"container-0-request-0"}
     assert [c.name for c in created.reserved_for] == ["p0"]
+    # Listed with the pod's devices, as the oracle lists the claim its status names.
+    assert [(e["claim"], e["request"]) for e in data["claims"]] == [
+        ("default/p0-extended-resources-00001", "container-0-request-0")
+    ] * 2
 
 
 class _PatchRefused(MemoryClaimWriter):

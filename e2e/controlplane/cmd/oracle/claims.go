@@ -14,6 +14,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -64,6 +65,26 @@ func (w *world) writeClaim(action clienttesting.Action) (bool, runtime.Object, e
 	return true, claim, nil
 }
 
+// createClaim names a claim created with generateName (upstream's PreBind creates the claim for a
+// pod's DeviceClass-backed extended resources so; the fake tracker would store it without a name)
+// as simulate's writer does: the prefix and a five-digit count of such creates. The default
+// reactor then stores it.
+func (w *world) createClaim(action clienttesting.Action) (bool, runtime.Object, error) {
+	create, ok := action.(clienttesting.CreateAction)
+	if !ok {
+		return false, nil, nil
+	}
+	claim, ok := create.GetObject().(*resourceapi.ResourceClaim)
+	if !ok || claim.Name != "" || claim.GenerateName == "" {
+		return false, nil, nil
+	}
+	w.generated++
+	claim.Name = fmt.Sprintf("%s%05d", claim.GenerateName, w.generated)
+	claim.UID = types.UID(fmt.Sprintf("oracle-claim-%d", w.generated))
+	claim.ResourceVersion = w.versions.next()
+	return false, nil, nil
+}
+
 // podClaims is each device allocated to a claim of pod (in spec.resourceClaims order) that is
 // reserved for it, as the fake API holds them now.
 func (w *world) podClaims(pod *v1.Pod) ([]claimJSON, error) {
@@ -73,6 +94,7 @@ func (w *world) podClaims(pod *v1.Pod) ([]claimJSON, error) {
 	}
 	stored := obj.(*v1.Pod)
 	var out []claimJSON
+	var names []string
 	for _, ref := range stored.Spec.ResourceClaims {
 		name := ""
 		if ref.ResourceClaimName != nil {
@@ -84,6 +106,13 @@ func (w *world) podClaims(pod *v1.Pod) ([]claimJSON, error) {
 				}
 			}
 		}
+		names = append(names, name)
+	}
+	// Then the claim of the pod's DeviceClass-backed extended resources, which PreBind created.
+	if st := stored.Status.ExtendedResourceClaimStatus; st != nil {
+		names = append(names, st.ResourceClaimName)
+	}
+	for _, name := range names {
 		if name == "" {
 			continue
 		}

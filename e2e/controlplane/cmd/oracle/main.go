@@ -68,7 +68,8 @@
 //	                         static PV's claimRef), "select node <ns>/<claim> -> <node>" (provisioning);
 //	                         a stand-in PV controller and provisioner answer them at once (volumes.go),
 //	+claims                  a placed pod's claims as DynamicResources' PreBind wrote them: per device
-//	                         {claim, request, driver, pool, device} (claims.go).
+//	                         {claim, request, driver, pool, device}, then the claim it created for
+//	                         the pod's DeviceClass-backed extended resources (claims.go).
 package main
 
 import (

@@ -83,6 +83,7 @@ type world struct {
 	current    *cycle            // the cycle under way: ScheduleOne runs one at a time here
 	late       []string
 	versions   versions // resourceVersions of storage objects (volumes.go)
+	generated  int      // claims created with generateName (claims.go)
 	writesMu   sync.Mutex
 	writes     []string  // PreBind's volume writes since the last finish (volumes.go)
 	storedAt   time.Time // just before the last StoreScheduleResults that stored a new batch
@@ -268,6 +269,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 	client.PrependReactor("update", "persistentvolumes", w.bindVolume)
 	client.PrependReactor("update", "persistentvolumeclaims", w.provision)
 	client.PrependReactor("update", "resourceclaims", w.writeClaim)
+	client.PrependReactor("create", "resourceclaims", w.createClaim)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clock := testingclock.NewFakeClock(time.Now())
 	sched, err := scheduler.New(ctx, client, factory, nil,
