@@ -1732,6 +1732,12 @@ def scenario(
         objects += dra_extended_inputs(
             random.Random(seed * 1_000_003 + DRAWN_FEATURES["draextended"][0]), pods, node_objs
         )
+        for pod in pods:
+            # As the API server gives every pod: the claim PreBind creates for a pod's extended
+            # resources is its pod's by UID (an earlier cycle's is found so), and two pods without
+            # one would share it.
+            meta = pod["metadata"]
+            meta.setdefault("uid", f"uid-{meta['namespace']}-{meta['name']}")
     if _dra(seed, features, always):
         dra = dra_inputs(random.Random(seed * 1_000_003 + DRAWN_FEATURES["dra"][0]), kube_version, pods, node_objs)
         objects += dra

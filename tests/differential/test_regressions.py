@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import pytest
+
 from scheduler.config import upstream_config
 from scheduler.features import features_at
 from scheduler.testing import make_node, make_pod
@@ -91,6 +93,26 @@ def test_dra_extended_seeds_that_once_differed_agree_with_upstream() -> None:
     make = functools.partial(scenario, features=FEATURES - NODE_POD_FEATURES - {"dra"}, kube_version="1.36")
     mismatches = run_batch(sorted(DRA_EXTENDED_REGRESSION_SEEDS), oracle_binary(features), make, features=features)
     assert not mismatches
+
+
+# Issue #49, feature "dra" in every cluster (``runner --all-with dra``), with the allocator's gated
+# parts: (minor, seed) -> what it uncovered
+DRA_REGRESSION_SEEDS = {
+    ("1.36", 30000052): "harness: pods without a UID (the generator gave one only to pods with claims) "
+    "shared the claim created for another's DeviceClass-backed extended resource (owned by UID ''), which "
+    "ours then took for this pod's from an earlier cycle ('cannot schedule extended resource claim'); the "
+    "API server gives every pod a UID, and so does the generator now where classes back extended resources",
+}
+
+
+@pytest.mark.parametrize("minor", ["1.35", "1.36", "1.37"])
+def test_dra_seeds_that_once_differed_agree_with_upstream(minor: str) -> None:
+    seeds = sorted(seed for at, seed in DRA_REGRESSION_SEEDS if at == minor)
+    if not seeds:
+        pytest.skip(f"no DRA regression seed at {minor}")
+    features = features_at(minor)
+    make = functools.partial(scenario, kube_version=minor, always=frozenset({"dra"}))
+    assert not run_batch(seeds, oracle_binary(features), make, features=features)
 
 
 def test_unstarted_victims_of_equal_priority_follow_the_informers_pod_order() -> None:
