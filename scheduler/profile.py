@@ -35,6 +35,7 @@ def build_frameworks(
     claims_in_flight = InFlightAllocations()
     for i, prof in enumerate(config.profiles):
         handle = Handle(binder=binder)
+        handle.claims_in_flight = claims_in_flight
         used = {name for names in prof.points.values() for name in names}
         plugins: dict[str, Plugin] = {}
         for name in sorted(used):

@@ -247,7 +247,7 @@ class PluginRunner(Protocol):
 class Handle:
     """What plugins may reach besides their arguments (upstream's ``framework.Handle``)."""
 
-    __slots__ = ("binder", "framework", "nominator", "preemption", "snapshot", "volume_binder")
+    __slots__ = ("binder", "claims_in_flight", "framework", "nominator", "preemption", "snapshot", "volume_binder")
 
     def __init__(
         self,
@@ -270,6 +270,9 @@ class Handle:
         # VolumeBinding's PreBind writes (the API in ``run``, memory in ``simulate``); None: no claim
         # that still needs binding can be bound, and VolumeBinding refuses such pods.
         self.volume_binder: VolumeBinder | None = volume_binder
+        # Upstream's SharedDRAManager's claims in flight (DynamicResources' InFlightAllocations, one
+        # per scheduler): the resource scorers count the devices they hold. None: nothing in flight.
+        self.claims_in_flight: object | None = None
 
     def runner(self) -> PluginRunner:
         if self.framework is None:

@@ -1,9 +1,10 @@
 """NodeResourcesBalancedAllocation: favour nodes whose resources would be used evenly with the pod.
 
 Upstream: ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (feature
-defaults: InPlacePodVerticalScaling and PodLevelResources on; DRA-backed extended resources are not
-accounted, so SignPod is always available). Until 1.35 the score is the balance with the pod; from
-1.36 (#135573, no gate) it is the change in balance the pod makes. No NormalizeScore and no
+defaults: InPlacePodVerticalScaling and PodLevelResources on). A scored extended resource a
+DeviceClass backs is counted in devices where the node offers none (``dra_scoring``, 1.36+).
+Until 1.35 the score is the balance with the pod; from 1.36 (#135573, no gate) it is the change in
+balance the pod makes. No NormalizeScore and no
 EnqueueExtensions upstream, so none here.
 """
 
@@ -22,6 +23,7 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import MAX_NODE_SCORE, NodeInfo
 from scheduler.plugins import names
+from scheduler.plugins.noderesources.dra_scoring import DRAScoreState, DRAScoring
 from scheduler.plugins.noderesources.fit import DRA_SIGNATURE_DISABLED, delegated_to_dra
 from scheduler.plugins.noderesources.resource_allocation import DEFAULT_RESOURCES, ResourceAllocationScorer
 
@@ -41,6 +43,7 @@ class PreScoreState:
     """The pod's requests, aligned with the configured resources; computed at PreScore, read by Score."""
 
     pod_requests: tuple[int, ...]
+    dra: DRAScoreState | None = None  # the devices behind DRA-backed extended resources (1.36+)
 
     def clone(self) -> PreScoreState:
         return self
@@ -131,6 +134,11 @@ class BalancedAllocation:
         self.scorer = ResourceAllocationScorer(resources, balanced_resource_scorer, use_requested=True)
         self.handle = handle
         self.features = features
+        self.dra = (
+            DRAScoring(features.minor, consumable_capacity=features.enabled("DRAConsumableCapacity"))
+            if features.enable_dra_extended_resource
+            else None
+        )
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
         """Upstream's ``SignPod`` (batching: ``scheduler.framework.signers``)."""
@@ -148,17 +156,20 @@ class BalancedAllocation:
             # A pod that requests nothing would score every node alike and pile onto the emptiest
             # ones, so it is not scored at all (kubernetes#129138).
             return Status(Code.SKIP)
-        state.write(PRE_SCORE_STATE_KEY, PreScoreState(tuple(requests)))
+        dra = self.dra.pre_score(self.handle, self.scorer.names) if self.dra is not None else None
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(tuple(requests), dra))
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         stored = state.get(PRE_SCORE_STATE_KEY)
         if isinstance(stored, PreScoreState):
             requests: Sequence[int] = stored.pod_requests
+            dra = stored.dra
         else:  # PreScore disabled: compute here, skipping best-effort pods as PreScore would
             requests = self.scorer.pod_requests(pod)
             if self.scorer.is_best_effort(requests):
                 return 0
+            dra = self.dra.pre_score(self.handle, self.scorer.names) if self.dra is not None else None
         if self.features.balanced_allocation_scores_change:
-            return balanced_change_scorer(*self.scorer.node_requests(node_info, requests))
-        return self.scorer.score(node_info, requests)
+            return balanced_change_scorer(*self.scorer.node_requests(node_info, requests, dra))
+        return self.scorer.score(node_info, requests, dra)

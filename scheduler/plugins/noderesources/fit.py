@@ -29,6 +29,7 @@ from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import names
+from scheduler.plugins.noderesources.dra_scoring import DRAScoreState, DRAScoring
 from scheduler.plugins.noderesources.resource_allocation import ResourceAllocationScorer, parse_fit_args
 
 __all__ = ["DRA_SIGNATURE_DISABLED", "Fit", "InsufficientResource", "delegated_to_dra", "fits_request"]
@@ -36,6 +37,7 @@ __all__ = ["DRA_SIGNATURE_DISABLED", "Fit", "InsufficientResource", "delegated_t
 NAME = names.NODE_RESOURCES_FIT
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+PRE_SCORE_DRA_KEY = PRE_SCORE_STATE_KEY + "/DRA"  # upstream's preScoreState.draPreScoreState
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +170,13 @@ class Fit:
         self.handle = handle
         self.features = features
         self.dra_extended_resource = features.enable_dra_extended_resource
+        # DRA-backed extended resources among the scored ones are counted in devices (NewFit gives
+        # its scorer the DRA manager with DRAExtendedResource on).
+        self.dra = (
+            DRAScoring(features.minor, consumable_capacity=features.enabled("DRAConsumableCapacity"))
+            if self.dra_extended_resource
+            else None
+        )
         self.requests_rule = features.pod_requests_rule
 
     def sign_fragments(self, pod: Pod) -> tuple[Sequence[signers.SignFragment], Status | None]:
@@ -297,10 +306,15 @@ class Fit:
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, self.scorer.pod_requests(pod))
+        dra = self.dra.pre_score(self.handle, self.scorer.names) if self.dra is not None else None
+        if dra is not None:
+            state.write(PRE_SCORE_DRA_KEY, dra)
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         requests = state.get(PRE_SCORE_STATE_KEY)
-        if not isinstance(requests, list):
+        dra = state.get(PRE_SCORE_DRA_KEY)
+        if not isinstance(requests, list):  # PreScore did not run: upstream reads the devices here
             requests = self.scorer.pod_requests(pod)
-        return self.scorer.score(node_info, requests)
+            dra = self.dra.pre_score(self.handle, self.scorer.names) if self.dra is not None else None
+        return self.scorer.score(node_info, requests, dra if isinstance(dra, DRAScoreState) else None)

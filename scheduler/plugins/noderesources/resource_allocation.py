@@ -13,6 +13,7 @@ from scheduler.api.objects import Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name, request_value
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.helper.shape_score import int_arg, parse_shape
+from scheduler.plugins.noderesources.dra_scoring import DRAScoreState
 from scheduler.plugins.noderesources.least_allocated import least_resource_scorer
 from scheduler.plugins.noderesources.most_allocated import most_resource_scorer
 from scheduler.plugins.noderesources.requested_to_capacity_ratio import (
@@ -153,24 +154,30 @@ class ResourceAllocationScorer:
         """``isBestEffortPod``: nothing requested of any configured resource."""
         return not any(pod_requests)
 
-    def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
-        requested, _, allocatable = self.node_requests(node_info, pod_requests)
+    def score(self, node_info: NodeInfo, pod_requests: Sequence[int], dra: DRAScoreState | None = None) -> int:
+        requested, _, allocatable = self.node_requests(node_info, pod_requests, dra)
         return self.scorer(requested, allocatable)
 
-    def node_requests(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+    def node_requests(
+        self, node_info: NodeInfo, pod_requests: Sequence[int], dra: DRAScoreState | None = None
+    ) -> tuple[list[int], list[int], list[int]]:
         """Per configured resource: requested with the pod, allocated without it, allocatable (1.36's
-        ``calculateNodeAllocatableRequest``; a resource the node does not offer stays 0 in all three)."""
+        ``calculateNodeAllocatableRequest``; a resource the node does not offer stays 0 in all three).
+        ``dra``: PreScore's reading of the devices, for extended resources a DeviceClass backs."""
         requested = [0] * len(self.names)
         allocated = [0] * len(self.names)
         allocatable = [0] * len(self.names)
         for i, name in enumerate(self.names):
-            alloc, req = self._allocatable_requested(node_info, name, pod_requests[i])
+            alloc, req = self._allocatable_requested(node_info, name, pod_requests[i], dra)
             if alloc:
                 allocatable[i], requested[i], allocated[i] = alloc, req, req - pod_requests[i]
         return requested, allocated, allocatable
 
-    def _allocatable_requested(self, info: NodeInfo, name: str, pod_request: int) -> tuple[int, int]:
-        """``calculateResourceAllocatableRequest``: cpu/memory count the node's non-zero totals."""
+    def _allocatable_requested(
+        self, info: NodeInfo, name: str, pod_request: int, dra: DRAScoreState | None = None
+    ) -> tuple[int, int]:
+        """``calculateResourceAllocatableRequest``: cpu/memory count the node's non-zero totals; an
+        extended resource the node offers none of is counted in devices where a class backs it."""
         alloc = info.node.allocatable
         if name == CPU:
             used = info.requested_milli_cpu if self.use_requested else info.non0_cpu
@@ -182,6 +189,10 @@ class ResourceAllocationScorer:
             return alloc.ephemeral_storage, info.requested_ephemeral_storage + pod_request
         if pod_request == 0 and is_scalar_resource_name(name):
             return 0, 0
+        if dra is not None and not alloc.scalar.get(name):
+            devices, held = dra.allocatable_allocated(info.node, name)
+            if devices > 0:
+                return devices, held + pod_request
         if name in alloc.scalar:
             return alloc.scalar[name], info.requested_scalar.get(name, 0) + pod_request
         return 0, 0

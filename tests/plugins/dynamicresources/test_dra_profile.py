@@ -483,3 +483,53 @@ def test_unreserve_patch_is_written_before_the_pod_is_retried(refuse: bool) -> N
     assert held is not None and held.allocation is not None
     assert [ref.uid for ref in held.reserved_for] == (["uid-default-p0"] if refuse else [])
     assert notes == ["binding rejected: connection reset"]
+
+
+def _scored_fpga_config(minor: str) -> Any:
+    """Both resource scorers on ``example.com/fpga`` alone (with cpu for the balance)."""
+    fit = {"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "example.com/fpga", "weight": 1}]}}
+    balanced = {"resources": [{"name": "cpu", "weight": 1}, {"name": "example.com/fpga", "weight": 1}]}
+    return parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": "spread-scheduler",
+                    "pluginConfig": [
+                        {"name": names.NODE_RESOURCES_FIT, "args": fit},
+                        {"name": names.NODE_RESOURCES_BALANCED_ALLOCATION, "args": balanced},
+                    ],
+                }
+            ],
+        },
+        features=features_at(minor),
+    )
+
+
+@pytest.mark.parametrize("minor", ["1.36", "1.37"])
+def test_a_class_backed_extended_resource_is_scored_in_devices(minor: str) -> None:
+    """Upstream's resource scorers read a backed resource the node offers none of from the devices
+    the class selects on it (4 here) and those a claim holds (1, plus the pod's 1): LeastAllocated
+    (4 - 2) * 100 / 4 = 50 (without the devices the resource is not scored: 0)."""
+    held = claim("c0")
+    result = {"request": "gpu", "driver": DRIVER, "pool": "plain", "device": "gpu-0"}
+    held["status"] = {"allocation": {"devices": {"results": [result]}}}
+    objects = [
+        node("plain"),
+        node("plugin", **{"example.com/fpga": "4"}),  # a device plugin's: scored as ever, (4 - 1) * 100 / 4
+        device_class("fpga", extended_resource="example.com/fpga"),
+        node_slice("plain", *({"name": f"gpu-{i}"} for i in range(4))),
+        held,
+        make_pod("p0").requests(cpu="2", **{"example.com/fpga": "1"}).dict(),
+    ]
+    sim = Simulation(_scored_fpga_config(minor), seed=0)
+    sim.add_objects(objects)
+    (attempt,) = sim.run()
+    nodes = attempt_to_json(attempt, sim.cache)["nodes"]
+    assert nodes["plugin"]["scores"][names.NODE_RESOURCES_FIT]["raw"] == 75
+    scores = nodes["plain"]["scores"]
+    assert scores[names.NODE_RESOURCES_FIT]["raw"] == 50
+    # The change in balance (1.36+): cpu 2/4 and fpga 2/4 with the pod (100), 0/4 and 1/4 without
+    # (std 1/8: 87), so 50 + (50 + 100 - 87) // 2.
+    assert scores[names.NODE_RESOURCES_BALANCED_ALLOCATION]["raw"] == 81
