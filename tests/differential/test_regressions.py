@@ -102,6 +102,8 @@ DRA_REGRESSION_SEEDS = {
     "shared the claim created for another's DeviceClass-backed extended resource (owned by UID ''), which "
     "ours then took for this pod's from an earlier cycle ('cannot schedule extended resource claim'); the "
     "API server gives every pod a UID, and so does the generator now where classes back extended resources",
+    ("1.36", 30000085): "NodeResourcesBalancedAllocation (and Fit) score a DRA-backed extended resource the node "
+    "offers none of in devices: those the backing class selects on the node, and those allocated",
 }
 
 
