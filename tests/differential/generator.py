@@ -2284,4 +2284,4 @@ def _use_claim(pod: dict[str, Any], name: str) -> None:
     if any(r.get("resourceClaimName") == name for r in refs):
         return
     meta["uid"] = f"uid-{meta['namespace']}-{meta['name']}"
-    refs.append({"name": "bound", "resourceClaimName": name})
+    refs.append({"name": f"bound-{len(refs)}", "resourceClaimName": name})

@@ -720,7 +720,7 @@ DRA_PARTS = (
 
 def tally_dra_parts(objects: list[dict[str, Any]], results: list[dict[str, Any]], stats: Counter[str]) -> None:
     """Per part of the allocator (``DRA_PARTS``): the pending pods whose claims ask for it and that a
-    cycle evaluated ("pods"), the clusters with one such pod; for device parts (taints, shared
+    cycle evaluated ("pods", and of them "pods placed"), the clusters with one such pod; for device parts (taints, shared
     devices, counters) the pods evaluated while such devices were offered, and the devices of the
     part that upstream allocated."""
     claims = {
@@ -747,8 +747,10 @@ def tally_dra_parts(objects: list[dict[str, Any]], results: list[dict[str, Any]]
             parts |= offered
         if has_claims and g["pod"] in backed:
             parts.add("claims + DRA-backed extended resource")
+        placed = g["code"] == "Success" and not g.get("bindingError")
         for part in parts:
             stats[f"dra part: {part}: pods"] += 1
+            stats[f"dra part: {part}: pods placed"] += placed
         seen |= parts
         for entry in g.get("claims") or ():
             for part in devices.get((entry["driver"], entry["pool"], entry["device"]), ()):
