@@ -720,9 +720,9 @@ DRA_PARTS = (
 
 def tally_dra_parts(objects: list[dict[str, Any]], results: list[dict[str, Any]], stats: Counter[str]) -> None:
     """Per part of the allocator (``DRA_PARTS``): the pending pods whose claims ask for it and that a
-    cycle evaluated ("pods", and of them "pods placed"), the clusters with one such pod; for device parts (taints, shared
-    devices, counters) the pods evaluated while such devices were offered, and the devices of the
-    part that upstream allocated."""
+    cycle evaluated ("pods", and of them "pods placed"), the clusters with one such pod; for device
+    parts (taints, shared devices, counters) the pods evaluated while such devices were offered, and
+    the devices of the part that upstream allocated."""
     claims = {
         (o["metadata"].get("namespace", "default"), o["metadata"]["name"]): o
         for o in objects
