@@ -151,8 +151,8 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   selectors on GPU attributes or capacity are guarded by the driver, so NICs fail them rather than
   end the cycle with a CEL runtime error.
   Not generated: binding conditions on a slice's devices (a fresh allocation of one makes
-  upstream's PreBind wait for them, up to the 10-minute binding timeout, which ours does not yet),
-  per-device node selection.
+  upstream's PreBind poll for them up to the binding timeout, 10 minutes of the oracle's wall clock,
+  as no driver ever sets them there), per-device node selection.
 
 Not generated: other volume sources.
 """
