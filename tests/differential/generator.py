@@ -1968,10 +1968,12 @@ def _claim_spec(rng: random.Random, class_names: list[str]) -> dict[str, Any]:
 
 
 def _claim(name: str, ns: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A claim with the UID the API server would give it: the claims a cycle writes and those in
+    flight are told apart by UID, on both sides."""
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": ns},
+        "metadata": {"name": name, "namespace": ns, "uid": f"uid-claim-{ns}-{name}"},
         "spec": spec,
     }
 

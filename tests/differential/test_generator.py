@@ -356,6 +356,8 @@ def test_dra_objects_per_minor() -> None:
             claims = {
                 (o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects if o["kind"] == "ResourceClaim"
             }
+            uids = [c["metadata"].get("uid") for c in claims.values()]
+            assert None not in uids and len(set(uids)) == len(uids)  # as the API server gives them
             for claim in claims.values():
                 for request in claim["spec"]["devices"]["requests"]:
                     for exact in [request.get("exactly"), *request.get("firstAvailable", [])]:
