@@ -153,12 +153,14 @@ def test_a_failure_condition_fails_prebind(minor: str) -> None:
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
-def test_a_claim_past_its_binding_timeout_fails_prebind(minor: str) -> None:
-    """``isPodReadyForBinding``: allocated more than ``bindingTimeout`` ago and not ready."""
-    old = waiting_claim("False", allocated_at=time.time() - 700)
-    pl, _, metrics = _plugin(minor, Reads(waiting_claim(), old))
+def test_prebind_fail_with_binding_timeout(minor: str) -> None:
+    """``prebind-fail-with-binding-timeout``: allocated just under ``bindingTimeout`` ago, so Filter
+    still takes it; not ready, it times out while PreBind polls (``isPodReadyForBinding``)."""
+    raw = waiting_claim("False", allocated_at=time.time() - 600 + 1.5)
+    pl, _, metrics = _plugin(minor, Lister([raw], [CLASS], [worker_slice()]))
+    pl.poll_interval = 0.05
     assert _pre_bind(pl) == Status.as_error(f"device binding timeout: claim={CLAIM}")
-    assert metrics.waits == [(DRIVER, "timeout")]
+    assert metrics.waits == [(DRIVER, "timeout")] and metrics.allocations == [(DRIVER, "timeout")]
 
 
 @pytest.mark.parametrize("minor", ["1.36", "1.37"])
