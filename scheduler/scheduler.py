@@ -153,6 +153,8 @@ class Scheduler:
         """
         progress = self.cycles.progress
         progress.scheduling(True)
+        for fwk in self.frameworks.values():
+            fwk.handle.stopping.clear()  # a run after an earlier one's stop
         try:
             await self._loop(stop, progress)
         finally:
