@@ -22,7 +22,7 @@ from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import events_for, node_of, pod_body, server_minor, wait_for
-from scheduler.testing import node_resource_slice
+from scheduler.testing import driver_device_class, node_resource_slice
 
 pytestmark = pytest.mark.every_release  # skipped on 1.35 (DRADeviceBindingConditions alpha, off)
 
@@ -43,14 +43,7 @@ def driver(
     resources.create_cluster_custom_object(
         GROUP, VERSION, "resourceslices", node_resource_slice(f"live-{node}", DRIVER, node, device)
     )
-    selector = {"cel": {"expression": f'device.driver == "{DRIVER}"'}}
-    device_class = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "DeviceClass",
-        "metadata": {"name": "live-attach"},
-        "spec": {"selectors": [selector]},
-    }
-    resources.create_cluster_custom_object(GROUP, VERSION, "deviceclasses", device_class)
+    resources.create_cluster_custom_object(GROUP, VERSION, "deviceclasses", driver_device_class("live-attach", DRIVER))
     yield resources, node
 
 
