@@ -628,6 +628,12 @@ class StructuredDynamicResources:
             return Status.as_error(f"resource claim {writes[0].namespace}/{writes[0].name}: {NO_CLAIM_WRITER}")
         for binding in writes:
             assert self.claim_writer is not None
+            if binding.allocation is not None and self._allocated_meanwhile(binding):
+                # bindClaim's check. A pod naming one claim twice meets it at the second entry: upstream
+                # writes from the cycle's copy, conflicts, reads the claim again and finds it allocated.
+                return Status.as_error(
+                    f"claim {binding.namespace}/{binding.name} got allocated elsewhere in the meantime"
+                )
             try:
                 written = await self.claim_writer.bind_claim(pod, binding)
             except Exception as err:  # any failure fails PreBind; Unreserve drops the in-flight allocations
@@ -719,6 +725,12 @@ class StructuredDynamicResources:
                 metrics.observe_wait(result.driver, outcome, seconds)
             for status in binding_conditions_status(claim):
                 metrics.count_allocation(status.driver, outcome)
+
+    def _allocated_meanwhile(self, binding: ClaimBinding) -> bool:
+        """The claim PreBind is to allocate is allocated in the cache (the informer's state with the
+        claims the scheduler wrote assumed), which an in-flight allocation is not."""
+        held = self._claim(binding.namespace, binding.name)
+        return held is not None and held.uid == binding.uid and held.allocation is not None
 
     def pre_bind_extended(self, state: CycleState, pod: Pod) -> ExtendedClaimCreation | None:
         """PreBind's create of the claim for the pod's extended resources, as data: None when Reserve
