@@ -160,6 +160,8 @@ def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
 
     for fwk in sched.frameworks.values():
         fwk.plugin_observer = metrics.plugin_duration.observe
+    if sched.config.features.enabled("DRADeviceBindingConditions"):
+        sched.use_binding_conditions_metrics(metrics.binding_conditions())
     sched.attempt_observers.append(on_attempt)
     sched.bound_observers.append(on_bound)
 

@@ -533,3 +533,38 @@ def test_a_class_backed_extended_resource_is_scored_in_devices(minor: str) -> No
     # The change in balance (1.36+): cpu 2/4 and fpga 2/4 with the pod (100), 0/4 and 1/4 without
     # (std 1/8: 87), so 50 + (50 + 100 - 87) // 2.
     assert scores[names.NODE_RESOURCES_BALANCED_ALLOCATION]["raw"] == 81
+
+
+@pytest.mark.parametrize("minor", MINORS)
+def test_a_pod_naming_one_claim_twice_fails_prebind_as_upstream(minor: str) -> None:
+    """Two ``spec.resourceClaims`` entries, one claim: upstream's PreBind writes the first entry's
+    allocation, and the second entry's write (from the cycle's copy: a conflict, the claim read again)
+    finds it allocated; the next attempt reserves it for the first entry and the API server refuses the
+    second entry's duplicate reservation. Never bound (e2e/test_dra_claim_twice.py, beside kube-scheduler)."""
+
+    async def body() -> None:
+        binder, recorder, clock = FakeBinder(), FakeRecorder(), FakeClock()
+        config = load_config(None, features=features_at(minor))
+        sched = Scheduler(config, binder, recorder, clock=clock, rng=random.Random(0))
+        sched.use_claim_writer(MemoryClaimWriter(sched.handlers))
+        _add(sched, [node("n1"), device_class(), node_slice("n1", {"name": "gpu-0"}, {"name": "gpu-1"}), claim("c0")])
+        _add(sched, [make_pod("p0").resource_claim("a", claim="c0").resource_claim("b", claim="c0").dict()])
+        for _ in range(3):
+            clock.advance(20)
+            sched.queue.flush_backoff_completed()
+            assert sched.schedule_one()
+            await sched.drain()
+        assert binder.binds == []
+        notes = [e.note for e in recorder.events_for("default/p0", "FailedScheduling")]
+        prefix = 'running PreBind plugin "DynamicResources": '
+        # The API server's text: 1.37's declarative validation shows the whole entry.
+        value = '{"resource":"pods","name":"p0","uid":"uid-default-p0"}' if minor == "1.37" else '"uid-default-p0"'
+        assert notes == [
+            f"{prefix}claim default/c0 got allocated elsewhere in the meantime",
+            f"{prefix}add reservation to claim default/c0: ResourceClaim.resource.k8s.io "
+            f'"c0" is invalid: status.reservedFor[1]: Duplicate value: {value}',
+        ]
+        held = sched.cache.storage.resource_claim("default", "c0")
+        assert held is not None and held.allocation is not None and held.reserved_for == ()
+
+    asyncio.run(body())
