@@ -63,6 +63,7 @@ from scheduler.plugins.dynamicresources.plugin.podclaims import ClaimNotUsableEr
 from scheduler.plugins.dynamicresources.plugin.score import claims_score
 from scheduler.plugins.dynamicresources.structured import Allocation, AllocationError, Allocator, FailedOnNodeError
 from scheduler.plugins.dynamicresources.structured.features import for_scheduler
+from scheduler.plugins.dynamicresources.structured.pools import NodePools
 from scheduler.plugins.helper.normalize_score import default_normalize_score
 
 __all__ = ["DRALister", "StructuredDynamicResources"]
@@ -86,7 +87,7 @@ class DRALister(Protocol):
 
     def resource_claims(self) -> Iterable[ResourceClaim]: ...
 
-    def resource_slices(self) -> list[ResourceSlice]: ...
+    def resource_slices(self) -> Sequence[ResourceSlice]: ...
 
     def device_class(self, name: str) -> DeviceClass | None: ...
 
@@ -187,6 +188,7 @@ class StructuredDynamicResources:
         self.in_flight = in_flight if in_flight is not None else InFlightAllocations()
         self.allocator_features, self.release = for_scheduler(features)
         self.cel_cache = cel.Cache(CEL_CACHE_SIZE, cel.compiler_for(int(features.minor.split(".")[1])))
+        self.node_pools = NodePools()  # each node's pools, for every pod's allocator while the slices stay
         self.hints = ClaimHints(features, self._claim)
         self.binding_conditions = "device_binding_and_status" in self.allocator_features.enabled()
         self.consumable_capacity = self.allocator_features.consumable_capacity
@@ -272,6 +274,7 @@ class StructuredDynamicResources:
                 release=self.release,
                 shared_devices=allocated.shared_devices,
                 aggregated_capacity=allocated.aggregated_capacity,
+                node_pools=self.node_pools,
             )
         s.claims = claims
         s.pending = [claims[i] for i in s.to_allocate()]

@@ -45,11 +45,10 @@ from scheduler.plugins.dynamicresources.structured.features import (
     supported,
 )
 from scheduler.plugins.dynamicresources.structured.pools import (
+    NodePools,
     NodeSelectionError,
     Pool,
     PoolID,
-    SliceIndex,
-    gather_pools,
     node_matches,
 )
 from scheduler.plugins.dynamicresources.structured.results import DeviceID, Picked, Selection, build_result
@@ -189,6 +188,9 @@ class Allocator:
     ``AllocatedState``; ``share_id`` makes each new share's ID (``GenerateShareID``, a random UUID
     unless given).
 
+    ``node_pools`` keeps each node's pools for the next allocator given the same slices (the
+    scheduler makes one allocator a pod); by default this allocator keeps its own.
+
     ``stop`` is polled before each step of the search, as upstream checks its context: when it
     returns a cause (``"context deadline exceeded"``), ``allocate`` raises
     ``filter operation aborted: <cause>``. The scheduler bounds the search by time
@@ -209,6 +211,7 @@ class Allocator:
         shared_devices: Collection[DeviceID] = (),
         aggregated_capacity: Mapping[DeviceID, Mapping[str, Fraction]] | None = None,
         share_id: Callable[[], str] | None = None,
+        node_pools: NodePools | None = None,
     ) -> None:
         self.variant = _variant(features, release, implementation)
         self.features = features
@@ -220,7 +223,8 @@ class Allocator:
         self.share_id = share_id or (lambda: str(uuid.uuid4()))
         self.classes = classes
         self.slices = slices
-        self.slice_index = SliceIndex(slices)
+        self.node_pools = node_pools if node_pools is not None else NodePools()
+        self.node_pools.index(slices)
         self.cel_cache = cel_cache
         self.stop = stop
         # Per pool name (upstream keys them so, without the driver): the counters left once the
@@ -338,14 +342,13 @@ class _Search:
 
     def run(self) -> Allocation | None:
         try:
-            self.pools = gather_pools(
+            self.pools = self.owner.node_pools.pools(
                 self.owner.slices,
                 self.node,
                 self.features,
                 incubating=self.variant.incubating,
                 ordered=self.variant.v0_36,
                 counters_by_node=self.variant.v0_37,
-                candidates=self.owner.slice_index.for_node(self.node),
             )
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None

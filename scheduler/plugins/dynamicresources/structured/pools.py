@@ -22,7 +22,7 @@ from scheduler.api.objects import Node
 from scheduler.api.resourceslice import CounterSet, ResourceSlice
 from scheduler.plugins.dynamicresources.structured.features import Features
 
-__all__ = ["Pool", "PoolID", "SliceIndex", "gather_pools", "node_matches"]
+__all__ = ["NodePools", "Pool", "PoolID", "SliceIndex", "gather_pools", "node_matches"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -93,6 +93,71 @@ class SliceIndex:
         own = self._on.get(node.name, []) if node is not None else []
         indices = heapq.merge(own, self._rest) if own and self._rest else own or self._rest
         return [self.slices[i] for i in indices]
+
+
+class NodePools:
+    """Each node's pools (``gather_pools``), kept across allocators, so across pods: a node's pools
+    are made of the slices and the node alone, and the search only reads them. Everything kept is
+    dropped when the allocator is given another sequence of slices (the cache lists the same one
+    until a slice changes) or reads them as another variant; a node's entry when the node object
+    is another (its labels may have changed). At most ``MAX_NODES`` nodes are kept.
+
+    Upstream gathers every node's pools in every Filter, ranging over all slices each time.
+    """
+
+    MAX_NODES = 65_536
+
+    __slots__ = ("_by_node", "_gathering", "_index", "_slices")
+
+    def __init__(self) -> None:
+        self._slices: Sequence[ResourceSlice] | None = None
+        # What ``gather_pools`` reads besides the slices and the node: the features and the variant's flags.
+        self._gathering: tuple[Features, bool, bool, bool] | None = None
+        self._index: SliceIndex | None = None
+        self._by_node: dict[str, tuple[Node | None, list[Pool]]] = {}
+
+    def index(self, slices: Sequence[ResourceSlice]) -> SliceIndex:
+        """The ``SliceIndex`` of ``slices``, made once per sequence."""
+        if slices is not self._slices or self._index is None:
+            self._slices = slices
+            self._index = SliceIndex(slices)
+            self._by_node.clear()
+        return self._index
+
+    def pools(
+        self,
+        slices: Sequence[ResourceSlice],
+        node: Node | None,
+        features: Features,
+        *,
+        incubating: bool,
+        ordered: bool,
+        counters_by_node: bool,
+    ) -> list[Pool]:
+        """``gather_pools`` of ``node``, as it was the last time unless the slices, the variant or
+        the node changed. Raises as ``gather_pools`` does (an error is not kept)."""
+        index = self.index(slices)
+        gathering = (features, incubating, ordered, counters_by_node)
+        if gathering != self._gathering:
+            self._gathering = gathering
+            self._by_node.clear()
+        name = node.name if node is not None else ""
+        kept = self._by_node.get(name)
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        found = gather_pools(
+            slices,
+            node,
+            features,
+            incubating=incubating,
+            ordered=ordered,
+            counters_by_node=counters_by_node,
+            candidates=index.for_node(node),
+        )
+        if len(self._by_node) >= self.MAX_NODES:
+            self._by_node.clear()
+        self._by_node[name] = (node, found)
+        return found
 
 
 def gather_pools(
