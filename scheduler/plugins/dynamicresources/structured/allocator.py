@@ -513,18 +513,13 @@ class _Search:
                     raise AllocationError(
                         f"{prefix}: asks for all devices, but resource pool {pool.id} is currently invalid"
                     )
-                for slice_ in pool.slices:
-                    for device in slice_.devices:
-                        if self._selectable(key, data, slice_, device) and self._fits_for_all(
+                for slice_, ids in zip(pool.slices, pool.device_ids(), strict=True):
+                    for device, device_id in zip(slice_.devices, ids, strict=True):
+                        if self._selectable(key, data, slice_, device, device_id) and self._fits_for_all(
                             claim, request, slice_, device
                         ):
                             data.all_devices.append(
-                                _Candidate(
-                                    DeviceID(slice_.driver, slice_.pool.name, device.name),
-                                    device,
-                                    slice_,
-                                    pool if self.variant.v0_36 else None,
-                                )
+                                _Candidate(device_id, device, slice_, pool if self.variant.v0_36 else None)
                             )
             data.num_devices = len(data.all_devices)
         else:
@@ -629,18 +624,20 @@ class _Search:
             if pool.is_incomplete or pool.is_invalid:
                 continue
             from_slice = first_slice if pool_index == first_pool else 0
+            pool_ids = pool.device_ids()
             for slice_index in range(from_slice, len(pool.slices)):
                 slice_ = pool.slices[slice_index]
+                ids = pool_ids[slice_index]
                 at_start = pool_index == first_pool and slice_index == first_slice
                 for device_index_in_slice in range(first_device if at_start else 0, len(slice_.devices)):
                     device = slice_.devices[device_index_in_slice]
-                    device_id = DeviceID(pool.id.driver, pool.id.pool, device.name)
+                    device_id = ids[device_index_in_slice]
                     if request.admin_access:
                         if claim_index in self.allocating.get(device_id, ()):
                             continue
                     elif self._in_use(device_id):
                         continue
-                    if not self._selectable(key, data, slice_, device):
+                    if not self._selectable(key, data, slice_, device, device_id):
                         continue
                     if self.features.consumable_capacity and not self._fits(r, request, device_id, device, "checking"):
                         continue
@@ -658,11 +655,12 @@ class _Search:
     def _in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.owner.allocated_devices or bool(self.allocating.get(device_id))
 
-    def _selectable(self, key: tuple[int, int, int], data: _RequestData, slice_: ResourceSlice, device: Device) -> bool:
+    def _selectable(
+        self, key: tuple[int, int, int], data: _RequestData, slice_: ResourceSlice, device: Device, device_id: DeviceID
+    ) -> bool:
         """``isSelectable``: the class's and the request's selectors, and per-device node selection."""
         if not self.features.device_binding_and_status and device.binding_conditions:
             return False
-        device_id = DeviceID(slice_.driver, slice_.pool.name, device.name)
         cache_key = (device_id, *key)
         known = self.matches.get(cache_key)
         if known is not None:

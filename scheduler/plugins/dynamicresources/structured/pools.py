@@ -21,6 +21,7 @@ from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.objects import Node
 from scheduler.api.resourceslice import CounterSet, ResourceSlice
 from scheduler.plugins.dynamicresources.structured.features import Features
+from scheduler.plugins.dynamicresources.structured.results import DeviceID
 
 __all__ = ["NodePools", "Pool", "PoolID", "SliceIndex", "gather_pools", "node_matches"]
 
@@ -46,6 +47,14 @@ class Pool:
     invalid_reason: str = ""
     counter_sets: dict[str, CounterSet] = field(default_factory=dict)
     other_slices: list[ResourceSlice] = field(default_factory=list)
+    _ids: list[tuple[DeviceID, ...]] | None = None
+
+    def device_ids(self) -> list[tuple[DeviceID, ...]]:
+        """Per slice, its devices' IDs, made on first use (a pool serves many searches)."""
+        if self._ids is None:
+            driver, name = self.id.driver, self.id.pool
+            self._ids = [tuple(DeviceID(driver, name, d.name) for d in s.devices) for s in self.slices]
+        return self._ids
 
 
 class NodeSelectionError(Exception):
