@@ -116,3 +116,24 @@ def test_allocators_sharing_node_pools_gather_a_node_once_while_slices_and_node_
     fewer = [_slice("n0", ["a"]), *SLICES[1:]]
     assert allocate(fewer, relabelled) is None  # a new list of slices: n0 has one device left
     assert gathered == ["n0", "n0", "n0"]
+
+
+def test_a_changed_class_is_asked_again_by_the_next_allocator() -> None:
+    """The class's answers kept across allocators belong to the class object: an updated class (a
+    new object under the same name) selects anew."""
+    from scheduler.plugins.dynamicresources.structured.pools import NodePools  # noqa: PLC0415
+
+    shared = NodePools()
+    cache = cel.Cache(10, cel.compiler_for(37))
+    n1 = Node.from_dict(make_node("n1").dict())
+
+    def model(selected: str) -> Any:
+        expression = f'device.attributes["{DRIVER}"].model == "{selected}"'
+        spec = {"selectors": [{"cel": {"expression": expression}}]}
+        classes = {"gpu": DeviceClass.from_dict({"metadata": {"name": "gpu"}, "spec": spec})}
+        allocator = Allocator(Features(), (), classes, SLICES, cache, release=V0_35, node_pools=shared)
+        (result,) = allocator.allocate(n1, [_claim("c", [_exactly("r0")])]) or [None]
+        return None if result is None else [r.device for r in result.results]
+
+    assert model("b") == ["n1-d0"]
+    assert model("c") is None

@@ -147,6 +147,28 @@ def test_a_nodes_pools_are_gathered_once_for_every_pod_while_the_slices_stay(mon
     assert sorted(gathered) == ["n1", "n2"]
 
 
+def test_a_classs_selectors_are_asked_of_a_device_once_for_every_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The class's answer for a device is kept with the slices: the next pod's Filter does not ask it
+    again (the pods still get one device each)."""
+    from scheduler.plugins.dynamicresources import cel  # noqa: PLC0415 - patched here
+
+    asked: list[str] = []
+    original = cel.Compiled.device_matches
+
+    def counting(self: cel.Compiled, device: Any) -> cel.Result:
+        asked.append(device.name)
+        return original(self, device)
+
+    monkeypatch.setattr(cel.Compiled, "device_matches", counting)
+    objects = [node("n1"), node("n2"), device_class()]
+    objects += [node_slice("n1", {"name": "a-0"}), node_slice("n2", {"name": "b-0"}, {"name": "b-1"})]
+    objects += [claim(f"c{i}") for i in range(3)]
+    objects += [make_pod(f"p{i}").resource_claim("gpu", claim=f"c{i}").dict() for i in range(3)]
+    attempts = simulate("1.37", objects).run()
+    assert sorted(str(a.host) for a in attempts) == ["n1", "n2", "n2"]
+    assert sorted(asked) == ["a-0", "b-0", "b-1"]
+
+
 def _scheduler(doc: dict[str, Any] | None = None) -> tuple[Scheduler, FakeBinder, FakeRecorder]:
     binder, recorder = FakeBinder(), FakeRecorder()
     config = load_config(None) if doc is None else parse_config(doc)

@@ -665,10 +665,9 @@ class _Search:
         known = self.matches.get(cache_key)
         if known is not None:
             return known
-        ok = (
-            data.device_class is None
-            or self._selectors_match(key[0], device_id, device, data.device_class, data.device_class.selectors)
-        ) and self._selectors_match(key[0], device_id, device, None, data.request.spec.selectors)
+        ok = (data.device_class is None or self._class_selects(device_id, device, data.device_class)) and (
+            self._selectors_match(key[0], device_id, device, None, data.request.spec.selectors)
+        )
         if ok and slice_.per_device_node_selection:
             try:
                 ok = node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
@@ -676,6 +675,16 @@ class _Search:
                 raise AllocationError(str(err)) from None
         self.matches[cache_key] = ok
         return ok
+
+    def _class_selects(self, device_id: DeviceID, device: Device, device_class: DeviceClass) -> bool:
+        """The class's selectors' answer for the device, as the last pod's search found it (a
+        function of the two alone); an error is raised again each time, as it was first."""
+        known = self.owner.node_pools.class_selects(device_class, self.variant.v0_36)
+        found = known.get(id(device))
+        if found is None:
+            found = self._selectors_match(0, device_id, device, device_class, device_class.selectors)
+            known[id(device)] = found
+        return found
 
     def _selectors_match(
         self,

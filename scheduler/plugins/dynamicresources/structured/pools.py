@@ -115,8 +115,9 @@ class NodePools:
     """
 
     MAX_NODES = 65_536
+    MAX_CLASSES = 64
 
-    __slots__ = ("_by_node", "_gathering", "_index", "_slices")
+    __slots__ = ("_by_node", "_class_selects", "_gathering", "_index", "_slices")
 
     def __init__(self) -> None:
         self._slices: Sequence[ResourceSlice] | None = None
@@ -124,6 +125,10 @@ class NodePools:
         self._gathering: tuple[Features, bool, bool, bool] | None = None
         self._index: SliceIndex | None = None
         self._by_node: dict[str, tuple[Node | None, list[Pool]]] = {}
+        # Per DeviceClass (the object: an update is another) and whether CEL sees a device's
+        # ``allowMultipleAllocations``: the class's answer per device, keyed by the device's id()
+        # (the slices held here keep every device alive until they are replaced, and this with them).
+        self._class_selects: dict[tuple[int, bool], tuple[object, dict[int, bool]]] = {}
 
     def index(self, slices: Sequence[ResourceSlice]) -> SliceIndex:
         """The ``SliceIndex`` of ``slices``, made once per sequence."""
@@ -131,7 +136,21 @@ class NodePools:
             self._slices = slices
             self._index = SliceIndex(slices)
             self._by_node.clear()
+            self._class_selects.clear()
         return self._index
+
+    def class_selects(self, device_class: object, multiple_allocations_seen: bool) -> dict[int, bool]:
+        """Where the allocator keeps whether ``device_class``'s selectors select a device of the
+        slices last indexed (by the device's id()); errors are not kept."""
+        key = (id(device_class), multiple_allocations_seen)
+        kept = self._class_selects.get(key)
+        if kept is not None and kept[0] is device_class:
+            return kept[1]
+        if len(self._class_selects) >= self.MAX_CLASSES:
+            self._class_selects.clear()
+        found: dict[int, bool] = {}
+        self._class_selects[key] = (device_class, found)
+        return found
 
     def pools(
         self,
