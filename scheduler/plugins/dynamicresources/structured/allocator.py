@@ -122,18 +122,20 @@ _Answer = bool | _Exceeded
 
 @dataclass(frozen=True, slots=True)
 class _Request:
-    """``requestAccessor``: a request's ``exactly`` (named as the request) or one subrequest."""
+    """``requestAccessor``: a request's ``exactly`` (named as the request) or one subrequest.
+    ``admin_access`` is read for every device the search looks at, so it is a field, set by ``of``."""
 
     spec: DeviceSubRequest
     is_subrequest: bool
+    admin_access: bool
+
+    @classmethod
+    def of(cls, spec: DeviceSubRequest, is_subrequest: bool) -> _Request:
+        return cls(spec, is_subrequest, not is_subrequest and spec.admin_access is True)
 
     @property
     def name(self) -> str:
         return self.spec.name
-
-    @property
-    def admin_access(self) -> bool:
-        return not self.is_subrequest and self.spec.admin_access is True
 
     @property
     def has_admin_access(self) -> bool:
@@ -431,13 +433,13 @@ class _Search:
                     # index after the call): the device-match cache of "All" is shared so.
                     own = sub_index - 1 if self.variant.v0_35_quirks else sub_index
                     key = (claim_index, request_index, max(own, 0))
-                    data = self._validate(claim, key, _Request(sub, True), request.name)
+                    data = self._validate(claim, key, _Request.of(sub, True), request.name)
                     self.request_data[(claim_index, request_index, sub_index)] = data
                     fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
                 adding = fewest or 0
             else:
                 spec = request.exactly or DeviceSubRequest(name=request.name, device_class_name="")
-                data = self._validate(claim, (claim_index, request_index, 0), _Request(spec, False), None)
+                data = self._validate(claim, (claim_index, request_index, 0), _Request.of(spec, False), None)
                 self.request_data[(claim_index, request_index, 0)] = data
                 adding = data.num_devices
             if self.variant.v0_37 and adding > ALLOCATION_RESULTS_MAX_SIZE - min_devices:
@@ -768,7 +770,7 @@ class _Search:
         # v0.35 returns here without giving back the counters just taken (taint or constraint): they
         # stay consumed for the rest of this call, so later candidates see fewer.
         keep = self.variant.v0_35_quirks
-        if self.features.device_taints and _taint_prevents(candidate.device, request.spec):
+        if self.features.device_taints and candidate.device.taints and _taint_prevents(candidate.device, request.spec):
             if reserved and not keep:
                 self._give_counters(candidate)
             return None
