@@ -309,6 +309,9 @@ class _Prepared:
     request_data: dict[tuple[int, int, int], _RequestData]
     constraints: list[list[Callable[[], Constraint]]]
     error: str | None
+    # Per claim, per request, what its devices are allocated as, when no request has subrequests
+    # (else each search's choice says).
+    selections: list[list[Selection]] | None = None
 
 
 def _asks_for_all(claim: ResourceClaim) -> bool:
@@ -335,6 +338,7 @@ class _Search:
         self.request_data: dict[tuple[int, int, int], _RequestData] = {}
         self.constraints: list[list[Constraint]] = []
         self.constraint_makers: list[list[Callable[[], Constraint]]] = []
+        self.selections: list[list[Selection]] | None = None
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         # Per device allowing multiple allocations: what this call's shares of it hold together
@@ -367,7 +371,7 @@ class _Search:
             return None
         # The subrequests chosen are read now: the request data serves the next search too. The
         # results keep what they are built of, not the search (its pools and caches go with it).
-        selections = [self._selected_classes(i, claim) for i, claim in enumerate(self.claims)]
+        selections = self.selections or [self._selected_classes(i, claim) for i, claim in enumerate(self.claims)]
         node_name = self.node.name if self.node is not None and self.variant.v0_36 else None
         claims, picked = self.claims, self.picked
         tolerations, binding = self.variant.incubating, self.features.device_binding_and_status
@@ -410,11 +414,15 @@ class _Search:
                     self._prepare_claim(claim_index, claim)
             except AllocationError as err:
                 error = str(err)
-            prepared = _Prepared(self.request_data, self.constraint_makers, error)
+            selections = None
+            if error is None and all(data.parent is None for data in self.request_data.values()):
+                selections = [self._selected_classes(i, claim) for i, claim in enumerate(self.claims)]
+            prepared = _Prepared(self.request_data, self.constraint_makers, error, selections)
             self.owner.keep_prepared(self.claims, prepared)
         if prepared.error is not None:
             raise AllocationError(prepared.error)
         self.request_data = prepared.request_data
+        self.selections = prepared.selections
         self.constraints = [[make() for make in makers] for makers in prepared.constraints]
 
     def _prepare_claim(self, claim_index: int, claim: ResourceClaim) -> None:
