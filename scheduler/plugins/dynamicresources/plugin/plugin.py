@@ -447,7 +447,14 @@ class StructuredDynamicResources:
         s = self._state(state)
         if s is None or not s.claims:
             return [0] * len(nodes)
-        return [self.score(state, pod, node) for node in nodes]
+        found = s.node_allocations.get
+        read = self.features.dra_score_allocated_claims
+        return [
+            0
+            if (results := found(node.node.name)) is None
+            else claims_score(s.claims, results, allocated_claims_read=read)
+            for node in nodes
+        ]
 
     def normalize_score(
         self, state: CycleState, pod: Pod, scores: list[int], nodes: Sequence[NodeInfo]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import uuid
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -241,11 +242,7 @@ class Allocator:
     def prepared(self, claims: Sequence[ResourceClaim]) -> _Prepared | None:
         """What preparing ``claims`` gave the last time, when it holds for any node."""
         known = self._prepared_claims
-        if (
-            self._prepared is None
-            or len(known) != len(claims)
-            or any(a is not b for a, b in zip(known, claims, strict=True))
-        ):
+        if self._prepared is None or len(known) != len(claims) or not all(map(operator.is_, known, claims)):
             return None
         return self._prepared
 
@@ -325,7 +322,25 @@ def _asks_for_all(claim: ResourceClaim) -> bool:
 
 
 class _Search:
-    """``allocator``: the state of one ``Allocate`` call."""
+    """``allocator``: the state of one ``Allocate`` call (one a Filter call: slots, no dict)."""
+
+    __slots__ = (
+        "allocating",
+        "allocating_capacity",
+        "claims",
+        "constraint_makers",
+        "constraints",
+        "consumed",
+        "features",
+        "matches",
+        "node",
+        "owner",
+        "picked",
+        "pools",
+        "request_data",
+        "selections",
+        "variant",
+    )
 
     def __init__(self, owner: Allocator, node: Node | None, claims: Sequence[ResourceClaim]) -> None:
         self.owner = owner
