@@ -124,6 +124,51 @@ def test_two_pods_never_get_one_device(minor: str) -> None:
     assert second.message.startswith("0/2 nodes are available: 2 cannot allocate all claims.")
 
 
+def test_a_nodes_pools_are_gathered_once_for_every_pod_while_the_slices_stay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each pod's allocator reads a node's pools as the pod before found them (they are made of the
+    node and the slices alone): three pods, each node gathered once; the devices still go one each."""
+    from scheduler.plugins.dynamicresources.structured import allocator, pools  # noqa: PLC0415 - patched here
+
+    gathered: list[str] = []
+    original = pools.gather_pools
+
+    def counting(slices: Any, node: Any, *args: Any, **kwargs: Any) -> Any:
+        gathered.append(node.name)
+        return original(slices, node, *args, **kwargs)
+
+    monkeypatch.setattr(pools, "gather_pools", counting)
+    monkeypatch.setattr(allocator, "gather_pools", counting, raising=False)  # where it was called from before
+    two = [{"name": "gpu-0"}, {"name": "gpu-1"}]
+    objects = [node("n1"), node("n2"), device_class(), node_slice("n1", *two), node_slice("n2", *two)]
+    objects += [claim(f"c{i}") for i in range(3)]
+    objects += [make_pod(f"p{i}").resource_claim("gpu", claim=f"c{i}").dict() for i in range(3)]
+    attempts = simulate("1.37", objects).run()
+    assert all(a.host is not None for a in attempts)
+    assert sorted(gathered) == ["n1", "n2"]
+
+
+def test_a_classs_selectors_are_asked_of_a_device_once_for_every_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The class's answer for a device is kept with the slices: the next pod's Filter does not ask it
+    again (the pods still get one device each)."""
+    from scheduler.plugins.dynamicresources import cel  # noqa: PLC0415 - patched here
+
+    asked: list[str] = []
+    original = cel.Compiled.device_matches
+
+    def counting(self: cel.Compiled, device: Any) -> cel.Result:
+        asked.append(device.name)
+        return original(self, device)
+
+    monkeypatch.setattr(cel.Compiled, "device_matches", counting)
+    objects = [node("n1"), node("n2"), device_class()]
+    objects += [node_slice("n1", {"name": "a-0"}), node_slice("n2", {"name": "b-0"}, {"name": "b-1"})]
+    objects += [claim(f"c{i}") for i in range(3)]
+    objects += [make_pod(f"p{i}").resource_claim("gpu", claim=f"c{i}").dict() for i in range(3)]
+    attempts = simulate("1.37", objects).run()
+    assert sorted(str(a.host) for a in attempts) == ["n1", "n2", "n2"]
+    assert sorted(asked) == ["a-0", "b-0", "b-1"]
+
+
 def _scheduler(doc: dict[str, Any] | None = None) -> tuple[Scheduler, FakeBinder, FakeRecorder]:
     binder, recorder = FakeBinder(), FakeRecorder()
     config = load_config(None) if doc is None else parse_config(doc)

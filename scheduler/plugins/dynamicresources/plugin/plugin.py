@@ -81,6 +81,7 @@ from scheduler.plugins.dynamicresources.plugin.podclaims import ClaimNotUsableEr
 from scheduler.plugins.dynamicresources.plugin.score import claims_score
 from scheduler.plugins.dynamicresources.structured import Allocation, AllocationError, Allocator, FailedOnNodeError
 from scheduler.plugins.dynamicresources.structured.features import for_scheduler
+from scheduler.plugins.dynamicresources.structured.pools import NodePools
 from scheduler.plugins.helper.normalize_score import default_normalize_score
 
 __all__ = ["BindingConditionsMetrics", "DRALister", "StructuredDynamicResources"]
@@ -105,7 +106,7 @@ class DRALister(Protocol):
 
     def resource_claims(self) -> Iterable[ResourceClaim]: ...
 
-    def resource_slices(self) -> list[ResourceSlice]: ...
+    def resource_slices(self) -> Sequence[ResourceSlice]: ...
 
     def device_class(self, name: str) -> DeviceClass | None: ...
 
@@ -222,6 +223,7 @@ class StructuredDynamicResources:
         self.in_flight = in_flight if in_flight is not None else InFlightAllocations()
         self.allocator_features, self.release = for_scheduler(features)
         self.cel_cache = cel.Cache(CEL_CACHE_SIZE, cel.compiler_for(int(features.minor.split(".")[1])))
+        self.node_pools = NodePools()  # each node's pools, for every pod's allocator while the slices stay
         self.hints = ClaimHints(features, self._claim)
         self.binding_conditions = "device_binding_and_status" in self.allocator_features.enabled()
         self.consumable_capacity = self.allocator_features.consumable_capacity
@@ -314,6 +316,7 @@ class StructuredDynamicResources:
                 release=self.release,
                 shared_devices=allocated.shared_devices,
                 aggregated_capacity=allocated.aggregated_capacity,
+                node_pools=self.node_pools,
             )
         s.claims = claims
         s.pending = [claims[i] for i in s.to_allocate()]
@@ -486,7 +489,14 @@ class StructuredDynamicResources:
         s = self._state(state)
         if s is None or not s.claims:
             return [0] * len(nodes)
-        return [self.score(state, pod, node) for node in nodes]
+        found = s.node_allocations.get
+        read = self.features.dra_score_allocated_claims
+        return [
+            0
+            if (results := found(node.node.name)) is None
+            else claims_score(s.claims, results, allocated_claims_read=read)
+            for node in nodes
+        ]
 
     def normalize_score(
         self, state: CycleState, pod: Pod, scores: list[int], nodes: Sequence[NodeInfo]
