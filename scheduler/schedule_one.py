@@ -583,6 +583,8 @@ class ScheduleOne:
         self.attempt_observers: list[Callable[[Attempt, float], None]] = []  # (attempt, seconds)
         self.bound_observers: list[Callable[[QueuedPodInfo, float], None]] = []  # (pod info, now)
         self.skip_observers: list[Callable[[Pod, str], None]] = []  # (pod, message): popped, no cycle
+        # (pod, node, message): a binding cycle failed after its scheduling cycle chose the node
+        self.binding_failure_observers: list[Callable[[Pod, str, str], None]] = []
         self.max_attempts: int | None = None  # simulate: one attempt per pod; the live loop: no limit
         self.log: FilteringBoundLogger = log  # simulate keeps its output clean with a quieter logger
         self._reported: dict[PodKey, str] = {}
@@ -786,6 +788,8 @@ class ScheduleOne:
             self.stats.bind_failures += 1
             self.log.info("Failed to bind pod", v=1, pod=kobj(pod.key), node=host)
             qpi.unschedulable_plugins, qpi.pending_plugins = set(), set()
+            for failure_observer in self.binding_failure_observers:
+                failure_observer(pod, host, status.message())
             self._handle_failure(qpi, status, status.message(), attempt, CLEAR_NOMINATED_NODE)
             return
         if enabled(2):

@@ -98,6 +98,7 @@ class Scheduler:
         self.stats = self.cycles.stats
         self.attempt_observers = self.cycles.attempt_observers
         self.bound_observers = self.cycles.bound_observers
+        self.binding_failure_observers = self.cycles.binding_failure_observers
         self.pods_in_pre_bind = self.cycles.pods_in_pre_bind
 
     def use_volume_binder(self, volume_binder: VolumeBinder) -> None:

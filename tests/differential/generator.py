@@ -147,10 +147,12 @@ rest of a seed's cluster as it was (they draw from their own stream, or their ro
   clusters, and in half the clusters binding conditions on 70% of the allocated claims (ready,
   failed, pending or without a device status; a pending one allocated long ago, so timed out),
   each then named by a pending pod of its namespace too; at 1.37 (DRADeviceTaintRules GA) 1-2
-  DeviceTaintRules in 30% of the clusters, by driver, pool and/or device.
+  DeviceTaintRules in 30% of the clusters, by driver, pool and/or device. In half the clusters the
+  selectors on GPU attributes or capacity are guarded by the driver, so NICs fail them rather than
+  end the cycle with a CEL runtime error.
   Not generated: binding conditions on a slice's devices (a fresh allocation of one makes
-  upstream's PreBind wait for them, up to the 10-minute binding timeout, which ours does not yet),
-  per-device node selection.
+  upstream's PreBind poll for them up to the binding timeout, 10 minutes of the oracle's wall clock,
+  as no driver ever sets them there), per-device node selection.
 
 Not generated: other volume sources.
 """
@@ -2274,7 +2276,31 @@ def dra_extras(
                     "spec": {"deviceSelector": selector, "taint": _device_taint(rng, effects)},
                 }
             )
+    if rng.random() < 0.5:
+        _guard_selectors(dra, specs.values())
     return rules
+
+
+GPU_GUARD = f'device.driver == "{DRA_GPU}" && '
+
+
+def _guard_selectors(dra: list[dict[str, Any]], specs: Iterable[tuple[str, dict[str, Any]]]) -> None:
+    """The selectors on GPU attributes or capacity guarded by the driver, in half the clusters: a NIC
+    then fails them instead of ending the cycle with a CEL runtime error (the other half keep those
+    errors), so more pods get devices and their allocation is compared."""
+
+    def guarded(expression: str) -> str:
+        unguarded = f'["{DRA_GPU}"]' in expression and not expression.startswith(("device.driver", f'"{DRA_GPU}" in'))
+        return GPU_GUARD + expression if unguarded else expression
+
+    for obj in dra:
+        if obj["kind"] == "DeviceClass":
+            for selector in obj["spec"].get("selectors", ()):
+                selector["cel"]["expression"] = guarded(selector["cel"]["expression"])
+    for _, spec in specs:
+        for request, _exactly in _requests_of(spec):
+            for selector in request.get("selectors", ()):
+                selector["cel"]["expression"] = guarded(selector["cel"]["expression"])
 
 
 def _use_claim(pod: dict[str, Any], name: str) -> None:
@@ -2284,4 +2310,4 @@ def _use_claim(pod: dict[str, Any], name: str) -> None:
     if any(r.get("resourceClaimName") == name for r in refs):
         return
     meta["uid"] = f"uid-{meta['namespace']}-{meta['name']}"
-    refs.append({"name": "bound", "resourceClaimName": name})
+    refs.append({"name": f"bound-{len(refs)}", "resourceClaimName": name})

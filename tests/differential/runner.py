@@ -65,6 +65,8 @@ What is compared, pod by pod (the oracle's output is described at the top of its
     pod's claim order, as upstream's PreBind wrote the claims into the oracle's fake API ("claims"),
     then the claim PreBind created for the pod's DeviceClass-backed extended resources (named as
     simulate's writer names it: the ``generateName`` and a five-digit count of such creates).
+  - a binding cycle that failed after the scheduling cycle chose the node (PreBind, Bind): its
+    status message ("bindingError"), the pod then left unbound on both sides.
 Documented exceptions (docs/differences.md), each accepted exactly and nowhere else:
   - a cycle that ended at a Filter error on several nodes (a selector's runtime error on some
     device): upstream's parallel Filter reports whichever node failed first; ours must be the error
@@ -239,9 +241,16 @@ def python_side(
         passes[0] = now
 
     sim.scheduler.attempt_observers.append(count_nominated)
+    # Binding cycles that failed after their scheduling cycle chose a node (PreBind, Bind).
+    binding_errors: dict[str, str] = {}
+    sim.scheduler.binding_failure_observers.append(
+        lambda pod, _node, message: binding_errors.setdefault(pod.key, message)
+    )
     results = []
     for attempt in sim.run():
         result = attempt_to_json(attempt, sim.cache)
+        if attempt.pod.key in binding_errors:
+            result["bindingError"] = binding_errors[attempt.pod.key]  # not part of simulate's JSON
         if attempt.pod.key in counted:
             result["nominatedCounted"] = True  # not part of simulate's JSON
         if attempt.hint is not None:
@@ -486,6 +495,8 @@ def compare_pod(p: dict[str, Any], g: dict[str, Any], *, partial_batch: bool = F
         if p["code"] == "Unschedulable":
             problems += _compare_nodes(pod, p["nodes"], g["nodes"])
         return problems
+    if p["node"] == g["node"] and p.get("bindingError") != g.get("bindingError"):
+        problems.append(f"{pod}: binding failed with {p.get('bindingError')!r} vs upstream's {g.get('bindingError')!r}")
     if p["node"] == g["node"] and p.get("volumeWrites", []) != g.get("volumeWrites", []):
         problems.append(f"{pod}: volume writes {p.get('volumeWrites')} vs upstream's {g.get('volumeWrites')}")
     if p["node"] == g["node"] and claim_devices(p) != (g.get("claims") or []):
@@ -709,9 +720,9 @@ DRA_PARTS = (
 
 def tally_dra_parts(objects: list[dict[str, Any]], results: list[dict[str, Any]], stats: Counter[str]) -> None:
     """Per part of the allocator (``DRA_PARTS``): the pending pods whose claims ask for it and that a
-    cycle evaluated ("pods"), the clusters with one such pod; for device parts (taints, shared
-    devices, counters) the pods evaluated while such devices were offered, and the devices of the
-    part that upstream allocated."""
+    cycle evaluated ("pods", and of them "pods placed"), the clusters with one such pod; for device
+    parts (taints, shared devices, counters) the pods evaluated while such devices were offered, and
+    the devices of the part that upstream allocated."""
     claims = {
         (o["metadata"].get("namespace", "default"), o["metadata"]["name"]): o
         for o in objects
@@ -736,8 +747,10 @@ def tally_dra_parts(objects: list[dict[str, Any]], results: list[dict[str, Any]]
             parts |= offered
         if has_claims and g["pod"] in backed:
             parts.add("claims + DRA-backed extended resource")
+        placed = g["code"] == "Success" and not g.get("bindingError")
         for part in parts:
             stats[f"dra part: {part}: pods"] += 1
+            stats[f"dra part: {part}: pods placed"] += placed
         seen |= parts
         for entry in g.get("claims") or ():
             for part in devices.get((entry["driver"], entry["pool"], entry["device"]), ()):
@@ -828,7 +841,7 @@ def run_batch(
         config = upstream_default_profile(config, features)
         py = python_side(objects, config, seed, features=features)
         ours[seed] = py
-        placements = {r["pod"]: r["node"] for r in py}
+        placements = {r["pod"]: None if r.get("bindingError") else r["node"] for r in py}
         rankings = {r["pod"]: r["ranking"] for r in py if r.get("ranking")}
         offsets = {r["pod"]: r["offset"] for r in py if "offset" in r}
         nominations = {r["pod"]: r["nominatedNode"] for r in py if r.get("nominatedNode")}

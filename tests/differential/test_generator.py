@@ -365,6 +365,8 @@ def test_dra_objects_per_minor() -> None:
                     seen["firstAvailable"] += "firstAvailable" in request
                 seen["allocated"] += "status" in claim
             for pod in (o for o in objects if o["kind"] == "Pod" and o["spec"].get("resourceClaims")):
+                refs = [r["name"] for r in pod["spec"]["resourceClaims"]]
+                assert len(set(refs)) == len(refs), refs  # the API server refuses a name twice
                 ns, uid = pod["metadata"]["namespace"], pod["metadata"]["uid"]
                 for status in pod["status"].get("resourceClaimStatuses", []):
                     owner = claims[(ns, status["resourceClaimName"])]["metadata"]["ownerReferences"][0]

@@ -104,6 +104,10 @@ DRA_REGRESSION_SEEDS = {
     "API server gives every pod a UID, and so does the generator now where classes back extended resources",
     ("1.36", 30000085): "NodeResourcesBalancedAllocation (and Fit) score a DRA-backed extended resource the node "
     "offers none of in devices: those the backing class selects on the node, and those allocated",
+    ("1.36", 31000100): "harness: a binding cycle that fails after the scheduling cycle (a pod with a claim and a "
+    "DRA-backed resource its node's device plugin serves: upstream's PreBind fails on empty request mappings, "
+    "as ours) is compared as 'bindingError', the pod left unbound on both sides (the oracle errored)",
+    ("1.37", 31000460): "the same at 1.37",
 }
 
 

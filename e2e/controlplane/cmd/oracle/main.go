@@ -70,6 +70,8 @@
 //	+claims                  a placed pod's claims as DynamicResources' PreBind wrote them: per device
 //	                         {claim, request, driver, pool, device}, then the claim it created for
 //	                         the pod's DeviceClass-backed extended resources (claims.go).
+//	+bindingError            the binding cycle's failure (PreBind, Bind) after the scheduling cycle
+//	                         chose node (the pod is left unbound; code and message are the cycle's).
 package main
 
 import (
@@ -151,6 +153,7 @@ type resultJSON struct {
 	Problems                []string            `json:"problems,omitempty"`
 	VolumeWrites            []string            `json:"volumeWrites,omitempty"`
 	Claims                  []claimJSON         `json:"claims,omitempty"` // + (claims.go)
+	BindingError            string              `json:"bindingError,omitempty"`
 }
 
 type outputJSON struct {

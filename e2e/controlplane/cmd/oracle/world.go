@@ -63,6 +63,9 @@ type cycle struct {
 	failed          bool
 	failCode        string
 	failMessage     string
+	binding         bool   // the binding cycle began (WaitOnPermit): a later failure is the binding's
+	bindFailed      bool   // the binding cycle failed (PreBind, Bind): FailureHandler had this
+	bindMessage     string // its status message
 	full            *viewJSON
 	problems        []string
 	nominationFixed bool            // the nominator got our nomination, which upstream's view does not rank best
@@ -125,6 +128,16 @@ func (w *world) noteHint(hint string, answered time.Time) {
 		c.hint = hint
 		c.batchMayHaveExpired = !w.storedAt.IsZero() && answered.Sub(w.storedAt) >= maxBatchAge
 	}
+}
+
+// WaitOnPermit is where upstream's binding cycle begins: a failure handled after it is the binding's.
+func (o *observed) WaitOnPermit(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	if c := o.w.current; c != nil && c.pod.UID == pod.UID {
+		c.mu.Lock()
+		c.binding = true
+		c.mu.Unlock()
+	}
+	return o.Framework.WaitOnPermit(ctx, pod)
 }
 
 // StoreScheduleResults notes when a new batch may have been stored (its creationTime is read inside).
@@ -383,10 +396,19 @@ func (w *world) wrap() {
 	failed := sched.FailureHandler
 	sched.FailureHandler = func(ctx context.Context, f framework.Framework, info *framework.QueuedPodInfo, status *fwk.Status, nominating *fwk.NominatingInfo, start time.Time) {
 		c := w.current
-		if c == nil || c.pod.UID != info.Pod.UID || c.failed {
+		if c != nil {
+			c.mu.Lock()
+		}
+		switch {
+		case c != nil && c.pod.UID == info.Pod.UID && c.binding && !c.bindFailed:
+			c.bindFailed, c.bindMessage = true, status.Message()
+		case c == nil || c.pod.UID != info.Pod.UID || c.failed:
 			w.late = append(w.late, fmt.Sprintf("%s: %s", podKey(info.Pod), status.Message()))
-		} else {
+		default:
 			c.failed, c.failCode, c.failMessage = true, status.Code().String(), status.Message()
+		}
+		if c != nil {
+			c.mu.Unlock()
 		}
 		// PostFilter's nomination is DefaultPreemption's (DynamicResources' PostFilter never
 		// nominates): a new one (victims found) is reported; where ours differs (a tie upstream
@@ -494,11 +516,19 @@ func (w *world) finish(ctx context.Context, c *cycle) (resultJSON, error) {
 		if err := settle(func() bool { n, ok := w.cachedNode(pod); node = n; return ok }); err != nil {
 			return res, fmt.Errorf("%s: binding never confirmed", podKey(pod))
 		}
+		res.Message = fmt.Sprintf("Successfully assigned %s to %s", podKey(pod), c.result.SuggestedHost)
+		if node == "" {
+			// The binding cycle failed: upstream forgot the pod, then hands FailureHandler the status.
+			if err := settle(func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.bindFailed }); err != nil {
+				return res, fmt.Errorf("%s: not bound, and no binding failure handled", podKey(pod))
+			}
+			res.Node, res.BindingError = c.result.SuggestedHost, c.bindMessage
+			break
+		}
 		if node != c.result.SuggestedHost {
 			return res, fmt.Errorf("%s: bound to %q, SuggestedHost %q", podKey(pod), node, c.result.SuggestedHost)
 		}
 		placed = node
-		res.Message = fmt.Sprintf("Successfully assigned %s to %s", podKey(pod), node)
 		res.VolumeWrites = w.takeWrites()
 		claims, err := w.podClaims(pod)
 		if err != nil {
@@ -508,7 +538,9 @@ func (w *world) finish(ctx context.Context, c *cycle) (resultJSON, error) {
 	default:
 		return res, fmt.Errorf("%s: the cycle neither failed nor scheduled", podKey(pod))
 	}
-	res.Node = placed
+	if res.BindingError == "" {
+		res.Node = placed
+	}
 	res.MessageBeforePostFilter, res.PostFilterMessage, res.NominatedNode = c.messageBefore, c.postFilterMsg, c.nominated
 	w.preemptionResult(ctx, c, &res)
 	if c.fitErr != nil {
