@@ -174,4 +174,14 @@ def _dump_all_threads() -> None:
 def dump_stacks_on(signum: int) -> None:
     """On ``signum``, every thread's stack to stderr, the process going on (a hang looked into
     without py-spy; kube-scheduler's Go runtime dumps its goroutines on SIGQUIT, and exits)."""
-    faulthandler.register(signum, all_threads=True, chain=False)
+    # faulthandler writes to a file descriptor: a stderr replaced by an object without one (an
+    # embedding host, pytest's capture) gets the process's own fd 2 instead.
+    try:
+        sys.stderr.fileno()
+        target: Any = sys.stderr
+    except (AttributeError, OSError, ValueError):
+        target = sys.__stderr__
+    if target is None:
+        log.warning("no stderr to dump stacks to: SIGUSR1 keeps its default action")
+        return
+    faulthandler.register(signum, file=target, all_threads=True, chain=False)
