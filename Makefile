@@ -38,9 +38,10 @@ cluster-down:
 	$(BIN)/python -m e2e.cluster down
 
 # The whole suite on v1.35.4 but the Karpenter tests, which run beside it on a v1.35.4 control plane of
-# their own (marked karpenter: they mostly wait on Karpenter); then what differs by version (tests marked
-# every_release: parity with that release's kube-scheduler, the refusals, PreBind victims) on v1.36.3 and
-# v1.37.2, those two side by side (e2e/releases.py: a control plane each; two take about one's time).
+# their own (marked karpenter: they mostly wait on Karpenter); once those end, what differs by version
+# (tests marked every_release: parity with that release's kube-scheduler, the refusals, PreBind victims)
+# on v1.36.3 and v1.37.2, beside the suite too, those two side by side (e2e/releases.py: a control plane
+# each; two take about one's time).
 OTHER_RELEASES := 1.36.3 1.37.2
 e2e: cluster-build
 	for v in $(OTHER_RELEASES); do $(BIN)/python -m e2e.cluster build --version $$v || exit 1; done

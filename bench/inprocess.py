@@ -5,7 +5,8 @@
 
 Each side runs ``--runs`` times (ours in this process on a fresh Simulation, upstream's in a fresh
 schedbench process); a row shows the medians. Pending pods marked ``UNMEASURED`` (scheduler_perf's init
-pods) are scheduled first, by the scheduler under test, outside the clock, on both sides alike.
+pods) are scheduled first, by the scheduler under test, outside the clock, on both sides alike. Our side
+runs under the collector policy of the scheduler process (``scheduler.kube.gc_policy``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from e2e.build import ensure_tool
 from scheduler.api.objects import Pod
 from scheduler.config import parse_config, upstream_config
 from scheduler.features import DEFAULT_FEATURES, Features, features_at, supported_minor
+from scheduler.kube.gc_policy import FREEZE_EVERY, GCPolicy
 from scheduler.simulate import Simulation
 
 FEATURES: Features = DEFAULT_FEATURES  # --kube-version: both sides decide as that release
@@ -136,14 +138,17 @@ def _schedule_all(
     churn = Churn(names, *churn_rates)
     durations: list[float] = []
     scheduled = 0
+    collector = _ShippedCollector()
     start = time.perf_counter()
     for pod in measured:
         t0 = time.perf_counter()
         churn.apply_due(sim.cache, t0 - start)
+        collector.due(t0)
         t0 = time.perf_counter()
         scheduled += _schedule(sim, pod)
         durations.append(time.perf_counter() - t0)
     total = time.perf_counter() - start
+    collector.end()
     durations.sort()
     return total, durations, scheduled, len(measured), len(unmeasured), churn.status_updates + churn.changes
 
@@ -202,13 +207,16 @@ def allocation_share(nodes: int, pods: int) -> dict[str, float]:
             spent[0] += time.perf_counter() - t0
 
     allocator.Allocator.search = timed  # type: ignore[method-assign]
+    collector = _ShippedCollector()
     try:
         start = time.perf_counter()
         for pod in sim.queue_order():
+            collector.due(time.perf_counter())
             _schedule(sim, pod)
         total = time.perf_counter() - start
     finally:
         allocator.Allocator.search = original  # type: ignore[method-assign]
+        collector.end()
     return {
         "nodes": nodes,
         "pods": pods,
@@ -252,6 +260,27 @@ def _update_calls(objects: list[dict[str, object]], names: list[str], pods: int)
             profiler.disable()
         totals[changing] = pstats.Stats(profiler).total_calls  # type: ignore[attr-defined]
     return round((totals[True] - totals[False]) / pods, 1)
+
+
+class _ShippedCollector:
+    """The collector as the scheduler process runs it (``gc_policy``): what the first sync loaded is
+    frozen, then every ``FREEZE_EVERY`` seconds the young are collected and the survivors frozen,
+    inside the clock (the binary's housekeeping takes its turn between cycles too). ``end``, outside
+    the clock, unfreezes and collects, so the next run starts on a heap without this one's."""
+
+    def __init__(self) -> None:
+        self.policy = GCPolicy(time.perf_counter)
+        self.policy.start()
+        self.next = time.perf_counter() + FREEZE_EVERY
+
+    def due(self, now: float) -> None:
+        if now >= self.next:
+            self.policy.step()
+            self.next = now + FREEZE_EVERY
+
+    def end(self) -> None:
+        gc.unfreeze()
+        gc.collect()
 
 
 def _simulation(objects: list[dict[str, object]]) -> Simulation:

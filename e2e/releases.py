@@ -2,7 +2,8 @@
 1.36.3 1.37.2``; ``karpenter`` among them runs the tests marked ``karpenter`` (e2e/test_karpenter.py)
 on the default release. ``--suite`` (``make e2e``) runs the whole suite but those in the foreground
 first, the Karpenter run beside it from its start (it waits on Karpenter most of its 4 minutes: after
-the suite it would add them to ``make test``), the releases after it.
+the suite it would add them to ``make test``), the releases beside it too once the Karpenter run has
+ended (so no more than two control planes run beside the suite's; after it they added a minute).
 
 Each run gets a pytest run of its own, with a control plane of its own (``SPREAD_E2E_DIR``:
 its directory, ports picked free, its own scheduler logs), started side by side. Those runs spend
@@ -55,18 +56,25 @@ def main(argv: list[str]) -> int:
         return 2
     status = 0
     runs: list[tuple[str, float, subprocess.Popen[bytes], Path]] = []
+    waiting = [v for v in versions if not (suite and v == KARPENTER)]
+    foreground: subprocess.Popen[bytes] | None = None
     try:
         if suite:
             runs += [(v, time.monotonic(), *_start(v)) for v in versions if v == KARPENTER]
             started = time.monotonic()
-            status = subprocess.run(
+            foreground = subprocess.Popen(
                 # The slowest tests printed, so a run's log says where its time went.
                 [sys.executable, "-m", "pytest", "e2e", "-m", f"not {KARPENTER}", "--durations=30"],
                 cwd=ROOT,
-                check=False,
-            ).returncode
+            )
+            while foreground.poll() is None:
+                if waiting and all(proc.poll() is not None for _, _, proc, _ in runs):
+                    runs += [(v, time.monotonic(), *_start(v)) for v in waiting]
+                    waiting = []
+                time.sleep(1.0)
+            status = foreground.returncode
             print(f"==== the suite (exit {status}, {time.monotonic() - started:.0f} s) ====", flush=True)
-        runs += [(v, time.monotonic(), *_start(v)) for v in versions if not (suite and v == KARPENTER)]
+        runs += [(v, time.monotonic(), *_start(v)) for v in waiting]
         for version, started, proc, output in runs:
             try:
                 code = proc.wait(timeout=max(1.0, TIMEOUT - (time.monotonic() - started)))
@@ -81,6 +89,9 @@ def main(argv: list[str]) -> int:
             if code and not status:
                 status = code
     finally:  # interrupted: stop the runs still going, and the control planes they started
+        if foreground is not None and foreground.poll() is None:
+            foreground.terminate()
+            foreground.wait()
         for _, _, proc, _ in runs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)

@@ -18,7 +18,7 @@ from kubernetes import client
 
 from e2e.conftest import SchedulerProcess
 from e2e.kube_helpers import node_of, pod_body, scheduled_condition, wait_for
-from scheduler.testing import node_resource_slice
+from scheduler.testing import driver_device_class, node_resource_slice
 
 pytestmark = pytest.mark.every_release
 
@@ -42,18 +42,7 @@ def test_claims_from_templates_are_allocated_written_and_bound(
     nodes: Callable[..., str],
 ) -> None:
     node_names = [nodes("a"), nodes("b")]
-    selector = {"cel": {"expression": f'device.driver == "{DRIVER}"'}}
-    resources.create_cluster_custom_object(
-        GROUP,
-        VERSION,
-        "deviceclasses",
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "DeviceClass",
-            "metadata": {"name": "live-gpu"},
-            "spec": {"selectors": [selector]},
-        },
-    )
+    resources.create_cluster_custom_object(GROUP, VERSION, "deviceclasses", driver_device_class("live-gpu", DRIVER))
     for name in node_names:
         resources.create_cluster_custom_object(
             GROUP, VERSION, "resourceslices", node_resource_slice(f"live-{name}", DRIVER, name)

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import gc
 import ipaddress
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -228,6 +229,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         from scheduler.kube.app import Rebalancing, SecureServing, run_scheduler  # noqa: PLC0415
         from scheduler.kube.serving.delegated_auth import PathAuthorizer  # noqa: PLC0415
+        from scheduler.kube.teardown import Teardown, dump_stacks_on  # noqa: PLC0415
     finally:
         gc.freeze()
         gc.enable()
@@ -271,8 +273,11 @@ def _run(args: argparse.Namespace) -> int:
         tls_private_key_file=args.tls_private_key_file,
         always_allow_paths=paths,
     )
-    return asyncio.run(
-        run_scheduler(
+    dump_stacks_on(signal.SIGUSR1)  # every thread's stack to the log, on demand: a hang looked into in place
+    teardown = Teardown()
+
+    async def run_then_tidy() -> int:
+        code = await run_scheduler(
             config,
             args.kubeconfig,
             serving=serving,
@@ -280,8 +285,12 @@ def _run(args: argparse.Namespace) -> int:
             rebalance=Rebalancing(args.rebalance, args.rebalance_default),
             kube_version=KubeVersion(pinned, gates),
             compose=lambda features: load_config(args.config, features),
+            teardown=teardown,
         )
-    )
+        await teardown.remaining_tasks()  # bounded and named: asyncio.run's own wait is neither
+        return code
+
+    return asyncio.run(run_then_tidy())
 
 
 def _explain(args: argparse.Namespace) -> int:

@@ -327,6 +327,9 @@ AFFINITY_HINTS_BOTH_WAYS = "AffinityHintsBothWays"  # interpodaffinity/plugin.go
 TARGET_POD_EVENTS = "TargetPodEvents"  # framework/events.go, backend/queue Update, plugins' EventsToRegister, 1.37
 ANTI_AFFINITY_HINTS_ANY_TERM = "AntiAffinityHintsAnyTerm"  # interpodaffinity/plugin.go, 1.37
 NODE_TAINT_FALLBACK_REMOVED = "NodeTaintFallbackRemoved"  # scheduler.go buildQueueingHintMap, 1.37
+# The API server's: pkg/apis/resource/v1 zz_generated.validations.go, 1.37 (ResourceClaimStatus.reservedFor's
+# declarative uniqueness check, beta and so authoritative, names a duplicate by the whole entry).
+DUPLICATE_RESERVATION_AS_JSON = "DuplicateReservationAsJSON"
 # component-helpers resource/helpers.go AggregateContainerRequests, 1.37 (v0.37.2): an assigned pod's
 # requests are the max of the summed spec, actuated and allocated requests (the pod-level status in
 # place of the last two when it has both), no longer the sum of each container's max.
@@ -360,6 +363,7 @@ _CHANGES: Mapping[str, frozenset[str]] = {
         ANTI_AFFINITY_HINTS_ANY_TERM,
         NODE_TAINT_FALLBACK_REMOVED,
         POD_REQUESTS_MAX_OF_SUMS,
+        DUPLICATE_RESERVATION_AS_JSON,
     },
 }
 
@@ -575,6 +579,12 @@ class Features:
         """1.37: a plugin registered for Node/Add is no longer also woken by every Node/UpdateNodeTaint
         (the #109437 fallback for preCheck, which queueing hints made moot)."""
         return NODE_TAINT_FALLBACK_REMOVED in self.changes
+
+    @property
+    def duplicate_reservation_as_json(self) -> bool:
+        """1.37: the API server refuses a claim's second ``reservedFor`` entry for one pod showing the
+        entry as JSON (before, its uid): what a dry run's claim writes answer (``simulate``)."""
+        return DUPLICATE_RESERVATION_AS_JSON in self.changes
 
     @property
     def dra_api(self) -> DRAAPIFacts:

@@ -602,6 +602,7 @@ class ScheduleOne:
             if isinstance(dra, StructuredDynamicResources):
                 self._dra[name] = dra
         for fwk in frameworks.values():
+            fwk.handle.events = self  # the plugins' Events (DynamicResources' BindingConditionsPending)
             # Consecutive cycles run here, so batching's state lives from here on (upstream creates it
             # with the framework, OpportunisticBatching being on by default in 1.35).
             fwk.batch = OpportunisticBatch(clock, rescore=fwk.features.batch_rescores_last_node)
@@ -956,6 +957,10 @@ class ScheduleOne:
         await self.recorder.event(pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message))
 
     # -- background writes -------------------------------------------------------------------
+
+    def eventf(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None:
+        """A plugin's Event (``EventRecorder``), sent in the background as the scheduler's own."""
+        self._spawn(self.recorder.event(pod, event_type, reason, action, note), report=True)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], *, report: bool = False) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)

@@ -21,7 +21,7 @@ from scheduler.framework.extender import Extender
 from scheduler.framework.interface import Binder, PreemptionSink, Recorder, VolumeBinder
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.dynamicresources.plugin.claimwrites import ClaimWriter
-from scheduler.plugins.dynamicresources.plugin.plugin import StructuredDynamicResources
+from scheduler.plugins.dynamicresources.plugin.plugin import BindingConditionsMetrics, StructuredDynamicResources
 from scheduler.plugins.names import DYNAMIC_RESOURCES
 from scheduler.profile import build_frameworks, queue_sort_key
 from scheduler.schedule_one import Progress, ScheduleOne, SchedulerStats, SchedulingAlgorithm
@@ -115,6 +115,14 @@ class Scheduler:
             if isinstance(plugin, StructuredDynamicResources):
                 plugin.claim_writer = writer
 
+    def use_binding_conditions_metrics(self, metrics_of: Callable[[str], BindingConditionsMetrics]) -> None:
+        """DynamicResources' PreBind counts its waits for binding conditions in ``metrics_of(profile)``
+        (``scheduler.kube.metrics``, where the minor has these metrics)."""
+        for name, fwk in self.frameworks.items():
+            plugin = fwk.plugins.get(DYNAMIC_RESOURCES)
+            if isinstance(plugin, StructuredDynamicResources):
+                plugin.binding_metrics = metrics_of(name)
+
     def use_preemption(self, sink: PreemptionSink, drain: Callable[[], Awaitable[None]] | None = None) -> None:
         """Where DefaultPreemption's decisions go (``scheduler.kube.preemption`` in ``run``);
         ``drain`` waits for the writes in flight when the loop stops."""
@@ -146,10 +154,16 @@ class Scheduler:
         """
         progress = self.cycles.progress
         progress.scheduling(True)
+        for fwk in self.frameworks.values():
+            fwk.handle.stopping.clear()  # a run after an earlier one's stop
         try:
             await self._loop(stop, progress)
         finally:
             progress.scheduling(False)
+            # Stopped, or cancelled on a lost lease: a PreBind still waiting (for binding conditions)
+            # ends now rather than holding the stop for up to its timeout.
+            for fwk in self.frameworks.values():
+                fwk.handle.stopping.set()
         await self.drain(report_grace=REPORT_GRACE)
 
     async def _loop(self, stop: asyncio.Event, progress: Progress) -> None:

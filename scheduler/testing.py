@@ -12,7 +12,15 @@ from typing import Any, Self
 
 from scheduler.api.objects import Node, Pod
 
-__all__ = ["NodeBuilder", "PodBuilder", "make_node", "make_pod", "node_resource_slice", "spread_constraint"]
+__all__ = [
+    "NodeBuilder",
+    "PodBuilder",
+    "driver_device_class",
+    "make_node",
+    "make_pod",
+    "node_resource_slice",
+    "spread_constraint",
+]
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -344,6 +352,16 @@ def spread_constraint(match: Mapping[str, str], **fields: Any) -> dict[str, Any]
     }
     base.update(fields)
     return {k: v for k, v in base.items() if v is not None}
+
+
+def driver_device_class(name: str, driver: str) -> dict[str, Any]:
+    """A DeviceClass selecting every device of ``driver`` (a CEL selector on ``device.driver``)."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+    }
 
 
 def node_resource_slice(name: str, driver: str, node: str, *devices: Mapping[str, Any]) -> dict[str, Any]:

@@ -172,13 +172,15 @@ class ConsumerReference:
 @dataclass(frozen=True, slots=True)
 class AllocatedDeviceStatus:
     """``status.devices[i]``: what a driver reports of an allocated device; the scheduler reads its
-    conditions (binding conditions, by type: True or not) and nothing else of it."""
+    conditions (binding conditions, by type: True or not; the reason and message of each, which a
+    failed binding's error quotes) and nothing else of it."""
 
     driver: str
     pool: str
     device: str
     share_id: str | None = None
     conditions: Mapping[str, bool] = field(default_factory=dict)
+    reasons: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # type -> (reason, message)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -525,14 +527,18 @@ def _device_statuses(value: object, path: str, errors: list[FieldError]) -> tupl
         ipath = f"{path}[{i}]"
         obj = as_mapping(item, ipath, errors)
         conditions: dict[str, bool] = {}
+        reasons: dict[str, tuple[str, str]] = {}
         raw_conditions = bounded_items(
             obj.get("conditions"), f"{ipath}.conditions", ALLOCATED_DEVICE_STATUS_MAX_CONDITIONS, errors
         )
         for j, raw in enumerate(raw_conditions):
             condition = as_mapping(raw, f"{ipath}.conditions[{j}]", errors)
             kind = opt_str(condition.get("type"), f"{ipath}.conditions[{j}].type", errors)
-            if kind:
+            if kind and kind not in conditions:  # apimeta.FindStatusCondition: the first of its type
                 conditions[kind] = condition.get("status") == "True"
+                reason = opt_str(condition.get("reason"), f"{ipath}.conditions[{j}].reason", errors) or ""
+                message = opt_str(condition.get("message"), f"{ipath}.conditions[{j}].message", errors) or ""
+                reasons[kind] = (reason, message)
         out.append(
             AllocatedDeviceStatus(
                 driver=required_str(obj.get("driver"), f"{ipath}.driver", errors),
@@ -540,6 +546,7 @@ def _device_statuses(value: object, path: str, errors: list[FieldError]) -> tupl
                 device=required_str(obj.get("device"), f"{ipath}.device", errors),
                 share_id=opt_str(obj.get("shareID"), f"{ipath}.shareID", errors) or None,
                 conditions=conditions,
+                reasons=reasons,
             )
         )
     return tuple(out)

@@ -7,6 +7,7 @@ the live scheduler plugs in an API client, and ``simulate`` and the tests plug i
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ __all__ = [
     "BindPlugin",
     "Binder",
     "EnqueueExtensions",
+    "EventRecorder",
     "FilterPlugin",
     "Handle",
     "NodeIndex",
@@ -247,7 +249,17 @@ class PluginRunner(Protocol):
 class Handle:
     """What plugins may reach besides their arguments (upstream's ``framework.Handle``)."""
 
-    __slots__ = ("binder", "claims_in_flight", "framework", "nominator", "preemption", "snapshot", "volume_binder")
+    __slots__ = (
+        "binder",
+        "claims_in_flight",
+        "events",
+        "framework",
+        "nominator",
+        "preemption",
+        "snapshot",
+        "stopping",
+        "volume_binder",
+    )
 
     def __init__(
         self,
@@ -273,6 +285,12 @@ class Handle:
         # Upstream's SharedDRAManager's claims in flight (DynamicResources' InFlightAllocations, one
         # per scheduler): the resource scorers count the devices they hold. None: nothing in flight.
         self.claims_in_flight: object | None = None
+        # Upstream's ``EventRecorder()``, set by whoever posts the scheduler's Events (``ScheduleOne``);
+        # None: a plugin's Events go nowhere (tests).
+        self.events: EventRecorder | None = None
+        # Set once the scheduler stops (or loses its lease): upstream cancels the context every
+        # binding cycle runs under, so a PreBind that waits (for binding conditions) ends at once.
+        self.stopping = asyncio.Event()
 
     def runner(self) -> PluginRunner:
         if self.framework is None:
@@ -283,6 +301,13 @@ class Handle:
         if self.snapshot is None:
             raise RuntimeError("no snapshot: the framework sets one at the start of each cycle")
         return self.snapshot
+
+
+class EventRecorder(Protocol):
+    """A plugin's Events (upstream's ``fh.EventRecorder().Eventf``): posted in the background, best
+    effort, so that the plugin never waits on the Event rate limiter."""
+
+    def eventf(self, pod: Pod, event_type: str, reason: str, action: str, note: str) -> None: ...
 
 
 class PreemptionSink(Protocol):

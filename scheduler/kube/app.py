@@ -45,6 +45,7 @@ from scheduler.kube.serving.delegated_auth import (
     api_reviews,
 )
 from scheduler.kube.serving.server import SecureServer, ServingAuth, bind_host, serving_ssl_context
+from scheduler.kube.teardown import LOST_EXIT_BOUND, ExitWatchdog, Teardown
 from scheduler.kube.volumes import ApiVolumeBinder
 from scheduler.kube.writes import ApiWriter, ApiWrites
 from scheduler.scheduler import Scheduler
@@ -160,6 +161,8 @@ def _attach_metrics(sched: Scheduler, metrics: SchedulerMetrics) -> None:
 
     for fwk in sched.frameworks.values():
         fwk.plugin_observer = metrics.plugin_duration.observe
+    if sched.config.features.enabled("DRADeviceBindingConditions"):
+        sched.use_binding_conditions_metrics(metrics.binding_conditions())
     sched.attempt_observers.append(on_attempt)
     sched.bound_observers.append(on_bound)
 
@@ -182,6 +185,7 @@ async def run_scheduler(
     rebalance: Rebalancing | None = None,
     kube_version: KubeVersion | None = None,
     compose: Callable[[Features], SchedulerConfig] | None = None,
+    teardown: Teardown | None = None,
 ) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``); finish in-flight bindings; exit 0.
 
@@ -190,7 +194,8 @@ async def run_scheduler(
     ``kube_version``: decide as ``--kube-version``, else as the API server's ``/version`` says, with
     ``compose`` making the configuration at that minor (None: as ``config`` is, no ``/version`` read).
     A server we cannot decide for is refused (exit 2) before anything is watched, or, when it was
-    away at start, once the cache has synced and before anything is scheduled."""
+    away at start, once the cache has synced and before anything is scheduled. ``teardown`` names
+    the steps of the way out (its caller, who owns the loop, ends with its ``remaining_tasks``)."""
     serving = serving or SecureServing()
     use_small_tls_read_buffers()  # before the first connection: each keeps the buffer it opened with
     kubeconfig = kubeconfig or config.kubeconfig
@@ -202,8 +207,46 @@ async def run_scheduler(
         return 1
     stop = stop or asyncio.Event()
     _handle_signals(stop)
+    owned = teardown is None
+    teardown = teardown or Teardown()
+    watchdog = ExitWatchdog(teardown, LOST_EXIT_BOUND)
+    code = await _run(
+        config,
+        kubeconfig,
+        serving,
+        tls,
+        api,
+        stop,
+        teardown,
+        watchdog,
+        scale_down_spread,
+        rebalance,
+        kube_version,
+        compose,
+    )
+    if owned:  # no process of ours to end: the caller's (a test's) life goes on
+        watchdog.disarm()
+    return code
+
+
+async def _run(
+    config: SchedulerConfig,
+    kubeconfig: str | None,
+    serving: SecureServing,
+    tls: ssl.SSLContext | None,
+    api: client.ApiClient,
+    stop: asyncio.Event,
+    teardown: Teardown,
+    watchdog: ExitWatchdog,
+    scale_down_spread: bool,
+    rebalance: Rebalancing | None,
+    kube_version: KubeVersion | None,
+    compose: Callable[[Features], SchedulerConfig] | None,
+) -> int:
+    """``run_scheduler`` up to its exit code, each step of its teardown named (``teardown``)."""
+    step, awaited = teardown.sync, teardown.awaited
     async with contextlib.AsyncExitStack() as exits:
-        exits.push_async_callback(api.close)
+        exits.push_async_callback(awaited("closing the API client", api.close))
         metrics = SchedulerMetrics()
         server = ""
         unread: KubeVersion | None = None  # the version still to read: the API server was away at start
@@ -234,24 +277,26 @@ async def run_scheduler(
         sched, writes, leadership, keepers = _compose(
             config, api, metrics, count, scale_down_spread, rebalance or Rebalancing()
         )
-        exits.push_async_callback(writes.close)
-        exits.push_async_callback(close_extenders, sched.extenders)
+        exits.push_async_callback(awaited("closing the writers' connections", writes.close))
+        exits.push_async_callback(awaited("closing the extenders", close_extenders, sched.extenders))
         # The scheduler's progress: /healthz and the Lease renewals require it (scheduler.kube.progress).
         progress = LoopProgress()
         progress.beat_on(asyncio.get_running_loop())
         sched.use_progress(progress)
-        exits.callback(progress.stop)
+        exits.callback(step("stopping the heartbeat", progress.stop))
         try:
             secure = _start_server(serving, tls, kubeconfig, sched, metrics, progress)
         except ServingError as exc:
             log.error("command failed", err=str(exc))
             return 1
         if secure is not None:
-            exits.callback(secure.stop)
-        engine = await exits.enter_async_context(KopfEngine(watch_session(api, lambda: count("outage"))))
+            exits.callback(step("stopping the secure server", secure.stop))
+        engine = KopfEngine(watch_session(api, lambda: count("outage")))
+        await engine.__aenter__()
+        exits.push_async_callback(awaited("closing the watch sessions", engine.__aexit__, None, None, None))
         informer = Informer(engine, sched.handlers, watched(config.features))
         watching = asyncio.create_task(informer.run(), name="informer")
-        exits.push_async_callback(_cancel, watching)
+        exits.push_async_callback(awaited("stopping the informer", _cancel, watching))
         # A dead informer means a blind scheduler: stop scheduling and exit non-zero.
         watching.add_done_callback(lambda _task: stop.set())
         if not await _wait_for_sync(informer, watching, stop):
@@ -264,11 +309,11 @@ async def run_scheduler(
                 return late
         died: list[str] = []
         housekeeping = asyncio.create_task(gc_housekeeping(stop), name="gc-housekeeping")
-        exits.push_async_callback(_cancel, housekeeping)
+        exits.push_async_callback(awaited("stopping the gc housekeeping", _cancel, housekeeping))
         housekeeping.add_done_callback(lambda task: _keeper_died(task, stop, died))
         for keeper in keepers:
             kept = asyncio.create_task(keeper.run(stop), name=type(keeper).__name__)
-            exits.push_async_callback(_cancel, kept)
+            exits.push_async_callback(awaited(f"stopping the {kept.get_name()}", _cancel, kept))
             # A keeper catches each workload's errors itself; one that dies anyway stops the process
             # (exit 1, restarted by its Deployment) rather than leaving spread unkept without a word.
             kept.add_done_callback(lambda task: _keeper_died(task, stop, died))
@@ -288,8 +333,10 @@ async def run_scheduler(
                 progress=progress,
             )
         except LeadershipLost as exc:
-            # Upstream exits 1 on "Leaderelection lost": a restarted replica rejoins as a follower.
+            # Upstream exits 1 on "Leaderelection lost", at once: a restarted replica rejoins as a
+            # follower. Our teardown is tidier, and bounded (teardown.ExitWatchdog).
             log.error("Leaderelection lost", err=str(exc))
+            watchdog.arm(1)
             log.info("stopped", bound=sched.stats.bound, attempts=sched.stats.attempts)
             return 1
         return max(_informer_exit(watching, sched), 1 if died else 0)

@@ -6,17 +6,44 @@ import asyncio
 import contextlib
 import gc
 import time
+from collections.abc import Callable
 
 import structlog
 
 from scheduler.kube.gc_pauses import GC_PAUSES
 
-__all__ = ["FREEZE_EVERY", "FULL_COLLECTION_EVERY", "gc_housekeeping"]
+__all__ = ["FREEZE_EVERY", "FULL_COLLECTION_EVERY", "GCPolicy", "gc_housekeeping"]
 
 log = structlog.get_logger("spread-scheduler")
 
 FREEZE_EVERY = 5.0
 FULL_COLLECTION_EVERY = 600.0
+
+
+class GCPolicy:
+    """The collector's policy as steps a loop calls (``gc_housekeeping`` in the scheduler process,
+    bench.inprocess between pods, so that the benchmark measures the collector the binary runs)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.last_full = clock()
+
+    def start(self) -> None:
+        """What is alive now (the synced cache) moves to the permanent generation."""
+        gc.freeze()
+        self.last_full = self.clock()
+
+    def step(self) -> None:
+        """Every ``FREEZE_EVERY`` seconds: the young collected, the survivors frozen; every
+        ``FULL_COLLECTION_EVERY``, one full collection over everything first."""
+        if self.clock() - self.last_full >= FULL_COLLECTION_EVERY:
+            gc.unfreeze()
+            started = time.perf_counter()
+            collected = gc.collect()
+            log.info("full garbage collection", collected=collected, ms=round((time.perf_counter() - started) * 1000))
+            self.last_full = self.clock()
+        gc.collect(1)  # what already died young is collected, not frozen (milliseconds: young objects only)
+        gc.freeze()
 
 
 async def gc_housekeeping(stop: asyncio.Event, freeze_every: float = FREEZE_EVERY) -> None:
@@ -35,21 +62,12 @@ async def gc_housekeeping(stop: asyncio.Event, freeze_every: float = FREEZE_EVER
     on and off end to end (docs/benchmarks.md, "Why the I/O layer is shaped as it is").
     """
     GC_PAUSES.install()
+    policy = GCPolicy()
     try:
-        gc.freeze()
-        last_full = time.monotonic()
+        policy.start()
         while not stop.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), freeze_every)
-            if time.monotonic() - last_full >= FULL_COLLECTION_EVERY:
-                gc.unfreeze()
-                started = time.perf_counter()
-                collected = gc.collect()
-                log.info(
-                    "full garbage collection", collected=collected, ms=round((time.perf_counter() - started) * 1000)
-                )
-                last_full = time.monotonic()
-            gc.collect(1)  # what already died young is collected, not frozen (milliseconds: young objects only)
-            gc.freeze()
+            policy.step()
     finally:
         GC_PAUSES.uninstall()

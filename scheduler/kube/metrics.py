@@ -8,7 +8,7 @@ scheduling loop published (``publish_queue``), never the queue itself.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
@@ -20,8 +20,10 @@ from scheduler.kube.gc_pauses import GC_PAUSES, GcPauses
 
 __all__ = ["SchedulerMetrics"]
 
-# Upstream: metrics.ExponentialBuckets(0.001, 2, 15) for attempt durations, (0.01, 2, 20) for the SLI.
+# Upstream: metrics.ExponentialBuckets(0.001, 2, 15) for attempt durations, (0.01, 2, 20) for the SLI,
+# (0.1, 2, 14) for DynamicResources' wait for binding conditions.
 ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
+BINDING_CONDITIONS_BUCKETS = tuple(0.1 * 2**i for i in range(14))
 SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
 PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))
 # Rebalance planning slices: 1 ms to 1 s (a slice is meant to stay near 20 ms, never near 100 ms).
@@ -89,6 +91,19 @@ class GcPauseSeconds(Collector):
         for generation, seconds in enumerate(self._pauses.seconds):
             family.add_metric([str(generation)], seconds)
         yield family
+
+
+class BindingConditionsMetrics:
+    """``scheduler_dra_bindingconditions_*`` of one profile (DynamicResources' ``BindingConditionsMetrics``)."""
+
+    def __init__(self, allocations: Counter, wait: Histogram, profile: str) -> None:
+        self._allocations, self._wait, self._profile = allocations, wait, profile
+
+    def observe_wait(self, driver: str, status: str, seconds: float) -> None:
+        self._wait.labels(self._profile, driver, status).observe(seconds)
+
+    def count_allocation(self, driver: str, status: str) -> None:
+        self._allocations.labels(self._profile, driver, status).inc()
 
 
 class SchedulerMetrics:
@@ -249,6 +264,24 @@ class SchedulerMetrics:
             ["version", "kube_version", "kube_release", "server_version"],
             registry=self.registry,
         )
+
+    def binding_conditions(self) -> Callable[[str], BindingConditionsMetrics]:
+        """Register the two DRADeviceBindingConditions metrics (upstream registers them only where that
+        gate is on: from 1.36) and return each profile's face."""
+        allocations = Counter(
+            "scheduler_dra_bindingconditions_allocations",
+            "Number of allocations using devices with BindingConditions, counted per driver per scheduling attempt",
+            ["profile", "driver", "status"],
+            registry=self.registry,
+        )
+        wait = Histogram(
+            "scheduler_dra_bindingconditions_wait_duration_seconds",
+            "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
+            ["profile", "driver", "status"],
+            buckets=BINDING_CONDITIONS_BUCKETS,
+            registry=self.registry,
+        )
+        return lambda profile: BindingConditionsMetrics(allocations, wait, profile)
 
     def set_skews(self, namespace: str, workload: str, skews: dict[str, tuple[int, int]]) -> None:
         """One workload's series: topology key -> (skew, maxSkew); keys it no longer has are dropped."""

@@ -25,8 +25,9 @@ from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import Extender
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption
+from scheduler.plugins.dynamicresources.plugin.plugin import StructuredDynamicResources
 from scheduler.plugins.helper.volumes import claim_name_of
-from scheduler.plugins.names import DEFAULT_PREEMPTION
+from scheduler.plugins.names import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES
 from scheduler.profile import queue_sort_key
 from scheduler.schedule_one import Attempt
 from scheduler.scheduler import Scheduler
@@ -131,6 +132,12 @@ class Simulation:
         self.scheduler.use_volume_binder(self.volume_binder)
         self.claim_writer = MemoryClaimWriter(self.scheduler.handlers)
         self.scheduler.use_claim_writer(self.claim_writer)
+        # No driver meets binding conditions in a dry run: a pod whose devices have them is shown bound,
+        # where it goes once they are met, not held for the plugin's bindingTimeout.
+        for fwk in self.frameworks.values():
+            dra = fwk.plugins.get(DYNAMIC_RESOURCES)
+            if isinstance(dra, StructuredDynamicResources):
+                dra.wait_for_binding_conditions = False
         # DefaultPreemption decides where its decision has somewhere to go; its random offset is seeded.
         self.preemption = MemoryPreemption(self.scheduler.queue)
         offsets = random.Random(seed)

@@ -4,15 +4,17 @@ the preemption sink, keeping in memory what the live scheduler would write to th
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.objects import Pod, PodKey
-from scheduler.api.resourceclaim import ResourceClaim
+from scheduler.api.resourceclaim import ConsumerReference, ResourceClaim
 from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.eventhandlers import EventHandlers
+from scheduler.features import features_at
 from scheduler.framework.interface import PodNominator
 from scheduler.framework.status import Status
 from scheduler.plugins.dynamicresources.plugin.claimwrites import FINALIZER, ClaimBinding, ClaimDeallocation
@@ -106,6 +108,16 @@ class MemoryClaimWriter:
         claim = storage.resource_claim(binding.namespace, binding.name)
         if claim is None or claim.uid != binding.uid:
             raise LookupError(f"resourceclaims.resource.k8s.io {binding.name!r} not found")
+        if any(ref.uid == binding.reserved_for.uid for ref in claim.reserved_for):
+            # The API server's validation (reservedFor is a map keyed by uid): a pod naming one claim
+            # twice reserves it at its first entry, and the second entry's write adds it again.
+            raise ValueError(
+                f"add reservation to claim {binding.namespace}/{binding.name}: ResourceClaim.resource.k8s.io "
+                f'"{binding.name}" is invalid: status.reservedFor[{len(claim.reserved_for)}]: Duplicate value: '
+                + _duplicate_value(
+                    binding.reserved_for, features_at(self._handlers.minor).duplicate_reservation_as_json
+                )
+            )
         finalizers = claim.finalizers
         if binding.add_finalizer and FINALIZER not in finalizers:
             finalizers = (*finalizers, FINALIZER)
@@ -152,6 +164,15 @@ class MemoryClaimWriter:
         written = dataclasses.replace(claim, resource_version=_next_version(claim.resource_version))
         self._handlers.cache.storage.upsert(written, written.resource_version)
         return written
+
+
+def _duplicate_value(ref: ConsumerReference, as_json: bool) -> str:
+    """``field.Duplicate``'s value: the uid, or (declarative validation) the entry as Go marshals it."""
+    if not as_json:
+        return f'"{ref.uid}"'
+    entry = {"apiGroup": ref.api_group} if ref.api_group else {}
+    entry |= {"resource": ref.resource, "name": ref.name, "uid": ref.uid}
+    return json.dumps(entry, separators=(",", ":"))
 
 
 def _next_version(version: str) -> str:

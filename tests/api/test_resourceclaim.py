@@ -220,7 +220,10 @@ def test_allocation_and_reservations() -> None:
                 "driver": "driver-a",
                 "pool": "pool-1",
                 "device": "device-0",
-                "conditions": [{"type": "attached", "status": "True"}, {"type": "failed", "status": "False"}],
+                "conditions": [
+                    {"type": "attached", "status": "True", "reason": "Attached", "message": "on node-1"},
+                    {"type": "failed", "status": "False"},
+                ],
             }
         ],
     }
@@ -248,7 +251,14 @@ def test_allocation_and_reservations() -> None:
     assert a.allocation_timestamp == "2025-06-01T10:00:00Z" and a.allocated_at == 1748772000.0
     assert c.reserved_for == (rc.ConsumerReference("pods", "pod-1", "pod-uid"),) and c.reserved_for[0].is_pod
     assert c.device_statuses == (
-        rc.AllocatedDeviceStatus("driver-a", "pool-1", "device-0", None, {"attached": True, "failed": False}),
+        rc.AllocatedDeviceStatus(
+            "driver-a",
+            "pool-1",
+            "device-0",
+            None,
+            {"attached": True, "failed": False},
+            {"attached": ("Attached", "on node-1"), "failed": ("", "")},
+        ),
     )
 
 

@@ -98,6 +98,18 @@ class TestSlicesByNode:
         store.upsert(parsed_slice("a", version="2", node="node-2"))
         assert sorted(names(store.resource_slices())) == ["a", "c", "everywhere"]
 
+    def test_the_slices_are_one_sequence_until_a_slice_changes(self) -> None:
+        """The allocator keeps each node's pools while it is given the same sequence of slices."""
+        store = StorageObjects()
+        store.upsert(parsed_slice("a"))
+        listed = store.resource_slices()
+        assert store.resource_slices() is listed
+        store.upsert(parsed_slice("b", node="node-2"))
+        after_add = store.resource_slices()
+        assert after_add is not listed and sorted(names(after_add)) == ["a", "b"]
+        store.remove(parsed_slice("a"))
+        assert names(store.resource_slices()) == ["b"]
+
     def test_an_update_replaces_the_indexed_object(self) -> None:
         store = StorageObjects()
         store.upsert(parsed_slice("a", "1"), "1")

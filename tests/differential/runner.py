@@ -251,6 +251,9 @@ def python_side(
         result = attempt_to_json(attempt, sim.cache)
         if attempt.pod.key in binding_errors:
             result["bindingError"] = binding_errors[attempt.pod.key]  # not part of simulate's JSON
+            # Unreserve took the allocation back, as upstream's did (the oracle reports no claims
+            # then); later pods' decisions show whether both sides freed the same devices.
+            result.pop("claims", None)
         if attempt.pod.key in counted:
             result["nominatedCounted"] = True  # not part of simulate's JSON
         if attempt.hint is not None:

@@ -9,7 +9,7 @@ DynamicResources' objects (``resource.k8s.io/v1``) are kept with them, read as t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from scheduler.api.devicetaintrule import DeviceTaintRule, tainted
@@ -95,7 +95,16 @@ def key_of(obj: StorageObject) -> str:
 class StorageObjects:
     """One store per kind, keyed like a lister (``namespace/name`` for namespaced kinds)."""
 
-    __slots__ = ("_assumed", "_attachments", "_by_kind", "_extended", "_slices_off_node", "_slices_on", "_versions")
+    __slots__ = (
+        "_assumed",
+        "_attachments",
+        "_by_kind",
+        "_extended",
+        "_slices",
+        "_slices_off_node",
+        "_slices_on",
+        "_versions",
+    )
 
     def __init__(self) -> None:
         self._by_kind: dict[str, dict[str, StorageObject]] = {kind: {} for kind in STORAGE_KINDS}
@@ -109,6 +118,9 @@ class StorageObjects:
         # tracker's ``ListPatchedResourceSlices``); the store of the kind keeps them as published.
         self._slices_on: dict[str, dict[str, ResourceSlice]] = {}
         self._slices_off_node: dict[str, ResourceSlice] = {}
+        # Every slice, listed once until a slice changes: the allocator keeps each node's pools while
+        # it is given the same sequence (``NodePools``).
+        self._slices: tuple[ResourceSlice, ...] | None = None
         # The assume caches (``volumebinding/assume_cache.go``, and DynamicResources' for claims):
         # (kind, key) -> the version assumed (a PV bound to a claim, a claim with its selected node, a
         # ResourceClaim as PreBind's write returned it) and the resourceVersion it was made from;
@@ -178,6 +190,8 @@ class StorageObjects:
             _drop(self._attachments, old.node_name, old.name)
         if isinstance(new, VolumeAttachment):
             self._attachments.setdefault(new.node_name, {})[new.name] = new
+        if isinstance(old, ResourceSlice) or isinstance(new, ResourceSlice):
+            self._slices = None
         if isinstance(old, ResourceSlice):
             if old.node_name is None:
                 self._slices_off_node.pop(old.name, None)
@@ -206,9 +220,13 @@ class StorageObjects:
         """The ResourceSlices whose ``spec.nodeName`` is ``node_name``."""
         return self._slices_on.get(node_name, {}).values()
 
-    def resource_slices(self) -> list[ResourceSlice]:
-        """Every ResourceSlice (the allocator's ``ResourceSlices().List``): node-local ones first."""
-        return [s for on in self._slices_on.values() for s in on.values()] + list(self._slices_off_node.values())
+    def resource_slices(self) -> Sequence[ResourceSlice]:
+        """Every ResourceSlice (the allocator's ``ResourceSlices().List``): node-local ones first; the
+        same sequence until a slice is added, changed or removed."""
+        if self._slices is None:
+            on_nodes = (s for on in self._slices_on.values() for s in on.values())
+            self._slices = (*on_nodes, *self._slices_off_node.values())
+        return self._slices
 
     def resource_slices_off_node(self) -> Iterable[ResourceSlice]:
         """The ResourceSlices without a ``spec.nodeName``: whether a node reaches their devices is

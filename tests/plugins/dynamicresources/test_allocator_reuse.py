@@ -81,3 +81,59 @@ def test_one_allocator_for_every_node_answers_as_fresh_ones(variant: tuple[str, 
     assert _answers(shared, variant, claims) == fresh  # and again, the claims prepared already
     if case == "match":
         assert [a is not None for a in fresh] == [False, True, True]
+
+
+def test_allocators_sharing_node_pools_gather_a_node_once_while_slices_and_node_stay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scheduler makes an allocator per pod; a node's pools are made of the slices and the node
+    alone, so the next pod's allocator reuses them, and gathers again once either changes."""
+    from scheduler.plugins.dynamicresources.structured import pools  # noqa: PLC0415 - patched here
+
+    gathered: list[str] = []
+    original = pools.gather_pools
+
+    def counting(slices: Any, node: Node | None, *args: Any, **kwargs: Any) -> list[pools.Pool]:
+        gathered.append(node.name if node is not None else "")
+        return original(slices, node, *args, **kwargs)
+
+    monkeypatch.setattr(pools, "gather_pools", counting)
+    shared = pools.NodePools()
+    cache = cel.Cache(10, cel.compiler_for(37))
+    claims = CLAIMS["two-claims"]
+    n0 = Node.from_dict(make_node("n0").dict())
+
+    def allocate(slices: list[ResourceSlice], node: Node) -> Any:
+        allocator = Allocator(Features(), (), CLASSES, slices, cache, release=V0_35, node_pools=shared)
+        return allocator.allocate(node, claims)
+
+    first = allocate(SLICES, n0)
+    assert allocate(SLICES, n0) == first
+    assert gathered == ["n0"]
+    relabelled = Node.from_dict(make_node("n0").label("zone", "a").dict())
+    assert allocate(SLICES, relabelled) == first
+    assert gathered == ["n0", "n0"]
+    fewer = [_slice("n0", ["a"]), *SLICES[1:]]
+    assert allocate(fewer, relabelled) is None  # a new list of slices: n0 has one device left
+    assert gathered == ["n0", "n0", "n0"]
+
+
+def test_a_changed_class_is_asked_again_by_the_next_allocator() -> None:
+    """The class's answers kept across allocators belong to the class object: an updated class (a
+    new object under the same name) selects anew."""
+    from scheduler.plugins.dynamicresources.structured.pools import NodePools  # noqa: PLC0415
+
+    shared = NodePools()
+    cache = cel.Cache(10, cel.compiler_for(37))
+    n1 = Node.from_dict(make_node("n1").dict())
+
+    def model(selected: str) -> Any:
+        expression = f'device.attributes["{DRIVER}"].model == "{selected}"'
+        spec = {"selectors": [{"cel": {"expression": expression}}]}
+        classes = {"gpu": DeviceClass.from_dict({"metadata": {"name": "gpu"}, "spec": spec})}
+        allocator = Allocator(Features(), (), classes, SLICES, cache, release=V0_35, node_pools=shared)
+        (result,) = allocator.allocate(n1, [_claim("c", [_exactly("r0")])]) or [None]
+        return None if result is None else [r.device for r in result.results]
+
+    assert model("b") == ["n1-d0"]
+    assert model("c") is None

@@ -124,6 +124,51 @@ def test_two_pods_never_get_one_device(minor: str) -> None:
     assert second.message.startswith("0/2 nodes are available: 2 cannot allocate all claims.")
 
 
+def test_a_nodes_pools_are_gathered_once_for_every_pod_while_the_slices_stay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each pod's allocator reads a node's pools as the pod before found them (they are made of the
+    node and the slices alone): three pods, each node gathered once; the devices still go one each."""
+    from scheduler.plugins.dynamicresources.structured import allocator, pools  # noqa: PLC0415 - patched here
+
+    gathered: list[str] = []
+    original = pools.gather_pools
+
+    def counting(slices: Any, node: Any, *args: Any, **kwargs: Any) -> Any:
+        gathered.append(node.name)
+        return original(slices, node, *args, **kwargs)
+
+    monkeypatch.setattr(pools, "gather_pools", counting)
+    monkeypatch.setattr(allocator, "gather_pools", counting, raising=False)  # where it was called from before
+    two = [{"name": "gpu-0"}, {"name": "gpu-1"}]
+    objects = [node("n1"), node("n2"), device_class(), node_slice("n1", *two), node_slice("n2", *two)]
+    objects += [claim(f"c{i}") for i in range(3)]
+    objects += [make_pod(f"p{i}").resource_claim("gpu", claim=f"c{i}").dict() for i in range(3)]
+    attempts = simulate("1.37", objects).run()
+    assert all(a.host is not None for a in attempts)
+    assert sorted(gathered) == ["n1", "n2"]
+
+
+def test_a_classs_selectors_are_asked_of_a_device_once_for_every_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The class's answer for a device is kept with the slices: the next pod's Filter does not ask it
+    again (the pods still get one device each)."""
+    from scheduler.plugins.dynamicresources import cel  # noqa: PLC0415 - patched here
+
+    asked: list[str] = []
+    original = cel.Compiled.device_matches
+
+    def counting(self: cel.Compiled, device: Any) -> cel.Result:
+        asked.append(device.name)
+        return original(self, device)
+
+    monkeypatch.setattr(cel.Compiled, "device_matches", counting)
+    objects = [node("n1"), node("n2"), device_class()]
+    objects += [node_slice("n1", {"name": "a-0"}), node_slice("n2", {"name": "b-0"}, {"name": "b-1"})]
+    objects += [claim(f"c{i}") for i in range(3)]
+    objects += [make_pod(f"p{i}").resource_claim("gpu", claim=f"c{i}").dict() for i in range(3)]
+    attempts = simulate("1.37", objects).run()
+    assert sorted(str(a.host) for a in attempts) == ["n1", "n2", "n2"]
+    assert sorted(asked) == ["a-0", "b-0", "b-1"]
+
+
 def _scheduler(doc: dict[str, Any] | None = None) -> tuple[Scheduler, FakeBinder, FakeRecorder]:
     binder, recorder = FakeBinder(), FakeRecorder()
     config = load_config(None) if doc is None else parse_config(doc)
@@ -533,3 +578,38 @@ def test_a_class_backed_extended_resource_is_scored_in_devices(minor: str) -> No
     # The change in balance (1.36+): cpu 2/4 and fpga 2/4 with the pod (100), 0/4 and 1/4 without
     # (std 1/8: 87), so 50 + (50 + 100 - 87) // 2.
     assert scores[names.NODE_RESOURCES_BALANCED_ALLOCATION]["raw"] == 81
+
+
+@pytest.mark.parametrize("minor", MINORS)
+def test_a_pod_naming_one_claim_twice_fails_prebind_as_upstream(minor: str) -> None:
+    """Two ``spec.resourceClaims`` entries, one claim: upstream's PreBind writes the first entry's
+    allocation, and the second entry's write (from the cycle's copy: a conflict, the claim read again)
+    finds it allocated; the next attempt reserves it for the first entry and the API server refuses the
+    second entry's duplicate reservation. Never bound (e2e/test_dra_claim_twice.py, beside kube-scheduler)."""
+
+    async def body() -> None:
+        binder, recorder, clock = FakeBinder(), FakeRecorder(), FakeClock()
+        config = load_config(None, features=features_at(minor))
+        sched = Scheduler(config, binder, recorder, clock=clock, rng=random.Random(0))
+        sched.use_claim_writer(MemoryClaimWriter(sched.handlers))
+        _add(sched, [node("n1"), device_class(), node_slice("n1", {"name": "gpu-0"}, {"name": "gpu-1"}), claim("c0")])
+        _add(sched, [make_pod("p0").resource_claim("a", claim="c0").resource_claim("b", claim="c0").dict()])
+        for _ in range(3):
+            clock.advance(20)
+            sched.queue.flush_backoff_completed()
+            assert sched.schedule_one()
+            await sched.drain()
+        assert binder.binds == []
+        notes = [e.note for e in recorder.events_for("default/p0", "FailedScheduling")]
+        prefix = 'running PreBind plugin "DynamicResources": '
+        # The API server's text: 1.37's declarative validation shows the whole entry.
+        value = '{"resource":"pods","name":"p0","uid":"uid-default-p0"}' if minor == "1.37" else '"uid-default-p0"'
+        assert notes == [
+            f"{prefix}claim default/c0 got allocated elsewhere in the meantime",
+            f"{prefix}add reservation to claim default/c0: ResourceClaim.resource.k8s.io "
+            f'"c0" is invalid: status.reservedFor[1]: Duplicate value: {value}',
+        ]
+        held = sched.cache.storage.resource_claim("default", "c0")
+        assert held is not None and held.allocation is not None and held.reserved_for == ()
+
+    asyncio.run(body())

@@ -523,6 +523,9 @@ func (w *world) finish(ctx context.Context, c *cycle) (resultJSON, error) {
 				return res, fmt.Errorf("%s: not bound, and no binding failure handled", podKey(pod))
 			}
 			res.Node, res.BindingError = c.result.SuggestedHost, c.bindMessage
+			// What an earlier PreBind (VolumeBinding's) wrote stays written; reported here, not
+			// with the next pod placed.
+			res.VolumeWrites = w.takeWrites()
 			break
 		}
 		if node != c.result.SuggestedHost {

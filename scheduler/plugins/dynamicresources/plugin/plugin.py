@@ -3,10 +3,12 @@ Score, Reserve, Unreserve and PreBind (upstream's ``dynamicresources.go``), in t
 every minor. PreBind's writes go through a ``ClaimWriter``; without one a pod with claims to write is
 not bound. Extended resources a DeviceClass backs (DRAExtendedResource) are allocated in a claim of
 their own, which PreBind creates (``extendedclaim``; docs/dra-plugin.md says what else is missing).
+Where devices have binding conditions (DRADeviceBindingConditions), PreBind then waits for them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 import uuid
@@ -38,7 +40,23 @@ from scheduler.plugins.dynamicresources.extended import (
     backed_extended_resources,
     is_dra_extended_resource_name,
 )
-from scheduler.plugins.dynamicresources.plugin.binding import BindingFailedError, binding_timed_out, ready_for_binding
+from scheduler.plugins.dynamicresources.plugin.args import DynamicResourcesArgs, parse_args
+from scheduler.plugins.dynamicresources.plugin.binding import (
+    ERR_DEVICE_BINDING_TIMEOUT,
+    STATUS_ERROR,
+    STATUS_FAILED,
+    STATUS_SUCCESS,
+    STATUS_TIMEOUT,
+    BindingFailedError,
+    BindingTimeoutError,
+    binding_conditions_status,
+    binding_timed_out,
+    format_status_one_line,
+    has_binding_conditions,
+    pod_ready_for_binding,
+    ready_for_binding,
+    statuses_for,
+)
 from scheduler.plugins.dynamicresources.plugin.claimwrites import (
     FINALIZER,
     ClaimBinding,
@@ -63,9 +81,10 @@ from scheduler.plugins.dynamicresources.plugin.podclaims import ClaimNotUsableEr
 from scheduler.plugins.dynamicresources.plugin.score import claims_score
 from scheduler.plugins.dynamicresources.structured import Allocation, AllocationError, Allocator, FailedOnNodeError
 from scheduler.plugins.dynamicresources.structured.features import for_scheduler
+from scheduler.plugins.dynamicresources.structured.pools import NodePools
 from scheduler.plugins.helper.normalize_score import default_normalize_score
 
-__all__ = ["DRALister", "StructuredDynamicResources"]
+__all__ = ["BindingConditionsMetrics", "DRALister", "StructuredDynamicResources"]
 
 log = structlog.get_logger("spread-scheduler")
 
@@ -73,7 +92,8 @@ STATE_KEY = names.DYNAMIC_RESOURCES
 DEALLOCATION_KEY = names.DYNAMIC_RESOURCES + "/deallocation"
 UNRESERVE_KEY = names.DYNAMIC_RESOURCES + "/unreserve"
 NOT_FOUND = "not found"  # getStateData returns CycleState.Read's fwk.ErrNotFound as it is
-FILTER_TIMEOUT_SECONDS = 10.0  # DynamicResourcesFilterTimeoutDefault
+BINDING_CONDITIONS_POLL_SECONDS = 5.0  # PreBind's wait.PollUntilContextTimeout interval
+DEADLINE_EXCEEDED = f"{ERR_DEVICE_BINDING_TIMEOUT}: context deadline exceeded"  # the wait's own timeout
 CEL_CACHE_SIZE = 10  # the scheduler's cel.NewCache(10, ...)
 NO_CLAIM_WRITER = "no claim writer is configured to write its allocation and reservation, so the pod is not bound"
 
@@ -86,9 +106,21 @@ class DRALister(Protocol):
 
     def resource_claims(self) -> Iterable[ResourceClaim]: ...
 
-    def resource_slices(self) -> list[ResourceSlice]: ...
+    def resource_slices(self) -> Sequence[ResourceSlice]: ...
 
     def device_class(self, name: str) -> DeviceClass | None: ...
+
+
+class BindingConditionsMetrics(Protocol):
+    """One profile's ``scheduler_dra_bindingconditions_*`` metrics (registered where the minor has them)."""
+
+    def observe_wait(self, driver: str, status: str, seconds: float) -> None:
+        """``dra_bindingconditions_wait_duration_seconds``: PreBind's wait, once per allocated device."""
+        ...
+
+    def count_allocation(self, driver: str, status: str) -> None:
+        """``dra_bindingconditions_allocations_total``: one per device with binding conditions."""
+        ...
 
 
 class _Classes(Mapping[str, DeviceClass]):
@@ -159,6 +191,10 @@ class _Deadline:
         return None
 
 
+class _StoppedError(Exception):
+    """The scheduler stopped while PreBind waited (upstream's cancelled context)."""
+
+
 def _klog(claim: ResourceClaim) -> str:
     return f"{claim.namespace}/{claim.name}"
 
@@ -187,14 +223,22 @@ class StructuredDynamicResources:
         self.in_flight = in_flight if in_flight is not None else InFlightAllocations()
         self.allocator_features, self.release = for_scheduler(features)
         self.cel_cache = cel.Cache(CEL_CACHE_SIZE, cel.compiler_for(int(features.minor.split(".")[1])))
+        self.node_pools = NodePools()  # each node's pools, for every pod's allocator while the slices stay
         self.hints = ClaimHints(features, self._claim)
         self.binding_conditions = "device_binding_and_status" in self.allocator_features.enabled()
         self.consumable_capacity = self.allocator_features.consumable_capacity
         # PreBind's writes (``Scheduler.use_claim_writer``); None: a pod with claims to write is not bound.
         self.claim_writer: ClaimWriter | None = None
         self.clock: Callable[[], float] = time.time
-        # DynamicResourcesArgs' defaults; the arguments themselves are not read yet.
-        self.filter_timeout = FILTER_TIMEOUT_SECONDS if features.enabled("DRASchedulerFilterTimeout") else 0.0
+        self.args: DynamicResourcesArgs = parse_args(args, features)
+        self.filter_timeout = self.args.filter_timeout
+        self.binding_timeout = self.args.binding_timeout
+        self.poll_interval = BINDING_CONDITIONS_POLL_SECONDS
+        # Where PreBind's binding-conditions outcome is counted (``Scheduler.use_binding_conditions_metrics``).
+        self.binding_metrics: BindingConditionsMetrics | None = None
+        # Off in a dry run (``simulate``): no driver will ever meet the conditions, so the pod binds
+        # as it would once they are met.
+        self.wait_for_binding_conditions = True
 
     def use_lister(self, lister: DRALister) -> None:
         """Read the DRA objects from ``lister`` (the scheduler's cache) at every extension point:
@@ -272,6 +316,7 @@ class StructuredDynamicResources:
                 release=self.release,
                 shared_devices=allocated.shared_devices,
                 aggregated_capacity=allocated.aggregated_capacity,
+                node_pools=self.node_pools,
             )
         s.claims = claims
         s.pending = [claims[i] for i in s.to_allocate()]
@@ -406,7 +451,7 @@ class StructuredDynamicResources:
             ready = ready_for_binding(claim)
         except BindingFailedError:
             return True
-        return not ready and binding_timed_out(claim, self.clock())
+        return not ready and binding_timed_out(claim, self.clock(), self.binding_timeout)
 
     def post_filter(
         self, state: CycleState, pod: Pod, statuses: Mapping[NodeName, Status]
@@ -444,7 +489,14 @@ class StructuredDynamicResources:
         s = self._state(state)
         if s is None or not s.claims:
             return [0] * len(nodes)
-        return [self.score(state, pod, node) for node in nodes]
+        found = s.node_allocations.get
+        read = self.features.dra_score_allocated_claims
+        return [
+            0
+            if (results := found(node.node.name)) is None
+            else claims_score(s.claims, results, allocated_claims_read=read)
+            for node in nodes
+        ]
 
     def normalize_score(
         self, state: CycleState, pod: Pod, scores: list[int], nodes: Sequence[NodeInfo]
@@ -575,23 +627,120 @@ class StructuredDynamicResources:
         a pod with writes to make fails here: binding it would leave its devices allocated to nobody
         in the API, free for the next pod once the in-flight allocation is dropped.
 
-        Not yet: waiting for binding conditions (DRADeviceBindingConditions, on from 1.36).
+        Then, with DRADeviceBindingConditions and DRAResourceClaimDeviceStatus, when some allocated
+        device has binding conditions: waits for the driver to meet them (``_wait_for_binding``).
         """
         s = self._state(state)
         if s is None:
             return Status.as_error(NOT_FOUND)
         writes = self.pre_bind_writes(state, pod, node_name)
-        if not writes:
-            return await self._pre_bind_extended(state, s, pod)
-        if self.claim_writer is None:
+        if writes and self.claim_writer is None:
             return Status.as_error(f"resource claim {writes[0].namespace}/{writes[0].name}: {NO_CLAIM_WRITER}")
         for binding in writes:
+            assert self.claim_writer is not None
+            if binding.allocation is not None and self._allocated_meanwhile(binding):
+                # bindClaim's check. A pod naming one claim twice meets it at the second entry: upstream
+                # writes from the cycle's copy, conflicts, reads the claim again and finds it allocated.
+                return Status.as_error(
+                    f"claim {binding.namespace}/{binding.name} got allocated elsewhere in the meantime"
+                )
             try:
                 written = await self.claim_writer.bind_claim(pod, binding)
             except Exception as err:  # any failure fails PreBind; Unreserve drops the in-flight allocations
                 return Status.as_error(str(err))
             self.claim_written(state, written)
-        return await self._pre_bind_extended(state, s, pod)
+        status = await self._pre_bind_extended(state, s, pod)
+        if status is not None or not self.binding_conditions or not self.wait_for_binding_conditions:
+            return status
+        if not has_binding_conditions(s.claims):
+            return None
+        return await self._wait_for_binding(s, pod, node_name)
+
+    async def _wait_for_binding(self, s: _State, pod: Pod, node_name: NodeName) -> Status | None:
+        """Upstream's wait: an Event, then every ``poll_interval`` (the first at once) the pod's claims
+        read again from the cache until all are ready, for at most ``binding_timeout``. A failure
+        condition, a claim past its timeout, the wait's own timeout, or the scheduler stopping fails
+        PreBind with an error: the pod is tried again, and that cycle's Filter and PostFilter
+        deallocate a claim whose binding failed or timed out. A preemption that cancels the binding
+        cycle is counted as an error and the cancellation goes on."""
+        if self.handle.events is not None:
+            self.handle.events.eventf(
+                pod,
+                "Normal",
+                "BindingConditionsPending",
+                "Scheduling",
+                f"waiting for binding conditions for device on node {node_name}",
+            )
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        error: str | None = None
+        outcome = STATUS_SUCCESS
+        try:
+            await self._poll_until_ready(s, started + self.binding_timeout)
+        except BindingTimeoutError as err:
+            error, outcome = str(err), STATUS_TIMEOUT
+        except BindingFailedError as err:
+            error, outcome = str(err), STATUS_FAILED
+        except (_StoppedError, LookupError) as err:
+            error, outcome = str(err), STATUS_ERROR
+        except asyncio.CancelledError:
+            self._observe_binding(s, STATUS_ERROR, loop.time() - started)
+            raise
+        self._observe_binding(s, outcome, loop.time() - started)
+        devices = format_status_one_line(statuses_for(s.claims, outcome))
+        if error is None:
+            if enabled(5):
+                log.info("BindingConditions is met", v=5, pod=kobj(pod.key), node=node_name, devices=devices)
+            return None
+        if enabled(5):
+            log.info("dynamic resource plugin failed", v=5, pod=kobj(pod.key), err=error, devices=devices)
+        return Status.as_error(error)
+
+    async def _poll_until_ready(self, s: _State, deadline: float) -> None:
+        """``wait.PollUntilContextTimeout`` over ``isPodReadyForBinding``, the claims read again put in
+        ``s.claims`` (for Unreserve). Raises as ``pod_ready_for_binding`` does, ``BindingTimeoutError``
+        once ``deadline`` (loop time) passes and ``_StoppedError`` when the scheduler stops."""
+        loop = asyncio.get_running_loop()
+        stopping = self.handle.stopping
+        # The claim for extended resources that the node's device plugin serves was never created.
+        indices = [i for i, claim in enumerate(s.claims) if claim.name != SPECIAL_CLAIM_NAME]
+        while True:
+            if stopping.is_set():
+                raise _StoppedError("context canceled")
+            claims = [s.claims[i] for i in indices]
+            try:
+                if pod_ready_for_binding(claims, self._claim, self.clock(), self.binding_timeout):
+                    return
+            finally:
+                for i, claim in zip(indices, claims, strict=True):
+                    s.claims[i] = claim
+            left = deadline - loop.time()
+            if left <= 0:
+                raise BindingTimeoutError(DEADLINE_EXCEEDED)
+            try:
+                await asyncio.wait_for(stopping.wait(), min(self.poll_interval, left))
+            except TimeoutError:
+                if self.poll_interval >= left:
+                    raise BindingTimeoutError(DEADLINE_EXCEEDED) from None
+
+    def _observe_binding(self, s: _State, outcome: str, seconds: float) -> None:
+        """The wait's duration once per allocated device, and one count per device with binding conditions."""
+        metrics = self.binding_metrics
+        if metrics is None:
+            return
+        for claim in s.claims:
+            if claim.allocation is None:
+                continue
+            for result in claim.allocation.results:
+                metrics.observe_wait(result.driver, outcome, seconds)
+            for status in binding_conditions_status(claim):
+                metrics.count_allocation(status.driver, outcome)
+
+    def _allocated_meanwhile(self, binding: ClaimBinding) -> bool:
+        """The claim PreBind is to allocate is allocated in the cache (the informer's state with the
+        claims the scheduler wrote assumed), which an in-flight allocation is not."""
+        held = self._claim(binding.namespace, binding.name)
+        return held is not None and held.uid == binding.uid and held.allocation is not None
 
     def pre_bind_extended(self, state: CycleState, pod: Pod) -> ExtendedClaimCreation | None:
         """PreBind's create of the claim for the pod's extended resources, as data: None when Reserve

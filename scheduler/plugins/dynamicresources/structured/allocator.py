@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import uuid
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,11 +46,10 @@ from scheduler.plugins.dynamicresources.structured.features import (
     supported,
 )
 from scheduler.plugins.dynamicresources.structured.pools import (
+    NodePools,
     NodeSelectionError,
     Pool,
     PoolID,
-    SliceIndex,
-    gather_pools,
     node_matches,
 )
 from scheduler.plugins.dynamicresources.structured.results import DeviceID, Picked, Selection, build_result
@@ -123,18 +123,20 @@ _Answer = bool | _Exceeded
 
 @dataclass(frozen=True, slots=True)
 class _Request:
-    """``requestAccessor``: a request's ``exactly`` (named as the request) or one subrequest."""
+    """``requestAccessor``: a request's ``exactly`` (named as the request) or one subrequest.
+    ``admin_access`` is read for every device the search looks at, so it is a field, set by ``of``."""
 
     spec: DeviceSubRequest
     is_subrequest: bool
+    admin_access: bool
+
+    @classmethod
+    def of(cls, spec: DeviceSubRequest, is_subrequest: bool) -> _Request:
+        return cls(spec, is_subrequest, not is_subrequest and spec.admin_access is True)
 
     @property
     def name(self) -> str:
         return self.spec.name
-
-    @property
-    def admin_access(self) -> bool:
-        return not self.is_subrequest and self.spec.admin_access is True
 
     @property
     def has_admin_access(self) -> bool:
@@ -189,6 +191,9 @@ class Allocator:
     ``AllocatedState``; ``share_id`` makes each new share's ID (``GenerateShareID``, a random UUID
     unless given).
 
+    ``node_pools`` keeps each node's pools for the next allocator given the same slices (the
+    scheduler makes one allocator a pod); by default this allocator keeps its own.
+
     ``stop`` is polled before each step of the search, as upstream checks its context: when it
     returns a cause (``"context deadline exceeded"``), ``allocate`` raises
     ``filter operation aborted: <cause>``. The scheduler bounds the search by time
@@ -209,6 +214,7 @@ class Allocator:
         shared_devices: Collection[DeviceID] = (),
         aggregated_capacity: Mapping[DeviceID, Mapping[str, Fraction]] | None = None,
         share_id: Callable[[], str] | None = None,
+        node_pools: NodePools | None = None,
     ) -> None:
         self.variant = _variant(features, release, implementation)
         self.features = features
@@ -220,7 +226,8 @@ class Allocator:
         self.share_id = share_id or (lambda: str(uuid.uuid4()))
         self.classes = classes
         self.slices = slices
-        self.slice_index = SliceIndex(slices)
+        self.node_pools = node_pools if node_pools is not None else NodePools()
+        self.node_pools.index(slices)
         self.cel_cache = cel_cache
         self.stop = stop
         # Per pool name (upstream keys them so, without the driver): the counters left once the
@@ -235,11 +242,7 @@ class Allocator:
     def prepared(self, claims: Sequence[ResourceClaim]) -> _Prepared | None:
         """What preparing ``claims`` gave the last time, when it holds for any node."""
         known = self._prepared_claims
-        if (
-            self._prepared is None
-            or len(known) != len(claims)
-            or any(a is not b for a, b in zip(known, claims, strict=True))
-        ):
+        if self._prepared is None or len(known) != len(claims) or not all(map(operator.is_, known, claims)):
             return None
         return self._prepared
 
@@ -303,6 +306,9 @@ class _Prepared:
     request_data: dict[tuple[int, int, int], _RequestData]
     constraints: list[list[Callable[[], Constraint]]]
     error: str | None
+    # Per claim, per request, what its devices are allocated as, when no request has subrequests
+    # (else each search's choice says).
+    selections: list[list[Selection]] | None = None
 
 
 def _asks_for_all(claim: ResourceClaim) -> bool:
@@ -316,7 +322,25 @@ def _asks_for_all(claim: ResourceClaim) -> bool:
 
 
 class _Search:
-    """``allocator``: the state of one ``Allocate`` call."""
+    """``allocator``: the state of one ``Allocate`` call (one a Filter call: slots, no dict)."""
+
+    __slots__ = (
+        "allocating",
+        "allocating_capacity",
+        "claims",
+        "constraint_makers",
+        "constraints",
+        "consumed",
+        "features",
+        "matches",
+        "node",
+        "owner",
+        "picked",
+        "pools",
+        "request_data",
+        "selections",
+        "variant",
+    )
 
     def __init__(self, owner: Allocator, node: Node | None, claims: Sequence[ResourceClaim]) -> None:
         self.owner = owner
@@ -329,6 +353,7 @@ class _Search:
         self.request_data: dict[tuple[int, int, int], _RequestData] = {}
         self.constraints: list[list[Constraint]] = []
         self.constraint_makers: list[list[Callable[[], Constraint]]] = []
+        self.selections: list[list[Selection]] | None = None
         self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         # Per device allowing multiple allocations: what this call's shares of it hold together
@@ -338,14 +363,13 @@ class _Search:
 
     def run(self) -> Allocation | None:
         try:
-            self.pools = gather_pools(
+            self.pools = self.owner.node_pools.pools(
                 self.owner.slices,
                 self.node,
                 self.features,
                 incubating=self.variant.incubating,
                 ordered=self.variant.v0_36,
                 counters_by_node=self.variant.v0_37,
-                candidates=self.owner.slice_index.for_node(self.node),
             )
         except NodeSelectionError as err:
             raise AllocationError(f"gather pool information: {err}") from None
@@ -362,7 +386,7 @@ class _Search:
             return None
         # The subrequests chosen are read now: the request data serves the next search too. The
         # results keep what they are built of, not the search (its pools and caches go with it).
-        selections = [self._selected_classes(i, claim) for i, claim in enumerate(self.claims)]
+        selections = self.selections or [self._selected_classes(i, claim) for i, claim in enumerate(self.claims)]
         node_name = self.node.name if self.node is not None and self.variant.v0_36 else None
         claims, picked = self.claims, self.picked
         tolerations, binding = self.variant.incubating, self.features.device_binding_and_status
@@ -405,11 +429,15 @@ class _Search:
                     self._prepare_claim(claim_index, claim)
             except AllocationError as err:
                 error = str(err)
-            prepared = _Prepared(self.request_data, self.constraint_makers, error)
+            selections = None
+            if error is None and all(data.parent is None for data in self.request_data.values()):
+                selections = [self._selected_classes(i, claim) for i, claim in enumerate(self.claims)]
+            prepared = _Prepared(self.request_data, self.constraint_makers, error, selections)
             self.owner.keep_prepared(self.claims, prepared)
         if prepared.error is not None:
             raise AllocationError(prepared.error)
         self.request_data = prepared.request_data
+        self.selections = prepared.selections
         self.constraints = [[make() for make in makers] for makers in prepared.constraints]
 
     def _prepare_claim(self, claim_index: int, claim: ResourceClaim) -> None:
@@ -428,13 +456,13 @@ class _Search:
                     # index after the call): the device-match cache of "All" is shared so.
                     own = sub_index - 1 if self.variant.v0_35_quirks else sub_index
                     key = (claim_index, request_index, max(own, 0))
-                    data = self._validate(claim, key, _Request(sub, True), request.name)
+                    data = self._validate(claim, key, _Request.of(sub, True), request.name)
                     self.request_data[(claim_index, request_index, sub_index)] = data
                     fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
                 adding = fewest or 0
             else:
                 spec = request.exactly or DeviceSubRequest(name=request.name, device_class_name="")
-                data = self._validate(claim, (claim_index, request_index, 0), _Request(spec, False), None)
+                data = self._validate(claim, (claim_index, request_index, 0), _Request.of(spec, False), None)
                 self.request_data[(claim_index, request_index, 0)] = data
                 adding = data.num_devices
             if self.variant.v0_37 and adding > ALLOCATION_RESULTS_MAX_SIZE - min_devices:
@@ -510,18 +538,13 @@ class _Search:
                     raise AllocationError(
                         f"{prefix}: asks for all devices, but resource pool {pool.id} is currently invalid"
                     )
-                for slice_ in pool.slices:
-                    for device in slice_.devices:
-                        if self._selectable(key, data, slice_, device) and self._fits_for_all(
+                for slice_, ids in zip(pool.slices, pool.device_ids(), strict=True):
+                    for device, device_id in zip(slice_.devices, ids, strict=True):
+                        if self._selectable(key, data, slice_, device, device_id) and self._fits_for_all(
                             claim, request, slice_, device
                         ):
                             data.all_devices.append(
-                                _Candidate(
-                                    DeviceID(slice_.driver, slice_.pool.name, device.name),
-                                    device,
-                                    slice_,
-                                    pool if self.variant.v0_36 else None,
-                                )
+                                _Candidate(device_id, device, slice_, pool if self.variant.v0_36 else None)
                             )
             data.num_devices = len(data.all_devices)
         else:
@@ -626,18 +649,20 @@ class _Search:
             if pool.is_incomplete or pool.is_invalid:
                 continue
             from_slice = first_slice if pool_index == first_pool else 0
+            pool_ids = pool.device_ids()
             for slice_index in range(from_slice, len(pool.slices)):
                 slice_ = pool.slices[slice_index]
+                ids = pool_ids[slice_index]
                 at_start = pool_index == first_pool and slice_index == first_slice
                 for device_index_in_slice in range(first_device if at_start else 0, len(slice_.devices)):
                     device = slice_.devices[device_index_in_slice]
-                    device_id = DeviceID(pool.id.driver, pool.id.pool, device.name)
+                    device_id = ids[device_index_in_slice]
                     if request.admin_access:
                         if claim_index in self.allocating.get(device_id, ()):
                             continue
                     elif self._in_use(device_id):
                         continue
-                    if not self._selectable(key, data, slice_, device):
+                    if not self._selectable(key, data, slice_, device, device_id):
                         continue
                     if self.features.consumable_capacity and not self._fits(r, request, device_id, device, "checking"):
                         continue
@@ -655,19 +680,19 @@ class _Search:
     def _in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.owner.allocated_devices or bool(self.allocating.get(device_id))
 
-    def _selectable(self, key: tuple[int, int, int], data: _RequestData, slice_: ResourceSlice, device: Device) -> bool:
+    def _selectable(
+        self, key: tuple[int, int, int], data: _RequestData, slice_: ResourceSlice, device: Device, device_id: DeviceID
+    ) -> bool:
         """``isSelectable``: the class's and the request's selectors, and per-device node selection."""
         if not self.features.device_binding_and_status and device.binding_conditions:
             return False
-        device_id = DeviceID(slice_.driver, slice_.pool.name, device.name)
         cache_key = (device_id, *key)
         known = self.matches.get(cache_key)
         if known is not None:
             return known
-        ok = (
-            data.device_class is None
-            or self._selectors_match(key[0], device_id, device, data.device_class, data.device_class.selectors)
-        ) and self._selectors_match(key[0], device_id, device, None, data.request.spec.selectors)
+        ok = (data.device_class is None or self._class_selects(device_id, device, data.device_class)) and (
+            self._selectors_match(key[0], device_id, device, None, data.request.spec.selectors)
+        )
         if ok and slice_.per_device_node_selection:
             try:
                 ok = node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
@@ -675,6 +700,16 @@ class _Search:
                 raise AllocationError(str(err)) from None
         self.matches[cache_key] = ok
         return ok
+
+    def _class_selects(self, device_id: DeviceID, device: Device, device_class: DeviceClass) -> bool:
+        """The class's selectors' answer for the device, as the last pod's search found it (a
+        function of the two alone); an error is raised again each time, as it was first."""
+        known = self.owner.node_pools.class_selects(device_class, self.variant.v0_36)
+        found = known.get(id(device))
+        if found is None:
+            found = self._selectors_match(0, device_id, device, device_class, device_class.selectors)
+            known[id(device)] = found
+        return found
 
     def _selectors_match(
         self,
@@ -758,7 +793,7 @@ class _Search:
         # v0.35 returns here without giving back the counters just taken (taint or constraint): they
         # stay consumed for the rest of this call, so later candidates see fewer.
         keep = self.variant.v0_35_quirks
-        if self.features.device_taints and _taint_prevents(candidate.device, request.spec):
+        if self.features.device_taints and candidate.device.taints and _taint_prevents(candidate.device, request.spec):
             if reserved and not keep:
                 self._give_counters(candidate)
             return None

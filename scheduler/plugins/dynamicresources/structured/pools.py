@@ -21,8 +21,9 @@ from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.objects import Node
 from scheduler.api.resourceslice import CounterSet, ResourceSlice
 from scheduler.plugins.dynamicresources.structured.features import Features
+from scheduler.plugins.dynamicresources.structured.results import DeviceID
 
-__all__ = ["Pool", "PoolID", "SliceIndex", "gather_pools", "node_matches"]
+__all__ = ["NodePools", "Pool", "PoolID", "SliceIndex", "gather_pools", "node_matches"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -46,6 +47,14 @@ class Pool:
     invalid_reason: str = ""
     counter_sets: dict[str, CounterSet] = field(default_factory=dict)
     other_slices: list[ResourceSlice] = field(default_factory=list)
+    _ids: list[tuple[DeviceID, ...]] | None = None
+
+    def device_ids(self) -> list[tuple[DeviceID, ...]]:
+        """Per slice, its devices' IDs, made on first use (a pool serves many searches)."""
+        if self._ids is None:
+            driver, name = self.id.driver, self.id.pool
+            self._ids = [tuple(DeviceID(driver, name, d.name) for d in s.devices) for s in self.slices]
+        return self._ids
 
 
 class NodeSelectionError(Exception):
@@ -93,6 +102,90 @@ class SliceIndex:
         own = self._on.get(node.name, []) if node is not None else []
         indices = heapq.merge(own, self._rest) if own and self._rest else own or self._rest
         return [self.slices[i] for i in indices]
+
+
+class NodePools:
+    """Each node's pools (``gather_pools``), kept across allocators, so across pods: a node's pools
+    are made of the slices and the node alone, and the search only reads them. Everything kept is
+    dropped when the allocator is given another sequence of slices (the cache lists the same one
+    until a slice changes) or reads them as another variant; a node's entry when the node object
+    is another (its labels may have changed). At most ``MAX_NODES`` nodes are kept.
+
+    Upstream gathers every node's pools in every Filter, ranging over all slices each time.
+    """
+
+    MAX_NODES = 65_536
+    MAX_CLASSES = 64
+
+    __slots__ = ("_by_node", "_class_selects", "_gathering", "_index", "_slices")
+
+    def __init__(self) -> None:
+        self._slices: Sequence[ResourceSlice] | None = None
+        # What ``gather_pools`` reads besides the slices and the node: the features and the variant's flags.
+        self._gathering: tuple[Features, bool, bool, bool] | None = None
+        self._index: SliceIndex | None = None
+        self._by_node: dict[str, tuple[Node | None, list[Pool]]] = {}
+        # Per DeviceClass (the object: an update is another) and whether CEL sees a device's
+        # ``allowMultipleAllocations``: the class's answer per device, keyed by the device's id()
+        # (the slices held here keep every device alive until they are replaced, and this with them).
+        self._class_selects: dict[tuple[int, bool], tuple[object, dict[int, bool]]] = {}
+
+    def index(self, slices: Sequence[ResourceSlice]) -> SliceIndex:
+        """The ``SliceIndex`` of ``slices``, made once per sequence."""
+        if slices is not self._slices or self._index is None:
+            self._slices = slices
+            self._index = SliceIndex(slices)
+            self._by_node.clear()
+            self._class_selects.clear()
+        return self._index
+
+    def class_selects(self, device_class: object, multiple_allocations_seen: bool) -> dict[int, bool]:
+        """Where the allocator keeps whether ``device_class``'s selectors select a device of the
+        slices last indexed (by the device's id()); errors are not kept."""
+        key = (id(device_class), multiple_allocations_seen)
+        kept = self._class_selects.get(key)
+        if kept is not None and kept[0] is device_class:
+            return kept[1]
+        if len(self._class_selects) >= self.MAX_CLASSES:
+            self._class_selects.clear()
+        found: dict[int, bool] = {}
+        self._class_selects[key] = (device_class, found)
+        return found
+
+    def pools(
+        self,
+        slices: Sequence[ResourceSlice],
+        node: Node | None,
+        features: Features,
+        *,
+        incubating: bool,
+        ordered: bool,
+        counters_by_node: bool,
+    ) -> list[Pool]:
+        """``gather_pools`` of ``node``, as it was the last time unless the slices, the variant or
+        the node changed. Raises as ``gather_pools`` does (an error is not kept)."""
+        index = self.index(slices)
+        gathering = (features, incubating, ordered, counters_by_node)
+        if gathering != self._gathering:
+            self._gathering = gathering
+            self._by_node.clear()
+        name = node.name if node is not None else ""
+        kept = self._by_node.get(name)
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        found = gather_pools(
+            slices,
+            node,
+            features,
+            incubating=incubating,
+            ordered=ordered,
+            counters_by_node=counters_by_node,
+            candidates=index.for_node(node),
+        )
+        if len(self._by_node) >= self.MAX_NODES:
+            self._by_node.clear()
+        self._by_node[name] = (node, found)
+        return found
 
 
 def gather_pools(

@@ -34,9 +34,11 @@ class DeviceID(NamedTuple):
         return f"{self.driver}/{self.pool}/{self.device}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Picked:
-    """One device the search allocated: for which request (``request/subrequest`` for a subrequest)."""
+    """One device the search allocated: for which request (``request/subrequest`` for a subrequest).
+    Never changed once made; not frozen, as a frozen dataclass's ``__init__`` costs a few times more
+    and the search makes one for every device it takes, node after node."""
 
     request: str
     id: DeviceID
