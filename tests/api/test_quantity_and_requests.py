@@ -642,6 +642,18 @@ def test_node_info_add_and_remove_pod() -> None:
     assert info.requested_milli_cpu == 600
 
 
+def test_node_info_removing_one_of_two_pods_on_a_port_frees_it() -> None:
+    """Upstream's ``HostPortInfo`` is a set, not a count: two pods bound to one node with the same
+    hostPort hold it once, and removing either frees it (NodePorts then lets a third pod take it)."""
+    info = NodeInfo(make_node("node-1").build())
+    info.add_pod(_port_pod("a", {}, {"hostPort": 80}))
+    info.add_pod(_port_pod("b", {}, {"hostPort": 80}))
+    assert info.used_ports == {HostPort("0.0.0.0", "TCP", 80)}
+    info.remove_pod(_port_pod("a", {}, {"hostPort": 80}).key)
+    assert not info.used_ports
+    assert len(info.pods) == 1
+
+
 def test_node_info_add_pod_replaces_an_earlier_version() -> None:
     info = NodeInfo(make_node("node-1").build())
     info.add_pod(_port_pod("p", {"cpu": "1"}, {"hostPort": 80}))
