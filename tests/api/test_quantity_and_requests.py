@@ -19,6 +19,7 @@ from scheduler.api import quantity
 from scheduler.api.objects import Node, Pod
 from scheduler.api.quantity import milli_value, parse_quantity, value
 from scheduler.api.resources import HostPort, is_extended_resource_name, is_scalar_resource_name
+from scheduler.backend.cache.cache import Cache
 from scheduler.framework.types import NodeInfo
 from scheduler.testing import make_node, make_pod
 
@@ -652,6 +653,22 @@ def test_node_info_removing_one_of_two_pods_on_a_port_frees_it() -> None:
     info.remove_pod(_port_pod("a", {}, {"hostPort": 80}).key)
     assert not info.used_ports
     assert len(info.pods) == 1
+
+
+def test_a_port_freed_while_the_node_was_gone_stays_free_when_it_returns() -> None:
+    """Upstream's cache keeps a deleted node's NodeInfo while pods remain on it, and removes pods from
+    that one: a port freed meanwhile (two holders, one deleted) is still free once the node is back."""
+    cache = Cache()
+    cache.add_node(make_node("node-1").build())
+    a, b = _port_pod("a", {}, {"hostPort": 80}), _port_pod("b", {}, {"hostPort": 80})
+    cache.add_pod(a)
+    cache.remove_node("node-1")
+    cache.add_pod(b)  # its watch event came after the node's delete
+    cache.remove_pod(a)
+    cache.add_node(make_node("node-1").build())
+    info = cache.get("node-1")
+    assert info is not None and list(info.pods) == [b.key]
+    assert not info.used_ports
 
 
 def test_node_info_add_pod_replaces_an_earlier_version() -> None:
