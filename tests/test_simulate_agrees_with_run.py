@@ -92,7 +92,7 @@ def _placed(cache: Cache) -> dict[str, tuple[object, ...]]:
             dict(info.requested_scalar),
             info.non0_cpu,
             info.non0_mem,
-            dict(info.used_ports),
+            frozenset(info.used_ports),
         )
         for info in cache.node_infos()
     }

@@ -223,3 +223,21 @@ def test_a_successful_preemption_says_so_from_1_37(minor: str, message: str) -> 
     (attempt,) = sim.run()
     data = attempt_to_json(attempt, sim.cache)
     assert (data["nominatedNode"], data["message"]) == ("node-b", message)
+
+
+def test_evicting_one_of_two_pods_on_a_host_port_frees_it_as_upstreams_port_set_does() -> None:
+    """Upstream's ``HostPortInfo`` is a set: on a node where ``low`` and ``peer`` (bound directly) both
+    hold hostPort 80, removing ``low`` frees the port though ``peer`` keeps it. So web (priority 100,
+    port 80) may preempt ``low`` there (``peer`` has web's priority: no victim), and lands once it
+    is gone (differential seed 440640)."""
+    objects = [
+        make_node("n1").allocatable(cpu="2", memory="4Gi", pods="110").dict(),
+        make_pod("low").node("n1").priority(0).requests(cpu="100m").host_port(80).dict(),
+        make_pod("peer").node("n1").priority(100).requests(cpu="100m").host_port(80).dict(),
+        make_pod("web").priority(100).requests(cpu="100m").host_port(80).created("2026-01-01T00:00:00Z").dict(),
+    ]
+    sim, results = applied(objects)
+    web = results["default/web"]
+    assert (web["node"], web["code"]) == ("n1", "Success")
+    assert (web["earlierCycles"][0]["nominatedNode"], web["earlierCycles"][0]["victims"]) == ("n1", ["default/low"])
+    assert sim.history.preempted_by == {"default/low": "default/web"}

@@ -49,7 +49,9 @@ class NodeInfo:
     requested_scalar: Counter[str] = field(default_factory=Counter)
     non0_cpu: int = 0
     non0_mem: int = 0
-    used_ports: Counter[HostPort] = field(default_factory=Counter)
+    # A set, as upstream's ``HostPortInfo``: of two pods holding one port, removing either frees it
+    # (preemption's dry run and a pod's delete then let a third pod take the port).
+    used_ports: set[HostPort] = field(default_factory=set)
     # Upstream's ``PodsWithAffinity`` (podAffinity or podAntiAffinity set) and
     # ``PodsWithRequiredAntiAffinity``: the subsets of ``pods`` InterPodAffinity visits when the
     # incoming pod has no terms of its own, so a cycle never walks every pod of the cluster.
@@ -81,7 +83,7 @@ class NodeInfo:
         clone = copy.copy(self)
         clone.pods = dict(self.pods)
         clone.requested_scalar = Counter(self.requested_scalar)
-        clone.used_ports = Counter(self.used_ports)
+        clone.used_ports = set(self.used_ports)
         clone.pods_with_affinity = dict(self.pods_with_affinity)
         clone.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
         clone.pvc_ref_counts = Counter(self.pvc_ref_counts)
@@ -128,10 +130,10 @@ class NodeInfo:
             self.requested_scalar[name] += sign * amount
         self.non0_cpu += sign * res.non0_cpu
         self.non0_mem += sign * res.non0_mem
-        for port in res.host_ports:
-            self.used_ports[port] += sign
-            if self.used_ports[port] <= 0:
-                del self.used_ports[port]
+        if sign > 0:
+            self.used_ports.update(res.host_ports)
+        else:
+            self.used_ports.difference_update(res.host_ports)
 
 
 @dataclass(frozen=True, slots=True)

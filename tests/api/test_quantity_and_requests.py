@@ -19,6 +19,7 @@ from scheduler.api import quantity
 from scheduler.api.objects import Node, Pod
 from scheduler.api.quantity import milli_value, parse_quantity, value
 from scheduler.api.resources import HostPort, is_extended_resource_name, is_scalar_resource_name
+from scheduler.backend.cache.cache import Cache
 from scheduler.framework.types import NodeInfo
 from scheduler.testing import make_node, make_pod
 
@@ -640,6 +641,34 @@ def test_node_info_add_and_remove_pod() -> None:
     assert set(info.used_ports) == {HostPort("127.0.0.1", "TCP", 80), HostPort("0.0.0.0", "UDP", 8081)}
     assert info.remove_pod(p2.key) is None  # removing again changes nothing
     assert info.requested_milli_cpu == 600
+
+
+def test_node_info_removing_one_of_two_pods_on_a_port_frees_it() -> None:
+    """Upstream's ``HostPortInfo`` is a set, not a count: two pods bound to one node with the same
+    hostPort hold it once, and removing either frees it (NodePorts then lets a third pod take it)."""
+    info = NodeInfo(make_node("node-1").build())
+    info.add_pod(_port_pod("a", {}, {"hostPort": 80}))
+    info.add_pod(_port_pod("b", {}, {"hostPort": 80}))
+    assert info.used_ports == {HostPort("0.0.0.0", "TCP", 80)}
+    info.remove_pod(_port_pod("a", {}, {"hostPort": 80}).key)
+    assert not info.used_ports
+    assert len(info.pods) == 1
+
+
+def test_a_port_freed_while_the_node_was_gone_stays_free_when_it_returns() -> None:
+    """Upstream's cache keeps a deleted node's NodeInfo while pods remain on it, and removes pods from
+    that one: a port freed meanwhile (two holders, one deleted) is still free once the node is back."""
+    cache = Cache()
+    cache.add_node(make_node("node-1").build())
+    a, b = _port_pod("a", {}, {"hostPort": 80}), _port_pod("b", {}, {"hostPort": 80})
+    cache.add_pod(a)
+    cache.remove_node("node-1")
+    cache.add_pod(b)  # its watch event came after the node's delete
+    cache.remove_pod(a)
+    cache.add_node(make_node("node-1").build())
+    info = cache.get("node-1")
+    assert info is not None and list(info.pods) == [b.key]
+    assert not info.used_ports
 
 
 def test_node_info_add_pod_replaces_an_earlier_version() -> None:

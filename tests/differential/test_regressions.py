@@ -116,6 +116,11 @@ DRA_REGRESSION_SEEDS = {
     "oracle none (Unreserve took the allocation back on both sides); not compared now",
     ("1.36", 420412): "harness: VolumeBinding's PreBind wrote a PV binding before DynamicResources' PreBind failed; "
     "the oracle reported that write with no pod (now with the failed one, as ours)",
+    ("1.35", 440640): "NodeInfo's used host ports are a set, as upstream's HostPortInfo: two pods bound with one "
+    "hostPort hold it once, so preemption's dry run removing the lower-priority one freed the port (the "
+    "preemptor then failed NodeResourcesFit there); ours counted holders and still failed NodePorts",
+    ("1.36", 440640): "the same at 1.36",
+    ("1.37", 440640): "the same at 1.37",
 }
 
 

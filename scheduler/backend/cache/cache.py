@@ -22,6 +22,7 @@ from typing import TypeVar
 from scheduler.api.disruptionbudget import PodDisruptionBudget
 from scheduler.api.labels import Selector
 from scheduler.api.objects import Namespace, Node, NodeName, Pod, PodKey, SelectingObject
+from scheduler.api.resources import HostPort
 from scheduler.backend.cache.image_states import ImageStates
 from scheduler.backend.cache.node_tree import NodeTree
 from scheduler.backend.cache.pod_counts import PodCountIndex
@@ -50,6 +51,9 @@ class Cache:
         self._pods: dict[PodKey, Pod] = {}
         self._assumed: set[PodKey] = set()
         self._orphans: dict[NodeName, dict[PodKey, Pod]] = {}
+        # And their used host ports: upstream keeps a removed node's NodeInfo while pods remain, so
+        # a port freed there (``NodeInfo.used_ports`` is a set) stays free when the node returns.
+        self._orphan_ports: dict[NodeName, set[HostPort]] = {}
         self._index = PodCountIndex()
         self._images = ImageStates()
         self._selecting: dict[str, dict[str, dict[str, SelectingObject]]] = {}
@@ -73,6 +77,9 @@ class Cache:
             self.update_node(info.node, node)
             return
         info = NodeInfo(node, self._orphans.pop(node.name, {}), requests_rule=self.requests_rule)
+        ports = self._orphan_ports.pop(node.name, None)
+        if ports is not None:
+            info.used_ports = ports
         self._nodes[node.name] = info
         self._used_pvcs.update(info.pvc_ref_counts)
         self._track(info)
@@ -103,6 +110,7 @@ class Cache:
         self._images.remove_node(info.node)
         if info.pods:  # pods outlive their node in the cache until their own delete arrives
             self._orphans[info.name] = info.pods
+            self._orphan_ports[info.name] = set(info.used_ports)
         self._used_pvcs.subtract(info.pvc_ref_counts)
         self._used_pvcs = +self._used_pvcs
         self._have_affinity.pop(info.name, None)
@@ -146,6 +154,7 @@ class Cache:
             self._count_pvcs(pod, 1)
         else:
             self._orphans.setdefault(node, {})[pod.key] = pod
+            self._orphan_ports.setdefault(node, set()).update(pod.resources.under(self.requests_rule).host_ports)
         self._index.add(pod, node)
 
     def _unplace(self, key: PodKey) -> Pod | None:
@@ -160,6 +169,7 @@ class Cache:
             self._count_pvcs(pod, -1)
         else:
             self._orphans.get(node, {}).pop(key, None)
+            self._orphan_ports.get(node, set()).difference_update(pod.resources.under(self.requests_rule).host_ports)
         self._index.remove(pod)
         return pod
 

@@ -41,7 +41,7 @@ def _conflicts(want: HostPort, in_use: Collection[HostPort]) -> bool:
 
 
 def fits_ports(wanted: Sequence[HostPort], in_use: Collection[HostPort]) -> bool:
-    """No wanted port conflicts with one in use (a node's ``used_ports`` counter, or a set)."""
+    """No wanted port conflicts with one in use (a node's ``used_ports``, or any set of ports)."""
     return not any(_conflicts(port, in_use) for port in wanted)
 
 
