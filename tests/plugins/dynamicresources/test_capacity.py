@@ -196,3 +196,25 @@ def test_fits_beside_other_shares() -> None:
     assert fits({"capacity-0": TWO}, device, {"capacity-0": ONE}, {"capacity-0": ONE})
     assert not fits({"capacity-0": TWO}, device, {"capacity-0": TWO}, {"capacity-0": ONE})
     assert not fits({"other": ONE}, device, {}, {})
+
+
+def test_fits_capacity_not_asked_for() -> None:
+    """A capacity no request names is taken whole (or as its policy's default): it fits only while
+    no other share holds any of it, allocated or allocating; v0.37 aborts on a negative value."""
+    device = Device(
+        driver="driver-a",
+        name="device-1",
+        capacity={"whole": Fraction(4), "shared": Fraction(4)},
+        request_policies={"shared": CapacityRequestPolicy(default=ONE)},
+        allow_multiple_allocations=True,
+    )
+    assert fits({}, device, {}, {})
+    assert fits({}, device, {"shared": THREE}, {})
+    assert not fits({}, device, {"shared": THREE}, {"shared": ONE})
+    assert not fits({}, device, {"whole": ONE}, {})
+    assert not fits({}, device, {}, {"whole": ONE})
+    assert consumed_for({}, device) == {"whole": Fraction(4), "shared": ONE}
+    negative = Device(driver="driver-a", name="device-2", capacity={"c": Fraction(-1)})
+    with pytest.raises(CapacityError, match=r'^capacity "c": capacity value is negative$'):
+        fits({}, negative, {}, {}, strict=True)
+    assert fits({}, negative, {}, {})

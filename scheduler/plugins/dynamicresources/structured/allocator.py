@@ -666,7 +666,9 @@ class _Search:
                         continue
                     if self.features.consumable_capacity and not self._fits(r, request, device_id, device, "checking"):
                         continue
-                    undo = self._allocate_device(r, data, _Candidate(device_id, device, slice_, pool), must=False)
+                    undo = self._allocate_device(
+                        r, data, _Candidate(device_id, device, slice_, pool), must=False, checked=True
+                    )
                     if undo is None:
                         continue
                     answer = yield (next_r, sub_request, (pool_index, slice_index, device_index_in_slice + 1))
@@ -749,12 +751,14 @@ class _Search:
         return f"claim {_klog_name(self.claims[claim_index])}"
 
     def _allocate_device(
-        self, r: _Indices, data: _RequestData, candidate: _Candidate, *, must: bool
+        self, r: _Indices, data: _RequestData, candidate: _Candidate, *, must: bool, checked: bool = False
     ) -> Callable[[], None] | None:
         """``allocateDevice``: marks the candidate as allocated if it is free and satisfies the
         claim's constraints; returns how to take it back, or None. A device allowing multiple
         allocations (consumable capacity) is not marked: it gets a new share instead, holding the
-        capacity the request consumes of it."""
+        capacity the request consumes of it. ``checked``: the caller has just found the request
+        fits the device's capacity, and nothing here changes what that reads (the shares) before
+        upstream's recheck, so the recheck would answer the same."""
         claim_index = r[0]
         request = data.request
         multiple = self.features.consumable_capacity and candidate.device.allow_multiple_allocations is True
@@ -816,7 +820,7 @@ class _Search:
         share_id: str | None = None
         if self.features.consumable_capacity:
             try:
-                ok = self._fits(r, request, candidate.id, candidate.device, "rechecking")
+                ok = checked or self._fits(r, request, candidate.id, candidate.device, "rechecking")
             except AllocationError:
                 undo()
                 raise

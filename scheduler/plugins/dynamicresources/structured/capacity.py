@@ -143,14 +143,18 @@ def _all_consumed(
     requests: Mapping[str, Fraction], device: Device, fractional: bool, strict: bool
 ) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
+    policies = device.request_policies
     for name, cap in device.capacity.items():
-        try:
-            amount = consumed_by(
-                requests.get(name), cap, device.request_policies.get(name), fractional=fractional, strict=strict
-            )
-        except CapacityError as err:
-            raise CapacityError(f'capacity "{name}": {err}') from None
-        if strict and amount < 0:
+        policy = policies.get(name)
+        requested = requests.get(name) if requests else None
+        if requested is None:  # ``consumed_by``'s first case, inline: most capacities are not asked for
+            amount = policy.default if policy is not None and policy.default is not None else cap
+        else:
+            try:
+                amount = consumed_by(requested, cap, policy, fractional=fractional, strict=strict)
+            except CapacityError as err:
+                raise CapacityError(f'capacity "{name}": {err}') from None
+        if strict and amount.numerator < 0:
             raise CapacityError(f'capacity "{name}": capacity value is negative')
         out[name] = amount
     return out
@@ -177,13 +181,22 @@ def fits(
     the capacities' policies. A request for a capacity the device lacks does not fit (v0.36 returns
     an error there, which every caller treats as not fitting). Raises ``CapacityError`` (``strict``)
     for a request that cannot be computed, whatever the other capacities say."""
-    if any(name not in device.capacity for name in requests):
+    capacity = device.capacity
+    if requests and any(name not in capacity for name in requests):
         return False
     consumed = _all_consumed(requests, device, fractional, strict)
-    for name, cap in device.capacity.items():
+    policies = device.request_policies
+    for name, cap in capacity.items():
         amount = consumed[name]
-        if violates_policy(amount, device.request_policies.get(name), fractional):
+        policy = policies.get(name)
+        if policy is not None and violates_policy(amount, policy, fractional):
             return False
-        if in_use.get(name, Fraction(0)) + amount + allocating.get(name, Fraction(0)) > cap:
+        # Only the shares there are are added (exact sums: the order does not matter); a capacity
+        # nothing else holds, taken whole, fits without comparing.
+        held, adding = in_use.get(name), allocating.get(name)
+        total = amount if held is None else held + amount
+        if adding is not None:
+            total += adding
+        if total is not cap and total > cap:
             return False
     return True
