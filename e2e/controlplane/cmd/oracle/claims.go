@@ -8,6 +8,7 @@ package main
 // say which device serves which request ("claims" in the result, compared device by device).
 
 import (
+	"encoding/json"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -63,6 +65,52 @@ func (w *world) writeClaim(action clienttesting.Action) (bool, runtime.Object, e
 		return true, nil, err
 	}
 	return true, claim, nil
+}
+
+// patchClaim is the fake API's strategic-merge patch of a claim (upstream's Unreserve removes the pod
+// from status.reservedFor so): applied and stored with the next resourceVersion. The default reactor
+// would keep the old version, and the claim assume cache drops an informer update whose version is
+// not newer, so upstream would go on seeing the reservation the API no longer holds. The patch's
+// metadata.uid is a precondition, as on the API server.
+func (w *world) patchClaim(action clienttesting.Action) (bool, runtime.Object, error) {
+	patch, ok := action.(clienttesting.PatchAction)
+	if !ok || patch.GetPatchType() != types.StrategicMergePatchType {
+		return false, nil, nil
+	}
+	stored, err := w.client.Tracker().Get(resourceClaimsGVR, patch.GetNamespace(), patch.GetName())
+	if err != nil {
+		return true, nil, err
+	}
+	claim := stored.(*resourceapi.ResourceClaim)
+	var precondition struct {
+		Metadata struct {
+			UID types.UID `json:"uid"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(patch.GetPatch(), &precondition); err != nil {
+		return true, nil, apierrors.NewBadRequest(err.Error())
+	}
+	if uid := precondition.Metadata.UID; uid != "" && uid != claim.UID {
+		return true, nil, apierrors.NewConflict(resourceClaimsGVR.GroupResource(), claim.Name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, claim.UID))
+	}
+	old, err := json.Marshal(claim)
+	if err != nil {
+		return true, nil, err
+	}
+	merged, err := strategicpatch.StrategicMergePatch(old, patch.GetPatch(), &resourceapi.ResourceClaim{})
+	if err != nil {
+		return true, nil, apierrors.NewBadRequest(err.Error())
+	}
+	updated := &resourceapi.ResourceClaim{}
+	if err := json.Unmarshal(merged, updated); err != nil {
+		return true, nil, err
+	}
+	updated.ResourceVersion = w.versions.next()
+	if err := w.client.Tracker().Update(resourceClaimsGVR, updated, updated.Namespace); err != nil {
+		return true, nil, err
+	}
+	return true, updated, nil
 }
 
 // createClaim names a claim created with generateName (upstream's PreBind creates the claim for a

@@ -282,6 +282,7 @@ func run(sc *scenario) ([]resultJSON, error) {
 	client.PrependReactor("update", "persistentvolumes", w.bindVolume)
 	client.PrependReactor("update", "persistentvolumeclaims", w.provision)
 	client.PrependReactor("update", "resourceclaims", w.writeClaim)
+	client.PrependReactor("patch", "resourceclaims", w.patchClaim)
 	client.PrependReactor("create", "resourceclaims", w.createClaim)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clock := testingclock.NewFakeClock(time.Now())
