@@ -12,7 +12,6 @@ import base64
 import binascii
 import contextlib
 import os
-import re
 import ssl
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from scheduler.api.durations import parse_go_duration
 from scheduler.api.names import label_key_errors
 
 __all__ = [
@@ -105,21 +105,19 @@ def _bytes(obj: Mapping[str, Any], key: str, path: str) -> bytes:
 
 
 def _duration(value: object, path: str) -> float:
-    """A ``metav1.Duration`` (``5s``, ``1m30s``, ``500ms``); unset or 0 means the 5 s default."""
+    """A ``metav1.Duration`` (Go's ``time.ParseDuration``: ``5s``, ``1m30s``, ``500ms``); unset or 0 means
+    the 5 s default."""
     if value is None or value == 0:
         return DEFAULT_EXTENDER_TIMEOUT
     if isinstance(value, bool) or not isinstance(value, str):
         raise ExtenderConfigError(f"{path}: Invalid value: {value!r}: must be a duration such as 5s")
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-    total, pos = 0.0, 0
-    for match in re.finditer(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)", value):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * units[match.group(2)]
-        pos = match.end()
-    if not value or pos != len(value):
+    try:
+        nanos = parse_go_duration(value)
+    except ValueError:
+        nanos = -1
+    if nanos < 0:  # Go's http.Client would time out at once: refused, as an unreadable one is
         raise ExtenderConfigError(f'{path}: Invalid value: "{value}": must be a duration such as 5s')
-    return total or DEFAULT_EXTENDER_TIMEOUT
+    return nanos / 1e9 or DEFAULT_EXTENDER_TIMEOUT
 
 
 def _extended_resource_errors(name: str, path: str) -> list[str]:

@@ -6,11 +6,11 @@ kube-scheduler does; it never reaches a scheduling cycle. Reads the file and not
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from scheduler.api.durations import parse_go_duration
 from scheduler.boundedyaml import ReadError, read_text
 from scheduler.config.default_plugins import default_multi_point
 from scheduler.config.extenders import ExtenderConfigError, check_tls, parse_extenders
@@ -348,21 +348,21 @@ def _check_elector_timings(le: LeaderElection, renew_text: object) -> None:
 
 
 def _duration(value: object, path: str, default: float) -> float:
-    """A Go duration string such as ``15s``, ``1m30s`` or ``500ms``."""
+    """A ``metav1.Duration``: Go's ``time.ParseDuration`` (``15s``, ``1m30s``, ``500ms``), in seconds.
+
+    A negative one is refused here with the rest, before ``must be greater than zero`` would be.
+    """
     if value is None:
         return default
     if not isinstance(value, str):  # metav1.Duration decodes from a JSON string only
         raise ConfigError(f"{path}: must be a duration such as 15s")
-    total, pos = 0.0, 0
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-    for match in re.finditer(r"(\d+(?:\.\d+)?)(ms|h|m|s)", value):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * units[match.group(2)]
-        pos = match.end()
-    if pos != len(value) or not value:
+    try:
+        nanos = parse_go_duration(value)
+    except ValueError:
+        nanos = -1
+    if nanos < 0:
         raise ConfigError(f'{path}: Invalid value: "{value}": must be a duration such as 15s')
-    return total
+    return nanos / 1e9
 
 
 def load_config(path: str | Path | None, features: Features = DEFAULT_FEATURES) -> SchedulerConfig:

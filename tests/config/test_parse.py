@@ -826,6 +826,18 @@ class TestLeaderElection:
         cfg = parse_config({**API, "leaderElection": {"leaseDuration": text, "renewDeadline": "10s"}})
         assert cfg.leader_election.lease_duration == seconds
 
+    @pytest.mark.parametrize(("text", "seconds"), [(".5s", 0.5), ("+2s", 2.0), ("1500us", 0.0015), ("0h0m1.5s", 1.5)])
+    def test_retry_period_reads_as_go_parses_it(self, text: str, seconds: float) -> None:
+        """``time.ParseDuration``'s forms, as metav1.Duration decodes them."""
+        cfg = parse_config({**API, "leaderElection": {"retryPeriod": text, "renewDeadline": "10s"}})
+        assert cfg.leader_election.retry_period == seconds
+
+    def test_a_zero_duration_reads_and_then_must_be_greater_than_zero(self) -> None:
+        """``0`` is a duration to Go; ``ValidateLeaderElectionConfiguration`` refuses it."""
+        assert config_error({**API, "leaderElection": {"retryPeriod": "0"}}) == (
+            "leaderElection.retryPeriod: Invalid value: 0.0s: must be greater than zero"
+        )
+
     def test_sub_second_retry_period(self) -> None:
         """``500ms`` is half a second."""
         cfg = parse_config({**API, "leaderElection": {"retryPeriod": "500ms"}})

@@ -294,6 +294,22 @@ class TestConfig:
         assert ext.managed_resources[0].name == "example.com/gpu"
 
     @pytest.mark.parametrize(
+        ("text", "seconds"),
+        [("1m30s", 90.0), (".5s", 0.5), ("+2s", 2.0), ("250us", 0.00025), ("1h0m0.5s", 3600.5), ("0", 5.0)],
+    )
+    def test_http_timeout_reads_as_go_parses_it(self, text: str, seconds: float) -> None:
+        """``time.ParseDuration``'s forms (a fraction without its 0, a sign, micro- and nanoseconds); 0 is 5 s."""
+        (ext,) = config({"urlPrefix": "http://a", "filterVerb": "f", "httpTimeout": text}).extenders
+        assert ext.http_timeout == seconds
+
+    @pytest.mark.parametrize("text", ["-1s", "5", "5 s", "1m30", ".s", "", "9999999999h"])
+    def test_http_timeout_refused(self, text: str) -> None:
+        """Negative (an at-once timeout), unitless, spaced, overflowing: refused with the field's path."""
+        with pytest.raises(ConfigError) as caught:
+            config({"urlPrefix": "http://a", "filterVerb": "f", "httpTimeout": text})
+        assert f'extenders[0].httpTimeout: Invalid value: "{text}": must be a duration such as 5s' in str(caught.value)
+
+    @pytest.mark.parametrize(
         ("extenders", "message"),
         [
             pytest.param(
