@@ -73,24 +73,24 @@ class _Variant:
     # device refused for a taint or a constraint keeps the counters it just took (incubating).
     v0_35_quirks: bool
 
-    @property
-    def v0_37(self) -> bool:
-        """Incubating v0.37: counters per pool ID; the size check before the search per request; a
-        config naming every request names none; CEL runtime errors name the device; counter slices
-        only when they reach the node (else with the pool's other slices); ``distinctAttribute``
-        keeps every value; a claim config is written once however many requests it names; a
-        capacity request the int64 arithmetic cannot hold aborts the allocation; "All" checks a
-        device's capacity alone; an allocated share holding no capacity marks its device shared."""
-        return self.incubating and self.release == V0_37
+    # Incubating v0.37: counters per pool ID; the size check before the search per request; a
+    # config naming every request names none; CEL runtime errors name the device; counter slices
+    # only when they reach the node (else with the pool's other slices); ``distinctAttribute``
+    # keeps every value; a claim config is written once however many requests it names; a
+    # capacity request the int64 arithmetic cannot hold aborts the allocation; "All" checks a
+    # device's capacity alone; an allocated share holding no capacity marks its device shared.
+    # (Fields, not properties: the search reads them for every device it tries.)
+    v0_37: bool = field(init=False)
+    # Incubating from v0.36: pools in ID order (binding conditions last), slices by name; within
+    # one request only combinations of devices are tried (``startLocation``); ``distinctAttribute``;
+    # CEL sees ``allowMultipleAllocations``; capacity requests refused while the feature is off; a
+    # device that binds to the node pins the allocation to it. (Consumable capacity itself is
+    # incubating's from v0.36, read from the features.)
+    v0_36: bool = field(init=False)
 
-    @property
-    def v0_36(self) -> bool:
-        """Incubating from v0.36: pools in ID order (binding conditions last), slices by name; within
-        one request only combinations of devices are tried (``startLocation``); ``distinctAttribute``;
-        CEL sees ``allowMultipleAllocations``; capacity requests refused while the feature is off; a
-        device that binds to the node pins the allocation to it. (Consumable capacity itself is
-        incubating's from v0.36, read from the features.)"""
-        return self.incubating and not self.v0_35_quirks
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "v0_37", self.incubating and self.release == V0_37)
+        object.__setattr__(self, "v0_36", self.incubating and not self.v0_35_quirks)
 
 
 # Per variant and release: the features the port runs. The stable code's own branches for admin
@@ -772,9 +772,10 @@ class _Search:
             return None
         return data
 
-    def _step(self) -> None:
-        """One ``allocateOne`` call, as ``_enter`` counts and checks it."""
-        self.owner.steps += 1
+    def _step(self, calls: int = 1) -> None:
+        """``allocateOne`` calls, as ``_enter`` counts and checks them (once for several in a row:
+        nothing happens between them)."""
+        self.owner.steps += calls
         if self.owner.stop is not None:
             cause = self.owner.stop()
             if cause is not None:
@@ -800,8 +801,7 @@ class _Search:
                     candidate = _Candidate(device_id, device, slice_, pool)
                     if self._allocate_device(r, data, candidate, must=False, checked=True) is None:
                         continue
-                    for _ in range(3):
-                        self._step()
+                    self._step(3)
                     return True
         return False
 
