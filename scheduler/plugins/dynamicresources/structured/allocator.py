@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from types import MappingProxyType
 from typing import overload
 
 from scheduler.api.deviceclass import DeviceClass
@@ -111,6 +112,11 @@ def _variant(features: Features, release: str, implementation: str | None) -> _V
     if beyond:
         raise ValueError(f"features not implemented by the {chosen} allocator port ({release}): {sorted(beyond)}")
     return _Variant(chosen, release, implemented, chosen == "incubating", release == V0_35)
+
+
+# What a device taken whole holds of its capacities: one mapping for all of them, as every filtered
+# node keeps its results until the cycle ends.
+_NO_CAPACITY: Mapping[str, Fraction] = MappingProxyType({})
 
 
 class _Exceeded:
@@ -967,7 +973,7 @@ class _Search:
                 admin_access=True if request.admin_access else None,
                 tolerations=request.spec.tolerations,
                 share_id=share_id,
-                consumed_capacity=consumed,
+                consumed_capacity=consumed if consumed else _NO_CAPACITY,
             )
         )
         return undo
