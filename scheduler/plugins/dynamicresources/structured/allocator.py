@@ -793,14 +793,21 @@ class _Search:
         order and the same ``allocateOne`` calls counted: the first, and after the device the three
         that find the request, the claim and the claims done."""
         self._step()
-        key, r, request = (0, 0, 0), (0, 0, 0, 0), data.request
+        r, request = (0, 0, 0, 0), data.request
         capacity = self.features.consumable_capacity
+        # Each device is looked at once: the device-match cache would only be written.
+        bindable = self.features.device_binding_and_status
+        allocated, allocating = self.owner.allocated_devices, self.allocating
         for pool in self.pools:
             if pool.is_incomplete or pool.is_invalid:
                 continue
             for slice_, ids in zip(pool.slices, pool.device_ids(), strict=True):
                 for device, device_id in zip(slice_.devices, ids, strict=True):
-                    if self._in_use(device_id) or not self._selectable(key, data, slice_, device, device_id):
+                    if device_id in allocated or allocating.get(device_id):  # ``_in_use``
+                        continue
+                    if (device.binding_conditions and not bindable) or not self._selects(
+                        0, data, slice_, device, device_id
+                    ):
                         continue
                     if capacity and not self._fits(r, request, device_id, device, "checking"):
                         continue
@@ -822,17 +829,23 @@ class _Search:
             return False
         cache_key = (device_id, *key)
         known = self.matches.get(cache_key)
-        if known is not None:
-            return known
+        if known is None:
+            known = self.matches[cache_key] = self._selects(key[0], data, slice_, device, device_id)
+        return known
+
+    def _selects(
+        self, claim_index: int, data: _RequestData, slice_: ResourceSlice, device: Device, device_id: DeviceID
+    ) -> bool:
+        """``isSelectable`` past the binding conditions, without the search's device-match cache."""
+        selectors = data.request.spec.selectors
         ok = (data.device_class is None or self._class_selects(device_id, device, data.device_class)) and (
-            self._selectors_match(key[0], device_id, device, None, data.request.spec.selectors)
+            not selectors or self._selectors_match(claim_index, device_id, device, None, selectors)
         )
         if ok and slice_.per_device_node_selection:
             try:
                 ok = node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
             except NodeSelectionError as err:
                 raise AllocationError(str(err)) from None
-        self.matches[cache_key] = ok
         return ok
 
     def _class_selects(self, device_id: DeviceID, device: Device, device_class: DeviceClass) -> bool:
@@ -992,6 +1005,13 @@ class _Search:
     def _fits(self, r: _Indices, request: _Request, device_id: DeviceID, device: Device, verb: str) -> bool:
         """``CmpRequestOverCapacity`` beside the device's allocated and allocating shares; v0.37
         aborts the allocation for a request that cannot be computed."""
+        if (
+            not request.spec.capacity
+            and device_id not in self.owner.aggregated_capacity
+            and device_id not in self.allocating_capacity
+            and self.owner.node_pools.taken_whole(device, self.variant.v0_37)
+        ):
+            return True  # ``fits``' own first answer, kept per device
         try:
             return fits(
                 request.spec.capacity,
