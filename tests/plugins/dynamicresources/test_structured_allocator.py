@@ -23,6 +23,7 @@ from scheduler.api.resourceclaim import AllocationResult
 from scheduler.features import features_at
 from scheduler.plugins.dynamicresources import cel
 from scheduler.plugins.dynamicresources.structured import AllocationError, Allocator, Features, implementation_for
+from scheduler.plugins.dynamicresources.structured import allocator as allocator_module
 from scheduler.plugins.dynamicresources.structured.features import V0_35, V0_36, V0_37, for_scheduler, supported
 from tests.plugins.dynamicresources.allocator_builders import (
     CLAIM0,
@@ -217,6 +218,32 @@ def test_upstream_case(implementation: str, release: str, name: str) -> None:
         assert _got(allocator.allocate(target, case.parsed_claims())) == _want(case.expect)
     if case.steps:
         assert allocator.steps == (case.steps_by_channel or {}).get(implementation, case.steps)
+
+
+def _outcome(allocator: Allocator, target: Any, case: Case) -> tuple[Any, str | None, int]:
+    try:
+        return _got(allocator.allocate(target, case.parsed_claims())), None, allocator.steps
+    except AllocationError as err:
+        return None, str(err), allocator.steps
+
+
+def test_the_one_device_loop_answers_as_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every case of upstream's table the loop for one claim asking one device takes: the same
+    devices, error and ``allocateOne`` count as the generator-driven search it stands in for."""
+    taken = 0
+    original = allocator_module._Search._single_device_request
+    for implementation, release, name in _RUNS:
+        case = _TABLES[release][name]
+        target = case.node if case.node is not None or release == V0_35 else node(NODE1, REGION1)
+        fast = _allocator(case, release=release, implementation=implementation)
+        loop = _outcome(fast, target, case)
+        monkeypatch.setattr(allocator_module._Search, "_single_device_request", lambda self: None)
+        general = _outcome(_allocator(case, release=release, implementation=implementation), target, case)
+        monkeypatch.setattr(allocator_module._Search, "_single_device_request", original)
+        assert loop == general, (implementation, release, name)
+        claims = case.parsed_claims()
+        taken += len(claims) == 1 and len(claims[0].devices.requests) == 1
+    assert taken > 50, "the table has cases of that shape"
 
 
 _INTERRUPT = Case(

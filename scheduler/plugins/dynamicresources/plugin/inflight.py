@@ -8,6 +8,7 @@ flight waits, so two pods never get one device while the first one's PreBind has
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -53,6 +54,11 @@ class AllocatedState:
     aggregated_capacity: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
 
 
+# DeviceID's own constructor is a Python function (NamedTuple's); this one is tuple's, in C, for the
+# one id a pod's PreFilter makes for every allocated device of the cluster.
+_device_id = functools.partial(tuple.__new__, DeviceID)
+
+
 def gather_allocated_state(
     claims: Iterable[ResourceClaim], in_flight: InFlightAllocations, *, consumable_capacity: bool
 ) -> AllocatedState:
@@ -66,7 +72,7 @@ def gather_allocated_state(
         for result in claim.allocation.results:
             if result.admin_access:
                 continue
-            device = DeviceID(result.driver, result.pool, result.device)
+            device = _device_id((result.driver, result.pool, result.device))
             if consumable_capacity and result.share_id is not None:
                 state.shared_devices.add(device)
                 # ``ConsumedCapacityCollection.Insert``: summed per device and capacity name. Our

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from types import MappingProxyType
 from typing import overload
 
 from scheduler.api.deviceclass import DeviceClass
@@ -73,24 +74,24 @@ class _Variant:
     # device refused for a taint or a constraint keeps the counters it just took (incubating).
     v0_35_quirks: bool
 
-    @property
-    def v0_37(self) -> bool:
-        """Incubating v0.37: counters per pool ID; the size check before the search per request; a
-        config naming every request names none; CEL runtime errors name the device; counter slices
-        only when they reach the node (else with the pool's other slices); ``distinctAttribute``
-        keeps every value; a claim config is written once however many requests it names; a
-        capacity request the int64 arithmetic cannot hold aborts the allocation; "All" checks a
-        device's capacity alone; an allocated share holding no capacity marks its device shared."""
-        return self.incubating and self.release == V0_37
+    # Incubating v0.37: counters per pool ID; the size check before the search per request; a
+    # config naming every request names none; CEL runtime errors name the device; counter slices
+    # only when they reach the node (else with the pool's other slices); ``distinctAttribute``
+    # keeps every value; a claim config is written once however many requests it names; a
+    # capacity request the int64 arithmetic cannot hold aborts the allocation; "All" checks a
+    # device's capacity alone; an allocated share holding no capacity marks its device shared.
+    # (Fields, not properties: the search reads them for every device it tries.)
+    v0_37: bool = field(init=False)
+    # Incubating from v0.36: pools in ID order (binding conditions last), slices by name; within
+    # one request only combinations of devices are tried (``startLocation``); ``distinctAttribute``;
+    # CEL sees ``allowMultipleAllocations``; capacity requests refused while the feature is off; a
+    # device that binds to the node pins the allocation to it. (Consumable capacity itself is
+    # incubating's from v0.36, read from the features.)
+    v0_36: bool = field(init=False)
 
-    @property
-    def v0_36(self) -> bool:
-        """Incubating from v0.36: pools in ID order (binding conditions last), slices by name; within
-        one request only combinations of devices are tried (``startLocation``); ``distinctAttribute``;
-        CEL sees ``allowMultipleAllocations``; capacity requests refused while the feature is off; a
-        device that binds to the node pins the allocation to it. (Consumable capacity itself is
-        incubating's from v0.36, read from the features.)"""
-        return self.incubating and not self.v0_35_quirks
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "v0_37", self.incubating and self.release == V0_37)
+        object.__setattr__(self, "v0_36", self.incubating and not self.v0_35_quirks)
 
 
 # Per variant and release: the features the port runs. The stable code's own branches for admin
@@ -111,6 +112,11 @@ def _variant(features: Features, release: str, implementation: str | None) -> _V
     if beyond:
         raise ValueError(f"features not implemented by the {chosen} allocator port ({release}): {sorted(beyond)}")
     return _Variant(chosen, release, implemented, chosen == "incubating", release == V0_35)
+
+
+# What a device taken whole holds of its capacities: one mapping for all of them, as every filtered
+# node keeps its results until the cycle ends.
+_NO_CAPACITY: Mapping[str, Fraction] = MappingProxyType({})
 
 
 class _Exceeded:
@@ -218,6 +224,9 @@ class Allocator:
     ) -> None:
         self.variant = _variant(features, release, implementation)
         self.features = features
+        self.build_options = _BuildOptions(
+            self.variant.incubating, features.device_binding_and_status, self.variant.v0_37
+        )
         self.allocated_devices = frozenset(allocated_devices)
         # Consumable capacity (``AllocatedState``): the devices with allocated shares
         # (``AllocatedSharedDeviceIDs`` less the share IDs), and what those shares hold together.
@@ -265,19 +274,39 @@ class Allocator:
         return _Search(self, node, claims).run()
 
 
+@dataclass(frozen=True, slots=True)
+class _BuildOptions:
+    """How an allocator's results are built (``build_result``'s flags), the same for every search."""
+
+    tolerations: bool
+    binding: bool
+    configs_once: bool
+
+
 class Allocation(Sequence[AllocationResult]):
     """The results of one search, one per claim: the devices picked are fixed, each claim's
-    ``AllocationResult`` is made on first reading."""
+    ``AllocationResult`` is made on first reading. It keeps what they are built of, not the search
+    (its pools and caches go with it), and no closure: one is made for every node a pod filters."""
 
-    __slots__ = ("_build", "_built", "_count")
+    __slots__ = ("_built", "_claims", "_node_name", "_options", "_picked", "_selections")
 
-    def __init__(self, count: int, build: Callable[[int], AllocationResult]) -> None:
-        self._count = count
-        self._build = build
-        self._built: dict[int, AllocationResult] = {}
+    def __init__(
+        self,
+        claims: Sequence[ResourceClaim],
+        picked: list[list[Picked]],
+        selections: Sequence[Sequence[Selection]],
+        options: _BuildOptions,
+        node_name: str | None,
+    ) -> None:
+        self._claims = claims
+        self._picked = picked
+        self._selections = selections
+        self._options = options
+        self._node_name = node_name
+        self._built: dict[int, AllocationResult] | None = None
 
     def __len__(self) -> int:
-        return self._count
+        return len(self._claims)
 
     @overload
     def __getitem__(self, index: int) -> AllocationResult: ...
@@ -287,14 +316,25 @@ class Allocation(Sequence[AllocationResult]):
 
     def __getitem__(self, index: int | slice) -> AllocationResult | list[AllocationResult]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._count))]
+            return [self[i] for i in range(*index.indices(len(self._claims)))]
         if index < 0:
-            index += self._count
-        if not 0 <= index < self._count:
+            index += len(self._claims)
+        if not 0 <= index < len(self._claims):
             raise IndexError(index)
+        if self._built is None:
+            self._built = {}
         found = self._built.get(index)
         if found is None:
-            found = self._built[index] = self._build(index)
+            options = self._options
+            found = self._built[index] = build_result(
+                self._claims[index],
+                self._picked[index],
+                self._selections[index],
+                tolerations=options.tolerations,
+                binding=options.binding,
+                node_name=self._node_name,
+                configs_once=options.configs_once,
+            )
         return found
 
 
@@ -319,6 +359,63 @@ def _asks_for_all(claim: ResourceClaim) -> bool:
         or any(sub.allocation_mode == ALLOCATION_MODE_ALL for sub in request.first_available)
         for request in claim.devices.requests
     )
+
+
+class _Undo:
+    """What one ``_allocate_device`` did, and taking it back when called: an object, where a closure
+    made a dozen cells for every device the search tried."""
+
+    __slots__ = (
+        "added",
+        "base",
+        "before",
+        "candidate",
+        "claim_index",
+        "constraints",
+        "marked",
+        "picked",
+        "reserved",
+        "search",
+        "share",
+        "sub",
+    )
+
+    def __init__(
+        self,
+        search: _Search,
+        candidate: _Candidate,
+        claim_index: int,
+        picked: list[Picked],
+        before: int,
+        constraints: list[Constraint],
+        base: str,
+        sub: str,
+        reserved: bool,
+    ) -> None:
+        self.search = search
+        self.candidate = candidate
+        self.claim_index = claim_index
+        self.picked = picked
+        self.before = before
+        self.constraints = constraints
+        self.base = base
+        self.sub = sub
+        self.reserved = reserved
+        self.added = 0  # constraints the device was added to
+        self.marked = False  # whether it is marked as being allocated to the claim
+        self.share: tuple[Consumed, bool] | None = None  # the share it got; whether the entry existed
+
+    def __call__(self) -> None:
+        del self.picked[self.before :]
+        search, device_id = self.search, self.candidate.id
+        if self.share is not None:
+            search._remove_share(device_id, *self.share)
+        if self.marked:
+            search.allocating[device_id].discard(self.claim_index)
+        for constraint in self.constraints[: self.added]:
+            constraint.remove(self.base, self.sub)
+        if self.reserved:
+            search._give_counters(self.candidate)
 
 
 class _Search:
@@ -377,7 +474,8 @@ class _Search:
         # Upstream starts the search with an empty device-match cache: what the checks above cached
         # (v0.35: an "All" subrequest's matches under the previous subrequest's key) is dropped.
         self.matches = {}
-        answer = self._drive((0, 0, 0, 0), False)
+        one = self._single_device_request()
+        answer = self._drive((0, 0, 0, 0), False) if one is None else self._first_device(one)
         if answer is _EXCEEDED:
             raise AllocationError("allocation max size exceeded")  # upstream returns its sentinel as is
         if answer is not True:
@@ -388,22 +486,7 @@ class _Search:
         # results keep what they are built of, not the search (its pools and caches go with it).
         selections = self.selections or [self._selected_classes(i, claim) for i, claim in enumerate(self.claims)]
         node_name = self.node.name if self.node is not None and self.variant.v0_36 else None
-        claims, picked = self.claims, self.picked
-        tolerations, binding = self.variant.incubating, self.features.device_binding_and_status
-        configs_once = self.variant.v0_37
-
-        def build(i: int) -> AllocationResult:
-            return build_result(
-                claims[i],
-                picked[i],
-                selections[i],
-                tolerations=tolerations,
-                binding=binding,
-                node_name=node_name,
-                configs_once=configs_once,
-            )
-
-        return Allocation(len(self.claims), build)
+        return Allocation(self.claims, self.picked, selections, self.owner.build_options, node_name)
 
     def _selected_classes(self, claim_index: int, claim: ResourceClaim) -> list[Selection]:
         """Per request: what was allocated (the request or its chosen subrequest) and its class."""
@@ -679,6 +762,62 @@ class _Search:
                         return answer
         return False
 
+    def _single_device_request(self) -> _RequestData | None:
+        """The request, when the pods' most common shape is all there is to search: one claim asking
+        one device by count, without subrequests, constraints or admin access."""
+        if len(self.claims) != 1 or len(self.claims[0].devices.requests) != 1 or self.constraints[0]:
+            return None
+        data = self.request_data[(0, 0, 0)]
+        request = data.request
+        if (
+            data.parent is not None
+            or data.num_devices != 1
+            or request.admin_access
+            or request.spec.allocation_mode != ALLOCATION_MODE_EXACT_COUNT
+        ):
+            return None
+        return data
+
+    def _step(self, calls: int = 1) -> None:
+        """``allocateOne`` calls, as ``_enter`` counts and checks them (once for several in a row:
+        nothing happens between them)."""
+        self.owner.steps += calls
+        if self.owner.stop is not None:
+            cause = self.owner.stop()
+            if cause is not None:
+                raise AllocationError(f"filter operation aborted: {cause}")
+
+    def _first_device(self, data: _RequestData) -> bool:
+        """``_drive`` for ``_single_device_request``'s shape, in one loop: the first device that
+        allocates is the answer (no later choice can undo it), with the same checks in the same
+        order and the same ``allocateOne`` calls counted: the first, and after the device the three
+        that find the request, the claim and the claims done."""
+        self._step()
+        r, request = (0, 0, 0, 0), data.request
+        capacity = self.features.consumable_capacity
+        # Each device is looked at once: the device-match cache would only be written.
+        bindable = self.features.device_binding_and_status
+        allocated, allocating = self.owner.allocated_devices, self.allocating
+        for pool in self.pools:
+            if pool.is_incomplete or pool.is_invalid:
+                continue
+            for slice_, ids in zip(pool.slices, pool.device_ids(), strict=True):
+                for device, device_id in zip(slice_.devices, ids, strict=True):
+                    if device_id in allocated or allocating.get(device_id):  # ``_in_use``
+                        continue
+                    if (device.binding_conditions and not bindable) or not self._selects(
+                        0, data, slice_, device, device_id
+                    ):
+                        continue
+                    if capacity and not self._fits(r, request, device_id, device, "checking"):
+                        continue
+                    candidate = _Candidate(device_id, device, slice_, pool)
+                    if self._allocate_device(r, data, candidate, must=False, checked=True) is None:
+                        continue
+                    self._step(3)
+                    return True
+        return False
+
     def _in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.owner.allocated_devices or bool(self.allocating.get(device_id))
 
@@ -690,17 +829,23 @@ class _Search:
             return False
         cache_key = (device_id, *key)
         known = self.matches.get(cache_key)
-        if known is not None:
-            return known
+        if known is None:
+            known = self.matches[cache_key] = self._selects(key[0], data, slice_, device, device_id)
+        return known
+
+    def _selects(
+        self, claim_index: int, data: _RequestData, slice_: ResourceSlice, device: Device, device_id: DeviceID
+    ) -> bool:
+        """``isSelectable`` past the binding conditions, without the search's device-match cache."""
+        selectors = data.request.spec.selectors
         ok = (data.device_class is None or self._class_selects(device_id, device, data.device_class)) and (
-            self._selectors_match(key[0], device_id, device, None, data.request.spec.selectors)
+            not selectors or self._selectors_match(claim_index, device_id, device, None, selectors)
         )
         if ok and slice_.per_device_node_selection:
             try:
                 ok = node_matches(self.node, device.node_name, device.all_nodes, device.node_selector)
             except NodeSelectionError as err:
                 raise AllocationError(str(err)) from None
-        self.matches[cache_key] = ok
         return ok
 
     def _class_selects(self, device_id: DeviceID, device: Device, device_class: DeviceClass) -> bool:
@@ -752,7 +897,7 @@ class _Search:
 
     def _allocate_device(
         self, r: _Indices, data: _RequestData, candidate: _Candidate, *, must: bool, checked: bool = False
-    ) -> Callable[[], None] | None:
+    ) -> _Undo | None:
         """``allocateDevice``: marks the candidate as allocated if it is free and satisfies the
         claim's constraints; returns how to take it back, or None. A device allowing multiple
         allocations (consumable capacity) is not marked: it gets a new share instead, holding the
@@ -777,22 +922,8 @@ class _Search:
         base = data.parent if data.parent is not None else request.name
         sub = request.name if data.parent is not None else ""
         constraints = self.constraints[claim_index]
-        added = 0
-        marked = False
-        share: tuple[Consumed, bool] | None = None  # what the share holds; whether the entry existed
         picked = self.picked[claim_index]
-        before = len(picked)
-
-        def undo() -> None:
-            del picked[before:]
-            if share is not None:
-                self._remove_share(candidate.id, *share)
-            if marked:
-                self.allocating[candidate.id].discard(claim_index)
-            for constraint in constraints[:added]:
-                constraint.remove(base, sub)
-            if reserved:
-                self._give_counters(candidate)
+        undo = _Undo(self, candidate, claim_index, picked, len(picked), constraints, base, sub, reserved)
 
         # v0.35 returns here without giving back the counters just taken (taint or constraint): they
         # stay consumed for the rest of this call, so later candidates see fewer.
@@ -809,13 +940,13 @@ class _Search:
                         f"{candidate.id} because a claim constraint would not be satisfied"
                     )
                 if keep:
-                    reserved = False
+                    undo.reserved = False
                 undo()
                 return None
-            added += 1
+            undo.added += 1
         if not multiple:
             self.allocating.setdefault(candidate.id, set()).add(claim_index)
-            marked = True
+            undo.marked = True
         consumed: Consumed = {}
         share_id: str | None = None
         if self.features.consumable_capacity:
@@ -842,7 +973,7 @@ class _Search:
                         f"capacity for device {candidate.id}: {err}"
                     ) from None
                 share_id = self.owner.share_id()
-                share = (consumed, candidate.id in self.allocating_capacity)
+                undo.share = (consumed, candidate.id in self.allocating_capacity)
                 held = self.allocating_capacity.setdefault(candidate.id, {})
                 for name, amount in consumed.items():
                     held[name] = held.get(name, Fraction(0)) + amount
@@ -855,7 +986,7 @@ class _Search:
                 admin_access=True if request.admin_access else None,
                 tolerations=request.spec.tolerations,
                 share_id=share_id,
-                consumed_capacity=consumed,
+                consumed_capacity=consumed if consumed else _NO_CAPACITY,
             )
         )
         return undo
@@ -874,6 +1005,13 @@ class _Search:
     def _fits(self, r: _Indices, request: _Request, device_id: DeviceID, device: Device, verb: str) -> bool:
         """``CmpRequestOverCapacity`` beside the device's allocated and allocating shares; v0.37
         aborts the allocation for a request that cannot be computed."""
+        if (
+            not request.spec.capacity
+            and device_id not in self.owner.aggregated_capacity
+            and device_id not in self.allocating_capacity
+            and self.owner.node_pools.taken_whole(device, self.variant.v0_37)
+        ):
+            return True  # ``fits``' own first answer, kept per device
         try:
             return fits(
                 request.spec.capacity,

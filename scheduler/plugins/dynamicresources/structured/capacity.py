@@ -182,6 +182,11 @@ def fits(
     an error there, which every caller treats as not fitting). Raises ``CapacityError`` (``strict``)
     for a request that cannot be computed, whatever the other capacities say."""
     capacity = device.capacity
+    # Each capacity consumed whole with nothing else holding any: each total is its capacity, which
+    # fits (a negative one is left to ``_all_consumed`` to refuse).
+    whole = not requests and not in_use and not allocating and not device.request_policies
+    if whole and (not strict or all(cap.numerator >= 0 for cap in capacity.values())):
+        return True
     if requests and any(name not in capacity for name in requests):
         return False
     consumed = _all_consumed(requests, device, fractional, strict)

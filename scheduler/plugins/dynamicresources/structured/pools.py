@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.objects import Node
-from scheduler.api.resourceslice import CounterSet, ResourceSlice
+from scheduler.api.resourceslice import CounterSet, Device, ResourceSlice
 from scheduler.plugins.dynamicresources.structured.features import Features
 from scheduler.plugins.dynamicresources.structured.results import DeviceID
 
@@ -117,7 +117,7 @@ class NodePools:
     MAX_NODES = 65_536
     MAX_CLASSES = 64
 
-    __slots__ = ("_by_node", "_class_selects", "_gathering", "_index", "_slices")
+    __slots__ = ("_by_node", "_class_selects", "_gathering", "_index", "_slices", "_taken_whole")
 
     def __init__(self) -> None:
         self._slices: Sequence[ResourceSlice] | None = None
@@ -129,6 +129,9 @@ class NodePools:
         # ``allowMultipleAllocations``: the class's answer per device, keyed by the device's id()
         # (the slices held here keep every device alive until they are replaced, and this with them).
         self._class_selects: dict[tuple[int, bool], tuple[object, dict[int, bool]]] = {}
+        # Per device (its id(), as above) and strictness: whether a share asking no capacity, with
+        # nothing else holding any, fits it (``capacity.fits``' first answer).
+        self._taken_whole: dict[tuple[int, bool], bool] = {}
 
     def index(self, slices: Sequence[ResourceSlice]) -> SliceIndex:
         """The ``SliceIndex`` of ``slices``, made once per sequence."""
@@ -137,7 +140,19 @@ class NodePools:
             self._index = SliceIndex(slices)
             self._by_node.clear()
             self._class_selects.clear()
+            self._taken_whole.clear()
         return self._index
+
+    def taken_whole(self, device: Device, strict: bool) -> bool:
+        """Whether a request asking none of the device's capacities fits it when no share holds any:
+        each capacity is then consumed whole (no policy picks another amount) and is not negative."""
+        key = (id(device), strict)
+        found = self._taken_whole.get(key)
+        if found is None:
+            found = self._taken_whole[key] = not device.request_policies and (
+                not strict or all(cap.numerator >= 0 for cap in device.capacity.values())
+            )
+        return found
 
     def class_selects(self, device_class: object, multiple_allocations_seen: bool) -> dict[int, bool]:
         """Where the allocator keeps whether ``device_class``'s selectors select a device of the
