@@ -101,13 +101,19 @@ def _scenario(
                 pods = core.list_namespaced_pod(namespace, field_selector="metadata.name=db").items
                 return pods[0] if pods else None
 
+            # From 1.36 the victim's binding cycle fails too, and its FailedScheduling event is posted
+            # on its own path, after the Preempted one or before: both are waited for.
+            requeued = server_minor(api) >= 36
+
             def reported() -> tuple[list[dict[str, Any]], list[str]] | None:
                 events = events_for(core, namespace, "db")
                 preempted = [e for e in events if e.get("reason") == "Preempted"]
                 failed = [e.get("note", "") for e in events if e.get("reason") == "FailedScheduling"]
-                return (preempted, failed) if preempted else None
+                done = preempted and (not requeued or CANCELLED in failed)
+                return (preempted, failed) if done else None
 
-            preempted, failed = wait_for(reported, 30, "db's Preempted event")
+            what = "db's Preempted event" + (" and its cancelled PreBind's FailedScheduling" if requeued else "")
+            preempted, failed = wait_for(reported, 30, what)
             writes = [w for w in ledger.writes(mark) if w.namespace == namespace and w.user in writers()]
             return Outcome(
                 node=node,
