@@ -130,8 +130,11 @@ def test_scale_down_with_consolidation_keeps_the_spread_and_every_zone(
         seen.expect(10)
         apps.patch_namespaced_deployment_scale(APP, namespace, {"spec": {"replicas": 10}})
         wait_for(lambda: len(_running(core, namespace)) == 10, 60, "a tenth pod Running")
-        tenth = {n for names in zone_nodes(core).values() for n in names} - first
-        assert len(tenth) == 1, f"one node for the tenth pod, not {tenth}"
+        # The new node the tenth pod runs on. Karpenter may launch a spare beside it (a fresh-clone
+        # run saw two new nodes): that one is Karpenter's to keep or delete, and is not judged here.
+        new = {n for names in zone_nodes(core).values() for n in names} - first
+        tenth = {p.spec.node_name for p in _running(core, namespace)} & new
+        assert len(tenth) == 1, f"the tenth pod on one new node, not {tenth} (new: {new})"
         wait_for(
             lambda: all(MARKER_ANNOTATION in (p.metadata.annotations or {}) for p in _live(core, namespace)),
             30,
