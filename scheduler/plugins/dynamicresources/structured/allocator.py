@@ -664,11 +664,7 @@ class _Search:
         not within the result size limit, whatever the devices); None when the step that needs to
         search was pushed on ``stack``. Each ``allocateOne`` call counts as a step."""
         while True:
-            self.owner.steps += 1
-            if self.owner.stop is not None:
-                cause = self.owner.stop()
-                if cause is not None:
-                    raise AllocationError(f"filter operation aborted: {cause}")
+            self._step()
             claim_index, request_index, sub_index, device_index = r
             if claim_index >= len(self.claims):
                 return True
@@ -795,19 +791,13 @@ class _Search:
         self._step()
         r, request = (0, 0, 0, 0), data.request
         capacity = self.features.consumable_capacity
-        # Each device is looked at once: the device-match cache would only be written.
-        bindable = self.features.device_binding_and_status
-        allocated, allocating = self.owner.allocated_devices, self.allocating
         for pool in self.pools:
             if pool.is_incomplete or pool.is_invalid:
                 continue
             for slice_, ids in zip(pool.slices, pool.device_ids(), strict=True):
                 for device, device_id in zip(slice_.devices, ids, strict=True):
-                    if device_id in allocated or allocating.get(device_id):  # ``_in_use``
-                        continue
-                    if (device.binding_conditions and not bindable) or not self._selects(
-                        0, data, slice_, device, device_id
-                    ):
+                    # Each device is looked at once: the device-match cache would only be written.
+                    if self._in_use(device_id) or not self._selects(0, data, slice_, device, device_id):
                         continue
                     if capacity and not self._fits(r, request, device_id, device, "checking"):
                         continue
@@ -824,9 +814,7 @@ class _Search:
     def _selectable(
         self, key: tuple[int, int, int], data: _RequestData, slice_: ResourceSlice, device: Device, device_id: DeviceID
     ) -> bool:
-        """``isSelectable``: the class's and the request's selectors, and per-device node selection."""
-        if not self.features.device_binding_and_status and device.binding_conditions:
-            return False
+        """``isSelectable``, kept in the search's device-match cache."""
         cache_key = (device_id, *key)
         known = self.matches.get(cache_key)
         if known is None:
@@ -836,7 +824,10 @@ class _Search:
     def _selects(
         self, claim_index: int, data: _RequestData, slice_: ResourceSlice, device: Device, device_id: DeviceID
     ) -> bool:
-        """``isSelectable`` past the binding conditions, without the search's device-match cache."""
+        """``isSelectable``: a device with binding conditions only with the feature, the class's and
+        the request's selectors, and per-device node selection."""
+        if device.binding_conditions and not self.features.device_binding_and_status:
+            return False
         selectors = data.request.spec.selectors
         ok = (data.device_class is None or self._class_selects(device_id, device, data.device_class)) and (
             not selectors or self._selectors_match(claim_index, device_id, device, None, selectors)

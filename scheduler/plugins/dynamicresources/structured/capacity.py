@@ -167,6 +167,13 @@ def consumed_for(
     return _all_consumed(requests, device, fractional, strict)
 
 
+def taken_whole(device: Device, strict: bool) -> bool:
+    """``fits``' answer for a request asking none of the device's capacities while no share holds
+    any: each capacity is then consumed whole (no policy picks another amount), which fits unless a
+    capacity is negative (left to ``_all_consumed`` to refuse, ``strict``)."""
+    return not device.request_policies and (not strict or all(cap.numerator >= 0 for cap in device.capacity.values()))
+
+
 def fits(
     requests: Mapping[str, Fraction],
     device: Device,
@@ -182,10 +189,7 @@ def fits(
     an error there, which every caller treats as not fitting). Raises ``CapacityError`` (``strict``)
     for a request that cannot be computed, whatever the other capacities say."""
     capacity = device.capacity
-    # Each capacity consumed whole with nothing else holding any: each total is its capacity, which
-    # fits (a negative one is left to ``_all_consumed`` to refuse).
-    whole = not requests and not in_use and not allocating and not device.request_policies
-    if whole and (not strict or all(cap.numerator >= 0 for cap in capacity.values())):
+    if not requests and not in_use and not allocating and taken_whole(device, strict):
         return True
     if requests and any(name not in capacity for name in requests):
         return False

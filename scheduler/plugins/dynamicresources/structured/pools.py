@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from scheduler.api.nodeselector import NodeSelector
 from scheduler.api.objects import Node
 from scheduler.api.resourceslice import CounterSet, Device, ResourceSlice
+from scheduler.plugins.dynamicresources.structured.capacity import taken_whole
 from scheduler.plugins.dynamicresources.structured.features import Features
 from scheduler.plugins.dynamicresources.structured.results import DeviceID
 
@@ -129,8 +130,7 @@ class NodePools:
         # ``allowMultipleAllocations``: the class's answer per device, keyed by the device's id()
         # (the slices held here keep every device alive until they are replaced, and this with them).
         self._class_selects: dict[tuple[int, bool], tuple[object, dict[int, bool]]] = {}
-        # Per device (its id(), as above) and strictness: whether a share asking no capacity, with
-        # nothing else holding any, fits it (``capacity.fits``' first answer).
+        # Per device (its id(), as above) and strictness: ``capacity.taken_whole``.
         self._taken_whole: dict[tuple[int, bool], bool] = {}
 
     def index(self, slices: Sequence[ResourceSlice]) -> SliceIndex:
@@ -144,14 +144,11 @@ class NodePools:
         return self._index
 
     def taken_whole(self, device: Device, strict: bool) -> bool:
-        """Whether a request asking none of the device's capacities fits it when no share holds any:
-        each capacity is then consumed whole (no policy picks another amount) and is not negative."""
+        """``capacity.taken_whole`` of the device, kept while the slices stay."""
         key = (id(device), strict)
         found = self._taken_whole.get(key)
         if found is None:
-            found = self._taken_whole[key] = not device.request_policies and (
-                not strict or all(cap.numerator >= 0 for cap in device.capacity.values())
-            )
+            found = self._taken_whole[key] = taken_whole(device, strict)
         return found
 
     def class_selects(self, device_class: object, multiple_allocations_seen: bool) -> dict[int, bool]:
