@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["format_go_duration", "parse_go_duration"]
+__all__ = ["format_go_duration", "nonnegative_seconds", "parse_go_duration"]
 
 _NANOS = {
     "ns": 1,
@@ -51,6 +51,16 @@ def parse_go_duration(text: str) -> int:
             raise invalid
         pos = match.end()
     return sign * total
+
+
+def nonnegative_seconds(text: str) -> float | None:
+    """``parse_go_duration`` in seconds; None for what Go would not read and for a negative duration,
+    which the configuration fields reading it refuse alike."""
+    try:
+        nanos = parse_go_duration(text)
+    except ValueError:
+        return None
+    return nanos / 1e9 if nanos >= 0 else None
 
 
 def format_go_duration(nanos: int) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from scheduler.api.durations import parse_go_duration
+from scheduler.api.durations import nonnegative_seconds
 from scheduler.api.names import label_key_errors
 
 __all__ = [
@@ -111,13 +111,10 @@ def _duration(value: object, path: str) -> float:
         return DEFAULT_EXTENDER_TIMEOUT
     if isinstance(value, bool) or not isinstance(value, str):
         raise ExtenderConfigError(f"{path}: Invalid value: {value!r}: must be a duration such as 5s")
-    try:
-        nanos = parse_go_duration(value)
-    except ValueError:
-        nanos = -1
-    if nanos < 0:  # Go's http.Client would time out at once: refused, as an unreadable one is
+    seconds = nonnegative_seconds(value)
+    if seconds is None:  # a negative one too: Go's http.Client would time out at once
         raise ExtenderConfigError(f'{path}: Invalid value: "{value}": must be a duration such as 5s')
-    return nanos / 1e9 or DEFAULT_EXTENDER_TIMEOUT
+    return seconds or DEFAULT_EXTENDER_TIMEOUT
 
 
 def _extended_resource_errors(name: str, path: str) -> list[str]:

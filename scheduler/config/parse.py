@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scheduler.api.durations import parse_go_duration
+from scheduler.api.durations import nonnegative_seconds
 from scheduler.boundedyaml import ReadError, read_text
 from scheduler.config.default_plugins import default_multi_point
 from scheduler.config.extenders import ExtenderConfigError, check_tls, parse_extenders
@@ -356,13 +356,10 @@ def _duration(value: object, path: str, default: float) -> float:
         return default
     if not isinstance(value, str):  # metav1.Duration decodes from a JSON string only
         raise ConfigError(f"{path}: must be a duration such as 15s")
-    try:
-        nanos = parse_go_duration(value)
-    except ValueError:
-        nanos = -1
-    if nanos < 0:
+    seconds = nonnegative_seconds(value)
+    if seconds is None:
         raise ConfigError(f'{path}: Invalid value: "{value}": must be a duration such as 15s')
-    return nanos / 1e9
+    return seconds
 
 
 def load_config(path: str | Path | None, features: Features = DEFAULT_FEATURES) -> SchedulerConfig:
