@@ -26,7 +26,10 @@ same victims in the same order; and the full message, ``preemption: ...`` part i
 nomination is then the one upstream's nominator gets ("nominations"), so later pods see the same
 nominated pods; the victims stay on both sides (the runner does not apply preemption, the oracle
 does not evict). Nodes (by name) and bound pods (by namespace and name) reach our side in the order
-the oracle's fake API lists them (``informer_order``).
+the oracle's fake API lists them (``informer_order``). Before each cycle the oracle waits until
+upstream's claim assume cache holds every claim at the version its fake API stores (``settleClaims``
+in claims.go), as simulate's world is settled between pods: a claim informer that lags behind the
+previous binding cycle's writes is the machine's load, not a decision (seed 635789 at 1.37).
 
 What is compared, pod by pod (the oracle's output is described at the top of its main.go):
 - the order pods were popped (pods a PreEnqueue plugin held back are compared apart, by name);

@@ -138,6 +138,23 @@ def test_dra_seeds_that_once_differed_agree_with_upstream(minor: str) -> None:
     assert not run_batch(seeds, oracle_binary(features), make, features=features)
 
 
+def test_a_lagging_claim_informer_is_settled_before_the_next_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 635789 at 1.37, which differed once in a 10,000-cluster campaign on a loaded machine:
+    team-b/pending-0's binding fails after PreBind wrote its claim (gpu-0 and a share of gpu-shared
+    on node-18). Upstream had assumed that write, so its assume cache skipped the same version from
+    the informer and kept the copy from before it; Unreserve's AssumedClaimRestore rolled the claim
+    back to that copy, unallocated, until the informer brought Unreserve's own patch. A next cycle
+    that started first (team-b/contender-1) took gpu-0, which the API still gave to the claim; ours,
+    and upstream once settled, give contender-1 a share of gpu-shared. The oracle now waits for the
+    claim cache to hold the API's claims before each cycle. Red without that wait: with every claim
+    event held back 20 ms, upstream takes gpu-0 on each run.
+    """
+    monkeypatch.setenv("ORACLE_CLAIM_WATCH_DELAY", "20ms")
+    features = features_at("1.37")
+    make = functools.partial(scenario, kube_version="1.37", always=frozenset({"dra"}))
+    assert not run_batch([635789], oracle_binary(features), make, features=features)
+
+
 def test_unstarted_victims_of_equal_priority_follow_the_informers_pod_order() -> None:
     """Seed 1000966 (before the generator set startTimes): upstream's sort of victims reads the clock
     for each pod without status.startTime, so of two such pods of equal priority the later one in the

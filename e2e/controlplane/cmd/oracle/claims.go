@@ -10,17 +10,24 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
-var resourceClaimsGVR = resourceapi.SchemeGroupVersion.WithResource("resourceclaims")
+var (
+	resourceClaimsGVR = resourceapi.SchemeGroupVersion.WithResource("resourceclaims")
+	resourceClaimsGVK = resourceapi.SchemeGroupVersion.WithKind("ResourceClaim")
+)
 
 // claimJSON is one device allocated to one of a placed pod's claims (simulate's "claims" entries).
 type claimJSON struct {
@@ -182,4 +189,95 @@ func (w *world) podClaims(pod *v1.Pod) ([]claimJSON, error) {
 		}
 	}
 	return out, nil
+}
+
+// settleClaims waits until DynamicResources' claim assume cache holds every ResourceClaim of the fake
+// API at the version stored there (and none the API deleted), then drains the cache's event queue,
+// so the devices its allocated-devices tracker counts are the API's when the next cycle begins.
+// Between pods the world is settled, as simulate's is: what a lagging informer has not yet brought
+// is the machine's load, not a decision. The race this closes (seed 635789 at 1.37, seen only under
+// load): PreBind assumes the claim it wrote; the informer then brings that same version, which the
+// assume cache skips (not newer), so its API copy stays the one before the write; the binding fails
+// and Unreserve's AssumedClaimRestore rolls the claim back to that copy, unallocated. Its devices
+// look free until the informer brings Unreserve's own patch of the claim, and a next cycle that
+// starts first can allocate them.
+func (w *world) settleClaims() error {
+	var claims fwk.ResourceClaimTracker
+	for _, f := range w.inner {
+		if m := f.SharedDRAManager(); m != nil {
+			claims = m.ResourceClaims()
+			break
+		}
+	}
+	if claims == nil {
+		return nil
+	}
+	list, err := w.client.Tracker().List(resourceClaimsGVR, resourceClaimsGVK, "")
+	if err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	want := make(map[string]string, len(items))
+	for _, item := range items {
+		claim := item.(*resourceapi.ResourceClaim)
+		want[claim.Namespace+"/"+claim.Name] = claim.ResourceVersion
+	}
+	if err := settle(func() bool {
+		held, err := claims.List()
+		if err != nil || len(held) != len(want) {
+			return false
+		}
+		for _, claim := range held {
+			if want[claim.Namespace+"/"+claim.Name] != claim.ResourceVersion {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return fmt.Errorf("the claim assume cache never reached the fake API's claims: %w", err)
+	}
+	// Restore of a key the cache does not hold changes nothing and returns only after the cache's
+	// queued events reached its handlers (emitEvents): a barrier for the allocated-devices tracker.
+	claims.AssumedClaimRestore("", "oracle-settle-barrier")
+	return nil
+}
+
+// delayedWatch is the fake API's watch of claims with every event held back by delay, as a loaded
+// machine holds back the informer (ORACLE_CLAIM_WATCH_DELAY, for the test that shows settleClaims
+// is needed). Events keep their order; the tracker's own channel is drained at once.
+func (w *world) delayedWatch(delay time.Duration) clienttesting.WatchReactionFunc {
+	return func(action clienttesting.Action) (bool, watch.Interface, error) {
+		inner, err := w.client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		type held struct {
+			event watch.Event
+			due   time.Time
+		}
+		queue := make(chan held, 1<<16)
+		out := make(chan watch.Event)
+		proxy := watch.NewProxyWatcher(out)
+		go func() {
+			defer close(queue)
+			for event := range inner.ResultChan() {
+				queue <- held{event, time.Now().Add(delay)}
+			}
+		}()
+		go func() {
+			defer inner.Stop()
+			for h := range queue {
+				time.Sleep(time.Until(h.due))
+				select {
+				case out <- h.event:
+				case <-proxy.StopChan():
+					return
+				}
+			}
+		}()
+		return true, proxy, nil
+	}
 }

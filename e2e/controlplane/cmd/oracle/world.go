@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -284,6 +285,13 @@ func run(sc *scenario) ([]resultJSON, error) {
 	client.PrependReactor("update", "resourceclaims", w.writeClaim)
 	client.PrependReactor("patch", "resourceclaims", w.patchClaim)
 	client.PrependReactor("create", "resourceclaims", w.createClaim)
+	if delay := os.Getenv("ORACLE_CLAIM_WATCH_DELAY"); delay != "" {
+		d, err := time.ParseDuration(delay)
+		if err != nil {
+			return nil, fmt.Errorf("ORACLE_CLAIM_WATCH_DELAY: %w", err)
+		}
+		client.PrependWatchReactor("resourceclaims", w.delayedWatch(d))
+	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clock := testingclock.NewFakeClock(time.Now())
 	sched, err := scheduler.New(ctx, client, factory, nil,
@@ -332,6 +340,9 @@ func run(sc *scenario) ([]resultJSON, error) {
 
 	var results []resultJSON
 	for len(queue.PodsInActiveQ()) > 0 {
+		if err := w.settleClaims(); err != nil {
+			return results, err
+		}
 		w.current = nil
 		sched.ScheduleOne(ctx)
 		if w.current == nil {
