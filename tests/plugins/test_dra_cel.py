@@ -10,6 +10,8 @@ to fail, and passes the suite only while it still fails (a fix must move it out 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -199,3 +201,42 @@ def test_quantities_exact() -> None:
         ' && quantity("1073741825").isGreaterThan(device.capacity["d"].m)'
     )
     assert compiled.device_matches(Device(driver="d", capacity={"m": Fraction(2**30)})) == cel.Result(True)
+
+
+_LOADS_LATE = """
+import sys
+from scheduler.config import upstream_config
+from scheduler.config.parse import parse_config
+from scheduler.features import features_at
+from scheduler.plugins.dynamicresources import cel
+from scheduler.simulate.simulation import Simulation
+from scheduler.testing import make_node, make_pod
+
+def heavy():
+    return [m for m in sys.modules if m.split(".")[0] in ("cel_expr_python", "re2") or m.startswith("google.protobuf")]
+
+sim = Simulation(parse_config(upstream_config(), features=features_at("1.37")), seed=0)
+node = make_node("n").capacity(cpu="4", memory="4Gi", pods="110").dict()
+sim.add_objects([node, make_pod("p").requests(cpu="1").dict()])
+assert [a.pod.key for a in sim.run()] == ["default/p"]
+print(len(heavy()))
+assert cel.compiler_for(37).compile('device.driver == "x"').error is None
+print(len(heavy()))
+"""
+
+
+def test_the_cel_stack_loads_with_the_first_selector() -> None:
+    """Every profile holds a compiler, but cel-cpp, google-re2 and protobuf (about 15 MB of a
+    scheduler's memory) load only when a selector is compiled: a pod scheduled without one leaves
+    them unloaded. Its own interpreter, as the rest of the suite has them loaded."""
+    done = subprocess.run([sys.executable, "-c", _LOADS_LATE], capture_output=True, text=True, check=True, timeout=120)
+    before, after = (int(n) for n in done.stdout.split())
+    assert before == 0
+    assert after > 0
+
+
+def test_the_bool_conversion_texts_name_the_celtypes_messages() -> None:
+    """``_NOT_BOOL`` spells the two message types out (so that cel.py imports no protobuf): they are celtypes'."""
+    from scheduler.plugins.dynamicresources import celtypes  # noqa: PLC0415 - the test loads what cel.py defers
+
+    assert {celtypes.SEMVER_TYPE, celtypes.QUANTITY_TYPE} <= set(cel._NOT_BOOL)

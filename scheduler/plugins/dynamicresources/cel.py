@@ -15,19 +15,43 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from scheduler.api.resourceslice import Device, DeviceAttribute
-from scheduler.plugins.dynamicresources import celcost, cellib, celtypes
-from scheduler.plugins.dynamicresources.celtypes import SemverError
-from scheduler.plugins.dynamicresources.celwrap import cel, ext_bindings, ext_optional, ext_strings
+from scheduler.api.semver import SemverError
+
+
+def _lazy(name: str) -> ModuleType:
+    """``name``, executed on its first attribute read. cel-cpp, google-re2 and protobuf take about
+    15 MB of a scheduler's memory, which a cluster without DRA selectors never needs."""
+    if (loaded := sys.modules.get(name)) is not None:
+        return loaded
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.loader is not None, name
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING:
+    from scheduler.plugins.dynamicresources import celcost, cellib, celtypes, celwrap
+else:
+    celcost = _lazy("scheduler.plugins.dynamicresources.celcost")
+    cellib = _lazy("scheduler.plugins.dynamicresources.cellib")
+    celtypes = _lazy("scheduler.plugins.dynamicresources.celtypes")
+    celwrap = _lazy("scheduler.plugins.dynamicresources.celwrap")
 
 __all__ = [
     "CEL_SELECTOR_EXPRESSION_MAX_COST",
@@ -131,8 +155,8 @@ _NOT_BOOL = {
     "list": "type conversion error from list to 'bool'",
     "map": "type conversion error from map to 'bool'",
     "null_type": "type conversion error from 'null_type' to 'bool'",
-    celtypes.SEMVER_TYPE: "type conversion error from 'Semver' to 'bool'",
-    celtypes.QUANTITY_TYPE: "type conversion error from 'Quantity' to 'bool'",
+    "kubernetes.Semver": "type conversion error from 'Semver' to 'bool'",  # celtypes.SEMVER_TYPE
+    "kubernetes.Quantity": "type conversion error from 'Quantity' to 'bool'",  # celtypes.QUANTITY_TYPE
 }
 
 
@@ -163,14 +187,31 @@ class Compiler:
         self.list_attributes = minor >= 37  # getAttributeValue reads the list kinds from 1.37
         self.enhance_errors = minor >= 37  # cel.EnhanceRuntimeError
         self.dyn_attributes = minor >= 37  # attributes typed dyn (any before): comprehensions over them
-        self._env = cel.NewEnv(
-            celtypes.POOL,
-            variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
-            extensions=[ext_bindings.ExtBindings(), ext_strings.ExtStrings(), ext_optional.ExtOptional()],
-            functions=cellib.function_decls(includes=self.includes),
-        )
+        self._built: Any = None
+        self._build_lock = threading.Lock()
         self._lock = threading.Lock()  # cel-cpp's Env is not documented as thread-safe
         self._prepared: OrderedDict[int, tuple[weakref.ref[Device], _Prepared | str]] = OrderedDict()
+
+    @property
+    def _env(self) -> Any:
+        """cel-cpp's environment, built for the first selector: every profile holds a compiler, and
+        the CEL stack (cel-cpp, google-re2, protobuf) costs about 15 MB that a cluster without DRA
+        selectors never needs."""
+        if self._built is None:
+            with self._build_lock:
+                if self._built is None:
+                    cel = celwrap.cel
+                    self._built = cel.NewEnv(
+                        celtypes.POOL,
+                        variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
+                        extensions=[
+                            celwrap.ext_bindings.ExtBindings(),
+                            celwrap.ext_strings.ExtStrings(),
+                            celwrap.ext_optional.ExtOptional(),
+                        ],
+                        functions=cellib.function_decls(includes=self.includes),
+                    )
+        return self._built
 
     def compile(self, expression: str) -> Compiled:
         def failed(detail: str, kind: ErrorType = "Invalid") -> Compiled:
