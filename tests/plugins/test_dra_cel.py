@@ -226,9 +226,9 @@ print(len(heavy()))
 
 
 def test_the_cel_stack_loads_with_the_first_selector() -> None:
-    """Every profile holds a compiler, but cel-cpp, google-re2 and protobuf (about 15 MB of a
-    scheduler's memory) load only when a selector is compiled: a pod scheduled without one leaves
-    them unloaded. Its own interpreter, as the rest of the suite has them loaded."""
+    """Every profile holds a compiler, but cel-cpp, google-re2 and protobuf load only when a selector
+    is compiled: a pod scheduled without one leaves them unloaded. Its own interpreter, as the rest
+    of the suite has them loaded."""
     done = subprocess.run([sys.executable, "-c", _LOADS_LATE], capture_output=True, text=True, check=True, timeout=120)
     before, after = (int(n) for n in done.stdout.split())
     assert before == 0

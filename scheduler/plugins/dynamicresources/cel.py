@@ -32,8 +32,7 @@ from scheduler.api.semver import SemverError
 
 
 def _lazy(name: str) -> ModuleType:
-    """``name``, executed on its first attribute read. cel-cpp, google-re2 and protobuf take about
-    15 MB of a scheduler's memory, which a cluster without DRA selectors never needs."""
+    """``name``, executed on its first attribute read (see ``Compiler._env`` for why)."""
     if (loaded := sys.modules.get(name)) is not None:
         return loaded
     spec = importlib.util.find_spec(name)
@@ -195,8 +194,8 @@ class Compiler:
     @property
     def _env(self) -> Any:
         """cel-cpp's environment, built for the first selector: every profile holds a compiler, and
-        the CEL stack (cel-cpp, google-re2, protobuf) costs about 15 MB that a cluster without DRA
-        selectors never needs."""
+        the CEL stack (cel-cpp, google-re2, protobuf) is memory a cluster without DRA selectors
+        never needs (measured in docs/benchmarks.md, per Kubernetes minor)."""
         if self._built is None:
             with self._build_lock:
                 if self._built is None:
