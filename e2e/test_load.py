@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,27 @@ class HealthProbe:
         result: dict[str, Any] = json.loads(self.out.read_text())
         return result
 
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def health_probe(scheduler: SchedulerProcess, tmp_path: Path) -> Iterator[Callable[[], HealthProbe]]:
+    """Starts the probe when the test asks, and stops it however the test ends: a probe left running
+    by a failed wait, its Popen collected during a later test, warns (ResourceWarning) and fails that
+    test instead of this one."""
+    started: list[HealthProbe] = []
+
+    def start() -> HealthProbe:
+        started.append(HealthProbe(scheduler.address, tmp_path))
+        return started[-1]
+
+    yield start
+    for probe in started:
+        probe.close()
+
 
 def _peak_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -143,6 +164,24 @@ def _count(core: client.CoreV1Api, namespace: str) -> tuple[int, int, int]:
     return len(pods), bound, refused
 
 
+def _unsettled(core: client.CoreV1Api, namespace: str) -> dict[str, Any]:
+    """For a timed-out wait: the unbound pods per ReplicaSet, and a few of them with their PodScheduled."""
+    response = core.list_namespaced_pod(namespace, _preload_content=False)
+    unbound = [p for p in json.loads(response.data)["items"] if not p["spec"].get("nodeName")]
+    per_set: dict[str, int] = {}
+    for pod in unbound:
+        app = (pod["metadata"].get("labels") or {}).get("app", "")
+        per_set[app] = per_set.get(app, 0) + 1
+    conditions = {
+        p["metadata"]["name"]: [
+            c for c in (p.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"
+        ]
+        for p in unbound
+        if not (p["metadata"].get("labels") or {}).get("app", "").startswith("stuck-")
+    }
+    return {"unbound_per_set": per_set, "feasible_unbound": dict(list(conditions.items())[:5])}
+
+
 def _failed_scheduling_per_pod(api: client.ApiClient, namespace: str) -> dict[str, list[str]]:
     """The notes of the FailedScheduling events recorded so far, per pod they regard."""
     response = client.EventsV1Api(api).list_namespaced_event(namespace, _preload_content=False)
@@ -161,7 +200,7 @@ def test_thousands_of_pending_pods(
     scheduler: SchedulerProcess,
     namespace: str,
     nodes: Callable[..., str],
-    tmp_path: Path,
+    health_probe: Callable[[], HealthProbe],
     ledger: Ledger,
 ) -> None:
     mark = ledger.mark()
@@ -169,7 +208,7 @@ def test_thousands_of_pending_pods(
     with ThreadPoolExecutor(8) as pool:
         made = list(pool.map(lambda i: nodes(f"load-{i:05d}", labels={ZONE: zones[i % len(zones)]}), range(NODES)))
     zone_of = {name: zones[i % len(zones)] for i, name in enumerate(made)}
-    probe = HealthProbe(scheduler.address, tmp_path)
+    probe = health_probe()
     started = time.monotonic()
     apps = client.AppsV1Api(api)
     per_set = PODS // REPLICA_SETS
@@ -179,12 +218,21 @@ def test_thousands_of_pending_pods(
     infeasible = per_set * len(INFEASIBLE)
     feasible = per_set * REPLICA_SETS - infeasible
 
+    last: list[tuple[int, int, int]] = []
+
     def settled() -> tuple[int, int, int] | None:
-        counts = _count(core, namespace)
-        return counts if counts == (per_set * REPLICA_SETS, feasible, infeasible) else None
+        last[:] = [_count(core, namespace)]
+        return last[0] if last[0] == (per_set * REPLICA_SETS, feasible, infeasible) else None
 
     # Each poll makes the API server serialize every pod: not more often than needed, on a 2-core machine.
-    wait_for(settled, 60 + PODS * 0.12, f"{feasible} pods bound and {infeasible} refused", interval=5.0)
+    try:
+        wait_for(settled, 60 + PODS * 0.12, f"{feasible} pods bound and {infeasible} refused", interval=5.0)
+    except AssertionError as timed_out:
+        unsettled = _unsettled(core, namespace)
+        alive = scheduler.proc is not None and scheduler.proc.poll() is None
+        raise AssertionError(
+            f"{timed_out}; (pods, bound, refused) {last}; not yet either: {unsettled}; scheduler running: {alive}"
+        ) from None
     elapsed = time.monotonic() - started
     health = probe.finish()
     assert scheduler.proc is not None
