@@ -413,6 +413,26 @@ def nodes(core: client.CoreV1Api) -> Iterator[Callable[..., str]]:
 
 
 @pytest.fixture(autouse=True)
+def _session_scheduler_survives(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The session's scheduler exiting during a test, unasked (a lease lost, a stall), fails that test
+    with the exit code and the log's end, and is started again for the next: otherwise the test fails
+    on what the exit left undone (pods never bound), and a later test that restarts it hides the exit."""
+    if "scheduler" not in request.fixturenames:
+        yield
+        return
+    session: SchedulerProcess = request.getfixturevalue("scheduler")
+    running = session.proc
+    yield
+    if running is not None and session.proc is running and running.poll() is not None:
+        tail = session.log()[-3000:]
+        session.proc = None
+        session.start()
+        pytest.fail(
+            f"the session's scheduler exited ({running.returncode}) during the test, unasked; its log ends: {tail}"
+        )
+
+
+@pytest.fixture(autouse=True)
 def _no_foreign_nodes(request: pytest.FixtureRequest) -> Iterator[None]:
     """Tests assume they see only their own nodes; give a clear message if a previous test leaked some."""
     if "core" not in request.fixturenames:
