@@ -31,12 +31,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.karpenter]
 APP = "web"
 # Karpenter replaces the three 2-CPU nodes one at a time (the PDB allows one pod down), each after
 # consolidateAfter, its 15 s validation and the drain: bench/karpenter_contrast.py measured 103-160 s to
-# settle on an idle machine, so 150 s failed a loaded CI run. And a consolidation pass that has candidates
-# but finds no move marks the cluster consolidated: a node turning Consolidatable later is no change that
-# Karpenter watches, so the next pass may come only when its state times out, after 5 minutes
-# (state.Cluster.ConsolidationState, sigs.k8s.io/karpenter v1.14.1). 360 s failed one CI run (the
-# nodes it ended on were not told apart); 300 s of that lull plus the 160 s settle.
-CONSOLIDATION_TIMEOUT = 480
+# settle on an idle machine, so 150 s failed a loaded CI run.
+CONSOLIDATION_TIMEOUT = 360
 
 
 @pytest.fixture(scope="module")
@@ -133,14 +129,16 @@ def test_scale_up_from_zero_nodes_places_3_3_3(
     assert all(zone_nodes(core).values()), "a node in every zone"
 
 
-@pytest.mark.timeout(CONSOLIDATION_TIMEOUT + 240)
 def test_scale_down_with_consolidation_keeps_the_spread_and_every_zone(
     pool: str, api: client.ApiClient, core: client.CoreV1Api, apps: client.AppsV1Api, namespace: str
 ) -> None:
     """9 (three 2-CPU nodes, 3/3/3), then a tenth pod (it fits none of them: Karpenter launches a 1-CPU
-    node, in zone X), then 3: our deletion costs take the youngest of each zone, so the tenth pod's node
-    is left empty (Karpenter deletes it) and the 2-CPU nodes hold one pod each (Karpenter replaces each
-    by a 1-CPU node in its zone: the evicted pod's replacement must come back there)."""
+    node, in zone X), then 3: our deletion costs take the youngest of each zone, the tenth pod first
+    (the ReplicaSet controller's own order takes pods doubled up on a node before it), and Karpenter
+    ends on one 1-CPU node a zone, 1/1/1: each 2-CPU node replaced by a 1-CPU one in its zone, or, in
+    zone X, deleted once its pod fits the tenth pod's emptied node (whichever Karpenter finds first:
+    that node is then kept, else deleted as empty). The evicted pods' replacements must come back to
+    their zone."""
     with SpreadWatch(core, namespace, APP, 9) as seen:
         _scale_up(api, core, namespace, {})
         first = {n for names in zone_nodes(core).values() for n in names}
@@ -152,6 +150,7 @@ def test_scale_down_with_consolidation_keeps_the_spread_and_every_zone(
         new = {n for names in zone_nodes(core).values() for n in names} - first
         tenth = {p.spec.node_name for p in _running(core, namespace)} & new
         assert len(tenth) == 1, f"the tenth pod on one new node, not {tenth} (new: {new})"
+        tenth_pod = {p.metadata.name for p in _running(core, namespace) if p.spec.node_name in tenth}
         wait_for(
             lambda: all(MARKER_ANNOTATION in (p.metadata.annotations or {}) for p in _live(core, namespace)),
             30,
@@ -159,17 +158,20 @@ def test_scale_down_with_consolidation_keeps_the_spread_and_every_zone(
         )
         seen.expect(3)
         apps.patch_namespaced_deployment_scale(APP, namespace, {"spec": {"replicas": 3}})
+        wait_for(lambda: len(_live(core, namespace)) == 3, 30, "the ReplicaSet controller's deletions down to 3")
+        kept = {p.metadata.name for p in _live(core, namespace)}
+        assert not tenth_pod & kept, f"the tenth pod {tenth_pod} was kept, not the older ones: {kept}"
 
         def consolidated() -> bool:
             now = {n for names in zone_nodes(core).values() for n in names}
             return (
                 _spread(core, namespace, 1)
                 and all(len(names) == 1 for names in zone_nodes(core).values())
-                and not (first | tenth) & now
+                and not first & now
             )
 
         try:
-            wait_for(consolidated, CONSOLIDATION_TIMEOUT, "1/1/1 on new nodes, one a zone")
+            wait_for(consolidated, CONSOLIDATION_TIMEOUT, "1/1/1 on 1-CPU nodes, one a zone")
         except AssertionError as timed_out:
             origin = {n: "2-CPU" for n in first} | {n: "tenth" for n in tenth}
             placed = {
@@ -177,10 +179,12 @@ def test_scale_down_with_consolidation_keeps_the_spread_and_every_zone(
                 for where, pods in _placement(core, namespace).items()
             }
             raise AssertionError(f"{timed_out}; then: {placed}; Karpenter said: {_karpenter_events(core)}") from None
+        now = {n for names in zone_nodes(core).values() for n in names}
     worst = seen.worst()
     assert worst is not None and worst.skew() <= max_skew(), seen.history()
-    assert _disruptions(core, tenth) == {"Empty"}
     assert _disruptions(core, first) == {"Underutilized"}
+    # The tenth pod's node: deleted as empty, or kept for the pod Karpenter moved onto it, never disrupted.
+    assert _disruptions(core, tenth) == (set() if tenth & now else {"Empty"}), (tenth, now)
 
 
 def _moves(scheduler: SchedulerProcess) -> float:
