@@ -44,19 +44,30 @@ class LeaseServer:
         self.lease: dict[str, Any] | None = None
         self.version = 0
         self.hang = False
+        self.requests: list[str] = []  # "read", "write", "conflict"
 
     def read(self) -> dict[str, Any] | None:
+        self.requests.append("read")
         return copy.deepcopy(self.lease)
 
-    def write(self, lease: dict[str, Any], create: bool) -> bool:
-        if create != (self.lease is None):
-            return False
-        if not create and lease["metadata"].get("resourceVersion") != str(self.version):
-            return False  # 409: written since it was read
+    def write(self, lease: dict[str, Any], create: bool) -> dict[str, Any] | None:
+        if create != (self.lease is None) or (
+            not create and lease["metadata"].get("resourceVersion") != str(self.version)
+        ):
+            self.requests.append("conflict")
+            return None  # 409: created or written since it was read
+        self.requests.append("write")
         self.version += 1
         self.lease = copy.deepcopy(lease)
         self.lease["metadata"]["resourceVersion"] = str(self.version)
-        return True
+        return copy.deepcopy(self.lease)
+
+    def touch(self, **spec: Any) -> None:
+        """Someone else's write (another candidate, an operator): the spec changed, a new version."""
+        assert self.lease is not None
+        self.lease["spec"].update(spec)
+        self.version += 1
+        self.lease["metadata"]["resourceVersion"] = str(self.version)
 
 
 class Elector(LeaseElector):
@@ -72,7 +83,9 @@ class Elector(LeaseElector):
             await asyncio.sleep(3600)
         return self.server.read()
 
-    async def _write(self, lease: dict[str, Any], create: bool) -> bool:
+    async def _write(self, lease: dict[str, Any], create: bool) -> dict[str, Any] | None:
+        if self.server.hang:
+            await asyncio.sleep(3600)
         return self.server.write(lease, create)
 
 
@@ -141,10 +154,51 @@ def test_a_released_lease_is_taken_at_once() -> None:
     server, clock = LeaseServer(), FakeClock()
     assert rounds(Elector(server, "a", clock))
     assert server.lease is not None
-    server.lease["spec"]["holderIdentity"] = None  # what release() writes
-    server.version += 1
-    server.lease["metadata"]["resourceVersion"] = str(server.version)
+    server.touch(holderIdentity=None)  # what release() writes
     assert rounds(Elector(server, "b", clock))
+
+
+def test_a_leader_renews_with_one_write_and_reads_only_when_it_was_written_since() -> None:
+    """client-go's fast path: a leader whose last observed record is its own and within the lease
+    duration writes its renewal over the Lease it last wrote, with that resourceVersion (one round
+    trip; a read first doubles the time a renewal takes on a loaded server). A 409 falls back to a read."""
+    server, clock = LeaseServer(), FakeClock()
+    leader = Elector(server, "a", clock)
+    assert rounds(leader)
+    assert server.requests == ["read", "write"]  # the first round reads: nothing observed yet
+    del server.requests[:]
+    for _ in range(5):
+        clock.now += 2
+        assert rounds(leader)
+    assert server.requests == ["write"] * 5
+    assert server.lease is not None and server.lease["spec"]["leaseTransitions"] == 0
+    acquired = server.lease["spec"]["acquireTime"]
+
+    del server.requests[:]
+    server.touch(leaseDurationSeconds=30)  # written by someone else: the optimistic write conflicts
+    clock.now += 2
+    assert rounds(leader)
+    assert server.requests == ["conflict", "read", "write"]
+    assert server.lease["spec"]["acquireTime"] == acquired and server.lease["spec"]["holderIdentity"] == "a"
+
+    del server.requests[:]
+    server.touch(holderIdentity="b")  # taken: the fallback read sees b's live lease, and a stops
+    clock.now += 2
+    assert not rounds(leader)
+    assert server.requests == ["conflict", "read"]
+    assert server.lease["spec"]["holderIdentity"] == "b"
+
+
+def test_no_optimistic_write_once_the_observed_lease_has_run_out() -> None:
+    """isLeaseValid: past a lease duration since our record last changed, another may hold it by now;
+    the round reads first, as a candidate's does."""
+    server, clock = LeaseServer(), FakeClock()
+    leader = Elector(server, "a", clock)
+    assert rounds(leader)
+    del server.requests[:]
+    clock.now += SETTINGS.lease_duration + 0.1
+    assert rounds(leader)
+    assert server.requests == ["read", "write"]
 
 
 def test_leadership_is_sure_only_within_renew_deadline_of_the_last_accepted_renewal() -> None:
