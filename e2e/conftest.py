@@ -153,10 +153,11 @@ LOG_FLAGS = ("--logging-format", "json", "-v", "3")
 
 
 # The session scheduler's Lease (e2e/ledger.py judges who held it when from the server's record).
-# Short (4/3/1 s) so a SIGKILLed scheduler's successor waits seconds; SPREAD_E2E_LEASE=shipped gives
+# Short (6/5/1 s) so a SIGKILLed scheduler's successor waits seconds; SPREAD_E2E_LEASE=shipped gives
 # the shipped 15/10/2 s (``make reliability`` runs the 10,000-pod load so: on this 2-core machine that
-# load slows the API server's answers to lease requests past a 3 s renewDeadline).
-SESSION_LEASE = {"short": (4, 3, 1), "shipped": (15, 10, 2)}[os.environ.get("SPREAD_E2E_LEASE", "short")]
+# load slows the API server's answers to lease requests past a short renewDeadline). 4/3/1 s lost the
+# Lease in the 1,000-pod load while two other releases' control planes started beside it (docs/testing.md).
+SESSION_LEASE = {"short": (6, 5, 1), "shipped": (15, 10, 2)}[os.environ.get("SPREAD_E2E_LEASE", "short")]
 LEASE_NAMESPACE, LEASE_NAME, LEASE_DURATION = "kube-system", "spread-scheduler", timedelta(seconds=SESSION_LEASE[0])
 _LOCAL: list[Cluster] = []  # the session's local control plane, once up
 
