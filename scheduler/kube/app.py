@@ -271,16 +271,19 @@ async def _run(
             server = decided.server
         _deciding_as(config, server, metrics)
 
+        # The scheduler's progress: /healthz and the Lease renewals require it (scheduler.kube.progress).
+        progress = LoopProgress()
+
         def count(outcome: str) -> None:
             metrics.api_requests.labels(outcome).inc()
+            if outcome != "outage":  # the server answered (2xx, 429, another 4xx): writes get on
+                progress.answered()
 
         sched, writes, leadership, keepers = _compose(
             config, api, metrics, count, scale_down_spread, rebalance or Rebalancing()
         )
         exits.push_async_callback(awaited("closing the writers' connections", writes.close))
         exits.push_async_callback(awaited("closing the extenders", close_extenders, sched.extenders))
-        # The scheduler's progress: /healthz and the Lease renewals require it (scheduler.kube.progress).
-        progress = LoopProgress()
         progress.beat_on(asyncio.get_running_loop())
         sched.use_progress(progress)
         exits.callback(step("stopping the heartbeat", progress.stop))

@@ -16,9 +16,11 @@ renewal thread stops renewing, so a healthy replica takes the Lease.
   one of them ends (bound or failed). Progress is counted on the binds as a whole, not on each: in a
   burst thousands wait behind the write rate limiter, each for minutes, but one ends every few
   milliseconds. A bind waits for the API within bounded timeouts (each request, the retries), and one
-  slow bind among others that end is not a stall. Binds of which none ends for ``timeout`` are:
-  every binder stuck on an await that never returns, or an API server that has answered none of our
-  writes for 20 s, twice the renewDeadline in which it must answer the Lease's.
+  slow bind among others that end is not a stall; nor are binds queued behind other writes (a
+  backlog of PodScheduled patches and Events, say) while the API server answers those: any answered
+  write counts. Binds of which none ends for ``timeout``, with no other write answered meanwhile,
+  are: every binder stuck on an await that never returns, or an API server that has answered none
+  of our writes for 20 s, twice the renewDeadline in which it must answer the Lease's.
   PreBind is left out on purpose: VolumeBinding's waits for the PV controller to provision a volume,
   up to ``bindTimeoutSeconds`` (10 minutes by default), and a quiet cluster may have nothing else to do.
 
@@ -81,6 +83,11 @@ class LoopProgress:
     def bind_finished(self) -> None:
         self._bind_at = self._clock()
         self._binds = max(0, self._binds - 1)
+
+    def answered(self) -> None:
+        """The API server answered one of our writes, whatever its status: binds waiting behind other
+        writes in the rate limiter (a backlog of status patches and Events) are getting on, not stuck."""
+        self._bind_at = self._clock()
 
     # -- what /healthz and the renewals ask -----------------------------------------------------
 

@@ -322,6 +322,27 @@ def test_binds_of_which_none_ends_past_the_bound_are_a_stall() -> None:
     assert progress.healthy()  # none in flight: nothing to wait for
 
 
+def test_binds_queued_behind_answered_writes_are_not_a_stall() -> None:
+    """A backlog of other writes (a terminating namespace's refused pods: PodScheduled patches and
+    Events, answered 403) holds the write rate limiter for longer than the bound: no bind ends, but
+    the API server answers a write every 20 ms, so the binds are queued, not stuck. Once nothing
+    is answered either, the bound applies again."""
+    clock, progress = _scheduling()
+    for _ in range(800):
+        progress.bind_started()
+    for _ in range(1500):  # 30 s of a 50 QPS budget spent on the backlog
+        clock.now += 0.02
+        progress.beat()
+        progress.came_round()
+        progress.answered()
+        assert progress.healthy()
+    for _ in range(21):
+        clock.now += 1.0
+        progress.beat()
+        progress.came_round()
+    assert progress.wedged() and progress.stall() == (21.0, "binds")
+
+
 class _StuckExtender:
     """A filter extender whose call never returns (its HTTP timeout lost, say); the loop still turns."""
 
