@@ -20,7 +20,9 @@ renewal thread stops renewing, so a healthy replica takes the Lease.
   backlog of PodScheduled patches and Events, say) while the API server answers those: any answered
   write counts. Binds of which none ends for ``timeout``, with no other write answered meanwhile,
   are: every binder stuck on an await that never returns, or an API server that has answered none
-  of our writes for 20 s, twice the renewDeadline in which it must answer the Lease's.
+  of our writes for 20 s, twice the renewDeadline in which it must answer the Lease's. The price:
+  binders stuck while other writes are answered go unseen (each request and extender call has a
+  timeout of its own, so only a bug of ours can hold one for good).
   PreBind is left out on purpose: VolumeBinding's waits for the PV controller to provision a volume,
   up to ``bindTimeoutSeconds`` (10 minutes by default), and a quiet cluster may have nothing else to do.
 
