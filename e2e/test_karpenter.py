@@ -73,12 +73,15 @@ def _running(core: client.CoreV1Api, namespace: str) -> list[Any]:
     return [p for p in _live(core, namespace) if p.status.phase == "Running" and is_ready(p)]
 
 
-def _spread(core: client.CoreV1Api, namespace: str, per_zone: int) -> bool:
-    """Every pod Running and Ready, ``per_zone`` in each zone, nothing else."""
+def _spread(core: client.CoreV1Api, namespace: str, per_zone: int, nodes: dict[str, list[str]] | None = None) -> bool:
+    """Every pod Running and Ready, ``per_zone`` in each zone, nothing else. ``nodes``: the zones'
+    nodes the caller judged too, read before the pods, so both parts of its condition see one moment
+    (read apart, a node deleted between the two reads passed as drained while its pods still counted)."""
+    nodes = zone_nodes(core) if nodes is None else nodes
     pods = _live(core, namespace)
     if len(pods) != per_zone * len(zones()) or not all(p.status.phase == "Running" and is_ready(p) for p in pods):
         return False
-    where = {n: z for z, names in zone_nodes(core).items() for n in names}
+    where = {n: z for z, names in nodes.items() for n in names}
     counts = [sum(1 for p in pods if where.get(p.spec.node_name) == z) for z in zones()]
     return counts == [per_zone] * len(zones())
 
@@ -163,11 +166,12 @@ def test_scale_down_with_consolidation_keeps_the_spread_and_every_zone(
         assert not tenth_pod & kept, f"the tenth pod {tenth_pod} was kept, not the older ones: {kept}"
 
         def consolidated() -> bool:
-            now = {n for names in zone_nodes(core).values() for n in names}
+            nodes = zone_nodes(core)
+            now = {n for names in nodes.values() for n in names}
             return (
-                _spread(core, namespace, 1)
-                and all(len(names) == 1 for names in zone_nodes(core).values())
+                all(len(names) == 1 for names in nodes.values())
                 and not first & now
+                and _spread(core, namespace, 1, nodes)
             )
 
         try:
@@ -213,11 +217,12 @@ def test_a_zone_whose_nodes_karpenter_removes_comes_back_with_rebalancing_opted_
                 karpenter.cluster.request(
                     "DELETE", f"/apis/karpenter.sh/v1/nodeclaims/{claim['metadata']['name']}", timeout=30
                 )
-        wait_for(
-            lambda: _spread(core, namespace, 3) and not old & set(zone_nodes(core)[zone_a]),
-            150,
-            "3/3/3 again, zone a's pods on a new node",
-        )
+
+        def back() -> bool:
+            nodes = zone_nodes(core)
+            return not old & set(nodes[zone_a]) and _spread(core, namespace, 3, nodes)
+
+        wait_for(back, 150, "3/3/3 again, zone a's pods on a new node")
     worst = seen.worst()
     assert worst is not None and worst.skew() <= max_skew(), seen.history()
     assert any(s.counts[zone_a] < 3 for s in seen.states[before:]), "zone a's pods were drained"
