@@ -297,6 +297,14 @@ def test_a_long_burst_of_short_cycles_and_slow_binds_stays_healthy() -> None:
         assert progress.stalled_for() < 1.0
 
 
+def _turn_without_binds_ending(clock: FakeClock, progress: LoopProgress, seconds: int) -> None:
+    """The loop turns and comes round every second; no bind ends and nothing is answered."""
+    for _ in range(seconds):
+        clock.now += 1.0
+        progress.beat()
+        progress.came_round()
+
+
 def test_binds_of_which_none_ends_past_the_bound_are_a_stall() -> None:
     """Every binder stuck on an await: the loop still turns and comes round (nothing left to
     schedule), but no bind ends. One that ends (or a first one starting after an idle spell)
@@ -308,10 +316,7 @@ def test_binds_of_which_none_ends_past_the_bound_are_a_stall() -> None:
     progress.bind_started()
     progress.bind_started()
     assert progress.healthy()
-    for _ in range(21):
-        clock.now += 1.0
-        progress.beat()
-        progress.came_round()
+    _turn_without_binds_ending(clock, progress, 21)
     assert progress.wedged() and progress.stall() == (21.0, "binds")
     progress.bind_finished()  # one of them returned: the other may simply be slow
     assert progress.healthy()
@@ -336,10 +341,7 @@ def test_binds_queued_behind_answered_writes_are_not_a_stall() -> None:
         progress.came_round()
         progress.answered()
         assert progress.healthy()
-    for _ in range(21):
-        clock.now += 1.0
-        progress.beat()
-        progress.came_round()
+    _turn_without_binds_ending(clock, progress, 21)
     assert progress.wedged() and progress.stall() == (21.0, "binds")
 
 
