@@ -64,7 +64,11 @@ def test_a_claim_named_twice_fails_prebind_as_upstream(
         seen = {who: _failures(core, namespace, f"p-{who}") for who in (OURS, UPSTREAM)}
         return seen if all(len(notes) >= 2 for notes in seen.values()) else None
 
-    seen = wait_for(both_failed_twice, 60, "both pods failing their PreBind, first and later attempts")
+    try:
+        seen = wait_for(both_failed_twice, 60, "both pods failing their PreBind, first and later attempts")
+    except AssertionError as timed_out:  # say which side lacked its second event
+        so_far = {who: _failures(core, namespace, f"p-{who}") for who in (OURS, UPSTREAM)}
+        raise AssertionError(f"{timed_out}; FailedScheduling notes so far: {so_far}") from None
 
     def normalized(who: str) -> list[str]:
         uid = core.read_namespaced_pod(f"p-{who}", namespace).metadata.uid
