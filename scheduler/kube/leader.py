@@ -212,13 +212,13 @@ class LeaseElector:
         loaded server); a 409 or any error falls back to reading it, as client-go's fast path does."""
         s = self.settings
         now = self._wall()
+        spec_mine = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": int(s.lease_duration),
+            "renewTime": now,
+        }
         if self._lease is not None and self._leading():
-            spec = {
-                **(self._lease.get("spec") or {}),
-                "holderIdentity": self.identity,
-                "leaseDurationSeconds": int(s.lease_duration),
-                "renewTime": now,
-            }
+            spec = {**(self._lease.get("spec") or {}), **spec_mine}
             try:
                 if await self._written({**self._lease, "spec": spec}, create=False):
                     return True
@@ -227,11 +227,6 @@ class LeaseElector:
                 reason = str(exc)
             log.info("optimistic lease renewal failed, reading the lease", reason=reason)
         lease = await self._read()
-        spec_mine = {
-            "holderIdentity": self.identity,
-            "leaseDurationSeconds": int(s.lease_duration),
-            "renewTime": now,
-        }
         if lease is None:
             body = {
                 "apiVersion": "coordination.k8s.io/v1",
